@@ -1,0 +1,213 @@
+// Package mem is an in-memory Bucket: the fake used across cairn's tests.
+//
+// A Store holds the objects; several Buckets (New, or Open with the same
+// mem://NAME) can share one Store and act as replicas of one bucket. A
+// Bucket may keep its keys under a prefix. Versions are decimal counters,
+// unique across the Store and never reused, so a recreated object always
+// gets a new version. Conditional delete is supported.
+//
+// The URL is mem://NAME[/PREFIX]; buckets opened with the same NAME in one
+// process share a Store. There are no query parameters.
+package mem
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cairnstore/cairn/bucket"
+)
+
+func init() {
+	bucket.Register("mem", open)
+}
+
+var (
+	namedMu sync.Mutex
+	named   = map[string]*Store{}
+)
+
+func open(_ context.Context, u *url.URL) (bucket.Bucket, error) {
+	if _, err := bucket.Query(u); err != nil {
+		return nil, err
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("mem: want mem://NAME")
+	}
+	prefix, err := bucket.NormalizePrefix(u.Path)
+	if err != nil {
+		return nil, err
+	}
+	namedMu.Lock()
+	s := named[u.Host]
+	if s == nil {
+		s = NewStore()
+		named[u.Host] = s
+	}
+	namedMu.Unlock()
+	return New(s, prefix)
+}
+
+// Store is the shared state behind one or more Buckets.
+type Store struct {
+	mu      sync.RWMutex
+	objects map[string]object
+	next    uint64 // last version handed out
+}
+
+type object struct {
+	body    []byte
+	version bucket.Version
+	mod     time.Time
+}
+
+// NewStore returns an empty Store.
+func NewStore() *Store { return &Store{objects: map[string]object{}} }
+
+// Bucket is a view of a Store under a prefix.
+type Bucket struct {
+	s      *Store
+	prefix string
+}
+
+var _ bucket.Bucket = (*Bucket)(nil)
+
+// New returns a Bucket over s that keeps its keys under prefix ("" or a
+// string ending in "/").
+func New(s *Store, prefix string) (*Bucket, error) {
+	if prefix != "" {
+		if _, err := bucket.NormalizePrefix(prefix); err != nil || prefix[len(prefix)-1] != '/' {
+			return nil, fmt.Errorf("mem: bad prefix %q", prefix)
+		}
+	}
+	return &Bucket{s: s, prefix: prefix}, nil
+}
+
+// NewBucket returns a Bucket over a fresh Store.
+func NewBucket() *Bucket { return &Bucket{s: NewStore()} }
+
+func (b *Bucket) key(ctx context.Context, key string) (string, error) {
+	k, err := bucket.JoinKey(b.prefix, key)
+	if err != nil {
+		return "", err
+	}
+	return k, ctx.Err()
+}
+
+func (b *Bucket) attrs(key string, o object) bucket.Attrs {
+	return bucket.Attrs{
+		Key:     key[len(b.prefix):],
+		Size:    int64(len(o.body)),
+		Version: o.version,
+		ModTime: o.mod,
+	}
+}
+
+// Get implements bucket.Bucket.
+func (b *Bucket) Get(ctx context.Context, key string) ([]byte, bucket.Attrs, error) {
+	k, err := b.key(ctx, key)
+	if err != nil {
+		return nil, bucket.Attrs{}, err
+	}
+	b.s.mu.RLock()
+	o, ok := b.s.objects[k]
+	b.s.mu.RUnlock()
+	if !ok {
+		return nil, bucket.Attrs{}, fmt.Errorf("mem: get %q: %w", key, bucket.ErrNotExist)
+	}
+	return append([]byte(nil), o.body...), b.attrs(k, o), nil
+}
+
+// Stat implements bucket.Bucket.
+func (b *Bucket) Stat(ctx context.Context, key string) (bucket.Attrs, error) {
+	k, err := b.key(ctx, key)
+	if err != nil {
+		return bucket.Attrs{}, err
+	}
+	b.s.mu.RLock()
+	o, ok := b.s.objects[k]
+	b.s.mu.RUnlock()
+	if !ok {
+		return bucket.Attrs{}, fmt.Errorf("mem: stat %q: %w", key, bucket.ErrNotExist)
+	}
+	return b.attrs(k, o), nil
+}
+
+// check reports whether cond holds for the current object under k.
+// The caller holds the write lock.
+func (b *Bucket) check(op, key, k string, cond bucket.Condition) error {
+	o, exists := b.s.objects[k]
+	if cond.IsAbsent() && exists {
+		return fmt.Errorf("mem: %s %q: %w: object exists", op, key, bucket.ErrPrecondition)
+	}
+	if v, ok := cond.Version(); ok && (!exists || o.version != v) {
+		return fmt.Errorf("mem: %s %q: %w: version is not %s", op, key, bucket.ErrPrecondition, v)
+	}
+	return nil
+}
+
+// Put implements bucket.Bucket.
+func (b *Bucket) Put(ctx context.Context, key string, body []byte, cond bucket.Condition) (bucket.Attrs, error) {
+	k, err := b.key(ctx, key)
+	if err != nil {
+		return bucket.Attrs{}, err
+	}
+	o := object{body: append([]byte(nil), body...), mod: time.Now()}
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	if err := b.check("put", key, k, cond); err != nil {
+		return bucket.Attrs{}, err
+	}
+	b.s.next++
+	o.version = bucket.Version(strconv.FormatUint(b.s.next, 10))
+	b.s.objects[k] = o
+	return b.attrs(k, o), nil
+}
+
+// Delete implements bucket.Bucket.
+func (b *Bucket) Delete(ctx context.Context, key string, cond bucket.Condition) error {
+	k, err := b.key(ctx, key)
+	if err != nil {
+		return err
+	}
+	if cond.IsAbsent() {
+		return fmt.Errorf("mem: delete %q if-absent: %w", key, bucket.ErrUnsupported)
+	}
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	if err := b.check("delete", key, k, cond); err != nil {
+		return err
+	}
+	delete(b.s.objects, k)
+	return nil
+}
+
+// List implements bucket.Bucket.
+func (b *Bucket) List(ctx context.Context, opts bucket.ListOptions) (bucket.ListPage, error) {
+	if err := ctx.Err(); err != nil {
+		return bucket.ListPage{}, err
+	}
+	full := b.prefix + opts.Prefix
+	b.s.mu.RLock()
+	var all []bucket.Attrs
+	for k, o := range b.s.objects {
+		if len(k) >= len(full) && k[:len(full)] == full {
+			all = append(all, b.attrs(k, o))
+		}
+	}
+	b.s.mu.RUnlock()
+	sort.Slice(all, func(i, j int) bool { return all[i].Key < all[j].Key })
+	return bucket.ListSorted(all, opts)
+}
+
+// Capabilities implements bucket.Bucket.
+func (b *Bucket) Capabilities() bucket.Capabilities {
+	return bucket.Capabilities{ConditionalDelete: true}
+}
+
+// Close implements bucket.Bucket; it is a no-op.
+func (b *Bucket) Close() error { return nil }
