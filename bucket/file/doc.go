@@ -1,0 +1,74 @@
+// Package file is a Bucket kept in a local directory: cairn's embedded
+// default store.
+//
+// The URL is file:///ABSOLUTE/PATH (file://localhost/ABSOLUTE/PATH is the
+// same); the directory is created if missing and there are no query
+// parameters. New opens a directory directly. The whole directory is the
+// bucket: to keep keys under a prefix, wrap the Bucket with
+// bucket.WithPrefix.
+//
+// # Layout
+//
+// A key is split on "/". Each segment is escaped by writing every byte
+// outside [A-Za-z0-9._-] as %XX (upper-case hex). The last segment names a
+// file "o"+escaped, every other segment a directory "d"+escaped, so "a" and
+// "a/b" coexist (files oa and da/ob), empty segments work ("a//b" is
+// da/d/ob), "." and ".." segments are ordinary names, and the escaping is
+// reversible. Names starting with "." belong to the adapter: temporary files
+// (.tmp-*) in the root and lock files under .locks/. Anything else that
+// does not decode is ignored by List.
+//
+// An object file is a 44-byte header followed by the body. The header holds
+// a magic string, the format version, the object's version token, the body
+// length, the body's CRC-32C and a CRC-32C of the header itself.
+//
+// # Key restriction
+//
+// The adapter's one restriction beyond the port's key rules: every segment
+// must escape to at most 254 bytes, so that its file or directory name fits
+// the 255-byte name limit of local file systems. A longer segment is
+// ErrInvalidKey. Plain ASCII segments of up to 254 bytes always fit; a
+// segment of bytes that all need escaping fits up to 84 bytes. The bucket
+// directory must be on a case-sensitive file system ("A" and "a" are
+// different keys).
+//
+// # Semantics
+//
+//   - Writes are durable before Put returns: the body goes to a temporary
+//     file in the root, which is fsynced and renamed into place, and the
+//     object's directory is fsynced (as is the parent of any directory the
+//     write creates). If a directory cannot be synced after the rename,
+//     Put and Delete fail with ErrAmbiguous: the change is visible but may
+//     not survive a crash.
+//   - Versions are 128 random bits in hex, new on every write, so a
+//     recreated object never reuses a version, across processes and
+//     restarts.
+//   - Conditional writes and deletes are atomic across the processes of
+//     one host: each key maps to one of 256 flock(2) stripe locks under
+//     .locks/, held around check-then-rename and check-then-unlink.
+//     Unconditional writes take the lock too. A directory lock (.locks/tree,
+//     shared for renames and unlinks, exclusive for creating and removing
+//     directories) keeps directories from vanishing under a rename or
+//     before a delete has synced them, and makes sure every directory a
+//     writer finds has already been synced into its parent.
+//     Locks do not work across hosts or on network file systems that lack
+//     flock. Where flock(2) does not exist (Windows), Put and Delete fail
+//     with an error wrapping errors.ErrUnsupported.
+//   - Readers take no locks: a rename replaces an object atomically, so Get,
+//     Stat and List see the old or the new object, never a mix.
+//   - Get verifies the body's CRC-32C and length and returns ErrIntegrity on
+//     a mismatch; Stat and List read and check only the header, and fail
+//     with ErrIntegrity if it is damaged. Checksum is
+//     "crc32c:" and eight hex digits. ModTime is the object file's
+//     modification time.
+//   - Delete of a missing key is nil. Conditional delete (IfVersion) is
+//     supported. Delete removes directories it leaves empty, best effort.
+//   - List walks the directory under the prefix's last complete segment and
+//     reads the header of each object on the page it returns. Temporary
+//     files of interrupted writes are never listed; stale ones (older than
+//     an hour) are removed when a Bucket is opened.
+//   - Context cancellation is honoured before each step that changes
+//     anything; a Put or Delete already waiting for a lock waits for it
+//     (locks are held only for a rename and a directory sync).
+//   - After Close every method fails with an error wrapping fs.ErrClosed.
+package file

@@ -1,0 +1,648 @@
+package file
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"hash/fnv"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/cairnstore/cairn/bucket"
+)
+
+func init() {
+	bucket.Register("file", open)
+}
+
+func open(_ context.Context, u *url.URL) (bucket.Bucket, error) {
+	if _, err := bucket.Query(u); err != nil {
+		return nil, fmt.Errorf("file: %w", err)
+	}
+	if u.Opaque != "" || u.User != nil || (u.Host != "" && u.Host != "localhost") || !strings.HasPrefix(u.Path, "/") {
+		return nil, errors.New("file: want file:///ABSOLUTE/PATH")
+	}
+	if u.Fragment != "" {
+		return nil, fmt.Errorf("file: unexpected fragment %q", u.Fragment)
+	}
+	return New(u.Path)
+}
+
+const (
+	locksDir   = ".locks"
+	tmpPrefix  = ".tmp-"
+	stripes    = 256
+	staleAfter = time.Hour // temporary files older than this are debris
+)
+
+// Bucket is a bucket kept in a local directory.
+type Bucket struct {
+	dir      string // absolute and clean
+	treeLock string // path of the directory lock file
+	closed   atomic.Bool
+
+	// syncDir makes a directory's entries durable. Tests replace it.
+	syncDir func(dir string) error
+}
+
+var _ bucket.Bucket = (*Bucket)(nil)
+
+// New opens the bucket kept in dir, creating the directory if needed. A
+// relative dir is taken from the working directory.
+func New(dir string) (*Bucket, error) {
+	if dir == "" {
+		return nil, errors.New("file: open: empty directory name")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("file: open %s: %w", dir, err)
+	}
+	b := &Bucket{dir: abs, treeLock: filepath.Join(abs, locksDir, "tree"), syncDir: syncDir}
+	if err := b.makeRoot(); err != nil {
+		return nil, fmt.Errorf("file: open %s: %w", abs, err)
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("file: open %s: %w", abs, err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("file: open %s: not a directory", abs)
+	}
+	if err := os.Mkdir(filepath.Join(abs, locksDir), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("file: open %s: %w", abs, err)
+	}
+	b.cleanTemps()
+	return b, nil
+}
+
+// makeRoot creates the bucket's directory and any missing parents,
+// syncing each new directory into its parent.
+func (b *Bucket) makeRoot() error {
+	var missing []string
+	for d := b.dir; ; d = filepath.Dir(d) {
+		_, err := os.Stat(d)
+		if err == nil {
+			break
+		}
+		if !notExist(err) {
+			return err
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		d := missing[i]
+		err := os.Mkdir(d, 0o755)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := b.syncDir(filepath.Dir(d)); err != nil {
+			return fmt.Errorf("sync %s: %w", filepath.Dir(d), err)
+		}
+	}
+	return nil
+}
+
+// cleanTemps removes temporary files that interrupted writes left behind.
+// It is best effort.
+func (b *Bucket) cleanTemps() {
+	f, err := os.Open(b.dir)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), tmpPrefix) || !e.Type().IsRegular() {
+			continue
+		}
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > staleAfter {
+			os.Remove(filepath.Join(b.dir, e.Name()))
+		}
+	}
+}
+
+// syncDir fsyncs a directory.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func notExist(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
+
+func opErr(op, key string, err error) error {
+	return fmt.Errorf("file: %s %q: %w", op, key, err)
+}
+
+// begin validates key, checks the bucket and ctx, and locates the key.
+func (b *Bucket) begin(ctx context.Context, op, key string) (location, error) {
+	if _, err := bucket.JoinKey("", key); err != nil {
+		return location{}, opErr(op, key, err)
+	}
+	l, err := locate(b.dir, key)
+	if err != nil {
+		return location{}, opErr(op, key, err)
+	}
+	if b.closed.Load() {
+		return location{}, opErr(op, key, fmt.Errorf("bucket is closed: %w", fs.ErrClosed))
+	}
+	if err := ctx.Err(); err != nil {
+		return location{}, opErr(op, key, err)
+	}
+	return l, nil
+}
+
+// lock takes a lock file under .locks, recreating the directory if it
+// has gone.
+func (b *Bucket) lock(path string, exclusive bool) (func(), error) {
+	unlock, err := flock(path, exclusive)
+	if err != nil && notExist(err) {
+		if err := os.Mkdir(filepath.Join(b.dir, locksDir), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, err
+		}
+		unlock, err = flock(path, exclusive)
+	}
+	return unlock, err
+}
+
+// lockKey takes the stripe lock that guards key.
+func (b *Bucket) lockKey(key string) (func(), error) {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return b.lock(fmt.Sprintf("%s/%s/%02x", b.dir, locksDir, h.Sum32()%stripes), true)
+}
+
+func attrs(key string, h header, st fs.FileInfo) bucket.Attrs {
+	return bucket.Attrs{Key: key, Size: h.size, Version: h.version(), ModTime: st.ModTime(), Checksum: h.checksum()}
+}
+
+// readHeader reads and checks the header of the object file at path.
+func readHeader(path string) (header, fs.FileInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return header{}, nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return header{}, nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return header{}, nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	var buf [headerLen]byte
+	if st.Size() >= headerLen {
+		if _, err := io.ReadFull(f, buf[:]); err != nil {
+			return header{}, nil, err
+		}
+	}
+	h, err := decode(buf[:], st.Size())
+	if err != nil {
+		return header{}, nil, err
+	}
+	return h, st, nil
+}
+
+// Get implements bucket.Bucket. It verifies the body against the
+// checksum in the header.
+func (b *Bucket) Get(ctx context.Context, key string) ([]byte, bucket.Attrs, error) {
+	l, err := b.begin(ctx, "get", key)
+	if err != nil {
+		return nil, bucket.Attrs{}, err
+	}
+	f, err := os.Open(l.path)
+	if notExist(err) {
+		return nil, bucket.Attrs{}, opErr("get", key, bucket.ErrNotExist)
+	}
+	if err != nil {
+		return nil, bucket.Attrs{}, opErr("get", key, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, bucket.Attrs{}, opErr("get", key, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, bucket.Attrs{}, opErr("get", key, fmt.Errorf("%s is not a regular file", l.path))
+	}
+	buf := make([]byte, st.Size())
+	if _, err := io.ReadFull(f, buf); err != nil {
+		return nil, bucket.Attrs{}, opErr("get", key, err)
+	}
+	h, err := decode(buf, st.Size())
+	if err != nil {
+		return nil, bucket.Attrs{}, opErr("get", key, err)
+	}
+	body := buf[headerLen:]
+	if got := crc32.Checksum(body, castagnoli); got != h.crc {
+		return nil, bucket.Attrs{}, opErr("get", key, fmt.Errorf("%w: body checksum %08x, header says %08x", bucket.ErrIntegrity, got, h.crc))
+	}
+	return body, attrs(key, h, st), nil
+}
+
+// Stat implements bucket.Bucket. It reads and checks only the header.
+func (b *Bucket) Stat(ctx context.Context, key string) (bucket.Attrs, error) {
+	l, err := b.begin(ctx, "stat", key)
+	if err != nil {
+		return bucket.Attrs{}, err
+	}
+	h, st, err := readHeader(l.path)
+	if notExist(err) {
+		return bucket.Attrs{}, opErr("stat", key, bucket.ErrNotExist)
+	}
+	if err != nil {
+		return bucket.Attrs{}, opErr("stat", key, err)
+	}
+	return attrs(key, h, st), nil
+}
+
+// check reports whether cond holds for the object at l. The caller holds
+// the key's stripe lock.
+func (b *Bucket) check(op, key string, l location, cond bucket.Condition) error {
+	if cond.IsAbsent() {
+		_, err := os.Lstat(l.path)
+		switch {
+		case err == nil:
+			return opErr(op, key, fmt.Errorf("%w: object exists", bucket.ErrPrecondition))
+		case notExist(err):
+			return nil
+		}
+		return opErr(op, key, err)
+	}
+	v, ok := cond.Version()
+	if !ok {
+		return nil
+	}
+	h, _, err := readHeader(l.path)
+	if notExist(err) {
+		return opErr(op, key, fmt.Errorf("%w: object does not exist", bucket.ErrPrecondition))
+	}
+	if err != nil {
+		return opErr(op, key, err)
+	}
+	if got := h.version(); got != v {
+		return opErr(op, key, fmt.Errorf("%w: version is %s, not %s", bucket.ErrPrecondition, got, v))
+	}
+	return nil
+}
+
+// writeTemp writes header and body to a new temporary file in the root and
+// syncs it. It returns the file's path and modification time.
+func (b *Bucket) writeTemp(hdr, body []byte) (string, time.Time, error) {
+	var r [8]byte
+	rand.Read(r[:])
+	path := filepath.Join(b.dir, tmpPrefix+hex.EncodeToString(r[:]))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	st, err := writeSync(f, hdr, body)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return "", time.Time{}, err
+	}
+	return path, st.ModTime(), nil
+}
+
+func writeSync(f *os.File, hdr, body []byte) (fs.FileInfo, error) {
+	if _, err := f.Write(hdr); err != nil {
+		return nil, err
+	}
+	if _, err := f.Write(body); err != nil {
+		return nil, err
+	}
+	if err := f.Sync(); err != nil {
+		return nil, err
+	}
+	return f.Stat()
+}
+
+// Put implements bucket.Bucket.
+func (b *Bucket) Put(ctx context.Context, key string, body []byte, cond bucket.Condition) (bucket.Attrs, error) {
+	l, err := b.begin(ctx, "put", key)
+	if err != nil {
+		return bucket.Attrs{}, err
+	}
+	h, hdr := encode(newToken(), body)
+	tmp, mod, err := b.writeTemp(hdr, body)
+	if err != nil {
+		return bucket.Attrs{}, opErr("put", key, err)
+	}
+	placed := false
+	defer func() {
+		if !placed {
+			os.Remove(tmp)
+		}
+	}()
+	if err := ctx.Err(); err != nil {
+		return bucket.Attrs{}, opErr("put", key, err)
+	}
+	unlock, err := b.lockKey(key)
+	if err != nil {
+		return bucket.Attrs{}, opErr("put", key, err)
+	}
+	defer unlock()
+	if err := ctx.Err(); err != nil {
+		return bucket.Attrs{}, opErr("put", key, err)
+	}
+	if err := b.check("put", key, l, cond); err != nil {
+		return bucket.Attrs{}, err
+	}
+	if err := b.place(tmp, l); err != nil {
+		return bucket.Attrs{}, opErr("put", key, err)
+	}
+	placed = true
+	if err := b.syncDir(l.parent(b.dir)); err != nil {
+		return bucket.Attrs{}, opErr("put", key, fmt.Errorf("%w: written but not synced: %w", bucket.ErrAmbiguous, err))
+	}
+	return bucket.Attrs{Key: key, Size: h.size, Version: h.version(), ModTime: mod, Checksum: h.checksum()}, nil
+}
+
+// place renames the temporary file tmp to l.path, creating l's directories
+// if needed. Renames into existing directories hold the directory lock
+// shared; creating directories holds it exclusively and syncs every new
+// directory into its parent before anyone else can see it, so that a
+// directory a writer finds is always durable.
+func (b *Bucket) place(tmp string, l location) error {
+	if len(l.dirs) == 0 {
+		return os.Rename(tmp, l.path)
+	}
+	unlock, err := b.lock(b.treeLock, false)
+	if err != nil {
+		return err
+	}
+	err = os.Rename(tmp, l.path)
+	unlock()
+	if err == nil || !notExist(err) {
+		return err
+	}
+	unlock, err = b.lock(b.treeLock, true)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	created, err := b.mkdirs(l.dirs)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, l.path); err != nil {
+		removeDirs(created)
+		return err
+	}
+	return nil
+}
+
+// mkdirs creates the missing directories of dirs, outermost first, and
+// syncs each new one into its parent. On failure it removes what it made.
+// The caller holds the directory lock exclusively.
+func (b *Bucket) mkdirs(dirs []string) ([]string, error) {
+	var created []string
+	for i, d := range dirs {
+		err := os.Mkdir(d, 0o755)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err == nil {
+			created = append(created, d)
+			parent := b.dir
+			if i > 0 {
+				parent = dirs[i-1]
+			}
+			if err = b.syncDir(parent); err != nil {
+				err = fmt.Errorf("sync %s: %w", parent, err)
+			}
+		}
+		if err != nil {
+			removeDirs(created)
+			return nil, err
+		}
+	}
+	return created, nil
+}
+
+// removeDirs removes directories innermost first, best effort.
+func removeDirs(dirs []string) {
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if rmdir(dirs[i]) != nil {
+			return
+		}
+	}
+}
+
+// Delete implements bucket.Bucket. IfVersion is supported.
+func (b *Bucket) Delete(ctx context.Context, key string, cond bucket.Condition) error {
+	l, err := b.begin(ctx, "delete", key)
+	if err != nil {
+		return err
+	}
+	if cond.IsAbsent() {
+		return opErr("delete", key, fmt.Errorf("if-absent: %w", bucket.ErrUnsupported))
+	}
+	removed, err := b.remove(ctx, key, l, cond)
+	if removed {
+		b.prune(l)
+	}
+	return err
+}
+
+// remove deletes the object under its stripe lock. removed reports whether
+// the file is gone from its directory, even when the directory could not
+// be synced.
+func (b *Bucket) remove(ctx context.Context, key string, l location, cond bucket.Condition) (removed bool, err error) {
+	unlock, err := b.lockKey(key)
+	if err != nil {
+		return false, opErr("delete", key, err)
+	}
+	defer unlock()
+	if err := ctx.Err(); err != nil {
+		return false, opErr("delete", key, err)
+	}
+	if err := b.check("delete", key, l, cond); err != nil {
+		return false, err
+	}
+	if len(l.dirs) > 0 {
+		// Hold the directory lock shared from the unlink to the sync, so
+		// that no other delete's prune removes the directory in between.
+		unlockTree, err := b.lock(b.treeLock, false)
+		if err != nil {
+			return false, opErr("delete", key, err)
+		}
+		defer unlockTree()
+	}
+	if err := os.Remove(l.path); err != nil {
+		if !notExist(err) {
+			return false, opErr("delete", key, err)
+		}
+		if _, conditional := cond.Version(); conditional {
+			return false, opErr("delete", key, fmt.Errorf("%w: object does not exist", bucket.ErrPrecondition))
+		}
+		return false, nil
+	}
+	if err := b.syncDir(l.parent(b.dir)); err != nil {
+		return true, opErr("delete", key, fmt.Errorf("%w: removed but not synced: %w", bucket.ErrAmbiguous, err))
+	}
+	return true, nil
+}
+
+// prune removes the key's directories that its deletion left empty, best
+// effort, holding the directory lock exclusively so that no rename is
+// under way into them.
+func (b *Bucket) prune(l location) {
+	if len(l.dirs) == 0 || !emptyDir(l.dirs[len(l.dirs)-1]) {
+		return
+	}
+	unlock, err := b.lock(b.treeLock, true)
+	if err != nil {
+		return
+	}
+	defer unlock()
+	removeDirs(l.dirs)
+}
+
+func emptyDir(dir string) bool {
+	f, err := os.Open(dir)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	_, err = f.Readdirnames(1)
+	return err == io.EOF
+}
+
+// List implements bucket.Bucket. It walks the directory of the prefix's
+// complete segments, then reads the headers of the objects on the page.
+func (b *Bucket) List(ctx context.Context, opts bucket.ListOptions) (bucket.ListPage, error) {
+	if b.closed.Load() {
+		return bucket.ListPage{}, opErr("list", opts.Prefix, fmt.Errorf("bucket is closed: %w", fs.ErrClosed))
+	}
+	if err := ctx.Err(); err != nil {
+		return bucket.ListPage{}, opErr("list", opts.Prefix, err)
+	}
+	segs := strings.Split(opts.Prefix, "/")
+	dir, base := b.dir, ""
+	for _, s := range segs[:len(segs)-1] {
+		name := "d" + escape(s)
+		if len(name) > maxNameLen {
+			dir = "" // no key can have this segment
+			break
+		}
+		dir += "/" + name
+		base += s + "/"
+	}
+	var all []bucket.Attrs
+	if dir != "" {
+		if err := walk(ctx, dir, base, segs[len(segs)-1], &all); err != nil {
+			return bucket.ListPage{}, opErr("list", opts.Prefix, err)
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].Key < all[j].Key })
+	page, err := bucket.ListSorted(all, opts)
+	if err != nil {
+		return bucket.ListPage{}, opErr("list", opts.Prefix, err)
+	}
+	var objs []bucket.Attrs
+	for _, a := range page.Objects {
+		if err := ctx.Err(); err != nil {
+			return bucket.ListPage{}, opErr("list", opts.Prefix, err)
+		}
+		l, err := locate(b.dir, a.Key)
+		if err != nil {
+			return bucket.ListPage{}, opErr("list", opts.Prefix, err)
+		}
+		h, st, err := readHeader(l.path)
+		if notExist(err) {
+			continue // deleted since the walk
+		}
+		if err != nil {
+			return bucket.ListPage{}, opErr("list", opts.Prefix, fmt.Errorf("%q: %w", a.Key, err))
+		}
+		objs = append(objs, attrs(a.Key, h, st))
+	}
+	page.Objects = objs
+	return page, nil
+}
+
+// walk appends to out every key stored under dir, whose keys start with
+// base. Only entries whose segment starts with first are taken from dir
+// itself.
+func walk(ctx context.Context, dir, base, first string, out *[]bucket.Attrs) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	f, err := os.Open(dir)
+	if notExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ents, err := f.ReadDir(-1)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if name == "" || (name[0] != 'o' && name[0] != 'd') {
+			continue // the adapter's own files, or foreign ones
+		}
+		seg, ok := unescape(name[1:])
+		if !ok || !strings.HasPrefix(seg, first) {
+			continue
+		}
+		switch {
+		case name[0] == 'o' && e.Type().IsRegular():
+			if key := base + seg; bucket.ValidateKey(key) == nil {
+				*out = append(*out, bucket.Attrs{Key: key})
+			}
+		case name[0] == 'd' && e.IsDir():
+			if err := walk(ctx, dir+"/"+name, base+seg+"/", "", out); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Capabilities implements bucket.Bucket.
+func (b *Bucket) Capabilities() bucket.Capabilities {
+	return bucket.Capabilities{ConditionalDelete: true}
+}
+
+// Close implements bucket.Bucket. The bucket holds no open files between
+// calls; Close only makes later calls fail.
+func (b *Bucket) Close() error {
+	b.closed.Store(true)
+	return nil
+}
