@@ -1,0 +1,506 @@
+package shards
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"unicode/utf8"
+)
+
+// Record keys follow the seed schema's encodings: unsigned big-endian
+// integers, fixed-width ids, byte strings with a four-byte big-endian length,
+// tag names and aliases with a two-byte length, and the ordered path
+// transform.
+
+// Path encoding bytes.
+const (
+	pathSep  = 0x00 // between ordered components
+	pathTerm = 0x01 // ends the exact row of a path
+)
+
+var (
+	// ErrMalformedKey is wrapped by every error that reading a key returns.
+	ErrMalformedKey = errors.New("malformed key")
+	// ErrInvalidPath is returned when a path cannot be encoded: it has no
+	// component, or a component is empty, holds NUL or is not UTF-8.
+	ErrInvalidPath = errors.New("invalid path")
+)
+
+// KeyError describes a malformed key: what was being read and where.
+type KeyError struct {
+	Op     string // what was being read, e.g. "u32" or "path"
+	Offset int    // byte offset in the key where reading failed
+	Reason string
+}
+
+func (e *KeyError) Error() string {
+	return fmt.Sprintf("shards: read key %s at offset %d: %s", e.Op, e.Offset, e.Reason)
+}
+
+// Unwrap makes every KeyError match ErrMalformedKey.
+func (e *KeyError) Unwrap() error { return ErrMalformedKey }
+
+// Ordered applies the seed's order-preserving transform to one path
+// component: it adds one to each byte. The component must be non-empty
+// UTF-8 without NUL, so the result never holds 0x00 or 0x01, which the
+// encoding reserves as separator and terminator.
+func Ordered(component string) ([]byte, error) {
+	if err := checkComponent(component); err != nil {
+		return nil, err
+	}
+	return appendOrdered(nil, component), nil
+}
+
+// Unordered inverts Ordered, failing with ErrMalformedKey on bytes that
+// Ordered cannot produce.
+func Unordered(b []byte) (string, error) {
+	c, reason := unordered(b)
+	if reason != "" {
+		return "", &KeyError{Op: "path component", Reason: reason}
+	}
+	return c, nil
+}
+
+func checkComponent(c string) error {
+	switch {
+	case c == "":
+		return fmt.Errorf("shards: path component: empty: %w", ErrInvalidPath)
+	case !utf8.ValidString(c):
+		return fmt.Errorf("shards: path component %q: not UTF-8: %w", c, ErrInvalidPath)
+	case bytes.IndexByte([]byte(c), 0) >= 0:
+		return fmt.Errorf("shards: path component %q: holds NUL: %w", c, ErrInvalidPath)
+	}
+	return nil
+}
+
+func appendOrdered(dst []byte, c string) []byte {
+	for i := 0; i < len(c); i++ {
+		dst = append(dst, c[i]+1)
+	}
+	return dst
+}
+
+func unordered(b []byte) (string, string) {
+	if len(b) == 0 {
+		return "", "empty component"
+	}
+	out := make([]byte, len(b))
+	for i, x := range b {
+		if x <= pathTerm {
+			return "", fmt.Sprintf("reserved byte 0x%02x in component", x)
+		}
+		out[i] = x - 1
+	}
+	if !utf8.Valid(out) {
+		return "", "component is not UTF-8"
+	}
+	return string(out), ""
+}
+
+func checkPath(components []string) error {
+	if len(components) == 0 {
+		return fmt.Errorf("shards: path: no components: %w", ErrInvalidPath)
+	}
+	for _, c := range components {
+		if err := checkComponent(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AppendPath appends the exact-row encoding of a path to dst:
+// ordered(c0) NUL … NUL ordered(cn) 0x01. The path needs at least one
+// component (the empty path has no record).
+func AppendPath(dst []byte, components []string) ([]byte, error) {
+	if err := checkPath(components); err != nil {
+		return dst, err
+	}
+	dst = appendJoined(dst, components)
+	return append(dst, pathTerm), nil
+}
+
+// AppendPathPrefix appends the subtree prefix of a directory to dst: each
+// ordered component followed by NUL. Every key of a path strictly below the
+// directory starts with it; the directory's own exact row and siblings that
+// merely share a byte prefix (a against ab) do not. No components give the
+// empty prefix, which covers the whole workspace.
+func AppendPathPrefix(dst []byte, components []string) ([]byte, error) {
+	for _, c := range components {
+		if err := checkComponent(c); err != nil {
+			return dst, err
+		}
+	}
+	for _, c := range components {
+		dst = appendOrdered(dst, c)
+		dst = append(dst, pathSep)
+	}
+	return dst, nil
+}
+
+func appendJoined(dst []byte, components []string) []byte {
+	for i, c := range components {
+		if i > 0 {
+			dst = append(dst, pathSep)
+		}
+		dst = appendOrdered(dst, c)
+	}
+	return dst
+}
+
+func joinedLen(components []string) int {
+	n := len(components) - 1
+	for _, c := range components {
+		n += len(c)
+	}
+	return n
+}
+
+// EncodePath returns the exact-row encoding of a path (see AppendPath).
+func EncodePath(components []string) ([]byte, error) {
+	return AppendPath(nil, components)
+}
+
+// DecodePath inverts EncodePath; b must be exactly one exact-row path.
+func DecodePath(b []byte) ([]string, error) {
+	r := NewKeyReader(b)
+	p := r.Path()
+	if err := r.End(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// splitPath decodes ordered NUL-separated components.
+func splitPath(b []byte) ([]string, string) {
+	if len(b) == 0 {
+		return nil, "empty path"
+	}
+	var out []string
+	for {
+		i := bytes.IndexByte(b, pathSep)
+		part := b
+		if i >= 0 {
+			part = b[:i]
+		}
+		c, reason := unordered(part)
+		if reason != "" {
+			return nil, reason
+		}
+		out = append(out, c)
+		if i < 0 {
+			return out, ""
+		}
+		b = b[i+1:]
+	}
+}
+
+// KeyBuilder appends the fields of a record key. Its methods chain; the
+// first error sticks and is returned by Build.
+type KeyBuilder struct {
+	buf []byte
+	err error
+}
+
+// NewKey returns an empty builder.
+func NewKey() *KeyBuilder { return &KeyBuilder{} }
+
+// U8 appends one byte.
+func (k *KeyBuilder) U8(v uint8) *KeyBuilder {
+	k.buf = append(k.buf, v)
+	return k
+}
+
+// U16 appends a big-endian uint16.
+func (k *KeyBuilder) U16(v uint16) *KeyBuilder {
+	k.buf = binary.BigEndian.AppendUint16(k.buf, v)
+	return k
+}
+
+// U32 appends a big-endian uint32.
+func (k *KeyBuilder) U32(v uint32) *KeyBuilder {
+	k.buf = binary.BigEndian.AppendUint32(k.buf, v)
+	return k
+}
+
+// U64 appends a big-endian uint64.
+func (k *KeyBuilder) U64(v uint64) *KeyBuilder {
+	k.buf = binary.BigEndian.AppendUint64(k.buf, v)
+	return k
+}
+
+// ID8 appends an 8-byte id.
+func (k *KeyBuilder) ID8(v [8]byte) *KeyBuilder {
+	k.buf = append(k.buf, v[:]...)
+	return k
+}
+
+// ID16 appends a 16-byte id (root, logical shard, incarnation, revision,
+// operation).
+func (k *KeyBuilder) ID16(v [16]byte) *KeyBuilder {
+	k.buf = append(k.buf, v[:]...)
+	return k
+}
+
+// ID32 appends a 32-byte id (commit).
+func (k *KeyBuilder) ID32(v [32]byte) *KeyBuilder {
+	k.buf = append(k.buf, v[:]...)
+	return k
+}
+
+// Bytes appends a general byte string: a four-byte big-endian length and
+// the exact bytes.
+func (k *KeyBuilder) Bytes(b []byte) *KeyBuilder {
+	if uint64(len(b)) > math.MaxUint32 {
+		k.fail(fmt.Errorf("shards: key bytes: %d bytes, more than a u32 length: %w", len(b), ErrMalformedKey))
+		return k
+	}
+	k.buf = binary.BigEndian.AppendUint32(k.buf, uint32(len(b)))
+	k.buf = append(k.buf, b...)
+	return k
+}
+
+// String appends s as a general byte string (see Bytes).
+func (k *KeyBuilder) String(s string) *KeyBuilder { return k.Bytes([]byte(s)) }
+
+// Name appends a tag name or snapshot alias: a two-byte big-endian length
+// and the exact bytes. Validating the name itself is the caller's concern.
+func (k *KeyBuilder) Name(s string) *KeyBuilder {
+	if len(s) > math.MaxUint16 {
+		k.fail(fmt.Errorf("shards: key name: %d bytes, more than a u16 length: %w", len(s), ErrMalformedKey))
+		return k
+	}
+	k.buf = binary.BigEndian.AppendUint16(k.buf, uint16(len(s)))
+	k.buf = append(k.buf, s...)
+	return k
+}
+
+// Path appends the exact-row encoding of a path (see AppendPath).
+func (k *KeyBuilder) Path(components []string) *KeyBuilder {
+	if k.err != nil {
+		return k
+	}
+	var err error
+	k.buf, err = AppendPath(k.buf, components)
+	k.fail(err)
+	return k
+}
+
+// PathPrefix appends the subtree prefix of a directory (see
+// AppendPathPrefix). It is meant to end a scan prefix.
+func (k *KeyBuilder) PathPrefix(components []string) *KeyBuilder {
+	if k.err != nil {
+		return k
+	}
+	var err error
+	k.buf, err = AppendPathPrefix(k.buf, components)
+	k.fail(err)
+	return k
+}
+
+// LenPath appends a path in the length-delimited form that a Path revision
+// reference owner uses: u32(path_bytes) then the ordered, NUL-separated
+// components, without the exact-row terminator.
+func (k *KeyBuilder) LenPath(components []string) *KeyBuilder {
+	if k.err != nil {
+		return k
+	}
+	if err := checkPath(components); err != nil {
+		k.fail(err)
+		return k
+	}
+	n := joinedLen(components)
+	if uint64(n) > math.MaxUint32 {
+		k.fail(fmt.Errorf("shards: key path: %d bytes, more than a u32 length: %w", n, ErrInvalidPath))
+		return k
+	}
+	k.buf = binary.BigEndian.AppendUint32(k.buf, uint32(n))
+	k.buf = appendJoined(k.buf, components)
+	return k
+}
+
+// Raw appends bytes as they are, for a field encoded elsewhere (such as a
+// secondary-index value).
+func (k *KeyBuilder) Raw(b []byte) *KeyBuilder {
+	k.buf = append(k.buf, b...)
+	return k
+}
+
+func (k *KeyBuilder) fail(err error) {
+	if k.err == nil && err != nil {
+		k.err = err
+	}
+}
+
+// Build returns the key, or the first error any method met.
+func (k *KeyBuilder) Build() ([]byte, error) {
+	if k.err != nil {
+		return nil, k.err
+	}
+	return bytes.Clone(k.buf), nil
+}
+
+// KeyReader reads the fields of a record key in order. The first error
+// sticks: later reads return zero values and Err reports it.
+type KeyReader struct {
+	b   []byte
+	off int
+	err error
+}
+
+// NewKeyReader returns a reader over b. It does not copy b; byte slices it
+// returns alias b.
+func NewKeyReader(b []byte) *KeyReader { return &KeyReader{b: b} }
+
+// Err returns the first error met, or nil.
+func (r *KeyReader) Err() error { return r.err }
+
+// Offset returns how many bytes have been read.
+func (r *KeyReader) Offset() int { return r.off }
+
+// Len returns how many bytes remain.
+func (r *KeyReader) Len() int { return len(r.b) - r.off }
+
+// End returns the first error met, or an error if bytes remain unread.
+func (r *KeyReader) End() error {
+	if r.err == nil && r.off != len(r.b) {
+		r.err = &KeyError{Op: "end", Offset: r.off, Reason: fmt.Sprintf("%d trailing bytes", len(r.b)-r.off)}
+	}
+	return r.err
+}
+
+func (r *KeyReader) take(op string, n int) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n < 0 || n > len(r.b)-r.off {
+		r.err = &KeyError{Op: op, Offset: r.off, Reason: fmt.Sprintf("need %d bytes, have %d", n, len(r.b)-r.off)}
+		return nil
+	}
+	out := r.b[r.off : r.off+n : r.off+n]
+	r.off += n
+	return out
+}
+
+// U8 reads one byte.
+func (r *KeyReader) U8() uint8 {
+	b := r.take("u8", 1)
+	if b == nil {
+		return 0
+	}
+	return b[0]
+}
+
+// U16 reads a big-endian uint16.
+func (r *KeyReader) U16() uint16 {
+	b := r.take("u16", 2)
+	if b == nil {
+		return 0
+	}
+	return binary.BigEndian.Uint16(b)
+}
+
+// U32 reads a big-endian uint32.
+func (r *KeyReader) U32() uint32 {
+	b := r.take("u32", 4)
+	if b == nil {
+		return 0
+	}
+	return binary.BigEndian.Uint32(b)
+}
+
+// U64 reads a big-endian uint64.
+func (r *KeyReader) U64() uint64 {
+	b := r.take("u64", 8)
+	if b == nil {
+		return 0
+	}
+	return binary.BigEndian.Uint64(b)
+}
+
+// ID8 reads an 8-byte id.
+func (r *KeyReader) ID8() (v [8]byte) {
+	copy(v[:], r.take("id8", 8))
+	return v
+}
+
+// ID16 reads a 16-byte id.
+func (r *KeyReader) ID16() (v [16]byte) {
+	copy(v[:], r.take("id16", 16))
+	return v
+}
+
+// ID32 reads a 32-byte id.
+func (r *KeyReader) ID32() (v [32]byte) {
+	copy(v[:], r.take("id32", 32))
+	return v
+}
+
+// Bytes reads a general byte string (four-byte length).
+func (r *KeyReader) Bytes() []byte {
+	n := r.U32()
+	if r.err != nil {
+		return nil
+	}
+	if uint64(n) > uint64(r.Len()) {
+		r.err = &KeyError{Op: "bytes", Offset: r.off - 4, Reason: fmt.Sprintf("length %d, only %d bytes follow", n, r.Len())}
+		return nil
+	}
+	return r.take("bytes", int(n))
+}
+
+// Name reads a tag name or alias (two-byte length).
+func (r *KeyReader) Name() []byte {
+	n := r.U16()
+	if r.err != nil {
+		return nil
+	}
+	if int(n) > r.Len() {
+		r.err = &KeyError{Op: "name", Offset: r.off - 2, Reason: fmt.Sprintf("length %d, only %d bytes follow", n, r.Len())}
+		return nil
+	}
+	return r.take("name", int(n))
+}
+
+// Path reads an exact-row path: ordered components up to and including the
+// 0x01 terminator, which no ordered component contains.
+func (r *KeyReader) Path() []string {
+	if r.err != nil {
+		return nil
+	}
+	start := r.off
+	i := bytes.IndexByte(r.b[start:], pathTerm)
+	if i < 0 {
+		r.err = &KeyError{Op: "path", Offset: start, Reason: "no terminator"}
+		return nil
+	}
+	p, reason := splitPath(r.b[start : start+i])
+	if reason != "" {
+		r.err = &KeyError{Op: "path", Offset: start, Reason: reason}
+		return nil
+	}
+	r.off = start + i + 1
+	return p
+}
+
+// LenPath reads a length-delimited path (see KeyBuilder.LenPath).
+func (r *KeyReader) LenPath() []string {
+	start := r.off
+	b := r.Bytes()
+	if r.err != nil {
+		return nil
+	}
+	p, reason := splitPath(b)
+	if reason != "" {
+		r.err = &KeyError{Op: "length-delimited path", Offset: start, Reason: reason}
+		return nil
+	}
+	return p
+}
+
+// Rest reads every remaining byte.
+func (r *KeyReader) Rest() []byte {
+	return r.take("rest", r.Len())
+}

@@ -1,0 +1,193 @@
+package shards
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ShardID is a LogicalShardId: 16 random bytes, written as 32 lowercase
+// hexadecimal characters.
+type ShardID [16]byte
+
+// ErrInvalidObjectKey is returned for a bucket key that is not one of the
+// layout's keys.
+var ErrInvalidObjectKey = errors.New("invalid object key")
+
+// NewShardID returns a random shard id.
+func NewShardID() ShardID {
+	var id ShardID
+	rand.Read(id[:]) // never fails
+	return id
+}
+
+// String returns the id as 32 lowercase hexadecimal characters.
+func (id ShardID) String() string { return hex.EncodeToString(id[:]) }
+
+// ParseShardID parses 32 lowercase hexadecimal characters.
+func ParseShardID(s string) (ShardID, error) {
+	var id ShardID
+	if err := parseLowerHex(id[:], s); err != nil {
+		return ShardID{}, fmt.Errorf("shards: parse shard id %q: %w", s, ErrInvalidObjectKey)
+	}
+	return id, nil
+}
+
+// Layout formats every key cairn's engine writes in a bucket for one
+// logical shard. No other code formats these keys.
+type Layout struct {
+	id     ShardID
+	prefix string // "shards/{lsid}/"
+}
+
+// NewLayout returns the layout of shard id.
+func NewLayout(id ShardID) Layout {
+	return Layout{id: id, prefix: "shards/" + id.String() + "/"}
+}
+
+// ID returns the layout's shard id.
+func (l Layout) ID() ShardID { return l.id }
+
+// Prefix returns "shards/{lsid}/", under which the head and every immutable
+// engine object of the shard live.
+func (l Layout) Prefix() string { return l.prefix }
+
+// Head returns the key of the shard's one mutable object.
+func (l Layout) Head() string { return l.prefix + "head" }
+
+// Root returns the key of the root with hash h.
+func (l Layout) Root(h Hash) string { return l.prefix + "roots/" + h.String() }
+
+// Table returns the key of the table with hash h.
+func (l Layout) Table(h Hash) string { return l.prefix + "tables/" + h.String() }
+
+// Shard returns the key of the shard object with hash h, shard idx of
+// family f.
+func (l Layout) Shard(f Family, idx uint8, h Hash) string {
+	return fmt.Sprintf("%sobjects/%s/%02x/%s", l.prefix, f, idx, h)
+}
+
+// ArtifactsPrefix returns "artifacts/{lsid}/", under which the shard's
+// artifact blocks live.
+func (l Layout) ArtifactsPrefix() string { return "artifacts/" + l.id.String() + "/" }
+
+// Block returns the key of block objectIndex of an artifact revision:
+// "artifacts/{lsid}/{root_id}/{artifact_revision_id}/blocks/{object_index}"
+// with ids in lowercase hex and the index as 16 lowercase hex digits.
+func (l Layout) Block(rootID, revisionID [16]byte, objectIndex uint64) string {
+	return fmt.Sprintf("%s%x/%x/blocks/%016x", l.ArtifactsPrefix(), rootID, revisionID, objectIndex)
+}
+
+// PinsPrefix returns "pins/{lsid}/".
+func (l Layout) PinsPrefix() string { return "pins/" + l.id.String() + "/" }
+
+// Pin returns the key of the pin with the given name. A name is 1 to 128
+// bytes of ASCII letters, digits, '.', '_' and '-', and not "." or "..".
+func (l Layout) Pin(name string) (string, error) {
+	if err := checkPinName(name); err != nil {
+		return "", err
+	}
+	return l.PinsPrefix() + name, nil
+}
+
+func checkPinName(name string) error {
+	if name == "" || len(name) > 128 || name == "." || name == ".." {
+		return fmt.Errorf("shards: pin name %q: %w", name, ErrInvalidObjectKey)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("shards: pin name %q: %w", name, ErrInvalidObjectKey)
+		}
+	}
+	return nil
+}
+
+// ObjectKind is the kind of an immutable, hash-named engine object.
+type ObjectKind uint8
+
+// Kinds of immutable engine objects.
+const (
+	KindRoot ObjectKind = iota + 1
+	KindTable
+	KindShard
+)
+
+func (k ObjectKind) String() string {
+	switch k {
+	case KindRoot:
+		return "root"
+	case KindTable:
+		return "table"
+	case KindShard:
+		return "shard"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// ObjectKey is a parsed key of an immutable engine object.
+type ObjectKey struct {
+	Shard  ShardID
+	Kind   ObjectKind
+	Hash   Hash
+	Family Family // for KindShard
+	Index  uint8  // for KindShard
+}
+
+// String formats the key; it is the inverse of ParseObjectKey.
+func (k ObjectKey) String() string {
+	l := NewLayout(k.Shard)
+	switch k.Kind {
+	case KindRoot:
+		return l.Root(k.Hash)
+	case KindTable:
+		return l.Table(k.Hash)
+	case KindShard:
+		return l.Shard(k.Family, k.Index, k.Hash)
+	}
+	return ""
+}
+
+// ParseObjectKey parses the key of an immutable, hash-named engine object
+// (root, table or shard object) in its one canonical spelling, and rejects
+// every other key, the head, pins and artifact blocks included, with
+// ErrInvalidObjectKey.
+func ParseObjectKey(key string) (ObjectKey, error) {
+	bad := func() (ObjectKey, error) {
+		return ObjectKey{}, fmt.Errorf("shards: parse object key %q: %w", key, ErrInvalidObjectKey)
+	}
+	parts := strings.Split(key, "/")
+	if len(parts) < 4 || parts[0] != "shards" {
+		return bad()
+	}
+	var k ObjectKey
+	var err error
+	if k.Shard, err = ParseShardID(parts[1]); err != nil {
+		return bad()
+	}
+	last := parts[len(parts)-1]
+	if k.Hash, err = ParseHash(last); err != nil {
+		return bad()
+	}
+	switch {
+	case len(parts) == 4 && parts[2] == "roots":
+		k.Kind = KindRoot
+	case len(parts) == 4 && parts[2] == "tables":
+		k.Kind = KindTable
+	case len(parts) == 6 && parts[2] == "objects":
+		k.Kind = KindShard
+		if k.Family, err = ByName(parts[3]); err != nil {
+			return bad()
+		}
+		var idx [1]byte
+		if parseLowerHex(idx[:], parts[4]) != nil {
+			return bad()
+		}
+		k.Index = idx[0]
+	default:
+		return bad()
+	}
+	return k, nil
+}

@@ -1,0 +1,161 @@
+package shards_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/shards"
+)
+
+const lsid = "00112233445566778899aabbccddeeff"
+
+func testLayout(t *testing.T) shards.Layout {
+	id, err := shards.ParseShardID(lsid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return shards.NewLayout(id)
+}
+
+func TestLayoutKeys(t *testing.T) {
+	l := testLayout(t)
+	hash := shards.Sum([]byte("x"))
+	hx := hash.String()
+	pin, err := l.Pin("backup-2024.01_a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := [16]byte{0xab, 15: 0x01}
+	rev := [16]byte{0: 0x0f, 15: 0xf0}
+	for _, c := range []struct{ got, want string }{
+		{l.Head(), "shards/" + lsid + "/head"},
+		{l.Root(hash), "shards/" + lsid + "/roots/" + hx},
+		{l.Table(hash), "shards/" + lsid + "/tables/" + hx},
+		{l.Shard(shards.PathCurrent, 0x0a, hash), "shards/" + lsid + "/objects/path_current/0a/" + hx},
+		{l.Shard(shards.System, 0xff, hash), "shards/" + lsid + "/objects/system/ff/" + hx},
+		{l.Block(root, rev, 0x1f), "artifacts/" + lsid + "/ab000000000000000000000000000001/0f0000000000000000000000000000f0/blocks/000000000000001f"},
+		{pin, "pins/" + lsid + "/backup-2024.01_a"},
+		{l.Prefix(), "shards/" + lsid + "/"},
+		{l.ArtifactsPrefix(), "artifacts/" + lsid + "/"},
+		{l.PinsPrefix(), "pins/" + lsid + "/"},
+	} {
+		if c.got != c.want {
+			t.Errorf("key %q, want %q", c.got, c.want)
+		}
+		if err := bucket.ValidateKey(c.got); err != nil {
+			t.Errorf("key %q is not a valid bucket key: %v", c.got, err)
+		}
+	}
+	if got := hx; len(got) != 64 || strings.ToLower(got) != got {
+		t.Errorf("hash text %q", got)
+	}
+}
+
+func TestPinNameRules(t *testing.T) {
+	l := testLayout(t)
+	for _, name := range []string{"", ".", "..", "a/b", "a b", "é", strings.Repeat("x", 129), "a\n"} {
+		if _, err := l.Pin(name); !errors.Is(err, shards.ErrInvalidObjectKey) {
+			t.Errorf("Pin(%q) error = %v", name, err)
+		}
+	}
+	if _, err := l.Pin(strings.Repeat("x", 128)); err != nil {
+		t.Errorf("Pin of 128 bytes: %v", err)
+	}
+}
+
+func TestParseObjectKeyRoundTrip(t *testing.T) {
+	l := testLayout(t)
+	hash := shards.Sum([]byte("y"))
+	for _, c := range []struct {
+		key  string
+		want shards.ObjectKey
+	}{
+		{l.Root(hash), shards.ObjectKey{Shard: l.ID(), Kind: shards.KindRoot, Hash: hash}},
+		{l.Table(hash), shards.ObjectKey{Shard: l.ID(), Kind: shards.KindTable, Hash: hash}},
+		{l.Shard(shards.WorkspaceIncarnationClaim, 0x7b, hash), shards.ObjectKey{Shard: l.ID(), Kind: shards.KindShard, Hash: hash, Family: shards.WorkspaceIncarnationClaim, Index: 0x7b}},
+	} {
+		got, err := shards.ParseObjectKey(c.key)
+		if err != nil {
+			t.Fatalf("ParseObjectKey(%q): %v", c.key, err)
+		}
+		if got != c.want {
+			t.Fatalf("ParseObjectKey(%q) = %+v, want %+v", c.key, got, c.want)
+		}
+		if got.String() != c.key {
+			t.Fatalf("String() = %q, want %q", got.String(), c.key)
+		}
+	}
+}
+
+func TestParseObjectKeyRejects(t *testing.T) {
+	l := testLayout(t)
+	hash := shards.Sum([]byte("y"))
+	hx := hash.String()
+	pin, _ := l.Pin("p")
+	for _, key := range []string{
+		"",
+		l.Head(),
+		pin,
+		l.Block([16]byte{}, [16]byte{}, 0),
+		"shards/" + lsid + "/roots/" + strings.ToUpper(hx),
+		"shards/" + lsid + "/roots/" + hx[:63],
+		"shards/" + lsid + "/roots/" + hx + "/",
+		"shards/" + lsid + "/roots/" + hx + "x",
+		"shards/" + strings.ToUpper(lsid) + "/roots/" + hx,
+		"shards/" + lsid[:30] + "/roots/" + hx,
+		"shards//roots/" + hx,
+		"/shards/" + lsid + "/roots/" + hx,
+		"shards/" + lsid + "/blobs/" + hx,
+		"shards/" + lsid + "/objects/path_current/" + hx,
+		"shards/" + lsid + "/objects/path_current/a/" + hx,
+		"shards/" + lsid + "/objects/path_current/0A/" + hx,
+		"shards/" + lsid + "/objects/path_current/100/" + hx,
+		"shards/" + lsid + "/objects/history/00/" + hx,
+		"shards/" + lsid + "/objects/path_current/00/x/" + hx,
+		"shards/" + lsid + "/tables/" + hx + "/roots/" + hx,
+		"prefix/shards/" + lsid + "/roots/" + hx,
+	} {
+		if k, err := shards.ParseObjectKey(key); !errors.Is(err, shards.ErrInvalidObjectKey) {
+			t.Errorf("ParseObjectKey(%q) = %+v, %v; want ErrInvalidObjectKey", key, k, err)
+		}
+	}
+}
+
+func TestShardIDAndHashText(t *testing.T) {
+	a, b := shards.NewShardID(), shards.NewShardID()
+	if a == b || a == (shards.ShardID{}) {
+		t.Fatalf("NewShardID gave %v and %v", a, b)
+	}
+	back, err := shards.ParseShardID(a.String())
+	if err != nil || back != a {
+		t.Fatalf("ParseShardID(String()) = %v, %v", back, err)
+	}
+	for _, s := range []string{"", lsid[:31], lsid + "0", strings.ToUpper(lsid), "g" + lsid[1:]} {
+		if _, err := shards.ParseShardID(s); !errors.Is(err, shards.ErrInvalidObjectKey) {
+			t.Errorf("ParseShardID(%q) error = %v", s, err)
+		}
+	}
+	hash := shards.Sum([]byte("abc"))
+	if got, want := hash.String(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"; got != want {
+		t.Fatalf("Sum(abc) = %s, want %s", got, want)
+	}
+	back2, err := shards.ParseHash(hash.String())
+	if err != nil || back2 != hash {
+		t.Fatalf("ParseHash = %v, %v", back2, err)
+	}
+	for _, s := range []string{"", hash.String()[:63], strings.ToUpper(hash.String()), hash.String() + "0"} {
+		if _, err := shards.ParseHash(s); !errors.Is(err, shards.ErrInvalidHash) {
+			t.Errorf("ParseHash(%q) error = %v", s, err)
+		}
+	}
+	text, _ := hash.MarshalText()
+	var h2 shards.Hash
+	if err := h2.UnmarshalText(text); err != nil || h2 != hash {
+		t.Fatalf("text round trip = %v, %v", h2, err)
+	}
+	if !(shards.Hash{}).IsZero() || hash.IsZero() {
+		t.Fatal("IsZero wrong")
+	}
+}

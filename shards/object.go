@@ -1,0 +1,356 @@
+package shards
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+
+	"github.com/cairnstore/cairn/bucket"
+)
+
+// Shard object format, version 1.
+const (
+	objectMagic = "CRNS"
+	// ObjectFormat is the version byte written into every shard object.
+	ObjectFormat = 1
+	headerLen    = 4 + 1 + 1 + 1 + SaltLen + 4 // magic, version, family, shard, salt, count
+	saltOff      = 7
+	countOff     = saltOff + SaltLen
+	recordFrame  = 4 + 4             // key and value lengths
+)
+
+var (
+	// ErrIntegrity is returned when bytes do not hash to the identity they
+	// were fetched under. It is the bucket package's sentinel, so callers
+	// test one error whichever layer found the mismatch.
+	ErrIntegrity = bucket.ErrIntegrity
+	// ErrMalformedObject is returned for bytes that hash correctly but are
+	// not a canonical shard object.
+	ErrMalformedObject = errors.New("malformed shard object")
+	// ErrEmptyObject is returned when encoding a shard without records: an
+	// empty shard is never stored; the root omits it.
+	ErrEmptyObject = errors.New("empty shard object")
+	// ErrWrongShard is returned for a record whose key belongs to another
+	// shard than the object's.
+	ErrWrongShard = errors.New("key belongs to another shard")
+	// ErrUnsorted is returned for records or mutations whose keys are not
+	// strictly ascending.
+	ErrUnsorted = errors.New("keys not strictly ascending")
+)
+
+// Record is one key and value of a shard.
+type Record struct {
+	Key   []byte
+	Value []byte
+}
+
+// Mutation puts Value under Key, or deletes Key when Delete is set.
+type Mutation struct {
+	Key    []byte
+	Value  []byte
+	Delete bool
+}
+
+// Object is one decoded shard: the records of one family whose keys hash
+// to one shard index, sorted by key. An Object is immutable once built, so
+// a cache can share it between goroutines; byte slices it returns must not
+// be modified.
+type Object struct {
+	family Family
+	shard  uint8
+	salt   Salt
+	recs   []Record
+	size   int64 // encoded length in bytes
+}
+
+// SaltLen is the length of an object's salt.
+const SaltLen = 16
+
+// Salt is written into an object's bytes so that objects with equal
+// records can still have distinct identities. The engine salts every object
+// with the nonce of the commit attempt that writes it, so an attempt never
+// finds one of its new objects already in the bucket as an orphan that a
+// garbage-collection sweep may be deleting.
+type Salt [SaltLen]byte
+
+// Salted returns a copy of o with salt s. It shares o's records.
+func (o *Object) Salted(s Salt) *Object {
+	c := *o
+	c.salt = s
+	return &c
+}
+
+// Salt returns the object's salt.
+func (o *Object) Salt() Salt { return o.salt }
+
+// Empty returns the shard of family f at idx with no records, the base to
+// which a commit applies the first mutations of a shard the root omits.
+func Empty(f Family, idx uint8) (*Object, error) {
+	if !f.Known() {
+		return nil, fmt.Errorf("shards: empty object: family tag 0x%02x: %w", uint8(f), ErrUnknownFamily)
+	}
+	return &Object{family: f, shard: idx, size: headerLen}, nil
+}
+
+// NewObject builds a shard from records sorted strictly by key, each of
+// which must belong to shard idx of family f. It copies the records.
+func NewObject(f Family, idx uint8, recs []Record) (*Object, error) {
+	o, err := Empty(f, idx)
+	if err != nil {
+		return nil, err
+	}
+	o.recs = make([]Record, 0, len(recs))
+	for i, r := range recs {
+		if i > 0 && bytes.Compare(recs[i-1].Key, r.Key) >= 0 {
+			return nil, fmt.Errorf("shards: new object %s/%02x: record %d: %w", f, idx, i, ErrUnsorted)
+		}
+		if err := o.checkKey(r.Key); err != nil {
+			return nil, fmt.Errorf("shards: new object: record %d: %w", i, err)
+		}
+		o.recs = append(o.recs, Record{Key: bytes.Clone(r.Key), Value: cloneValue(r.Value)})
+		o.size += recordFrame + int64(len(r.Key)+len(r.Value))
+	}
+	return o, nil
+}
+
+func cloneValue(v []byte) []byte {
+	if v == nil {
+		return []byte{}
+	}
+	return bytes.Clone(v)
+}
+
+func (o *Object) checkKey(key []byte) error {
+	idx, err := ShardOf(o.family, key)
+	if err != nil {
+		return err
+	}
+	if idx != o.shard {
+		return fmt.Errorf("shards: key %x of %s is in shard %02x, not %02x: %w", key, o.family, idx, o.shard, ErrWrongShard)
+	}
+	return nil
+}
+
+// Family returns the object's family.
+func (o *Object) Family() Family { return o.family }
+
+// Shard returns the object's shard index.
+func (o *Object) Shard() uint8 { return o.shard }
+
+// Len returns the number of records.
+func (o *Object) Len() int { return len(o.recs) }
+
+// At returns the i-th record in key order.
+func (o *Object) At(i int) Record { return o.recs[i] }
+
+// EncodedSize returns the length of the object's encoding in bytes.
+func (o *Object) EncodedSize() int64 { return o.size }
+
+// MemSize estimates the memory the decoded object holds, for the cache's
+// byte budget: its encoded bytes plus the record index.
+func (o *Object) MemSize() int64 {
+	const recordHeader = 48 // two slice headers
+	return o.size + int64(len(o.recs))*recordHeader + 64
+}
+
+func (o *Object) search(key []byte) (int, bool) {
+	return slices.BinarySearchFunc(o.recs, key, func(r Record, k []byte) int {
+		return bytes.Compare(r.Key, k)
+	})
+}
+
+// Get returns the value stored under key.
+func (o *Object) Get(key []byte) ([]byte, bool) {
+	i, ok := o.search(key)
+	if !ok {
+		return nil, false
+	}
+	return o.recs[i].Value, true
+}
+
+// seek returns the index of the first record whose key has prefix and
+// comes strictly after after (an empty after means from the start).
+func (o *Object) seek(prefix, after []byte) int {
+	i, _ := o.search(prefix)
+	if len(after) > 0 && bytes.Compare(after, prefix) >= 0 {
+		j, found := o.search(after)
+		if found {
+			j++
+		}
+		i = max(i, j)
+	}
+	return i
+}
+
+// Scan yields, in key order, the records whose keys begin with prefix and
+// come strictly after after. An empty after starts at the prefix.
+func (o *Object) Scan(prefix, after []byte) iter.Seq2[[]byte, []byte] {
+	return func(yield func([]byte, []byte) bool) {
+		for i := o.seek(prefix, after); i < len(o.recs); i++ {
+			r := o.recs[i]
+			if !bytes.HasPrefix(r.Key, prefix) || !yield(r.Key, r.Value) {
+				return
+			}
+		}
+	}
+}
+
+// Apply returns a new object holding o's records changed by muts, which
+// must be sorted strictly by key and belong to o's shard. A put replaces or
+// inserts; a delete of an absent key changes nothing. o is not modified and
+// the result shares o's unchanged records. The result may be empty, in
+// which case the root omits the shard.
+func (o *Object) Apply(muts []Mutation) (*Object, error) {
+	for i, m := range muts {
+		if i > 0 && bytes.Compare(muts[i-1].Key, m.Key) >= 0 {
+			return nil, fmt.Errorf("shards: apply %s/%02x: mutation %d: %w", o.family, o.shard, i, ErrUnsorted)
+		}
+		if err := o.checkKey(m.Key); err != nil {
+			return nil, fmt.Errorf("shards: apply: mutation %d: %w", i, err)
+		}
+	}
+	out := &Object{family: o.family, shard: o.shard, size: headerLen,
+		recs: make([]Record, 0, len(o.recs)+len(muts))}
+	add := func(r Record) {
+		out.recs = append(out.recs, r)
+		out.size += recordFrame + int64(len(r.Key)+len(r.Value))
+	}
+	i := 0
+	for _, m := range muts {
+		for i < len(o.recs) && bytes.Compare(o.recs[i].Key, m.Key) < 0 {
+			add(o.recs[i])
+			i++
+		}
+		if i < len(o.recs) && bytes.Equal(o.recs[i].Key, m.Key) {
+			i++ // replaced or deleted
+		}
+		if !m.Delete {
+			add(Record{Key: bytes.Clone(m.Key), Value: cloneValue(m.Value)})
+		}
+	}
+	for ; i < len(o.recs); i++ {
+		add(o.recs[i])
+	}
+	return out, nil
+}
+
+// Encode returns the object's canonical bytes and its reference. An empty
+// object cannot be encoded (ErrEmptyObject).
+func (o *Object) Encode() ([]byte, Ref, error) {
+	if len(o.recs) == 0 {
+		return nil, Ref{}, fmt.Errorf("shards: encode %s/%02x: %w", o.family, o.shard, ErrEmptyObject)
+	}
+	b := make([]byte, 0, o.size)
+	b = append(b, objectMagic...)
+	b = append(b, ObjectFormat, byte(o.family), o.shard)
+	b = append(b, o.salt[:]...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(o.recs)))
+	for _, r := range o.recs {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(r.Key)))
+		b = append(b, r.Key...)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(r.Value)))
+		b = append(b, r.Value...)
+	}
+	return b, Ref{Hash: Sum(b), Size: int64(len(b)), Count: uint32(len(o.recs))}, nil
+}
+
+// Decode verifies that b hashes to want (ErrIntegrity otherwise) and then
+// decodes it strictly: the magic, the format version, a known family, a
+// record count that matches, keys strictly ascending and all in the
+// object's shard, and no trailing bytes. The object keeps b, which the
+// caller must not modify afterwards.
+func Decode(b []byte, want Hash) (*Object, error) {
+	if got := Sum(b); got != want {
+		return nil, fmt.Errorf("shards: decode object %s: bytes hash to %s: %w", want, got, ErrIntegrity)
+	}
+	return parseObject(b)
+}
+
+// DecodeShard is Decode that also requires the object to be shard idx of
+// family f, as a root's table names it.
+func DecodeShard(b []byte, want Hash, f Family, idx uint8) (*Object, error) {
+	o, err := Decode(b, want)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.is(f, idx); err != nil {
+		return nil, fmt.Errorf("shards: decode object %s: %w", want, err)
+	}
+	return o, nil
+}
+
+func (o *Object) is(f Family, idx uint8) error {
+	if o.family != f || o.shard != idx {
+		return fmt.Errorf("object is %s/%02x, want %s/%02x: %w", o.family, o.shard, f, idx, ErrMalformedObject)
+	}
+	return nil
+}
+
+func malformed(off int, format string, args ...any) error {
+	return fmt.Errorf("shards: decode object at byte %d: %s: %w", off, fmt.Sprintf(format, args...), ErrMalformedObject)
+}
+
+// parseObject decodes b, whose hash the caller has verified.
+func parseObject(b []byte) (*Object, error) {
+	if len(b) < headerLen {
+		return nil, malformed(0, "%d bytes, shorter than the header", len(b))
+	}
+	if string(b[:4]) != objectMagic {
+		return nil, malformed(0, "bad magic %q", b[:4])
+	}
+	if b[4] != ObjectFormat {
+		return nil, malformed(4, "format version %d, want %d", b[4], ObjectFormat)
+	}
+	f, err := ParseFamily(b[5])
+	if err != nil {
+		return nil, fmt.Errorf("shards: decode object at byte 5: %w: %w", ErrMalformedObject, err)
+	}
+	o := &Object{family: f, shard: b[6], size: int64(len(b))}
+	copy(o.salt[:], b[saltOff:])
+	count := binary.BigEndian.Uint32(b[countOff:])
+	if count == 0 {
+		return nil, malformed(countOff, "no records")
+	}
+	if uint64(count) > uint64(len(b)-headerLen)/(recordFrame+1) {
+		return nil, malformed(countOff, "count %d does not fit in %d bytes", count, len(b))
+	}
+	o.recs = make([]Record, count)
+	off := headerLen
+	field := func() ([]byte, error) {
+		if len(b)-off < 4 {
+			return nil, malformed(off, "truncated length")
+		}
+		n := binary.BigEndian.Uint32(b[off:])
+		if uint64(n) > uint64(len(b)-off-4) {
+			return nil, malformed(off, "length %d exceeds the %d bytes left", n, len(b)-off-4)
+		}
+		start := off + 4
+		off = start + int(n)
+		return b[start:off:off], nil
+	}
+	for i := range o.recs {
+		at := off
+		k, err := field()
+		if err != nil {
+			return nil, err
+		}
+		v, err := field()
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 && bytes.Compare(o.recs[i-1].Key, k) >= 0 {
+			return nil, fmt.Errorf("shards: decode object at byte %d: record %d: %w: %w", at, i, ErrMalformedObject, ErrUnsorted)
+		}
+		if err := o.checkKey(k); err != nil {
+			return nil, fmt.Errorf("shards: decode object at byte %d: record %d: %w: %w", at, i, ErrMalformedObject, err)
+		}
+		o.recs[i] = Record{Key: k, Value: v}
+	}
+	if off != len(b) {
+		return nil, malformed(off, "%d trailing bytes", len(b)-off)
+	}
+	return o, nil
+}
