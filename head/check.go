@@ -1,0 +1,132 @@
+package head
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/roots"
+	"github.com/cairnstore/cairn/shards"
+)
+
+// CheckOptions tune Check.
+type CheckOptions struct {
+	// Strict also decodes every record key against its family's shape and
+	// checks each held root the same way (not only that it exists).
+	Strict bool
+	// MaxFindings stops after this many findings. Default 100.
+	MaxFindings int
+}
+
+// Check verifies the snapshot a root names, reading straight from the
+// bucket (no cache): every reachable object exists and hashes to its name,
+// each decodes canonically, every record sits in the shard its key
+// selects, and every table agrees with its root entry (shard count, record
+// count, sizes). It returns nil or an error joining every finding.
+func Check(ctx context.Context, b bucket.Bucket, layout shards.Layout, root shards.Hash, opts CheckOptions) error {
+	if opts.MaxFindings <= 0 {
+		opts.MaxFindings = 100
+	}
+	c := &checker{b: b, layout: layout, opts: opts, seen: map[shards.Hash]bool{}}
+	c.root(ctx, root, opts.Strict)
+	return errors.Join(c.findings...)
+}
+
+type checker struct {
+	b        bucket.Bucket
+	layout   shards.Layout
+	opts     CheckOptions
+	seen     map[shards.Hash]bool
+	findings []error
+}
+
+func (c *checker) add(format string, args ...any) bool {
+	if len(c.findings) < c.opts.MaxFindings {
+		c.findings = append(c.findings, fmt.Errorf(format, args...))
+	}
+	return len(c.findings) < c.opts.MaxFindings
+}
+
+func (c *checker) get(ctx context.Context, key string) ([]byte, bool) {
+	body, _, err := c.b.Get(ctx, key)
+	if err != nil {
+		c.add("get %s: %w", key, err)
+		return nil, false
+	}
+	return body, true
+}
+
+func (c *checker) root(ctx context.Context, h shards.Hash, deep bool) {
+	if c.seen[h] {
+		return
+	}
+	c.seen[h] = true
+	body, ok := c.get(ctx, c.layout.Root(h))
+	if !ok {
+		return
+	}
+	r, err := roots.DecodeRoot(body, h)
+	if err != nil {
+		c.add("root %s: %w", h, err)
+		return
+	}
+	for _, fr := range r.Families {
+		c.table(ctx, fr)
+	}
+	for _, hold := range r.Holds {
+		if deep {
+			c.root(ctx, hold.Root, deep)
+		} else if _, err := c.b.Stat(ctx, c.layout.Root(hold.Root)); err != nil {
+			c.add("root %s: hold %q: root %s: %w", h, hold.Owner, hold.Root, err)
+		}
+	}
+}
+
+func (c *checker) table(ctx context.Context, fr roots.FamilyRef) {
+	if c.seen[fr.Table.Hash] {
+		return
+	}
+	c.seen[fr.Table.Hash] = true
+	body, ok := c.get(ctx, c.layout.Table(fr.Table.Hash))
+	if !ok {
+		return
+	}
+	if int64(len(body)) != fr.Table.Size {
+		c.add("table %s of %s: %d bytes, root says %d", fr.Table.Hash, fr.Family, len(body), fr.Table.Size)
+	}
+	t, err := roots.DecodeTable(body, fr.Table.Hash)
+	if err != nil {
+		c.add("table %s of %s: %w", fr.Table.Hash, fr.Family, err)
+		return
+	}
+	if t.Family != fr.Family || len(t.Entries) != int(fr.Shards) || t.Records() != fr.Records {
+		c.add("table %s: family %s, %d shards, %d records; root says %s, %d, %d",
+			fr.Table.Hash, t.Family, len(t.Entries), t.Records(), fr.Family, fr.Shards, fr.Records)
+	}
+	for _, e := range t.Entries {
+		c.shard(ctx, t.Family, e)
+	}
+}
+
+func (c *checker) shard(ctx context.Context, f shards.Family, e roots.Entry) {
+	if c.seen[e.Ref.Hash] {
+		c.add("shard %s is referenced twice", e.Ref.Hash)
+		return
+	}
+	c.seen[e.Ref.Hash] = true
+	body, ok := c.get(ctx, c.layout.Shard(f, e.Shard, e.Ref.Hash))
+	if !ok {
+		return
+	}
+	// DecodeShard checks the hash, the canonical form, the family and
+	// shard index, and that every key belongs to the shard.
+	o, err := shards.DecodeShard(body, e.Ref.Hash, f, e.Shard)
+	if err != nil {
+		c.add("shard %s/%02x %s: %w", f, e.Shard, e.Ref.Hash, err)
+		return
+	}
+	if o.Len() != int(e.Ref.Count) || int64(len(body)) != e.Ref.Size {
+		c.add("shard %s/%02x %s: %d records in %d bytes, table says %d in %d", f, e.Shard, e.Ref.Hash, o.Len(), len(body), e.Ref.Count, e.Ref.Size)
+	}
+}

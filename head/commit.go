@@ -1,0 +1,668 @@
+package head
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/manifests"
+	"github.com/cairnstore/cairn/roots"
+	"github.com/cairnstore/cairn/shards"
+)
+
+// Command is one request against the shard: a pure function of (pinned
+// snapshot, request) to (mutations, result). It may run several times.
+type Command struct {
+	// Namespace is the RootId the request belongs to; with RequestID it
+	// forms the command_dedupe key.
+	Namespace [16]byte
+	// RequestID, if set, makes the command exactly-once: an exact retry
+	// (same Digest) replays the stored result, a reuse with another Digest
+	// fails with ErrRequestReused.
+	RequestID string
+	// Digest identifies the command's exact inputs.
+	Digest [32]byte
+	// Apply runs the command. A non-nil error applies none of its
+	// mutations and is returned to the caller as is; the result bytes are
+	// stored for replay when RequestID is set.
+	Apply func(tx *Tx) ([]byte, error)
+}
+
+// Result is a committed (or replayed) command's outcome.
+type Result struct {
+	Value    []byte
+	Sequence uint64 // the commit that applied it (or the pinned one, for a command that wrote nothing)
+	Replayed bool   // an exact retry answered from the dedupe family
+}
+
+// Do runs cmd and commits its mutations with one CAS of the head, shared
+// with concurrent commands of this Store unless NoGroupCommit is set. It
+// returns cmd's own error if its predicates failed, ErrRetryable if it did
+// not commit within the attempt budget, or ErrUnknownOutcome if its commit
+// could not be confirmed either way.
+func (s *Store) Do(ctx context.Context, cmd Command) (Result, error) {
+	c := &call{ctx: ctx, cmd: cmd, done: make(chan struct{})}
+	if s.opts.NoGroupCommit {
+		s.commitBatch(ctx, []*call{c})
+		return c.res, c.err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return Result{}, ErrClosed
+	}
+	s.queue = append(s.queue, c)
+	if !s.leader {
+		s.leader = true
+		go s.lead()
+	}
+	s.mu.Unlock()
+	select {
+	case <-c.done:
+		return c.res, c.err
+	case <-ctx.Done():
+		// The command may still commit; a retry with its request id
+		// finds out.
+		return Result{}, ctx.Err()
+	}
+}
+
+type call struct {
+	ctx  context.Context
+	cmd  Command
+	done chan struct{}
+	once sync.Once
+	res  Result
+	err  error
+}
+
+func (c *call) finish(r Result, err error) {
+	c.once.Do(func() {
+		c.res, c.err = r, err
+		close(c.done)
+	})
+}
+
+func (c *call) finished() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// lead runs group commits until the queue is empty.
+func (s *Store) lead() {
+	for {
+		s.mu.Lock()
+		if len(s.queue) == 0 || s.closed {
+			s.leader = false
+			s.mu.Unlock()
+			return
+		}
+		n := min(len(s.queue), s.opts.MaxBatch)
+		batch := append([]*call(nil), s.queue[:n]...)
+		s.queue = s.queue[n:]
+		s.mu.Unlock()
+		ctx, cancel := batchContext(batch)
+		s.commitBatch(ctx, batch)
+		cancel()
+	}
+}
+
+// batchContext is cancelled once every call's own context has ended.
+func batchContext(batch []*call) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	live := len(batch)
+	for _, c := range batch {
+		context.AfterFunc(c.ctx, func() {
+			mu.Lock()
+			live--
+			if live == 0 {
+				cancel()
+			}
+			mu.Unlock()
+		})
+	}
+	return ctx, cancel
+}
+
+// outcome is a command's result in one attempt, delivered only once the
+// attempt's outcome is known.
+type outcome struct {
+	res Result
+	err error
+}
+
+// commitBatch runs the calls as one group commit until each is finished.
+func (s *Store) commitBatch(ctx context.Context, calls []*call) {
+	var lastErr error
+	for attempt := 0; ; attempt++ {
+		if attempt >= s.opts.MaxAttempts {
+			for _, c := range calls {
+				c.finish(Result{}, fmt.Errorf("%w after %d attempts: %w", ErrRetryable, attempt, lastErr))
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			for _, c := range calls {
+				c.finish(Result{}, ctx.Err())
+			}
+			return
+		}
+		done, throttled, err := s.attempt(ctx, calls)
+		if done {
+			return
+		}
+		lastErr = err
+		if err := s.backoff(ctx, attempt, throttled); err != nil {
+			continue // the next pass finishes the calls with ctx.Err()
+		}
+	}
+}
+
+// attempt pins, applies every call, and commits. It reports done when
+// every call is finished; otherwise the batch is retried, throttled
+// saying whether the store asked to slow down.
+func (s *Store) attempt(ctx context.Context, calls []*call) (done, throttled bool, err error) {
+	sn, err := s.Pin(ctx)
+	if err != nil {
+		if transient(err) {
+			return false, errors.Is(err, bucket.ErrThrottled), err
+		}
+		for _, c := range calls {
+			c.finish(Result{}, err)
+		}
+		return true, false, nil
+	}
+	state := newBatchState()
+	outs := make([]outcome, len(calls))
+	now := s.opts.Now()
+	seq := sn.head.Sequence + 1
+	for i, c := range calls {
+		if err := c.ctx.Err(); err != nil {
+			outs[i] = outcome{err: err}
+			continue
+		}
+		outs[i] = s.apply(ctx, sn, state, c.cmd, seq, now)
+	}
+	if state.empty() {
+		// Nothing to commit: every outcome holds at the pinned head, which
+		// was read after each call arrived.
+		for i, c := range calls {
+			c.finish(outs[i].res, outs[i].err)
+		}
+		return true, false, nil
+	}
+	nonce := newNonce()
+	cand, err := s.build(ctx, sn, state, nonce)
+	if err != nil {
+		for _, c := range calls {
+			c.finish(Result{}, err)
+		}
+		return true, false, nil
+	}
+	cand.head = &Head{
+		Marker:    SupportedMarker,
+		ShardID:   s.id.String(),
+		Sequence:  seq,
+		Root:      cand.rootRef.Hash.String(),
+		RootSize:  cand.rootRef.Size,
+		Nonce:     nonceString(nonce),
+		Committed: now.UnixMilli(),
+		Receipts:  receipts(sn.head, nonceString(nonce), seq, calls, outs),
+	}
+	if cand.headBytes, err = encodeHead(cand.head); err != nil {
+		for _, c := range calls {
+			c.finish(Result{}, err)
+		}
+		return true, false, nil
+	}
+	staged := time.Now()
+	if err := s.stage(ctx, cand); err != nil {
+		return false, errors.Is(err, bucket.ErrThrottled), err
+	}
+	if time.Since(staged) > s.opts.MaxAttemptAge {
+		return false, false, fmt.Errorf("head: staging took %v, more than %v", time.Since(staged), s.opts.MaxAttemptAge)
+	}
+	landed, throttled, err := s.cas(ctx, sn, cand, nonce)
+	if err != nil {
+		for _, c := range calls {
+			c.finish(Result{}, err)
+		}
+		return true, false, nil
+	}
+	if !landed {
+		return false, throttled, fmt.Errorf("head: lost the race for sequence %d", seq)
+	}
+	if s.opts.Check {
+		if err := Check(ctx, s.b, s.layout, cand.rootRef.Hash, CheckOptions{Strict: true}); err != nil {
+			for _, c := range calls {
+				c.finish(Result{}, fmt.Errorf("head: check after commit %d: %w", seq, err))
+			}
+			return true, false, nil
+		}
+	}
+	for i, c := range calls {
+		c.finish(outs[i].res, outs[i].err)
+	}
+	return true, false, nil
+}
+
+// transient reports whether err may go away on a later attempt.
+func transient(err error) bool {
+	return errors.Is(err, bucket.ErrUnavailable) || errors.Is(err, bucket.ErrThrottled) ||
+		errors.Is(err, bucket.ErrAmbiguous) || errors.Is(err, bucket.ErrIntegrity)
+}
+
+// apply runs one command on top of the batch so far.
+func (s *Store) apply(ctx context.Context, sn *Snapshot, state *batchState, cmd Command, seq uint64, now time.Time) outcome {
+	var dkey []byte
+	if cmd.RequestID != "" {
+		dkey = append(append([]byte(nil), cmd.Namespace[:]...), cmd.RequestID...)
+		v, ok, err := (&Tx{ctx: ctx, sn: sn, base: state, own: newBatchState()}).Get(shards.CommandDedupe, dkey)
+		if err != nil {
+			return outcome{err: err}
+		}
+		if ok {
+			return replay(v, cmd)
+		}
+	}
+	tx := &Tx{ctx: ctx, sn: sn, base: state, own: newBatchState(), seq: seq, now: now}
+	val, err := cmd.Apply(tx)
+	if err != nil {
+		return outcome{err: err}
+	}
+	if dkey != nil {
+		if err := tx.own.put(shards.CommandDedupe, dkey, encodeDedupe(cmd.Digest, seq, val)); err != nil {
+			return outcome{err: err}
+		}
+	}
+	state.merge(tx.own)
+	return outcome{res: Result{Value: val, Sequence: seq}}
+}
+
+// The dedupe record: version 1 | command digest [32] | sequence u64 | result.
+const dedupeFormat = 1
+
+func encodeDedupe(digest [32]byte, seq uint64, result []byte) []byte {
+	b := make([]byte, 0, 1+32+8+len(result))
+	b = append(b, dedupeFormat)
+	b = append(b, digest[:]...)
+	b = binary.BigEndian.AppendUint64(b, seq)
+	return append(b, result...)
+}
+
+func replay(v []byte, cmd Command) outcome {
+	if len(v) < 41 || v[0] != dedupeFormat {
+		return outcome{err: fmt.Errorf("head: dedupe record of %q: %w", cmd.RequestID, bucket.ErrIntegrity)}
+	}
+	if !bytes.Equal(v[1:33], cmd.Digest[:]) {
+		return outcome{err: fmt.Errorf("%w: %q", ErrRequestReused, cmd.RequestID)}
+	}
+	return outcome{res: Result{Value: bytes.Clone(v[41:]), Sequence: binary.BigEndian.Uint64(v[33:41]), Replayed: true}}
+}
+
+// receipts returns the new head's receipts: this commit's first, then the
+// parent's, up to MaxReceipts.
+func receipts(parent *Head, nonce string, seq uint64, calls []*call, outs []outcome) []Receipt {
+	r := Receipt{Nonce: nonce, Sequence: seq, Requests: []RequestReceipt{}}
+	for i, c := range calls {
+		if c.cmd.RequestID == "" || outs[i].err != nil || outs[i].res.Replayed || len(r.Requests) == MaxReceiptRequests {
+			continue
+		}
+		r.Requests = append(r.Requests, RequestReceipt{ID: c.cmd.RequestID, Result: manifests.Digest(outs[i].res.Value)})
+	}
+	out := []Receipt{r}
+	for _, p := range parent.Receipts {
+		if len(out) == MaxReceipts {
+			break
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// candidate is an attempt's staged state: the objects to write, then the
+// head that commits them.
+type candidate struct {
+	writes    []write
+	root      *roots.Root
+	rootRef   shards.Ref
+	head      *Head
+	headBytes []byte
+	objects   map[shards.Hash]*shards.Object
+	tables    map[shards.Hash]*roots.Table
+}
+
+type write struct {
+	key  string
+	body []byte
+}
+
+// build computes the candidate root of state applied to sn (nil for the
+// first root): new shard objects for the shards it changes, new tables for
+// the families it changes, a new root. Nothing is written.
+func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonce roots.Nonce) (*candidate, error) {
+	c := &candidate{objects: map[shards.Hash]*shards.Object{}, tables: map[shards.Hash]*roots.Table{}}
+	root := &roots.Root{Nonce: nonce, Sequence: 1}
+	if sn != nil {
+		root.Parent = sn.rootHash
+		root.Sequence = sn.root.Sequence + 1
+		root.Families = append(root.Families, sn.root.Families...)
+		root.Holds = append(root.Holds, sn.root.Holds...)
+	}
+	fams := make([]shards.Family, 0, len(state.muts))
+	for f := range state.muts {
+		fams = append(fams, f)
+	}
+	sort.Slice(fams, func(i, j int) bool { return fams[i] < fams[j] })
+	for _, f := range fams {
+		fr, ok, err := s.buildFamily(ctx, sn, f, state.sorted(f), nonce, c)
+		if err != nil {
+			return nil, err
+		}
+		i := sort.Search(len(root.Families), func(i int) bool { return root.Families[i].Family >= f })
+		present := i < len(root.Families) && root.Families[i].Family == f
+		switch {
+		case ok && present:
+			root.Families[i] = fr
+		case ok:
+			root.Families = append(root.Families[:i], append([]roots.FamilyRef{fr}, root.Families[i:]...)...)
+		case present:
+			root.Families = append(root.Families[:i], root.Families[i+1:]...)
+		}
+	}
+	if len(state.holds) > 0 {
+		held := map[string]shards.Hash{}
+		for _, h := range root.Holds {
+			held[h.Owner] = h.Root
+		}
+		for owner, h := range state.holds {
+			if h == nil {
+				delete(held, owner)
+			} else {
+				held[owner] = *h
+			}
+		}
+		root.Holds = root.Holds[:0:0]
+		for owner, h := range held {
+			root.Holds = append(root.Holds, roots.Hold{Owner: owner, Root: h})
+		}
+		sort.Slice(root.Holds, func(i, j int) bool { return root.Holds[i].Owner < root.Holds[j].Owner })
+	}
+	b, ref, err := root.Encode()
+	if err != nil {
+		return nil, err
+	}
+	c.root, c.rootRef = root, ref
+	c.writes = append(c.writes, write{s.layout.Root(ref.Hash), b})
+	if err := s.checkWriterRule(ctx, sn, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// buildFamily applies one family's sorted mutations and returns its new
+// root entry (ok false when the family becomes empty).
+func (s *Store) buildFamily(ctx context.Context, sn *Snapshot, f shards.Family, muts []shards.Mutation, nonce roots.Nonce, c *candidate) (roots.FamilyRef, bool, error) {
+	byShard := map[uint8][]shards.Mutation{}
+	for _, m := range muts {
+		idx, err := shards.ShardOf(f, m.Key)
+		if err != nil {
+			return roots.FamilyRef{}, false, err
+		}
+		byShard[idx] = append(byShard[idx], m)
+	}
+	entries := map[uint8]shards.Ref{}
+	var old *roots.Table
+	if sn != nil {
+		var err error
+		if old, err = sn.table(ctx, f); err != nil {
+			return roots.FamilyRef{}, false, err
+		}
+	}
+	if old != nil {
+		for _, e := range old.Entries {
+			entries[e.Shard] = e.Ref
+		}
+	}
+	idxs := make([]uint8, 0, len(byShard))
+	for idx := range byShard {
+		idxs = append(idxs, idx)
+	}
+	sort.Slice(idxs, func(i, j int) bool { return idxs[i] < idxs[j] })
+	type built struct {
+		obj  *shards.Object
+		body []byte
+		ref  shards.Ref
+	}
+	results := make([]built, len(idxs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.opts.StageConcurrency)
+	for i, idx := range idxs {
+		g.Go(func() error {
+			base, err := shards.Empty(f, idx)
+			if err != nil {
+				return err
+			}
+			if ref, ok := entries[idx]; ok {
+				if base, err = s.loadShard(gctx, f, idx, ref); err != nil {
+					return err
+				}
+			}
+			nu, err := base.Apply(byShard[idx])
+			if err != nil {
+				return err
+			}
+			nu = nu.Salted(shards.Salt(nonce))
+			results[i].obj = nu
+			if nu.Len() == 0 {
+				return nil
+			}
+			results[i].body, results[i].ref, err = nu.Encode()
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return roots.FamilyRef{}, false, err
+	}
+	for i, idx := range idxs {
+		r := results[i]
+		if r.obj.Len() == 0 {
+			delete(entries, idx)
+			continue
+		}
+		entries[idx] = r.ref
+		c.objects[r.ref.Hash] = r.obj
+		c.writes = append(c.writes, write{s.layout.Shard(f, idx, r.ref.Hash), r.body})
+	}
+	if len(entries) == 0 {
+		return roots.FamilyRef{}, false, nil
+	}
+	t := &roots.Table{Nonce: nonce, Family: f}
+	for idx, ref := range entries {
+		t.Entries = append(t.Entries, roots.Entry{Shard: idx, Ref: ref})
+	}
+	sort.Slice(t.Entries, func(i, j int) bool { return t.Entries[i].Shard < t.Entries[j].Shard })
+	b, ref, err := t.Encode()
+	if err != nil {
+		return roots.FamilyRef{}, false, err
+	}
+	c.tables[ref.Hash] = t
+	c.writes = append(c.writes, write{s.layout.Table(ref.Hash), b})
+	return roots.FamilyRef{Family: f, Table: ref, Shards: uint16(len(t.Entries)), Records: t.Records()}, true, nil
+}
+
+// checkWriterRule enforces the rule that keeps GC safe: the candidate root
+// references only objects reachable from its parent root or written by
+// this attempt. Everything else could be an orphan a sweep is deleting.
+func (s *Store) checkWriterRule(ctx context.Context, sn *Snapshot, c *candidate) error {
+	written := map[string]bool{}
+	for _, w := range c.writes {
+		written[w.key] = true
+	}
+	for _, fr := range c.root.Families {
+		key := s.layout.Table(fr.Table.Hash)
+		if written[key] {
+			t := c.tables[fr.Table.Hash]
+			var parent *roots.Table
+			if sn != nil {
+				var err error
+				if parent, err = sn.table(ctx, fr.Family); err != nil {
+					return err
+				}
+			}
+			for _, e := range t.Entries {
+				if written[s.layout.Shard(fr.Family, e.Shard, e.Ref.Hash)] {
+					continue
+				}
+				if parent == nil {
+					return fmt.Errorf("%w: %s shard %02x %s not written and no parent table", ErrWriterRule, fr.Family, e.Shard, e.Ref.Hash)
+				}
+				if pr, ok := parent.Lookup(e.Shard); !ok || pr != e.Ref {
+					return fmt.Errorf("%w: %s shard %02x %s is not the parent's", ErrWriterRule, fr.Family, e.Shard, e.Ref.Hash)
+				}
+			}
+			continue
+		}
+		if sn == nil {
+			return fmt.Errorf("%w: table %s of %s not written and no parent", ErrWriterRule, fr.Table.Hash, fr.Family)
+		}
+		if pf, ok := sn.root.Family(fr.Family); !ok || pf.Table != fr.Table {
+			return fmt.Errorf("%w: table %s of %s is not the parent's", ErrWriterRule, fr.Table.Hash, fr.Family)
+		}
+	}
+	for _, h := range c.root.Holds {
+		if sn != nil && (h.Root == sn.rootHash || heldBy(sn.root, h.Root)) {
+			continue
+		}
+		return fmt.Errorf("%w: hold %q names root %s, neither the parent nor held by it", ErrWriterRule, h.Owner, h.Root)
+	}
+	return nil
+}
+
+func heldBy(r *roots.Root, h shards.Hash) bool {
+	for _, x := range r.Holds {
+		if x.Root == h {
+			return true
+		}
+	}
+	return false
+}
+
+// stage writes the candidate's objects, all at once: they are immutable
+// and nothing references them until the head does.
+func (s *Store) stage(ctx context.Context, c *candidate) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.opts.StageConcurrency)
+	for _, w := range c.writes {
+		g.Go(func() error { return s.putImmutable(gctx, w.key, w.body) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for h, o := range c.objects {
+		s.objects.Add(h, o)
+	}
+	for h, t := range c.tables {
+		s.tables.Add(h, t)
+	}
+	s.roots.Add(c.rootRef.Hash, c.root)
+	return nil
+}
+
+// putImmutable writes a new immutable object, retrying what a retry cannot
+// make worse: the key is new and its bytes are fixed.
+func (s *Store) putImmutable(ctx context.Context, key string, body []byte) error {
+	var err error
+	for try := 0; try < 4; try++ {
+		if _, err = s.b.Put(ctx, key, body, bucket.Unconditional); err == nil || !transient(err) {
+			return err
+		}
+		if berr := s.backoff(ctx, try, errors.Is(err, bucket.ErrThrottled)); berr != nil {
+			return berr
+		}
+	}
+	return err
+}
+
+// cas writes the candidate head conditional on the pinned one. A
+// precondition failure, an ambiguous outcome or an unreachable store is
+// never taken at face value: the head is read again, and the attempt's
+// nonce in it (or in the chain of roots since the pinned one) means it
+// landed. It returns an error only when the outcome stays unknown.
+func (s *Store) cas(ctx context.Context, sn *Snapshot, c *candidate, nonce roots.Nonce) (landed, throttled bool, err error) {
+	attrs, err := s.b.Put(ctx, s.layout.Head(), c.headBytes, bucket.IfVersion(sn.version))
+	if err == nil {
+		s.remember(&Snapshot{s: s, head: c.head, version: attrs.Version, rootHash: c.rootRef.Hash, root: c.root})
+		return true, false, nil
+	}
+	if errors.Is(err, bucket.ErrThrottled) {
+		return false, true, nil // refused before it took effect
+	}
+	casErr := err
+	want := nonceString(nonce)
+	for try := 0; try < s.opts.MaxAttempts; try++ {
+		cur, rerr := s.Pin(ctx)
+		if rerr == nil {
+			if _, ok := cur.head.landedIn(want); ok {
+				return true, false, nil
+			}
+			if cur.head.Sequence <= sn.head.Sequence {
+				return false, false, nil // the head has not moved: ours did not land
+			}
+			ok, werr := s.landedInChain(ctx, cur, sn.head.Sequence+1, nonce)
+			if werr == nil {
+				return ok, false, nil
+			}
+			rerr = werr
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if berr := s.backoff(ctx, try, errors.Is(rerr, bucket.ErrThrottled)); berr != nil {
+			break
+		}
+	}
+	return false, false, fmt.Errorf("%w: sequence %d (%v)", ErrUnknownOutcome, sn.head.Sequence+1, casErr)
+}
+
+// landedInChain walks back from cur's root to the root of sequence seq and
+// reports whether the attempt of nonce wrote it.
+func (s *Store) landedInChain(ctx context.Context, cur *Snapshot, seq uint64, nonce roots.Nonce) (bool, error) {
+	r := cur.root
+	for r.Sequence > seq {
+		var err error
+		if r, err = s.loadRoot(ctx, r.Parent); err != nil {
+			return false, err
+		}
+	}
+	return r.Sequence == seq && r.Nonce == nonce, nil
+}
+
+// Digest is a helper for command digests: the SHA-256 of its parts, each
+// length-prefixed so that no two part lists collide.
+func Digest(parts ...[]byte) [32]byte {
+	h := sha256.New()
+	var n [8]byte
+	for _, p := range parts {
+		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
+		h.Write(n[:])
+		h.Write(p)
+	}
+	var d [32]byte
+	h.Sum(d[:0])
+	return d
+}

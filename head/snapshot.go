@@ -1,0 +1,265 @@
+package head
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/roots"
+	"github.com/cairnstore/cairn/shards"
+)
+
+// Snapshot is one validated, immutable state of the shard: the root a head
+// named when it was read (or a held root, for a frozen read). Every read
+// of one request goes through one Snapshot.
+type Snapshot struct {
+	s        *Store
+	head     *Head          // nil for a frozen snapshot of a held root
+	version  bucket.Version // the head object's version
+	rootHash shards.Hash
+	root     *roots.Root
+}
+
+// Sequence is the commit sequence of the snapshot's root.
+func (sn *Snapshot) Sequence() uint64 { return sn.root.Sequence }
+
+// RootHash names the snapshot's root; a hold on it freezes this state.
+func (sn *Snapshot) RootHash() shards.Hash { return sn.rootHash }
+
+// Root returns the decoded root. It must not be modified.
+func (sn *Snapshot) Root() *roots.Root { return sn.root }
+
+// Head returns the head the snapshot was pinned from, or nil for a frozen
+// snapshot.
+func (sn *Snapshot) Head() *Head { return sn.head }
+
+// headFlight is one head read that requests arriving before it started
+// may share.
+type headFlight struct {
+	start uint64
+	done  chan struct{}
+	sn    *Snapshot
+	err   error
+}
+
+// Pin reads the head (a strong read), validates it and returns the
+// snapshot it names. Concurrent Pins in one Store share a head read only if
+// that read was sent after each of them arrived, so a Pin never returns a
+// state older than the moment it was called. An unchanged head reuses the
+// decoded snapshot; a changed one loads the new root, and tables and shards
+// load lazily as reads need them.
+func (s *Store) Pin(ctx context.Context) (*Snapshot, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	s.ticket++
+	arrival := s.ticket
+	f := s.flight
+	start := f == nil || f.start < arrival
+	if start {
+		s.ticket++
+		f = &headFlight{start: s.ticket, done: make(chan struct{})}
+		s.flight = f
+	}
+	s.mu.Unlock()
+	if start {
+		// The read serves other requests too, so one caller's
+		// cancellation must not fail it.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		f.sn, f.err = s.readHead(rctx)
+		cancel()
+		s.mu.Lock()
+		if s.flight == f {
+			s.flight = nil
+		}
+		s.mu.Unlock()
+		close(f.done)
+	}
+	select {
+	case <-f.done:
+		return f.sn, f.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// readHead performs one head read and returns its snapshot.
+func (s *Store) readHead(ctx context.Context) (*Snapshot, error) {
+	b, attrs, err := s.b.Get(ctx, s.layout.Head())
+	if err != nil {
+		return nil, fmt.Errorf("head: read head: %w", err)
+	}
+	s.mu.Lock()
+	latest := s.latest
+	s.mu.Unlock()
+	if latest != nil && latest.version == attrs.Version {
+		return latest, nil
+	}
+	h, rootHash, err := decodeHead(b, s.id)
+	if err != nil {
+		return nil, err
+	}
+	root, err := s.loadRoot(ctx, rootHash)
+	if err != nil {
+		return nil, err
+	}
+	if root.Sequence != h.Sequence {
+		return nil, fmt.Errorf("%w: head sequence %d names root of sequence %d", ErrBadHead, h.Sequence, root.Sequence)
+	}
+	sn := &Snapshot{s: s, head: h, version: attrs.Version, rootHash: rootHash, root: root}
+	s.remember(sn)
+	return sn, nil
+}
+
+// remember makes sn the latest snapshot if it is newer.
+func (s *Store) remember(sn *Snapshot) {
+	s.mu.Lock()
+	if s.latest == nil || sn.head.Sequence >= s.latest.head.Sequence {
+		s.latest = sn
+	}
+	s.mu.Unlock()
+}
+
+// At returns a frozen snapshot of a root that a hold (or a pin) keeps. It
+// reads no head.
+func (s *Store) At(ctx context.Context, root shards.Hash) (*Snapshot, error) {
+	r, err := s.loadRoot(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	return &Snapshot{s: s, rootHash: root, root: r}, nil
+}
+
+func (s *Store) fetch(key string) func(context.Context) ([]byte, error) {
+	return func(ctx context.Context) ([]byte, error) {
+		b, _, err := s.b.Get(ctx, key)
+		return b, err
+	}
+}
+
+func (s *Store) loadRoot(ctx context.Context, h shards.Hash) (*roots.Root, error) {
+	r, err := s.roots.Load(ctx, h, s.fetch(s.layout.Root(h)), func(b []byte) (*roots.Root, error) {
+		return roots.DecodeRoot(b, h)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("head: load root %s: %w", h, err)
+	}
+	return r, nil
+}
+
+// table returns family f's table, or nil if f has no records.
+func (sn *Snapshot) table(ctx context.Context, f shards.Family) (*roots.Table, error) {
+	fr, ok := sn.root.Family(f)
+	if !ok {
+		return nil, nil
+	}
+	h := fr.Table.Hash
+	t, err := sn.s.tables.Load(ctx, h, sn.s.fetch(sn.s.layout.Table(h)), func(b []byte) (*roots.Table, error) {
+		return roots.DecodeTable(b, h)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("head: load table %s of %s: %w", h, f, err)
+	}
+	if t.Family != f || len(t.Entries) != int(fr.Shards) || t.Records() != fr.Records {
+		return nil, fmt.Errorf("head: table %s does not match its root entry for %s: %w", h, f, bucket.ErrIntegrity)
+	}
+	return t, nil
+}
+
+// shard returns shard idx of family f, or nil if it is empty.
+func (sn *Snapshot) shard(ctx context.Context, f shards.Family, idx uint8) (*shards.Object, error) {
+	t, err := sn.table(ctx, f)
+	if err != nil || t == nil {
+		return nil, err
+	}
+	ref, ok := t.Lookup(idx)
+	if !ok {
+		return nil, nil
+	}
+	return sn.s.loadShard(ctx, f, idx, ref)
+}
+
+func (s *Store) loadShard(ctx context.Context, f shards.Family, idx uint8, ref shards.Ref) (*shards.Object, error) {
+	o, err := shards.LoadObject(ctx, s.objects, ref.Hash, f, idx, s.fetch(s.layout.Shard(f, idx, ref.Hash)))
+	if err != nil {
+		return nil, fmt.Errorf("head: load shard %s/%02x: %w", f, idx, err)
+	}
+	if o.Len() != int(ref.Count) || o.EncodedSize() != ref.Size {
+		return nil, fmt.Errorf("head: shard %s/%02x %s: %d records of %d bytes, table says %d of %d: %w",
+			f, idx, ref.Hash, o.Len(), o.EncodedSize(), ref.Count, ref.Size, bucket.ErrIntegrity)
+	}
+	return o, nil
+}
+
+// Get returns the value of key in family f, and whether it exists.
+func (sn *Snapshot) Get(ctx context.Context, f shards.Family, key []byte) ([]byte, bool, error) {
+	idx, err := shards.ShardOf(f, key)
+	if err != nil {
+		return nil, false, err
+	}
+	o, err := sn.shard(ctx, f, idx)
+	if err != nil || o == nil {
+		return nil, false, err
+	}
+	v, ok := o.Get(key)
+	return v, ok, nil
+}
+
+// Scan returns up to limit records of family f whose keys begin with
+// prefix and come after after (exclusive; nil starts at the prefix), in
+// key order (limit <= 0: all). A prefix that determines one shard reads
+// that shard; any other merges every non-empty shard of the family.
+func (sn *Snapshot) Scan(ctx context.Context, f shards.Family, prefix, after []byte, limit int) ([]shards.Record, error) {
+	objs, err := sn.scanShards(ctx, f, prefix)
+	if err != nil {
+		return nil, err
+	}
+	seq, err := shards.Merge(objs, prefix, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	var out []shards.Record
+	for k, v := range seq {
+		out = append(out, shards.Record{Key: k, Value: v})
+	}
+	return out, nil
+}
+
+// scanShards loads the shards a scan of prefix must read.
+func (sn *Snapshot) scanShards(ctx context.Context, f shards.Family, prefix []byte) ([]*shards.Object, error) {
+	if idx, ok := shards.PrefixShard(f, prefix); ok {
+		o, err := sn.shard(ctx, f, idx)
+		if err != nil || o == nil {
+			return nil, err
+		}
+		return []*shards.Object{o}, nil
+	}
+	t, err := sn.table(ctx, f)
+	if err != nil || t == nil {
+		return nil, err
+	}
+	objs := make([]*shards.Object, len(t.Entries))
+	errs := make([]error, len(t.Entries))
+	sem := make(chan struct{}, sn.s.opts.StageConcurrency)
+	done := make(chan struct{})
+	for i, e := range t.Entries {
+		go func() {
+			sem <- struct{}{}
+			objs[i], errs[i] = sn.s.loadShard(ctx, f, e.Shard, e.Ref)
+			<-sem
+			done <- struct{}{}
+		}()
+	}
+	for range t.Entries {
+		<-done
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(objs, func(o *shards.Object) bool { return o == nil }), nil
+}

@@ -1,0 +1,246 @@
+package head
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/manifests"
+	"github.com/cairnstore/cairn/roots"
+	"github.com/cairnstore/cairn/shards"
+)
+
+// Options tune a Store. The zero value is usable.
+type Options struct {
+	// CacheBytes bounds the decoded immutable objects (shards, tables,
+	// roots) this Store keeps. Default 256 MiB.
+	CacheBytes int64
+	// NoGroupCommit makes every command commit on its own, in its caller's
+	// goroutine. By default concurrent commands of one Store share a CAS.
+	NoGroupCommit bool
+	// MaxBatch bounds the commands one group commit applies. Default 256.
+	MaxBatch int
+	// MaxAttempts bounds the attempts of one commit. Default 12.
+	MaxAttempts int
+	// BackoffBase and BackoffMax bound the jittered exponential backoff
+	// between attempts. Defaults 5 ms and 2 s.
+	BackoffBase, BackoffMax time.Duration
+	// ThrottleBackoff is the least wait after the store throttled the
+	// head. Default 1 s, GCS's write rate for one object.
+	ThrottleBackoff time.Duration
+	// StageConcurrency bounds the parallel staging writes. Default 32.
+	StageConcurrency int
+	// MaxAttemptAge abandons an attempt whose staging began longer ago
+	// than this before its CAS, so that a sweep whose grace period is
+	// longer never deletes an object a landing commit references.
+	// Default 10 minutes.
+	MaxAttemptAge time.Duration
+	// Check runs Check on every root this Store commits, in strict mode,
+	// and fails the command on any finding. For tests.
+	Check bool
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+func (o *Options) fill() {
+	if o.CacheBytes <= 0 {
+		o.CacheBytes = 256 << 20
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 256
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 12
+	}
+	if o.BackoffBase <= 0 {
+		o.BackoffBase = 5 * time.Millisecond
+	}
+	if o.BackoffMax <= 0 {
+		o.BackoffMax = 2 * time.Second
+	}
+	if o.ThrottleBackoff <= 0 {
+		o.ThrottleBackoff = time.Second
+	}
+	if o.StageConcurrency <= 0 {
+		o.StageConcurrency = 32
+	}
+	if o.MaxAttemptAge <= 0 {
+		o.MaxAttemptAge = 10 * time.Minute
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Store is one logical shard of cairn's engine over a bucket. It is safe
+// for concurrent use. Several Stores, in one process or many, may serve one
+// shard from one bucket: the head's CAS orders their commits.
+type Store struct {
+	b      bucket.Bucket
+	id     shards.ShardID
+	layout shards.Layout
+	opts   Options
+
+	objects *shards.Cache[*shards.Object]
+	tables  *shards.Cache[*roots.Table]
+	roots   *shards.Cache[*roots.Root]
+
+	mu     sync.Mutex
+	latest *Snapshot   // the newest snapshot this Store has seen
+	ticket uint64      // orders request arrivals and head reads
+	flight *headFlight // the newest head read in progress
+	queue  []*call     // commands waiting for group commit
+	leader bool        // a group-commit leader is running
+	closed bool
+
+	rngMu sync.Mutex
+	rng   *rand.Rand
+}
+
+// Open opens logical shard id in b. An empty shard is initialized with the
+// schema marker; an existing one opens only if its head and its system
+// record carry exactly SupportedMarker. Anything else fails closed.
+func Open(ctx context.Context, b bucket.Bucket, id shards.ShardID, opts Options) (*Store, error) {
+	opts.fill()
+	s := &Store{
+		b:       b,
+		id:      id,
+		layout:  shards.NewLayout(id),
+		opts:    opts,
+		objects: shards.NewObjectCache(opts.CacheBytes * 7 / 8),
+		tables:  shards.NewCache(opts.CacheBytes/16, tableSize),
+		roots:   shards.NewCache(opts.CacheBytes/16, rootSize),
+		rng:     rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(id[0])<<8|uint64(id[1]))),
+	}
+	sn, err := s.Pin(ctx)
+	if errors.Is(err, bucket.ErrNotExist) {
+		err = s.initialize(ctx)
+		if err == nil || errors.Is(err, bucket.ErrPrecondition) {
+			sn, err = s.Pin(ctx)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("head: open shard %s: %w", id, err)
+	}
+	v, ok, err := sn.Get(ctx, shards.System, SchemaKey)
+	if err != nil {
+		return nil, fmt.Errorf("head: open shard %s: read schema record: %w", id, err)
+	}
+	var m Marker
+	if !ok {
+		return nil, fmt.Errorf("head: open shard %s: %w: no system schema record", id, ErrSchemaMismatch)
+	}
+	if err := manifests.DecodeStrict(v, &m); err != nil || m != SupportedMarker {
+		return nil, fmt.Errorf("head: open shard %s: %w: system record %q", id, ErrSchemaMismatch, v)
+	}
+	return s, nil
+}
+
+// initialize writes the first root, holding only the schema marker in the
+// system family, and creates the head if it is still absent.
+func (s *Store) initialize(ctx context.Context) error {
+	marker, err := manifests.Encode(SupportedMarker)
+	if err != nil {
+		return err
+	}
+	tx := newBatchState()
+	if err := tx.put(shards.System, SchemaKey, marker); err != nil {
+		return err
+	}
+	nonce := newNonce()
+	c, err := s.build(ctx, nil, tx, nonce)
+	if err != nil {
+		return err
+	}
+	if err := s.stage(ctx, c); err != nil {
+		return err
+	}
+	h := &Head{
+		Marker:    SupportedMarker,
+		ShardID:   s.id.String(),
+		Sequence:  1,
+		Root:      c.rootRef.Hash.String(),
+		RootSize:  c.rootRef.Size,
+		Nonce:     nonceString(nonce),
+		Committed: s.opts.Now().UnixMilli(),
+		Receipts:  []Receipt{},
+	}
+	b, err := encodeHead(h)
+	if err != nil {
+		return err
+	}
+	_, err = s.b.Put(ctx, s.layout.Head(), b, bucket.IfAbsent())
+	return err
+}
+
+// ID returns the logical shard's id.
+func (s *Store) ID() shards.ShardID { return s.id }
+
+// Bucket returns the bucket the store reads and writes.
+func (s *Store) Bucket() bucket.Bucket { return s.b }
+
+// Layout returns the shard's key layout.
+func (s *Store) Layout() shards.Layout { return s.layout }
+
+// CacheStats reports the object caches' counters.
+func (s *Store) CacheStats() (objects, tables, rootsStats shards.CacheStats) {
+	return s.objects.Stats(), s.tables.Stats(), s.roots.Stats()
+}
+
+// Close stops the store: waiting and later commands fail with ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	q := s.queue
+	s.queue = nil
+	s.mu.Unlock()
+	for _, c := range q {
+		c.finish(Result{}, ErrClosed)
+	}
+	return nil
+}
+
+func tableSize(t *roots.Table) int64 { return int64(64 + len(t.Entries)*48) }
+
+func rootSize(r *roots.Root) int64 {
+	n := int64(128 + len(r.Families)*64)
+	for _, h := range r.Holds {
+		n += int64(48 + len(h.Owner))
+	}
+	return n
+}
+
+// jitter returns a random duration in [0, d).
+func (s *Store) jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	s.rngMu.Lock()
+	defer s.rngMu.Unlock()
+	return time.Duration(s.rng.Int64N(int64(d)))
+}
+
+// backoff waits before attempt n+1: full jitter over an exponential bound,
+// and at least ThrottleBackoff after the store throttled.
+func (s *Store) backoff(ctx context.Context, n int, throttled bool) error {
+	bound := s.opts.BackoffBase << min(n, 20)
+	if bound > s.opts.BackoffMax || bound <= 0 {
+		bound = s.opts.BackoffMax
+	}
+	d := s.jitter(bound)
+	if throttled {
+		d = s.opts.ThrottleBackoff + s.jitter(s.opts.ThrottleBackoff)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
