@@ -19,10 +19,12 @@ type Bucket interface {
 	// attributes. See Condition.
 	Put(ctx context.Context, key string, body []byte, cond Condition) (Attrs, error)
 
-	// Delete removes key. Deleting a missing key is not an error unless
-	// cond is IfVersion, which requires Capabilities().ConditionalDelete
-	// and fails with ErrPrecondition if the object is missing or changed.
-	// IfAbsent is not a delete condition and is ErrUnsupported.
+	// Delete removes key. Deleting a missing key is not an error. IfVersion
+	// requires Capabilities().ConditionalDelete and fails with
+	// ErrPrecondition if the object changed; on a missing key it may
+	// succeed or fail with ErrPrecondition (stores differ), and the key
+	// stays missing either way. IfAbsent is not a delete condition and is
+	// ErrUnsupported.
 	Delete(ctx context.Context, key string, cond Condition) error
 
 	// List returns one page of the keys under opts.Prefix in ascending
@@ -104,7 +106,9 @@ type ListOptions struct {
 	// Delimiter, if non-empty (normally "/"), folds keys that contain it
 	// after Prefix into one entry of ListPage.Prefixes, as S3 and GCS do.
 	Delimiter string
-	// StartAfter lists only keys (and folded prefixes) greater than it.
+	// StartAfter lists only keys greater than it. With a Delimiter, a
+	// folded prefix that StartAfter falls inside may or may not be listed
+	// again (stores differ); callers must not depend on either.
 	StartAfter string
 	// PageSize bounds the entries (objects plus prefixes) in one page.
 	// Zero means DefaultPageSize; more than MaxPageSize is MaxPageSize.
