@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -52,7 +53,7 @@ type Result struct {
 func (s *Store) Do(ctx context.Context, cmd Command) (Result, error) {
 	c := &call{ctx: ctx, cmd: cmd, done: make(chan struct{})}
 	if s.opts.NoGroupCommit {
-		s.commitBatch(ctx, []*call{c})
+		s.commitBatch([]*call{c}, nil)
 		return c.res, c.err
 	}
 	s.mu.Lock()
@@ -104,20 +105,53 @@ func (c *call) finished() bool {
 // lead runs group commits until the queue is empty.
 func (s *Store) lead() {
 	for {
-		s.mu.Lock()
-		if len(s.queue) == 0 || s.closed {
-			s.leader = false
-			s.mu.Unlock()
+		s.pace()
+		batch := s.take(s.opts.MaxBatch)
+		if batch == nil {
 			return
 		}
-		n := min(len(s.queue), s.opts.MaxBatch)
-		batch := append([]*call(nil), s.queue[:n]...)
-		s.queue = s.queue[n:]
-		s.mu.Unlock()
-		ctx, cancel := batchContext(batch)
-		s.commitBatch(ctx, batch)
-		cancel()
+		s.commitBatch(batch, s.take)
 	}
+}
+
+// take removes up to n calls from the queue. When the queue is empty (or
+// the store closed) it returns nil and ends the leader's turn.
+func (s *Store) take(n int) []*call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.queue) == 0 || s.closed || n <= 0 {
+		if n > 0 {
+			s.leader = false
+		}
+		return nil
+	}
+	n = min(len(s.queue), n)
+	batch := append([]*call(nil), s.queue[:n]...)
+	s.queue = s.queue[n:]
+	return batch
+}
+
+// pace waits until MinCommitInterval has passed since this Store's last
+// landed commit, letting commands gather into the next group meanwhile.
+func (s *Store) pace() {
+	s.mu.Lock()
+	wait := s.opts.MinCommitInterval - time.Since(s.lastCommit)
+	s.mu.Unlock()
+	if s.opts.MinCommitInterval > 0 && wait > 0 {
+		time.Sleep(wait)
+	}
+}
+
+// takeMore is refill that never ends the leader's turn: the leader is
+// still busy with the batch.
+func (s *Store) takeMore(refill func(int) []*call, n int) []*call {
+	s.mu.Lock()
+	empty := len(s.queue) == 0
+	s.mu.Unlock()
+	if empty || n <= 0 {
+		return nil
+	}
+	return refill(n)
 }
 
 // batchContext is cancelled once every call's own context has ended.
@@ -125,8 +159,9 @@ func batchContext(batch []*call) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
 	live := len(batch)
-	for _, c := range batch {
-		context.AfterFunc(c.ctx, func() {
+	stops := make([]func() bool, len(batch))
+	for i, c := range batch {
+		stops[i] = context.AfterFunc(c.ctx, func() {
 			mu.Lock()
 			live--
 			if live == 0 {
@@ -135,7 +170,12 @@ func batchContext(batch []*call) (context.Context, context.CancelFunc) {
 			mu.Unlock()
 		})
 	}
-	return ctx, cancel
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
 }
 
 // outcome is a command's result in one attempt, delivered only once the
@@ -146,9 +186,21 @@ type outcome struct {
 }
 
 // commitBatch runs the calls as one group commit until each is finished.
-func (s *Store) commitBatch(ctx context.Context, calls []*call) {
+// refill, if not nil, adds commands queued meanwhile to a batch that must
+// retry, so that a group commit carries everything waiting.
+func (s *Store) commitBatch(calls []*call, refill func(n int) []*call) {
+	ctx, cancel := batchContext(calls)
+	defer func() { cancel() }()
 	var lastErr error
 	for attempt := 0; ; attempt++ {
+		if attempt > 0 && refill != nil {
+			calls = slices.DeleteFunc(calls, (*call).finished)
+			if more := s.takeMore(refill, s.opts.MaxBatch-len(calls)); len(more) > 0 {
+				calls = append(calls, more...)
+				cancel()
+				ctx, cancel = batchContext(calls)
+			}
+		}
 		if attempt >= s.opts.MaxAttempts {
 			for _, c := range calls {
 				c.finish(Result{}, fmt.Errorf("%w after %d attempts: %w", ErrRetryable, attempt, lastErr))
@@ -157,7 +209,11 @@ func (s *Store) commitBatch(ctx context.Context, calls []*call) {
 		}
 		if ctx.Err() != nil {
 			for _, c := range calls {
-				c.finish(Result{}, ctx.Err())
+				err := c.ctx.Err() // the caller's own reason, when it has one
+				if err == nil {
+					err = ctx.Err()
+				}
+				c.finish(Result{}, err)
 			}
 			return
 		}
@@ -201,6 +257,9 @@ func (s *Store) attempt(ctx context.Context, calls []*call) (done, throttled boo
 		// Nothing to commit: every outcome holds at the pinned head, which
 		// was read after each call arrived.
 		for i, c := range calls {
+			if outs[i].err == nil && !outs[i].res.Replayed {
+				outs[i].res.Sequence = sn.head.Sequence
+			}
 			c.finish(outs[i].res, outs[i].err)
 		}
 		return true, false, nil
@@ -236,7 +295,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call) (done, throttled boo
 	if time.Since(staged) > s.opts.MaxAttemptAge {
 		return false, false, fmt.Errorf("head: staging took %v, more than %v", time.Since(staged), s.opts.MaxAttemptAge)
 	}
-	landed, throttled, err := s.cas(ctx, sn, cand, nonce)
+	landed, err := s.cas(ctx, sn, cand, nonce, staged)
 	if err != nil {
 		for _, c := range calls {
 			c.finish(Result{}, err)
@@ -244,7 +303,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call) (done, throttled boo
 		return true, false, nil
 	}
 	if !landed {
-		return false, throttled, fmt.Errorf("head: lost the race for sequence %d", seq)
+		return false, false, fmt.Errorf("head: lost the race for sequence %d", seq)
 	}
 	if s.opts.Check {
 		if err := Check(ctx, s.b, s.layout, cand.rootRef.Hash, CheckOptions{Strict: true}); err != nil {
@@ -598,45 +657,73 @@ func (s *Store) putImmutable(ctx context.Context, key string, body []byte) error
 	return err
 }
 
-// cas writes the candidate head conditional on the pinned one. A
-// precondition failure, an ambiguous outcome or an unreachable store is
-// never taken at face value: the head is read again, and the attempt's
-// nonce in it (or in the chain of roots since the pinned one) means it
-// landed. It returns an error only when the outcome stays unknown.
-func (s *Store) cas(ctx context.Context, sn *Snapshot, c *candidate, nonce roots.Nonce) (landed, throttled bool, err error) {
-	attrs, err := s.b.Put(ctx, s.layout.Head(), c.headBytes, bucket.IfVersion(sn.version))
-	if err == nil {
-		s.remember(&Snapshot{s: s, head: c.head, version: attrs.Version, rootHash: c.rootRef.Hash, root: c.root})
-		return true, false, nil
-	}
-	if errors.Is(err, bucket.ErrThrottled) {
-		return false, true, nil // refused before it took effect
-	}
-	casErr := err
+// cas writes the candidate head conditional on the pinned one and learns
+// whether it landed. A precondition failure, an ambiguous outcome or an
+// unreachable store is never taken at face value: the head is read again,
+// and the attempt's nonce in it, in its receipts or in the chain of roots
+// back to the pinned sequence means it landed. While the head has not
+// moved, the identical candidate is written again (never a rebuilt one: a
+// write of this attempt that is still in flight could land late, and only
+// this attempt's head can land on the pinned version). Once the head has
+// moved past the pinned version without the nonce, no write of this
+// attempt can land any more, and cas reports not landed. It returns an
+// error only when the outcome stays unknown.
+func (s *Store) cas(ctx context.Context, sn *Snapshot, c *candidate, nonce roots.Nonce, staged time.Time) (landed bool, err error) {
 	want := nonceString(nonce)
+	var lastErr error
+	sent := false // a write of this attempt may have taken effect
 	for try := 0; try < s.opts.MaxAttempts; try++ {
+		if try > 0 {
+			if !sent && time.Since(staged) > s.opts.MaxAttemptAge {
+				return false, nil // nothing of this attempt can land; rebuild
+			}
+			if berr := s.backoff(ctx, try-1, errors.Is(lastErr, bucket.ErrThrottled)); berr != nil {
+				break
+			}
+		}
+		attrs, err := s.b.Put(ctx, s.layout.Head(), c.headBytes, bucket.IfVersion(sn.version))
+		if err == nil {
+			s.remember(&Snapshot{s: s, head: c.head, version: attrs.Version, rootHash: c.rootRef.Hash, root: c.root})
+			s.mu.Lock()
+			s.lastCommit = time.Now()
+			s.mu.Unlock()
+			return true, nil
+		}
+		lastErr = err
+		if errors.Is(err, bucket.ErrThrottled) && !sent {
+			continue // refused before it took effect; the head may still be ours to write
+		}
+		sent = sent || !errors.Is(err, bucket.ErrThrottled)
 		cur, rerr := s.Pin(ctx)
-		if rerr == nil {
-			if _, ok := cur.head.landedIn(want); ok {
-				return true, false, nil
-			}
-			if cur.head.Sequence <= sn.head.Sequence {
-				return false, false, nil // the head has not moved: ours did not land
-			}
-			ok, werr := s.landedInChain(ctx, cur, sn.head.Sequence+1, nonce)
-			if werr == nil {
-				return ok, false, nil
-			}
-			rerr = werr
+		if rerr != nil {
+			lastErr = rerr
+			continue
 		}
-		if ctx.Err() != nil {
-			break
+		if _, ok := cur.head.landedIn(want); ok {
+			s.mu.Lock()
+			s.lastCommit = time.Now()
+			s.mu.Unlock()
+			return true, nil
 		}
-		if berr := s.backoff(ctx, try, errors.Is(rerr, bucket.ErrThrottled)); berr != nil {
-			break
+		if cur.head.Sequence <= sn.head.Sequence {
+			continue // the head has not moved: write the same candidate again
 		}
+		// The head moved past the pinned version without our nonce in its
+		// receipts. Receipts cover the last MaxReceipts commits; beyond
+		// them the chain of roots tells.
+		if cur.head.Sequence-sn.head.Sequence <= MaxReceipts-1 {
+			return false, nil
+		}
+		ok, werr := s.landedInChain(ctx, cur, sn.head.Sequence+1, nonce)
+		if werr == nil {
+			return ok, nil
+		}
+		lastErr = werr
 	}
-	return false, false, fmt.Errorf("%w: sequence %d (%v)", ErrUnknownOutcome, sn.head.Sequence+1, casErr)
+	if !sent {
+		return false, nil
+	}
+	return false, fmt.Errorf("%w: sequence %d (%v)", ErrUnknownOutcome, sn.head.Sequence+1, lastErr)
 }
 
 // landedInChain walks back from cur's root to the root of sequence seq and

@@ -31,4 +31,7 @@ var (
 
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("head: store closed")
+
+	// errNoHead: the shard has no head yet; Open initializes it.
+	errNoHead = errors.New("no head")
 )

@@ -36,50 +36,40 @@ func (sn *Snapshot) Root() *roots.Root { return sn.root }
 // snapshot.
 func (sn *Snapshot) Head() *Head { return sn.head }
 
-// headFlight is one head read that requests arriving before it started
-// may share.
+// headFlight is one head read that several Pins may share.
 type headFlight struct {
-	start uint64
-	done  chan struct{}
-	sn    *Snapshot
-	err   error
+	done chan struct{}
+	sn   *Snapshot
+	err  error
 }
 
 // Pin reads the head (a strong read), validates it and returns the
 // snapshot it names. Concurrent Pins in one Store share a head read only if
-// that read was sent after each of them arrived, so a Pin never returns a
-// state older than the moment it was called. An unchanged head reuses the
-// decoded snapshot; a changed one loads the new root, and tables and shards
-// load lazily as reads need them.
+// that read was sent after each of them arrived: a Pin that arrives while a
+// read is in flight waits for the next read, which starts when the current
+// one ends and serves every Pin that arrived meanwhile. So a Pin never
+// returns a state older than the moment it was called. An unchanged head
+// reuses the decoded snapshot; a changed one loads the new root, and
+// tables and shards load lazily as reads need them.
 func (s *Store) Pin(ctx context.Context) (*Snapshot, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return nil, ErrClosed
 	}
-	s.ticket++
-	arrival := s.ticket
-	f := s.flight
-	start := f == nil || f.start < arrival
-	if start {
-		s.ticket++
-		f = &headFlight{start: s.ticket, done: make(chan struct{})}
+	var f *headFlight
+	switch {
+	case s.flight == nil:
+		f = &headFlight{done: make(chan struct{})}
 		s.flight = f
+		go s.runFlights(f)
+	case s.next != nil:
+		f = s.next
+	default:
+		f = &headFlight{done: make(chan struct{})}
+		s.next = f
 	}
 	s.mu.Unlock()
-	if start {
-		// The read serves other requests too, so one caller's
-		// cancellation must not fail it.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		f.sn, f.err = s.readHead(rctx)
-		cancel()
-		s.mu.Lock()
-		if s.flight == f {
-			s.flight = nil
-		}
-		s.mu.Unlock()
-		close(f.done)
-	}
 	select {
 	case <-f.done:
 		return f.sn, f.err
@@ -88,9 +78,30 @@ func (s *Store) Pin(ctx context.Context) (*Snapshot, error) {
 	}
 }
 
+// runFlights performs head reads one after another: f, then the read the
+// Pins that arrived during f wait for, until none is waiting.
+func (s *Store) runFlights(f *headFlight) {
+	for f != nil {
+		// The read serves several requests, so no one caller's
+		// cancellation may fail it.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		f.sn, f.err = s.readHead(ctx)
+		cancel()
+		close(f.done)
+		s.mu.Lock()
+		f = s.next
+		s.next = nil
+		s.flight = f
+		s.mu.Unlock()
+	}
+}
+
 // readHead performs one head read and returns its snapshot.
 func (s *Store) readHead(ctx context.Context) (*Snapshot, error) {
 	b, attrs, err := s.b.Get(ctx, s.layout.Head())
+	if errors.Is(err, bucket.ErrNotExist) {
+		return nil, fmt.Errorf("head: read head: %w: %w", errNoHead, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("head: read head: %w", err)
 	}
@@ -105,6 +116,10 @@ func (s *Store) readHead(ctx context.Context) (*Snapshot, error) {
 		return nil, err
 	}
 	root, err := s.loadRoot(ctx, rootHash)
+	if errors.Is(err, bucket.ErrNotExist) {
+		// Everything a head names must exist: a missing root is damage.
+		return nil, fmt.Errorf("%w: head %d names root %s, which is missing: %w", bucket.ErrIntegrity, h.Sequence, rootHash, err)
+	}
 	if err != nil {
 		return nil, err
 	}

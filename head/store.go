@@ -32,6 +32,11 @@ type Options struct {
 	// ThrottleBackoff is the least wait after the store throttled the
 	// head. Default 1 s, GCS's write rate for one object.
 	ThrottleBackoff time.Duration
+	// MinCommitInterval is the least time between two head writes of one
+	// Store's group commits; commands arriving meanwhile join the next
+	// group. Set it to the store's write rate for one object (GCS: one
+	// second) so that group commits are not throttled. Default 0.
+	MinCommitInterval time.Duration
 	// StageConcurrency bounds the parallel staging writes. Default 32.
 	StageConcurrency int
 	// MaxAttemptAge abandons an attempt whose staging began longer ago
@@ -89,13 +94,14 @@ type Store struct {
 	tables  *shards.Cache[*roots.Table]
 	roots   *shards.Cache[*roots.Root]
 
-	mu     sync.Mutex
-	latest *Snapshot   // the newest snapshot this Store has seen
-	ticket uint64      // orders request arrivals and head reads
-	flight *headFlight // the newest head read in progress
-	queue  []*call     // commands waiting for group commit
-	leader bool        // a group-commit leader is running
-	closed bool
+	mu         sync.Mutex
+	latest     *Snapshot   // the newest snapshot this Store has seen
+	flight     *headFlight // the head read in progress
+	next       *headFlight // the read that waits for it to end
+	queue      []*call     // commands waiting for group commit
+	leader     bool        // a group-commit leader is running
+	lastCommit time.Time   // when this Store's last head write landed
+	closed     bool
 
 	rngMu sync.Mutex
 	rng   *rand.Rand
@@ -117,7 +123,7 @@ func Open(ctx context.Context, b bucket.Bucket, id shards.ShardID, opts Options)
 		rng:     rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(id[0])<<8|uint64(id[1]))),
 	}
 	sn, err := s.Pin(ctx)
-	if errors.Is(err, bucket.ErrNotExist) {
+	if errors.Is(err, errNoHead) {
 		err = s.initialize(ctx)
 		if err == nil || errors.Is(err, bucket.ErrPrecondition) {
 			sn, err = s.Pin(ctx)

@@ -24,6 +24,10 @@ const (
 
 	// MaxOwnerLen bounds a hold's owner name, in bytes.
 	MaxOwnerLen = 256
+
+	// Sizes beyond these are refused by encoders and decoders alike.
+	maxShardSize = 1 << 40
+	maxTableSize = 1 << 30
 )
 
 // ErrMalformed is returned for bytes that hash correctly but are not a
@@ -85,7 +89,7 @@ func (t *Table) Encode() ([]byte, shards.Ref, error) {
 		if i > 0 && t.Entries[i-1].Shard >= e.Shard {
 			return nil, shards.Ref{}, fmt.Errorf("roots: encode table %s: shards not ascending: %w", t.Family, ErrMalformed)
 		}
-		if e.Ref.Count == 0 || e.Ref.Size <= 0 {
+		if e.Ref.Count == 0 || e.Ref.Size <= 0 || e.Ref.Size > maxShardSize {
 			return nil, shards.Ref{}, fmt.Errorf("roots: encode table %s: shard %02x is empty: %w", t.Family, e.Shard, ErrMalformed)
 		}
 		b = append(b, e.Shard)
@@ -122,7 +126,7 @@ func DecodeTable(b []byte, want shards.Hash) (*Table, error) {
 		if i > 0 && t.Entries[i-1].Shard >= e.Shard {
 			r.fail("shards not ascending at entry %d", i)
 		}
-		if e.Ref.Count == 0 || e.Ref.Size <= 0 || e.Ref.Size > 1<<40 {
+		if e.Ref.Count == 0 || e.Ref.Size <= 0 || e.Ref.Size > maxShardSize {
 			r.fail("entry %d: bad size %d or count %d", i, e.Ref.Size, e.Ref.Count)
 		}
 		t.Entries = append(t.Entries, e)
@@ -201,7 +205,7 @@ func (r *Root) Encode() ([]byte, shards.Ref, error) {
 		if i > 0 && r.Families[i-1].Family >= f.Family {
 			return nil, shards.Ref{}, fmt.Errorf("roots: encode root: families not ascending: %w", ErrMalformed)
 		}
-		if !f.Family.Known() || f.Shards == 0 || f.Shards > shards.Shards || f.Table.Size <= 0 {
+		if !f.Family.Known() || f.Shards == 0 || f.Shards > shards.Shards || f.Table.Size <= 0 || f.Table.Size > maxTableSize {
 			return nil, shards.Ref{}, fmt.Errorf("roots: encode root: bad family reference %+v: %w", f, ErrMalformed)
 		}
 		b = append(b, byte(f.Family))
@@ -254,7 +258,7 @@ func DecodeRoot(b []byte, want shards.Hash) (*Root, error) {
 			r.fail("unknown family tag 0x%02x", uint8(f.Family))
 		case i > 0 && root.Families[i-1].Family >= f.Family:
 			r.fail("families not ascending at %d", i)
-		case f.Shards == 0 || f.Shards > shards.Shards || f.Table.Size <= 0 || f.Table.Size > 1<<30:
+		case f.Shards == 0 || f.Shards > shards.Shards || f.Table.Size <= 0 || f.Table.Size > maxTableSize:
 			r.fail("family %s: bad table reference", f.Family)
 		}
 		root.Families = append(root.Families, f)

@@ -109,6 +109,11 @@ var vgw struct {
 // starting it if needed.
 func versitygwEndpoint(t *testing.T) string {
 	t.Helper()
+	// The test command starts one server for the whole run and names it
+	// here (with the test credentials); otherwise the tests start their own.
+	if ep := os.Getenv("CAIRN_S3_ENDPOINT"); ep != "" {
+		return ep
+	}
 	bin := versitygwBinary(t)
 	vgw.once.Do(func() { vgw.endpoint, vgw.err = startVersitygw(bin) })
 	if vgw.err != nil {

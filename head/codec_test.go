@@ -1,0 +1,462 @@
+package head
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/mem"
+	"github.com/cairnstore/cairn/manifests"
+	"github.com/cairnstore/cairn/roots"
+	"github.com/cairnstore/cairn/shards"
+)
+
+var goldenShardID = shards.ShardID{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+
+// emptyDigest is the receipt digest of an empty result.
+const emptyDigest = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+// goldenHeadValue is a head at sequence 7 with two receipts.
+func goldenHeadValue() *Head {
+	return &Head{
+		Marker:    SupportedMarker,
+		ShardID:   goldenShardID.String(),
+		Sequence:  7,
+		Root:      strings.Repeat("11", 32),
+		RootSize:  181,
+		Nonce:     "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf",
+		Committed: 1767225600000,
+		Receipts: []Receipt{
+			{Nonce: "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf", Sequence: 7, Requests: []RequestReceipt{{ID: "req-1", Result: emptyDigest}}},
+			{Nonce: "b0b1b2b3b4b5b6b7b8b9babbbcbdbebf", Sequence: 6, Requests: []RequestReceipt{}},
+		},
+	}
+}
+
+// goldenHead is goldenHeadValue's exact bytes: canonical JSON, members
+// sorted by name, no whitespace.
+const goldenHead = `{"committed_at_unix_ms":1767225600000,` +
+	`"logical_shard_id":"000102030405060708090a0b0c0d0e0f",` +
+	`"marker":{"format_version":8,"schema_id":"nokv_workspace","value_format_version":1},` +
+	`"nonce":"a0a1a2a3a4a5a6a7a8a9aaabacadaeaf",` +
+	`"receipts":[` +
+	`{"nonce":"a0a1a2a3a4a5a6a7a8a9aaabacadaeaf","requests":[{"id":"req-1","result":"` + emptyDigest + `"}],"sequence":7},` +
+	`{"nonce":"b0b1b2b3b4b5b6b7b8b9babbbcbdbebf","requests":[],"sequence":6}],` +
+	`"root":"1111111111111111111111111111111111111111111111111111111111111111",` +
+	`"root_size":181,` +
+	`"schema":"cairn.head.v1",` +
+	`"sequence":7}`
+
+func TestHeadGolden(t *testing.T) {
+	if got := manifests.Digest(nil); got != emptyDigest {
+		t.Fatalf("digest of an empty result = %s", got)
+	}
+	b, err := encodeHead(goldenHeadValue())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != goldenHead {
+		t.Fatalf("encoded %s\nwant    %s", b, goldenHead)
+	}
+	h, root, err := decodeHead([]byte(goldenHead), goldenShardID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := goldenHeadValue()
+	want.Format = "cairn.head.v1"
+	if fmt.Sprintf("%+v", h) != fmt.Sprintf("%+v", want) {
+		t.Fatalf("decoded %+v\nwant    %+v", h, want)
+	}
+	if root.String() != want.Root {
+		t.Fatalf("root = %s", root)
+	}
+	if seq, ok := h.landedIn("b0b1b2b3b4b5b6b7b8b9babbbcbdbebf"); !ok || seq != 6 {
+		t.Fatalf("landedIn(receipt) = %d, %v", seq, ok)
+	}
+	if seq, ok := h.landedIn(h.Nonce); !ok || seq != 7 {
+		t.Fatalf("landedIn(head nonce) = %d, %v", seq, ok)
+	}
+	if _, ok := h.landedIn("c0c1c2c3c4c5c6c7c8c9cacbcccdcecf"); ok {
+		t.Fatal("landedIn found an unknown nonce")
+	}
+}
+
+// TestHeadEncodeSetsSchema: the schema member is the head's, whatever the
+// value held.
+func TestHeadEncodeSetsSchema(t *testing.T) {
+	h := goldenHeadValue()
+	h.Format = "cairn.head.v0"
+	b, err := encodeHead(h)
+	if err != nil || string(b) != goldenHead {
+		t.Fatalf("encodeHead = %s, %v", b, err)
+	}
+}
+
+func TestDecodeHeadRejects(t *testing.T) {
+	edit := func(old, new string) []byte {
+		if !strings.Contains(goldenHead, old) {
+			t.Fatalf("no %q in the golden head", old)
+		}
+		return []byte(strings.Replace(goldenHead, old, new, 1))
+	}
+	manyReceipts := func(n int) []byte {
+		h := goldenHeadValue()
+		h.Receipts = nil
+		for i := range n {
+			h.Receipts = append(h.Receipts, Receipt{Nonce: fmt.Sprintf("%032x", i), Sequence: uint64(i + 1), Requests: []RequestReceipt{}})
+		}
+		b, err := encodeHead(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	root := strings.Repeat("11", 32)
+	cases := []struct {
+		name string
+		b    []byte
+		want error
+	}{
+		{"unknown schema version", edit(`"cairn.head.v1"`, `"cairn.head.v2"`), manifests.ErrSchema},
+		{"no schema member", edit(`"schema":"cairn.head.v1",`, ``), manifests.ErrSchema},
+		{"schema not a string", edit(`"cairn.head.v1"`, `1`), manifests.ErrSchema},
+		{"format_version 7", edit(`"format_version":8`, `"format_version":7`), ErrSchemaMismatch},
+		{"format_version 9", edit(`"format_version":8`, `"format_version":9`), ErrSchemaMismatch},
+		{"value_format_version 2", edit(`"value_format_version":1`, `"value_format_version":2`), ErrSchemaMismatch},
+		{"schema_id", edit(`"nokv_workspace"`, `"nokv_Workspace"`), ErrSchemaMismatch},
+		{"marker member missing", edit(`,"value_format_version":1`, ``), manifests.ErrInvalid},
+		{"marker extra member", edit(`"value_format_version":1}`, `"value_format_version":1,"zz":1}`), manifests.ErrUnknownField},
+		{"another logical shard", edit(`"000102030405060708090a0b0c0d0e0f"`, `"000102030405060708090a0b0c0d0e10"`), ErrBadHead},
+		{"upper-case logical shard", edit(`"000102030405060708090a0b0c0d0e0f"`, `"000102030405060708090A0B0C0D0E0F"`), ErrBadHead},
+		{"zero root", edit(root, strings.Repeat("0", 64)), ErrBadHead},
+		{"upper-case root", edit(root[:2], "AA"), ErrBadHead},
+		{"short root", edit(root, root[:62]), ErrBadHead},
+		{"root_size 0", edit(`"root_size":181`, `"root_size":0`), ErrBadHead},
+		{"negative root_size", edit(`"root_size":181`, `"root_size":-1`), ErrBadHead},
+		{"sequence 0", edit(`"schema":"cairn.head.v1","sequence":7`, `"schema":"cairn.head.v1","sequence":0`), ErrBadHead},
+		{"negative sequence", edit(`"schema":"cairn.head.v1","sequence":7`, `"schema":"cairn.head.v1","sequence":-7`), manifests.ErrInvalid},
+		{"upper-case nonce", edit(`"nonce":"a0a1a2a3a4a5a6a7a8a9aaabacadaeaf","receipts"`, `"nonce":"A0A1A2A3A4A5A6A7A8A9AAABACADAEAF","receipts"`), ErrBadHead},
+		{"short nonce", edit(`"nonce":"a0a1a2a3a4a5a6a7a8a9aaabacadaeaf","receipts"`, `"nonce":"a0a1","receipts"`), ErrBadHead},
+		{"empty nonce", edit(`"nonce":"a0a1a2a3a4a5a6a7a8a9aaabacadaeaf","receipts"`, `"nonce":"","receipts"`), ErrBadHead},
+		{"33 receipts", manyReceipts(MaxReceipts + 1), ErrBadHead},
+		{"unknown member", edit(`{"committed`, `{"aaa":1,"committed`), manifests.ErrUnknownField},
+		{"whitespace", edit(`,"root_size"`, `, "root_size"`), manifests.ErrNotCanonical},
+		{"members unsorted", edit(`"root_size":181,"schema":"cairn.head.v1"`, `"schema":"cairn.head.v1","root_size":181`), manifests.ErrNotCanonical},
+		{"float sequence", edit(`"schema":"cairn.head.v1","sequence":7`, `"schema":"cairn.head.v1","sequence":7.0`), manifests.ErrInvalid},
+		{"trailing data", []byte(goldenHead + "{}"), manifests.ErrInvalid},
+		{"not JSON", []byte("{"), manifests.ErrInvalid},
+		{"empty", nil, manifests.ErrInvalid},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h, _, err := decodeHead(c.b, goldenShardID)
+			if err == nil || h != nil {
+				t.Fatalf("decodeHead = %+v, %v; want an error", h, err)
+			}
+			if !errors.Is(err, c.want) {
+				t.Fatalf("error %v, want %v", err, c.want)
+			}
+			if c.want != ErrSchemaMismatch && !errors.Is(err, ErrBadHead) {
+				t.Fatalf("error %v, want also ErrBadHead", err)
+			}
+		})
+	}
+	// The limit itself decodes.
+	if _, _, err := decodeHead(manyReceipts(MaxReceipts), goldenShardID); err != nil {
+		t.Fatalf("%d receipts: %v", MaxReceipts, err)
+	}
+	// The golden head is refused for any other shard id.
+	if _, _, err := decodeHead([]byte(goldenHead), shards.ShardID{1}); !errors.Is(err, ErrBadHead) {
+		t.Fatalf("another shard: %v", err)
+	}
+}
+
+// crafted builds the objects of one shard state with the engine's own
+// codecs and writes them to a bucket, so tests can open states the engine
+// itself would never write.
+type crafted struct {
+	t      *testing.T
+	b      bucket.Bucket
+	layout shards.Layout
+}
+
+func newCrafted(t *testing.T, id shards.ShardID) *crafted {
+	return &crafted{t: t, b: mem.NewBucket(), layout: shards.NewLayout(id)}
+}
+
+func (c *crafted) put(key string, body []byte) {
+	c.t.Helper()
+	if _, err := c.b.Put(context.Background(), key, body, bucket.Unconditional); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// root writes the records as shard objects, one table per family and a
+// root of sequence seq, and returns the root's reference.
+func (c *crafted) root(seq uint64, recs map[shards.Family][]shards.Record) shards.Ref {
+	c.t.Helper()
+	root := &roots.Root{Nonce: roots.Nonce{byte(seq)}, Sequence: seq}
+	fams := make([]shards.Family, 0, len(recs))
+	for f := range recs {
+		fams = append(fams, f)
+	}
+	sort.Slice(fams, func(i, j int) bool { return fams[i] < fams[j] })
+	for _, f := range fams {
+		byShard := map[uint8][]shards.Record{}
+		for _, r := range recs[f] {
+			idx, err := shards.ShardOf(f, r.Key)
+			if err != nil {
+				c.t.Fatal(err)
+			}
+			byShard[idx] = append(byShard[idx], r)
+		}
+		tbl := &roots.Table{Nonce: root.Nonce, Family: f}
+		for idx := 0; idx < shards.Shards; idx++ {
+			rs, ok := byShard[uint8(idx)]
+			if !ok {
+				continue
+			}
+			sort.Slice(rs, func(i, j int) bool { return bytes.Compare(rs[i].Key, rs[j].Key) < 0 })
+			o, err := shards.NewObject(f, uint8(idx), rs)
+			if err != nil {
+				c.t.Fatal(err)
+			}
+			body, ref, err := o.Salted(shards.Salt(root.Nonce)).Encode()
+			if err != nil {
+				c.t.Fatal(err)
+			}
+			c.put(c.layout.Shard(f, uint8(idx), ref.Hash), body)
+			tbl.Entries = append(tbl.Entries, roots.Entry{Shard: uint8(idx), Ref: ref})
+		}
+		body, ref, err := tbl.Encode()
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		c.put(c.layout.Table(ref.Hash), body)
+		root.Families = append(root.Families, roots.FamilyRef{Family: f, Table: ref, Shards: uint16(len(tbl.Entries)), Records: tbl.Records()})
+	}
+	body, ref, err := root.Encode()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.put(c.layout.Root(ref.Hash), body)
+	return ref
+}
+
+// head writes a head naming root at sequence seq, after edit.
+func (c *crafted) head(seq uint64, root shards.Ref, edit func(*Head)) {
+	c.t.Helper()
+	h := &Head{
+		Format:   "cairn.head.v1",
+		Marker:   SupportedMarker,
+		ShardID:  c.layout.ID().String(),
+		Sequence: seq,
+		Root:     root.Hash.String(),
+		RootSize: root.Size,
+		Nonce:    nonceString(roots.Nonce{byte(seq)}),
+		Receipts: []Receipt{},
+	}
+	if edit != nil {
+		edit(h)
+	}
+	b, err := manifests.Canonical(h) // not encodeHead: the edit may change the schema
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.put(c.layout.Head(), b)
+}
+
+func schemaRecord(t *testing.T, m any) shards.Record {
+	b, err := manifests.Encode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return shards.Record{Key: SchemaKey, Value: b}
+}
+
+// TestOpenSchemaGate opens crafted shards: the engine's own state opens,
+// and a wrong shard id, an unknown head schema, or a system schema record
+// that is missing or differs fails closed.
+func TestOpenSchemaGate(t *testing.T) {
+	ctx := context.Background()
+	id := shards.NewShardID()
+	revision := shards.Record{Key: bytes.Repeat([]byte{7}, 32), Value: []byte("r")}
+	good := func(t *testing.T) shards.Record { return schemaRecord(t, SupportedMarker) }
+	cases := []struct {
+		name string
+		recs func(t *testing.T) map[shards.Family][]shards.Record
+		seq  uint64 // of the head; the root's is 3
+		edit func(*Head)
+		want error // nil: opens
+	}{
+		{name: "supported", recs: func(t *testing.T) map[shards.Family][]shards.Record {
+			return map[shards.Family][]shards.Record{shards.System: {good(t)}, shards.ArtifactRevision: {revision}}
+		}},
+		{name: "another logical shard id", edit: func(h *Head) { h.ShardID = shards.NewShardID().String() }, want: ErrBadHead},
+		{name: "unknown head schema", edit: func(h *Head) { h.Format = "cairn.head.v2" }, want: ErrBadHead},
+		{name: "head marker format_version 7", edit: func(h *Head) { h.Marker.FormatVersion = 7 }, want: ErrSchemaMismatch},
+		{name: "head sequence differs from the root's", seq: 4, want: ErrBadHead},
+		{name: "no system family", recs: func(t *testing.T) map[shards.Family][]shards.Record {
+			return map[shards.Family][]shards.Record{shards.ArtifactRevision: {revision}}
+		}, want: ErrSchemaMismatch},
+		{name: "system family without the schema record", recs: func(t *testing.T) map[shards.Family][]shards.Record {
+			return map[shards.Family][]shards.Record{shards.System: {{Key: []byte("schemas"), Value: good(t).Value}}}
+		}, want: ErrSchemaMismatch},
+		{name: "system record format_version 7", recs: func(t *testing.T) map[shards.Family][]shards.Record {
+			m := SupportedMarker
+			m.FormatVersion = 7
+			return map[shards.Family][]shards.Record{shards.System: {schemaRecord(t, m)}}
+		}, want: ErrSchemaMismatch},
+		{name: "system record value_format_version 2", recs: func(t *testing.T) map[shards.Family][]shards.Record {
+			m := SupportedMarker
+			m.ValueFormatVersion = 2
+			return map[shards.Family][]shards.Record{shards.System: {schemaRecord(t, m)}}
+		}, want: ErrSchemaMismatch},
+		{name: "system record of another schema", recs: func(t *testing.T) map[shards.Family][]shards.Record {
+			m := SupportedMarker
+			m.SchemaID = "nokv_other"
+			return map[shards.Family][]shards.Record{shards.System: {schemaRecord(t, m)}}
+		}, want: ErrSchemaMismatch},
+		{name: "system record with an extra member", recs: func(t *testing.T) map[shards.Family][]shards.Record {
+			return map[shards.Family][]shards.Record{shards.System: {schemaRecord(t, map[string]any{
+				"schema_id": "nokv_workspace", "format_version": 8, "value_format_version": 1, "tree_registry": 1})}}
+		}, want: ErrSchemaMismatch},
+		{name: "system record not canonical", recs: func(t *testing.T) map[shards.Family][]shards.Record {
+			return map[shards.Family][]shards.Record{shards.System: {{Key: SchemaKey,
+				Value: []byte(`{"schema_id":"nokv_workspace", "format_version":8,"value_format_version":1}`)}}}
+		}, want: ErrSchemaMismatch},
+		{name: "system record empty", recs: func(t *testing.T) map[shards.Family][]shards.Record {
+			return map[shards.Family][]shards.Record{shards.System: {{Key: SchemaKey}}}
+		}, want: ErrSchemaMismatch},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cr := newCrafted(t, id)
+			recs := map[shards.Family][]shards.Record{shards.System: {good(t)}}
+			if c.recs != nil {
+				recs = c.recs(t)
+			}
+			root := cr.root(3, recs)
+			seq := c.seq
+			if seq == 0 {
+				seq = 3
+			}
+			cr.head(seq, root, c.edit)
+			before := countKeys(t, cr.b)
+			s, err := Open(ctx, cr.b, id, Options{Check: true})
+			if c.want == nil {
+				if err != nil {
+					t.Fatalf("Open: %v", err)
+				}
+				defer s.Close()
+				sn, err := s.Pin(ctx)
+				if err != nil || sn.Sequence() != 3 || sn.RootHash() != root.Hash {
+					t.Fatalf("Pin = %v, %v", sn, err)
+				}
+				if v, ok, err := sn.Get(ctx, shards.ArtifactRevision, revision.Key); err != nil || !ok || string(v) != "r" {
+					t.Fatalf("Get = %q, %v, %v", v, ok, err)
+				}
+				return
+			}
+			if err == nil {
+				s.Close()
+				t.Fatal("opened a shard that fails the gate")
+			}
+			if !errors.Is(err, c.want) {
+				t.Fatalf("Open: %v, want %v", err, c.want)
+			}
+			if after := countKeys(t, cr.b); after != before {
+				t.Fatalf("a refused Open wrote %d objects", after-before)
+			}
+		})
+	}
+}
+
+func countKeys(t *testing.T, b bucket.Bucket) int {
+	t.Helper()
+	objs, _, err := bucket.ListAll(context.Background(), b, bucket.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(objs)
+}
+
+// TestOpenGenesis: an empty shard is initialized with the marker in its
+// system family and a head at sequence 1, and opening it again reads it.
+func TestOpenGenesis(t *testing.T) {
+	ctx := context.Background()
+	b := mem.NewBucket()
+	id := shards.NewShardID()
+	s, err := Open(ctx, b, id, Options{Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn, err := s.Pin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sn.Sequence() != 1 || sn.Head().Sequence != 1 || len(sn.Head().Receipts) != 0 || !sn.Root().Parent.IsZero() {
+		t.Fatalf("genesis head %+v, root %+v", sn.Head(), sn.Root())
+	}
+	if len(sn.Root().Families) != 1 || sn.Root().Families[0].Family != shards.System || sn.Root().Families[0].Records != 1 {
+		t.Fatalf("genesis families %+v", sn.Root().Families)
+	}
+	v, ok, err := sn.Get(ctx, shards.System, SchemaKey)
+	if err != nil || !ok || string(v) != `{"format_version":8,"schema_id":"nokv_workspace","value_format_version":1}` {
+		t.Fatalf("schema record %q, %v, %v", v, ok, err)
+	}
+	if err := Check(ctx, b, s.Layout(), sn.RootHash(), CheckOptions{Strict: true}); err != nil {
+		t.Fatal(err)
+	}
+	body, _, err := b.Get(ctx, s.Layout().Head())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := manifests.CheckCanonical(body); err != nil {
+		t.Fatalf("head not canonical: %v", err)
+	}
+	// Genesis head: root, 3 objects (root, system table, system shard).
+	if n := countKeys(t, b); n != 4 {
+		t.Fatalf("genesis wrote %d objects, want 4", n)
+	}
+	s.Close()
+	again, err := Open(ctx, b, id, Options{Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.Close()
+	if n := countKeys(t, b); n != 4 {
+		t.Fatalf("reopening wrote objects: %d", n)
+	}
+}
+
+// TestOpenHeadWithMissingRoot: a head whose root is gone is damage: Open
+// fails closed and does not take the shard for an empty one (it writes
+// nothing).
+func TestOpenHeadWithMissingRoot(t *testing.T) {
+	ctx := context.Background()
+	id := shards.NewShardID()
+	cr := newCrafted(t, id)
+	root := cr.root(3, map[shards.Family][]shards.Record{shards.System: {schemaRecord(t, SupportedMarker)}})
+	cr.head(3, root, nil)
+	if err := cr.b.Delete(ctx, cr.layout.Root(root.Hash), bucket.Unconditional); err != nil {
+		t.Fatal(err)
+	}
+	before := countKeys(t, cr.b)
+	s, err := Open(ctx, cr.b, id, Options{})
+	if err == nil {
+		s.Close()
+		t.Fatal("opened a shard whose root is missing")
+	}
+	if !errors.Is(err, bucket.ErrIntegrity) || !errors.Is(err, bucket.ErrNotExist) {
+		t.Fatalf("Open: %v, want ErrIntegrity for the missing root", err)
+	}
+	if after := countKeys(t, cr.b); after != before {
+		t.Errorf("Open of a shard whose head exists wrote %d objects (a genesis root for an empty shard)", after-before)
+	}
+}

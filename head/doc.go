@@ -1,0 +1,84 @@
+// Package head is cairn's commit engine for one logical shard: the head
+// object, the schema gate, pinned snapshots, and the commit loop.
+//
+// # The head
+//
+// Each logical shard has exactly one mutable object, its head
+// (shards.Layout.Head), a canonical JSON document (schema "cairn.head.v1")
+// holding the schema marker, the logical shard id, the commit sequence, the
+// hash and size of the current root, the nonce of the attempt that wrote it,
+// the commit time and receipts of the last MaxReceipts commits (their
+// nonces, sequences and up to MaxReceiptRequests request ids with result
+// digests). The nonce makes every head's bytes unique, so S3's content
+// ETags never repeat for one head.
+//
+// # The schema gate
+//
+// Open initializes an empty shard with SupportedMarker, the seed's
+// System("schema") record (schema_id nokv_workspace, format_version 8,
+// value_format_version 1), in both the head and the system family of the
+// first root. A shard whose head or system record differs in any way, or
+// whose head names another shard, does not open (ErrSchemaMismatch,
+// ErrBadHead), and a replica that cannot validate the head serves nothing.
+//
+// # Reads
+//
+// Pin reads the head (a strong read) and returns the Snapshot it names.
+// Concurrent Pins of one Store share a head read only if it was sent after
+// each of them arrived, so no Pin returns a state older than its call. An
+// unchanged head version reuses the decoded snapshot; a changed one loads
+// the new root, and tables and shard objects load lazily through caches of
+// immutable objects keyed by hash and bounded in bytes. Every object is
+// verified against its hash before it is used or cached. At returns a
+// frozen snapshot of a held root.
+//
+// # Commits
+//
+// Do runs a Command, a pure function of the pinned snapshot, and commits
+// its mutations:
+//
+//  1. pin the head;
+//  2. apply the command (and the others of its group commit, in order) to
+//     an overlay of the snapshot; a command that returns an error applies
+//     nothing;
+//  3. build the new shard objects of the shards that changed, the tables of
+//     the families that changed and a new root, all salted with a fresh
+//     attempt nonce, and check the writer rule;
+//  4. write them all in one parallel round;
+//  5. write the new head (sequence + 1) conditional on the pinned head's
+//     version.
+//
+// A precondition failure, an ambiguous write or an unreachable store at
+// step 5 is never taken at face value: the head is read again, and the
+// attempt's nonce in it, in its receipts or in the chain of roots back to
+// the pinned sequence means the commit landed. Otherwise the attempt is
+// rebuilt from step 1 after a jittered exponential backoff (at least
+// ThrottleBackoff when the store throttled), up to MaxAttempts, then
+// ErrRetryable. If the head cannot be read to settle an ambiguous write,
+// the result is ErrUnknownOutcome. Both are safe to retry with the same
+// request id: a command with a RequestID stores its result in the
+// command_dedupe family in the same commit, so an exact retry replays it
+// and a reuse with other inputs is ErrRequestReused.
+//
+// Group commit: commands that arrive together at one Store are applied in
+// order to one pinned snapshot and land with one CAS. Their results, and
+// the errors of commands whose predicates failed, are delivered once the
+// CAS has landed (or at once when the group wrote nothing, since the pin
+// was read after each command arrived).
+//
+// # The writer rule
+//
+// GC deletes objects unreachable from the roots it marks. A new root may
+// therefore reference only objects reachable from its parent root or
+// written by the attempt itself. Salting every new object with the
+// attempt's nonce means an attempt never finds one of its objects already
+// present as an orphan, and checkWriterRule refuses any candidate root that
+// breaks the rule (ErrWriterRule). An attempt whose staging took longer
+// than MaxAttemptAge is abandoned before its CAS.
+//
+// # Check
+//
+// Check verifies a root's whole reachable graph straight from the bucket,
+// as bbolt's Tx.Check does for its file; Options.Check runs it after every
+// commit, which tests turn on.
+package head

@@ -1,0 +1,53 @@
+package head
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/cairnstore/cairn/shards"
+)
+
+// FuzzDecodeHead: no input panics decodeHead; every refusal is
+// ErrBadHead or ErrSchemaMismatch; a head that decodes passes the gate,
+// names this shard and a root, and re-encodes to exactly its bytes.
+func FuzzDecodeHead(f *testing.F) {
+	f.Add([]byte(goldenHead))
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"schema":"cairn.head.v1"}`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"committed_at_unix_ms":0,"logical_shard_id":"000102030405060708090a0b0c0d0e0f",` +
+		`"marker":{"format_version":8,"schema_id":"nokv_workspace","value_format_version":1},` +
+		`"nonce":"00000000000000000000000000000000","receipts":null,` +
+		`"root":"0101010101010101010101010101010101010101010101010101010101010101",` +
+		`"root_size":1,"schema":"cairn.head.v1","sequence":1}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, root, err := decodeHead(b, goldenShardID)
+		if err != nil {
+			if h != nil || !root.IsZero() {
+				t.Fatalf("decodeHead returned %+v, %s beside %v", h, root, err)
+			}
+			if !errors.Is(err, ErrBadHead) && !errors.Is(err, ErrSchemaMismatch) {
+				t.Fatalf("untyped refusal: %v", err)
+			}
+			return
+		}
+		if h.Marker != SupportedMarker || h.ShardID != goldenShardID.String() || root.IsZero() ||
+			root.String() != h.Root || h.Sequence == 0 || h.RootSize <= 0 || len(h.Receipts) > MaxReceipts {
+			t.Fatalf("accepted %+v", h)
+		}
+		if _, err := parseNonce(h.Nonce); err != nil {
+			t.Fatalf("accepted nonce %q", h.Nonce)
+		}
+		again, err := encodeHead(h)
+		if err != nil {
+			t.Fatalf("decoded head does not encode: %v", err)
+		}
+		if !bytes.Equal(again, b) {
+			t.Fatalf("encode(decode(b)) = %s, want %s", again, b)
+		}
+		if _, _, err := decodeHead(b, shards.ShardID{0xff}); !errors.Is(err, ErrBadHead) {
+			t.Fatalf("accepted for another shard: %v", err)
+		}
+	})
+}

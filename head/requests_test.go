@@ -1,0 +1,747 @@
+package head_test
+
+// Request-count tests: how many bucket requests, and how many sequential
+// round trips, the engine's reads and commits cost. They count requests
+// with bucket/counting and, where the kind of object matters, with
+// rqRecorder, which logs every call with its key. They are correctness
+// tests of counts, never timing tests; docs/performance.md turns the same
+// counts into figures with the benchmarks of bench_test.go.
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/counting"
+	"github.com/cairnstore/cairn/bucket/mem"
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/roots"
+	"github.com/cairnstore/cairn/shards"
+)
+
+// rqFamilies are families whose keys are any 32 bytes, so that tests can
+// fill them with generated keys.
+var rqFamilies = []shards.Family{shards.ArtifactRevision, shards.WorkbenchCommitHead, shards.WorkspaceIncarnationClaim}
+
+// rqKey returns the i-th generated 32-byte key of family f.
+func rqKey(f shards.Family, i int) []byte {
+	k := make([]byte, 32)
+	k[0] = byte(f)
+	binary.BigEndian.PutUint64(k[24:], uint64(i))
+	return k
+}
+
+func rqShardOf(t testing.TB, f shards.Family, k []byte) uint8 {
+	t.Helper()
+	idx, err := shards.ShardOf(f, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return idx
+}
+
+// rqKind classifies a key of the engine's layout: head, root, table,
+// shard, or other.
+func rqKind(key string) string {
+	if strings.HasPrefix(key, "shards/") && strings.HasSuffix(key, "/head") && strings.Count(key, "/") == 2 {
+		return "head"
+	}
+	k, err := shards.ParseObjectKey(key)
+	if err != nil {
+		return "other"
+	}
+	return k.Kind.String()
+}
+
+// rqCall is one call a rqRecorder saw.
+type rqCall struct {
+	Op    string // get, stat, put, delete, list
+	Key   string
+	Kind  string // see rqKind
+	Cond  bool   // a conditional put or delete
+	Bytes int    // body bytes read (successful get) or sent (put)
+	Err   error
+}
+
+func (c rqCall) String() string {
+	cond := ""
+	if c.Cond {
+		cond = " (conditional)"
+	}
+	return fmt.Sprintf("%s %s %s%s", c.Op, c.Kind, c.Key, cond)
+}
+
+// rqRecorder logs every call to its inner bucket. If gate is set,
+// unconditional puts wait at it (see rqGate).
+type rqRecorder struct {
+	bucket.Bucket
+	mu    sync.Mutex
+	calls []rqCall
+	gate  *rqGate
+}
+
+func (r *rqRecorder) log(c rqCall) {
+	c.Kind = rqKind(c.Key)
+	r.mu.Lock()
+	r.calls = append(r.calls, c)
+	r.mu.Unlock()
+}
+
+// take returns the calls logged since the last take and forgets them.
+func (r *rqRecorder) take() []rqCall {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.calls
+	r.calls = nil
+	return c
+}
+
+func (r *rqRecorder) setGate(g *rqGate) {
+	r.mu.Lock()
+	r.gate = g
+	r.mu.Unlock()
+}
+
+func (r *rqRecorder) Get(ctx context.Context, key string) ([]byte, bucket.Attrs, error) {
+	b, a, err := r.Bucket.Get(ctx, key)
+	r.log(rqCall{Op: "get", Key: key, Bytes: len(b), Err: err})
+	return b, a, err
+}
+
+func (r *rqRecorder) Stat(ctx context.Context, key string) (bucket.Attrs, error) {
+	a, err := r.Bucket.Stat(ctx, key)
+	r.log(rqCall{Op: "stat", Key: key, Err: err})
+	return a, err
+}
+
+func (r *rqRecorder) Put(ctx context.Context, key string, body []byte, cond bucket.Condition) (bucket.Attrs, error) {
+	r.mu.Lock()
+	g := r.gate
+	r.mu.Unlock()
+	if g != nil && cond.IsUnconditional() {
+		g.wait()
+	}
+	a, err := r.Bucket.Put(ctx, key, body, cond)
+	r.log(rqCall{Op: "put", Key: key, Cond: !cond.IsUnconditional(), Bytes: len(body), Err: err})
+	return a, err
+}
+
+func (r *rqRecorder) Delete(ctx context.Context, key string, cond bucket.Condition) error {
+	err := r.Bucket.Delete(ctx, key, cond)
+	r.log(rqCall{Op: "delete", Key: key, Cond: !cond.IsUnconditional(), Err: err})
+	return err
+}
+
+func (r *rqRecorder) List(ctx context.Context, opts bucket.ListOptions) (bucket.ListPage, error) {
+	p, err := r.Bucket.List(ctx, opts)
+	r.log(rqCall{Op: "list", Key: opts.Prefix, Err: err})
+	return p, err
+}
+
+// rqGate holds unconditional puts until n of them wait at once, so that
+// writes a commit sends together provably overlap (and count as one
+// round), while writes sent one after another would never fill the gate:
+// after a generous timeout they pass and the gate reports it.
+type rqGate struct {
+	n        int
+	mu       sync.Mutex
+	arrived  int
+	open     chan struct{}
+	timedOut bool
+}
+
+func newRQGate(n int) *rqGate { return &rqGate{n: n, open: make(chan struct{})} }
+
+func (g *rqGate) wait() {
+	g.mu.Lock()
+	g.arrived++
+	if g.arrived == g.n {
+		close(g.open)
+	}
+	g.mu.Unlock()
+	select {
+	case <-g.open:
+	case <-time.After(10 * time.Second):
+		g.mu.Lock()
+		g.timedOut = true
+		g.mu.Unlock()
+	}
+}
+
+func (g *rqGate) result() (arrived int, timedOut bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.arrived, g.timedOut
+}
+
+// rqReplica is one Store over a shared mem store, with its own counting
+// wrapper and recorder: a replica in its own process.
+type rqReplica struct {
+	s   *head.Store
+	cb  *counting.Bucket
+	rec *rqRecorder
+}
+
+func (r *rqReplica) reset() {
+	r.cb.Reset()
+	r.rec.take()
+}
+
+// newRQReplica opens a Store of shard id over store. Check stays off: it
+// reads the whole graph after every commit and would swamp the counts.
+func newRQReplica(t testing.TB, store *mem.Store, id shards.ShardID, opts head.Options) *rqReplica {
+	t.Helper()
+	mb, err := mem.New(store, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &rqRecorder{Bucket: mb}
+	cb := counting.New(rec)
+	s, err := head.Open(context.Background(), cb, id, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return &rqReplica{s: s, cb: cb, rec: rec}
+}
+
+// rqFill commits n records into each of the families, one commit per
+// family, and returns the sequence of the last commit.
+func rqFill(t testing.TB, s *head.Store, fams []shards.Family, n int) uint64 {
+	t.Helper()
+	var seq uint64
+	for _, f := range fams {
+		r, err := s.Do(context.Background(), head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
+			for i := range n {
+				if err := tx.Put(f, rqKey(f, i), rqValue(f, i, 0)); err != nil {
+					return nil, err
+				}
+			}
+			return nil, nil
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq = r.Sequence
+	}
+	return seq
+}
+
+// rqValue is the 8-byte value of record i of f at generation g.
+func rqValue(f shards.Family, i, g int) []byte {
+	return binary.BigEndian.AppendUint64(nil, uint64(f)<<56|uint64(g)<<32|uint64(i))
+}
+
+func rqPut(f shards.Family, i, g int) head.Command {
+	return head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
+		return nil, tx.Put(f, rqKey(f, i), rqValue(f, i, g))
+	}}
+}
+
+// rqPin pins and fails the test on error.
+func rqPin(t testing.TB, s *head.Store) *head.Snapshot {
+	t.Helper()
+	sn, err := s.Pin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sn
+}
+
+// rqMustGet reads f/key through sn and checks its value.
+func rqMustGet(t testing.TB, sn *head.Snapshot, f shards.Family, i int, want []byte) {
+	t.Helper()
+	v, ok, err := sn.Get(context.Background(), f, rqKey(f, i))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok || !bytes.Equal(v, want) {
+		t.Fatalf("%s record %d = %x, %v; want %x", f, i, v, ok, want)
+	}
+}
+
+// rqKinds counts calls by "op kind".
+func rqKinds(calls []rqCall) map[string]int {
+	m := map[string]int{}
+	for _, c := range calls {
+		m[c.Op+" "+c.Kind]++
+	}
+	return m
+}
+
+func rqKeys(calls []rqCall) []string {
+	var ks []string
+	for _, c := range calls {
+		ks = append(ks, c.Op+" "+c.Key)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// rqExpectTable reads and decodes, straight from the bucket, the table the
+// snapshot's root names for f.
+func rqExpectTable(t testing.TB, b bucket.Bucket, sn *head.Snapshot, layout shards.Layout, f shards.Family) *roots.Table {
+	t.Helper()
+	fr, ok := sn.Root().Family(f)
+	if !ok {
+		t.Fatalf("root has no %s", f)
+	}
+	body, _, err := b.Get(context.Background(), layout.Table(fr.Table.Hash))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := roots.DecodeTable(body, fr.Table.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tab
+}
+
+func rqShardKey(t testing.TB, tab *roots.Table, layout shards.Layout, f shards.Family, idx uint8) string {
+	t.Helper()
+	ref, ok := tab.Lookup(idx)
+	if !ok {
+		t.Fatalf("%s table has no shard %02x", f, idx)
+	}
+	return layout.Shard(f, idx, ref.Hash)
+}
+
+// TestRequestsWarmPointRead: once a replica has read a key, reading it again
+// at an unchanged head costs exactly one request, the head's GET, in one
+// round: the head names the same version, so everything decoded before is
+// reused.
+func TestRequestsWarmPointRead(t *testing.T) {
+	store := mem.NewStore()
+	id := shards.NewShardID()
+	w := newRQReplica(t, store, id, head.Options{})
+	rqFill(t, w.s, rqFamilies[:1], 1000)
+	r := newRQReplica(t, store, id, head.Options{})
+	f := rqFamilies[0]
+	rqMustGet(t, rqPin(t, r.s), f, 7, rqValue(f, 7, 0)) // warm
+	for range 3 {
+		r.reset()
+		sn := rqPin(t, r.s)
+		rqMustGet(t, sn, f, 7, rqValue(f, 7, 0))
+		st := r.cb.Snapshot()
+		calls := r.rec.take()
+		if st.Total().Requests != 1 || st.Rounds != 1 || len(calls) != 1 ||
+			calls[0].Op != "get" || calls[0].Key != r.s.Layout().Head() {
+			t.Fatalf("warm point read: %d requests in %d rounds, want 1 in 1 (the head); calls %v", st.Total().Requests, st.Rounds, calls)
+		}
+	}
+	// Reading other keys of the already loaded shard through the same
+	// snapshot costs nothing more.
+	r.reset()
+	sn := rqPin(t, r.s)
+	idx := rqShardOf(t, f, rqKey(f, 7))
+	for i := range 1000 {
+		if rqShardOf(t, f, rqKey(f, i)) == idx {
+			rqMustGet(t, sn, f, i, rqValue(f, i, 0))
+		}
+	}
+	if got := r.cb.Snapshot().Total().Requests; got != 1 {
+		t.Fatalf("point reads of one loaded shard through one pin took %d requests, want 1", got)
+	}
+}
+
+// TestRequestsColdPointRead: a new process pays for what it has not
+// decoded yet, one object at a time, since each object names the next.
+//
+//   - head.Open pins (head, then the root it names) and checks the schema
+//     gate's system record (the system family's table, then its shard): 4
+//     requests in 4 rounds.
+//   - The first point read after Open reads the head again; at an
+//     unchanged head the root is already decoded, so it costs the head,
+//     the table and the shard: 3 requests in 3 rounds. From nothing to the
+//     first value a new process thus pays 7 requests in 7 rounds.
+//   - If another replica committed between Open and the read, the root is
+//     new too: head + root + table + shard, 4 requests in 4 rounds. This
+//     is the cold point read proper: nothing cached that the read needs.
+func TestRequestsColdPointRead(t *testing.T) {
+	store := mem.NewStore()
+	id := shards.NewShardID()
+	w := newRQReplica(t, store, id, head.Options{})
+	rqFill(t, w.s, rqFamilies, 1000)
+	f := rqFamilies[1]
+	layout := shards.NewLayout(id)
+
+	// A new process: every request from Open on is counted.
+	mb, _ := mem.New(store, "")
+	rec := &rqRecorder{Bucket: mb}
+	cb := counting.New(rec)
+	r, err := head.Open(context.Background(), cb, id, head.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	st, calls := cb.Snapshot(), rec.take()
+	want := []string{"get head", "get root", "get table", "get shard"}
+	if got := rqSeq(calls); !slices.Equal(got, want) || st.Total().Requests != 4 || st.Rounds != 4 {
+		t.Fatalf("Open: %d requests in %d rounds %v, want %v in 4 rounds", st.Total().Requests, st.Rounds, got, want)
+	}
+	if !strings.Contains(calls[3].Key, "/objects/system/") {
+		t.Fatalf("Open's fourth read is %s, want the system shard holding the schema record", calls[3].Key)
+	}
+
+	cb.Reset()
+	rqMustGet(t, rqPin(t, r), f, 3, rqValue(f, 3, 0))
+	st, calls = cb.Snapshot(), rec.take()
+	want = []string{"get head", "get table", "get shard"}
+	if got := rqSeq(calls); !slices.Equal(got, want) || st.Total().Requests != 3 || st.Rounds != 3 {
+		t.Fatalf("first read after Open: %d requests in %d rounds %v, want %v in 3 rounds", st.Total().Requests, st.Rounds, got, want)
+	}
+
+	// Another new process; the head moves (a commit to another family)
+	// between its Open and its first read.
+	r2 := newRQReplica(t, store, id, head.Options{})
+	if _, err := w.s.Do(context.Background(), rqPut(rqFamilies[2], 5, 1)); err != nil {
+		t.Fatal(err)
+	}
+	r2.reset()
+	sn := rqPin(t, r2.s)
+	rqMustGet(t, sn, f, 3, rqValue(f, 3, 0))
+	st, calls = r2.cb.Snapshot(), r2.rec.take()
+	want = []string{"get head", "get root", "get table", "get shard"}
+	if got := rqSeq(calls); !slices.Equal(got, want) || st.Total().Requests != 4 || st.Rounds != 4 {
+		t.Fatalf("cold point read: %d requests in %d rounds %v, want %v in 4 rounds", st.Total().Requests, st.Rounds, got, want)
+	}
+	tab := rqExpectTable(t, mb, sn, layout, f)
+	wantKeys := []string{
+		layout.Head(),
+		layout.Root(sn.RootHash()),
+		layout.Table(mustFamily(t, sn, f).Table.Hash),
+		rqShardKey(t, tab, layout, f, rqShardOf(t, f, rqKey(f, 3))),
+	}
+	for i, c := range calls {
+		if c.Key != wantKeys[i] {
+			t.Fatalf("cold read %d fetched %s, want %s", i, c.Key, wantKeys[i])
+		}
+	}
+}
+
+func mustFamily(t testing.TB, sn *head.Snapshot, f shards.Family) roots.FamilyRef {
+	t.Helper()
+	fr, ok := sn.Root().Family(f)
+	if !ok {
+		t.Fatalf("root has no %s", f)
+	}
+	return fr
+}
+
+// rqSeq lists the calls' "op kind" in order.
+func rqSeq(calls []rqCall) []string {
+	var s []string
+	for _, c := range calls {
+		s = append(s, c.Op+" "+c.Kind)
+	}
+	return s
+}
+
+// TestRequestsCatchUpFetchesOnlyChanges: a replica that has read
+// everything, after another replica commits, fetches the head, the new
+// root, the changed tables and the changed shards, and nothing else: not
+// the unchanged shards of the changed family, nor anything of the other
+// families.
+func TestRequestsCatchUpFetchesOnlyChanges(t *testing.T) {
+	ctx := context.Background()
+	store := mem.NewStore()
+	id := shards.NewShardID()
+	layout := shards.NewLayout(id)
+	w := newRQReplica(t, store, id, head.Options{})
+	const n = 2000 // every family's 256 shards are non-empty
+	rqFill(t, w.s, rqFamilies, n)
+	r := newRQReplica(t, store, id, head.Options{})
+	readAll := func(sn *head.Snapshot) map[shards.Family][]shards.Record {
+		out := map[shards.Family][]shards.Record{}
+		for _, f := range rqFamilies {
+			recs, err := sn.Scan(ctx, f, nil, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) != n {
+				t.Fatalf("%s has %d records, want %d", f, len(recs), n)
+			}
+			out[f] = recs
+		}
+		return out
+	}
+	sn := rqPin(t, r.s)
+	for _, f := range rqFamilies {
+		if fr := mustFamily(t, sn, f); fr.Shards != shards.Shards {
+			t.Fatalf("%s has %d non-empty shards, want %d", f, fr.Shards, shards.Shards)
+		}
+	}
+	readAll(sn) // warm every shard of every family
+
+	// One key changes.
+	f := rqFamilies[0]
+	if _, err := w.s.Do(ctx, rqPut(f, 42, 1)); err != nil {
+		t.Fatal(err)
+	}
+	r.reset()
+	sn = rqPin(t, r.s)
+	rqMustGet(t, sn, f, 42, rqValue(f, 42, 1))
+	st, calls := r.cb.Snapshot(), r.rec.take()
+	tab := rqExpectTable(t, r.rec.Bucket, sn, layout, f)
+	want := []string{
+		"get " + layout.Head(),
+		"get " + layout.Root(sn.RootHash()),
+		"get " + layout.Table(mustFamily(t, sn, f).Table.Hash),
+		"get " + rqShardKey(t, tab, layout, f, rqShardOf(t, f, rqKey(f, 42))),
+	}
+	sort.Strings(want)
+	if got := rqKeys(calls); !slices.Equal(got, want) || st.Rounds != 4 || st.Get.Requests != 4 || st.Total().Requests != 4 {
+		t.Fatalf("catch-up point read after a one-key commit: %d requests (%d GETs) in %d rounds, fetched\n%s\nwant\n%s",
+			st.Total().Requests, st.Get.Requests, st.Rounds, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Everything else, read through the same snapshot, is already here.
+	r.reset()
+	readAll(sn)
+	if got := r.cb.Snapshot().Total().Requests; got != 0 {
+		t.Fatalf("reading every record of %d families after catching up took %d more requests: %v", len(rqFamilies), got, r.rec.take())
+	}
+
+	// One commit changes two shards of one family and one of another.
+	f2 := rqFamilies[1]
+	a, b := 1, 2
+	for rqShardOf(t, f, rqKey(f, b)) == rqShardOf(t, f, rqKey(f, a)) {
+		b++
+	}
+	if _, err := w.s.Do(ctx, head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
+		for _, m := range []struct {
+			f shards.Family
+			i int
+		}{{f, a}, {f, b}, {f2, 9}} {
+			if err := tx.Put(m.f, rqKey(m.f, m.i), rqValue(m.f, m.i, 2)); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	r.reset()
+	sn = rqPin(t, r.s)
+	all := readAll(sn)
+	st, calls = r.cb.Snapshot(), r.rec.take()
+	if st.Get.Requests != 7 || st.Total().Requests != 7 {
+		t.Fatalf("reading everything after a three-shard commit took %d requests (%d GETs), want 7 GETs", st.Total().Requests, st.Get.Requests)
+	}
+	tab1 := rqExpectTable(t, r.rec.Bucket, sn, layout, f)
+	tab2 := rqExpectTable(t, r.rec.Bucket, sn, layout, f2)
+	want = []string{
+		"get " + layout.Head(),
+		"get " + layout.Root(sn.RootHash()),
+		"get " + layout.Table(mustFamily(t, sn, f).Table.Hash),
+		"get " + layout.Table(mustFamily(t, sn, f2).Table.Hash),
+		"get " + rqShardKey(t, tab1, layout, f, rqShardOf(t, f, rqKey(f, a))),
+		"get " + rqShardKey(t, tab1, layout, f, rqShardOf(t, f, rqKey(f, b))),
+		"get " + rqShardKey(t, tab2, layout, f2, rqShardOf(t, f2, rqKey(f2, 9))),
+	}
+	sort.Strings(want)
+	if got := rqKeys(calls); !slices.Equal(got, want) {
+		t.Fatalf("reading everything after a three-shard commit fetched\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	changed := 0
+	for _, fam := range rqFamilies {
+		for _, rec := range all[fam] {
+			if binary.BigEndian.Uint32(rec.Value[:4])&0xffffff == 2 {
+				changed++
+			}
+		}
+	}
+	if changed != 3 {
+		t.Fatalf("the replica sees %d changed records, want 3", changed)
+	}
+}
+
+// TestRequestsSmallCommit: a one-key commit by a warm writer pins (the
+// head's GET), writes its new shard object, table and root together in
+// one round, then the head with one conditional put: 1 GET and 3 + 1 PUTs
+// in 3 rounds, the PUTs in exactly 2 of them. The gate in the recorder
+// holds the staging writes until all of them are in flight, so the test
+// fails if they were sent one after another.
+func TestRequestsSmallCommit(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		opts    head.Options
+		cmd     func(i int) head.Command
+		staging map[string]int // staging puts by kind
+	}{
+		{"one key", head.Options{}, func(i int) head.Command { return rqPut(rqFamilies[0], i, 1) },
+			map[string]int{"shard": 1, "table": 1, "root": 1}},
+		{"one key without group commit", head.Options{NoGroupCommit: true}, func(i int) head.Command { return rqPut(rqFamilies[0], i, 1) },
+			map[string]int{"shard": 1, "table": 1, "root": 1}},
+		// A request id adds the command_dedupe record: its shard and
+		// table are staged in the same round.
+		{"one key with request id", head.Options{}, func(i int) head.Command {
+			c := rqPut(rqFamilies[0], i, 1)
+			c.RequestID = fmt.Sprintf("req-%d", i)
+			c.Digest = head.Digest([]byte(c.RequestID))
+			return c
+		}, map[string]int{"shard": 2, "table": 2, "root": 1}},
+		{"three keys in two families", head.Options{}, func(i int) head.Command {
+			return head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
+				for _, k := range []struct {
+					f shards.Family
+					i int
+				}{{rqFamilies[0], i}, {rqFamilies[0], i + 1}, {rqFamilies[1], i}} {
+					if err := tx.Put(k.f, rqKey(k.f, k.i), rqValue(k.f, k.i, 1)); err != nil {
+						return nil, err
+					}
+				}
+				return nil, nil
+			}}
+		}, nil}, // computed below: the keys' distinct shards
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := mem.NewStore()
+			id := shards.NewShardID()
+			w := newRQReplica(t, store, id, tc.opts)
+			rqFill(t, w.s, rqFamilies[:2], 1000)
+			// Warm the writer on the keys it will change, with a first
+			// commit of the same shape.
+			if _, err := w.s.Do(ctx, tc.cmd(100)); err != nil {
+				t.Fatal(err)
+			}
+			staging := tc.staging
+			const i = 200
+			if staging == nil {
+				s0 := map[uint8]bool{rqShardOf(t, rqFamilies[0], rqKey(rqFamilies[0], i)): true, rqShardOf(t, rqFamilies[0], rqKey(rqFamilies[0], i+1)): true}
+				staging = map[string]int{"shard": len(s0) + 1, "table": 2, "root": 1}
+			}
+			n := staging["shard"] + staging["table"] + staging["root"]
+			gate := newRQGate(n)
+			w.rec.setGate(gate)
+			w.reset()
+			before := rqPin(t, w.s).Sequence()
+			w.reset()
+			res, err := w.s.Do(ctx, tc.cmd(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.rec.setGate(nil)
+			st, calls := w.cb.Snapshot(), w.rec.take()
+			if arrived, timedOut := gate.result(); arrived != n || timedOut {
+				t.Fatalf("%d staging writes reached the gate, timed out %v: want %d sent concurrently", arrived, timedOut, n)
+			}
+			if res.Sequence != before+1 {
+				t.Fatalf("commit sequence %d, want %d", res.Sequence, before+1)
+			}
+			got := rqKinds(calls)
+			want := map[string]int{"get head": 1, "put head": 1}
+			for k, v := range staging {
+				want["put "+k] = v
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("commit requests %v, want %v; calls:\n%v", got, want, calls)
+			}
+			// In order: the pin, then every staging put, then the head.
+			if calls[0].Op != "get" || calls[0].Kind != "head" {
+				t.Fatalf("first request %v, want the head's GET", calls[0])
+			}
+			last := calls[len(calls)-1]
+			if last.Op != "put" || last.Kind != "head" || !last.Cond {
+				t.Fatalf("last request %v, want the conditional head PUT", last)
+			}
+			for _, c := range calls[1 : len(calls)-1] {
+				if c.Op != "put" || c.Cond || c.Kind == "head" {
+					t.Fatalf("staging request %v, want an unconditional put of an immutable object", c)
+				}
+			}
+			if st.Put.Requests != int64(n+1) || st.Get.Requests != 1 || st.Total().Requests != int64(n+2) {
+				t.Fatalf("counting: %+v", st)
+			}
+			if st.Rounds != 3 || st.MaxInFlight != int64(n) {
+				t.Fatalf("commit took %d rounds with at most %d in flight, want 3 rounds (pin, staging, CAS) with %d in flight",
+					st.Rounds, st.MaxInFlight, n)
+			}
+			if err := head.Check(ctx, w.rec.Bucket, w.s.Layout(), rqPin(t, w.s).RootHash(), head.CheckOptions{Strict: true}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestRequestsBulkCommit: one command putting 100,000 records of one family
+// commits as one sequence increment, and every record reads back.
+func TestRequestsBulkCommit(t *testing.T) {
+	ctx := context.Background()
+	store := mem.NewStore()
+	id := shards.NewShardID()
+	w := newRQReplica(t, store, id, head.Options{})
+	before := rqPin(t, w.s).Sequence()
+	f := rqFamilies[0]
+	const n = 100_000
+	w.reset()
+	start := time.Now()
+	res, err := w.s.Do(ctx, head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
+		for i := range n {
+			if err := tx.Put(f, rqKey(f, i), rqValue(f, i, 0)); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	st, calls := w.cb.Snapshot(), w.rec.take()
+	if res.Sequence != before+1 {
+		t.Fatalf("bulk commit landed at sequence %d, want %d", res.Sequence, before+1)
+	}
+	kinds := rqKinds(calls)
+	want := map[string]int{"get head": 1, "put shard": shards.Shards, "put table": 1, "put root": 1, "put head": 1}
+	if fmt.Sprint(kinds) != fmt.Sprint(want) {
+		t.Fatalf("bulk commit requests %v, want %v", kinds, want)
+	}
+	t.Logf("bulk commit of %d records: %v, %d requests (at most %d in flight), %d bytes written", n, took, st.Total().Requests, st.MaxInFlight, st.Put.BytesWritten)
+
+	// A replica in a new process reads it back.
+	r := newRQReplica(t, store, id, head.Options{})
+	sn := rqPin(t, r.s)
+	if sn.Sequence() != before+1 {
+		t.Fatalf("replica sees sequence %d, want %d", sn.Sequence(), before+1)
+	}
+	if fr := mustFamily(t, sn, f); fr.Records != n || fr.Shards != shards.Shards {
+		t.Fatalf("root says %d records in %d shards, want %d in %d", fr.Records, fr.Shards, n, shards.Shards)
+	}
+	for i := 0; i < n; i += 997 {
+		rqMustGet(t, sn, f, i, rqValue(f, i, 0))
+	}
+	rqMustGet(t, sn, f, n-1, rqValue(f, n-1, 0))
+	if _, ok, err := sn.Get(ctx, f, rqKey(f, n)); err != nil || ok {
+		t.Fatalf("record %d exists: %v, %v", n, ok, err)
+	}
+	recs, err := sn.Scan(ctx, f, nil, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != n {
+		t.Fatalf("scan returns %d records, want %d", len(recs), n)
+	}
+	seen := make([]bool, n)
+	for j, rec := range recs {
+		if j > 0 && bytes.Compare(recs[j-1].Key, rec.Key) >= 0 {
+			t.Fatalf("scan out of order at %d", j)
+		}
+		i := int(binary.BigEndian.Uint64(rec.Key[24:]))
+		if i >= n || seen[i] || !bytes.Equal(rec.Key, rqKey(f, i)) || !bytes.Equal(rec.Value, rqValue(f, i, 0)) {
+			t.Fatalf("scan record %d: %x = %x", j, rec.Key, rec.Value)
+		}
+		seen[i] = true
+	}
+	if err := head.Check(ctx, r.rec.Bucket, r.s.Layout(), sn.RootHash(), head.CheckOptions{Strict: true}); err != nil {
+		t.Fatal(err)
+	}
+}

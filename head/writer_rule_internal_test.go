@@ -1,0 +1,292 @@
+package head
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"testing"
+
+	"github.com/cairnstore/cairn/bucket/mem"
+	"github.com/cairnstore/cairn/roots"
+	"github.com/cairnstore/cairn/shards"
+)
+
+var ruleFam = shards.ArtifactRevision
+
+func ruleKey(i int) []byte {
+	k := make([]byte, 32)
+	binary.BigEndian.PutUint64(k[24:], uint64(i))
+	return k
+}
+
+func ruleDo(t *testing.T, s *Store, apply func(tx *Tx) error) {
+	t.Helper()
+	if _, err := s.Do(context.Background(), Command{Apply: func(tx *Tx) ([]byte, error) { return nil, apply(tx) }}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func rulePin(t *testing.T, s *Store) *Snapshot {
+	t.Helper()
+	sn, err := s.Pin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sn
+}
+
+func ruleTable(t *testing.T, sn *Snapshot) *roots.Table {
+	t.Helper()
+	tbl, err := sn.table(context.Background(), ruleFam)
+	if err != nil || tbl == nil {
+		t.Fatalf("table: %v, %v", tbl, err)
+	}
+	return tbl
+}
+
+// withTable returns a candidate whose root is the parent's with family
+// ruleFam's table replaced by tbl, which the candidate writes; the shard
+// objects in writeShards are written too.
+func withTable(t *testing.T, s *Store, sn *Snapshot, tbl *roots.Table, writeShards ...roots.Entry) *candidate {
+	t.Helper()
+	body, ref, err := tbl.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := *sn.root
+	root.Parent = sn.rootHash
+	root.Sequence++
+	root.Families = append([]roots.FamilyRef(nil), sn.root.Families...)
+	for i := range root.Families {
+		if root.Families[i].Family == ruleFam {
+			root.Families[i] = roots.FamilyRef{Family: ruleFam, Table: ref, Shards: uint16(len(tbl.Entries)), Records: tbl.Records()}
+		}
+	}
+	c := &candidate{root: &root, tables: map[shards.Hash]*roots.Table{ref.Hash: tbl}, objects: map[shards.Hash]*shards.Object{}}
+	c.writes = append(c.writes, write{s.layout.Table(ref.Hash), body})
+	for _, e := range writeShards {
+		c.writes = append(c.writes, write{s.layout.Shard(ruleFam, e.Shard, e.Ref.Hash), nil})
+	}
+	return c
+}
+
+func copyTable(tbl *roots.Table) *roots.Table {
+	c := *tbl
+	c.Nonce = roots.Nonce{0xee}
+	c.Entries = append([]roots.Entry(nil), tbl.Entries...)
+	return &c
+}
+
+func setEntry(tbl *roots.Table, e roots.Entry) {
+	for i := range tbl.Entries {
+		if tbl.Entries[i].Shard == e.Shard {
+			tbl.Entries[i] = e
+			return
+		}
+	}
+	panic("no such shard")
+}
+
+// TestCheckWriterRule feeds checkWriterRule candidates that name objects
+// neither reachable from the parent nor written by the attempt (an
+// orphaned shard object, an orphaned table, an unheld old root) and
+// checks it refuses each, while accepting what build produces and what
+// the parent already reaches.
+func TestCheckWriterRule(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, mem.NewBucket(), shards.NewShardID(), Options{Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	x := ruleKey(1)
+	xi, _ := shards.ShardOf(ruleFam, x)
+	genesis := rulePin(t, s)
+	ruleDo(t, s, func(tx *Tx) error { return tx.Put(ruleFam, x, []byte("A")) })
+	snA := rulePin(t, s)
+	tableA := ruleTable(t, snA)
+	orphanRef, _ := tableA.Lookup(xi)
+	orphanTable, _ := snA.root.Family(ruleFam)
+	ruleDo(t, s, func(tx *Tx) error { return tx.Hold("kept", tx.Snapshot().RootHash()) })
+	ruleDo(t, s, func(tx *Tx) error { return tx.Put(ruleFam, x, []byte("B")) })
+	ruleDo(t, s, func(tx *Tx) error { return tx.Put(ruleFam, ruleKey(2), []byte("y")) })
+	sn := rulePin(t, s) // x=B, y, holds "kept" (the x=A state plus the hold)
+	keptRoot, _ := sn.root.Hold("kept")
+	parentTable := ruleTable(t, sn)
+	parentX, _ := parentTable.Lookup(xi)
+	if parentX == orphanRef {
+		t.Fatal("x=B shares the x=A object")
+	}
+
+	t.Run("build passes", func(t *testing.T) {
+		st := newBatchState()
+		if err := st.put(ruleFam, x, []byte("A")); err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.build(ctx, sn, st, newNonce())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.checkWriterRule(ctx, sn, c); err != nil {
+			t.Fatal(err)
+		}
+		// The rebuilt x=A object has the orphan's records, not its key.
+		fr, _ := c.root.Family(ruleFam)
+		ref, _ := c.tables[fr.Table.Hash].Lookup(xi)
+		if ref.Hash == orphanRef.Hash || ref.Count != orphanRef.Count || ref.Size != orphanRef.Size {
+			t.Fatalf("rebuilt x object %+v, orphan %+v", ref, orphanRef)
+		}
+	})
+
+	t.Run("the parent's own table passes", func(t *testing.T) {
+		root := *sn.root
+		root.Parent, root.Sequence = sn.rootHash, root.Sequence+1
+		if err := s.checkWriterRule(ctx, sn, &candidate{root: &root}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("a written table naming the parent's shards passes", func(t *testing.T) {
+		if err := s.checkWriterRule(ctx, sn, withTable(t, s, sn, copyTable(parentTable))); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	refused := map[string]*candidate{}
+
+	tbl := copyTable(parentTable)
+	setEntry(tbl, roots.Entry{Shard: xi, Ref: orphanRef})
+	refused["orphaned shard object, not written"] = withTable(t, s, sn, tbl)
+
+	tbl = copyTable(parentTable)
+	moved := parentX
+	moved.Count++ // the parent's hash under another reference
+	setEntry(tbl, roots.Entry{Shard: xi, Ref: moved})
+	refused["parent's object under another count"] = withTable(t, s, sn, tbl)
+
+	tbl = copyTable(parentTable)
+	other := xi + 1
+	tbl.Entries = append(tbl.Entries, roots.Entry{Shard: other, Ref: parentX})
+	sortEntries(tbl)
+	refused["parent's object at another shard index"] = withTable(t, s, sn, tbl)
+
+	tbl = copyTable(parentTable)
+	setEntry(tbl, roots.Entry{Shard: xi, Ref: orphanRef})
+	// Written, but under another shard index than the table names.
+	refused["orphan written under another index"] = withTable(t, s, sn, tbl, roots.Entry{Shard: xi + 1, Ref: orphanRef})
+
+	root := *sn.root
+	root.Families = append([]roots.FamilyRef(nil), sn.root.Families...)
+	for i := range root.Families {
+		if root.Families[i].Family == ruleFam {
+			root.Families[i] = orphanTable
+		}
+	}
+	refused["orphaned table, not written"] = &candidate{root: &root}
+
+	if keptRoot != snA.rootHash {
+		t.Fatal("the hold names another root than the x=A state")
+	}
+	for name, h := range map[string]shards.Hash{"genesis": genesis.rootHash, "never written": shards.Sum([]byte("never written"))} {
+		root := *sn.root
+		root.Holds = append([]roots.Hold{{Owner: "a-new-hold", Root: h}}, sn.root.Holds...)
+		refused["hold on an unheld root ("+name+")"] = &candidate{root: &root}
+	}
+
+	for name, c := range refused {
+		t.Run(name, func(t *testing.T) {
+			if err := s.checkWriterRule(ctx, sn, c); !errors.Is(err, ErrWriterRule) {
+				t.Fatalf("checkWriterRule = %v, want ErrWriterRule", err)
+			}
+		})
+	}
+
+	t.Run("holds on the parent and on a held root pass", func(t *testing.T) {
+		root := *sn.root
+		root.Holds = []roots.Hold{{Owner: "kept", Root: keptRoot}, {Owner: "parent", Root: sn.rootHash}}
+		if err := s.checkWriterRule(ctx, sn, &candidate{root: &root}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("no parent: everything must be written", func(t *testing.T) {
+		root := &roots.Root{Families: []roots.FamilyRef{orphanTable}}
+		if err := s.checkWriterRule(ctx, nil, &candidate{root: root}); !errors.Is(err, ErrWriterRule) {
+			t.Fatalf("unwritten table without a parent: %v", err)
+		}
+		c := withTable(t, s, sn, copyTable(tableA))
+		fr, _ := c.root.Family(ruleFam)
+		c.root.Families = []roots.FamilyRef{fr}
+		if err := s.checkWriterRule(ctx, nil, c); !errors.Is(err, ErrWriterRule) {
+			t.Fatalf("unwritten shard without a parent: %v", err)
+		}
+		root = &roots.Root{Holds: []roots.Hold{{Owner: "h", Root: keptRoot}}}
+		if err := s.checkWriterRule(ctx, nil, &candidate{root: root}); !errors.Is(err, ErrWriterRule) {
+			t.Fatalf("hold without a parent: %v", err)
+		}
+	})
+}
+
+func sortEntries(tbl *roots.Table) {
+	for i := 1; i < len(tbl.Entries); i++ {
+		for j := i; j > 0 && tbl.Entries[j-1].Shard > tbl.Entries[j].Shard; j-- {
+			tbl.Entries[j-1], tbl.Entries[j] = tbl.Entries[j], tbl.Entries[j-1]
+		}
+	}
+}
+
+// TestBuildSaltsEveryObject: two attempts that build the same state write
+// no object in common, and one attempt's build is a function of its nonce.
+func TestBuildSaltsEveryObject(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, mem.NewBucket(), shards.NewShardID(), Options{Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ruleDo(t, s, func(tx *Tx) error { return tx.Put(ruleFam, ruleKey(9), []byte("base")) })
+	sn := rulePin(t, s)
+	state := func() *batchState {
+		st := newBatchState()
+		for i := range 20 {
+			if err := st.put(ruleFam, ruleKey(i), []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return st
+	}
+	n1, n2 := newNonce(), newNonce()
+	a, err := s.build(ctx, sn, state(), n1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.build(ctx, sn, state(), n2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.build(ctx, sn, state(), n1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keysA := map[string]bool{}
+	for _, w := range a.writes {
+		keysA[w.key] = true
+	}
+	for _, w := range b.writes {
+		if keysA[w.key] {
+			t.Fatalf("two attempts both write %s", w.key)
+		}
+	}
+	if len(again.writes) != len(a.writes) || again.rootRef != a.rootRef {
+		t.Fatal("the same nonce built another candidate")
+	}
+	for _, w := range again.writes {
+		if !keysA[w.key] {
+			t.Fatalf("the same nonce wrote %s", w.key)
+		}
+	}
+	// Shards, tables and the root: one write each, every key distinct.
+	if len(keysA) != len(a.writes) {
+		t.Fatalf("%d writes, %d distinct keys", len(a.writes), len(keysA))
+	}
+}

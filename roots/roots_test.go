@@ -1,0 +1,579 @@
+package roots_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/roots"
+	"github.com/cairnstore/cairn/shards"
+)
+
+// fill returns a hash whose 32 bytes are all b.
+func fill(b byte) shards.Hash {
+	var h shards.Hash
+	for i := range h {
+		h[i] = b
+	}
+	return h
+}
+
+func rep(hexByte string, n int) string { return strings.Repeat(hexByte, n) }
+
+var goldenNonce = roots.Nonce{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+
+// goldenTableValue is the artifact_revision table of the golden bytes.
+func goldenTableValue() *roots.Table {
+	return &roots.Table{
+		Nonce:  goldenNonce,
+		Family: shards.ArtifactRevision,
+		Entries: []roots.Entry{
+			{Shard: 0x01, Ref: shards.Ref{Hash: fill(0x11), Size: 100, Count: 2}},
+			{Shard: 0x80, Ref: shards.Ref{Hash: fill(0x22), Size: 50, Count: 1}},
+		},
+	}
+}
+
+// goldenTable is goldenTableValue's canonical encoding.
+var goldenTable = "43524e54" + "01" + // magic "CRNT", version 1
+	"000102030405060708090a0b0c0d0e0f" + // nonce
+	"04" + "0002" + // family artifact_revision, 2 entries
+	"01" + rep("11", 32) + "0000000000000064" + "00000002" + // shard 01: 100 bytes, 2 records
+	"80" + rep("22", 32) + "0000000000000032" + "00000001" // shard 80: 50 bytes, 1 record
+
+// goldenRootValue is the root of the golden bytes.
+func goldenRootValue() *roots.Root {
+	return &roots.Root{
+		Nonce:    roots.Nonce{0xf0, 0xf1, 0xf2, 0xf3, 0xf4, 0xf5, 0xf6, 0xf7, 0xf8, 0xf9, 0xfa, 0xfb, 0xfc, 0xfd, 0xfe, 0xff},
+		Parent:   fill(0x33),
+		Sequence: 7,
+		Families: []roots.FamilyRef{
+			{Family: shards.ArtifactRevision, Table: shards.Ref{Hash: fill(0x44), Size: 114, Count: 2}, Shards: 2, Records: 3},
+			{Family: shards.System, Table: shards.Ref{Hash: fill(0x55), Size: 69, Count: 1}, Shards: 1, Records: 1},
+		},
+		Holds: []roots.Hold{
+			{Owner: "op/1", Root: fill(0x66)},
+			{Owner: "snap", Root: fill(0x77)},
+		},
+	}
+}
+
+var goldenRoot = "43524e52" + "01" + // magic "CRNR", version 1
+	"f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff" + // nonce
+	rep("33", 32) + // parent
+	"0000000000000007" + // sequence
+	"02" + // 2 families
+	"04" + rep("44", 32) + "0000000000000072" + "0002" + "0000000000000003" + // artifact_revision
+	"f0" + rep("55", 32) + "0000000000000045" + "0001" + "0000000000000001" + // system
+	"00000002" + // 2 holds
+	"0004" + "6f702f31" + rep("66", 32) + // "op/1"
+	"0004" + "736e6170" + rep("77", 32) // "snap"
+
+func unhex(t testing.TB, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestTableGolden(t *testing.T) {
+	want := unhex(t, goldenTable)
+	tbl := goldenTableValue()
+	b, ref, err := tbl.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b, want) {
+		t.Fatalf("encoded %x\nwant    %x", b, want)
+	}
+	if got, want := ref, (shards.Ref{Hash: shards.Sum(want), Size: int64(len(want)), Count: 2}); got != want {
+		t.Fatalf("ref = %+v, want %+v", got, want)
+	}
+	d, err := roots.DecodeTable(want, ref.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Nonce != tbl.Nonce || d.Family != tbl.Family || len(d.Entries) != 2 || d.Entries[0] != tbl.Entries[0] || d.Entries[1] != tbl.Entries[1] {
+		t.Fatalf("decoded %+v, want %+v", d, tbl)
+	}
+	if got, want := d.Records(), uint64(3); got != want {
+		t.Fatalf("Records = %d, want %d", got, want)
+	}
+	if r, ok := d.Lookup(0x80); !ok || r != tbl.Entries[1].Ref {
+		t.Fatalf("Lookup(80) = %+v, %v", r, ok)
+	}
+	if _, ok := d.Lookup(0x02); ok {
+		t.Fatal("Lookup(02) found an empty shard")
+	}
+}
+
+func TestRootGolden(t *testing.T) {
+	want := unhex(t, goldenRoot)
+	r := goldenRootValue()
+	b, ref, err := r.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b, want) {
+		t.Fatalf("encoded %x\nwant    %x", b, want)
+	}
+	if got, want := ref, (shards.Ref{Hash: shards.Sum(want), Size: int64(len(want))}); got != want {
+		t.Fatalf("ref = %+v, want %+v", got, want)
+	}
+	d, err := roots.DecodeRoot(want, ref.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rootsEqual(d, r) {
+		t.Fatalf("decoded %+v, want %+v", d, r)
+	}
+	if fr, ok := d.Family(shards.System); !ok || fr != r.Families[1] {
+		t.Fatalf("Family(system) = %+v, %v", fr, ok)
+	}
+	if _, ok := d.Family(shards.Commit); ok {
+		t.Fatal("Family(commit) found a family the root omits")
+	}
+	if h, ok := d.Hold("snap"); !ok || h != fill(0x77) {
+		t.Fatalf("Hold(snap) = %s, %v", h, ok)
+	}
+	if _, ok := d.Hold("op"); ok {
+		t.Fatal("Hold(op) found a hold")
+	}
+}
+
+// TestGoldenSizesMatch ties the golden root's table size to the golden
+// table, so the two golden values describe one consistent state.
+func TestGoldenSizesMatch(t *testing.T) {
+	if got, want := goldenRootValue().Families[0].Table.Size, int64(len(unhex(t, goldenTable))); got != want {
+		t.Fatalf("golden root names a table of %d bytes, golden table has %d", got, want)
+	}
+}
+
+func rootsEqual(a, b *roots.Root) bool {
+	if a.Nonce != b.Nonce || a.Parent != b.Parent || a.Sequence != b.Sequence ||
+		len(a.Families) != len(b.Families) || len(a.Holds) != len(b.Holds) {
+		return false
+	}
+	for i := range a.Families {
+		if a.Families[i] != b.Families[i] {
+			return false
+		}
+	}
+	for i := range a.Holds {
+		if a.Holds[i] != b.Holds[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func tablesEqual(a, b *roots.Table) bool {
+	if a.Nonce != b.Nonce || a.Family != b.Family || len(a.Entries) != len(b.Entries) {
+		return false
+	}
+	for i := range a.Entries {
+		if a.Entries[i] != b.Entries[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// randomTable returns a valid table with 1..256 entries.
+func randomTable(r *rand.Rand) *roots.Table {
+	fams := shards.Families()
+	t := &roots.Table{Family: fams[r.IntN(len(fams))]}
+	for i := range t.Nonce {
+		t.Nonce[i] = byte(r.Uint32())
+	}
+	for idx := 0; idx < shards.Shards; idx++ {
+		if r.IntN(8) != 0 && !(idx == shards.Shards-1 && len(t.Entries) == 0) {
+			continue
+		}
+		var h shards.Hash
+		for i := range h {
+			h[i] = byte(r.Uint32())
+		}
+		t.Entries = append(t.Entries, roots.Entry{Shard: uint8(idx), Ref: shards.Ref{
+			Hash: h, Size: 1 + r.Int64N(1<<40), Count: 1 + r.Uint32N(1<<31),
+		}})
+	}
+	return t
+}
+
+// randomRoot returns a valid root.
+func randomRoot(r *rand.Rand) *roots.Root {
+	root := &roots.Root{Sequence: r.Uint64()}
+	for i := range root.Nonce {
+		root.Nonce[i] = byte(r.Uint32())
+	}
+	if r.IntN(4) != 0 {
+		for i := range root.Parent {
+			root.Parent[i] = byte(r.Uint32())
+		}
+	}
+	for _, f := range shards.Families() {
+		if r.IntN(3) != 0 {
+			continue
+		}
+		n := uint16(1 + r.IntN(shards.Shards))
+		var h shards.Hash
+		for i := range h {
+			h[i] = byte(r.Uint32())
+		}
+		root.Families = append(root.Families, roots.FamilyRef{
+			Family: f, Table: shards.Ref{Hash: h, Size: 1 + r.Int64N(1<<30), Count: uint32(n)},
+			Shards: n, Records: r.Uint64(),
+		})
+	}
+	owners := []string{"a", "op/\u00e9t\u00e9", "snap/1", "snap/2", strings.Repeat("z", roots.MaxOwnerLen)}
+	for _, o := range owners {
+		if r.IntN(2) == 0 {
+			continue
+		}
+		var h shards.Hash
+		h[r.IntN(32)] = 1 + byte(r.IntN(255))
+		root.Holds = append(root.Holds, roots.Hold{Owner: o, Root: h})
+	}
+	return root
+}
+
+// TestRoundTripAndCanonical encodes random valid tables and roots, decodes
+// them, and checks the value survives and encode(decode(b)) == b.
+func TestRoundTripAndCanonical(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 8))
+	for i := 0; i < 300; i++ {
+		tbl := randomTable(r)
+		b, ref, err := tbl.Encode()
+		if err != nil {
+			t.Fatalf("table %d: %v", i, err)
+		}
+		d, err := roots.DecodeTable(b, ref.Hash)
+		if err != nil {
+			t.Fatalf("table %d: %v", i, err)
+		}
+		if !tablesEqual(d, tbl) {
+			t.Fatalf("table %d: decoded %+v, want %+v", i, d, tbl)
+		}
+		again, ref2, err := d.Encode()
+		if err != nil || !bytes.Equal(again, b) || ref2 != ref {
+			t.Fatalf("table %d: encode(decode(b)) differs (%v)", i, err)
+		}
+
+		root := randomRoot(r)
+		b, ref, err = root.Encode()
+		if err != nil {
+			t.Fatalf("root %d: %v", i, err)
+		}
+		dr, err := roots.DecodeRoot(b, ref.Hash)
+		if err != nil {
+			t.Fatalf("root %d: %v", i, err)
+		}
+		if !rootsEqual(dr, root) {
+			t.Fatalf("root %d: decoded %+v, want %+v", i, dr, root)
+		}
+		again, ref2, err = dr.Encode()
+		if err != nil || !bytes.Equal(again, b) || ref2 != ref {
+			t.Fatalf("root %d: encode(decode(b)) differs (%v)", i, err)
+		}
+	}
+}
+
+func TestEmptyRootRoundTrips(t *testing.T) {
+	b, ref, err := (&roots.Root{Sequence: 1}).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(b), 4+1+16+32+8+1+4; got != want {
+		t.Fatalf("empty root is %d bytes, want %d", got, want)
+	}
+	d, err := roots.DecodeRoot(b, ref.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Parent.IsZero() || len(d.Families) != 0 || len(d.Holds) != 0 || d.Sequence != 1 {
+		t.Fatalf("decoded %+v", d)
+	}
+}
+
+// rawTable writes a table without any checks.
+func rawTable(magic string, version, family byte, n uint16, entries []roots.Entry) []byte {
+	b := []byte(magic)
+	b = append(b, version)
+	b = append(b, goldenNonce[:]...)
+	b = append(b, family)
+	b = binary.BigEndian.AppendUint16(b, n)
+	for _, e := range entries {
+		b = append(b, e.Shard)
+		b = append(b, e.Ref.Hash[:]...)
+		b = binary.BigEndian.AppendUint64(b, uint64(e.Ref.Size))
+		b = binary.BigEndian.AppendUint32(b, e.Ref.Count)
+	}
+	return b
+}
+
+func entry(idx uint8, size int64, count uint32) roots.Entry {
+	return roots.Entry{Shard: idx, Ref: shards.Ref{Hash: fill(idx), Size: size, Count: count}}
+}
+
+func TestRawTableMatchesGolden(t *testing.T) {
+	tbl := goldenTableValue()
+	if got := rawTable("CRNT", 1, byte(tbl.Family), 2, tbl.Entries); !bytes.Equal(got, unhex(t, goldenTable)) {
+		t.Fatalf("rawTable = %x", got)
+	}
+}
+
+func TestDecodeTableRejects(t *testing.T) {
+	two := []roots.Entry{entry(1, 10, 1), entry(2, 10, 1)}
+	fam := byte(shards.ArtifactRevision)
+	cases := []struct {
+		name string
+		b    []byte
+	}{
+		{"empty input", nil},
+		{"truncated header", []byte("CRNT\x01")},
+		{"bad magic", rawTable("CRNX", 1, fam, 2, two)},
+		{"root magic", rawTable("CRNR", 1, fam, 2, two)},
+		{"version 0", rawTable("CRNT", 0, fam, 2, two)},
+		{"version 2", rawTable("CRNT", 2, fam, 2, two)},
+		{"unknown family", rawTable("CRNT", 1, 0x99, 2, two)},
+		{"family zero", rawTable("CRNT", 1, 0x00, 2, two)},
+		{"no entries", rawTable("CRNT", 1, fam, 0, nil)},
+		{"count above bytes", rawTable("CRNT", 1, fam, 3, two)},
+		{"count below bytes", rawTable("CRNT", 1, fam, 1, two)},
+		{"count above 256", rawTable("CRNT", 1, fam, 257, nil)},
+		{"trailing byte", append(rawTable("CRNT", 1, fam, 2, two), 0)},
+		{"truncated entry", rawTable("CRNT", 1, fam, 2, two)[:4+1+16+1+2+45+44]},
+		{"unsorted shards", rawTable("CRNT", 1, fam, 2, []roots.Entry{entry(2, 10, 1), entry(1, 10, 1)})},
+		{"duplicate shards", rawTable("CRNT", 1, fam, 2, []roots.Entry{entry(1, 10, 1), entry(1, 10, 1)})},
+		{"zero record count", rawTable("CRNT", 1, fam, 2, []roots.Entry{entry(1, 10, 1), entry(2, 10, 0)})},
+		{"zero size", rawTable("CRNT", 1, fam, 1, []roots.Entry{entry(1, 0, 1)})},
+		{"negative size", rawTable("CRNT", 1, fam, 1, []roots.Entry{entry(1, -1, 1)})},
+		{"size above 1 TiB", rawTable("CRNT", 1, fam, 1, []roots.Entry{entry(1, 1<<40+1, 1)})},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tbl, err := roots.DecodeTable(c.b, shards.Sum(c.b))
+			if !errors.Is(err, roots.ErrMalformed) || tbl != nil {
+				t.Fatalf("DecodeTable = %+v, %v; want ErrMalformed", tbl, err)
+			}
+			if errors.Is(err, bucket.ErrIntegrity) {
+				t.Fatalf("bytes with the right hash reported as an integrity failure: %v", err)
+			}
+		})
+	}
+	// The largest accepted size and a full table decode.
+	full := make([]roots.Entry, shards.Shards)
+	for i := range full {
+		full[i] = entry(uint8(i), 1<<40, 1)
+	}
+	b := rawTable("CRNT", 1, fam, shards.Shards, full)
+	if _, err := roots.DecodeTable(b, shards.Sum(b)); err != nil {
+		t.Fatalf("full table: %v", err)
+	}
+}
+
+func TestDecodeVerifiesHashFirst(t *testing.T) {
+	table := unhex(t, goldenTable)
+	root := unhex(t, goldenRoot)
+	for _, c := range []struct {
+		name string
+		err  error
+	}{
+		{"table under another hash", func() error { _, err := roots.DecodeTable(table, fill(0x01)); return err }()},
+		{"root under another hash", func() error { _, err := roots.DecodeRoot(root, fill(0x01)); return err }()},
+		{"table under a root's hash", func() error { _, err := roots.DecodeTable(table, shards.Sum(root)); return err }()},
+		{"flipped table byte", func() error {
+			b := bytes.Clone(table)
+			b[len(b)-1] ^= 1
+			_, err := roots.DecodeTable(b, shards.Sum(table))
+			return err
+		}()},
+		{"flipped root byte", func() error {
+			b := bytes.Clone(root)
+			b[30] ^= 0x80
+			_, err := roots.DecodeRoot(b, shards.Sum(root))
+			return err
+		}()},
+		// Garbage under the wrong hash is an integrity failure, not a
+		// format one: the hash is checked before anything else.
+		{"garbage table", func() error { _, err := roots.DecodeTable([]byte("junk"), fill(0x01)); return err }()},
+		{"garbage root", func() error { _, err := roots.DecodeRoot([]byte("junk"), fill(0x01)); return err }()},
+	} {
+		if !errors.Is(c.err, bucket.ErrIntegrity) || !errors.Is(c.err, shards.ErrIntegrity) || errors.Is(c.err, roots.ErrMalformed) {
+			t.Errorf("%s: error %v, want only ErrIntegrity", c.name, c.err)
+		}
+	}
+}
+
+// rootBuilder writes a root without any checks.
+type rootBuilder struct {
+	magic    string
+	version  byte
+	families []roots.FamilyRef
+	nf       int // family count written; -1: len(families)
+	holds    []roots.Hold
+	nh       int64 // hold count written; -1: len(holds)
+	trailing []byte
+}
+
+func newRootBuilder() *rootBuilder {
+	r := goldenRootValue()
+	return &rootBuilder{magic: "CRNR", version: 1, families: r.Families, nf: -1, holds: r.Holds, nh: -1}
+}
+
+func (rb *rootBuilder) bytes() []byte {
+	g := goldenRootValue()
+	b := []byte(rb.magic)
+	b = append(b, rb.version)
+	b = append(b, g.Nonce[:]...)
+	b = append(b, g.Parent[:]...)
+	b = binary.BigEndian.AppendUint64(b, g.Sequence)
+	nf := rb.nf
+	if nf < 0 {
+		nf = len(rb.families)
+	}
+	b = append(b, byte(nf))
+	for _, f := range rb.families {
+		b = append(b, byte(f.Family))
+		b = append(b, f.Table.Hash[:]...)
+		b = binary.BigEndian.AppendUint64(b, uint64(f.Table.Size))
+		b = binary.BigEndian.AppendUint16(b, f.Shards)
+		b = binary.BigEndian.AppendUint64(b, f.Records)
+	}
+	nh := rb.nh
+	if nh < 0 {
+		nh = int64(len(rb.holds))
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(nh))
+	for _, h := range rb.holds {
+		b = binary.BigEndian.AppendUint16(b, uint16(len(h.Owner)))
+		b = append(b, h.Owner...)
+		b = append(b, h.Root[:]...)
+	}
+	return append(b, rb.trailing...)
+}
+
+func TestRootBuilderMatchesGolden(t *testing.T) {
+	if got := newRootBuilder().bytes(); !bytes.Equal(got, unhex(t, goldenRoot)) {
+		t.Fatalf("rootBuilder = %x", got)
+	}
+}
+
+func TestDecodeRootRejects(t *testing.T) {
+	fr := func(f shards.Family, size int64, n uint16) roots.FamilyRef {
+		return roots.FamilyRef{Family: f, Table: shards.Ref{Hash: fill(0x44), Size: size}, Shards: n, Records: 1}
+	}
+	hold := func(owner string, root shards.Hash) roots.Hold { return roots.Hold{Owner: owner, Root: root} }
+	cases := []struct {
+		name string
+		edit func(*rootBuilder)
+		b    []byte
+	}{
+		{name: "empty input", b: []byte{}},
+		{name: "truncated header", b: unhex(t, goldenRoot)[:40]},
+		{name: "bad magic", edit: func(r *rootBuilder) { r.magic = "CRNS" }},
+		{name: "table magic", edit: func(r *rootBuilder) { r.magic = "CRNT" }},
+		{name: "version 0", edit: func(r *rootBuilder) { r.version = 0 }},
+		{name: "version 2", edit: func(r *rootBuilder) { r.version = 2 }},
+		{name: "unknown family", edit: func(r *rootBuilder) { r.families = []roots.FamilyRef{fr(0x99, 10, 1)} }},
+		{name: "families unsorted", edit: func(r *rootBuilder) {
+			r.families = []roots.FamilyRef{fr(shards.System, 10, 1), fr(shards.Commit, 10, 1)}
+		}},
+		{name: "duplicate family", edit: func(r *rootBuilder) {
+			r.families = []roots.FamilyRef{fr(shards.Commit, 10, 1), fr(shards.Commit, 10, 1)}
+		}},
+		{name: "no shards", edit: func(r *rootBuilder) { r.families = []roots.FamilyRef{fr(shards.Commit, 10, 0)} }},
+		{name: "257 shards", edit: func(r *rootBuilder) { r.families = []roots.FamilyRef{fr(shards.Commit, 10, 257)} }},
+		{name: "zero table size", edit: func(r *rootBuilder) { r.families = []roots.FamilyRef{fr(shards.Commit, 0, 1)} }},
+		{name: "table size above 1 GiB", edit: func(r *rootBuilder) { r.families = []roots.FamilyRef{fr(shards.Commit, 1<<30+1, 1)} }},
+		{name: "family count above bytes", edit: func(r *rootBuilder) { r.nf = 3 }},
+		{name: "family count below bytes", edit: func(r *rootBuilder) { r.nf = 1 }},
+		{name: "hold count above bytes", edit: func(r *rootBuilder) { r.nh = 3 }},
+		{name: "hold count below bytes", edit: func(r *rootBuilder) { r.nh = 1 }},
+		{name: "huge hold count", edit: func(r *rootBuilder) { r.nh = 1<<32 - 1 }},
+		{name: "zero hold root", edit: func(r *rootBuilder) { r.holds = []roots.Hold{hold("snap", shards.Hash{})} }},
+		{name: "empty owner", edit: func(r *rootBuilder) { r.holds = []roots.Hold{hold("", fill(1))} }},
+		{name: "owner not UTF-8", edit: func(r *rootBuilder) { r.holds = []roots.Hold{hold("snap\xff", fill(1))} }},
+		{name: "owner too long", edit: func(r *rootBuilder) {
+			r.holds = []roots.Hold{hold(strings.Repeat("o", roots.MaxOwnerLen+1), fill(1))}
+		}},
+		{name: "owners unsorted", edit: func(r *rootBuilder) { r.holds = []roots.Hold{hold("b", fill(1)), hold("a", fill(1))} }},
+		{name: "duplicate owner", edit: func(r *rootBuilder) { r.holds = []roots.Hold{hold("a", fill(1)), hold("a", fill(2))} }},
+		{name: "trailing byte", edit: func(r *rootBuilder) { r.trailing = []byte{0} }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := c.b
+			if c.edit != nil {
+				rb := newRootBuilder()
+				c.edit(rb)
+				b = rb.bytes()
+			}
+			r, err := roots.DecodeRoot(b, shards.Sum(b))
+			if !errors.Is(err, roots.ErrMalformed) || r != nil {
+				t.Fatalf("DecodeRoot = %+v, %v; want ErrMalformed", r, err)
+			}
+			if errors.Is(err, bucket.ErrIntegrity) {
+				t.Fatalf("bytes with the right hash reported as an integrity failure: %v", err)
+			}
+		})
+	}
+	// The limits themselves decode.
+	rb := newRootBuilder()
+	rb.families = []roots.FamilyRef{fr(shards.Commit, 1<<30, 256)}
+	rb.holds = []roots.Hold{hold(strings.Repeat("o", roots.MaxOwnerLen), fill(1))}
+	if b := rb.bytes(); func() error { _, err := roots.DecodeRoot(b, shards.Sum(b)); return err }() != nil {
+		t.Fatal("a root at the limits does not decode")
+	}
+}
+
+func TestEncodeRefuses(t *testing.T) {
+	ok := goldenTableValue()
+	tables := map[string]*roots.Table{
+		"no entries":       {Family: ok.Family},
+		"unknown family":   {Family: 0x99, Entries: ok.Entries},
+		"unsorted shards":  {Family: ok.Family, Entries: []roots.Entry{ok.Entries[1], ok.Entries[0]}},
+		"duplicate shards": {Family: ok.Family, Entries: []roots.Entry{ok.Entries[0], ok.Entries[0]}},
+		"empty shard":      {Family: ok.Family, Entries: []roots.Entry{entry(1, 10, 0)}},
+		"zero size":        {Family: ok.Family, Entries: []roots.Entry{entry(1, 0, 1)}},
+		"257 entries":      {Family: ok.Family, Entries: make([]roots.Entry, 257)},
+	}
+	for name, tbl := range tables {
+		if b, _, err := tbl.Encode(); err == nil {
+			t.Errorf("table %s: encoded %x", name, b)
+		}
+	}
+	good := goldenRootValue()
+	rootsBad := map[string]func(*roots.Root){
+		"unknown family":    func(r *roots.Root) { r.Families[0].Family = 0x99 },
+		"unsorted families": func(r *roots.Root) { r.Families[0], r.Families[1] = r.Families[1], r.Families[0] },
+		"no shards":         func(r *roots.Root) { r.Families[0].Shards = 0 },
+		"zero table size":   func(r *roots.Root) { r.Families[0].Table.Size = 0 },
+		"unsorted holds":    func(r *roots.Root) { r.Holds[0], r.Holds[1] = r.Holds[1], r.Holds[0] },
+		"duplicate holds":   func(r *roots.Root) { r.Holds[1].Owner = r.Holds[0].Owner },
+		"zero hold root":    func(r *roots.Root) { r.Holds[0].Root = shards.Hash{} },
+		"empty owner":       func(r *roots.Root) { r.Holds[0].Owner = "" },
+		"bad UTF-8 owner":   func(r *roots.Root) { r.Holds[0].Owner = "\xff" },
+	}
+	for name, edit := range rootsBad {
+		r := goldenRootValue()
+		edit(r)
+		if b, _, err := r.Encode(); err == nil {
+			t.Errorf("root %s: encoded %x", name, b)
+		}
+	}
+	if _, _, err := good.Encode(); err != nil {
+		t.Fatal(err)
+	}
+	if err := roots.CheckOwner(strings.Repeat("o", roots.MaxOwnerLen)); err != nil {
+		t.Fatal(err)
+	}
+}
