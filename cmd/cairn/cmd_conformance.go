@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/conformance"
+)
+
+func init() {
+	register("conformance", "check that a bucket honours the Bucket port (non-destructive)", runConformance)
+}
+
+// runConformance runs the bucket suite against a user's bucket. Everything
+// it writes goes under one fresh prefix, which it refuses to use if it
+// already holds objects, and removes when it is done.
+func runConformance(ctx context.Context, e *env, args []string) int {
+	fs := flag.NewFlagSet("conformance", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	prefix := fs.String("prefix", "", "prefix to work under (default: a fresh random cairn-conformance-…/ prefix)")
+	fs.Usage = func() {
+		fmt.Fprintln(e.stderr, "usage: cairn conformance [--prefix P/] URL")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return 2
+	}
+	url := fs.Arg(0)
+	if *prefix == "" {
+		var r [8]byte
+		rand.Read(r[:])
+		*prefix = "cairn-conformance-" + hex.EncodeToString(r[:]) + "/"
+	}
+	b, err := bucket.Open(ctx, url)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cairn conformance: %v\n", err)
+		return 2
+	}
+	defer b.Close()
+	page, err := b.List(ctx, bucket.ListOptions{Prefix: *prefix, PageSize: 1})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cairn conformance: list %q: %v\n", *prefix, err)
+		return 1
+	}
+	if len(page.Objects) > 0 {
+		fmt.Fprintf(e.stderr, "cairn conformance: refusing prefix %q: it already holds objects (first: %q)\n", *prefix, page.Objects[0].Key)
+		return 2
+	}
+
+	fmt.Fprintf(e.stdout, "conformance of %s under %s\n", url, *prefix)
+	n := 0
+	var cleanupErr error
+	newBucket := func(ctx context.Context) (bucket.Bucket, error) {
+		n++
+		return bucket.WithPrefix(b, fmt.Sprintf("%s%02d/", *prefix, n))
+	}
+	counts := map[conformance.Result]int{}
+	failed := conformance.RunBucket(ctx, newBucket, conformance.BucketOptions{}, func(o conformance.Outcome) {
+		counts[o.Result]++
+		line := fmt.Sprintf("%-9s %s", o.Result, o.Name)
+		if o.Detail != "" {
+			line += ": " + o.Detail
+		}
+		fmt.Fprintln(e.stdout, line)
+		// Remove what the check wrote before the next one starts.
+		if err := bucket.DeleteAll(ctx, b, fmt.Sprintf("%s%02d/", *prefix, n)); err != nil && cleanupErr == nil {
+			cleanupErr = err
+		}
+	})
+	left, _, err := bucket.ListAll(ctx, b, bucket.ListOptions{Prefix: *prefix})
+	switch {
+	case cleanupErr != nil:
+		fmt.Fprintf(e.stdout, "cleanup failed: %v\n", cleanupErr)
+		failed++
+	case err != nil:
+		fmt.Fprintf(e.stdout, "cleanup check failed: %v\n", err)
+		failed++
+	case len(left) > 0:
+		fmt.Fprintf(e.stdout, "cleanup left %d objects under %s\n", len(left), *prefix)
+		failed++
+	}
+	fmt.Fprintf(e.stdout, "%d passed, %d failed, %d known gaps\n", counts[conformance.Pass], counts[conformance.Fail], counts[conformance.KnownGap])
+	if failed > 0 {
+		return 1
+	}
+	return 0
+}

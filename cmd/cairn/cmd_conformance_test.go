@@ -1,0 +1,64 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/cairnstore/cairn/bucket"
+)
+
+func runCmd(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut}, args)
+	return code, out.String(), errOut.String()
+}
+
+func TestConformanceCommand(t *testing.T) {
+	for _, url := range []string{"mem://conformance-cmd", "file://" + t.TempDir()} {
+		t.Run(url[:4], func(t *testing.T) {
+			code, out, errOut := runCmd(t, "conformance", url)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s%s", code, out, errOut)
+			}
+			if !strings.Contains(out, "24 passed, 0 failed, 0 known gaps") {
+				t.Fatalf("summary missing:\n%s", out)
+			}
+			b, err := bucket.Open(context.Background(), url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs, _, err := bucket.ListAll(context.Background(), b, bucket.ListOptions{})
+			if err != nil || len(objs) != 0 {
+				t.Fatalf("conformance left %d objects behind (%v)", len(objs), err)
+			}
+		})
+	}
+}
+
+func TestConformanceRefusesUsedPrefix(t *testing.T) {
+	ctx := context.Background()
+	b, err := bucket.Open(ctx, "mem://conformance-used")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Put(ctx, "mine/keep", []byte("precious"), bucket.Unconditional); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCmd(t, "conformance", "--prefix", "mine/", "mem://conformance-used")
+	if code != 2 || !strings.Contains(errOut, "refusing prefix") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	if got, _, err := b.Get(ctx, "mine/keep"); err != nil || string(got) != "precious" {
+		t.Fatalf("the user's object changed: %q, %v", got, err)
+	}
+}
+
+func TestConformanceReportsFailures(t *testing.T) {
+	code, out, _ := runCmd(t, "conformance", "nope://x")
+	if code == 0 {
+		t.Fatalf("unknown scheme exited 0:\n%s", out)
+	}
+}

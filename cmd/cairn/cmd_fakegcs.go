@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/cairnstore/cairn/conformance/fakegcs"
+)
+
+func init() {
+	register("fake-gcs", "run a local fake GCS (fake-gcs-server) for development", runFakeGCS)
+}
+
+// stringList is a flag that may be given more than once.
+type stringList []string
+
+func (l *stringList) String() string     { return fmt.Sprint(*l) }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// runFakeGCS serves fake-gcs-server on a loopback address until the
+// process is interrupted, printing one gs:// URL per bucket it created.
+func runFakeGCS(ctx context.Context, e *env, args []string) int {
+	fs := flag.NewFlagSet("fake-gcs", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	addr := fs.String("addr", "127.0.0.1:4443", "loopback `host:port` to listen on (port 0 picks a free one)")
+	dir := fs.String("dir", "", "keep objects in this `directory` (default: in memory)")
+	var buckets stringList
+	fs.Var(&buckets, "bucket", "create this bucket at start (repeatable)")
+	fs.Usage = func() {
+		fmt.Fprintln(e.stderr, "usage: cairn fake-gcs [--addr HOST:PORT] [--dir PATH] [--bucket NAME]...")
+		fmt.Fprintln(e.stderr, "\nPrints one gs://NAME?endpoint=… URL per bucket (or the server's URL when no")
+		fmt.Fprintln(e.stderr, "bucket is given) and serves until interrupted. There is no authentication.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 0 {
+		fs.Usage()
+		return 2
+	}
+	opts := fakegcs.Options{Addr: *addr, Dir: *dir}
+	if err := fakegcs.Serve(ctx, opts, buckets, e.stdout); err != nil {
+		fmt.Fprintf(e.stderr, "cairn fake-gcs: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,80 @@
+// Command cairn is cairn's one binary: the tools, the operator CLI and the
+// developer harness.
+//
+//	cairn conformance URL        check a bucket before trusting it
+//	cairn fake-gcs --addr A      run a local fake GCS for development
+//
+// Each subcommand lives in its own cmd_<verb>.go file.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+
+	// Adapters register their URL schemes.
+	_ "github.com/cairnstore/cairn/bucket/file"
+	_ "github.com/cairnstore/cairn/bucket/gcs"
+	_ "github.com/cairnstore/cairn/bucket/mem"
+	_ "github.com/cairnstore/cairn/bucket/s3"
+)
+
+// command is one subcommand: run gets the arguments after the verb and
+// returns the process's exit code.
+type command struct {
+	summary string
+	run     func(ctx context.Context, env *env, args []string) int
+}
+
+// env is what a subcommand may touch of the process, so tests can run
+// commands in-process.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+var commands = map[string]command{}
+
+func register(verb, summary string, run func(context.Context, *env, []string) int) {
+	if _, dup := commands[verb]; dup {
+		panic("cairn: command registered twice: " + verb)
+	}
+	commands[verb] = command{summary: summary, run: run}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, e *env, args []string) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(e.stderr)
+		return 2
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(e.stderr, "cairn: unknown command %q\n\n", args[0])
+		usage(e.stderr)
+		return 2
+	}
+	return c.run(ctx, e, args[1:])
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: cairn COMMAND [ARGS]\n\ncommands:")
+	verbs := make([]string, 0, len(commands))
+	for v := range commands {
+		verbs = append(verbs, v)
+	}
+	sort.Strings(verbs)
+	for _, v := range verbs {
+		fmt.Fprintf(w, "  %-14s %s\n", v, commands[v].summary)
+	}
+}
