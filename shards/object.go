@@ -19,7 +19,7 @@ const (
 	headerLen    = 4 + 1 + 1 + 1 + SaltLen + 4 // magic, version, family, shard, salt, count
 	saltOff      = 7
 	countOff     = saltOff + SaltLen
-	recordFrame  = 4 + 4             // key and value lengths
+	recordFrame  = 4 + 4 // key and value lengths
 )
 
 var (
