@@ -83,6 +83,16 @@ func (l Layout) Block(rootID, revisionID [16]byte, objectIndex uint64) string {
 // PinsPrefix returns "pins/{lsid}/".
 func (l Layout) PinsPrefix() string { return "pins/" + l.id.String() + "/" }
 
+// StagingPrefix is the prefix of the shard's staging ledgers.
+func (l Layout) StagingPrefix() string { return l.prefix + "staging/" }
+
+// Staging returns the key of the staging ledger of a publish operation
+// (16 bytes, lowercase hex): the durable list of every object the
+// operation may upload, written before the first of them.
+func (l Layout) Staging(operation [16]byte) string {
+	return l.prefix + "staging/" + hex.EncodeToString(operation[:])
+}
+
 // Pin returns the key of the pin with the given name. A name is 1 to 128
 // bytes of ASCII letters, digits, '.', '_' and '-', and not "." or "..".
 func (l Layout) Pin(name string) (string, error) {

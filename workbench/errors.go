@@ -1,0 +1,755 @@
+package workbench
+
+import (
+	"context"
+	"encoding"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/manifests"
+)
+
+// Error codes. The first group is minted by the tool layer itself, the
+// second is reported by the storage side (cairn's engine), the third names
+// conditions of cairn's own engine that the reference backend does not have.
+// Any other string is a legal code too: the envelope passes codes through.
+const (
+	CodeInvalidArguments                = "InvalidArguments"
+	CodeUnknownTool                     = "UnknownTool"
+	CodeNotFound                        = "NotFound"
+	CodeNotArtifact                     = "NotArtifact"
+	CodePayloadTooLarge                 = "PayloadTooLarge"
+	CodeInvalidUTF8                     = "InvalidUtf8"
+	CodeNoMatch                         = "NoMatch"
+	CodeAmbiguousEdit                   = "AmbiguousEdit"
+	CodeConflict                        = "Conflict"
+	CodeStructuredDecodeFailed          = "StructuredDecodeFailed"
+	CodeCanonicalEncodingFailed         = "CanonicalEncodingFailed"
+	CodeWorkbenchCommitConflict         = "WorkbenchCommitConflict"
+	CodeWorkbenchCommitProtocolMismatch = "WorkbenchCommitProtocolMismatch"
+	CodeRestoreProtocolMismatch         = "RestoreProtocolMismatch"
+	CodeBackendProtocolMismatch         = "BackendProtocolMismatch"
+	CodeReadFenceChanged                = "ReadFenceChanged"
+	CodeResourceExhausted               = "ResourceExhausted"
+
+	CodeAlreadyExists       = "AlreadyExists"
+	CodeSnapshotNotFound    = "SnapshotNotFound"
+	CodeSnapshotExpired     = "SnapshotExpired"
+	CodeForkRetentionActive = "ForkRetentionActive"
+	CodeInvalidState        = "InvalidState"
+	CodeNotDirectory        = "NotDirectory"
+	CodeObjectUnavailable   = "ObjectUnavailable"
+	CodeInternal            = "Internal"
+
+	CodeUnknownOutcome = "UnknownOutcome"
+	CodeTimeout        = "Timeout"
+	CodeCancelled      = "Cancelled"
+)
+
+// Source is the value of details.source in the errors cairn's storage side
+// reports. The reference deployment names the layer that failed there
+// ("nokv-rpc", "nokv-client", "workbench-backend"); cairn is its own
+// backend, in one process, so every storage-side error carries the one
+// source "cairn". Errors minted by the tool layer (InvalidArguments,
+// NotFound with a path, PayloadTooLarge, ...) carry no source, as in the
+// reference.
+const Source = "cairn"
+
+// Error is a Workbench error: the typed result every tool returns instead
+// of a success envelope. Code, Message, Retryable and Details are the
+// contract; the Go error it was mapped from, if any, is kept for Unwrap and
+// logs but never serialized.
+type Error struct {
+	Code      string
+	Message   string
+	Retryable bool
+	// Details holds the code's detail keys. Nil means no details and is
+	// serialized as {}.
+	Details map[string]any
+
+	cause error
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	return "workbench: " + e.Code + ": " + e.Message
+}
+
+// Unwrap returns the Go error the Workbench error was mapped from, or nil.
+func (e *Error) Unwrap() error { return e.cause }
+
+// Envelope returns the error envelope: exactly the members status
+// ("error"), code, message, retryable and details. Details is a fresh map,
+// empty (never nil) when the error has none.
+func (e *Error) Envelope() map[string]any {
+	details := make(map[string]any, len(e.Details))
+	maps.Copy(details, e.Details)
+	return map[string]any{
+		"status":    "error",
+		"code":      e.Code,
+		"message":   e.Message,
+		"retryable": e.Retryable,
+		"details":   details,
+	}
+}
+
+// MarshalJSON encodes the envelope as MarshalResult does.
+func (e *Error) MarshalJSON() ([]byte, error) {
+	return MarshalResult(e.Envelope())
+}
+
+// With returns a copy of e whose details also hold key = value, replacing
+// any earlier value of key (a grep error gets the presentation path this
+// way).
+func (e *Error) With(key string, value any) *Error {
+	c := *e
+	c.Details = make(map[string]any, len(e.Details)+1)
+	maps.Copy(c.Details, e.Details)
+	c.Details[key] = value
+	return &c
+}
+
+func newError(code, msg string, retryable bool, details map[string]any) *Error {
+	return &Error{Code: code, Message: msg, Retryable: retryable, Details: details}
+}
+
+func sourceDetails() map[string]any { return map[string]any{"source": Source} }
+
+// Errors minted by the tool layer.
+
+// InvalidArguments reports input a tool refuses: a schema violation or an
+// argument check of the tool. Not retryable; no details.
+func InvalidArguments(msg string) *Error {
+	return newError(CodeInvalidArguments, msg, false, nil)
+}
+
+// InvalidArgumentsf is InvalidArguments with a formatted message.
+func InvalidArgumentsf(format string, args ...any) *Error {
+	return InvalidArguments(fmt.Sprintf(format, args...))
+}
+
+// UnknownTool reports a tool name that is not one of the 18.
+func UnknownTool(tool string) *Error {
+	return newError(CodeUnknownTool, "unknown Workbench tool "+tool, false, map[string]any{"tool": tool})
+}
+
+// NotFound reports a miss the tool layer decides: a replace or edit of a
+// missing path, a stat or read that found nothing. path is the
+// section-joined logical path without the workbench root
+// ("outputs/a.txt"; "" for the workbench itself).
+func NotFound(path string) *Error {
+	return newError(CodeNotFound, "path not found: "+path, false, map[string]any{"path": path})
+}
+
+// NotArtifact reports a replace whose target is a directory or section.
+func NotArtifact(path string) *Error {
+	return newError(CodeNotArtifact, "path is not an artifact: "+path, false, map[string]any{"path": path})
+}
+
+// PayloadTooLarge reports a payload or body of actual bytes over the
+// maximum.
+func PayloadTooLarge(actual, maximum uint64) *Error {
+	return newError(CodePayloadTooLarge,
+		fmt.Sprintf("payload is %d bytes, maximum is %d", actual, maximum), false,
+		map[string]any{"actual_bytes": actual, "maximum_bytes": maximum})
+}
+
+// InvalidUTF8 reports an edit of a body that is not UTF-8.
+func InvalidUTF8(path string) *Error {
+	return newError(CodeInvalidUTF8, path+" is not valid UTF-8", false, map[string]any{"path": path})
+}
+
+// StructuredTextNotUTF8 reports a structured read of a text body that is
+// not UTF-8. Same code as InvalidUTF8, the reference's other message.
+func StructuredTextNotUTF8(path string) *Error {
+	return newError(CodeInvalidUTF8, "structured text read requires UTF-8", false, map[string]any{"path": path})
+}
+
+// NoMatch reports an edit whose old_string does not occur.
+func NoMatch(path string) *Error {
+	return newError(CodeNoMatch, "old_string was not found", false, map[string]any{"path": path})
+}
+
+// AmbiguousEdit reports an edit whose old_string occurs more than once
+// without replace_all.
+func AmbiguousEdit(matches int) *Error {
+	return newError(CodeAmbiguousEdit,
+		fmt.Sprintf("old_string occurs %d times; set replace_all=true", matches), false,
+		map[string]any{"matches": matches})
+}
+
+// EditConflict reports an edit whose every replace-if-generation attempt
+// lost to a concurrent writer; lastErr is the last conflict's message.
+// Retryable.
+func EditConflict(attempts int, lastErr string) *Error {
+	return newError(CodeConflict,
+		fmt.Sprintf("conditional publication conflicted after %d attempts", attempts), true,
+		map[string]any{"attempts": attempts, "last_error": lastErr})
+}
+
+// StructuredDecodeFailed reports a structured read of a body classified as
+// format ("json" or "yaml") that does not parse; cause is the parser's
+// complaint.
+func StructuredDecodeFailed(path, format string, cause error) *Error {
+	name := format
+	switch format {
+	case "json":
+		name = "JSON"
+	case "yaml":
+		name = "YAML"
+	}
+	msg := name + " decoding failed"
+	if cause != nil {
+		msg += ": " + cause.Error()
+	}
+	return newError(CodeStructuredDecodeFailed, msg, false, map[string]any{"path": path, "format": format})
+}
+
+// CanonicalEncodingFailed reports a value (a snapshot annotation) that
+// cannot be canonically encoded.
+func CanonicalEncodingFailed(msg string) *Error {
+	return newError(CodeCanonicalEncodingFailed, msg, false, nil)
+}
+
+// CommitConflict is the commit tool's remap: a Conflict from the storage
+// side becomes WorkbenchCommitConflict with its message, retryable flag and
+// details kept. Any other error is returned unchanged.
+func CommitConflict(e *Error) *Error {
+	if e == nil || e.Code != CodeConflict {
+		return e
+	}
+	c := *e
+	c.Code = CodeWorkbenchCommitConflict
+	return &c
+}
+
+// CommitProtocolMismatch reports a stored commit identity that differs
+// from the one the tool computed (both 64 lower-case hex). Retryable.
+func CommitProtocolMismatch(expected, actual string) *Error {
+	return newError(CodeWorkbenchCommitProtocolMismatch,
+		"backend returned a commit identity different from the canonical request", true,
+		map[string]any{"expected_commit_id": expected, "actual_commit_id": actual})
+}
+
+// RestoreProtocolMismatch is the restore tool's remap: a
+// BackendProtocolMismatch becomes RestoreProtocolMismatch with its message,
+// retryable flag and details kept. Any other error is returned unchanged.
+func RestoreProtocolMismatch(e *Error) *Error {
+	if e == nil || e.Code != CodeBackendProtocolMismatch {
+		return e
+	}
+	c := *e
+	c.Code = CodeRestoreProtocolMismatch
+	return &c
+}
+
+// BackendProtocolMismatch reports storage output that breaks the tool's
+// expectations (a grep candidate cursor that did not advance, a candidate
+// outside the requested scope). Retryable; details as given (nil for {}).
+func BackendProtocolMismatch(msg string, details map[string]any) *Error {
+	return newError(CodeBackendProtocolMismatch, msg, true, details)
+}
+
+// GrepReadFenceChanged reports a grep body whose path or metadata changed
+// between candidate enumeration and the read. Retryable. The grep tool adds
+// the presentation path with With("path", ...).
+func GrepReadFenceChanged() *Error {
+	return newError(CodeReadFenceChanged, "grep pages crossed an authoritative read fence", true,
+		map[string]any{"operation": "grep"})
+}
+
+// GrepScanExhausted reports a grep that cannot make progress within its
+// budget of resource ("bytes"): a single candidate larger than maximum.
+func GrepScanExhausted(resource string, maximum uint64) *Error {
+	return newError(CodeResourceExhausted,
+		fmt.Sprintf("grep exceeded its bounded %s scan budget", resource), false,
+		map[string]any{"operation": "grep", "resource": resource, "maximum": maximum})
+}
+
+// Errors reported by the storage side. Unless noted they carry
+// details {"source": "cairn"}.
+
+// Missing reports a NotFound the storage side decides (a workbench, a
+// commit, an unknown snapshot id in a snapshot read). Not retryable. Tool
+// misses with a logical path use NotFound.
+func Missing(msg string) *Error {
+	return newError(CodeNotFound, msg, false, sourceDetails())
+}
+
+// AlreadyExists reports a create-only write onto an existing path. Not
+// retryable.
+func AlreadyExists(msg string) *Error {
+	return newError(CodeAlreadyExists, msg, false, sourceDetails())
+}
+
+// Conflict reports a lost conditional write: conflict names what moved
+// ("Generation", "Head", "Contention", ...). currentGeneration is the
+// generation now stored, or nil when not known. Retryable.
+func Conflict(msg, conflict string, currentGeneration *uint64) *Error {
+	d := sourceDetails()
+	d["conflict"] = conflict
+	if currentGeneration != nil {
+		d["current_generation"] = *currentGeneration
+	} else {
+		d["current_generation"] = nil
+	}
+	return newError(CodeConflict, msg, true, d)
+}
+
+// LifecycleConflict reports a commit or restore that conflicts with what
+// is stored ("workbench already has a different commit head; set
+// replace=true"). Retryable, details {} as in the reference.
+func LifecycleConflict(msg string) *Error {
+	return newError(CodeConflict, msg, true, nil)
+}
+
+// ReadFenceChanged reports a continuation whose view moved: operation is
+// "list", "grep candidate enumeration", "search", "aggregate", "catalog",
+// "find" or "workbench child enumeration"; conflict is "ReadVersion" or
+// "Workspace". Retryable.
+func ReadFenceChanged(operation, conflict string) *Error {
+	d := sourceDetails()
+	d["conflict"] = conflict
+	return newError(CodeReadFenceChanged, operation+" fence changed", true, d)
+}
+
+// SnapshotNotFound reports a snapshot id or name that resolves to nothing.
+func SnapshotNotFound(msg string) *Error {
+	return newError(CodeSnapshotNotFound, msg, false, sourceDetails())
+}
+
+// SnapshotExpired reports a snapshot that is expired or reaped.
+func SnapshotExpired(msg string) *Error {
+	return newError(CodeSnapshotExpired, msg, false, sourceDetails())
+}
+
+// ForkRetentionActive reports a retirement of a snapshot that a restore
+// still consumes.
+func ForkRetentionActive(msg string) *Error {
+	return newError(CodeForkRetentionActive, msg, false, sourceDetails())
+}
+
+// InvalidState reports a request the stored state or the storage side's
+// own validation refuses (a foreign cursor, an invalid content type, a
+// retired snapshot's renewal). Not retryable.
+func InvalidState(msg string) *Error {
+	return newError(CodeInvalidState, msg, false, sourceDetails())
+}
+
+// Uncommitted reports a snapshot of a workbench without a commit head: the
+// one InvalidState whose details name the workbench instead of the source.
+func Uncommitted(workbenchID string) *Error {
+	return newError(CodeInvalidState, "only a committed workbench can be snapshotted", false,
+		map[string]any{"workbench_id": workbenchID})
+}
+
+// NotDirectory reports a list of a path that is an exact artifact. Details
+// hold the logical path only.
+func NotDirectory(path string) *Error {
+	return newError(CodeNotDirectory, "an exact artifact cannot be listed as a directory", false,
+		map[string]any{"path": path})
+}
+
+// ResourceExhausted reports work beyond a storage-side bound (an artifact
+// over the maximum size, an enumeration beyond its page budget). Not
+// retryable.
+func ResourceExhausted(msg string) *Error {
+	return newError(CodeResourceExhausted, msg, false, sourceDetails())
+}
+
+// ObjectUnavailable reports an object-store failure.
+func ObjectUnavailable(msg string, retryable bool) *Error {
+	return newError(CodeObjectUnavailable, msg, retryable, sourceDetails())
+}
+
+// Internal reports a failure that is a defect, not a condition of the
+// request. Not retryable.
+func Internal(msg string) *Error {
+	return newError(CodeInternal, msg, false, sourceDetails())
+}
+
+// FromError maps a Go error to the Workbench error a tool returns. It is
+// the one place where cairn's internal errors become Workbench errors:
+//
+//   - nil is nil; an *Error anywhere in the chain is returned unchanged.
+//   - head.ErrUnknownOutcome, and bucket.ErrAmbiguous on its own: the change
+//     may or may not have been applied. UnknownOutcome, retryable.
+//   - head.ErrRetryable: the engine gave up within its attempt budget and
+//     nothing is visible. ObjectUnavailable (retryable) when the store was
+//     unavailable, throttled or ambiguous along the way; otherwise the
+//     attempts lost to concurrent writers, which is a Conflict with
+//     conflict "Contention", retryable, as the reference reports conflicts
+//     that outlast its retries.
+//   - context.DeadlineExceeded: Timeout; context.Canceled: Cancelled; both
+//     retryable.
+//   - bucket.ErrThrottled, bucket.ErrUnavailable: ObjectUnavailable,
+//     retryable; bucket.ErrNotExist (an object the metadata references is
+//     gone): ObjectUnavailable, not retryable.
+//   - bucket.ErrIntegrity (also manifests' and shards' ErrIntegrity):
+//     InvalidState, as the reference reports integrity failures.
+//   - head.ErrRequestReused, head.ErrSchemaMismatch, head.ErrBadHead:
+//     InvalidState.
+//   - head.ErrClosed: Internal, retryable (another process may serve).
+//   - anything else: Internal, not retryable, with the Go error's text.
+//
+// Every mapped error carries details {"source": "cairn"} and keeps err for
+// Unwrap.
+func FromError(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	if we, ok := errors.AsType[*Error](err); ok {
+		return we
+	}
+	var e *Error
+	switch {
+	case errors.Is(err, head.ErrUnknownOutcome):
+		e = newError(CodeUnknownOutcome, "the outcome of the change is unknown; it may have been applied", true, sourceDetails())
+	case errors.Is(err, head.ErrRetryable):
+		if errors.Is(err, bucket.ErrThrottled) || errors.Is(err, bucket.ErrUnavailable) || errors.Is(err, bucket.ErrAmbiguous) {
+			e = ObjectUnavailable("the object store is unavailable; the change was not applied", true)
+		} else {
+			e = Conflict("concurrent writers kept the change from committing; it was not applied", "Contention", nil)
+		}
+	case errors.Is(err, context.DeadlineExceeded):
+		e = newError(CodeTimeout, "the request deadline expired", true, sourceDetails())
+	case errors.Is(err, context.Canceled):
+		e = newError(CodeCancelled, "the request was cancelled", true, sourceDetails())
+	case errors.Is(err, bucket.ErrAmbiguous):
+		e = newError(CodeUnknownOutcome, "the outcome of an object write is unknown", true, sourceDetails())
+	case errors.Is(err, bucket.ErrThrottled):
+		e = ObjectUnavailable("the object store throttled the request", true)
+	case errors.Is(err, bucket.ErrUnavailable):
+		e = ObjectUnavailable("the object store is unavailable", true)
+	case errors.Is(err, bucket.ErrNotExist):
+		e = ObjectUnavailable("a stored object is missing", false)
+	case errors.Is(err, bucket.ErrIntegrity):
+		e = InvalidState("stored data failed an integrity check")
+	case errors.Is(err, head.ErrRequestReused):
+		e = InvalidState("a request id was reused with different inputs")
+	case errors.Is(err, head.ErrSchemaMismatch), errors.Is(err, head.ErrBadHead):
+		e = InvalidState("the store's schema or head is not one this version of cairn serves")
+	case errors.Is(err, head.ErrClosed):
+		e = newError(CodeInternal, "the store is closed", true, sourceDetails())
+	default:
+		e = Internal("internal error: " + err.Error())
+	}
+	e.cause = err
+	return e
+}
+
+// MarshalResult encodes a result or envelope as the reference prints it
+// (Rust serde_json without preserve_order): compact, object keys sorted by
+// their bytes at every level, strings escaping only '"', '\' and control
+// characters (\b \f \n \r \t, others \u00xx), everything else raw UTF-8
+// including '<', '>', '&', U+2028 and U+2029.
+//
+// Values: nil (an untyped nil or nil pointer) is null; bool, string, all
+// integer types; float32 and float64 print as the reference prints floats
+// ("2.0", "0.1", "1e21"; NaN and infinities are an error); json.Number and
+// json.RawMessage keep their value, canonicalized by the reference parser's
+// rules; maps with string keys and slices or arrays of any of these
+// (a nil slice is [] and a nil map {}, so an empty list never becomes
+// null); []byte is a base64 string, as encoding/json does; *Error is its
+// envelope. Anything else (structs) goes through encoding/json first, so a
+// float inside a struct loses the float form when integral: give results
+// as maps. Invalid UTF-8 in a string is replaced by U+FFFD.
+func MarshalResult(v any) ([]byte, error) {
+	return appendResult(nil, reflect.ValueOf(v), 0)
+}
+
+// MarshalResultIndent encodes like MarshalResult and lays the result out
+// as the reference's pretty printer does (serde_json to_string_pretty):
+// two-space indentation, ": " after keys, and empty objects and arrays as
+// {} and []. It is the text an MCP tool result carries.
+func MarshalResultIndent(v any) ([]byte, error) {
+	b, err := MarshalResult(v)
+	if err != nil {
+		return nil, err
+	}
+	return indentCanonical(b), nil
+}
+
+var (
+	jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+	numberType        = reflect.TypeFor[json.Number]()
+	rawMessageType    = reflect.TypeFor[json.RawMessage]()
+	errorPtrType      = reflect.TypeFor[*Error]()
+)
+
+// maxResultDepth bounds nesting so that a cyclic value fails instead of
+// overflowing the stack. The reference parser accepts 127 levels.
+const maxResultDepth = 256
+
+func appendResult(dst []byte, v reflect.Value, depth int) ([]byte, error) {
+	if depth > maxResultDepth {
+		return nil, fmt.Errorf("workbench: marshal result: nesting deeper than %d levels", maxResultDepth)
+	}
+	if !v.IsValid() {
+		return append(dst, "null"...), nil
+	}
+	t := v.Type()
+	switch t {
+	case numberType:
+		return appendCanonicalRaw(dst, []byte(v.String()), "number")
+	case rawMessageType:
+		if v.IsNil() {
+			return append(dst, "null"...), nil
+		}
+		return appendCanonicalRaw(dst, v.Bytes(), "raw message")
+	case errorPtrType:
+		if v.IsNil() {
+			return append(dst, "null"...), nil
+		}
+		return appendResult(dst, reflect.ValueOf(v.Interface().(*Error).Envelope()), depth+1)
+	}
+	switch t.Kind() {
+	case reflect.Interface, reflect.Pointer:
+		if v.IsNil() {
+			return append(dst, "null"...), nil
+		}
+		if t.Kind() == reflect.Pointer && (t.Implements(jsonMarshalerType) || t.Implements(textMarshalerType)) {
+			return appendViaJSON(dst, v)
+		}
+		return appendResult(dst, v.Elem(), depth+1)
+	}
+	if t.Implements(jsonMarshalerType) || t.Implements(textMarshalerType) {
+		return appendViaJSON(dst, v)
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return strconv.AppendBool(dst, v.Bool()), nil
+	case reflect.String:
+		return appendResultString(dst, v.String()), nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.AppendInt(dst, v.Int(), 10), nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return strconv.AppendUint(dst, v.Uint(), 10), nil
+	case reflect.Float32, reflect.Float64:
+		f := v.Float()
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("workbench: marshal result: %v is not a JSON number", f)
+		}
+		if t.Kind() == reflect.Float32 {
+			// The shortest text of the float32, read as a float64, as
+			// serde_json prints f32.
+			f, _ = strconv.ParseFloat(strconv.FormatFloat(f, 'g', -1, 32), 64)
+		}
+		return appendResultFloat(dst, f), nil
+	case reflect.Map:
+		if t.Key().Kind() != reflect.String {
+			return appendViaJSON(dst, v)
+		}
+		keys := make([]string, 0, v.Len())
+		vals := make(map[string]reflect.Value, v.Len())
+		for it := v.MapRange(); it.Next(); {
+			k := it.Key().String()
+			keys = append(keys, k)
+			vals[k] = it.Value()
+		}
+		slices.Sort(keys)
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendResultString(dst, k)
+			dst = append(dst, ':')
+			var err error
+			if dst, err = appendResult(dst, vals[k], depth+1); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, '}'), nil
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 && t.Kind() == reflect.Slice {
+			return appendResultString(dst, base64.StdEncoding.EncodeToString(v.Bytes())), nil
+		}
+		dst = append(dst, '[')
+		for i := range v.Len() {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = appendResult(dst, v.Index(i), depth+1); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, ']'), nil
+	}
+	return appendViaJSON(dst, v)
+}
+
+// appendViaJSON encodes v with encoding/json and canonicalizes the result.
+func appendViaJSON(dst []byte, v reflect.Value) ([]byte, error) {
+	raw, err := json.Marshal(v.Interface())
+	if err != nil {
+		return nil, fmt.Errorf("workbench: marshal result: %w", err)
+	}
+	return appendCanonicalRaw(dst, raw, v.Type().String())
+}
+
+func appendCanonicalRaw(dst, raw []byte, what string) ([]byte, error) {
+	c, err := manifests.CanonicalizeJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("workbench: marshal result: %s %q: %w", what, raw, err)
+	}
+	if what == "number" && (len(c) == 0 || (c[0] != '-' && (c[0] < '0' || c[0] > '9'))) {
+		return nil, fmt.Errorf("workbench: marshal result: json.Number %q is not a number", raw)
+	}
+	return append(dst, c...), nil
+}
+
+const lowerHex = "0123456789abcdef"
+
+// appendResultString writes s as a JSON string with the reference's
+// escaping.
+func appendResultString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				dst = append(dst, "\uFFFD"...)
+			} else {
+				dst = append(dst, s[i:i+n]...)
+			}
+			i += n
+			continue
+		}
+		switch {
+		case c == '"':
+			dst = append(dst, '\\', '"')
+		case c == '\\':
+			dst = append(dst, '\\', '\\')
+		case c == '\b':
+			dst = append(dst, '\\', 'b')
+		case c == '\f':
+			dst = append(dst, '\\', 'f')
+		case c == '\n':
+			dst = append(dst, '\\', 'n')
+		case c == '\r':
+			dst = append(dst, '\\', 'r')
+		case c == '\t':
+			dst = append(dst, '\\', 't')
+		case c < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', lowerHex[c>>4], lowerHex[c&0xf])
+		default:
+			dst = append(dst, c)
+		}
+		i++
+	}
+	return append(dst, '"')
+}
+
+// appendResultFloat writes a finite float64 as the reference prints it:
+// the shortest digits that read back to f, in plain decimal when the
+// exponent of the first digit is in [-5, 15] (with ".0" when integral:
+// "1.0", "0.00001", "-0.0"), else as d[.ddd]eX with a sign on the exponent
+// only when negative ("1e16", "1.5e-7").
+func appendResultFloat(dst []byte, f float64) []byte {
+	if f == 0 {
+		if math.Signbit(f) {
+			return append(dst, "-0.0"...)
+		}
+		return append(dst, "0.0"...)
+	}
+	if f < 0 {
+		dst = append(dst, '-')
+		f = -f
+	}
+	s := strconv.FormatFloat(f, 'e', -1, 64) // d.ddde±XX
+	mant, expText, _ := strings.Cut(s, "e")
+	digits := strings.Replace(mant, ".", "", 1)
+	e, _ := strconv.Atoi(expText)
+	n := len(digits)
+	switch {
+	case e < -5 || e > 15:
+		dst = append(dst, digits[0])
+		if n > 1 {
+			dst = append(dst, '.')
+			dst = append(dst, digits[1:]...)
+		}
+		dst = append(dst, 'e')
+		return strconv.AppendInt(dst, int64(e), 10)
+	case n <= e+1:
+		dst = append(dst, digits...)
+		for range e + 1 - n {
+			dst = append(dst, '0')
+		}
+		return append(dst, ".0"...)
+	case e >= 0:
+		dst = append(dst, digits[:e+1]...)
+		dst = append(dst, '.')
+		return append(dst, digits[e+1:]...)
+	default:
+		dst = append(dst, "0."...)
+		for range -e - 1 {
+			dst = append(dst, '0')
+		}
+		return append(dst, digits...)
+	}
+}
+
+// indentCanonical lays out compact canonical JSON (no whitespace outside
+// strings) as serde_json's pretty printer does.
+func indentCanonical(b []byte) []byte {
+	out := make([]byte, 0, len(b)*2)
+	depth := 0
+	newline := func() {
+		out = append(out, '\n')
+		for range depth {
+			out = append(out, ' ', ' ')
+		}
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch c {
+		case '"':
+			j := i + 1
+			for ; j < len(b); j++ {
+				if b[j] == '\\' {
+					j++
+				} else if b[j] == '"' {
+					break
+				}
+			}
+			out = append(out, b[i:j+1]...)
+			i = j
+		case '{', '[':
+			if i+1 < len(b) && (b[i+1] == '}' || b[i+1] == ']') {
+				out = append(out, c, b[i+1])
+				i++
+				continue
+			}
+			out = append(out, c)
+			depth++
+			newline()
+		case '}', ']':
+			depth--
+			newline()
+			out = append(out, c)
+		case ',':
+			out = append(out, ',')
+			newline()
+		case ':':
+			out = append(out, ':', ' ')
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
+}

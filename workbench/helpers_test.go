@@ -1,0 +1,56 @@
+package workbench_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/mem"
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/workbench"
+)
+
+// newService opens a Service for agent "test" over a fresh memory bucket,
+// with the engine's strict Check after every commit.
+func newService(t testing.TB) *workbench.Service {
+	t.Helper()
+	return newServiceOn(t, mem.NewBucket(), workbench.Options{})
+}
+
+// newServiceOn opens a Service over b; several on one bucket are replicas.
+func newServiceOn(t testing.TB, b bucket.Bucket, opts workbench.Options) *workbench.Service {
+	t.Helper()
+	if opts.AgentID == "" {
+		opts.AgentID = "test"
+	}
+	opts.Engine.Check = true
+	s, err := workbench.Open(context.Background(), b, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// call runs a tool and returns its decoded result and success flag.
+func call(t testing.TB, s *workbench.Service, tool, input string) (map[string]any, bool) {
+	t.Helper()
+	out, ok := s.Call(context.Background(), tool, []byte(input))
+	var m map[string]any
+	if err := jsonUnmarshal(out, &m); err != nil {
+		t.Fatalf("%s: result is not JSON: %v\n%s", tool, err, out)
+	}
+	return m, ok
+}
+
+// mustCall runs a tool that must succeed.
+func mustCall(t testing.TB, s *workbench.Service, tool, input string) map[string]any {
+	t.Helper()
+	m, ok := call(t, s, tool, input)
+	if !ok {
+		t.Fatalf("%s %s failed: %v", tool, input, m)
+	}
+	return m
+}
+
+var _ = head.Options{}

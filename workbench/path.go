@@ -1,0 +1,345 @@
+package workbench
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Limits of ids and paths, shared by the tools and the record layer.
+const (
+	// MaxWorkbenchIDBytes bounds a workbench id.
+	MaxWorkbenchIDBytes = 128
+	// MaxPathBytes bounds a relative path, its components joined with "/",
+	// and the logical root.
+	MaxPathBytes = 4096
+	// MaxPathComponents bounds the components of a relative path and of the
+	// logical root. A path under a section has at most one fewer of its
+	// own, because the section is its first stored component.
+	MaxPathComponents = 64
+)
+
+// The five standard sections, in the order workbench_create reports them.
+const (
+	SectionInput    = "input"
+	SectionScripts  = "scripts"
+	SectionOutputs  = "outputs"
+	SectionLogs     = "logs"
+	SectionMetadata = "metadata"
+)
+
+// The reserved projections under the metadata section. Only commit writes
+// the run manifest and only restore the restore manifest; the write tools
+// cannot address either.
+const (
+	RunManifestPath     = "metadata/run_manifest.json"
+	RestoreManifestPath = "metadata/restore_manifest.json"
+)
+
+// Sections returns the five standard sections in the order workbench_create
+// reports them: input, scripts, outputs, logs, metadata.
+func Sections() []string {
+	return []string{SectionInput, SectionScripts, SectionOutputs, SectionLogs, SectionMetadata}
+}
+
+// IsSection reports whether s is one of the five standard sections.
+func IsSection(s string) bool {
+	switch s {
+	case SectionInput, SectionScripts, SectionOutputs, SectionLogs, SectionMetadata:
+		return true
+	}
+	return false
+}
+
+// ParseWorkbenchID checks a workbench id: 1 to 128 bytes, the first an
+// ASCII letter or digit, the others ASCII letters, digits, '_' or '-'. Ids
+// are case-sensitive and returned unchanged. A bad id is InvalidArguments
+// whose message names the first offending byte ("workbench id contains
+// invalid byte 0x2e at offset 3").
+func ParseWorkbenchID(s string) (string, *Error) {
+	switch {
+	case s == "":
+		return "", InvalidArguments("workbench id is empty")
+	case len(s) > MaxWorkbenchIDBytes:
+		return "", InvalidArgumentsf("workbench id is %d bytes, maximum is %d", len(s), MaxWorkbenchIDBytes)
+	case !isAlnum(s[0]):
+		return "", InvalidArgumentsf("workbench id must start with an ASCII letter or digit, found byte 0x%02x", s[0])
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !isAlnum(c) && c != '_' && c != '-' {
+			return "", InvalidArgumentsf("workbench id contains invalid byte 0x%02x at offset %d", c, i)
+		}
+	}
+	return s, nil
+}
+
+func isAlnum(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// NormalizePath is the one path normalizer: every relative path a tool
+// takes, every stored path and every key built from a path goes through
+// it. It splits p on "/" and returns the components, or InvalidArguments
+// when p is
+//
+//   - empty ("relative path is empty");
+//   - absolute ("relative path must not start with '/'");
+//   - over 4096 bytes ("relative path is N bytes, maximum is 4096");
+//   - not UTF-8 ("relative path is not valid UTF-8");
+//   - over 64 components ("relative path has 65 components, maximum is
+//     64": the count stops at the first component over the limit);
+//   - holding an empty component, so "a//b" and a trailing "/" ("relative
+//     path component I is empty"), a "." or ".." component ("relative path
+//     component I is '.'"), or a component with a backslash or NUL
+//     ("relative path component I contains backslash", "... contains
+//     NUL"), I counting from 0.
+//
+// Components are checked in order, so the first bad one is reported, and
+// a bad component before the 65th is reported instead of the count. Nothing
+// else is changed: no case folding, no Unicode normalization, no cleanup.
+// strings.Join(components, "/") is always p.
+func NormalizePath(p string) ([]string, *Error) {
+	switch {
+	case p == "":
+		return nil, InvalidArguments("relative path is empty")
+	case p[0] == '/':
+		return nil, InvalidArguments("relative path must not start with '/'")
+	case len(p) > MaxPathBytes:
+		return nil, InvalidArgumentsf("relative path is %d bytes, maximum is %d", len(p), MaxPathBytes)
+	case !utf8.ValidString(p):
+		return nil, InvalidArguments("relative path is not valid UTF-8")
+	}
+	out := make([]string, 0, strings.Count(p, "/")+1)
+	for i := 0; ; i++ {
+		c, rest, more := strings.Cut(p, "/")
+		if i+1 > MaxPathComponents {
+			return nil, InvalidArgumentsf("relative path has %d components, maximum is %d", i+1, MaxPathComponents)
+		}
+		switch c {
+		case "":
+			return nil, InvalidArgumentsf("relative path component %d is empty", i)
+		case ".":
+			return nil, InvalidArgumentsf("relative path component %d is '.'", i)
+		case "..":
+			return nil, InvalidArgumentsf("relative path component %d is '..'", i)
+		}
+		if strings.IndexByte(c, '\\') >= 0 {
+			return nil, InvalidArgumentsf("relative path component %d contains backslash", i)
+		}
+		if strings.IndexByte(c, 0) >= 0 {
+			return nil, InvalidArgumentsf("relative path component %d contains NUL", i)
+		}
+		out = append(out, c)
+		if !more {
+			return out, nil
+		}
+		p = rest
+	}
+}
+
+// LogicalPath joins components with "/": the section-joined path inside a
+// workbench ("outputs/a.txt") that NotFound and friends report. No
+// components give "", the workbench itself.
+func LogicalPath(components []string) string {
+	return strings.Join(components, "/")
+}
+
+// JoinSection resolves a path a tool takes relative to a section into the
+// stored path: [section, components of rel...]. section must be one of the
+// five ("unknown Workbench section X" otherwise) and rel a valid relative
+// path (see NormalizePath) whose first component is not section itself
+// ("path is relative to section X; remove the duplicated section prefix";
+// other section names are fine as a first component). The stored path must
+// itself be within the limits, so rel has at most 63 components and
+// 4095-len(section) bytes; over that, the error is the normalizer's for the
+// joined path. All errors are InvalidArguments.
+func JoinSection(section, rel string) ([]string, *Error) {
+	if !IsSection(section) {
+		return nil, InvalidArguments("unknown Workbench section " + section)
+	}
+	c, err := NormalizePath(rel)
+	if err != nil {
+		return nil, err
+	}
+	if c[0] == section {
+		return nil, InvalidArgumentsf("path is relative to section %s; remove the duplicated section prefix", section)
+	}
+	return NormalizePath(section + "/" + rel)
+}
+
+// WritePath resolves the target of a write tool (put_file, append, edit):
+// JoinSection, then a refusal of the two reserved projections
+// (CheckWritable).
+func WritePath(section, rel string) ([]string, *Error) {
+	c, err := JoinSection(section, rel)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckWritable(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// IsReserved reports whether a stored path is one of the reserved
+// projections, metadata/run_manifest.json or metadata/restore_manifest.json.
+func IsReserved(components []string) bool {
+	if len(components) != 2 || components[0] != SectionMetadata {
+		return false
+	}
+	return components[1] == "run_manifest.json" || components[1] == "restore_manifest.json"
+}
+
+// CheckWritable refuses a write tool's target that is a reserved
+// projection, with InvalidArguments ("metadata/run_manifest.json is a
+// reserved Workbench projection and cannot be changed by generic artifact
+// tools").
+func CheckWritable(components []string) *Error {
+	if IsReserved(components) {
+		return InvalidArgumentsf("%s is a reserved Workbench projection and cannot be changed by generic artifact tools", LogicalPath(components))
+	}
+	return nil
+}
+
+// ScopePath resolves the scope of a read tool (list, stat, read, grep,
+// search, aggregate, catalog) from its optional section and path, "" for
+// either meaning absent (the tools treat a JSON null and "" alike):
+//
+//   - neither: no components, the workbench itself;
+//   - section only: [section];
+//   - path only: the path from the workbench root, which may name a
+//     non-section top-level entry; no duplicated-prefix check applies;
+//   - both: JoinSection.
+//
+// A section that is not one of the five is InvalidArguments.
+func ScopePath(section, rel string) ([]string, *Error) {
+	switch {
+	case section == "" && rel == "":
+		return []string{}, nil
+	case rel == "":
+		if !IsSection(section) {
+			return nil, InvalidArguments("unknown Workbench section " + section)
+		}
+		return []string{section}, nil
+	case section == "":
+		return NormalizePath(rel)
+	default:
+		return JoinSection(section, rel)
+	}
+}
+
+// SplitSection splits a stored path into its section and the path
+// relative to it, as results present them: when the first component is a
+// standard section it is the section and the rest (possibly none) the
+// relative path; otherwise section is "" (null in results) and the
+// relative path is the whole path.
+func SplitSection(components []string) (section string, rel []string) {
+	if len(components) > 0 && IsSection(components[0]) {
+		return components[0], components[1:]
+	}
+	return "", components
+}
+
+// The deployment root.
+
+// NormalizeLogicalRoot checks and normalizes the logical workbench root, the
+// presentation prefix of every returned path (by convention
+// /agents/{agent_id}/wb). It must be absolute, UTF-8, free of backslashes
+// and NUL and of "." and ".." components, have 1 to 64 components and at
+// most 4096 bytes once normalized; repeated and trailing slashes are
+// dropped ("/agents//a/wb/" is "/agents/a/wb"). Errors are
+// InvalidArguments. The root is presentation only: it shapes returned paths
+// and the paths inside run and restore manifests, so a deployment must keep
+// it unchanged, but it is never part of a storage key.
+func NormalizeLogicalRoot(raw string) (string, *Error) {
+	if !strings.HasPrefix(raw, "/") {
+		return "", InvalidArguments("logical Workbench root must be absolute")
+	}
+	if !utf8.ValidString(raw) {
+		return "", InvalidArguments("logical Workbench root must be valid UTF-8")
+	}
+	if strings.ContainsAny(raw, "\\\x00") {
+		return "", InvalidArguments("logical Workbench root must not contain backslashes or NUL")
+	}
+	var parts []string
+	for c := range strings.SplitSeq(raw, "/") {
+		switch c {
+		case "":
+			continue
+		case ".", "..":
+			return "", InvalidArguments("logical Workbench root must not contain '.' or '..' components")
+		}
+		parts = append(parts, c)
+	}
+	if len(parts) == 0 {
+		return "", InvalidArguments("logical Workbench root must not be /")
+	}
+	if len(parts) > MaxPathComponents {
+		return "", InvalidArgumentsf("logical Workbench root must not exceed %d components", MaxPathComponents)
+	}
+	root := "/" + strings.Join(parts, "/")
+	if len(root) > MaxPathBytes {
+		return "", InvalidArgumentsf("logical Workbench root must not exceed %d bytes", MaxPathBytes)
+	}
+	return root, nil
+}
+
+// AgentRoot returns the conventional logical root of an agent,
+// /agents/{agentID}/wb, normalized by NormalizeLogicalRoot.
+func AgentRoot(agentID string) (string, *Error) {
+	if agentID == "" {
+		return "", InvalidArguments("agent id is empty")
+	}
+	if strings.Contains(agentID, "/") {
+		return "", InvalidArguments("agent id must not contain '/'")
+	}
+	return NormalizeLogicalRoot(fmt.Sprintf("/agents/%s/wb", agentID))
+}
+
+// Presentation paths. root is a normalized logical root and id a valid
+// workbench id.
+
+// WorkbenchPath returns a workbench's presentation path, <root>/<id>.
+func WorkbenchPath(root, id string) string {
+	return root + "/" + id
+}
+
+// PresentationPath returns the presentation path of a stored path inside a
+// workbench: <root>/<id>/<components joined by "/">, or the workbench's own
+// path for no components.
+func PresentationPath(root, id string, components []string) string {
+	if len(components) == 0 {
+		return WorkbenchPath(root, id)
+	}
+	return WorkbenchPath(root, id) + "/" + LogicalPath(components)
+}
+
+// Order.
+
+// ComparePaths orders stored paths as their exact-row keys order
+// (shards.EncodePath), so a scan of the path_current family and a sort of
+// paths agree and a cursor can be checked against either. Components are
+// compared in turn, as bytes; a component that is a prefix of another sorts
+// first ("a/x" before "a-b/x", which plain text order reverses since '-'
+// is below '/'). When one path is a proper prefix of the other, the longer
+// one, a descendant, sorts first: the subtree of a comes before the exact
+// row of a ("a/x" before "a"), as the key layout puts a's NUL-separated
+// subtree below its 0x01 terminator. Among siblings, the only paths a
+// directory listing compares, this is plain component order. It returns
+// -1, 0 or +1.
+func ComparePaths(a, b []string) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if c := strings.Compare(a[i], b[i]); c != 0 {
+			return c
+		}
+	}
+	switch {
+	case len(a) == len(b):
+		return 0
+	case len(a) > len(b):
+		return -1
+	default:
+		return 1
+	}
+}

@@ -1,0 +1,231 @@
+package workbench_test
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/workbench"
+)
+
+// fuzzTarget is one decoder under FuzzDecodeRecords: decode, then encode
+// what it decoded. family is set for keys, which must also satisfy
+// shards.ShardOf.
+type fuzzTarget struct {
+	name   string
+	family shards.Family
+	round  func([]byte) ([]byte, error)
+}
+
+func roundTrip[T interface{ Encode() ([]byte, error) }](dec func([]byte) (T, error)) func([]byte) ([]byte, error) {
+	return func(b []byte) ([]byte, error) {
+		v, err := dec(b)
+		if err != nil {
+			return nil, err
+		}
+		out, err := v.Encode()
+		if err != nil {
+			return nil, errors.Join(errEncode, err)
+		}
+		return out, nil
+	}
+}
+
+var errEncode = errors.New("encode of a decoded value failed")
+
+// fuzzTargets is indexed by the first byte of the fuzz input.
+var fuzzTargets = []fuzzTarget{
+	{"WorkspaceCurrent", 0, roundTrip(workbench.DecodeWorkspaceCurrent)},
+	{"WorkspaceIncarnationClaim", 0, roundTrip(workbench.DecodeWorkspaceIncarnationClaim)},
+	{"PathEntry", 0, roundTrip(workbench.DecodePathEntry)},
+	{"ArtifactRevision", 0, roundTrip(workbench.DecodeArtifactRevision)},
+	{"ArtifactManifestEntry", 0, roundTrip(workbench.DecodeArtifactManifestEntry)},
+	{"RevisionRef", 0, roundTrip(workbench.DecodeRevisionRef)},
+	{"GcCandidate", 0, roundTrip(workbench.DecodeGcCandidate)},
+	{"ChangeEvent", 0, roundTrip(workbench.DecodeChangeEvent)},
+	{"PublishOperation", 0, roundTrip(workbench.DecodePublishOperation)},
+	{"StagedObject", 0, roundTrip(workbench.DecodeStagedObject)},
+	{"SecondaryIndexEntry", 0, roundTrip(workbench.DecodeSecondaryIndexEntry)},
+	{"WorkspaceCurrentKey", shards.WorkspaceCurrent, roundTrip(workbench.ParseWorkspaceCurrentKey)},
+	{"WorkspaceIncarnationClaimKey", shards.WorkspaceIncarnationClaim, roundTrip(workbench.ParseWorkspaceIncarnationClaimKey)},
+	{"PathCurrentKey", shards.PathCurrent, roundTrip(workbench.ParsePathCurrentKey)},
+	{"ArtifactRevisionKey", shards.ArtifactRevision, roundTrip(workbench.ParseArtifactRevisionKey)},
+	{"ArtifactManifestKey", shards.ArtifactManifest, roundTrip(workbench.ParseArtifactManifestKey)},
+	{"RevisionRefKey", shards.RevisionRef, roundTrip(workbench.ParseRevisionRefKey)},
+	{"GcCandidateKey", shards.GcCandidate, roundTrip(workbench.ParseGcCandidateKey)},
+	{"ChangeEventKey", shards.ChangeEvent, roundTrip(workbench.ParseChangeEventKey)},
+	{"OperationKey", shards.Operation, roundTrip(workbench.ParseOperationKey)},
+	{"StagedObjectKey", shards.StagedObject, roundTrip(workbench.ParseStagedObjectKey)},
+	{"SecondaryIndexKey", shards.SecondaryIndex, roundTrip(workbench.ParseSecondaryIndexKey)},
+	{"IndexScalar", 0, func(b []byte) ([]byte, error) {
+		v, n, err := workbench.DecodeIndexScalar(b)
+		if err != nil {
+			return nil, err
+		}
+		if n != len(b) {
+			// A scalar reads only its own bytes: what follows is not its.
+			return nil, errTrailing
+		}
+		out, err := workbench.EncodeIndexScalar(v)
+		if err != nil {
+			return nil, errors.Join(errEncode, err)
+		}
+		return out, nil
+	}},
+}
+
+var errTrailing = errors.New("bytes after the scalar")
+
+// seedCorpus returns every fixture of the unit tests, each prefixed with
+// its target's selector.
+func seedCorpus(t testing.TB) [][]byte {
+	sel := map[string]byte{}
+	for i, ft := range fuzzTargets {
+		sel[ft.name] = byte(i)
+	}
+	var out [][]byte
+	for _, r := range variants() {
+		b, err := r.encode(r.value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, append([]byte{sel[r.name]}, b...))
+	}
+	for _, c := range keyCases() {
+		b, err := c.key.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var name string
+		for _, ft := range fuzzTargets {
+			if ft.family == c.key.Family() && ft.family != 0 {
+				name = ft.name
+			}
+		}
+		out = append(out, append([]byte{sel[name]}, b...))
+	}
+	for _, k := range kinds {
+		b, err := workbench.EncodeIndexScalar(randScalarFixed(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, append([]byte{sel["IndexScalar"]}, b...))
+	}
+	return out
+}
+
+func checkFuzzInput(t *testing.T, data []byte) {
+	if len(data) == 0 {
+		return
+	}
+	ft := fuzzTargets[int(data[0])%len(fuzzTargets)]
+	in := data[1:]
+	out, err := ft.round(in)
+	if err != nil {
+		if errors.Is(err, errEncode) {
+			t.Fatalf("%s: decoded %x but could not encode it: %v", ft.name, in, err)
+		}
+		if !errors.Is(err, workbench.ErrBadRecord) && !errors.Is(err, errTrailing) {
+			t.Fatalf("%s: decode %x: error %v does not wrap ErrBadRecord", ft.name, in, err)
+		}
+		return
+	}
+	if !bytes.Equal(out, in) {
+		t.Fatalf("%s: decode then encode changed\n%x\ninto\n%x", ft.name, in, out)
+	}
+	if ft.family != 0 {
+		if _, err := shards.ShardOf(ft.family, in); err != nil {
+			t.Fatalf("%s: accepted key %x fails ShardOf: %v", ft.name, in, err)
+		}
+	}
+}
+
+// FuzzDecodeRecords feeds arbitrary bytes to every record decoder and key
+// parser, selected by the first byte. No input may panic; an error must
+// wrap ErrBadRecord; an accepted input must encode back to exactly itself,
+// and an accepted key must satisfy shards.ShardOf.
+func FuzzDecodeRecords(f *testing.F) {
+	for _, b := range seedCorpus(f) {
+		f.Add(b)
+	}
+	f.Fuzz(checkFuzzInput)
+}
+
+// FuzzIndexScalarOrder decodes two scalars from arbitrary bytes; when both
+// decode, their value order must equal the byte order of their encodings.
+func FuzzIndexScalarOrder(f *testing.F) {
+	for _, a := range kinds {
+		for _, b := range kinds {
+			ea, _ := workbench.EncodeIndexScalar(randScalarFixed(a))
+			eb, _ := workbench.EncodeIndexScalar(randScalarFixed(b))
+			f.Add(ea, eb)
+		}
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		va, na, errA := workbench.DecodeIndexScalar(a)
+		vb, nb, errB := workbench.DecodeIndexScalar(b)
+		if errA != nil || errB != nil {
+			return
+		}
+		ea, eb := a[:na], b[:nb]
+		if got, want := bytes.Compare(ea, eb), workbench.CompareIndexScalars(va, vb); got != want {
+			t.Fatalf("%x vs %x: bytes order %d, value order %d", ea, eb, got, want)
+		}
+	})
+}
+
+// TestFuzzSeedCorpus runs the fuzz checks over the seed corpus and some
+// mutations of it in ordinary test runs.
+func TestFuzzSeedCorpus(t *testing.T) {
+	corpus := seedCorpus(t)
+	if len(corpus) < len(fuzzTargets) {
+		t.Fatalf("seed corpus has %d inputs for %d targets", len(corpus), len(fuzzTargets))
+	}
+	covered := map[byte]bool{}
+	for _, b := range corpus {
+		covered[b[0]] = true
+		ft := fuzzTargets[b[0]]
+		if out, err := ft.round(b[1:]); err != nil || !bytes.Equal(out, b[1:]) {
+			t.Fatalf("%s: seed %x does not round-trip: %v", ft.name, b[1:], err)
+		}
+		for i := 1; i < len(b); i++ {
+			for _, x := range []byte{0x00, 0x01, 0x02, 0x7f, 0xff} {
+				m := bytes.Clone(b)
+				m[i] = x
+				checkFuzzInput(t, m)
+			}
+			checkFuzzInput(t, b[:i])
+		}
+	}
+	for i, ft := range fuzzTargets {
+		if !covered[byte(i)] {
+			t.Errorf("no seed for %s", ft.name)
+		}
+	}
+}
+
+// randScalarFixed returns a fixed, non-trivial scalar of kind k.
+func randScalarFixed(k workbench.IndexScalarKind) workbench.IndexScalar {
+	switch k {
+	case workbench.IndexScalarNull:
+		return workbench.NullScalar()
+	case workbench.IndexScalarBool:
+		return workbench.BoolScalar(true)
+	case workbench.IndexScalarSigned:
+		return workbench.SignedScalar(-42)
+	case workbench.IndexScalarUnsigned:
+		return workbench.UnsignedScalar(42)
+	case workbench.IndexScalarFloat:
+		return workbench.FloatScalar(-0.25)
+	case workbench.IndexScalarTimestamp:
+		return workbench.TimestampScalar(fixedTime)
+	case workbench.IndexScalarBytes:
+		return workbench.BytesScalar([]byte{0, 'a', 0})
+	default:
+		return workbench.StringScalar("a\x00é")
+	}
+}
+
+var fixedTime = time.Unix(1700000000, 250)

@@ -1,0 +1,191 @@
+package workbench
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/shards"
+)
+
+// Limits and defaults of a Service.
+const (
+	// DefaultMaxBytes is the largest payload or whole body a tool moves.
+	DefaultMaxBytes = 16 << 20
+	// DefaultBlockSize is the size of the blocks a body is stored in.
+	DefaultBlockSize = 4 << 20
+	// DefaultAgentID is the agent whose root a Service serves by default.
+	DefaultAgentID = "default"
+)
+
+// Options configure a Service.
+type Options struct {
+	// AgentID names the deployment root /agents/{AgentID}/wb. Default
+	// DefaultAgentID.
+	AgentID string
+	// MaxBytes bounds a payload and a whole body. Default DefaultMaxBytes.
+	MaxBytes int64
+	// BlockSize is the size of the blocks a body is stored in. Default
+	// DefaultBlockSize.
+	BlockSize int
+	// Engine tunes the commit engine.
+	Engine head.Options
+}
+
+// Service serves the Workbench tools of one agent's deployment root over
+// one bucket. Any number of Services, in one process or many, may serve
+// the same root from the same bucket.
+type Service struct {
+	b       bucket.Bucket
+	store   *head.Store
+	root    RootID
+	layout  shards.Layout
+	logical string // the deployment root, "/agents/{agent}/wb"
+	opts    Options
+
+	seqMu sync.Mutex
+	seq   uint64 // request ids of this Service
+	seed  [16]byte
+}
+
+// derive16 derives a stable 16-byte id from an agent id, so that every
+// replica of one agent finds the same logical shard and RootId.
+func derive16(kind, agent string) [16]byte {
+	h := sha256.Sum256([]byte("cairn.workbench." + kind + ".v1\x00" + agent))
+	var id [16]byte
+	copy(id[:], h[:16])
+	return id
+}
+
+// Open opens the Workbench deployment root of opts.AgentID in b.
+func Open(ctx context.Context, b bucket.Bucket, opts Options) (*Service, error) {
+	if opts.AgentID == "" {
+		opts.AgentID = DefaultAgentID
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
+	if opts.BlockSize <= 0 {
+		opts.BlockSize = DefaultBlockSize
+	}
+	logical, werr := AgentRoot(opts.AgentID)
+	if werr != nil {
+		return nil, werr
+	}
+	id := shards.ShardID(derive16("shard", opts.AgentID))
+	store, err := head.Open(ctx, b, id, opts.Engine)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{
+		b:       b,
+		store:   store,
+		root:    RootID(derive16("root", opts.AgentID)),
+		layout:  shards.NewLayout(id),
+		logical: logical,
+		opts:    opts,
+	}
+	if _, err := rand.Read(s.seed[:]); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close releases the Service.
+func (s *Service) Close() error { return s.store.Close() }
+
+// Store returns the engine store under the Service.
+func (s *Service) Store() *head.Store { return s.store }
+
+// Root returns the RootId the Service serves.
+func (s *Service) Root() RootID { return s.root }
+
+// LogicalRoot returns the deployment root, "/agents/{agent}/wb".
+func (s *Service) LogicalRoot() string { return s.logical }
+
+// requestID returns a fresh engine request id for one tool call. The
+// engine reuses it across its own retries of the call's commit, so the
+// call applies at most once.
+func (s *Service) requestID() string {
+	s.seqMu.Lock()
+	s.seq++
+	n := s.seq
+	s.seqMu.Unlock()
+	h := sha256.New()
+	h.Write([]byte("cairn.workbench.request\x00"))
+	h.Write(s.seed[:])
+	fmt.Fprintf(h, "%d", n)
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// tool is one Workbench tool's implementation.
+type tool func(s *Service, ctx context.Context, a Args) (map[string]any, *Error)
+
+var (
+	toolsMu  sync.RWMutex
+	toolImpl = map[string]tool{}
+)
+
+// registerTool installs a tool's implementation; each tool file registers
+// its own from init.
+func registerTool(name string, t tool) {
+	toolsMu.Lock()
+	defer toolsMu.Unlock()
+	if _, dup := toolImpl[name]; dup {
+		panic("workbench: tool registered twice: " + name)
+	}
+	toolImpl[name] = t
+}
+
+// Call runs one tool on its JSON input and returns the JSON result and
+// whether it is a success. Errors are results too: the error envelope of
+// the contract, {status:"error", code, message, retryable, details}.
+func (s *Service) Call(ctx context.Context, name string, input []byte) ([]byte, bool) {
+	res, werr := s.call(ctx, name, input)
+	if werr != nil {
+		b, err := MarshalResult(werr.Envelope())
+		if err != nil {
+			panic("workbench: marshal error envelope: " + err.Error())
+		}
+		return b, false
+	}
+	b, err := MarshalResult(res)
+	if err != nil {
+		b, _ = MarshalResult(FromError(err).Envelope())
+		return b, false
+	}
+	return b, true
+}
+
+func (s *Service) call(ctx context.Context, name string, input []byte) (map[string]any, *Error) {
+	args, werr := ValidateInput(name, input)
+	if werr != nil {
+		return nil, werr
+	}
+	toolsMu.RLock()
+	t := toolImpl[name]
+	toolsMu.RUnlock()
+	if t == nil {
+		return nil, &Error{Code: "Unimplemented", Message: name + " is not available in this version of cairn", Details: map[string]any{"tool": name}}
+	}
+	res, werr := t(s, ctx, args)
+	if werr != nil {
+		return nil, werr
+	}
+	res["status"] = "success"
+	return res, nil
+}
+
+// now is the service clock in Unix milliseconds.
+func (s *Service) now() time.Time {
+	if s.opts.Engine.Now != nil {
+		return s.opts.Engine.Now()
+	}
+	return time.Now()
+}

@@ -1,0 +1,285 @@
+package workbench
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/shards"
+)
+
+// view is one request's view of one workbench: a pinned snapshot of the
+// shard and the workspace marker read through it. Every read of a request
+// goes through one view, so it sees one version.
+type view struct {
+	s  *Service
+	sn *head.Snapshot
+	id string
+	ws WorkspaceCurrent
+	// at is the at_snapshot selector as the caller gave it, echoed in
+	// results; nil for a live view.
+	at any
+}
+
+// pin reads the head and returns the current snapshot.
+func (s *Service) pin(ctx context.Context) (*head.Snapshot, *Error) {
+	sn, err := s.store.Pin(ctx)
+	if err != nil {
+		return nil, FromError(err)
+	}
+	return sn, nil
+}
+
+// workspace reads the marker of workbench id; ok is false when there is
+// none.
+func (s *Service) workspace(ctx context.Context, read func(f shards.Family, key []byte) ([]byte, bool, error), id string) (WorkspaceCurrent, bool, *Error) {
+	key, err := WorkspaceCurrentKey{Root: s.root, WorkbenchID: id}.Encode()
+	if err != nil {
+		return WorkspaceCurrent{}, false, FromError(err)
+	}
+	b, ok, err := read(shards.WorkspaceCurrent, key)
+	if err != nil {
+		return WorkspaceCurrent{}, false, FromError(err)
+	}
+	if !ok {
+		return WorkspaceCurrent{}, false, nil
+	}
+	ws, err := DecodeWorkspaceCurrent(b)
+	if err != nil {
+		return WorkspaceCurrent{}, false, FromError(err)
+	}
+	return ws, true, nil
+}
+
+func snapshotReader(ctx context.Context, sn *head.Snapshot) func(shards.Family, []byte) ([]byte, bool, error) {
+	return func(f shards.Family, key []byte) ([]byte, bool, error) { return sn.Get(ctx, f, key) }
+}
+
+// openView pins the shard and finds workbench id, live (at == nil) or at
+// a snapshot. A workbench that does not exist, or is not yet Visible, is
+// NotFound.
+func (s *Service) openView(ctx context.Context, id string, at any) (*view, *Error) {
+	if at != nil {
+		return s.snapshotView(ctx, id, at)
+	}
+	sn, werr := s.pin(ctx)
+	if werr != nil {
+		return nil, werr
+	}
+	ws, ok, werr := s.workspace(ctx, snapshotReader(ctx, sn), id)
+	if werr != nil {
+		return nil, werr
+	}
+	if !ok || ws.State != WorkspaceStateVisible {
+		return nil, Missing(fmt.Sprintf("workbench %s does not exist", id)).With("path", "")
+	}
+	return &view{s: s, sn: sn, id: id, ws: ws}, nil
+}
+
+// snapshotView opens a view of a workbench at a snapshot. Snapshots are
+// served by the snapshot tools; until a snapshot exists none is found.
+var snapshotViewHook func(s *Service, ctx context.Context, id string, at any) (*view, *Error)
+
+func (s *Service) snapshotView(ctx context.Context, id string, at any) (*view, *Error) {
+	if snapshotViewHook != nil {
+		return snapshotViewHook(s, ctx, id, at)
+	}
+	return nil, SnapshotNotFound(fmt.Sprintf("snapshot %v of workbench %s not found", at, id))
+}
+
+// entry returns the artifact at path, if there is one.
+func (v *view) entry(ctx context.Context, path []string) (PathEntry, bool, *Error) {
+	key, err := PathCurrentKey{Root: v.s.root, Incarnation: v.ws.Incarnation, Path: path}.Encode()
+	if err != nil {
+		return PathEntry{}, false, FromError(err)
+	}
+	b, ok, err := v.sn.Get(ctx, shards.PathCurrent, key)
+	if err != nil || !ok {
+		return PathEntry{}, false, FromError(err)
+	}
+	e, err := DecodePathEntry(b)
+	if err != nil {
+		return PathEntry{}, false, FromError(err)
+	}
+	return e, true, nil
+}
+
+// scan calls fn for every artifact under dir (all of the workbench when
+// dir is empty), in key order, until fn returns false. after, when not
+// nil, starts strictly after that path's key.
+func (v *view) scan(ctx context.Context, dir []string, after []string, fn func(path []string, e PathEntry) bool) *Error {
+	prefix, err := PathCurrentPrefix(v.s.root, v.ws.Incarnation, dir)
+	if err != nil {
+		return FromError(err)
+	}
+	var afterKey []byte
+	if after != nil {
+		if afterKey, err = (PathCurrentKey{Root: v.s.root, Incarnation: v.ws.Incarnation, Path: after}).Encode(); err != nil {
+			return FromError(err)
+		}
+	}
+	recs, err := v.sn.Scan(ctx, shards.PathCurrent, prefix, afterKey, 0)
+	if err != nil {
+		return FromError(err)
+	}
+	for _, r := range recs {
+		k, err := ParsePathCurrentKey(r.Key)
+		if err != nil {
+			return FromError(err)
+		}
+		e, err := DecodePathEntry(r.Value)
+		if err != nil {
+			return FromError(err)
+		}
+		if !fn(k.Path, e) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// child is one direct child of a directory: an artifact (entry set) or an
+// implicit directory.
+type child struct {
+	name  string
+	path  []string
+	entry *PathEntry
+}
+
+// children returns the direct children of dir in path order. Directories
+// are implicit: a name with descendants is a directory. (A name cannot be
+// both: publication keeps files and directories apart.)
+func (v *view) children(ctx context.Context, dir []string) ([]child, *Error) {
+	var out []child
+	werr := v.scan(ctx, dir, nil, func(path []string, e PathEntry) bool {
+		name := path[len(dir)]
+		if n := len(out); n > 0 && out[n-1].name == name {
+			if len(path) == len(dir)+1 {
+				out[n-1].entry = &e
+			}
+			return true
+		}
+		c := child{name: name, path: append(append([]string(nil), dir...), name)}
+		if len(path) == len(dir)+1 {
+			c.entry = &e
+		}
+		out = append(out, c)
+		return true
+	})
+	return out, werr
+}
+
+// hasDescendant reports whether any artifact lies strictly under dir.
+func (v *view) hasDescendant(ctx context.Context, dir []string) (bool, *Error) {
+	prefix, err := PathCurrentPrefix(v.s.root, v.ws.Incarnation, dir)
+	if err != nil {
+		return false, FromError(err)
+	}
+	recs, err := v.sn.Scan(ctx, shards.PathCurrent, prefix, nil, 1)
+	if err != nil {
+		return false, FromError(err)
+	}
+	return len(recs) > 0, nil
+}
+
+// manifest returns the ArtifactManifest rows of a revision, in object
+// index order.
+func (s *Service) manifest(ctx context.Context, read func(shards.Family, []byte, []byte) ([]shards.Record, error), rev RevisionID) ([]ArtifactManifestEntry, *Error) {
+	recs, err := read(shards.ArtifactManifest, ArtifactManifestPrefix(s.root, rev), nil)
+	if err != nil {
+		return nil, FromError(err)
+	}
+	out := make([]ArtifactManifestEntry, len(recs))
+	for i, r := range recs {
+		k, err := ParseArtifactManifestKey(r.Key)
+		if err != nil {
+			return nil, FromError(err)
+		}
+		if k.ObjectIndex != uint64(i) {
+			return nil, InvalidState(fmt.Sprintf("artifact revision %s: manifest row %d has object index %d", rev, i, k.ObjectIndex))
+		}
+		if out[i], err = DecodeArtifactManifestEntry(r.Value); err != nil {
+			return nil, FromError(err)
+		}
+	}
+	return out, nil
+}
+
+// body reads an artifact's whole body: its manifest rows, then their
+// block objects in parallel, each slice checked against its row's digest
+// and the whole against the entry's body digest.
+func (v *view) body(ctx context.Context, e PathEntry) ([]byte, *Error) {
+	if int64(e.LogicalSize) > v.s.opts.MaxBytes {
+		return nil, ResourceExhausted(fmt.Sprintf("artifact of %d bytes exceeds the %d-byte limit", e.LogicalSize, v.s.opts.MaxBytes))
+	}
+	rows, werr := v.s.manifest(ctx, func(f shards.Family, prefix, after []byte) ([]shards.Record, error) {
+		return v.sn.Scan(ctx, f, prefix, after, 0)
+	}, e.Revision)
+	if werr != nil {
+		return nil, werr
+	}
+	return v.s.assemble(ctx, rows, e.LogicalSize, e.BodyDigestURI)
+}
+
+// assemble fetches and checks the blocks that rows name and joins them.
+func (s *Service) assemble(ctx context.Context, rows []ArtifactManifestEntry, size uint64, digest string) ([]byte, *Error) {
+	body := make([]byte, size)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for i, r := range rows {
+		if r.LogicalOffset+r.Length > size {
+			return nil, InvalidState(fmt.Sprintf("manifest row %d overruns the %d-byte body", i, size))
+		}
+		g.Go(func() error {
+			obj, _, err := s.b.Get(gctx, r.ObjectKey)
+			if err != nil {
+				return err
+			}
+			if r.ObjectOffset+r.Length > uint64(len(obj)) {
+				return fmt.Errorf("block %s: %d bytes, row wants [%d, %d): %w", r.ObjectKey, len(obj), r.ObjectOffset, r.ObjectOffset+r.Length, bucket.ErrIntegrity)
+			}
+			slice := obj[r.ObjectOffset : r.ObjectOffset+r.Length]
+			if DigestURI(slice) != r.DigestURI {
+				return fmt.Errorf("block %s: digest mismatch: %w", r.ObjectKey, bucket.ErrIntegrity)
+			}
+			copy(body[r.LogicalOffset:], slice)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		if errors.Is(err, bucket.ErrNotExist) {
+			return nil, ObjectUnavailable("artifact object operation failed", false)
+		}
+		return nil, FromError(err)
+	}
+	if DigestURI(body) != digest {
+		return nil, FromError(fmt.Errorf("artifact body digest mismatch: %w", bucket.ErrIntegrity))
+	}
+	return body, nil
+}
+
+// DigestURI is "sha256:" and the lowercase hex SHA-256 of b.
+func DigestURI(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// hasPrefixPath reports whether path starts with the components of dir.
+func hasPrefixPath(path, dir []string) bool {
+	if len(path) < len(dir) {
+		return false
+	}
+	for i := range dir {
+		if path[i] != dir[i] {
+			return false
+		}
+	}
+	return true
+}
+
