@@ -1,0 +1,329 @@
+package workbench
+
+import (
+	"context"
+	"fmt"
+	"hash"
+
+	"github.com/cairnstore/cairn/shards"
+)
+
+// workbench_append creates the path when it is missing (created:true) and
+// otherwise appends after a generation CAS: the write names the generation
+// it extended and, when another write moved the path meanwhile, observes
+// again and retries, up to appendMaxAttempts times; then it fails with the
+// last Conflict (retryable). PayloadTooLarge applies to the delta only: the
+// tool sets no bound on the resulting size, although whole-body reads of
+// an artifact larger than MaxBytes fail ResourceExhausted. digest is the
+// SHA-256 of the appended bytes; the stored revision carries the whole
+// body's digest. An explicit content_type becomes the artifact's content
+// type; without one a new artifact gets the payload's default and an
+// existing one keeps its own. A missing workbench is created by the same
+// command.
+//
+// The delta's blocks are uploaded once and reused by every retry that
+// extends a base with them; a rematerializing attempt (see publish.go)
+// writes the whole body again and is tied to its base.
+func init() { registerTool("workbench_append", toolAppend) }
+
+// appendMaxAttempts bounds the generation CAS attempts of one append.
+const appendMaxAttempts = 64
+
+func toolAppend(s *Service, ctx context.Context, a Args) (map[string]any, *Error) {
+	id, path, werr := writeTarget(a)
+	if werr != nil {
+		return nil, werr
+	}
+	delta, def, werr := s.payloadArg(a)
+	if werr != nil {
+		return nil, werr
+	}
+	ct, explicit, werr := contentTypeArg(a, def)
+	if werr != nil {
+		return nil, werr
+	}
+	return s.appendFile(ctx, id, path, delta, ct, explicit)
+}
+
+// appendState is one append's staged objects across its attempts.
+type appendState struct {
+	s     *Service
+	id    string
+	path  []string
+	delta []byte
+	own   *staging // the delta's own blocks
+	remat *staging // a rematerialized body, tied to rematBase
+	// rematBase is the revision the rematerialized body extends.
+	rematBase RevisionID
+}
+
+// discard deletes every staged object but keep's.
+func (st *appendState) discard(ctx context.Context, keep *staging) {
+	for _, x := range []*staging{st.own, st.remat} {
+		if x != nil && x != keep && x.staged {
+			st.s.discardStaging(ctx, x)
+		}
+	}
+}
+
+func (s *Service) appendFile(ctx context.Context, id string, path []string, delta []byte, ct string, explicitCT bool) (map[string]any, *Error) {
+	as := &appendState{s: s, id: id, path: path, delta: delta}
+	deltaDigest := DigestURI(delta)
+	var lastErr *Error
+	for attempt := range appendMaxAttempts {
+		if attempt > 0 {
+			if err := sleepJitter(ctx, attempt); err != nil {
+				return nil, FromError(err)
+			}
+		}
+		obs, werr := s.observe(ctx, id, path)
+		if werr != nil {
+			as.discard(ctx, nil)
+			return nil, werr
+		}
+		p, h, werr := as.plan(ctx, obs, deltaDigest, ct, explicitCT)
+		if werr != nil {
+			as.discard(ctx, nil)
+			return nil, werr
+		}
+		out, werr, rejected := s.publish(ctx, p)
+		if werr == nil {
+			as.discard(ctx, p.st)
+			rememberBody(s.root, p.st.rev, h, p.size)
+			res := s.fileResult(id, path)
+			res["appended_bytes"] = uint64(len(delta))
+			res["created"] = out.Created
+			res["digest"] = deltaDigest
+			res["generation"] = out.Generation
+			res["size_bytes"] = p.size
+			return res, nil
+		}
+		if !rejected {
+			// The outcome may be unknown: the ledger stays the owner of
+			// what was staged.
+			return nil, werr
+		}
+		if !isGenerationConflict(werr) {
+			as.discard(ctx, nil)
+			return nil, werr
+		}
+		lastErr = werr
+		if p.st == as.remat {
+			// A rematerialized body extends one base only.
+			s.discardStaging(ctx, as.remat)
+			as.remat = nil
+		}
+	}
+	as.discard(ctx, nil)
+	return nil, lastErr
+}
+
+// plan builds the publication of one attempt from what it observed, and
+// returns it with the hash of the resulting whole body.
+func (as *appendState) plan(ctx context.Context, obs observation, deltaDigest, ct string, explicitCT bool) (*pubPlan, hash.Hash, *Error) {
+	s := as.s
+	p := &pubPlan{
+		tool:        "workbench_append",
+		mode:        pubAppend,
+		id:          as.id,
+		path:        as.path,
+		newInc:      NewIncarnationID(),
+		base:        obs.entry,
+		contentType: ct,
+	}
+	base := obs.entry
+	if base == nil {
+		// Create the path with the delta as its body.
+		dir, werr := obs.hasDescendant(ctx, s, as.id, as.path)
+		if werr != nil {
+			return nil, nil, werr
+		}
+		if dir {
+			return nil, nil, NotArtifact(LogicalPath(as.path))
+		}
+		if werr := as.stageOwn(ctx); werr != nil {
+			return nil, nil, werr
+		}
+		p.st = as.own
+		p.size = uint64(len(as.delta))
+		p.digest = deltaDigest
+		p.rows = s.ownRows(as.own, 0, nil)
+		return p, newBodyHash(as.delta), nil
+	}
+	if !explicitCT {
+		p.contentType = base.ContentType
+	}
+	p.size = base.LogicalSize + uint64(len(as.delta))
+	seg := &AppendSegment{
+		BaseGeneration: base.Generation,
+		DeltaOffset:    base.LogicalSize,
+		DeltaLength:    uint64(len(as.delta)),
+		DeltaDigestURI: deltaDigest,
+	}
+	baseRows, werr := s.manifest(ctx, func(f shards.Family, prefix, after []byte) ([]shards.Record, error) {
+		return obs.sn.Scan(ctx, f, prefix, after, 0)
+	}, base.Revision)
+	if werr != nil {
+		return nil, nil, werr
+	}
+	var owners []RevisionID
+	for _, r := range baseRows {
+		owners = append(owners, r.PhysicalOwner)
+	}
+	owners = sortRevisions(owners)
+	var depth uint32
+	for _, o := range owners {
+		key, err := ArtifactRevisionKey{Root: s.root, Revision: o}.Encode()
+		if err != nil {
+			return nil, nil, FromError(err)
+		}
+		b, ok, err := obs.sn.Get(ctx, shards.ArtifactRevision, key)
+		if err != nil {
+			return nil, nil, FromError(err)
+		}
+		if !ok {
+			return nil, nil, InvalidState(fmt.Sprintf("artifact revision %s that %s reuses does not exist", o, LogicalPath(as.path)))
+		}
+		a, err := DecodeArtifactRevision(b)
+		if err != nil {
+			return nil, nil, FromError(err)
+		}
+		depth = max(depth, a.DependencyDepth+1)
+	}
+
+	if len(owners) > MaxDependencyOwners || depth > MaxDependencyDepth {
+		h, werr := as.stageRemat(ctx, base, baseRows)
+		if werr != nil {
+			return nil, nil, werr
+		}
+		p.st = as.remat
+		p.digest = digestURIOf(h)
+		p.rows = s.ownRows(as.remat, 0, seg)
+		return p, h, nil
+	}
+
+	h, werr := s.baseHash(ctx, base, baseRows)
+	if werr != nil {
+		return nil, nil, werr
+	}
+	h.Write(as.delta)
+	if werr := as.stageOwn(ctx); werr != nil {
+		return nil, nil, werr
+	}
+	p.st = as.own
+	p.digest = digestURIOf(h)
+	p.rows = append(append([]ArtifactManifestEntry(nil), baseRows...), s.ownRows(as.own, base.LogicalSize, seg)...)
+	p.deps = owners
+	p.depth = depth
+	return p, h, nil
+}
+
+// stageOwn stages the delta's own blocks, once.
+func (as *appendState) stageOwn(ctx context.Context) *Error {
+	if as.own == nil {
+		as.own = as.s.newStaging()
+		as.own.blocks = as.s.planBlocks(as.own, 0, as.delta)
+	}
+	return as.s.stageBytes(ctx, as.own, "workbench_append", as.id, as.path, as.delta)
+}
+
+// baseHash returns the SHA-256 state after the whole body of base: the one
+// this process remembers, or the one streaming its blocks gives, checked
+// against the base's digest.
+func (s *Service) baseHash(ctx context.Context, base *PathEntry, rows []ArtifactManifestEntry) (hash.Hash, *Error) {
+	if h, ok := recallBody(s.root, base.Revision, base.LogicalSize); ok {
+		return h, nil
+	}
+	h := newBodyHash(nil)
+	var n uint64
+	err := s.streamBody(ctx, rows, func(b []byte) error {
+		h.Write(b)
+		n += uint64(len(b))
+		return nil
+	})
+	if err != nil {
+		return nil, FromError(err)
+	}
+	if n != base.LogicalSize || digestURIOf(h) != base.BodyDigestURI {
+		return nil, InvalidState("stored data failed an integrity check")
+	}
+	rememberBody(s.root, base.Revision, h, n)
+	return h, nil
+}
+
+// stageRemat stages the whole body, base then delta, as new blocks of a
+// fresh revision: a first pass over the base plans the blocks (their
+// lengths and digests, which the ledger needs before any upload), a second
+// uploads them. It returns the hash of the whole body.
+func (as *appendState) stageRemat(ctx context.Context, base *PathEntry, rows []ArtifactManifestEntry) (hash.Hash, *Error) {
+	s := as.s
+	if as.remat != nil && as.rematBase == base.Revision && as.remat.staged {
+		h, werr := s.baseHash(ctx, base, rows)
+		if werr != nil {
+			return nil, werr
+		}
+		h.Write(as.delta)
+		return h, nil
+	}
+	if as.remat != nil && as.remat.staged {
+		s.discardStaging(ctx, as.remat)
+	}
+	st := s.newStaging()
+	st.remat = true
+	as.remat, as.rematBase = st, base.Revision
+
+	// Pass one: plan the blocks and hash the body.
+	h := newBodyHash(nil)
+	var n uint64
+	plan := &blocker{size: s.opts.BlockSize, emit: func(b []byte) error {
+		st.blocks = append(st.blocks, StagedBlock{
+			Key:    s.layout.Block(s.root, st.rev, uint64(len(st.blocks))),
+			Length: uint64(len(b)),
+			Digest: DigestURI(b),
+		})
+		return nil
+	}}
+	err := s.streamBody(ctx, rows, func(b []byte) error {
+		h.Write(b)
+		n += uint64(len(b))
+		return plan.write(b)
+	})
+	if err != nil {
+		return nil, FromError(err)
+	}
+	if n != base.LogicalSize || digestURIOf(h) != base.BodyDigestURI {
+		return nil, InvalidState("stored data failed an integrity check")
+	}
+	rememberBody(s.root, base.Revision, h, n)
+	h.Write(as.delta)
+	if err := plan.write(as.delta); err != nil {
+		return nil, FromError(err)
+	}
+	if err := plan.flush(); err != nil {
+		return nil, FromError(err)
+	}
+
+	// Pass two: the ledger, then the blocks.
+	if err := s.writeLedger(ctx, st, "workbench_append", as.id, as.path); err != nil {
+		return nil, FromError(err)
+	}
+	err = s.uploadBlocks(ctx, st.blocks, func(emit func(int, []byte) error) error {
+		i := 0
+		cut := &blocker{size: s.opts.BlockSize, emit: func(b []byte) error {
+			i++
+			return emit(i-1, b)
+		}}
+		if err := s.streamBody(ctx, rows, cut.write); err != nil {
+			return err
+		}
+		if err := cut.write(as.delta); err != nil {
+			return err
+		}
+		return cut.flush()
+	})
+	if err != nil {
+		return nil, FromError(err)
+	}
+	st.staged = true
+	return h, nil
+}

@@ -1,0 +1,80 @@
+package workbench
+
+import (
+	"context"
+	"encoding/binary"
+
+	"github.com/cairnstore/cairn/head"
+)
+
+// workbench_create: get-or-create. A workbench that exists and is Visible
+// is left as it is and reported exactly as a fresh creation is, so an exact
+// retry returns an identical result; when a pinned snapshot already shows
+// it, nothing is committed. Otherwise one command writes a Visible
+// WorkspaceCurrent with a fresh, never reused incarnation (revision 1,
+// created and modified at the commit version), its
+// WorkspaceIncarnationClaim and a WorkspaceCreated event. A marker left
+// Retired by an abandoned restore is replaced by a new incarnation; a
+// Staging marker (a restore in progress) is a retryable Conflict.
+func init() { registerTool("workbench_create", toolCreate) }
+
+func toolCreate(s *Service, ctx context.Context, a Args) (map[string]any, *Error) {
+	raw, werr := a.String("id")
+	if werr != nil {
+		return nil, werr
+	}
+	id, werr := ParseWorkbenchID(raw)
+	if werr != nil {
+		return nil, werr
+	}
+	if werr := s.createWorkbench(ctx, id); werr != nil {
+		return nil, werr
+	}
+	return map[string]any{
+		"workbench_id": id,
+		"path":         WorkbenchPath(s.logical, id),
+		"sections":     Sections(),
+	}, nil
+}
+
+// createWorkbench makes sure workbench id exists and is Visible.
+func (s *Service) createWorkbench(ctx context.Context, id string) *Error {
+	// An existing workbench needs no commit at all.
+	sn, werr := s.pin(ctx)
+	if werr != nil {
+		return werr
+	}
+	ws, ok, werr := s.workspace(ctx, snapshotReader(ctx, sn), id)
+	if werr != nil {
+		return werr
+	}
+	if ok && ws.State == WorkspaceStateVisible {
+		return nil
+	}
+	inc := NewIncarnationID()
+	_, err := s.doExact(ctx, head.Command{
+		Namespace: s.root,
+		RequestID: s.requestID(),
+		Digest:    head.Digest([]byte("cairn.workbench.create.v1"), []byte(id), inc[:]),
+		Apply: func(tx *head.Tx) ([]byte, error) {
+			ws, ok, werr := s.workspace(tx.Context(), txReader(tx), id)
+			if werr != nil {
+				return nil, werr
+			}
+			switch {
+			case ok && ws.State == WorkspaceStateVisible:
+				return binary.BigEndian.AppendUint64(nil, ws.CreatedVersion), nil
+			case ok && ws.State == WorkspaceStateStaging:
+				return nil, workspaceBusy(id)
+			}
+			ws, err := s.createWorkspace(tx, id, inc)
+			if err != nil {
+				return nil, err
+			}
+			return binary.BigEndian.AppendUint64(nil, ws.CreatedVersion), nil
+		},
+	})
+	// A predicate failure (pubReject) carries its *Error, which FromError
+	// returns as it is.
+	return FromError(err)
+}

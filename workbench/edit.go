@@ -1,0 +1,138 @@
+package workbench
+
+import (
+	"bytes"
+	"context"
+	"unicode/utf8"
+)
+
+// workbench_edit replaces an exact UTF-8 string in an artifact's body. It
+// reads the body at one generation and publishes the result as a replace
+// of that generation. The path must hold an artifact (NotFound otherwise,
+// a directory included); bodies and results over MaxBytes are
+// PayloadTooLarge; the body must be UTF-8 (InvalidUtf8); old_string must
+// occur (NoMatch) and, without replace_all, exactly once (AmbiguousEdit
+// with the count). A result identical to the body publishes nothing
+// (no_change:true, the same generation). When another write moved the
+// path, the edit reads it again and re-applies the replacement, up to
+// editMaxAttempts times, then fails Conflict with the attempts and the
+// last conflict's message. The artifact keeps its content type.
+func init() { registerTool("workbench_edit", toolEdit) }
+
+// editMaxAttempts is the reference facade's default attempt limit.
+const editMaxAttempts = 5
+
+func toolEdit(s *Service, ctx context.Context, a Args) (map[string]any, *Error) {
+	id, path, werr := writeTarget(a)
+	if werr != nil {
+		return nil, werr
+	}
+	oldS, werr := a.String("old_string")
+	if werr != nil {
+		return nil, werr
+	}
+	newS, werr := a.String("new_string")
+	if werr != nil {
+		return nil, werr
+	}
+	if oldS == "" {
+		return nil, InvalidArguments("old_string must not be empty")
+	}
+	all, _, werr := a.OptBool("replace_all")
+	if werr != nil {
+		return nil, werr
+	}
+	return s.editFile(ctx, id, path, []byte(oldS), []byte(newS), all)
+}
+
+func (s *Service) editFile(ctx context.Context, id string, path []string, oldB, newB []byte, all bool) (map[string]any, *Error) {
+	logical := LogicalPath(path)
+	limit := uint64(s.opts.MaxBytes)
+	var lastMsg string
+	for attempt := range editMaxAttempts {
+		if attempt > 0 {
+			if err := sleepJitter(ctx, attempt); err != nil {
+				return nil, FromError(err)
+			}
+		}
+		v, werr := s.openView(ctx, id, nil)
+		if werr != nil {
+			return nil, werr
+		}
+		e, ok, werr := v.entry(ctx, path)
+		if werr != nil {
+			return nil, werr
+		}
+		if !ok {
+			return nil, NotFound(logical)
+		}
+		if e.LogicalSize > limit {
+			return nil, PayloadTooLarge(e.LogicalSize, limit)
+		}
+		body, werr := v.body(ctx, e)
+		if werr != nil {
+			return nil, werr
+		}
+		if !utf8.Valid(body) {
+			return nil, InvalidUTF8(logical)
+		}
+		matches := bytes.Count(body, oldB)
+		switch {
+		case matches == 0:
+			return nil, NoMatch(logical)
+		case matches > 1 && !all:
+			return nil, AmbiguousEdit(matches)
+		}
+		n := 1
+		if all {
+			n = matches
+		}
+		next := bytes.Replace(body, oldB, newB, n)
+		if uint64(len(next)) > limit {
+			return nil, PayloadTooLarge(uint64(len(next)), limit)
+		}
+		res := s.fileResult(id, path)
+		res["replacements"] = n
+		res["size_bytes"] = uint64(len(next))
+		if bytes.Equal(next, body) {
+			res["generation"] = e.Generation
+			res["no_change"] = true
+			return res, nil
+		}
+
+		st := s.newStaging()
+		st.blocks = s.planBlocks(st, 0, next)
+		if werr := s.stageBytes(ctx, st, "workbench_edit", id, path, next); werr != nil {
+			return nil, werr
+		}
+		h := newBodyHash(next)
+		p := &pubPlan{
+			tool:        "workbench_edit",
+			mode:        pubReplace,
+			id:          id,
+			path:        path,
+			base:        &e,
+			contentType: e.ContentType,
+			size:        uint64(len(next)),
+			digest:      digestURIOf(h),
+			rows:        s.ownRows(st, 0, nil),
+			st:          st,
+		}
+		out, werr, rejected := s.publish(ctx, p)
+		if werr == nil {
+			rememberBody(s.root, st.rev, h, p.size)
+			res["generation"] = out.Generation
+			res["no_change"] = false
+			return res, nil
+		}
+		if !rejected {
+			return nil, werr
+		}
+		s.discardStaging(ctx, st)
+		if !isGenerationConflict(werr) {
+			return nil, werr
+		}
+		lastMsg = werr.Message
+	}
+	return nil, EditConflict(editMaxAttempts, lastMsg)
+}
