@@ -1,0 +1,355 @@
+package workbench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// workbench_aggregate: bounded count/sum/avg/min/max over the artifacts of
+// a query scope (see query.go), filtered by predicates and grouped by up to
+// eight fields.
+//
+// Without group_by there is exactly one group, key {}, even when nothing
+// matches (count 0, every other measure null). With group_by, each
+// distinct tuple of values is a group; a missing field and an explicit
+// null both key as null and fall in one group. Measures: count without a
+// field counts rows, with a field the rows whose value is not null; sum
+// needs a numeric field and keeps its type (unsigned, signed or float;
+// integer overflow is InvalidState); avg is a float or null; min and max
+// need a sortable field. Measures over no values are null. Groups are in
+// key order (null first) unless sort names group_by fields or measure
+// names; at most limit (1 to 100, default 20) groups are returned,
+// group_count is the number returned, and truncated says more exist.
+// input_match_count and row_count are both the number of matching rows.
+// There is no cursor.
+
+func init() { registerTool("workbench_aggregate", aggregateTool) }
+
+const (
+	aggregateDefaultLimit = 20
+	aggregateMaxLimit     = 100
+)
+
+// aggMeasure is one parsed measure.
+type aggMeasure struct {
+	name  string
+	op    string
+	field string // "" for a count of rows
+}
+
+var aggOps = []string{"count", "sum", "avg", "min", "max"}
+
+// parseMeasures reads the measures argument: unique non-empty names, a
+// known op, a field for every op but count.
+func parseMeasures(a Args) ([]aggMeasure, *Error) {
+	if !a.Has("measures") {
+		return nil, InvalidArguments("measures is required")
+	}
+	objs, werr := queryObjects(a, "measures")
+	if werr != nil {
+		return nil, werr
+	}
+	out := make([]aggMeasure, 0, len(objs))
+	for _, o := range objs {
+		name, _ := o["name"].(string)
+		op, _ := o["op"].(string)
+		if name == "" {
+			return nil, InvalidArguments("measure name must not be empty")
+		}
+		if slices.ContainsFunc(out, func(m aggMeasure) bool { return m.name == name }) {
+			return nil, InvalidArguments("measure names must be unique: " + name)
+		}
+		if !slices.Contains(aggOps, op) {
+			return nil, InvalidArguments("measure op " + op + " is not supported")
+		}
+		m := aggMeasure{name: name, op: op}
+		switch f := o["field"].(type) {
+		case nil:
+			if op != "count" {
+				return nil, InvalidArguments("measure " + name + ": " + op + " requires a field")
+			}
+		case string:
+			if f == "" {
+				return nil, InvalidArguments("measure " + name + ": field must not be empty")
+			}
+			m.field = f
+		default:
+			return nil, InvalidArguments("measure " + name + ": field must be a string or null")
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// aggGroup is one group: its key values (null for missing) and rows.
+type aggGroup struct {
+	key    []IndexScalar
+	rows   []*queryRow
+	values []IndexScalar // one per measure; null when there is no value
+}
+
+func aggregateTool(s *Service, ctx context.Context, a Args) (map[string]any, *Error) {
+	scope, werr := parseQueryScope(a)
+	if werr != nil {
+		return nil, werr
+	}
+	preds, werr := parseQueryPredicates(a)
+	if werr != nil {
+		return nil, werr
+	}
+	groupBy, werr := parseQueryFields(a, "group_by")
+	if werr != nil {
+		return nil, werr
+	}
+	measures, werr := parseMeasures(a)
+	if werr != nil {
+		return nil, werr
+	}
+	keys, werr := parseQuerySort(a)
+	if werr != nil {
+		return nil, werr
+	}
+	limit, hasLimit, werr := a.OptUint("limit")
+	if werr != nil {
+		return nil, werr
+	}
+	if !hasLimit {
+		limit = aggregateDefaultLimit
+	}
+	if limit < 1 || limit > aggregateMaxLimit {
+		return nil, InvalidArguments("limit must be between 1 and 100")
+	}
+
+	// The storage side's bounds.
+	if werr := checkPredicateBounds(preds); werr != nil {
+		return nil, werr
+	}
+	if werr := queryBound("group_by fields", len(groupBy), queryMaxGroupBy); werr != nil {
+		return nil, werr
+	}
+	if werr := queryBound("measures", len(measures), queryMaxMeasures); werr != nil {
+		return nil, werr
+	}
+	if werr := queryBound("sort fields", len(keys), queryMaxSort); werr != nil {
+		return nil, werr
+	}
+	if werr := checkQueryFieldIDs(groupBy); werr != nil {
+		return nil, werr
+	}
+	for _, m := range measures {
+		if werr := checkQueryFieldID(m.field); werr != nil {
+			return nil, werr
+		}
+	}
+	for _, k := range keys {
+		if !slices.Contains(groupBy, k.field) && !slices.ContainsFunc(measures, func(m aggMeasure) bool { return m.name == k.field }) {
+			return nil, InvalidState("aggregate sort field " + k.field + " is neither a group_by field nor a aggMeasureValue name")
+		}
+	}
+
+	d, werr := s.loadQuery(ctx, scope)
+	if werr != nil {
+		return nil, werr
+	}
+	if werr := typeCheckPredicates(preds, d.types); werr != nil {
+		return nil, werr
+	}
+	for _, m := range measures {
+		t, known := d.types[m.field]
+		if !known {
+			continue
+		}
+		switch m.op {
+		case "sum", "avg":
+			if !isNumericScalarKind(t) {
+				return nil, InvalidState(fmt.Sprintf("measure %s: %s requires a numeric field, %s is %s", m.name, m.op, m.field, t))
+			}
+		case "min", "max":
+			if t == IndexScalarNull {
+				return nil, InvalidState(fmt.Sprintf("measure %s: %s requires a sortable field, %s is not sortable", m.name, m.op, m.field))
+			}
+		}
+	}
+
+	matches := filterQueryRows(d.rows, preds)
+	groups := groupQueryRows(matches, groupBy)
+	for _, g := range groups {
+		g.values = make([]IndexScalar, len(measures))
+		for i, m := range measures {
+			v, werr := aggMeasureValue(m, g.rows)
+			if werr != nil {
+				return nil, werr
+			}
+			g.values[i] = v
+		}
+	}
+	sortAggGroups(groups, keys, groupBy, measures)
+	truncated := len(groups) > int(limit)
+	if truncated {
+		groups = groups[:limit]
+	}
+	out := make([]any, len(groups))
+	for i, g := range groups {
+		key := make(map[string]any, len(groupBy))
+		for j, f := range groupBy {
+			key[f] = indexScalarJSON(g.key[j])
+		}
+		values := make(map[string]any, len(measures))
+		for j, m := range measures {
+			values[m.name] = indexScalarJSON(g.values[j])
+		}
+		out[i] = map[string]any{"key": key, "values": values}
+	}
+	return map[string]any{
+		"path":              scope.presentation(s),
+		"input_match_count": len(matches),
+		"row_count":         len(matches),
+		"group_count":       len(out),
+		"groups":            out,
+		"truncated":         truncated,
+	}, nil
+}
+
+// groupQueryRows partitions rows by their group_by values. Without group_by
+// there is one group holding every row, even none.
+func groupQueryRows(rows []*queryRow, groupBy []string) []*aggGroup {
+	if len(groupBy) == 0 {
+		return []*aggGroup{{rows: rows}}
+	}
+	index := map[string]*aggGroup{}
+	var out []*aggGroup
+	for _, r := range rows {
+		key := make([]IndexScalar, len(groupBy))
+		var id strings.Builder
+		for i, f := range groupBy {
+			v, ok := r.value(f)
+			if !ok {
+				v = NullScalar()
+			}
+			key[i] = v
+			id.WriteString(indexScalarKey(v))
+		}
+		g := index[id.String()]
+		if g == nil {
+			g = &aggGroup{key: key}
+			index[id.String()] = g
+			out = append(out, g)
+		}
+		g.rows = append(g.rows, r)
+	}
+	return out
+}
+
+// compareGroupKeys orders group keys component by component.
+func compareGroupKeys(a, b []IndexScalar) int {
+	for i := range a {
+		if c := CompareIndexScalars(a[i], b[i]); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// sortAggGroups orders groups by the sort keys, then by key.
+func sortAggGroups(groups []*aggGroup, keys []querySort, groupBy []string, measures []aggMeasure) {
+	slices.SortStableFunc(groups, func(a, b *aggGroup) int {
+		for _, k := range keys {
+			var c int
+			if i := slices.Index(groupBy, k.field); i >= 0 {
+				c = CompareIndexScalars(a.key[i], b.key[i])
+			} else {
+				i := slices.IndexFunc(measures, func(m aggMeasure) bool { return m.name == k.field })
+				c = CompareIndexScalars(a.values[i], b.values[i])
+			}
+			if k.desc {
+				c = -c
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		return compareGroupKeys(a.key, b.key)
+	})
+}
+
+// aggMeasureValue computes one measure over a group's rows.
+func aggMeasureValue(m aggMeasure, rows []*queryRow) (IndexScalar, *Error) {
+	if m.op == "count" && m.field == "" {
+		return UnsignedScalar(uint64(len(rows))), nil
+	}
+	var vals []IndexScalar
+	for _, r := range rows {
+		if v, ok := r.value(m.field); ok && v.Kind != IndexScalarNull {
+			vals = append(vals, v)
+		}
+	}
+	switch m.op {
+	case "count":
+		return UnsignedScalar(uint64(len(vals))), nil
+	case "min", "max":
+		if len(vals) == 0 {
+			return NullScalar(), nil
+		}
+		best := vals[0]
+		for _, v := range vals[1:] {
+			c := CompareIndexScalars(v, best)
+			if (m.op == "min" && c < 0) || (m.op == "max" && c > 0) {
+				best = v
+			}
+		}
+		return best, nil
+	}
+	if len(vals) == 0 {
+		return NullScalar(), nil
+	}
+	// sum and avg over one numeric kind (field types are consistent).
+	var (
+		u     uint64
+		i     int64
+		f     float64
+		total float64
+	)
+	overflow := func() (IndexScalar, *Error) {
+		return IndexScalar{}, InvalidState(fmt.Sprintf("measure %s: sum of %s overflows", m.name, m.field))
+	}
+	kind := vals[0].Kind
+	for _, v := range vals {
+		switch v.Kind {
+		case IndexScalarUnsigned:
+			if u > math.MaxUint64-v.Unsigned {
+				if m.op == "sum" {
+					return overflow()
+				}
+			}
+			u += v.Unsigned
+			total += float64(v.Unsigned)
+		case IndexScalarSigned:
+			if (v.Signed > 0 && i > math.MaxInt64-v.Signed) || (v.Signed < 0 && i < math.MinInt64-v.Signed) {
+				if m.op == "sum" {
+					return overflow()
+				}
+			}
+			i += v.Signed
+			total += float64(v.Signed)
+		case IndexScalarFloat:
+			f += v.Float
+			total += v.Float
+		}
+	}
+	if m.op == "avg" {
+		return FloatScalar(total / float64(len(vals))), nil
+	}
+	switch kind {
+	case IndexScalarUnsigned:
+		return UnsignedScalar(u), nil
+	case IndexScalarSigned:
+		return SignedScalar(i), nil
+	}
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return IndexScalar{}, InvalidState(fmt.Sprintf("measure %s: sum of %s is not finite", m.name, m.field))
+	}
+	return FloatScalar(f), nil
+}

@@ -1,0 +1,96 @@
+package workbench
+
+import (
+	"context"
+	"slices"
+	"strings"
+)
+
+// workbench_catalog: the field ids a query scope offers and what each
+// supports (see query.go for rows and field types).
+//
+// Every field's operators are eq, ne, in, lt, lte, gt, gte, then prefix,
+// suffix and contains for string and bytes fields, then exists and
+// not_exists. filterable groups the fields that share one operator list,
+// groups ordered by their operator lists compared element by element (so
+// the nine-operator group of numeric fields precedes the twelve-operator
+// group of string fields); fields inside a group, and in sortable and
+// facetable, are in field id order. A field is sortable unless its type is
+// null; every field is facetable. catalog.facets and child_catalogs are
+// always empty, include_facets notwithstanding. field_prefix keeps the
+// field ids that start with it; catalog_empty says no field is left. The
+// catalog is computed from one read version in one pass, so no cursor is
+// involved.
+
+func init() { registerTool("workbench_catalog", catalogTool) }
+
+// catalogOperators returns the operators of a field of type t.
+func catalogOperators(t IndexScalarKind) []string {
+	ops := []string{"eq", "ne", "in", "lt", "lte", "gt", "gte"}
+	if isTextScalarKind(t) {
+		ops = append(ops, "prefix", "suffix", "contains")
+	}
+	return append(ops, "exists", "not_exists")
+}
+
+func catalogTool(s *Service, ctx context.Context, a Args) (map[string]any, *Error) {
+	scope, werr := parseQueryScope(a)
+	if werr != nil {
+		return nil, werr
+	}
+	fieldPrefix, _, werr := a.OptString("field_prefix")
+	if werr != nil {
+		return nil, werr
+	}
+	if _, _, werr := a.OptBool("include_facets"); werr != nil {
+		return nil, werr
+	}
+	d, werr := s.loadQuery(ctx, scope)
+	if werr != nil {
+		return nil, werr
+	}
+	var ids []string
+	for id := range d.types {
+		if strings.HasPrefix(id, fieldPrefix) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+
+	type group struct {
+		ops    []string
+		fields []string
+	}
+	var groups []*group
+	sortable := []string{}
+	for _, id := range ids {
+		t := d.types[id]
+		ops := catalogOperators(t)
+		i := slices.IndexFunc(groups, func(g *group) bool { return slices.Equal(g.ops, ops) })
+		if i < 0 {
+			groups = append(groups, &group{ops: ops})
+			i = len(groups) - 1
+		}
+		groups[i].fields = append(groups[i].fields, id)
+		if t != IndexScalarNull {
+			sortable = append(sortable, id)
+		}
+	}
+	slices.SortFunc(groups, func(a, b *group) int { return slices.Compare(a.ops, b.ops) })
+	filterable := make([]any, len(groups))
+	for i, g := range groups {
+		filterable[i] = map[string]any{"operators": g.ops, "fields": g.fields}
+	}
+	facetable := append([]string{}, ids...)
+	return map[string]any{
+		"path":          scope.presentation(s),
+		"catalog_empty": len(ids) == 0,
+		"catalog": map[string]any{
+			"filterable": filterable,
+			"sortable":   sortable,
+			"facetable":  facetable,
+			"facets":     []any{},
+		},
+		"child_catalogs": []any{},
+	}, nil
+}

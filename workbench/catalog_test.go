@@ -1,0 +1,98 @@
+package workbench_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/workbench"
+)
+
+// The transcript's workbench_catalog result.
+const qTranscriptCatalog = `{
+  "catalog": {"facetable": ["artifact.producer"], "facets": [],
+    "filterable": [{"fields": ["artifact.producer"], "operators": ["eq", "prefix"]}],
+    "sortable": ["artifact.producer"]},
+  "catalog_empty": false, "child_catalogs": [], "path": "/agents/test/wb", "status": "success"}`
+
+const (
+	qNumericOps = `["eq","ne","in","lt","lte","gt","gte","exists","not_exists"]`
+	qStringOps  = `["eq","ne","in","lt","lte","gt","gte","prefix","suffix","contains","exists","not_exists"]`
+	qBuiltinNum = `["generation","logical_size"]`
+	qBuiltinStr = `["body_digest_uri","content_type","manifest_id","path","producer","workbench_id"]`
+	qBuiltinAll = `["body_digest_uri","content_type","generation","logical_size","manifest_id","path","producer","workbench_id"]`
+)
+
+func qCatalog(t *testing.T, s *workbench.Service, input string) string {
+	t.Helper()
+	out, ok := s.Call(context.Background(), "workbench_catalog", []byte(input))
+	if !ok {
+		t.Fatalf("catalog %s failed: %s", input, out)
+	}
+	return string(out)
+}
+
+func TestCatalogTranscriptShape(t *testing.T) {
+	s := newService(t)
+	workbench.SeedQueryWorkbench(t, s, "wb-main", qFile("outputs/report.txt", "Hello", qStr("artifact.producer", "agent")))
+	m := mustCall(t, s, "workbench_catalog", `{}`)
+	qShape(t, m, qTranscriptCatalog)
+}
+
+func TestCatalogFields(t *testing.T) {
+	s := newService(t)
+	// Built-ins exist even in an empty root.
+	builtins := `{"catalog":{"facetable":` + qBuiltinAll + `,"facets":[],"filterable":[{"fields":` + qBuiltinNum + `,"operators":` + qNumericOps +
+		`},{"fields":` + qBuiltinStr + `,"operators":` + qStringOps + `}],"sortable":` + qBuiltinAll + `},"catalog_empty":false,"child_catalogs":[],"path":"/agents/test/wb","status":"success"}`
+	if got := qCatalog(t, s, `{}`); got != builtins {
+		t.Fatalf("empty root:\ngot  %s\nwant %s", got, builtins)
+	}
+	qPut(t, s, "w", "outputs", "a.txt", "x")
+	if got := qCatalog(t, s, `{"include_facets":true}`); got != builtins {
+		t.Fatalf("tool-written root:\ngot  %s\nwant %s", got, builtins)
+	}
+
+	workbench.SeedQueryWorkbench(t, s, "c",
+		qFile("outputs/a", "1", qBool("flag", true), qFloat("ratio", 0.5), qInt("delta", -1), qNull("nul"),
+			workbench.IndexField{ID: "blob", Value: workbench.BytesScalar([]byte{1, 2})},
+			workbench.IndexField{ID: "ts", Value: workbench.TimestampScalar(time.Unix(1700000000, 5))},
+			qStr("tag", "x")),
+		qFile("outputs/b", "2", qNull("tag"), qUint("score", 3)),
+	)
+	numeric := `["delta","flag","generation","logical_size","nul","ratio","score","ts"]`
+	strs := `["blob","body_digest_uri","content_type","manifest_id","path","producer","tag","workbench_id"]`
+	all := `["blob","body_digest_uri","content_type","delta","flag","generation","logical_size","manifest_id","nul","path","producer","ratio","score","tag","ts","workbench_id"]`
+	sortable := `["blob","body_digest_uri","content_type","delta","flag","generation","logical_size","manifest_id","path","producer","ratio","score","tag","ts","workbench_id"]`
+	want := `{"catalog":{"facetable":` + all + `,"facets":[],"filterable":[{"fields":` + numeric + `,"operators":` + qNumericOps +
+		`},{"fields":` + strs + `,"operators":` + qStringOps + `}],"sortable":` + sortable + `},"catalog_empty":false,"child_catalogs":[],"path":"/agents/test/wb/c/outputs","status":"success"}`
+	if got := qCatalog(t, s, `{"id":"c","section":"outputs"}`); got != want {
+		t.Fatalf("custom fields:\ngot  %s\nwant %s", got, want)
+	}
+	// The catalog follows the scope: another workbench has only built-ins.
+	if got := qCatalog(t, s, `{"id":"w"}`); got != `{"catalog":{"facetable":`+qBuiltinAll+`,"facets":[],"filterable":[{"fields":`+qBuiltinNum+`,"operators":`+qNumericOps+
+		`},{"fields":`+qBuiltinStr+`,"operators":`+qStringOps+`}],"sortable":`+qBuiltinAll+`},"catalog_empty":false,"child_catalogs":[],"path":"/agents/test/wb/w","status":"success"}` {
+		t.Fatalf("workbench w: %s", got)
+	}
+	// field_prefix keeps the ids it starts; none left is catalog_empty.
+	if got, want := qCatalog(t, s, `{"field_prefix":"p"}`), `{"catalog":{"facetable":["path","producer"],"facets":[],"filterable":[{"fields":["path","producer"],"operators":`+qStringOps+
+		`}],"sortable":["path","producer"]},"catalog_empty":false,"child_catalogs":[],"path":"/agents/test/wb","status":"success"}`; got != want {
+		t.Fatalf("prefix p:\ngot  %s\nwant %s", got, want)
+	}
+	if got, want := qCatalog(t, s, `{"field_prefix":"n"}`), `{"catalog":{"facetable":["nul"],"facets":[],"filterable":[{"fields":["nul"],"operators":`+qNumericOps+
+		`}],"sortable":[]},"catalog_empty":false,"child_catalogs":[],"path":"/agents/test/wb","status":"success"}`; got != want {
+		t.Fatalf("prefix n:\ngot  %s\nwant %s", got, want)
+	}
+	if got, want := qCatalog(t, s, `{"field_prefix":"zz"}`), `{"catalog":{"facetable":[],"facets":[],"filterable":[],"sortable":[]},"catalog_empty":true,"child_catalogs":[],"path":"/agents/test/wb","status":"success"}`; got != want {
+		t.Fatalf("prefix zz:\ngot  %s\nwant %s", got, want)
+	}
+	if got := qCatalog(t, s, `{"field_prefix":null}`); got != qCatalog(t, s, `{"field_prefix":""}`) {
+		t.Fatal("a null field_prefix differs from an empty one")
+	}
+	// Errors.
+	m, ok := call(t, s, "workbench_catalog", `{"id":"missing"}`)
+	qErr(t, m, ok, "NotFound", false, "source", "path")
+	m, ok = call(t, s, "workbench_catalog", `{"id":"c","section":"bogus"}`)
+	qErr(t, m, ok, "InvalidArguments", false)
+	m, ok = call(t, s, "workbench_catalog", `{"include_facets":"yes"}`)
+	qErr(t, m, ok, "InvalidArguments", false)
+}

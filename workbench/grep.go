@@ -1,0 +1,673 @@
+package workbench
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+)
+
+// workbench_grep: case-insensitive literal line matching over the bodies
+// of a workbench's artifacts. Not regex.
+//
+// # Patterns
+//
+// When patterns is absent or empty and pattern holds '|', pattern is split
+// on '|' (empty pieces dropped; more than 16 pieces is InvalidArguments;
+// when every piece is empty the literal string is the one pattern).
+// Otherwise the set is pattern (skipped when "") followed by patterns
+// (each non-empty). An empty set is InvalidArguments; duplicates are
+// dropped case-insensitively, the first kept.
+//
+// # Matching
+//
+// Lines and patterns are lower-cased as Rust's str::to_lowercase does
+// (full Unicode lowercase: 'İ' becomes "i̇", a word-final 'Σ' becomes
+// 'ς'), and a line matches when it contains any pattern; each line is
+// reported once. A body holding a NUL byte is binary: read and counted in
+// files_scanned, never matched. Other bodies are decoded as UTF-8 with
+// every maximal invalid subsequence replaced by U+FFFD and split like
+// Rust's str::lines (on '\n', one '\r' before it dropped; no empty last
+// line). line_number counts from 1; snippet is the original line's first
+// 240 Unicode scalar values.
+//
+// # Scope
+//
+// The glob (optional) applies to an artifact's basename: '*' is any run,
+// '?' one character, everything else literal and case-sensitive; an empty
+// glob or one holding '/' or '\' is InvalidArguments. Glob-filtered files
+// are not read. A section[/path] scope that names an exact artifact scans
+// only it (either recursion mode); a nested scope with no artifacts is
+// NotFound "grep scope does not exist"; an empty section is a success with
+// no matches; recursive false scans direct children only (at the
+// workbench root: the top-level files outside the sections).
+//
+// # Pages
+//
+// limit (default 100) counts matching lines. One call reads at most
+// grepMaxFiles bodies and grepMaxBytes bytes; reaching a bound ends the
+// page with a cursor. A first candidate over the byte budget on its own
+// is ResourceExhausted. When the limit is reached, the rest of the current
+// body is searched for one more match: the cursor then points at that
+// line, or at the next candidate, and is null when nothing is left. The
+// cursor binds the RootId, the logical root, the workbench, the scope, the
+// recursion mode, the exact pattern set and the glob, and the workspace
+// incarnation and revision the first page read: a write to the workbench
+// between pages makes the continuation fail ReadFenceChanged (retryable).
+// It resumes at a candidate path and line index, so a page may end inside
+// a body. Every error after argument validation carries details.path, the
+// presentation path of the scope.
+
+func init() { registerTool("workbench_grep", grepTool) }
+
+// Grep limits.
+const (
+	grepDefaultLimit = 100
+	grepMaxPatterns  = 16
+	grepSnippetRunes = 240
+	// grepFetchAhead is how many bodies are read ahead of the scanner.
+	grepFetchAhead = 4
+)
+
+// The work bounds of one grep call. Variables so that tests can lower
+// them.
+var (
+	grepMaxFiles        = 10_000
+	grepMaxBytes uint64 = 512 << 20
+)
+
+// grepCursor is a grep continuation.
+type grepCursor struct {
+	V           int      `json:"v"`
+	Op          string   `json:"op"`
+	Binding     string   `json:"b"`
+	Incarnation string   `json:"inc"`
+	Revision    uint64   `json:"rev"`
+	Path        []string `json:"p"`
+	Line        int      `json:"l"`
+}
+
+// grepCandidate is an artifact to scan.
+type grepCandidate struct {
+	path []string
+	e    PathEntry
+}
+
+// grepPatterns builds the pattern set and its lower-cased forms.
+func grepPatterns(a Args, pattern string) (set, lower []string, werr *Error) {
+	var extra []string
+	raw, _ := a["patterns"].([]any)
+	for _, v := range raw {
+		p, ok := v.(string)
+		if !ok {
+			return nil, nil, InvalidArguments("patterns must be an array of strings")
+		}
+		extra = append(extra, p)
+	}
+	if len(extra) > grepMaxPatterns {
+		return nil, nil, InvalidArgumentsf("grep accepts at most %d patterns", grepMaxPatterns)
+	}
+	if len(extra) == 0 && strings.Contains(pattern, "|") {
+		for piece := range strings.SplitSeq(pattern, "|") {
+			if piece != "" {
+				set = append(set, piece)
+			}
+		}
+		if len(set) > grepMaxPatterns {
+			return nil, nil, InvalidArgumentsf("grep accepts at most %d patterns", grepMaxPatterns)
+		}
+		if len(set) == 0 {
+			set = []string{pattern}
+		}
+	} else {
+		if pattern != "" {
+			set = append(set, pattern)
+		}
+		for _, p := range extra {
+			if p == "" {
+				return nil, nil, InvalidArguments("grep patterns must not contain empty strings")
+			}
+			set = append(set, p)
+		}
+	}
+	if len(set) == 0 {
+		return nil, nil, InvalidArguments("grep patterns must not be empty")
+	}
+	var kept []string
+	for _, p := range set {
+		l := grepLower(p)
+		dup := false
+		for _, k := range lower {
+			if k == l {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			kept = append(kept, p)
+			lower = append(lower, l)
+		}
+	}
+	return kept, lower, nil
+}
+
+func grepTool(s *Service, ctx context.Context, a Args) (map[string]any, *Error) {
+	rawID, werr := a.String("id")
+	if werr != nil {
+		return nil, werr
+	}
+	id, werr := ParseWorkbenchID(rawID)
+	if werr != nil {
+		return nil, werr
+	}
+	pattern, werr := a.String("pattern")
+	if werr != nil {
+		return nil, werr
+	}
+	recursive, werr := a.Bool("recursive")
+	if werr != nil {
+		return nil, werr
+	}
+	section, _, werr := a.OptString("section")
+	if werr != nil {
+		return nil, werr
+	}
+	rel, _, werr := a.OptString("path")
+	if werr != nil {
+		return nil, werr
+	}
+	prefix, werr := ScopePath(section, rel)
+	if werr != nil {
+		return nil, werr
+	}
+	glob, hasGlob, werr := a.OptString("glob")
+	if werr != nil {
+		return nil, werr
+	}
+	if hasGlob && (glob == "" || strings.ContainsAny(glob, "/\\")) {
+		return nil, InvalidArguments("glob must be a non-empty basename pattern without '/' or '\\'")
+	}
+	set, lower, werr := grepPatterns(a, pattern)
+	if werr != nil {
+		return nil, werr
+	}
+	limit, hasLimit, werr := a.OptUint("limit")
+	if werr != nil {
+		return nil, werr
+	}
+	if !hasLimit {
+		limit = grepDefaultLimit
+	}
+	if limit == 0 {
+		return nil, InvalidArguments("limit must be greater than zero")
+	}
+	cursor, hasCursor, werr := a.OptString("cursor")
+	if werr != nil {
+		return nil, werr
+	}
+
+	scopePath := PresentationPath(s.logical, id, prefix)
+	res, werr := s.grep(ctx, grepRequest{
+		id: id, prefix: prefix, recursive: recursive, glob: glob, hasGlob: hasGlob,
+		set: set, lower: lower, limit: int(limit), cursor: cursor, hasCursor: hasCursor,
+	})
+	if werr != nil {
+		return nil, werr.With("path", scopePath)
+	}
+	sec, relParts := SplitSection(prefix)
+	res["workbench_id"] = id
+	res["workbench_path"] = WorkbenchPath(s.logical, id)
+	res["section"] = nil
+	if sec != "" {
+		res["section"] = sec
+	}
+	res["relative_path"] = nil
+	if len(relParts) > 0 {
+		res["relative_path"] = LogicalPath(relParts)
+	}
+	res["path"] = scopePath
+	res["pattern"] = pattern
+	res["recursive"] = recursive
+	return res, nil
+}
+
+type grepRequest struct {
+	id        string
+	prefix    []string
+	recursive bool
+	glob      string
+	hasGlob   bool
+	set       []string
+	lower     []string
+	limit     int
+	cursor    string
+	hasCursor bool
+}
+
+// binding is the digest a grep cursor is bound to.
+func (s *Service) grepBinding(r grepRequest) string {
+	glob := any(nil)
+	if r.hasGlob {
+		glob = r.glob
+	}
+	return queryDigest(map[string]any{
+		"op":        "grep",
+		"root":      s.root.String(),
+		"logical":   s.logical,
+		"workbench": r.id,
+		"scope":     r.prefix,
+		"recursive": r.recursive,
+		"patterns":  r.set,
+		"glob":      glob,
+	})
+}
+
+func (s *Service) grep(ctx context.Context, r grepRequest) (map[string]any, *Error) {
+	binding := s.grepBinding(r)
+	var cur grepCursor
+	if r.hasCursor {
+		if werr := s.decodeQueryCursor(r.cursor, "grep", &cur); werr != nil {
+			return nil, werr
+		}
+		if cur.Line < 0 || len(cur.Path) == 0 {
+			return nil, InvalidState("cursor is malformed")
+		}
+		if cur.Binding != binding {
+			return nil, InvalidState("grep cursor belongs to a different workbench, scope, pattern set, glob, or recursion mode")
+		}
+	}
+	v, werr := s.openView(ctx, r.id, nil)
+	if werr != nil {
+		return nil, werr
+	}
+	if r.hasCursor && (cur.Incarnation != v.ws.Incarnation.String() || cur.Revision != v.ws.WorkspaceRevision) {
+		return nil, ReadFenceChanged("grep candidate enumeration", "Workspace")
+	}
+	cands, werr := grepCandidates(ctx, v, r)
+	if werr != nil {
+		return nil, werr
+	}
+	start := 0
+	if r.hasCursor {
+		for start < len(cands) && ComparePaths(cands[start].path, cur.Path) < 0 {
+			start++
+		}
+	}
+	cands = cands[start:]
+
+	// The bodies this call may read, within its work bounds.
+	plan := 0
+	var planned uint64
+	for plan < len(cands) && plan < grepMaxFiles {
+		size := cands[plan].e.LogicalSize
+		if planned+size > grepMaxBytes {
+			if plan == 0 {
+				return nil, GrepScanExhausted("bytes", grepMaxBytes)
+			}
+			break
+		}
+		planned += size
+		plan++
+	}
+
+	f := newGrepFetcher(ctx, v, cands[:plan])
+	defer f.stop()
+	matches := []any{}
+	filesScanned := 0
+	var next *grepCursor
+	position := func(path []string, line int) *grepCursor {
+		return &grepCursor{
+			V: queryCursorVersion, Op: "grep", Binding: binding,
+			Incarnation: v.ws.Incarnation.String(), Revision: v.ws.WorkspaceRevision,
+			Path: path, Line: line,
+		}
+	}
+scan:
+	for i := range plan {
+		c := cands[i]
+		body, werr := f.get(i)
+		if werr != nil {
+			return nil, werr
+		}
+		filesScanned++
+		if bytes.IndexByte(body, 0) >= 0 {
+			continue
+		}
+		first := 0
+		if r.hasCursor && i == 0 && ComparePaths(c.path, cur.Path) == 0 {
+			first = cur.Line
+		}
+		lines := grepSplitLines(grepLossy(body))
+		for j := first; j < len(lines); j++ {
+			if !grepMatch(lines[j], r.lower) {
+				continue
+			}
+			if len(matches) == r.limit {
+				next = position(c.path, j)
+				break scan
+			}
+			path, section, rel := s.queryRowLocation(&queryRow{wb: r.id, path: c.path})
+			matches = append(matches, map[string]any{
+				"path":          path,
+				"section":       section,
+				"relative_path": rel,
+				"line_number":   j + 1,
+				"snippet":       grepSnippet(lines[j]),
+			})
+		}
+		if len(matches) == r.limit && i+1 < len(cands) {
+			next = position(cands[i+1].path, 0)
+			break
+		}
+	}
+	if next == nil && plan < len(cands) {
+		next = position(cands[plan].path, 0)
+	}
+	var nextCursor any
+	if next != nil {
+		nextCursor = s.encodeQueryCursor(next)
+	}
+	return map[string]any{
+		"matches":       matches,
+		"files_scanned": filesScanned,
+		"next_cursor":   nextCursor,
+		"truncated":     nextCursor != nil,
+	}, nil
+}
+
+// grepCandidates lists the artifacts a grep scans, in key order.
+func grepCandidates(ctx context.Context, v *view, r grepRequest) ([]grepCandidate, *Error) {
+	keep := func(path []string) bool {
+		return !r.hasGlob || grepGlob(r.glob, path[len(path)-1])
+	}
+	if len(r.prefix) > 0 {
+		e, ok, werr := v.entry(ctx, r.prefix)
+		if werr != nil {
+			return nil, werr
+		}
+		if ok {
+			if !keep(r.prefix) {
+				return nil, nil
+			}
+			return []grepCandidate{{path: r.prefix, e: e}}, nil
+		}
+		has, werr := v.hasDescendant(ctx, r.prefix)
+		if werr != nil {
+			return nil, werr
+		}
+		if !has {
+			if len(r.prefix) == 1 && IsSection(r.prefix[0]) {
+				return nil, nil
+			}
+			return nil, &Error{Code: CodeNotFound, Message: "grep scope does not exist", Details: map[string]any{}}
+		}
+	}
+	var out []grepCandidate
+	werr := v.scan(ctx, r.prefix, nil, func(path []string, e PathEntry) bool {
+		if (r.recursive || len(path) == len(r.prefix)+1) && keep(path) {
+			out = append(out, grepCandidate{path: path, e: e})
+		}
+		return true
+	})
+	return out, werr
+}
+
+// grepFetcher reads the bodies of candidates a few ahead of the scanner.
+type grepFetcher struct {
+	v      *view
+	cands  []grepCandidate
+	ctx    context.Context
+	cancel context.CancelFunc
+	slots  []*grepSlot
+	wg     sync.WaitGroup
+}
+
+type grepSlot struct {
+	done chan struct{}
+	body []byte
+	err  *Error
+}
+
+func newGrepFetcher(ctx context.Context, v *view, cands []grepCandidate) *grepFetcher {
+	fctx, cancel := context.WithCancel(ctx)
+	return &grepFetcher{v: v, cands: cands, ctx: fctx, cancel: cancel, slots: make([]*grepSlot, len(cands))}
+}
+
+func (f *grepFetcher) start(i int) {
+	if i >= len(f.cands) || f.slots[i] != nil {
+		return
+	}
+	sl := &grepSlot{done: make(chan struct{})}
+	f.slots[i] = sl
+	f.wg.Go(func() {
+		defer close(sl.done)
+		sl.body, sl.err = f.v.body(f.ctx, f.cands[i].e)
+	})
+}
+
+// get returns body i, starting the reads of the next few.
+func (f *grepFetcher) get(i int) ([]byte, *Error) {
+	for j := i; j < i+grepFetchAhead; j++ {
+		f.start(j)
+	}
+	sl := f.slots[i]
+	<-sl.done
+	return sl.body, sl.err
+}
+
+// stop cancels the reads nobody will use and waits for them.
+func (f *grepFetcher) stop() {
+	f.cancel()
+	f.wg.Wait()
+}
+
+// grepMatch reports whether a line contains any of the lower-cased
+// patterns.
+func grepMatch(line string, lower []string) bool {
+	l := grepLower(line)
+	for _, p := range lower {
+		if strings.Contains(l, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// grepSnippet returns the first grepSnippetRunes scalar values of line.
+func grepSnippet(line string) string {
+	n := 0
+	for i := range line {
+		if n == grepSnippetRunes {
+			return line[:i]
+		}
+		n++
+	}
+	return line
+}
+
+// grepSplitLines splits text as Rust's str::lines does: at each '\n',
+// dropping it and one '\r' before it; a last line without '\n' is kept as
+// is (with any '\r'), and there is no empty line after a final '\n'.
+func grepSplitLines(text string) []string {
+	var out []string
+	for text != "" {
+		i := strings.IndexByte(text, '\n')
+		if i < 0 {
+			out = append(out, text)
+			break
+		}
+		line := text[:i]
+		line = strings.TrimSuffix(line, "\r")
+		out = append(out, line)
+		text = text[i+1:]
+	}
+	return out
+}
+
+// grepLossy decodes b as UTF-8, replacing each maximal invalid subsequence
+// (the longest prefix of a well-formed sequence, or one byte) with U+FFFD,
+// as Rust's String::from_utf8_lossy does.
+func grepLossy(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	var out strings.Builder
+	out.Grow(len(b) + 8)
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r != utf8.RuneError || n > 1 {
+			out.Write(b[i : i+n])
+			i += n
+			continue
+		}
+		out.WriteRune(utf8.RuneError)
+		i += invalidSubpart(b[i:])
+	}
+	return out.String()
+}
+
+// invalidSubpart returns the length of the maximal subpart at the start
+// of b, which does not begin a valid sequence: the lead byte and the
+// continuation bytes that could still have completed it.
+func invalidSubpart(b []byte) int {
+	c := b[0]
+	var need int
+	lo, hi := byte(0x80), byte(0xbf)
+	switch {
+	case c >= 0xc2 && c <= 0xdf:
+		need = 1
+	case c == 0xe0:
+		need, lo = 2, 0xa0
+	case c >= 0xe1 && c <= 0xec, c == 0xee, c == 0xef:
+		need = 2
+	case c == 0xed:
+		need, hi = 2, 0x9f
+	case c == 0xf0:
+		need, lo = 3, 0x90
+	case c >= 0xf1 && c <= 0xf3:
+		need = 3
+	case c == 0xf4:
+		need, hi = 3, 0x8f
+	default:
+		return 1
+	}
+	n := 1
+	for k := 0; k < need && n < len(b); k++ {
+		x := b[n]
+		if k == 0 {
+			if x < lo || x > hi {
+				break
+			}
+		} else if x < 0x80 || x > 0xbf {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// grepLower lower-cases s as Rust's str::to_lowercase does: each character
+// by its Unicode lowercase mapping, 'İ' (U+0130) to "i\u0307", and a
+// capital sigma to final 'ς' when a cased letter precedes it and none
+// follows it (case-ignorable characters skipped on both sides), else 'σ'.
+func grepLower(s string) string {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return strings.ToLower(s)
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i, r := range s {
+		switch r {
+		case 'İ':
+			b.WriteString("i\u0307")
+		case 'Σ':
+			if finalSigma(s, i) {
+				b.WriteRune('ς')
+			} else {
+				b.WriteRune('σ')
+			}
+		default:
+			b.WriteRune(unicode.ToLower(r))
+		}
+	}
+	return b.String()
+}
+
+// finalSigma reports whether the capital sigma at byte i of s ends a word.
+func finalSigma(s string, i int) bool {
+	before := false
+	for j := i; j > 0; {
+		r, n := utf8.DecodeLastRuneInString(s[:j])
+		j -= n
+		if caseIgnorable(r) {
+			continue
+		}
+		before = isCased(r)
+		break
+	}
+	if !before {
+		return false
+	}
+	for _, r := range s[i+len("Σ"):] {
+		if caseIgnorable(r) {
+			continue
+		}
+		return !isCased(r)
+	}
+	return true
+}
+
+// isCased is Unicode's Cased property: lowercase, uppercase or titlecase.
+func isCased(r rune) bool {
+	return unicode.IsLower(r) || unicode.IsUpper(r) || unicode.IsTitle(r) ||
+		unicode.Is(unicode.Other_Lowercase, r) || unicode.Is(unicode.Other_Uppercase, r)
+}
+
+// caseIgnorable is Unicode's Case_Ignorable property: marks, format
+// characters, modifiers, and the word-internal punctuation of word
+// breaking (apostrophes, periods, colons, middle dots).
+func caseIgnorable(r rune) bool {
+	switch r {
+	case '\'', '.', ':', 0x00b7, 0x0387, 0x055f, 0x05f4, 0x2018, 0x2019, 0x2024, 0x2027,
+		0xfe13, 0xfe52, 0xfe55, 0xff07, 0xff0e, 0xff1a:
+		return true
+	}
+	return unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf, unicode.Lm, unicode.Sk)
+}
+
+// grepGlob matches a basename against a glob: '*' any run of characters,
+// '?' exactly one, everything else itself.
+func grepGlob(glob, name string) bool {
+	g := []rune(glob)
+	n := []rune(name)
+	gi, ni := 0, 0
+	star, mark := -1, 0
+	for ni < len(n) {
+		switch {
+		case gi < len(g) && (g[gi] == '?' || (g[gi] != '*' && g[gi] == n[ni])):
+			gi++
+			ni++
+		case gi < len(g) && g[gi] == '*':
+			star, mark = gi, ni
+			gi++
+		case star >= 0:
+			mark++
+			gi, ni = star+1, mark
+		default:
+			return false
+		}
+	}
+	for gi < len(g) && g[gi] == '*' {
+		gi++
+	}
+	return gi == len(g)
+}

@@ -1,0 +1,226 @@
+package workbench
+
+import (
+	"context"
+	"slices"
+)
+
+// workbench_search: metadata predicates, sort, projection and facets over
+// the artifacts of one workbench or of the whole root (see query.go for
+// rows, fields, predicates and order).
+//
+// A result holds one page of at most limit (1 to 10, default 10) matches,
+// match_count (the matches of every page), the facets of every match, and
+// next_cursor. The cursor is bound to the query (scope, predicates, sort,
+// fields and facets, but not limit) and to the read version of the first
+// page: every page reads the same rows, so a continuation after any commit
+// to the shard fails with ReadFenceChanged (retryable) instead of mixing
+// versions, and the caller starts over without a cursor.
+//
+// Every page re-reads the scope's PathCurrent rows and filters, sorts and
+// counts them in memory (query.go explains why search scans PathCurrent
+// rather than SecondaryIndex rows, and what that costs).
+
+func init() { registerTool("workbench_search", searchTool) }
+
+const (
+	searchDefaultLimit = 10
+	searchMaxLimit     = 10
+)
+
+// searchCursor is the continuation of a search: the query digest, the
+// read version (root hash) of the first page and the number of matches
+// already returned.
+type searchCursor struct {
+	V      int    `json:"v"`
+	Op     string `json:"op"`
+	Query  string `json:"q"`
+	Read   string `json:"rv"`
+	Offset int    `json:"o"`
+}
+
+func searchTool(s *Service, ctx context.Context, a Args) (map[string]any, *Error) {
+	scope, werr := parseQueryScope(a)
+	if werr != nil {
+		return nil, werr
+	}
+	preds, werr := parseQueryPredicates(a)
+	if werr != nil {
+		return nil, werr
+	}
+	keys, werr := parseQuerySort(a)
+	if werr != nil {
+		return nil, werr
+	}
+	fields, werr := parseQueryFields(a, "fields")
+	if werr != nil {
+		return nil, werr
+	}
+	facets, werr := parseQueryFields(a, "facets")
+	if werr != nil {
+		return nil, werr
+	}
+	limit, hasLimit, werr := a.OptUint("limit")
+	if werr != nil {
+		return nil, werr
+	}
+	if !hasLimit {
+		limit = searchDefaultLimit
+	}
+	if limit < 1 || limit > searchMaxLimit {
+		return nil, InvalidArguments("limit must be between 1 and 10")
+	}
+	cursor, hasCursor, werr := a.OptString("cursor")
+	if werr != nil {
+		return nil, werr
+	}
+
+	// The storage side's bounds.
+	if werr := checkPredicateBounds(preds); werr != nil {
+		return nil, werr
+	}
+	if werr := queryBound("projected fields", len(fields), queryMaxFields); werr != nil {
+		return nil, werr
+	}
+	if werr := queryBound("sort fields", len(keys), queryMaxSort); werr != nil {
+		return nil, werr
+	}
+	if werr := queryBound("facet fields", len(facets), queryMaxFacets); werr != nil {
+		return nil, werr
+	}
+	for _, ids := range [][]string{fields, facets} {
+		if werr := checkQueryFieldIDs(ids); werr != nil {
+			return nil, werr
+		}
+	}
+	for _, k := range keys {
+		if werr := checkQueryFieldID(k.field); werr != nil {
+			return nil, werr
+		}
+	}
+
+	digest := queryDigest(map[string]any{
+		"op":         "search",
+		"root":       s.root.String(),
+		"workbench":  scope.id,
+		"prefix":     LogicalPath(scope.prefix),
+		"predicates": predicatesDigestForm(preds),
+		"sort":       sortDigestForm(keys),
+		"fields":     fields,
+		"facets":     facets,
+	})
+	var cur searchCursor
+	if hasCursor {
+		if werr := s.decodeQueryCursor(cursor, "search", &cur); werr != nil {
+			return nil, werr
+		}
+		if cur.Offset < 0 {
+			return nil, InvalidState("cursor is malformed")
+		}
+		if cur.Query != digest {
+			return nil, InvalidState("search cursor belongs to a different query")
+		}
+	}
+
+	d, werr := s.loadQuery(ctx, scope)
+	if werr != nil {
+		return nil, werr
+	}
+	read := d.sn.RootHash().String()
+	if hasCursor && cur.Read != read {
+		return nil, ReadFenceChanged("search", "ReadVersion")
+	}
+	if werr := typeCheckPredicates(preds, d.types); werr != nil {
+		return nil, werr
+	}
+	for _, k := range keys {
+		if werr := checkQuerySortable(k.field, d.types); werr != nil {
+			return nil, werr
+		}
+	}
+
+	matches := filterQueryRows(d.rows, preds)
+	sortQueryRows(matches, keys)
+	if cur.Offset > len(matches) {
+		return nil, InvalidState("search cursor is past the end of its result")
+	}
+	end := min(cur.Offset+int(limit), len(matches))
+	page := make([]any, 0, end-cur.Offset)
+	for _, r := range matches[cur.Offset:end] {
+		path, section, rel := s.queryRowLocation(r)
+		values := make(map[string]any, len(fields))
+		for _, f := range fields {
+			values[f] = optionalScalarJSON(r.value(f))
+		}
+		page = append(page, map[string]any{
+			"workbench_id":  r.wb,
+			"path":          path,
+			"section":       section,
+			"relative_path": rel,
+			"values":        values,
+		})
+	}
+	var next any
+	if end < len(matches) {
+		next = s.encodeQueryCursor(searchCursor{V: queryCursorVersion, Op: "search", Query: digest, Read: read, Offset: end})
+	}
+	facetResults := make([]any, len(facets))
+	for i, f := range facets {
+		facetResults[i] = facetOf(f, matches)
+	}
+	return map[string]any{
+		"path":        scope.presentation(s),
+		"match_count": len(matches),
+		"matches":     page,
+		"facets":      facetResults,
+		"next_cursor": next,
+		"truncated":   next != nil,
+	}, nil
+}
+
+// facetOf counts the values of field over rows (rows without the field
+// are not counted; an explicit null is a value): buckets by count
+// descending, then value ascending, at most queryMaxBuckets of them.
+func facetOf(field string, rows []*queryRow) map[string]any {
+	type bucket struct {
+		key   string
+		value IndexScalar
+		count int
+	}
+	index := map[string]int{}
+	var buckets []bucket
+	for _, r := range rows {
+		v, ok := r.value(field)
+		if !ok {
+			continue
+		}
+		k := indexScalarKey(v)
+		if i, seen := index[k]; seen {
+			buckets[i].count++
+			continue
+		}
+		index[k] = len(buckets)
+		buckets = append(buckets, bucket{key: k, value: v, count: 1})
+	}
+	slices.SortFunc(buckets, func(a, b bucket) int {
+		if a.count != b.count {
+			return b.count - a.count
+		}
+		return CompareIndexScalars(a.value, b.value)
+	})
+	distinct := len(buckets)
+	truncated := distinct > queryMaxBuckets
+	if truncated {
+		buckets = buckets[:queryMaxBuckets]
+	}
+	values := make([]any, len(buckets))
+	for i, b := range buckets {
+		values[i] = map[string]any{"value": indexScalarJSON(b.value), "count": b.count}
+	}
+	return map[string]any{
+		"field":          field,
+		"values":         values,
+		"distinct_count": distinct,
+		"truncated":      truncated,
+	}
+}

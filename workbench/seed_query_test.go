@@ -1,0 +1,189 @@
+package workbench
+
+import (
+	"context"
+	"testing"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/shards"
+)
+
+// Test hooks of the query and grep tools, exported to the black-box tests
+// of this directory.
+
+// QuerySeedFile is one artifact SeedQueryWorkbench writes.
+type QuerySeedFile struct {
+	// Path is the stored, section-joined path ("outputs/a.txt").
+	Path        string
+	Body        []byte
+	ContentType string // default "text/plain; charset=utf-8"
+	Producer    *string
+	ManifestID  *string
+	Index       []IndexField // any order
+}
+
+// SeedQueryWorkbench publishes files into workbench id through the record
+// layer, in one engine command: the workbench is created Visible when
+// missing, each file is created or replaced (generation + 1) with a fresh
+// revision whose body is one block, and the workspace revision advances
+// once. It is how the query tests attach producers, manifest ids and
+// custom index fields, which no Workbench tool writes.
+func SeedQueryWorkbench(t testing.TB, s *Service, id string, files ...QuerySeedFile) {
+	t.Helper()
+	seedQueryWorkbench(t, s, id, WorkspaceStateVisible, files)
+}
+
+// SeedQueryStagingWorkbench is SeedQueryWorkbench for a workbench whose marker is
+// Staging, as an unpublished restore destination is.
+func SeedQueryStagingWorkbench(t testing.TB, s *Service, id string, files ...QuerySeedFile) {
+	t.Helper()
+	seedQueryWorkbench(t, s, id, WorkspaceStateStaging, files)
+}
+
+// SetGrepBoundsForTest lowers grep's per-call work bounds for one test.
+func SetGrepBoundsForTest(t testing.TB, files int, bytes uint64) {
+	oldFiles, oldBytes := grepMaxFiles, grepMaxBytes
+	grepMaxFiles, grepMaxBytes = files, bytes
+	t.Cleanup(func() { grepMaxFiles, grepMaxBytes = oldFiles, oldBytes })
+}
+
+func seedQueryWorkbench(t testing.TB, s *Service, id string, state WorkspaceState, files []QuerySeedFile) {
+	t.Helper()
+	ctx := context.Background()
+	type prepared struct {
+		path  []string
+		rev   RevisionID
+		file  QuerySeedFile
+		block string
+	}
+	var preps []prepared
+	for _, f := range files {
+		path, werr := NormalizePath(f.Path)
+		if werr != nil {
+			t.Fatalf("seed %s: %v", f.Path, werr)
+		}
+		if f.ContentType == "" {
+			f.ContentType = "text/plain; charset=utf-8"
+		}
+		p := prepared{path: path, rev: NewRevisionID(), file: f}
+		if len(f.Body) > 0 {
+			p.block = s.layout.Block(s.root, p.rev, 0)
+			if _, err := s.b.Put(ctx, p.block, f.Body, bucket.Unconditional); err != nil {
+				t.Fatalf("seed block: %v", err)
+			}
+		}
+		preps = append(preps, p)
+	}
+	inc := NewIncarnationID()
+	_, err := s.store.Do(ctx, head.Command{
+		Namespace: s.root,
+		RequestID: s.requestID(),
+		Digest:    head.Digest([]byte("seed"), []byte(id), inc[:]),
+		Apply: func(tx *head.Tx) ([]byte, error) {
+			wsKey, err := WorkspaceCurrentKey{Root: s.root, WorkbenchID: id}.Encode()
+			if err != nil {
+				return nil, err
+			}
+			var ws WorkspaceCurrent
+			b, ok, err := tx.Get(shards.WorkspaceCurrent, wsKey)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				if ws, err = DecodeWorkspaceCurrent(b); err != nil {
+					return nil, err
+				}
+			} else {
+				ws = WorkspaceCurrent{Incarnation: inc, State: state, CreatedVersion: tx.Sequence()}
+				claimKey, err := WorkspaceIncarnationClaimKey{Root: s.root, Incarnation: inc}.Encode()
+				if err != nil {
+					return nil, err
+				}
+				claim, err := WorkspaceIncarnationClaim{WorkbenchID: id}.Encode()
+				if err != nil {
+					return nil, err
+				}
+				if err := tx.Put(shards.WorkspaceIncarnationClaim, claimKey, claim); err != nil {
+					return nil, err
+				}
+			}
+			ws.WorkspaceRevision++
+			ws.ModifiedVersion = tx.Sequence()
+			for _, p := range preps {
+				pathKey, err := PathCurrentKey{Root: s.root, Incarnation: ws.Incarnation, Path: p.path}.Encode()
+				if err != nil {
+					return nil, err
+				}
+				gen := uint64(1)
+				created := tx.Sequence()
+				if old, ok, err := tx.Get(shards.PathCurrent, pathKey); err != nil {
+					return nil, err
+				} else if ok {
+					e, err := DecodePathEntry(old)
+					if err != nil {
+						return nil, err
+					}
+					gen = e.Generation + 1
+					created = e.CreatedVersion
+				}
+				size := uint64(len(p.file.Body))
+				digest := DigestURI(p.file.Body)
+				manifestDigest := DigestURI([]byte("seed manifest " + p.rev.String()))
+				var blocks uint64
+				if p.block != "" {
+					blocks = 1
+					row, err := ArtifactManifestEntry{
+						PhysicalOwner: p.rev, ObjectKey: p.block, Length: size, DigestURI: digest,
+					}.Encode()
+					if err != nil {
+						return nil, err
+					}
+					key, err := ArtifactManifestKey{Root: s.root, Revision: p.rev, ObjectIndex: 0}.Encode()
+					if err != nil {
+						return nil, err
+					}
+					if err := tx.Put(shards.ArtifactManifest, key, row); err != nil {
+						return nil, err
+					}
+				}
+				rev, err := ArtifactRevision{
+					LogicalSize: size, BodyDigestURI: digest, ManifestDigestURI: manifestDigest,
+					BlockCount: blocks, ContentType: p.file.ContentType, State: RevisionStateAvailable,
+					StrongReferenceCount: 1, CreatedVersion: tx.Sequence(),
+				}.Encode()
+				if err != nil {
+					return nil, err
+				}
+				revKey, err := ArtifactRevisionKey{Root: s.root, Revision: p.rev}.Encode()
+				if err != nil {
+					return nil, err
+				}
+				if err := tx.Put(shards.ArtifactRevision, revKey, rev); err != nil {
+					return nil, err
+				}
+				entry, err := PathEntry{
+					Generation: gen, Revision: p.rev, LogicalSize: size,
+					BodyDigestURI: digest, ManifestDigestURI: manifestDigest,
+					ContentType: p.file.ContentType, Producer: p.file.Producer, ManifestID: p.file.ManifestID,
+					CreatedVersion: created, ModifiedVersion: tx.Sequence(),
+					Index: SortedIndexProjection(p.file.Index),
+				}.Encode()
+				if err != nil {
+					return nil, err
+				}
+				if err := tx.Put(shards.PathCurrent, pathKey, entry); err != nil {
+					return nil, err
+				}
+			}
+			v, err := ws.Encode()
+			if err != nil {
+				return nil, err
+			}
+			return nil, tx.Put(shards.WorkspaceCurrent, wsKey, v)
+		},
+	})
+	if err != nil {
+		t.Fatalf("seed workbench %s: %v", id, err)
+	}
+}
