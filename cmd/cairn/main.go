@@ -3,6 +3,7 @@
 //
 //	cairn conformance URL        check a bucket before trusting it
 //	cairn fake-gcs --addr A      run a local fake GCS for development
+//	cairn workbench TOOL         run one Workbench tool on a JSON input
 //
 // Each subcommand lives in its own cmd_<verb>.go file.
 package main

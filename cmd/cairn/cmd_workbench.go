@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/workbench"
+)
+
+func init() {
+	register("workbench", "run one Workbench tool on a JSON input", runWorkbench)
+}
+
+// defaultDataDir is the embedded local-file bucket's directory, relative
+// to the working directory.
+const defaultDataDir = "cairn-data"
+
+// runWorkbench runs one Workbench tool:
+//
+//	cairn workbench [--bucket URL] [--agent ID] [--input FILE] TOOL
+//
+// TOOL is a contract tool name (workbench_put_file, workbench_list, ...).
+// The tool's JSON arguments come from --input FILE, or from standard input
+// ("-" names standard input too); an input of only whitespace is {}. The
+// result, success or error, is printed on standard output as one line of
+// JSON with sorted keys, exactly as the tool returns it. Flags may come
+// before or after TOOL.
+//
+// Exit status: 0 for a success result, 1 for an error result (still
+// printed) or a store that cannot be opened (its error envelope printed),
+// 2 for a usage error.
+//
+// --bucket defaults to the embedded local-file bucket in ./cairn-data,
+// created if missing; --agent (default "default") picks the agent whose
+// deployment root /agents/{agent}/wb the tool serves.
+func runWorkbench(ctx context.Context, e *env, args []string) int {
+	fs := flag.NewFlagSet("workbench", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	bucketURL := fs.String("bucket", "", "bucket URL (default: file://$PWD/"+defaultDataDir+", created if missing)")
+	agent := fs.String("agent", workbench.DefaultAgentID, "agent id: the tools serve /agents/ID/wb")
+	input := fs.String("input", "", "file holding the tool's JSON input (default: standard input)")
+	fs.Usage = func() {
+		fmt.Fprintln(e.stderr, "usage: cairn workbench [--bucket URL] [--agent ID] [--input FILE] TOOL < input.json")
+		fs.PrintDefaults()
+		fmt.Fprintln(e.stderr, "\ntools:")
+		for _, t := range workbench.Tools() {
+			fmt.Fprintln(e.stderr, "  "+t)
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return 2
+	}
+	tool := fs.Arg(0)
+	// Flags may also follow the tool name.
+	if err := fs.Parse(fs.Args()[1:]); err != nil {
+		return 2
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintf(e.stderr, "cairn workbench: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return 2
+	}
+	if !slices.Contains(workbench.Tools(), tool) {
+		fmt.Fprintf(e.stderr, "cairn workbench: unknown tool %q\n", tool)
+		fs.Usage()
+		return 2
+	}
+
+	var raw []byte
+	var err error
+	if *input == "" || *input == "-" {
+		raw, err = io.ReadAll(e.stdin)
+	} else {
+		raw, err = os.ReadFile(*input)
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cairn workbench: read input: %v\n", err)
+		return 2
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = []byte("{}")
+	}
+
+	url := *bucketURL
+	if url == "" {
+		dir, err := filepath.Abs(defaultDataDir)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "cairn workbench: %v\n", err)
+			return 2
+		}
+		url = "file://" + filepath.ToSlash(dir)
+	}
+	b, err := bucket.Open(ctx, url)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cairn workbench: open bucket: %v\n", err)
+		return 2
+	}
+	defer b.Close()
+	s, err := workbench.Open(ctx, b, workbench.Options{AgentID: *agent})
+	if err != nil {
+		var werr *workbench.Error
+		if errors.As(err, &werr) && werr.Code == workbench.CodeInvalidArguments {
+			fmt.Fprintf(e.stderr, "cairn workbench: --agent: %s\n", werr.Message)
+			return 2
+		}
+		fmt.Fprintf(e.stderr, "cairn workbench: open %s: %v\n", url, err)
+		out, _ := workbench.MarshalResult(workbench.FromError(err).Envelope())
+		fmt.Fprintf(e.stdout, "%s\n", out)
+		return 1
+	}
+	defer s.Close()
+	out, ok := s.Call(ctx, tool, raw)
+	fmt.Fprintf(e.stdout, "%s\n", out)
+	if !ok {
+		return 1
+	}
+	return 0
+}

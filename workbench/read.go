@@ -1,0 +1,579 @@
+package workbench
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+)
+
+func init() {
+	registerTool("workbench_read", (*Service).read)
+}
+
+// Read limits.
+const (
+	// defaultReadLimit is the page size, in records or bytes, when the
+	// caller gives none.
+	defaultReadLimit = 100
+)
+
+// Record types of a structured read.
+const (
+	recordJSONArray  = "json_array"
+	recordJSONObject = "json_object"
+	recordYAML       = "yaml_mapping"
+	recordTextLines  = "text_lines"
+)
+
+// read serves workbench_read: one page of an artifact's body, shaped as
+// records (format "structured", the default) or as a base64 byte range
+// (format "bytes"). The whole body is always fetched, checked and then
+// sliced, so the size limit applies to small ranges too.
+//
+// Arguments are checked before anything is read: path must be non-empty
+// ("path is required"); offset other than 0 is for bytes reads only; a
+// bytes read takes a non-zero offset or a cursor, not both; cursors are
+// "r:<n>" (structured) or "b:<n>" (bytes), see parseReadCursor. limit
+// counts records, or bytes for a bytes read (default 100).
+//
+// if_none_match short-circuits: when the path is an artifact whose
+// generation equals it, the result is only the header, not_modified true
+// and the generation, and no body is fetched. Otherwise the read proceeds
+// as if it were not given.
+//
+// A path that is not an artifact (missing, a directory or a section), or
+// a workbench that does not exist, is NotFound with the logical path. A
+// body larger than the Service's MaxBytes is ResourceExhausted before any
+// block is fetched (the stored size is known), so PayloadTooLarge, the
+// reference tool layer's check of a fetched body, never arises here. A
+// record cursor past the record count, or a byte offset past the size, is
+// InvalidArguments; one exactly at the end gives an empty page. The
+// result has the same members in both formats: items is [] and
+// record_type and record_count are null for bytes; bytes and
+// bytes_encoding are null for structured; at_snapshot only when given.
+func (s *Service) read(ctx context.Context, a Args) (map[string]any, *Error) {
+	id, werr := parseID(a)
+	if werr != nil {
+		return nil, werr
+	}
+	section, werr := a.String("section")
+	if werr != nil {
+		return nil, werr
+	}
+	rel, werr := a.String("path")
+	if werr != nil {
+		return nil, werr
+	}
+	if rel == "" {
+		return nil, InvalidArguments("path is required")
+	}
+	comps, werr := JoinSection(section, rel)
+	if werr != nil {
+		return nil, werr
+	}
+	sc := readScope{id: id, comps: comps, at: atSnapshot(a)}
+
+	format := "structured"
+	if f, ok, werr := a.OptString("format"); werr != nil {
+		return nil, werr
+	} else if ok {
+		format = f
+	}
+	limit := uint64(defaultReadLimit)
+	if n, ok, werr := a.OptUint("limit"); werr != nil {
+		return nil, werr
+	} else if ok {
+		limit = n
+	}
+	if limit == 0 {
+		return nil, InvalidArguments("limit must be positive")
+	}
+	offset, _, werr := a.OptUint("offset")
+	if werr != nil {
+		return nil, werr
+	}
+	cursorText, hasCursor, werr := a.OptString("cursor")
+	if werr != nil {
+		return nil, werr
+	}
+	var start uint64
+	switch format {
+	case "structured":
+		if offset != 0 {
+			return nil, InvalidArguments("offset is supported only for bytes reads")
+		}
+		if hasCursor {
+			if start, werr = parseReadCursor(cursorText, "r"); werr != nil {
+				return nil, werr
+			}
+		}
+	case "bytes":
+		start = offset
+		if hasCursor {
+			if offset != 0 {
+				return nil, InvalidArguments("offset and cursor cannot both be given")
+			}
+			if start, werr = parseReadCursor(cursorText, "b"); werr != nil {
+				return nil, werr
+			}
+		}
+	default:
+		return nil, InvalidArgumentsf("unknown read format %s", format)
+	}
+	etag, hasETag, werr := a.OptUint("if_none_match")
+	if werr != nil {
+		return nil, werr
+	}
+
+	v, werr := s.openScopeView(ctx, sc)
+	if werr != nil {
+		return nil, werr
+	}
+	e, ok, werr := v.entry(ctx, comps)
+	if werr != nil {
+		return nil, werr
+	}
+	if !ok {
+		return nil, NotFound(sc.logical())
+	}
+	res := s.header(sc)
+	if hasETag && e.Generation == etag {
+		res["not_modified"] = true
+		res["generation"] = e.Generation
+		return res, nil
+	}
+	body, werr := v.body(ctx, e)
+	if werr != nil {
+		return nil, werr
+	}
+	res["generation"] = e.Generation
+	res["total_size_bytes"] = e.LogicalSize
+	res["format"] = format
+	if hasCursor {
+		res["cursor"] = cursorText
+	} else {
+		res["cursor"] = nil
+	}
+	var next any
+	if format == "bytes" {
+		size := uint64(len(body))
+		if start > size {
+			return nil, InvalidArguments("byte offset is past the end of the artifact")
+		}
+		end := start + min(limit, size-start)
+		if end < size {
+			next = readCursor("b", end)
+		}
+		res["record_type"] = nil
+		res["record_count"] = nil
+		res["items"] = []any{}
+		res["bytes"] = base64.StdEncoding.EncodeToString(body[start:end])
+		res["bytes_encoding"] = "base64"
+	} else {
+		recordType, records, werr := structuredRecords(sc.logical(), e.ContentType, body)
+		if werr != nil {
+			return nil, werr
+		}
+		count := uint64(len(records))
+		if start > count {
+			return nil, InvalidArguments("cursor is past the end of the records")
+		}
+		end := start + min(limit, count-start)
+		if end < count {
+			next = readCursor("r", end)
+		}
+		items := make([]any, 0, end-start)
+		for i := start; i < end; i++ {
+			items = append(items, map[string]any{"index": i, "value": records[i]})
+		}
+		res["record_type"] = recordType
+		res["record_count"] = count
+		res["items"] = items
+		res["bytes"] = nil
+		res["bytes_encoding"] = nil
+	}
+	res["next_cursor"] = next
+	res["truncated"] = next != nil
+	return res, nil
+}
+
+// structuredRecords shapes a body into records. Classification looks at
+// the lower-cased content type and the lower-cased logical path:
+//
+//  1. a content type containing "json" or a path ending ".json": one JSON
+//     document (the reference parser's rules, as tool input); an array is
+//     json_array with a record per element, anything else json_object
+//     with one record;
+//  2. else a content type containing "yaml" or a path ending ".yaml" or
+//     ".yml": one YAML document (decodeYAML); a sequence gives a record
+//     per element, anything else one record, yaml_mapping either way;
+//  3. else text_lines: the body must be UTF-8 (InvalidUtf8 otherwise) and
+//     each line is a record (textLines).
+//
+// A JSON or YAML body that does not parse is StructuredDecodeFailed with
+// the logical path and the format.
+func structuredRecords(logical, contentType string, body []byte) (string, []any, *Error) {
+	ct := strings.ToLower(contentType)
+	p := strings.ToLower(logical)
+	switch {
+	case strings.Contains(ct, "json") || strings.HasSuffix(p, ".json"):
+		doc, err := decodeArguments(body)
+		if err != nil {
+			return "", nil, StructuredDecodeFailed(logical, "json", err)
+		}
+		if arr, ok := doc.([]any); ok {
+			return recordJSONArray, arr, nil
+		}
+		return recordJSONObject, []any{doc}, nil
+	case strings.Contains(ct, "yaml") || strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml"):
+		doc, err := decodeYAML(body)
+		if err != nil {
+			return "", nil, StructuredDecodeFailed(logical, "yaml", err)
+		}
+		if arr, ok := doc.([]any); ok {
+			return recordYAML, arr, nil
+		}
+		return recordYAML, []any{doc}, nil
+	}
+	if !utf8.Valid(body) {
+		return "", nil, StructuredTextNotUTF8(logical)
+	}
+	return recordTextLines, textLines(string(body)), nil
+}
+
+// textLines splits text as Rust's str::lines does: at each "\n", dropping
+// one "\r" right before it; a final line ending adds no empty line, an
+// empty text has no lines, and a lone "\r" at the very end (no "\n"
+// after it) stays part of the last line.
+func textLines(s string) []any {
+	out := []any{}
+	for s != "" {
+		line, rest, found := strings.Cut(s, "\n")
+		if found {
+			line = strings.TrimSuffix(line, "\r")
+		}
+		out = append(out, line)
+		s = rest
+	}
+	return out
+}
+
+// YAML.
+//
+// decodeYAML reads a structured YAML body into the values a JSON document
+// would give (nil, bool, json.Number, float64, string, []any,
+// map[string]any), following the YAML 1.2 core schema as the reference
+// implementation's YAML reader resolves it. The parser is go.yaml.in/yaml/v3;
+// scalar resolution is done here, not by that library's YAML 1.1-leaning
+// resolver:
+//
+//   - exactly one document; an empty body is one null record; a second
+//     document is an error;
+//   - quoted and block scalars, and scalars tagged !!str, are strings
+//     (the parser drops a bare "!" tag, so "! 4" reads as plain 4);
+//   - plain scalars: "", "~", null, Null, NULL are null; true/True/TRUE
+//     and false/False/FALSE are booleans; integers are decimal with an
+//     optional sign, or 0x/0o/0b with an optional sign, within 64 bits,
+//     where a decimal with a leading zero ("0123") is a string; floats are
+//     decimal with optional fraction and exponent, finite, and .inf,
+//     -.inf, .nan in their three spellings (an infinite or NaN float
+//     becomes null, as JSON has no such number); an integer too large for
+//     64 bits reads as a float; anything else is a string, timestamps
+//     included;
+//   - explicit tags !!null, !!bool, !!int, !!float, !!str, !!seq and !!map
+//     are honoured; any other tag is an error;
+//   - mapping keys are the text of scalar keys (so `1: x` has key "1"); a
+//     collection as a key is an error; a repeated key keeps its last
+//     value; "<<" is an ordinary key (no merge);
+//   - aliases are expanded, within a bound on nesting depth (128) and on
+//     the number of nodes produced (1,000,000).
+func decodeYAML(body []byte) (any, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(body))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return nil, err
+		}
+		return nil, errors.New("a YAML body must hold exactly one document")
+	}
+	c := &yamlConverter{budget: yamlMaxNodes}
+	return c.value(&doc, 0)
+}
+
+const (
+	yamlMaxDepth = 128
+	yamlMaxNodes = 1_000_000
+)
+
+type yamlConverter struct {
+	budget int
+}
+
+func (c *yamlConverter) value(n *yaml.Node, depth int) (any, error) {
+	if depth > yamlMaxDepth {
+		return nil, fmt.Errorf("YAML nesting deeper than %d levels", yamlMaxDepth)
+	}
+	if c.budget--; c.budget < 0 {
+		return nil, fmt.Errorf("YAML expands to more than %d nodes", yamlMaxNodes)
+	}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return nil, nil
+		}
+		return c.value(n.Content[0], depth)
+	case yaml.AliasNode:
+		if n.Alias == nil {
+			return nil, fmt.Errorf("line %d: unknown YAML alias", n.Line)
+		}
+		return c.value(n.Alias, depth+1)
+	case yaml.SequenceNode:
+		if err := yamlCheckTag(n, "!!seq"); err != nil {
+			return nil, err
+		}
+		out := make([]any, 0, len(n.Content))
+		for _, e := range n.Content {
+			v, err := c.value(e, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	case yaml.MappingNode:
+		if err := yamlCheckTag(n, "!!map"); err != nil {
+			return nil, err
+		}
+		out := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, err := yamlKey(n.Content[i])
+			if err != nil {
+				return nil, err
+			}
+			v, err := c.value(n.Content[i+1], depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = v
+		}
+		return out, nil
+	case yaml.ScalarNode:
+		return yamlScalar(n)
+	}
+	return nil, fmt.Errorf("line %d: unexpected YAML node", n.Line)
+}
+
+// yamlExplicitTag returns the node's explicit tag in short form, or "".
+func yamlExplicitTag(n *yaml.Node) string {
+	if n.Style&yaml.TaggedStyle == 0 {
+		return ""
+	}
+	t := n.Tag
+	if rest, ok := strings.CutPrefix(t, "tag:yaml.org,2002:"); ok {
+		t = "!!" + rest
+	}
+	return t
+}
+
+func yamlCheckTag(n *yaml.Node, want string) error {
+	if t := yamlExplicitTag(n); t != "" && t != want && t != "!" {
+		return fmt.Errorf("line %d: unsupported YAML tag %s", n.Line, t)
+	}
+	return nil
+}
+
+// yamlKey returns a mapping key's text.
+func yamlKey(n *yaml.Node) (string, error) {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if n.Kind != yaml.ScalarNode {
+		return "", fmt.Errorf("line %d: a YAML mapping key must be a scalar", n.Line)
+	}
+	return n.Value, nil
+}
+
+// yamlScalar resolves one scalar.
+func yamlScalar(n *yaml.Node) (any, error) {
+	tag := yamlExplicitTag(n)
+	quoted := n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0
+	switch {
+	case tag == "!!str" || tag == "!" || (tag == "" && quoted):
+		return n.Value, nil
+	case tag == "":
+		return resolvePlainYAML(n.Value), nil
+	}
+	v := resolvePlainYAML(n.Value)
+	ok := false
+	switch tag {
+	case "!!null":
+		ok = v == nil
+	case "!!bool":
+		_, ok = v.(bool)
+	case "!!int":
+		_, ok = v.(json.Number)
+	case "!!float":
+		switch x := v.(type) {
+		case json.Number:
+			ok = true
+			if f, err := strconv.ParseFloat(string(x), 64); err == nil {
+				v = f
+			}
+		case float64:
+			ok = true
+		case nil:
+			ok = isNonFiniteYAML(n.Value)
+		}
+	default:
+		return nil, fmt.Errorf("line %d: unsupported YAML tag %s", n.Line, tag)
+	}
+	if !ok {
+		return nil, fmt.Errorf("line %d: %q is not a valid %s", n.Line, n.Value, tag)
+	}
+	return v, nil
+}
+
+func isNonFiniteYAML(s string) bool {
+	switch s {
+	case ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF", ".nan", ".NaN", ".NAN":
+		return true
+	}
+	return false
+}
+
+// resolvePlainYAML resolves a plain scalar by the core schema (see
+// decodeYAML): nil, a bool, an integer as a json.Number, a float64, or
+// the string itself.
+func resolvePlainYAML(s string) any {
+	switch s {
+	case "", "~", "null", "Null", "NULL":
+		return nil
+	case "true", "True", "TRUE":
+		return true
+	case "false", "False", "FALSE":
+		return false
+	}
+	if isNonFiniteYAML(s) {
+		return nil
+	}
+	if n, ok := yamlInt(s); ok {
+		return n
+	}
+	if yamlLeadingZero(s) {
+		return s
+	}
+	if yamlFloatSyntax(s) {
+		f, err := strconv.ParseFloat(s, 64)
+		if err == nil && !math.IsInf(f, 0) {
+			return f
+		}
+	}
+	return s
+}
+
+// yamlInt parses a core-schema integer within 64 bits.
+func yamlInt(s string) (json.Number, bool) {
+	neg := false
+	body := s
+	switch {
+	case strings.HasPrefix(body, "+"):
+		body = body[1:]
+	case strings.HasPrefix(body, "-"):
+		neg, body = true, body[1:]
+	}
+	base := 10
+	for _, p := range []struct {
+		prefix string
+		base   int
+	}{{"0x", 16}, {"0o", 8}, {"0b", 2}} {
+		if rest, ok := strings.CutPrefix(body, p.prefix); ok {
+			body, base = rest, p.base
+			break
+		}
+	}
+	if body == "" || strings.ContainsAny(body, "+-_") {
+		return "", false
+	}
+	if base == 10 && yamlLeadingZero(s) {
+		return "", false
+	}
+	u, err := strconv.ParseUint(body, base, 64)
+	if err != nil {
+		return "", false
+	}
+	if !neg {
+		return json.Number(strconv.FormatUint(u, 10)), true
+	}
+	if u > 1<<63 {
+		return "", false
+	}
+	return json.Number(strconv.FormatInt(int64(-u), 10)), true
+}
+
+// yamlLeadingZero reports a decimal with a leading zero ("0123", "-007"),
+// which the core schema reads as a string.
+func yamlLeadingZero(s string) bool {
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	if len(s) < 2 || s[0] != '0' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// yamlFloatSyntax reports whether s is [+-]?(digits[.digits?]|.digits)
+// with an optional exponent.
+func yamlFloatSyntax(s string) bool {
+	i := 0
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	digits := func() int {
+		j := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return i - j
+	}
+	n := digits()
+	if i < len(s) && s[i] == '.' {
+		i++
+		n += digits()
+	}
+	if n == 0 {
+		return false
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(s)
+}
