@@ -193,7 +193,7 @@ func (s *Store) commitBatch(calls []*call, refill func(n int) []*call) {
 	defer func() { cancel() }()
 	var lastErr error
 	for attempt := 0; ; attempt++ {
-		if attempt > 0 && refill != nil {
+		if attempt > 0 && attempt < s.opts.MaxAttempts && refill != nil {
 			calls = slices.DeleteFunc(calls, (*call).finished)
 			if more := s.takeMore(refill, s.opts.MaxBatch-len(calls)); len(more) > 0 {
 				calls = append(calls, more...)
@@ -306,7 +306,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call) (done, throttled boo
 		return false, false, fmt.Errorf("head: lost the race for sequence %d", seq)
 	}
 	if s.opts.Check {
-		if err := Check(ctx, s.b, s.layout, cand.rootRef.Hash, CheckOptions{Strict: true}); err != nil {
+		if err := s.checkLanded(ctx, cand.rootRef.Hash); err != nil {
 			for _, c := range calls {
 				c.finish(Result{}, fmt.Errorf("head: check after commit %d: %w", seq, err))
 			}
@@ -317,6 +317,23 @@ func (s *Store) attempt(ctx context.Context, calls []*call) (done, throttled boo
 		c.finish(outs[i].res, outs[i].err)
 	}
 	return true, false, nil
+}
+
+// checkLanded runs the strict Check of Options.Check on a root that has
+// landed. A read that fails transiently (or returns damaged bytes, which a
+// flaky network can do) is retried a few times, so that only a finding
+// that persists fails the commands.
+func (s *Store) checkLanded(ctx context.Context, root shards.Hash) error {
+	var err error
+	for try := 0; try < 5; try++ {
+		if err = Check(ctx, s.b, s.layout, root, CheckOptions{Strict: true}); err == nil || !transient(err) {
+			return err
+		}
+		if berr := s.backoff(ctx, try, errors.Is(err, bucket.ErrThrottled)); berr != nil {
+			return err
+		}
+	}
+	return err
 }
 
 // transient reports whether err may go away on a later attempt.
