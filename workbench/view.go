@@ -282,4 +282,3 @@ func hasPrefixPath(path, dir []string) bool {
 	}
 	return true
 }
-
