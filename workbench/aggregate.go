@@ -146,7 +146,7 @@ func aggregateTool(s *Service, ctx context.Context, a Args) (map[string]any, *Er
 	}
 	for _, k := range keys {
 		if !slices.Contains(groupBy, k.field) && !slices.ContainsFunc(measures, func(m aggMeasure) bool { return m.name == k.field }) {
-			return nil, InvalidState("aggregate sort field " + k.field + " is neither a group_by field nor a aggMeasureValue name")
+			return nil, InvalidState("aggregate sort field " + k.field + " is neither a group_by field nor a measure name")
 		}
 	}
 

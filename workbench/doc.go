@@ -1,7 +1,8 @@
 // Package workbench serves the Workbench contract, the 18 agent-facing
-// tools (workbench_create ... workbench_restore), on cairn's engine. This
-// file describes the foundation every tool shares: input validation, the
-// error envelope and result encoding, and ids and paths.
+// tools (workbench_create ... workbench_restore), on cairn's engine:
+// input validation, the error envelope and result encoding, ids and paths,
+// the durable records, publication and reads. docs/workbench.md maps each
+// tool to its families and commands.
 //
 // # Validation
 //
@@ -52,4 +53,61 @@
 // shards.EncodePath): component by component as bytes, a shorter
 // component first ("a/x" before "a-b/x"), and a directory's descendants
 // before the directory's own exact path.
+//
+// # Publication
+//
+// workbench_put_file, workbench_append and workbench_edit make a body
+// visible object first, metadata last (publish.go). A call draws a fresh
+// revision id and operation id; writes a staging ledger naming every block
+// it may upload (shards.Layout.Staging of the operation, create-only,
+// canonical JSON "cairn.staging_ledger.v1"); uploads the blocks of
+// Options.BlockSize bytes create-only and in parallel
+// (shards.Layout.Block of the RootId, the revision and the index); and
+// then runs one engine command. The command checks every predicate against
+// its snapshot and writes, all at once, the ArtifactRevision, its
+// ArtifactManifest rows, the PathCurrent entry, the strong references
+// (RevisionRef, with a GcCandidate for a replaced revision left without
+// any), one StagedObject row per block, the Publish Operation row, the
+// workspace revision and a ChangeEvent. put_file and append create a
+// missing workbench in the same command.
+//
+// After the command lands the ledger object is deleted: the StagedObject
+// rows own the blocks. After a predicate failure nothing was applied and
+// the blocks, then the ledger, are deleted. After any other failure
+// (unknown outcome, contention, an unavailable store, a cancelled call, a
+// crash) everything uploaded stays in the bucket, named by the ledger; no
+// sweeper reclaims it yet. An unknown outcome is settled by running the
+// same command again with the same request id, up to three times: the
+// engine replays it if it landed and applies it once if it did not.
+//
+// Every write is conditional on what the call observed: create-only
+// (put_file replace=false), replace-if-generation (put_file replace=true,
+// edit) or extend-if-generation (append). A lost check is a retryable
+// Conflict with conflict "Generation". put_file reports it; edit reads
+// again and re-applies its replacement (5 attempts in all); append
+// observes again and retries with the blocks it already uploaded (64
+// attempts in all). An append reuses the base revision's blocks and holds
+// one RevisionDependency reference on each distinct owner of a reused
+// block; when the new revision would depend on more than
+// MaxDependencyOwners owners or be deeper than MaxDependencyDepth, it
+// writes the whole body again as its own blocks instead.
+//
+// # Reads
+//
+// Every read pins one snapshot (one read of the engine's head) and sees
+// one version. stat, list and read go through a view of one Visible
+// workbench (view.go); search, aggregate and catalog read the PathCurrent
+// rows of their scope, not SecondaryIndex rows (query.go); grep lists its
+// candidates in one scan and reads their bodies a few ahead. A body is
+// read whole: its manifest rows, then their blocks in parallel, each
+// slice checked against its row's digest and the whole against the body
+// digest. A body larger than Options.MaxBytes is ResourceExhausted before
+// any block is fetched. Engine objects are immutable and cached once
+// decoded, so a warm stat, list or query costs the one head read, and a
+// warm read the head read and the body's blocks.
+//
+// Continuations never mix versions: a list or grep cursor fails
+// ReadFenceChanged after any write to its workbench, a search cursor after
+// any commit to the shard. Reads at a snapshot (at_snapshot) are not built
+// yet and answer SnapshotNotFound.
 package workbench
