@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairnstore/cairn/workbench"
 )
@@ -41,7 +43,10 @@ func decodeLine(t *testing.T, out string) map[string]any {
 }
 
 func TestWorkbenchCommand(t *testing.T) {
-	for _, url := range []string{"mem://workbench-cmd", "file://" + t.TempDir()} {
+	// A fresh memory bucket name per run: mem:// names are shared by the
+	// whole process, and -count runs the test again in it.
+	memURL := fmt.Sprintf("mem://workbench-cmd-%d", time.Now().UnixNano())
+	for _, url := range []string{memURL, "file://" + t.TempDir()} {
 		t.Run(url[:4], func(t *testing.T) {
 			wb := func(stdin, tool string, extra ...string) (int, map[string]any, string) {
 				t.Helper()
