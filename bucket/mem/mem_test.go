@@ -3,7 +3,10 @@ package mem_test
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/mem"
@@ -30,11 +33,12 @@ func TestConformanceWithPrefixWrapper(t *testing.T) {
 
 func TestOpenSharesNamedStore(t *testing.T) {
 	ctx := context.Background()
-	a, err := bucket.Open(ctx, "mem://shared-test")
+	name := "mem://" + strings.ReplaceAll(t.Name(), "/", "-") + "-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	a, err := bucket.Open(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := bucket.Open(ctx, "mem://shared-test")
+	b, err := bucket.Open(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +49,7 @@ func TestOpenSharesNamedStore(t *testing.T) {
 	if err != nil || string(got) != "v" {
 		t.Fatalf("replica read = %q, %v; want v", got, err)
 	}
-	p, err := bucket.Open(ctx, "mem://shared-test/sub")
+	p, err := bucket.Open(ctx, name+"/sub")
 	if err != nil {
 		t.Fatal(err)
 	}
