@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/conformance/fakegcs"
 )
 
 func runCmd(t *testing.T, args ...string) (int, string, string) {
@@ -60,5 +61,24 @@ func TestConformanceReportsFailures(t *testing.T) {
 	code, out, _ := runCmd(t, "conformance", "nope://x")
 	if code == 0 {
 		t.Fatalf("unknown scheme exited 0:\n%s", out)
+	}
+}
+
+// TestConformanceAgainstFakeGCS: against fake-gcs-server, found through its
+// URL, the fake's known gap is reported as a known gap and the command
+// exits 0.
+func TestConformanceAgainstFakeGCS(t *testing.T) {
+	srv := fakegcs.New(t)
+	if err := srv.CreateBucket("conformance"); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, "conformance", srv.BucketURL("conformance", ""))
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"known gap conditional-delete: fake-gcs-server", "23 passed, 0 failed, 1 known gaps"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
 	}
 }
