@@ -155,15 +155,7 @@ func TestAppendContentType(t *testing.T) {
 // TestAppendConcurrent: appends from many goroutines, in one Service and
 // across replicas over one store, all land exactly once, in some order.
 func TestAppendConcurrent(t *testing.T) {
-	store := mem.NewStore()
-	var services []*workbench.Service
-	for range 3 {
-		b, err := mem.New(store, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		services = append(services, newServiceOn(t, b, workbench.Options{BlockSize: 8}))
-	}
+	store, services := newReplicas(t, 3, workbench.Options{BlockSize: 8})
 	const goroutines, appends = 12, 3
 	var wg sync.WaitGroup
 	var mu sync.Mutex

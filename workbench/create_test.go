@@ -5,7 +5,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench"
 )
@@ -107,15 +106,7 @@ func TestCreateErrors(t *testing.T) {
 // across replicas all succeed with the same result, and exactly one
 // incarnation is claimed.
 func TestCreateRace(t *testing.T) {
-	store := mem.NewStore()
-	var services []*workbench.Service
-	for range 2 {
-		b, err := mem.New(store, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		services = append(services, newServiceOn(t, b, workbench.Options{}))
-	}
+	_, services := newReplicas(t, 2, workbench.Options{})
 	var wg sync.WaitGroup
 	outs := make([]string, 10)
 	for i := range outs {

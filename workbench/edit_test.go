@@ -107,15 +107,7 @@ func TestEditErrors(t *testing.T) {
 // is a retryable Conflict that applied nothing, and the caller retries it;
 // a lost or doubled edit would surface as NoMatch.
 func TestEditConcurrent(t *testing.T) {
-	store := mem.NewStore()
-	var services []*workbench.Service
-	for range 2 {
-		b, err := mem.New(store, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		services = append(services, newServiceOn(t, b, workbench.Options{}))
-	}
+	_, services := newReplicas(t, 2, workbench.Options{})
 	const n = 10
 	var body strings.Builder
 	for i := range n {

@@ -32,6 +32,22 @@ func newServiceOn(t testing.TB, b bucket.Bucket, opts workbench.Options) *workbe
 	return s
 }
 
+// newReplicas opens n Services over one shared memory store: replicas of
+// one deployment that share only the bucket.
+func newReplicas(t testing.TB, n int, opts workbench.Options) (*mem.Store, []*workbench.Service) {
+	t.Helper()
+	store := mem.NewStore()
+	services := make([]*workbench.Service, n)
+	for i := range services {
+		b, err := mem.New(store, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		services[i] = newServiceOn(t, b, opts)
+	}
+	return store, services
+}
+
 // call runs a tool and returns its decoded result and success flag.
 func call(t testing.TB, s *workbench.Service, tool, input string) (map[string]any, bool) {
 	t.Helper()

@@ -293,15 +293,7 @@ func TestPutFileBase64IsStrict(t *testing.T) {
 // in one Service and across replicas over one store: exactly one wins, the
 // others get AlreadyExists, and the stored body is the winner's.
 func TestPutFileCreateRace(t *testing.T) {
-	store := mem.NewStore()
-	var services []*workbench.Service
-	for range 3 {
-		b, err := mem.New(store, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		services = append(services, newServiceOn(t, b, workbench.Options{}))
-	}
+	store, services := newReplicas(t, 3, workbench.Options{})
 	const perService = 5
 	type result struct {
 		m    map[string]any
@@ -355,15 +347,7 @@ func TestPutFileCreateRace(t *testing.T) {
 // winner gets its own generation, each loser a retryable Conflict, and
 // the final generation counts the winners.
 func TestPutFileReplaceRace(t *testing.T) {
-	store := mem.NewStore()
-	var services []*workbench.Service
-	for range 2 {
-		b, err := mem.New(store, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		services = append(services, newServiceOn(t, b, workbench.Options{}))
-	}
+	_, services := newReplicas(t, 2, workbench.Options{})
 	mustCall(t, services[0], "workbench_put_file", putInput("race", "outputs", "r.txt", `"text":"base"`))
 	var mu sync.Mutex
 	gens := map[string]string{}

@@ -76,25 +76,6 @@ func qNull(id string) workbench.IndexField {
 
 func qPtr(s string) *string { return &s }
 
-// qJSONType names the JSON type of a decoded value.
-func qJSONType(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case json.Number:
-		return "number"
-	case string:
-		return "string"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
 // qShape checks that got has the shape of the transcript result want: the
 // same member names at every level and the same JSON type for each; every
 // element of an array has the shape of want's first element.
@@ -110,7 +91,7 @@ func qShape(t testing.TB, got map[string]any, want string) {
 }
 
 func qShapeDiff(got, want any, at string) []string {
-	if gt, wt := qJSONType(got), qJSONType(want); gt != wt {
+	if gt, wt := jsonKind(got), jsonKind(want); gt != wt {
 		return []string{fmt.Sprintf("%s: got %s, transcript has %s", at, gt, wt)}
 	}
 	var errs []string

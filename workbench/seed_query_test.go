@@ -26,8 +26,8 @@ type QuerySeedFile struct {
 // SeedQueryWorkbench publishes files into workbench id through the record
 // layer, in one engine command: the workbench is created Visible when
 // missing, each file is created or replaced (generation + 1) with a fresh
-// revision whose body is one block, and the workspace revision advances
-// once. It is how the query tests attach producers, manifest ids and
+// revision whose body is stored in blocks of the service's block size,
+// and the workspace revision advances once per file. It is how the query tests attach producers, manifest ids and
 // custom index fields, which no Workbench tool writes.
 func SeedQueryWorkbench(t testing.TB, s *Service, id string, files ...QuerySeedFile) {
 	t.Helper()
@@ -48,16 +48,18 @@ func SetGrepBoundsForTest(t testing.TB, files int, bytes uint64) {
 	t.Cleanup(func() { grepMaxFiles, grepMaxBytes = oldFiles, oldBytes })
 }
 
-func seedQueryWorkbench(t testing.TB, s *Service, id string, state WorkspaceState, files []QuerySeedFile) {
+func seedQueryWorkbench(t testing.TB, s *Service, id string, state WorkspaceState, files []QuerySeedFile) []uint64 {
 	t.Helper()
 	ctx := context.Background()
 	type prepared struct {
-		path  []string
-		rev   RevisionID
-		file  QuerySeedFile
-		block string
+		path     []string
+		rev      RevisionID
+		file     QuerySeedFile
+		rows     []ArtifactManifestEntry
+		manifest string
 	}
 	var preps []prepared
+	digest := [][]byte{[]byte("seed"), []byte(id)}
 	for _, f := range files {
 		path, werr := NormalizePath(f.Path)
 		if werr != nil {
@@ -67,19 +69,38 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state WorkspaceStat
 			f.ContentType = "text/plain; charset=utf-8"
 		}
 		p := prepared{path: path, rev: NewRevisionID(), file: f}
-		if len(f.Body) > 0 {
-			p.block = s.layout.Block(s.root, p.rev, 0)
-			if _, err := s.b.Put(ctx, p.block, f.Body, bucket.Unconditional); err != nil {
+		// Blocks of the service's block size, as the write tools store a
+		// body, each with its manifest row.
+		bs := s.opts.BlockSize
+		var manifestBytes []byte
+		for i := 0; i*bs < len(f.Body); i++ {
+			part := f.Body[i*bs : min(len(f.Body), (i+1)*bs)]
+			k := s.layout.Block(s.root, p.rev, uint64(i))
+			if _, err := s.b.Put(ctx, k, part, bucket.Unconditional); err != nil {
 				t.Fatalf("seed block: %v", err)
 			}
+			r := ArtifactManifestEntry{
+				PhysicalOwner: p.rev, PhysicalObjectIndex: uint64(i), ObjectKey: k,
+				LogicalOffset: uint64(i * bs), Length: uint64(len(part)), DigestURI: DigestURI(part),
+			}
+			b, err := r.Encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			manifestBytes = append(manifestBytes, b...)
+			p.rows = append(p.rows, r)
 		}
+		p.manifest = DigestURI(manifestBytes)
 		preps = append(preps, p)
+		digest = append(digest, p.rev[:])
 	}
 	inc := NewIncarnationID()
+	digest = append(digest, inc[:])
+	gens := make([]uint64, len(preps))
 	_, err := s.store.Do(ctx, head.Command{
 		Namespace: s.root,
 		RequestID: s.requestID(),
-		Digest:    head.Digest([]byte("seed"), []byte(id), inc[:]),
+		Digest:    head.Digest(digest...),
 		Apply: func(tx *head.Tx) ([]byte, error) {
 			wsKey, err := WorkspaceCurrentKey{Root: s.root, WorkbenchID: id}.Encode()
 			if err != nil {
@@ -95,7 +116,7 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state WorkspaceStat
 					return nil, err
 				}
 			} else {
-				ws = WorkspaceCurrent{Incarnation: inc, State: state, CreatedVersion: tx.Sequence()}
+				ws = WorkspaceCurrent{Incarnation: inc, WorkspaceRevision: 1, State: state, CreatedVersion: tx.Sequence()}
 				claimKey, err := WorkspaceIncarnationClaimKey{Root: s.root, Incarnation: inc}.Encode()
 				if err != nil {
 					return nil, err
@@ -108,9 +129,8 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state WorkspaceStat
 					return nil, err
 				}
 			}
-			ws.WorkspaceRevision++
 			ws.ModifiedVersion = tx.Sequence()
-			for _, p := range preps {
+			for i, p := range preps {
 				pathKey, err := PathCurrentKey{Root: s.root, Incarnation: ws.Incarnation, Path: p.path}.Encode()
 				if err != nil {
 					return nil, err
@@ -127,19 +147,15 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state WorkspaceStat
 					gen = e.Generation + 1
 					created = e.CreatedVersion
 				}
+				gens[i] = gen
 				size := uint64(len(p.file.Body))
 				digest := DigestURI(p.file.Body)
-				manifestDigest := DigestURI([]byte("seed manifest " + p.rev.String()))
-				var blocks uint64
-				if p.block != "" {
-					blocks = 1
-					row, err := ArtifactManifestEntry{
-						PhysicalOwner: p.rev, ObjectKey: p.block, Length: size, DigestURI: digest,
-					}.Encode()
+				for j, r := range p.rows {
+					row, err := r.Encode()
 					if err != nil {
 						return nil, err
 					}
-					key, err := ArtifactManifestKey{Root: s.root, Revision: p.rev, ObjectIndex: 0}.Encode()
+					key, err := ArtifactManifestKey{Root: s.root, Revision: p.rev, ObjectIndex: uint64(j)}.Encode()
 					if err != nil {
 						return nil, err
 					}
@@ -148,9 +164,9 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state WorkspaceStat
 					}
 				}
 				rev, err := ArtifactRevision{
-					LogicalSize: size, BodyDigestURI: digest, ManifestDigestURI: manifestDigest,
-					BlockCount: blocks, ContentType: p.file.ContentType, State: RevisionStateAvailable,
-					StrongReferenceCount: 1, CreatedVersion: tx.Sequence(),
+					LogicalSize: size, BodyDigestURI: digest, ManifestDigestURI: p.manifest,
+					BlockCount: uint64(len(p.rows)), ContentType: p.file.ContentType, State: RevisionStateAvailable,
+					ReferenceEpoch: 1, StrongReferenceCount: 1, CreatedVersion: tx.Sequence(),
 				}.Encode()
 				if err != nil {
 					return nil, err
@@ -164,7 +180,7 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state WorkspaceStat
 				}
 				entry, err := PathEntry{
 					Generation: gen, Revision: p.rev, LogicalSize: size,
-					BodyDigestURI: digest, ManifestDigestURI: manifestDigest,
+					BodyDigestURI: digest, ManifestDigestURI: p.manifest,
 					ContentType: p.file.ContentType, Producer: p.file.Producer, ManifestID: p.file.ManifestID,
 					CreatedVersion: created, ModifiedVersion: tx.Sequence(),
 					Index: SortedIndexProjection(p.file.Index),
@@ -175,6 +191,7 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state WorkspaceStat
 				if err := tx.Put(shards.PathCurrent, pathKey, entry); err != nil {
 					return nil, err
 				}
+				ws.WorkspaceRevision++
 			}
 			v, err := ws.Encode()
 			if err != nil {
@@ -186,4 +203,5 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state WorkspaceStat
 	if err != nil {
 		t.Fatalf("seed workbench %s: %v", id, err)
 	}
+	return gens
 }
