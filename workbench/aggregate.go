@@ -26,7 +26,7 @@ import (
 // input_match_count and row_count are both the number of matching rows.
 // There is no cursor.
 
-func init() { registerTool("workbench_aggregate", aggregateTool) }
+func init() { registerTool("workbench_aggregate", (*Service).aggregateTool) }
 
 const (
 	aggregateDefaultLimit = 20
@@ -42,20 +42,22 @@ type aggMeasure struct {
 
 var aggOps = []string{"count", "sum", "avg", "min", "max"}
 
+// measureInput is one member of workbench_aggregate's measures.
+type measureInput struct {
+	Name  string  `json:"name"`
+	Op    string  `json:"op"`
+	Field *string `json:"field"`
+}
+
 // parseMeasures reads the measures argument: unique non-empty names, a
 // known op, a field for every op but count.
-func parseMeasures(a Args) ([]aggMeasure, *Error) {
-	if !a.Has("measures") {
+func parseMeasures(in []measureInput) ([]aggMeasure, *Error) {
+	if in == nil {
 		return nil, InvalidArguments("measures is required")
 	}
-	objs, werr := queryObjects(a, "measures")
-	if werr != nil {
-		return nil, werr
-	}
-	out := make([]aggMeasure, 0, len(objs))
-	for _, o := range objs {
-		name, _ := o["name"].(string)
-		op, _ := o["op"].(string)
+	out := make([]aggMeasure, 0, len(in))
+	for _, o := range in {
+		name, op := o.Name, o.Op
 		if name == "" {
 			return nil, InvalidArguments("measure name must not be empty")
 		}
@@ -66,18 +68,15 @@ func parseMeasures(a Args) ([]aggMeasure, *Error) {
 			return nil, InvalidArguments("measure op " + op + " is not supported")
 		}
 		m := aggMeasure{name: name, op: op}
-		switch f := o["field"].(type) {
-		case nil:
+		switch f := o.Field; {
+		case f == nil:
 			if op != "count" {
 				return nil, InvalidArguments("measure " + name + ": " + op + " requires a field")
 			}
-		case string:
-			if f == "" {
-				return nil, InvalidArguments("measure " + name + ": field must not be empty")
-			}
-			m.field = f
+		case *f == "":
+			return nil, InvalidArguments("measure " + name + ": field must not be empty")
 		default:
-			return nil, InvalidArguments("measure " + name + ": field must be a string or null")
+			m.field = *f
 		}
 		out = append(out, m)
 	}
@@ -91,38 +90,51 @@ type aggGroup struct {
 	values []IndexScalar // one per measure; null when there is no value
 }
 
-func aggregateTool(s *Service, ctx context.Context, a Args) (map[string]any, *Error) {
-	scope, werr := parseQueryScope(a)
-	if werr != nil {
-		return nil, werr
-	}
-	preds, werr := parseQueryPredicates(a)
-	if werr != nil {
-		return nil, werr
-	}
-	groupBy, werr := parseQueryFields(a, "group_by")
-	if werr != nil {
-		return nil, werr
-	}
-	measures, werr := parseMeasures(a)
-	if werr != nil {
-		return nil, werr
-	}
-	keys, werr := parseQuerySort(a)
-	if werr != nil {
-		return nil, werr
-	}
-	limit, hasLimit, werr := a.OptUint("limit")
-	if werr != nil {
-		return nil, werr
-	}
-	if !hasLimit {
-		limit = aggregateDefaultLimit
-	}
-	if limit < 1 || limit > aggregateMaxLimit {
-		return nil, InvalidArguments("limit must be between 1 and 100")
-	}
+// aggregateInput is workbench_aggregate's input.
+type aggregateInput struct {
+	queryScopeInput
+	Predicates []predicateInput `json:"predicates"`
+	GroupBy    []string         `json:"group_by"`
+	Measures   []measureInput   `json:"measures"`
+	Sort       []sortInput      `json:"sort"`
+	Limit      *uint64          `json:"limit"`
 
+	preds    []queryPredicate
+	groupBy  []string
+	measures []aggMeasure
+	keys     []querySort
+	limit    uint64 // Limit or aggregateDefaultLimit
+}
+
+func (in *aggregateInput) resolve(*Service) *Error {
+	var werr *Error
+	if werr = in.queryScopeInput.resolve(); werr != nil {
+		return werr
+	}
+	if in.preds, werr = parseQueryPredicates(in.Predicates); werr != nil {
+		return werr
+	}
+	if in.groupBy, werr = parseQueryFields("group_by", in.GroupBy); werr != nil {
+		return werr
+	}
+	if in.measures, werr = parseMeasures(in.Measures); werr != nil {
+		return werr
+	}
+	if in.keys, werr = parseQuerySort(in.Sort); werr != nil {
+		return werr
+	}
+	in.limit = aggregateDefaultLimit
+	if in.Limit != nil {
+		in.limit = *in.Limit
+	}
+	if in.limit < 1 || in.limit > aggregateMaxLimit {
+		return InvalidArguments("limit must be between 1 and 100")
+	}
+	return nil
+}
+
+func (s *Service) aggregateTool(ctx context.Context, in *aggregateInput) (map[string]any, *Error) {
+	scope, preds, groupBy, measures, keys, limit := in.scope, in.preds, in.groupBy, in.measures, in.keys, in.limit
 	// The storage side's bounds.
 	if werr := checkPredicateBounds(preds); werr != nil {
 		return nil, werr

@@ -24,25 +24,26 @@ import (
 // The delta's blocks are uploaded once and reused by every retry that
 // extends a base with them; a rematerializing attempt (see publish.go)
 // writes the whole body again and is tied to its base.
-func init() { registerTool("workbench_append", toolAppend) }
+func init() { registerTool("workbench_append", (*Service).appendTool) }
 
 // appendMaxAttempts bounds the generation CAS attempts of one append.
 const appendMaxAttempts = 64
 
-func toolAppend(s *Service, ctx context.Context, a Args) (map[string]any, *Error) {
-	id, path, werr := writeTarget(a)
-	if werr != nil {
-		return nil, werr
+// appendInput is workbench_append's input.
+type appendInput struct {
+	targetInput
+	payloadInput
+}
+
+func (in *appendInput) resolve(s *Service) *Error {
+	if werr := in.targetInput.resolve(); werr != nil {
+		return werr
 	}
-	delta, def, werr := s.payloadArg(a)
-	if werr != nil {
-		return nil, werr
-	}
-	ct, explicit, werr := contentTypeArg(a, def)
-	if werr != nil {
-		return nil, werr
-	}
-	return s.appendFile(ctx, id, path, delta, ct, explicit)
+	return in.payloadInput.resolve(s.opts.MaxBytes)
+}
+
+func (s *Service) appendTool(ctx context.Context, in *appendInput) (map[string]any, *Error) {
+	return s.appendFile(ctx, in.id, in.path, in.body, in.contentType, in.ContentType != nil)
 }
 
 // appendState is one append's staged objects across its attempts.

@@ -22,7 +22,7 @@ import (
 // catalog is computed from one read version in one pass, so no cursor is
 // involved.
 
-func init() { registerTool("workbench_catalog", catalogTool) }
+func init() { registerTool("workbench_catalog", (*Service).catalogTool) }
 
 // catalogOperators returns the operators of a field of type t.
 func catalogOperators(t IndexScalarKind) []string {
@@ -33,18 +33,17 @@ func catalogOperators(t IndexScalarKind) []string {
 	return append(ops, "exists", "not_exists")
 }
 
-func catalogTool(s *Service, ctx context.Context, a Args) (map[string]any, *Error) {
-	scope, werr := parseQueryScope(a)
-	if werr != nil {
-		return nil, werr
-	}
-	fieldPrefix, _, werr := a.OptString("field_prefix")
-	if werr != nil {
-		return nil, werr
-	}
-	if _, _, werr := a.OptBool("include_facets"); werr != nil {
-		return nil, werr
-	}
+// catalogInput is workbench_catalog's input.
+type catalogInput struct {
+	queryScopeInput
+	FieldPrefix   string `json:"field_prefix"`
+	IncludeFacets bool   `json:"include_facets"` // no effect: facets are always empty
+}
+
+func (in *catalogInput) resolve(*Service) *Error { return in.queryScopeInput.resolve() }
+
+func (s *Service) catalogTool(ctx context.Context, in *catalogInput) (map[string]any, *Error) {
+	scope, fieldPrefix := in.scope, in.FieldPrefix
 	d, werr := s.loadQuery(ctx, scope)
 	if werr != nil {
 		return nil, werr

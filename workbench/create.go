@@ -16,23 +16,28 @@ import (
 // WorkspaceIncarnationClaim and a WorkspaceCreated event. A marker left
 // Retired by an abandoned restore is replaced by a new incarnation; a
 // Staging marker (a restore in progress) is a retryable Conflict.
-func init() { registerTool("workbench_create", toolCreate) }
+func init() { registerTool("workbench_create", (*Service).createTool) }
 
-func toolCreate(s *Service, ctx context.Context, a Args) (map[string]any, *Error) {
-	raw, werr := a.String("id")
-	if werr != nil {
-		return nil, werr
-	}
-	id, werr := ParseWorkbenchID(raw)
-	if werr != nil {
-		return nil, werr
-	}
-	if werr := s.createWorkbench(ctx, id); werr != nil {
+// createInput is workbench_create's input.
+type createInput struct {
+	ID string `json:"id"`
+
+	id string // the checked workbench id
+}
+
+func (in *createInput) resolve(*Service) *Error {
+	var werr *Error
+	in.id, werr = ParseWorkbenchID(in.ID)
+	return werr
+}
+
+func (s *Service) createTool(ctx context.Context, in *createInput) (map[string]any, *Error) {
+	if werr := s.createWorkbench(ctx, in.id); werr != nil {
 		return nil, werr
 	}
 	return map[string]any{
-		"workbench_id": id,
-		"path":         WorkbenchPath(s.logical, id),
+		"workbench_id": in.id,
+		"path":         WorkbenchPath(s.logical, in.id),
 		"sections":     Sections(),
 	}, nil
 }

@@ -13,9 +13,11 @@
 // schema failure is always InvalidArguments "<tool>: $.<field>: <reason>"
 // with details {}, and a tool never sees schema-invalid input. An unknown
 // tool is UnknownTool. Arguments are parsed by the reference parser's rules
-// (last duplicate key wins; 1.0 and -0 are not integers). The Args
-// accessors then apply the tools' shared argument rules: a member given as
-// JSON null is exactly like an absent one.
+// (last duplicate key wins; 1.0 and -0 are not integers). A tool then
+// gets them decoded once into its own input type, where a member given as
+// JSON null is exactly like an absent one, and that type's resolve
+// applies the rules the schema cannot express, before any storage is read
+// (input.go).
 //
 // # Errors and results
 //

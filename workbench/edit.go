@@ -17,32 +17,31 @@ import (
 // path, the edit reads it again and re-applies the replacement, up to
 // editMaxAttempts times, then fails Conflict with the attempts and the
 // last conflict's message. The artifact keeps its content type.
-func init() { registerTool("workbench_edit", toolEdit) }
+func init() { registerTool("workbench_edit", (*Service).editTool) }
 
 // editMaxAttempts is the reference facade's default attempt limit.
 const editMaxAttempts = 5
 
-func toolEdit(s *Service, ctx context.Context, a Args) (map[string]any, *Error) {
-	id, path, werr := writeTarget(a)
-	if werr != nil {
-		return nil, werr
+// editInput is workbench_edit's input.
+type editInput struct {
+	targetInput
+	OldString  string `json:"old_string"`
+	NewString  string `json:"new_string"`
+	ReplaceAll bool   `json:"replace_all"`
+}
+
+func (in *editInput) resolve(*Service) *Error {
+	if werr := in.targetInput.resolve(); werr != nil {
+		return werr
 	}
-	oldS, werr := a.String("old_string")
-	if werr != nil {
-		return nil, werr
+	if in.OldString == "" {
+		return InvalidArguments("old_string must not be empty")
 	}
-	newS, werr := a.String("new_string")
-	if werr != nil {
-		return nil, werr
-	}
-	if oldS == "" {
-		return nil, InvalidArguments("old_string must not be empty")
-	}
-	all, _, werr := a.OptBool("replace_all")
-	if werr != nil {
-		return nil, werr
-	}
-	return s.editFile(ctx, id, path, []byte(oldS), []byte(newS), all)
+	return nil
+}
+
+func (s *Service) editTool(ctx context.Context, in *editInput) (map[string]any, *Error) {
+	return s.editFile(ctx, in.id, in.path, []byte(in.OldString), []byte(in.NewString), in.ReplaceAll)
 }
 
 func (s *Service) editFile(ctx context.Context, id string, path []string, oldB, newB []byte, all bool) (map[string]any, *Error) {

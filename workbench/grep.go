@@ -60,7 +60,7 @@ import (
 // a body. Every error after argument validation carries details.path, the
 // presentation path of the scope.
 
-func init() { registerTool("workbench_grep", grepTool) }
+func init() { registerTool("workbench_grep", (*Service).grepTool) }
 
 // Grep limits.
 const (
@@ -95,17 +95,9 @@ type grepCandidate struct {
 	e    PathEntry
 }
 
-// grepPatterns builds the pattern set and its lower-cased forms.
-func grepPatterns(a Args, pattern string) (set, lower []string, werr *Error) {
-	var extra []string
-	raw, _ := a["patterns"].([]any)
-	for _, v := range raw {
-		p, ok := v.(string)
-		if !ok {
-			return nil, nil, InvalidArguments("patterns must be an array of strings")
-		}
-		extra = append(extra, p)
-	}
+// grepPatterns builds the pattern set of pattern and patterns and its
+// lower-cased forms.
+func grepPatterns(pattern string, extra []string) (set, lower []string, werr *Error) {
 	if len(extra) > grepMaxPatterns {
 		return nil, nil, InvalidArgumentsf("grep accepts at most %d patterns", grepMaxPatterns)
 	}
@@ -153,66 +145,59 @@ func grepPatterns(a Args, pattern string) (set, lower []string, werr *Error) {
 	return kept, lower, nil
 }
 
-func grepTool(s *Service, ctx context.Context, a Args) (map[string]any, *Error) {
-	rawID, werr := a.String("id")
+// grepInput is workbench_grep's input.
+type grepInput struct {
+	ID        string   `json:"id"`
+	Pattern   string   `json:"pattern"`
+	Patterns  []string `json:"patterns"`
+	Recursive bool     `json:"recursive"`
+	Section   string   `json:"section"`
+	Path      string   `json:"path"`
+	Glob      *string  `json:"glob"`
+	Limit     *uint64  `json:"limit"`
+	Cursor    *string  `json:"cursor"`
+
+	req grepRequest
+}
+
+func (in *grepInput) resolve(*Service) *Error {
+	id, werr := ParseWorkbenchID(in.ID)
 	if werr != nil {
-		return nil, werr
+		return werr
 	}
-	id, werr := ParseWorkbenchID(rawID)
+	prefix, werr := ScopePath(in.Section, in.Path)
 	if werr != nil {
-		return nil, werr
+		return werr
 	}
-	pattern, werr := a.String("pattern")
-	if werr != nil {
-		return nil, werr
+	r := grepRequest{id: id, prefix: prefix, recursive: in.Recursive}
+	if in.Glob != nil {
+		if *in.Glob == "" || strings.ContainsAny(*in.Glob, "/\\") {
+			return InvalidArguments("glob must be a non-empty basename pattern without '/' or '\\'")
+		}
+		r.glob, r.hasGlob = *in.Glob, true
 	}
-	recursive, werr := a.Bool("recursive")
-	if werr != nil {
-		return nil, werr
+	if r.set, r.lower, werr = grepPatterns(in.Pattern, in.Patterns); werr != nil {
+		return werr
 	}
-	section, _, werr := a.OptString("section")
-	if werr != nil {
-		return nil, werr
-	}
-	rel, _, werr := a.OptString("path")
-	if werr != nil {
-		return nil, werr
-	}
-	prefix, werr := ScopePath(section, rel)
-	if werr != nil {
-		return nil, werr
-	}
-	glob, hasGlob, werr := a.OptString("glob")
-	if werr != nil {
-		return nil, werr
-	}
-	if hasGlob && (glob == "" || strings.ContainsAny(glob, "/\\")) {
-		return nil, InvalidArguments("glob must be a non-empty basename pattern without '/' or '\\'")
-	}
-	set, lower, werr := grepPatterns(a, pattern)
-	if werr != nil {
-		return nil, werr
-	}
-	limit, hasLimit, werr := a.OptUint("limit")
-	if werr != nil {
-		return nil, werr
-	}
-	if !hasLimit {
-		limit = grepDefaultLimit
+	limit := uint64(grepDefaultLimit)
+	if in.Limit != nil {
+		limit = *in.Limit
 	}
 	if limit == 0 {
-		return nil, InvalidArguments("limit must be greater than zero")
+		return InvalidArguments("limit must be greater than zero")
 	}
-	cursor, hasCursor, werr := a.OptString("cursor")
-	if werr != nil {
-		return nil, werr
+	r.limit = int(limit)
+	if in.Cursor != nil {
+		r.cursor, r.hasCursor = *in.Cursor, true
 	}
+	in.req = r
+	return nil
+}
 
+func (s *Service) grepTool(ctx context.Context, in *grepInput) (map[string]any, *Error) {
+	id, prefix := in.req.id, in.req.prefix
 	scopePath := PresentationPath(s.logical, id, prefix)
-	res, werr := s.grep(ctx, grepRequest{
-		id: id, prefix: prefix, recursive: recursive, glob: glob, hasGlob: hasGlob,
-		set: set, lower: lower, limit: int(limit), cursor: cursor, hasCursor: hasCursor,
-	})
+	res, werr := s.grep(ctx, in.req)
 	if werr != nil {
 		return nil, werr.With("path", scopePath)
 	}
@@ -228,8 +213,8 @@ func grepTool(s *Service, ctx context.Context, a Args) (map[string]any, *Error) 
 		res["relative_path"] = LogicalPath(relParts)
 	}
 	res["path"] = scopePath
-	res["pattern"] = pattern
-	res["recursive"] = recursive
+	res["pattern"] = in.Pattern
+	res["recursive"] = in.Recursive
 	return res, nil
 }
 

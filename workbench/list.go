@@ -24,6 +24,29 @@ const (
 	listScanBatch = 256
 )
 
+// listInput is workbench_list's input.
+type listInput struct {
+	scopeInput
+	Limit  *uint64 `json:"limit"`
+	Cursor *string `json:"cursor"`
+
+	limit uint64 // Limit or defaultListLimit
+}
+
+func (in *listInput) resolve(s *Service) *Error {
+	if werr := in.scopeInput.resolve(s); werr != nil {
+		return werr
+	}
+	in.limit = defaultListLimit
+	if in.Limit != nil {
+		in.limit = *in.Limit
+	}
+	if in.limit < 1 || in.limit > maxListLimit {
+		return InvalidState("list page limit must be between 1 and 100")
+	}
+	return nil
+}
+
 // list serves workbench_list: the direct children of the workbench, a
 // section or a directory, one page at a time, in component byte order.
 //
@@ -44,31 +67,15 @@ const (
 // otherwise InvalidState) and only while the workbench is unchanged
 // (otherwise ReadFenceChanged, retryable): see cursor.go. A null cursor
 // is no cursor; any string, "" included, must be a valid one.
-func (s *Service) list(ctx context.Context, a Args) (map[string]any, *Error) {
-	sc, werr := parseScope(a)
-	if werr != nil {
-		return nil, werr
-	}
-	limit := uint64(defaultListLimit)
-	if n, ok, werr := a.OptUint("limit"); werr != nil {
-		return nil, werr
-	} else if ok {
-		limit = n
-	}
-	if limit < 1 || limit > maxListLimit {
-		return nil, InvalidState("list page limit must be between 1 and 100")
-	}
-	token, hasCursor, werr := a.OptString("cursor")
-	if werr != nil {
-		return nil, werr
-	}
+func (s *Service) list(ctx context.Context, in *listInput) (map[string]any, *Error) {
+	sc := in.scope
 	v, werr := s.openView(ctx, sc.id, sc.at)
 	if werr != nil {
 		return nil, werr
 	}
 	var after *string
-	if hasCursor {
-		c, werr := decodeListCursor(s.root, token)
+	if in.Cursor != nil {
+		c, werr := decodeListCursor(s.root, *in.Cursor)
 		if werr != nil {
 			return nil, werr
 		}
@@ -86,7 +93,7 @@ func (s *Service) list(ctx context.Context, a Args) (map[string]any, *Error) {
 			return nil, NotDirectory(sc.logical())
 		}
 	}
-	kids, more, werr := v.listPage(ctx, sc.comps, after, int(limit))
+	kids, more, werr := v.listPage(ctx, sc.comps, after, int(in.limit))
 	if werr != nil {
 		return nil, werr
 	}

@@ -1238,32 +1238,7 @@ func (o observation) hasDescendant(ctx context.Context, s *Service, id string, p
 	return v.hasDescendant(ctx, path)
 }
 
-// Arguments and results shared by the write tools.
-
-// writeTarget reads a write tool's workbench id and target path.
-func writeTarget(a Args) (string, []string, *Error) {
-	raw, werr := a.String("id")
-	if werr != nil {
-		return "", nil, werr
-	}
-	id, werr := ParseWorkbenchID(raw)
-	if werr != nil {
-		return "", nil, werr
-	}
-	section, werr := a.String("section")
-	if werr != nil {
-		return "", nil, werr
-	}
-	rel, werr := a.String("path")
-	if werr != nil {
-		return "", nil, werr
-	}
-	path, werr := WritePath(section, rel)
-	if werr != nil {
-		return "", nil, werr
-	}
-	return id, path, nil
-}
+// Results shared by the write tools.
 
 // fileResult starts a write tool's result: workbench_id, path, section and
 // relative_path.

@@ -154,28 +154,27 @@ func (q queryScope) presentation(s *Service) string {
 	return PresentationPath(s.logical, q.id, q.prefix)
 }
 
-// parseQueryScope reads the id, section and path arguments.
-func parseQueryScope(a Args) (queryScope, *Error) {
-	var q queryScope
-	id, hasID, werr := a.OptString("id")
-	if werr != nil {
-		return q, werr
-	}
-	if hasID {
-		if q.id, werr = ParseWorkbenchID(id); werr != nil {
-			return q, werr
+// queryScopeInput is the id (null: every visible workbench), section and
+// path (null and "" alike mean absent) of a query tool's input.
+type queryScopeInput struct {
+	ID      *string `json:"id"`
+	Section string  `json:"section"`
+	Path    string  `json:"path"`
+
+	scope queryScope
+}
+
+func (in *queryScopeInput) resolve() *Error {
+	if in.ID != nil {
+		id, werr := ParseWorkbenchID(*in.ID)
+		if werr != nil {
+			return werr
 		}
+		in.scope.id = id
 	}
-	section, _, werr := a.OptString("section")
-	if werr != nil {
-		return q, werr
-	}
-	rel, _, werr := a.OptString("path")
-	if werr != nil {
-		return q, werr
-	}
-	q.prefix, werr = ScopePath(section, rel)
-	return q, werr
+	var werr *Error
+	in.scope.prefix, werr = ScopePath(in.Section, in.Path)
+	return werr
 }
 
 // queryData is one query's rows at one read version.
@@ -355,22 +354,27 @@ func queryNumber(t string) (IndexScalar, *Error) {
 	return FloatScalar(f), nil
 }
 
-// parseQueryFields reads an optional array of field ids: non-empty,
-// without duplicates.
-func parseQueryFields(a Args, name string) ([]string, *Error) {
-	raw, ok := a[name].([]any)
-	if !ok {
-		if a.Has(name) {
-			return nil, InvalidArguments(name + " must be an array of strings")
-		}
+// predicateInput is one member of a query tool's predicates.
+type predicateInput struct {
+	Field string    `json:"field"`
+	Op    string    `json:"op"`
+	Value jsonValue `json:"value"`
+}
+
+// sortInput is one member of a query tool's sort.
+type sortInput struct {
+	Field     string  `json:"field"`
+	Direction *string `json:"direction"`
+}
+
+// parseQueryFields checks an optional list of field ids, the argument
+// name: non-empty, without duplicates.
+func parseQueryFields(name string, ids []string) ([]string, *Error) {
+	if ids == nil {
 		return nil, nil
 	}
-	out := make([]string, 0, len(raw))
-	for _, v := range raw {
-		f, ok := v.(string)
-		if !ok {
-			return nil, InvalidArguments(name + " must be an array of strings")
-		}
+	out := make([]string, 0, len(ids))
+	for _, f := range ids {
 		if f == "" {
 			return nil, InvalidArguments(name + " must not contain empty field ids")
 		}
@@ -382,40 +386,14 @@ func parseQueryFields(a Args, name string) ([]string, *Error) {
 	return out, nil
 }
 
-// queryObjects returns the array argument name as objects (the schema has
-// checked the shape).
-func queryObjects(a Args, name string) ([]map[string]any, *Error) {
-	raw, ok := a[name].([]any)
-	if !ok {
-		if a.Has(name) {
-			return nil, InvalidArguments(name + " must be an array of queryObjects")
-		}
-		return nil, nil
-	}
-	out := make([]map[string]any, len(raw))
-	for i, v := range raw {
-		o, ok := v.(map[string]any)
-		if !ok {
-			return nil, InvalidArguments(name + " must be an array of queryObjects")
-		}
-		out[i] = o
-	}
-	return out, nil
-}
-
 // parseQueryPredicates reads the predicates argument with the tool layer's
 // checks (InvalidArguments): a non-empty field, a known op, no non-null
 // value for exists and not_exists, a value (null allowed) for the others,
 // an array for in and a scalar otherwise.
-func parseQueryPredicates(a Args) ([]queryPredicate, *Error) {
-	objs, werr := queryObjects(a, "predicates")
-	if werr != nil {
-		return nil, werr
-	}
-	out := make([]queryPredicate, 0, len(objs))
-	for _, o := range objs {
-		field, _ := o["field"].(string)
-		op, _ := o["op"].(string)
+func parseQueryPredicates(in []predicateInput) ([]queryPredicate, *Error) {
+	out := make([]queryPredicate, 0, len(in))
+	for _, o := range in {
+		field, op := o.Field, o.Op
 		if field == "" {
 			return nil, InvalidArguments("predicate field must not be empty")
 		}
@@ -423,7 +401,8 @@ func parseQueryPredicates(a Args) ([]queryPredicate, *Error) {
 			return nil, InvalidArguments("predicate op " + op + " is not supported")
 		}
 		p := queryPredicate{field: field, op: op}
-		raw, present := o["value"]
+		raw := o.Value.V
+		var werr *Error
 		switch op {
 		case "exists", "not_exists":
 			if raw != nil {
@@ -444,7 +423,7 @@ func parseQueryPredicates(a Args) ([]queryPredicate, *Error) {
 				}
 			}
 		default:
-			if !present {
+			if !o.Value.Set {
 				return nil, InvalidArguments(op + " predicates require a value")
 			}
 			if p.value, werr = queryOperand(raw); werr != nil {
@@ -458,14 +437,10 @@ func parseQueryPredicates(a Args) ([]queryPredicate, *Error) {
 
 // parseQuerySort reads the sort argument: unique non-empty fields, direction
 // asc (default) or desc.
-func parseQuerySort(a Args) ([]querySort, *Error) {
-	objs, werr := queryObjects(a, "sort")
-	if werr != nil {
-		return nil, werr
-	}
-	out := make([]querySort, 0, len(objs))
-	for _, o := range objs {
-		field, _ := o["field"].(string)
+func parseQuerySort(in []sortInput) ([]querySort, *Error) {
+	out := make([]querySort, 0, len(in))
+	for _, o := range in {
+		field := o.Field
 		if field == "" {
 			return nil, InvalidArguments("sort field must not be empty")
 		}
@@ -473,18 +448,14 @@ func parseQuerySort(a Args) ([]querySort, *Error) {
 			return nil, InvalidArguments("sort fields must be unique: " + field)
 		}
 		var desc bool
-		switch d := o["direction"].(type) {
-		case nil:
-		case string:
-			switch d {
+		if d := o.Direction; d != nil {
+			switch *d {
 			case "asc":
 			case "desc":
 				desc = true
 			default:
 				return nil, InvalidArguments("sort direction must be asc or desc")
 			}
-		default:
-			return nil, InvalidArguments("sort direction must be asc or desc")
 		}
 		out = append(out, querySort{field: field, desc: desc})
 	}

@@ -35,6 +35,74 @@ const (
 	recordTextLines  = "text_lines"
 )
 
+// readInput is workbench_read's input.
+type readInput struct {
+	ID          string  `json:"id"`
+	Section     string  `json:"section"`
+	Path        string  `json:"path"`
+	AtSnapshot  any     `json:"at_snapshot"` // as scopeInput.AtSnapshot
+	Format      *string `json:"format"`
+	Limit       *uint64 `json:"limit"`
+	Offset      uint64  `json:"offset"`
+	Cursor      *string `json:"cursor"`
+	IfNoneMatch *uint64 `json:"if_none_match"`
+
+	scope  readScope
+	format string // "structured" (the default) or "bytes"
+	limit  uint64 // Limit or defaultReadLimit
+	start  uint64 // the page's first record or byte: offset or cursor
+}
+
+func (in *readInput) resolve(*Service) *Error {
+	id, werr := ParseWorkbenchID(in.ID)
+	if werr != nil {
+		return werr
+	}
+	if in.Path == "" {
+		return InvalidArguments("path is required")
+	}
+	comps, werr := JoinSection(in.Section, in.Path)
+	if werr != nil {
+		return werr
+	}
+	in.scope = readScope{id: id, comps: comps, at: in.AtSnapshot}
+	in.format = "structured"
+	if in.Format != nil {
+		in.format = *in.Format
+	}
+	in.limit = defaultReadLimit
+	if in.Limit != nil {
+		in.limit = *in.Limit
+	}
+	if in.limit == 0 {
+		return InvalidArguments("limit must be positive")
+	}
+	switch in.format {
+	case "structured":
+		if in.Offset != 0 {
+			return InvalidArguments("offset is supported only for bytes reads")
+		}
+		if in.Cursor != nil {
+			if in.start, werr = parseReadCursor(*in.Cursor, "r"); werr != nil {
+				return werr
+			}
+		}
+	case "bytes":
+		in.start = in.Offset
+		if in.Cursor != nil {
+			if in.Offset != 0 {
+				return InvalidArguments("offset and cursor cannot both be given")
+			}
+			if in.start, werr = parseReadCursor(*in.Cursor, "b"); werr != nil {
+				return werr
+			}
+		}
+	default:
+		return InvalidArgumentsf("unknown read format %s", in.format)
+	}
+	return nil
+}
+
 // read serves workbench_read: one page of an artifact's body, shaped as
 // records (format "structured", the default) or as a base64 byte range
 // (format "bytes"). The whole body is always fetched, checked and then
@@ -61,85 +129,13 @@ const (
 // result has the same members in both formats: items is [] and
 // record_type and record_count are null for bytes; bytes and
 // bytes_encoding are null for structured; at_snapshot only when given.
-func (s *Service) read(ctx context.Context, a Args) (map[string]any, *Error) {
-	id, werr := parseID(a)
-	if werr != nil {
-		return nil, werr
-	}
-	section, werr := a.String("section")
-	if werr != nil {
-		return nil, werr
-	}
-	rel, werr := a.String("path")
-	if werr != nil {
-		return nil, werr
-	}
-	if rel == "" {
-		return nil, InvalidArguments("path is required")
-	}
-	comps, werr := JoinSection(section, rel)
-	if werr != nil {
-		return nil, werr
-	}
-	sc := readScope{id: id, comps: comps, at: atSnapshot(a)}
-
-	format := "structured"
-	if f, ok, werr := a.OptString("format"); werr != nil {
-		return nil, werr
-	} else if ok {
-		format = f
-	}
-	limit := uint64(defaultReadLimit)
-	if n, ok, werr := a.OptUint("limit"); werr != nil {
-		return nil, werr
-	} else if ok {
-		limit = n
-	}
-	if limit == 0 {
-		return nil, InvalidArguments("limit must be positive")
-	}
-	offset, _, werr := a.OptUint("offset")
-	if werr != nil {
-		return nil, werr
-	}
-	cursorText, hasCursor, werr := a.OptString("cursor")
-	if werr != nil {
-		return nil, werr
-	}
-	var start uint64
-	switch format {
-	case "structured":
-		if offset != 0 {
-			return nil, InvalidArguments("offset is supported only for bytes reads")
-		}
-		if hasCursor {
-			if start, werr = parseReadCursor(cursorText, "r"); werr != nil {
-				return nil, werr
-			}
-		}
-	case "bytes":
-		start = offset
-		if hasCursor {
-			if offset != 0 {
-				return nil, InvalidArguments("offset and cursor cannot both be given")
-			}
-			if start, werr = parseReadCursor(cursorText, "b"); werr != nil {
-				return nil, werr
-			}
-		}
-	default:
-		return nil, InvalidArgumentsf("unknown read format %s", format)
-	}
-	etag, hasETag, werr := a.OptUint("if_none_match")
-	if werr != nil {
-		return nil, werr
-	}
-
+func (s *Service) read(ctx context.Context, in *readInput) (map[string]any, *Error) {
+	sc, format, limit, start := in.scope, in.format, in.limit, in.start
 	v, werr := s.openScopeView(ctx, sc)
 	if werr != nil {
 		return nil, werr
 	}
-	e, ok, werr := v.entry(ctx, comps)
+	e, ok, werr := v.entry(ctx, sc.comps)
 	if werr != nil {
 		return nil, werr
 	}
@@ -147,7 +143,7 @@ func (s *Service) read(ctx context.Context, a Args) (map[string]any, *Error) {
 		return nil, NotFound(sc.logical())
 	}
 	res := s.header(sc)
-	if hasETag && e.Generation == etag {
+	if in.IfNoneMatch != nil && e.Generation == *in.IfNoneMatch {
 		res["not_modified"] = true
 		res["generation"] = e.Generation
 		return res, nil
@@ -159,8 +155,8 @@ func (s *Service) read(ctx context.Context, a Args) (map[string]any, *Error) {
 	res["generation"] = e.Generation
 	res["total_size_bytes"] = e.LogicalSize
 	res["format"] = format
-	if hasCursor {
-		res["cursor"] = cursorText
+	if in.Cursor != nil {
+		res["cursor"] = *in.Cursor
 	} else {
 		res["cursor"] = nil
 	}

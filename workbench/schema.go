@@ -88,46 +88,64 @@ func InputSchema(tool string) (json.RawMessage, bool) {
 // an exponent ("1.0", "1e21"). Other values are string, bool, nil,
 // []any and map[string]any.
 func ValidateInput(tool string, raw []byte) (Args, *Error) {
+	obj, _, werr := validateInput(tool, raw)
+	if werr != nil {
+		return nil, werr
+	}
+	return Args(obj), nil
+}
+
+// validateInput is ValidateInput returning the arguments both decoded and
+// in canonical form, the text a tool decodes its typed input from.
+func validateInput(tool string, raw []byte) (map[string]any, []byte, *Error) {
 	s, ok := contract.schemas[tool]
 	if !ok {
-		return nil, UnknownTool(tool)
+		return nil, nil, UnknownTool(tool)
 	}
-	v, err := decodeArguments(raw)
+	canon, v, err := canonicalArguments(raw)
 	if err != nil {
-		return nil, InvalidArguments(tool + ": $: arguments are not valid JSON")
+		return nil, nil, InvalidArguments(tool + ": $: arguments are not valid JSON")
 	}
 	if msg := s.validate(v, "$"); msg != "" {
-		return nil, InvalidArguments(tool + ": " + msg)
+		return nil, nil, InvalidArguments(tool + ": " + msg)
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
 		// Every tool schema requires an object; this is unreachable with
 		// the embedded contract.
-		return nil, InvalidArguments(tool + ": $: has the wrong JSON type")
+		return nil, nil, InvalidArguments(tool + ": $: has the wrong JSON type")
 	}
-	return Args(obj), nil
+	return obj, canon, nil
 }
 
 // decodeArguments parses raw with the reference parser's rules (by way of
 // its canonical form) into Go values with json.Number numbers.
 func decodeArguments(raw []byte) (any, error) {
+	_, v, err := canonicalArguments(raw)
+	return v, err
+}
+
+// canonicalArguments returns raw's canonical form by the reference
+// parser's rules and its value as Go values with json.Number numbers.
+func canonicalArguments(raw []byte) ([]byte, any, error) {
 	canon, err := manifests.CanonicalizeJSON(raw)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(canon))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return v, nil
+	return canon, v, nil
 }
 
-// Args are a tool's validated arguments. The accessors apply the tools'
-// shared argument rules: an optional member given as JSON null is exactly
-// like an absent one, and a wrong type is InvalidArguments naming the
-// member.
+// Args are validated arguments as generic JSON values, what ValidateInput
+// gives callers outside the tools (the tools themselves decode their
+// arguments into typed inputs, input.go). The accessors apply the same
+// rules: an optional member given as JSON null is exactly like an absent
+// one, and a wrong type is InvalidArguments naming the member.
 type Args map[string]any
 
 // Has reports whether name is present and not null.

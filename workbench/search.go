@@ -21,7 +21,7 @@ import (
 // counts them in memory (query.go explains why search scans PathCurrent
 // rather than SecondaryIndex rows, and what that costs).
 
-func init() { registerTool("workbench_search", searchTool) }
+func init() { registerTool("workbench_search", (*Service).searchTool) }
 
 const (
 	searchDefaultLimit = 10
@@ -39,42 +39,51 @@ type searchCursor struct {
 	Offset int    `json:"o"`
 }
 
-func searchTool(s *Service, ctx context.Context, a Args) (map[string]any, *Error) {
-	scope, werr := parseQueryScope(a)
-	if werr != nil {
-		return nil, werr
-	}
-	preds, werr := parseQueryPredicates(a)
-	if werr != nil {
-		return nil, werr
-	}
-	keys, werr := parseQuerySort(a)
-	if werr != nil {
-		return nil, werr
-	}
-	fields, werr := parseQueryFields(a, "fields")
-	if werr != nil {
-		return nil, werr
-	}
-	facets, werr := parseQueryFields(a, "facets")
-	if werr != nil {
-		return nil, werr
-	}
-	limit, hasLimit, werr := a.OptUint("limit")
-	if werr != nil {
-		return nil, werr
-	}
-	if !hasLimit {
-		limit = searchDefaultLimit
-	}
-	if limit < 1 || limit > searchMaxLimit {
-		return nil, InvalidArguments("limit must be between 1 and 10")
-	}
-	cursor, hasCursor, werr := a.OptString("cursor")
-	if werr != nil {
-		return nil, werr
-	}
+// searchInput is workbench_search's input.
+type searchInput struct {
+	queryScopeInput
+	Predicates []predicateInput `json:"predicates"`
+	Sort       []sortInput      `json:"sort"`
+	Fields     []string         `json:"fields"`
+	Facets     []string         `json:"facets"`
+	Limit      *uint64          `json:"limit"`
+	Cursor     *string          `json:"cursor"`
 
+	preds          []queryPredicate
+	keys           []querySort
+	fields, facets []string
+	limit          uint64 // Limit or searchDefaultLimit
+}
+
+func (in *searchInput) resolve(*Service) *Error {
+	var werr *Error
+	if werr = in.queryScopeInput.resolve(); werr != nil {
+		return werr
+	}
+	if in.preds, werr = parseQueryPredicates(in.Predicates); werr != nil {
+		return werr
+	}
+	if in.keys, werr = parseQuerySort(in.Sort); werr != nil {
+		return werr
+	}
+	if in.fields, werr = parseQueryFields("fields", in.Fields); werr != nil {
+		return werr
+	}
+	if in.facets, werr = parseQueryFields("facets", in.Facets); werr != nil {
+		return werr
+	}
+	in.limit = searchDefaultLimit
+	if in.Limit != nil {
+		in.limit = *in.Limit
+	}
+	if in.limit < 1 || in.limit > searchMaxLimit {
+		return InvalidArguments("limit must be between 1 and 10")
+	}
+	return nil
+}
+
+func (s *Service) searchTool(ctx context.Context, in *searchInput) (map[string]any, *Error) {
+	scope, preds, keys, fields, facets := in.scope, in.preds, in.keys, in.fields, in.facets
 	// The storage side's bounds.
 	if werr := checkPredicateBounds(preds); werr != nil {
 		return nil, werr
@@ -110,8 +119,8 @@ func searchTool(s *Service, ctx context.Context, a Args) (map[string]any, *Error
 		"facets":     facets,
 	})
 	var cur searchCursor
-	if hasCursor {
-		if werr := s.decodeQueryCursor(cursor, "search", &cur); werr != nil {
+	if in.Cursor != nil {
+		if werr := s.decodeQueryCursor(*in.Cursor, "search", &cur); werr != nil {
 			return nil, werr
 		}
 		if cur.Offset < 0 {
@@ -127,7 +136,7 @@ func searchTool(s *Service, ctx context.Context, a Args) (map[string]any, *Error
 		return nil, werr
 	}
 	read := d.sn.RootHash().String()
-	if hasCursor && cur.Read != read {
+	if in.Cursor != nil && cur.Read != read {
 		return nil, ReadFenceChanged("search", "ReadVersion")
 	}
 	if werr := typeCheckPredicates(preds, d.types); werr != nil {
@@ -144,7 +153,7 @@ func searchTool(s *Service, ctx context.Context, a Args) (map[string]any, *Error
 	if cur.Offset > len(matches) {
 		return nil, InvalidState("search cursor is past the end of its result")
 	}
-	end := min(cur.Offset+int(limit), len(matches))
+	end := min(cur.Offset+int(in.limit), len(matches))
 	page := make([]any, 0, end-cur.Offset)
 	for _, r := range matches[cur.Offset:end] {
 		path, section, rel := s.queryRowLocation(r)

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -124,8 +125,9 @@ func (s *Service) requestID() string {
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// tool is one Workbench tool's implementation.
-type tool func(s *Service, ctx context.Context, a Args) (map[string]any, *Error)
+// tool is one Workbench tool as the registry holds it: it takes the
+// canonical text of arguments its schema has validated.
+type tool func(s *Service, ctx context.Context, args []byte) (map[string]any, *Error)
 
 var (
 	toolsMu  sync.RWMutex
@@ -133,14 +135,32 @@ var (
 )
 
 // registerTool installs a tool's implementation; each tool file registers
-// its own from init.
-func registerTool(name string, t tool) {
+// its own from init. run receives the arguments decoded into the tool's
+// input type In, after In's resolve has passed (input.go). An input type
+// whose members are not exactly the schema's properties panics, as a
+// second registration of one name does.
+func registerTool[In any, P interface {
+	*In
+	input
+}](name string, run func(*Service, context.Context, P) (map[string]any, *Error)) {
+	checkInputType(name, reflect.TypeFor[In]())
 	toolsMu.Lock()
 	defer toolsMu.Unlock()
 	if _, dup := toolImpl[name]; dup {
 		panic("workbench: tool registered twice: " + name)
 	}
-	toolImpl[name] = t
+	toolImpl[name] = func(s *Service, ctx context.Context, args []byte) (map[string]any, *Error) {
+		in := P(new(In))
+		if err := decodeInput(args, in); err != nil {
+			// Unreachable: the input type has the schema's members and the
+			// schema checked their types.
+			return nil, Internal(name + ": decode validated arguments: " + err.Error())
+		}
+		if werr := in.resolve(s); werr != nil {
+			return nil, werr
+		}
+		return run(s, ctx, in)
+	}
 }
 
 // Call runs one tool on its JSON input and returns the JSON result and
@@ -164,7 +184,7 @@ func (s *Service) Call(ctx context.Context, name string, input []byte) ([]byte, 
 }
 
 func (s *Service) call(ctx context.Context, name string, input []byte) (map[string]any, *Error) {
-	args, werr := ValidateInput(name, input)
+	_, args, werr := validateInput(name, input)
 	if werr != nil {
 		return nil, werr
 	}

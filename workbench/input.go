@@ -1,0 +1,183 @@
+package workbench
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+// Tool inputs.
+//
+// A tool never sees its arguments as generic JSON: once the schema has
+// checked them (validateInput), they are decoded, once, into the tool's
+// own input type (putFileInput, readInput, ...) with encoding/json over
+// their canonical text, numbers as json.Number. A member given as JSON
+// null decodes exactly as an absent one (a zero value, a nil pointer);
+// a pointer member tells "given" from "absent" where the tool cares, and
+// jsonValue does so for a member of any type whose null is a value.
+//
+// Each input type's resolve then applies, in the reference's order, the
+// rules the schema cannot express (workbench ids, path normalization,
+// mutually exclusive members, payload decoding, defaults) and fills in the
+// unexported fields the tool reads. It reads no storage, so a call with
+// bad arguments fails before touching the bucket. Inputs shared by
+// several tools are types of their own, embedded: targetInput and
+// payloadInput here, scopeInput (stat, list) and queryScopeInput and the
+// predicate and sort members (search, aggregate, catalog) beside the code
+// that uses them.
+
+// input is a tool's decoded arguments.
+type input interface {
+	// resolve checks what the schema cannot and fills in the resolved
+	// fields; an error is the call's result.
+	resolve(s *Service) *Error
+}
+
+// decodeInput decodes a tool's canonical arguments into its input type.
+func decodeInput(args []byte, in any) error {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	return dec.Decode(in)
+}
+
+// checkInputType panics unless the JSON members of input type t (its
+// exported fields and those of its embedded structs) are exactly the
+// properties of the tool's schema, so that decoding validated arguments
+// cannot fail and no argument is silently ignored.
+func checkInputType(tool string, t reflect.Type) {
+	s, ok := contract.schemas[tool]
+	if !ok {
+		panic("workbench: input type of unknown tool " + tool)
+	}
+	got := slices.Sorted(slices.Values(inputMembers(t)))
+	want := slices.Sorted(maps.Keys(s.properties))
+	if !slices.Equal(got, want) {
+		panic(fmt.Sprintf("workbench: input type %s of %s has members %v, schema has %v", t, tool, got, want))
+	}
+}
+
+func inputMembers(t reflect.Type) []string {
+	var out []string
+	for f := range t.Fields() {
+		switch {
+		case f.Anonymous:
+			out = append(out, inputMembers(f.Type)...)
+		case f.IsExported():
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" {
+				panic("workbench: input field " + t.String() + "." + f.Name + " has no JSON name")
+			}
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// jsonValue is a member of any JSON type that remembers whether it was
+// given: a null given is Set with a nil V, unlike an absent member. V
+// holds json.Number numbers, []any arrays and map[string]any objects.
+type jsonValue struct {
+	Set bool
+	V   any
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it is called for null too.
+func (v *jsonValue) UnmarshalJSON(b []byte) error {
+	v.Set = true
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	return dec.Decode(&v.V)
+}
+
+// targetInput is the workbench id and target path of a write tool
+// (put_file, append, edit).
+type targetInput struct {
+	ID      string `json:"id"`
+	Section string `json:"section"`
+	Path    string `json:"path"`
+
+	id   string   // the checked workbench id
+	path []string // the stored path, section first (WritePath)
+}
+
+func (t *targetInput) resolve() *Error {
+	var werr *Error
+	if t.id, werr = ParseWorkbenchID(t.ID); werr != nil {
+		return werr
+	}
+	t.path, werr = WritePath(t.Section, t.Path)
+	return werr
+}
+
+// Default content types of a payload.
+const (
+	TextContentType   = "text/plain; charset=utf-8"
+	BinaryContentType = "application/octet-stream"
+)
+
+// payloadInput is the payload of put_file and append: exactly one of text
+// (its UTF-8 bytes) and base64 (RFC 4648 standard alphabet, canonical
+// padding, no whitespace, zero trailing bits), at most MaxBytes decoded,
+// and its content type.
+type payloadInput struct {
+	Text        *string `json:"text"`
+	Base64      *string `json:"base64"`
+	ContentType *string `json:"content_type"`
+
+	body []byte
+	// contentType is content_type when given, else the payload's
+	// default: TextContentType for text, BinaryContentType for base64.
+	contentType string
+}
+
+// resolve decodes the payload and checks the explicit content type as the
+// storage side checks it (1 to 255 bytes, no NUL; InvalidState
+// otherwise).
+func (p *payloadInput) resolve(maxBytes int64) *Error {
+	p.contentType = TextContentType
+	switch {
+	case p.Text != nil && p.Base64 != nil:
+		return InvalidArguments("text and base64 are mutually exclusive")
+	case p.Text == nil && p.Base64 == nil:
+		return InvalidArguments("exactly one of text or base64 is required")
+	case p.Text != nil:
+		p.body = []byte(*p.Text)
+	default:
+		var err error
+		if p.body, err = decodeBase64Payload(*p.Base64); err != nil {
+			return InvalidArguments("base64 payload is invalid: " + err.Error())
+		}
+		p.contentType = BinaryContentType
+	}
+	if int64(len(p.body)) > maxBytes {
+		return PayloadTooLarge(uint64(len(p.body)), uint64(maxBytes))
+	}
+	if ct := p.ContentType; ct != nil {
+		if *ct == "" || len(*ct) > MaxContentTypeBytes || strings.IndexByte(*ct, 0) >= 0 {
+			return InvalidState(fmt.Sprintf("content type of %d bytes is invalid: want 1 to %d bytes without NUL", len(*ct), MaxContentTypeBytes))
+		}
+		p.contentType = *ct
+	}
+	return nil
+}
+
+// decodeBase64Payload decodes standard base64 strictly: padding required,
+// no line breaks or other bytes outside the alphabet, and no non-zero bits
+// after the last encoded byte.
+func decodeBase64Payload(s string) ([]byte, error) {
+	// The standard decoder skips '\r' and '\n'; the payload rule does not.
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		return nil, fmt.Errorf("invalid byte 0x%02x at offset %d", s[i], i)
+	}
+	b, err := base64.StdEncoding.Strict().DecodeString(s)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
