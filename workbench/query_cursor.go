@@ -1,0 +1,116 @@
+package workbench
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+)
+
+// Query cursors (search, grep) and the digests that bind them to a query.
+//
+// Cursors are opaque to callers: base64url without padding of a small
+// JSON document naming the operation (op) and the cursor version (v),
+// followed by a 12-byte check, the first bytes of SHA-256 over a domain
+// tag, the RootId and the document. Decoding is strict (canonical
+// base64url, a valid check, a JSON document with only the cursor's own
+// members), so a truncated, corrupted or edited token is "cursor is
+// malformed" (InvalidState) rather than read as something else, and a
+// token minted for another root never decodes. The check is not a keyed
+// MAC; a forged token still has to match the caller's own query binding
+// and the current fence.
+
+const (
+	queryCursorVersion  = 1
+	queryCursorCheckLen = 12
+	queryCursorCheckTag = "cairn.workbench.query-cursor.v1\x00"
+)
+
+func (s *Service) queryCursorCheck(doc []byte) []byte {
+	h := sha256.New()
+	h.Write([]byte(queryCursorCheckTag))
+	h.Write(s.root[:])
+	h.Write(doc)
+	return h.Sum(nil)[:queryCursorCheckLen]
+}
+
+// encodeQueryCursor mints the token of cursor document v.
+func (s *Service) encodeQueryCursor(v any) string {
+	doc, err := json.Marshal(v)
+	if err != nil {
+		panic("workbench: encode cursor: " + err.Error())
+	}
+	return base64.RawURLEncoding.EncodeToString(append(doc, s.queryCursorCheck(doc)...))
+}
+
+// decodeQueryCursor checks a token minted for operation op and decodes its
+// document into v: InvalidState "cursor is malformed" for anything that is
+// not an intact token of this root, "cursor belongs to a different
+// operation" for one of another operation.
+func (s *Service) decodeQueryCursor(token, op string, v any) *Error {
+	malformed := InvalidState("cursor is malformed")
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(token)
+	if err != nil || len(raw) <= queryCursorCheckLen {
+		return malformed
+	}
+	doc, check := raw[:len(raw)-queryCursorCheckLen], raw[len(raw)-queryCursorCheckLen:]
+	if !bytes.Equal(check, s.queryCursorCheck(doc)) {
+		return malformed
+	}
+	var head struct {
+		V  int    `json:"v"`
+		Op string `json:"op"`
+	}
+	if json.Unmarshal(doc, &head) != nil || head.V != queryCursorVersion {
+		return malformed
+	}
+	if head.Op != op {
+		return InvalidState("cursor belongs to a different operation")
+	}
+	d := json.NewDecoder(bytes.NewReader(doc))
+	d.DisallowUnknownFields()
+	if d.Decode(v) != nil || d.More() {
+		return malformed
+	}
+	return nil
+}
+
+// queryDigest is the hex SHA-256 of v's canonical result encoding.
+func queryDigest(v any) string {
+	b, err := MarshalResult(v)
+	if err != nil {
+		panic("workbench: digest: " + err.Error())
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// predicatesDigestForm is the predicates in a canonical form for digests.
+func predicatesDigestForm(preds []queryPredicate) []any {
+	out := make([]any, len(preds))
+	for i, p := range preds {
+		var vals []string
+		switch p.op {
+		case "exists", "not_exists":
+			vals = []string{}
+		case "in":
+			vals = make([]string, len(p.values))
+			for j, v := range p.values {
+				vals[j] = hex.EncodeToString([]byte(indexScalarKey(v)))
+			}
+		default:
+			vals = []string{hex.EncodeToString([]byte(indexScalarKey(p.value)))}
+		}
+		out[i] = map[string]any{"field": p.field, "op": p.op, "values": vals}
+	}
+	return out
+}
+
+func sortDigestForm(keys []querySort) []any {
+	out := make([]any, len(keys))
+	for i, k := range keys {
+		out[i] = map[string]any{"field": k.field, "desc": k.desc}
+	}
+	return out
+}
