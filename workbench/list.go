@@ -10,7 +10,7 @@ import (
 )
 
 func init() {
-	registerTool("workbench_list", (*Service).list)
+	registerTool("workbench_list", (*Service).listTool)
 }
 
 // Listing limits.
@@ -47,7 +47,7 @@ func (in *listInput) resolve(s *Service) *Error {
 	return nil
 }
 
-// list serves workbench_list: the direct children of the workbench, a
+// listTool serves workbench_list: the direct children of the workbench, a
 // section or a directory, one page at a time, in component byte order.
 //
 // At the workbench itself the five sections are always listed, as
@@ -67,7 +67,7 @@ func (in *listInput) resolve(s *Service) *Error {
 // otherwise InvalidState) and only while the workbench is unchanged
 // (otherwise ReadFenceChanged, retryable): see cursor.go. A null cursor
 // is no cursor; any string, "" included, must be a valid one.
-func (s *Service) list(ctx context.Context, in *listInput) (map[string]any, *Error) {
+func (s *Service) listTool(ctx context.Context, in *listInput) (map[string]any, *Error) {
 	sc := in.scope
 	v, werr := s.openView(ctx, sc.id, sc.at)
 	if werr != nil {

@@ -17,7 +17,7 @@ import (
 )
 
 func init() {
-	registerTool("workbench_read", (*Service).read)
+	registerTool("workbench_read", (*Service).readTool)
 }
 
 // Read limits.
@@ -103,7 +103,7 @@ func (in *readInput) resolve(*Service) *Error {
 	return nil
 }
 
-// read serves workbench_read: one page of an artifact's body, shaped as
+// readTool serves workbench_read: one page of an artifact's body, shaped as
 // records (format "structured", the default) or as a base64 byte range
 // (format "bytes"). The whole body is always fetched, checked and then
 // sliced, so the size limit applies to small ranges too.
@@ -129,7 +129,7 @@ func (in *readInput) resolve(*Service) *Error {
 // result has the same members in both formats: items is [] and
 // record_type and record_count are null for bytes; bytes and
 // bytes_encoding are null for structured; at_snapshot only when given.
-func (s *Service) read(ctx context.Context, in *readInput) (map[string]any, *Error) {
+func (s *Service) readTool(ctx context.Context, in *readInput) (map[string]any, *Error) {
 	sc, format, limit, start := in.scope, in.format, in.limit, in.start
 	v, werr := s.openScopeView(ctx, sc)
 	if werr != nil {

@@ -5,7 +5,7 @@ import (
 )
 
 func init() {
-	registerTool("workbench_stat", (*Service).stat)
+	registerTool("workbench_stat", (*Service).statTool)
 }
 
 // statInput is workbench_stat's input.
@@ -13,12 +13,12 @@ type statInput struct {
 	scopeInput
 }
 
-// stat serves workbench_stat: a metadata card without reading a body.
+// statTool serves workbench_stat: a metadata card without reading a body.
 // Resolution, in order: the workbench itself; an exact artifact; a
 // section (which exists whenever the workbench does); a directory, when
 // some artifact lies below the path; otherwise NotFound with the logical
 // path.
-func (s *Service) stat(ctx context.Context, in *statInput) (map[string]any, *Error) {
+func (s *Service) statTool(ctx context.Context, in *statInput) (map[string]any, *Error) {
 	sc := in.scope
 	v, werr := s.openScopeView(ctx, sc)
 	if werr != nil {
