@@ -40,6 +40,14 @@
 // loss; they report ErrAmbiguous instead and leave reconciliation to the
 // caller (cairn's head re-reads itself and looks for its own receipt).
 //
+// # Retrying
+//
+// Transient is the one classification of errors that may go away on
+// another try (unavailable, throttled, ambiguous, integrity); Retry repeats
+// a request that is safe to repeat (a read, a write of an immutable object)
+// under a RetryPolicy: bounded tries, jittered exponential backoff, and
+// the store's pace after throttling. Sleep is the one context-aware wait.
+//
 // # Keys
 //
 // Keys are checked before any I/O (ValidateKey): non-empty UTF-8, at most

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/cairnstore/cairn/bucket"
-	"github.com/cairnstore/cairn/manifests"
+	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/shards"
 )
@@ -398,7 +398,7 @@ func receipts(parent *Head, nonce string, seq uint64, calls []*call, outs []outc
 		if c.cmd.RequestID == "" || outs[i].err != nil || outs[i].res.Replayed || len(r.Requests) == MaxReceiptRequests {
 			continue
 		}
-		r.Requests = append(r.Requests, RequestReceipt{ID: c.cmd.RequestID, Result: manifests.Digest(outs[i].res.Value)})
+		r.Requests = append(r.Requests, RequestReceipt{ID: c.cmd.RequestID, Result: digest.Sum(outs[i].res.Value).URI()})
 	}
 	out := []Receipt{r}
 	for _, p := range parent.Receipts {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+
+	"github.com/cairnstore/cairn/bucket/digest"
 )
 
 // SchemaKey is the top-level member that names a document's schema.
@@ -103,8 +105,8 @@ func Decode(b []byte, doc Document) error {
 // DecodeVerified checks that b hashes to want (ErrIntegrity otherwise) and
 // then decodes it as Decode does. It is how an immutable document fetched by
 // its hash is read.
-func DecodeVerified(b []byte, want Hash, doc Document) error {
-	if err := Verify(b, want); err != nil {
+func DecodeVerified(b []byte, want digest.Hash, doc Document) error {
+	if err := digest.Verify(b, want); err != nil {
 		return err
 	}
 	return Decode(b, doc)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/manifests"
 )
 
@@ -18,9 +19,9 @@ type runManifest struct {
 	Manifest       json.RawMessage `json:"manifest"`
 	SchemaName     string          `json:"schema"`
 	CommitIdentity string          `json:"commit_identity"`
-	ManifestDigest manifests.Hash  `json:"manifest_digest_uri"`
+	ManifestDigest digest.Hash     `json:"manifest_digest_uri"`
 	CommittedAt    uint64          `json:"committed_at_unix_seconds"`
-	ContentDigest  manifests.Hash  `json:"content_digest_uri"`
+	ContentDigest  digest.Hash     `json:"content_digest_uri"`
 	WorkbenchID    string          `json:"workbench_id"`
 }
 
@@ -29,7 +30,7 @@ func (runManifest) Schema() string { return "nokv.workbench.run_manifest.v1" }
 // pin is a small cairn-style document used by the error tests.
 type pin struct {
 	SchemaName string         `json:"schema"`
-	Root       manifests.Hash `json:"root"`
+	Root       digest.Hash    `json:"root"`
 	Count      uint64         `json:"count"`
 	Note       string         `json:"note,omitempty"`
 	Extra      map[string]any `json:"extra,omitempty"`
@@ -37,7 +38,7 @@ type pin struct {
 
 func (pin) Schema() string { return "cairn.pin.v1" }
 
-var rootHash = manifests.Sum([]byte("root"))
+var rootHash = digest.Sum([]byte("root"))
 
 func pinJSON(members ...string) []byte {
 	return []byte("{" + strings.Join(members, ",") + "}")
@@ -45,7 +46,7 @@ func pinJSON(members ...string) []byte {
 
 var (
 	mCount  = `"count":7`
-	mRoot   = `"root":"` + rootHash.String() + `"`
+	mRoot   = `"root":"` + rootHash.URI() + `"`
 	mSchema = `"schema":"cairn.pin.v1"`
 )
 
@@ -61,10 +62,10 @@ func TestWorkbenchGolden(t *testing.T) {
 		t.Fatalf("manifest = %s, want %s", got, want)
 	}
 	const manifestDigest = "sha256:23312ff4198ab547af02d6789dc98321be2eb44c088c333a58edd3060ce6c51d"
-	if got := manifests.Digest(manifest); got != manifestDigest {
+	if got := digest.Sum(manifest).URI(); got != manifestDigest {
 		t.Errorf("manifest digest = %s, want %s", got, manifestDigest)
 	}
-	contentDigest, err := manifests.ParseHash("sha256:0101010101010101010101010101010101010101010101010101010101010101")
+	contentDigest, err := digest.ParseURI("sha256:0101010101010101010101010101010101010101010101010101010101010101")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestWorkbenchGolden(t *testing.T) {
 		Manifest:       manifest,
 		SchemaName:     "nokv.workbench.run_manifest.v1",
 		CommitIdentity: "9f3a0a156b426292b0791551b05f6d53f53b906cf7327065b92a04a18b834cff",
-		ManifestDigest: manifests.Sum(manifest),
+		ManifestDigest: digest.Sum(manifest),
 		CommittedAt:    1700000000,
 		ContentDigest:  contentDigest,
 		WorkbenchID:    "wb-main",
@@ -83,7 +84,7 @@ func TestWorkbenchGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	const envelopeDigest = "sha256:dd01f7d8664ac3ee857bd5b59a57aa97eb5d8ec1024f5df73fdc1a1f028d1bf7"
-	if got := manifests.Digest(env); got != envelopeDigest || len(env) != 472 {
+	if got := digest.Sum(env).URI(); got != envelopeDigest || len(env) != 472 {
 		t.Errorf("envelope digest = %s (%d bytes), want %s (472 bytes)\n%s", got, len(env), envelopeDigest, env)
 	}
 	wantPrefix := `{"commit_identity":"9f3a0a156b426292b0791551b05f6d53f53b906cf7327065b92a04a18b834cff","committed_at_unix_seconds":1700000000,"content_digest_uri":"sha256:0101`
@@ -92,13 +93,13 @@ func TestWorkbenchGolden(t *testing.T) {
 	}
 
 	var back runManifest
-	if err := manifests.DecodeVerified(env, manifests.Sum(env), &back); err != nil {
+	if err := manifests.DecodeVerified(env, digest.Sum(env), &back); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(back, rm) {
 		t.Errorf("decoded %+v, want %+v", back, rm)
 	}
-	err = manifests.DecodeVerified(env, manifests.Sum(manifest), &back)
+	err = manifests.DecodeVerified(env, digest.Sum(manifest), &back)
 	if !errors.Is(err, manifests.ErrIntegrity) || !errors.Is(err, bucket.ErrIntegrity) {
 		t.Errorf("DecodeVerified(wrong hash) = %v, want ErrIntegrity", err)
 	}
@@ -189,7 +190,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"wrong type", pinJSON(`"count":"7"`, mRoot, mSchema), manifests.ErrInvalid},
 		{"negative count", pinJSON(`"count":-7`, mRoot, mSchema), manifests.ErrInvalid},
 		{"float count", pinJSON(`"count":7.0`, mRoot, mSchema), manifests.ErrInvalid},
-		{"bad hash", pinJSON(mCount, `"root":"sha256:`+strings.ToUpper(rootHash.Hex())+`"`, mSchema), manifests.ErrInvalid},
+		{"bad hash", pinJSON(mCount, `"root":"sha256:`+strings.ToUpper(rootHash.String())+`"`, mSchema), manifests.ErrInvalid},
 	} {
 		p := pin{Note: "unchanged"}
 		err := manifests.Decode(c.in, &p)
@@ -256,7 +257,7 @@ func TestEncodeRefusesFloats(t *testing.T) {
 		struct{ R json.RawMessage }{json.RawMessage(`[1.5, 1e21, -0]`)},
 		struct {
 			F float64 `json:"-"`
-			H manifests.Hash
+			H digest.Hash
 		}{F: 1},
 		map[string]any{"a": json.Number("2.0")},
 	} {

@@ -78,12 +78,12 @@
 //
 // # Identity
 //
-// A document's identity is Sum(canonical bytes), written as a digest URI
-// "sha256:" + 64 lower-case hex digits (Hash.String, Digest). ValidDigestURI
-// and ParseHash accept exactly ^sha256:[0-9a-f]{64}$. Two documents are the
-// same document exactly when their canonical bytes are equal. Bytes fetched
-// by hash are checked with Verify (or DecodeVerified) before they are
-// decoded, used or cached; a mismatch is ErrIntegrity, which is
+// A document's identity is digest.Sum(canonical bytes), written as a
+// digest URI "sha256:" + 64 lower-case hex digits (digest.Hash.URI); a
+// digest.Hash field in a document encodes in that form. Two documents are
+// the same document exactly when their canonical bytes are equal. Bytes
+// fetched by hash are checked with DecodeVerified (or digest.Verify) before
+// they are decoded, used or cached; a mismatch is ErrIntegrity, which is
 // bucket.ErrIntegrity.
 //
 // # Strict decoding

@@ -3,13 +3,14 @@ package manifests_test
 import (
 	"fmt"
 
+	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/manifests"
 )
 
 type artifactPin struct {
-	SchemaName string         `json:"schema"`
-	Root       manifests.Hash `json:"root"`
-	Reason     string         `json:"reason"`
+	SchemaName string      `json:"schema"`
+	Root       digest.Hash `json:"root"`
+	Reason     string      `json:"reason"`
 }
 
 func (artifactPin) Schema() string { return "cairn.example_pin.v1" }
@@ -17,14 +18,14 @@ func (artifactPin) Schema() string { return "cairn.example_pin.v1" }
 func Example() {
 	b, err := manifests.Encode(artifactPin{
 		SchemaName: "cairn.example_pin.v1",
-		Root:       manifests.Sum([]byte("a root")),
+		Root:       digest.Sum([]byte("a root")),
 		Reason:     "backup <nightly> & more",
 	})
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(string(b))
-	id := manifests.Sum(b)
+	id := digest.Sum(b)
 
 	var back artifactPin
 	fmt.Println(manifests.DecodeVerified(b, id, &back), back.Reason)

@@ -1,51 +1,27 @@
 package shards
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
+
+	"github.com/cairnstore/cairn/bucket/digest"
 )
 
 // Hash is the identity of an immutable object: the SHA-256 of its exact
-// bytes. It is a comparable value and the key of the cache.
-type Hash [sha256.Size]byte
+// bytes, named by its String (plain hex). It is digest.Hash, the one
+// content-address type; the alias keeps this package's spelling for its
+// callers until they name digest.Hash themselves.
+type Hash = digest.Hash
 
-// ErrInvalidHash is returned by ParseHash for text that is not 64
-// lowercase hexadecimal characters.
-var ErrInvalidHash = errors.New("invalid hash")
+// ErrInvalidHash is wrapped by ParseHash for text that is not 64 lowercase
+// hexadecimal characters. It is digest.ErrInvalid.
+var ErrInvalidHash = digest.ErrInvalid
 
 // Sum returns the hash of b.
-func Sum(b []byte) Hash { return sha256.Sum256(b) }
+func Sum(b []byte) Hash { return digest.Sum(b) }
 
-// String returns the hash as 64 lowercase hexadecimal characters.
-func (h Hash) String() string { return hex.EncodeToString(h[:]) }
-
-// IsZero reports whether h is the zero hash, which names nothing.
-func (h Hash) IsZero() bool { return h == Hash{} }
-
-// ParseHash parses 64 lowercase hexadecimal characters. Upper case is
-// refused so that each hash has exactly one spelling in keys and documents.
-func ParseHash(s string) (Hash, error) {
-	var h Hash
-	if err := parseLowerHex(h[:], s); err != nil {
-		return Hash{}, fmt.Errorf("shards: parse hash %q: %w", s, ErrInvalidHash)
-	}
-	return h, nil
-}
-
-// MarshalText returns the hash's String form.
-func (h Hash) MarshalText() ([]byte, error) { return []byte(h.String()), nil }
-
-// UnmarshalText parses the String form.
-func (h *Hash) UnmarshalText(b []byte) error {
-	v, err := ParseHash(string(b))
-	if err != nil {
-		return err
-	}
-	*h = v
-	return nil
-}
+// ParseHash parses 64 lowercase hexadecimal characters (digest.Parse).
+func ParseHash(s string) (Hash, error) { return digest.Parse(s) }
 
 // parseLowerHex decodes exactly len(dst) bytes of lowercase hex.
 func parseLowerHex(dst []byte, s string) error {

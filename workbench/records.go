@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/shards"
 )
 
@@ -326,13 +327,7 @@ func pathReason(p []string) string {
 }
 
 func digestURIReason(field, s string) string {
-	const pre = "sha256:"
-	ok := len(s) == len(pre)+64 && strings.HasPrefix(s, pre)
-	for i := len(pre); i < len(s) && ok; i++ {
-		c := s[i]
-		ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')
-	}
-	if !ok {
+	if !digest.ValidURI(s) {
 		return fmt.Sprintf("%s %q is not \"sha256:\" and 64 lowercase hex digits", field, s)
 	}
 	return ""

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/manifests"
 )
 
@@ -504,7 +505,7 @@ func (n *schemaNode) validateBounds(v any, at string) string {
 		if n.maxLength != nil && count > *n.maxLength {
 			return at + ": string is longer than maxLength"
 		}
-		if n.pattern != "" && !manifests.ValidDigestURI(x) {
+		if n.pattern != "" && !digest.ValidURI(x) {
 			return at + ": string does not match required pattern"
 		}
 	case json.Number:

@@ -2,14 +2,13 @@ package workbench
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/shards"
 )
@@ -265,10 +264,7 @@ func (s *Service) assemble(ctx context.Context, rows []ArtifactManifestEntry, si
 }
 
 // DigestURI is "sha256:" and the lowercase hex SHA-256 of b.
-func DigestURI(b []byte) string {
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
+func DigestURI(b []byte) string { return digest.Sum(b).URI() }
 
 // hasPrefixPath reports whether path starts with the components of dir.
 func hasPrefixPath(path, dir []string) bool {

@@ -2,12 +2,12 @@ package file
 
 import (
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"hash/crc32"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/wire"
 )
 
 // An object file is a header followed by the body:
@@ -49,14 +49,11 @@ func (h header) checksum() string { return fmt.Sprintf("crc32c:%08x", h.crc) }
 // encode returns the header for body under token.
 func encode(token [tokenLen]byte, body []byte) (header, []byte) {
 	h := header{token: token, size: int64(len(body)), crc: crc32.Checksum(body, castagnoli)}
-	b := make([]byte, headerLen)
-	copy(b, magic)
-	b[8] = formatVersion
-	copy(b[12:28], h.token[:])
-	binary.BigEndian.PutUint64(b[28:36], uint64(h.size))
-	binary.BigEndian.PutUint32(b[36:40], h.crc)
-	binary.BigEndian.PutUint32(b[40:44], crc32.Checksum(b[:40], castagnoli))
-	return h, b
+	w := wire.NewWriter(make([]byte, 0, headerLen)).
+		Raw([]byte(magic)).U8(formatVersion).Raw(make([]byte, 3)).
+		Raw(h.token[:]).U64(uint64(h.size)).U32(h.crc)
+	w.U32(crc32.Checksum(w.Bytes(), castagnoli))
+	return h, w.Bytes()
 }
 
 // decode parses a header and checks it against the object file's size.
@@ -65,19 +62,25 @@ func decode(b []byte, fileSize int64) (header, error) {
 	if len(b) < headerLen || fileSize < headerLen {
 		return header{}, fmt.Errorf("%w: object file of %d bytes is shorter than its header", bucket.ErrIntegrity, fileSize)
 	}
-	if got, want := crc32.Checksum(b[:40], castagnoli), binary.BigEndian.Uint32(b[40:44]); got != want {
-		return header{}, fmt.Errorf("%w: header checksum %08x, want %08x", bucket.ErrIntegrity, got, want)
-	}
-	if string(b[:8]) != magic {
-		return header{}, fmt.Errorf("%w: not an object file (magic %q)", bucket.ErrIntegrity, b[:8])
-	}
-	if b[8] != formatVersion {
-		return header{}, fmt.Errorf("object file format %d, this build reads %d", b[8], formatVersion)
-	}
 	var h header
-	copy(h.token[:], b[12:28])
-	h.size = int64(binary.BigEndian.Uint64(b[28:36]))
-	h.crc = binary.BigEndian.Uint32(b[36:40])
+	r := wire.NewReader(b[:headerLen])
+	m, version := r.Take(len(magic)), r.U8()
+	r.Take(3)
+	r.Copy(h.token[:])
+	h.size, h.crc = int64(r.U64()), r.U32()
+	sum := r.U32()
+	if err := r.End(); err != nil {
+		return header{}, fmt.Errorf("%w: %w", bucket.ErrIntegrity, err) // cannot happen: the length is checked above
+	}
+	if got := crc32.Checksum(b[:headerLen-4], castagnoli); got != sum {
+		return header{}, fmt.Errorf("%w: header checksum %08x, want %08x", bucket.ErrIntegrity, got, sum)
+	}
+	if string(m) != magic {
+		return header{}, fmt.Errorf("%w: not an object file (magic %q)", bucket.ErrIntegrity, m)
+	}
+	if version != formatVersion {
+		return header{}, fmt.Errorf("object file format %d, this build reads %d", version, formatVersion)
+	}
 	if h.size < 0 || h.size != fileSize-headerLen {
 		return header{}, fmt.Errorf("%w: body of %d bytes, header says %d", bucket.ErrIntegrity, fileSize-headerLen, h.size)
 	}

@@ -58,7 +58,7 @@ type Options struct {
 	// Now tells the time for the rate limit. Nil means time.Now.
 	Now func() time.Time
 	// Sleep waits d or until ctx ends, returning ctx.Err() in that case.
-	// Nil means a timer. Tests give a fake to avoid real waits.
+	// Nil means bucket.Sleep. Tests give a fake to avoid real waits.
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
@@ -90,7 +90,7 @@ func New(inner bucket.Bucket, opts Options) *Bucket {
 		opts.Now = time.Now
 	}
 	if opts.Sleep == nil {
-		opts.Sleep = sleep
+		opts.Sleep = bucket.Sleep
 	}
 	b := &Bucket{
 		inner:     inner,
@@ -103,18 +103,6 @@ func New(inner bucket.Bucket, opts Options) *Bucket {
 		b.window = time.Duration(float64(time.Second) / r)
 	}
 	return b
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // Throttled returns how many writes failed with ErrThrottled.
