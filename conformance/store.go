@@ -505,7 +505,7 @@ func RunStore(ctx context.Context, shared bucket.Bucket, scenario string, opts S
 		ctx:     ctx,
 		keyRoot: [16]byte{0xca, 0x12, 0x0e},
 	}
-	r.layout = shards.NewLayout(r.id)
+	r.layout = shards.NewLayout(storeSchema().Families, r.id)
 	r.rep = &StoreReport{Scenario: scenario, Seed: seed, Replicas: opts.Replicas, Clients: opts.Replicas * opts.Clients,
 		Faults: map[string]int64{}, ErrorSamples: map[string]string{}}
 	for i := range opts.Keys {
@@ -534,8 +534,24 @@ func RunStore(ctx context.Context, shared bucket.Bucket, scenario string, opts S
 	return r.rep, nil
 }
 
-// storeFamily is the family the suite's keys live in.
-const storeFamily = shards.ArtifactRevision
+// storeFamily is the family the suite's keys live in: 32-byte keys, each
+// its own shard key.
+const storeFamily shards.Family = 0x04
+
+// storeSchema is the suite's own schema: storeFamily and the engine's.
+var storeSchema = sync.OnceValue(func() head.Schema {
+	fams, err := shards.NewSchema(shards.FamilySpec{Family: storeFamily, Name: "appends",
+		ShardKey: func(key []byte) ([]byte, error) {
+			if len(key) != 32 {
+				return nil, &shards.KeyError{Op: "appends key", Reason: fmt.Sprintf("%d bytes, want 32", len(key))}
+			}
+			return key, nil
+		}})
+	if err != nil {
+		panic(err)
+	}
+	return head.Schema{Marker: head.Marker{SchemaID: "cairn_conformance_store", FormatVersion: 1, ValueFormatVersion: 1}, Families: fams}
+})
 
 // storeRun is one scenario's run.
 type storeRun struct {
@@ -644,7 +660,7 @@ func (r *storeRun) setup(seed uint64) error {
 	var wg sync.WaitGroup
 	for i, rep := range r.replicas {
 		wg.Go(func() {
-			st, err := head.Open(r.ctx, rep.fb, r.id, r.opts.Head)
+			st, err := head.Open(r.ctx, rep.fb, r.id, storeSchema(), r.opts.Head)
 			if err != nil {
 				errs[i] = fmt.Errorf("conformance: open replica %d: %w", i, err)
 				return
@@ -676,7 +692,7 @@ func (rep *storeReplica) current() (*head.Store, context.Context, error) {
 	if rep.st == nil {
 		// The shard exists, so Open only reads: no conditional put, and
 		// no crash fault, can fire under rep.mu.
-		st, err := head.Open(rep.ctx, rep.fb, rep.run.id, rep.run.opts.Head)
+		st, err := head.Open(rep.ctx, rep.fb, rep.run.id, storeSchema(), rep.run.opts.Head)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: %w", errStoreReopen, err)
 		}
@@ -980,7 +996,7 @@ func (r *storeRun) audit() error {
 	ctx := r.ctx
 	hopts := r.opts.Head
 	hopts.Check = false
-	auditor, err := head.Open(ctx, r.shared, r.id, hopts)
+	auditor, err := head.Open(ctx, r.shared, r.id, storeSchema(), hopts)
 	if err != nil {
 		return fmt.Errorf("conformance: open the auditor: %w", err)
 	}

@@ -49,7 +49,7 @@ func benchBucket(b *testing.B, store *mem.Store, d time.Duration) *counting.Buck
 
 func benchOpen(b *testing.B, bk bucket.Bucket, id shards.ShardID, opts head.Options) *head.Store {
 	b.Helper()
-	s, err := head.Open(context.Background(), bk, id, opts)
+	s, err := head.Open(context.Background(), bk, id, head.SchemaForTest, opts)
 	if err != nil {
 		b.Fatal(err)
 	}

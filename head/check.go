@@ -66,7 +66,7 @@ func (c *checker) root(ctx context.Context, h shards.Hash, deep bool) {
 	if !ok {
 		return
 	}
-	r, err := roots.DecodeRoot(body, h)
+	r, err := roots.DecodeRoot(c.layout.Schema(), body, h)
 	if err != nil {
 		c.add("root %s: %w", h, err)
 		return
@@ -95,7 +95,7 @@ func (c *checker) table(ctx context.Context, fr roots.FamilyRef) {
 	if int64(len(body)) != fr.Table.Size {
 		c.add("table %s of %s: %d bytes, root says %d", fr.Table.Hash, fr.Family, len(body), fr.Table.Size)
 	}
-	t, err := roots.DecodeTable(body, fr.Table.Hash)
+	t, err := roots.DecodeTable(c.layout.Schema(), body, fr.Table.Hash)
 	if err != nil {
 		c.add("table %s of %s: %w", fr.Table.Hash, fr.Family, err)
 		return
@@ -120,7 +120,7 @@ func (c *checker) shard(ctx context.Context, f shards.Family, e roots.Entry) {
 	}
 	// DecodeShard checks the hash, the canonical form, the family and
 	// shard index, and that every key belongs to the shard.
-	o, err := shards.DecodeShard(body, e.Ref.Hash, f, e.Shard)
+	o, err := shards.DecodeShard(c.layout.Schema(), body, e.Ref.Hash, f, e.Shard)
 	if err != nil {
 		c.add("shard %s/%02x %s: %w", f, e.Shard, e.Ref.Hash, err)
 		return

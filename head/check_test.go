@@ -15,6 +15,7 @@ import (
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/shards/shardstest"
 )
 
 // checkBoth runs Check in strict and in default mode.
@@ -54,8 +55,8 @@ func busyShard(t *testing.T, b bucket.Bucket) (*head.Store, shards.Layout) {
 		return nil
 	})
 	fence := make([]byte, 16)
-	do(func(tx *head.Tx) error { return tx.Put(shards.RootFence, fence, []byte("f")) })
-	do(func(tx *head.Tx) error { return tx.Delete(shards.RootFence, fence) })
+	do(func(tx *head.Tx) error { return tx.Put(shardstest.Fixed16, fence, []byte("f")) })
+	do(func(tx *head.Tx) error { return tx.Delete(shardstest.Fixed16, fence) })
 	do(func(tx *head.Tx) error { return tx.Hold("snap", tx.Snapshot().RootHash()) })
 	return s, s.Layout()
 }
@@ -163,7 +164,7 @@ func sameShardKeys(t *testing.T, n int) ([][]byte, uint8) {
 	groups := map[uint8][][]byte{}
 	for i := 0; ; i++ {
 		k := key(i)
-		idx, err := shards.ShardOf(fam, k)
+		idx, err := head.SchemaForTest.Families.ShardOf(fam, k)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +184,7 @@ type craft struct {
 }
 
 func newCraft(t *testing.T) *craft {
-	return &craft{t: t, b: mem.NewBucket(), layout: shards.NewLayout(shards.NewShardID())}
+	return &craft{t: t, b: mem.NewBucket(), layout: shards.NewLayout(head.SchemaForTest.Families, shards.NewShardID())}
 }
 
 func (c *craft) put(key string, body []byte) {
@@ -207,7 +208,7 @@ func (c *craft) records(idx uint8, keys [][]byte) []byte {
 	for _, k := range keys {
 		recs = append(recs, shards.Record{Key: k, Value: []byte("v")})
 	}
-	o, err := shards.NewObject(fam, idx, recs)
+	o, err := shards.NewObject(head.SchemaForTest.Families, fam, idx, recs)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -223,7 +224,7 @@ func (c *craft) records(idx uint8, keys [][]byte) []byte {
 func (c *craft) root(entries []roots.Entry, edit func(*roots.FamilyRef), holds ...roots.Hold) shards.Hash {
 	c.t.Helper()
 	tbl := &roots.Table{Family: fam, Entries: entries}
-	body, ref, err := tbl.Encode()
+	body, ref, err := tbl.Encode(head.SchemaForTest.Families)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -233,7 +234,7 @@ func (c *craft) root(entries []roots.Entry, edit func(*roots.FamilyRef), holds .
 		edit(&fr)
 	}
 	r := &roots.Root{Sequence: 2, Families: []roots.FamilyRef{fr}, Holds: holds}
-	body, rref, err := r.Encode()
+	body, rref, err := r.Encode(head.SchemaForTest.Families)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -312,7 +313,7 @@ func TestCheckFindsRecordInWrongShard(t *testing.T) {
 	keys, idx := sameShardKeys(t, 2)
 	var stray []byte
 	for i := 0; stray == nil; i++ {
-		if j, _ := shards.ShardOf(fam, key(1000+i)); j != idx {
+		if j, _ := head.SchemaForTest.Families.ShardOf(fam, key(1000+i)); j != idx {
 			stray = key(1000 + i)
 		}
 	}
@@ -384,7 +385,7 @@ func TestCheckFindsMissingHoldRoot(t *testing.T) {
 	}
 	cur := headRoot(t, b, layout)
 	held, _ := readRoot(t, b, layout, cur).Hold("snap")
-	x, _ := shards.ShardOf(fam, key(1))
+	x, _ := head.SchemaForTest.Families.ShardOf(fam, key(1))
 	oldKey := shardKeyIn(t, b, layout, held, fam, x)
 	if oldKey == "" || oldKey == shardKeyIn(t, b, layout, cur, fam, x) {
 		t.Fatal("the held state does not have its own x object")
@@ -412,7 +413,7 @@ func TestCheckFindsMissingHoldRoot(t *testing.T) {
 func TestCheckHeldRootSharingShards(t *testing.T) {
 	ctx := context.Background()
 	b := mem.NewBucket()
-	s, err := head.Open(ctx, b, shards.NewShardID(), head.Options{NoGroupCommit: true})
+	s, err := head.Open(ctx, b, shards.NewShardID(), head.SchemaForTest, head.Options{NoGroupCommit: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/cairnstore/cairn/manifests"
 	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/shards/shardstest"
 )
 
 var goldenShardID = shards.ShardID{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
@@ -25,7 +26,7 @@ const emptyDigest = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495
 // goldenHeadValue is a head at sequence 7 with two receipts.
 func goldenHeadValue() *Head {
 	return &Head{
-		Marker:    SupportedMarker,
+		Marker:    testSchema.Marker,
 		ShardID:   goldenShardID.String(),
 		Sequence:  7,
 		Root:      strings.Repeat("11", 32),
@@ -43,7 +44,7 @@ func goldenHeadValue() *Head {
 // sorted by name, no whitespace.
 const goldenHead = `{"committed_at_unix_ms":1767225600000,` +
 	`"logical_shard_id":"000102030405060708090a0b0c0d0e0f",` +
-	`"marker":{"format_version":8,"schema_id":"nokv_workspace","value_format_version":1},` +
+	`"marker":{"format_version":8,"schema_id":"test_workspace","value_format_version":1},` +
 	`"nonce":"a0a1a2a3a4a5a6a7a8a9aaabacadaeaf",` +
 	`"receipts":[` +
 	`{"nonce":"a0a1a2a3a4a5a6a7a8a9aaabacadaeaf","requests":[{"id":"req-1","result":"` + emptyDigest + `"}],"sequence":7},` +
@@ -64,7 +65,7 @@ func TestHeadGolden(t *testing.T) {
 	if string(b) != goldenHead {
 		t.Fatalf("encoded %s\nwant    %s", b, goldenHead)
 	}
-	h, root, err := decodeHead([]byte(goldenHead), goldenShardID)
+	h, root, err := decodeHead([]byte(goldenHead), goldenShardID, testSchema.Marker)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestDecodeHeadRejects(t *testing.T) {
 		{"format_version 7", edit(`"format_version":8`, `"format_version":7`), ErrSchemaMismatch},
 		{"format_version 9", edit(`"format_version":8`, `"format_version":9`), ErrSchemaMismatch},
 		{"value_format_version 2", edit(`"value_format_version":1`, `"value_format_version":2`), ErrSchemaMismatch},
-		{"schema_id", edit(`"nokv_workspace"`, `"nokv_Workspace"`), ErrSchemaMismatch},
+		{"schema_id", edit(`"test_workspace"`, `"test_Workspace"`), ErrSchemaMismatch},
 		{"marker member missing", edit(`,"value_format_version":1`, ``), manifests.ErrInvalid},
 		{"marker extra member", edit(`"value_format_version":1}`, `"value_format_version":1,"zz":1}`), manifests.ErrUnknownField},
 		{"another logical shard", edit(`"000102030405060708090a0b0c0d0e0f"`, `"000102030405060708090a0b0c0d0e10"`), ErrBadHead},
@@ -155,7 +156,7 @@ func TestDecodeHeadRejects(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h, _, err := decodeHead(c.b, goldenShardID)
+			h, _, err := decodeHead(c.b, goldenShardID, testSchema.Marker)
 			if err == nil || h != nil {
 				t.Fatalf("decodeHead = %+v, %v; want an error", h, err)
 			}
@@ -168,11 +169,11 @@ func TestDecodeHeadRejects(t *testing.T) {
 		})
 	}
 	// The limit itself decodes.
-	if _, _, err := decodeHead(manyReceipts(MaxReceipts), goldenShardID); err != nil {
+	if _, _, err := decodeHead(manyReceipts(MaxReceipts), goldenShardID, testSchema.Marker); err != nil {
 		t.Fatalf("%d receipts: %v", MaxReceipts, err)
 	}
 	// The golden head is refused for any other shard id.
-	if _, _, err := decodeHead([]byte(goldenHead), shards.ShardID{1}); !errors.Is(err, ErrBadHead) {
+	if _, _, err := decodeHead([]byte(goldenHead), shards.ShardID{1}, testSchema.Marker); !errors.Is(err, ErrBadHead) {
 		t.Fatalf("another shard: %v", err)
 	}
 }
@@ -187,7 +188,7 @@ type crafted struct {
 }
 
 func newCrafted(t *testing.T, id shards.ShardID) *crafted {
-	return &crafted{t: t, b: mem.NewBucket(), layout: shards.NewLayout(id)}
+	return &crafted{t: t, b: mem.NewBucket(), layout: shards.NewLayout(testSchema.Families, id)}
 }
 
 func (c *crafted) put(key string, body []byte) {
@@ -210,7 +211,7 @@ func (c *crafted) root(seq uint64, recs map[shards.Family][]shards.Record) shard
 	for _, f := range fams {
 		byShard := map[uint8][]shards.Record{}
 		for _, r := range recs[f] {
-			idx, err := shards.ShardOf(f, r.Key)
+			idx, err := testSchema.Families.ShardOf(f, r.Key)
 			if err != nil {
 				c.t.Fatal(err)
 			}
@@ -223,7 +224,7 @@ func (c *crafted) root(seq uint64, recs map[shards.Family][]shards.Record) shard
 				continue
 			}
 			sort.Slice(rs, func(i, j int) bool { return bytes.Compare(rs[i].Key, rs[j].Key) < 0 })
-			o, err := shards.NewObject(f, uint8(idx), rs)
+			o, err := shards.NewObject(testSchema.Families, f, uint8(idx), rs)
 			if err != nil {
 				c.t.Fatal(err)
 			}
@@ -234,14 +235,14 @@ func (c *crafted) root(seq uint64, recs map[shards.Family][]shards.Record) shard
 			c.put(c.layout.Shard(f, uint8(idx), ref.Hash), body)
 			tbl.Entries = append(tbl.Entries, roots.Entry{Shard: uint8(idx), Ref: ref})
 		}
-		body, ref, err := tbl.Encode()
+		body, ref, err := tbl.Encode(testSchema.Families)
 		if err != nil {
 			c.t.Fatal(err)
 		}
 		c.put(c.layout.Table(ref.Hash), body)
 		root.Families = append(root.Families, roots.FamilyRef{Family: f, Table: ref, Shards: uint16(len(tbl.Entries)), Records: tbl.Records()})
 	}
-	body, ref, err := root.Encode()
+	body, ref, err := root.Encode(testSchema.Families)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -254,7 +255,7 @@ func (c *crafted) head(seq uint64, root shards.Ref, edit func(*Head)) {
 	c.t.Helper()
 	h := &Head{
 		Format:   "cairn.head.v1",
-		Marker:   SupportedMarker,
+		Marker:   testSchema.Marker,
 		ShardID:  c.layout.ID().String(),
 		Sequence: seq,
 		Root:     root.Hash.String(),
@@ -287,7 +288,7 @@ func TestOpenSchemaGate(t *testing.T) {
 	ctx := context.Background()
 	id := shards.NewShardID()
 	revision := shards.Record{Key: bytes.Repeat([]byte{7}, 32), Value: []byte("r")}
-	good := func(t *testing.T) shards.Record { return schemaRecord(t, SupportedMarker) }
+	good := func(t *testing.T) shards.Record { return schemaRecord(t, testSchema.Marker) }
 	cases := []struct {
 		name string
 		recs func(t *testing.T) map[shards.Family][]shards.Record
@@ -296,40 +297,40 @@ func TestOpenSchemaGate(t *testing.T) {
 		want error // nil: opens
 	}{
 		{name: "supported", recs: func(t *testing.T) map[shards.Family][]shards.Record {
-			return map[shards.Family][]shards.Record{shards.System: {good(t)}, shards.ArtifactRevision: {revision}}
+			return map[shards.Family][]shards.Record{shards.System: {good(t)}, shardstest.Fixed32: {revision}}
 		}},
 		{name: "another logical shard id", edit: func(h *Head) { h.ShardID = shards.NewShardID().String() }, want: ErrBadHead},
 		{name: "unknown head schema", edit: func(h *Head) { h.Format = "cairn.head.v2" }, want: ErrBadHead},
 		{name: "head marker format_version 7", edit: func(h *Head) { h.Marker.FormatVersion = 7 }, want: ErrSchemaMismatch},
 		{name: "head sequence differs from the root's", seq: 4, want: ErrBadHead},
 		{name: "no system family", recs: func(t *testing.T) map[shards.Family][]shards.Record {
-			return map[shards.Family][]shards.Record{shards.ArtifactRevision: {revision}}
+			return map[shards.Family][]shards.Record{shardstest.Fixed32: {revision}}
 		}, want: ErrSchemaMismatch},
 		{name: "system family without the schema record", recs: func(t *testing.T) map[shards.Family][]shards.Record {
 			return map[shards.Family][]shards.Record{shards.System: {{Key: []byte("schemas"), Value: good(t).Value}}}
 		}, want: ErrSchemaMismatch},
 		{name: "system record format_version 7", recs: func(t *testing.T) map[shards.Family][]shards.Record {
-			m := SupportedMarker
+			m := testSchema.Marker
 			m.FormatVersion = 7
 			return map[shards.Family][]shards.Record{shards.System: {schemaRecord(t, m)}}
 		}, want: ErrSchemaMismatch},
 		{name: "system record value_format_version 2", recs: func(t *testing.T) map[shards.Family][]shards.Record {
-			m := SupportedMarker
+			m := testSchema.Marker
 			m.ValueFormatVersion = 2
 			return map[shards.Family][]shards.Record{shards.System: {schemaRecord(t, m)}}
 		}, want: ErrSchemaMismatch},
 		{name: "system record of another schema", recs: func(t *testing.T) map[shards.Family][]shards.Record {
-			m := SupportedMarker
-			m.SchemaID = "nokv_other"
+			m := testSchema.Marker
+			m.SchemaID = "test_other"
 			return map[shards.Family][]shards.Record{shards.System: {schemaRecord(t, m)}}
 		}, want: ErrSchemaMismatch},
 		{name: "system record with an extra member", recs: func(t *testing.T) map[shards.Family][]shards.Record {
 			return map[shards.Family][]shards.Record{shards.System: {schemaRecord(t, map[string]any{
-				"schema_id": "nokv_workspace", "format_version": 8, "value_format_version": 1, "tree_registry": 1})}}
+				"schema_id": "test_workspace", "format_version": 8, "value_format_version": 1, "tree_registry": 1})}}
 		}, want: ErrSchemaMismatch},
 		{name: "system record not canonical", recs: func(t *testing.T) map[shards.Family][]shards.Record {
 			return map[shards.Family][]shards.Record{shards.System: {{Key: SchemaKey,
-				Value: []byte(`{"schema_id":"nokv_workspace", "format_version":8,"value_format_version":1}`)}}}
+				Value: []byte(`{"schema_id":"test_workspace", "format_version":8,"value_format_version":1}`)}}}
 		}, want: ErrSchemaMismatch},
 		{name: "system record empty", recs: func(t *testing.T) map[shards.Family][]shards.Record {
 			return map[shards.Family][]shards.Record{shards.System: {{Key: SchemaKey}}}
@@ -349,7 +350,7 @@ func TestOpenSchemaGate(t *testing.T) {
 			}
 			cr.head(seq, root, c.edit)
 			before := countKeys(t, cr.b)
-			s, err := Open(ctx, cr.b, id, Options{Check: true})
+			s, err := Open(ctx, cr.b, id, testSchema, Options{Check: true})
 			if c.want == nil {
 				if err != nil {
 					t.Fatalf("Open: %v", err)
@@ -359,7 +360,7 @@ func TestOpenSchemaGate(t *testing.T) {
 				if err != nil || sn.Sequence() != 3 || sn.RootHash() != root.Hash {
 					t.Fatalf("Pin = %v, %v", sn, err)
 				}
-				if v, ok, err := sn.Get(ctx, shards.ArtifactRevision, revision.Key); err != nil || !ok || string(v) != "r" {
+				if v, ok, err := sn.Get(ctx, shardstest.Fixed32, revision.Key); err != nil || !ok || string(v) != "r" {
 					t.Fatalf("Get = %q, %v, %v", v, ok, err)
 				}
 				return
@@ -393,7 +394,7 @@ func TestOpenGenesis(t *testing.T) {
 	ctx := context.Background()
 	b := mem.NewBucket()
 	id := shards.NewShardID()
-	s, err := Open(ctx, b, id, Options{Check: true})
+	s, err := Open(ctx, b, id, testSchema, Options{Check: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,7 +409,7 @@ func TestOpenGenesis(t *testing.T) {
 		t.Fatalf("genesis families %+v", sn.Root().Families)
 	}
 	v, ok, err := sn.Get(ctx, shards.System, SchemaKey)
-	if err != nil || !ok || string(v) != `{"format_version":8,"schema_id":"nokv_workspace","value_format_version":1}` {
+	if err != nil || !ok || string(v) != `{"format_version":8,"schema_id":"test_workspace","value_format_version":1}` {
 		t.Fatalf("schema record %q, %v, %v", v, ok, err)
 	}
 	if err := Check(ctx, b, s.Layout(), sn.RootHash(), CheckOptions{Strict: true}); err != nil {
@@ -426,7 +427,7 @@ func TestOpenGenesis(t *testing.T) {
 		t.Fatalf("genesis wrote %d objects, want 4", n)
 	}
 	s.Close()
-	again, err := Open(ctx, b, id, Options{Check: true})
+	again, err := Open(ctx, b, id, testSchema, Options{Check: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,13 +444,13 @@ func TestOpenHeadWithMissingRoot(t *testing.T) {
 	ctx := context.Background()
 	id := shards.NewShardID()
 	cr := newCrafted(t, id)
-	root := cr.root(3, map[shards.Family][]shards.Record{shards.System: {schemaRecord(t, SupportedMarker)}})
+	root := cr.root(3, map[shards.Family][]shards.Record{shards.System: {schemaRecord(t, testSchema.Marker)}})
 	cr.head(3, root, nil)
 	if err := cr.b.Delete(ctx, cr.layout.Root(root.Hash), bucket.Unconditional); err != nil {
 		t.Fatal(err)
 	}
 	before := countKeys(t, cr.b)
-	s, err := Open(ctx, cr.b, id, Options{})
+	s, err := Open(ctx, cr.b, id, testSchema, Options{})
 	if err == nil {
 		s.Close()
 		t.Fatal("opened a shard whose root is missing")

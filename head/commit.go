@@ -242,7 +242,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call) (done, throttled boo
 		}
 		return true, false, nil
 	}
-	state := newBatchState()
+	state := newBatchState(s.fams)
 	outs := make([]outcome, len(calls))
 	now := s.opts.Now()
 	seq := sn.head.Sequence + 1
@@ -273,7 +273,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call) (done, throttled boo
 		return true, false, nil
 	}
 	cand.head = &Head{
-		Marker:    SupportedMarker,
+		Marker:    s.schema.Marker,
 		ShardID:   s.id.String(),
 		Sequence:  seq,
 		Root:      cand.rootRef.Hash.String(),
@@ -347,7 +347,7 @@ func (s *Store) apply(ctx context.Context, sn *Snapshot, state *batchState, cmd 
 	var dkey []byte
 	if cmd.RequestID != "" {
 		dkey = append(append([]byte(nil), cmd.Namespace[:]...), cmd.RequestID...)
-		v, ok, err := (&Tx{ctx: ctx, sn: sn, base: state, own: newBatchState()}).Get(shards.CommandDedupe, dkey)
+		v, ok, err := (&Tx{ctx: ctx, sn: sn, base: state, own: newBatchState(s.fams)}).Get(shards.CommandDedupe, dkey)
 		if err != nil {
 			return outcome{err: err}
 		}
@@ -355,7 +355,7 @@ func (s *Store) apply(ctx context.Context, sn *Snapshot, state *batchState, cmd 
 			return replay(v, cmd)
 		}
 	}
-	tx := &Tx{ctx: ctx, sn: sn, base: state, own: newBatchState(), seq: seq, now: now}
+	tx := &Tx{ctx: ctx, sn: sn, base: state, own: newBatchState(s.fams), seq: seq, now: now}
 	val, err := cmd.Apply(tx)
 	if err != nil {
 		return outcome{err: err}
@@ -478,7 +478,7 @@ func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonc
 		}
 		sort.Slice(root.Holds, func(i, j int) bool { return root.Holds[i].Owner < root.Holds[j].Owner })
 	}
-	b, ref, err := root.Encode()
+	b, ref, err := root.Encode(s.fams)
 	if err != nil {
 		return nil, err
 	}
@@ -495,7 +495,7 @@ func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonc
 func (s *Store) buildFamily(ctx context.Context, sn *Snapshot, f shards.Family, muts []shards.Mutation, nonce roots.Nonce, c *candidate) (roots.FamilyRef, bool, error) {
 	byShard := map[uint8][]shards.Mutation{}
 	for _, m := range muts {
-		idx, err := shards.ShardOf(f, m.Key)
+		idx, err := s.fams.ShardOf(f, m.Key)
 		if err != nil {
 			return roots.FamilyRef{}, false, err
 		}
@@ -529,7 +529,7 @@ func (s *Store) buildFamily(ctx context.Context, sn *Snapshot, f shards.Family, 
 	g.SetLimit(s.opts.StageConcurrency)
 	for i, idx := range idxs {
 		g.Go(func() error {
-			base, err := shards.Empty(f, idx)
+			base, err := shards.Empty(s.fams, f, idx)
 			if err != nil {
 				return err
 			}
@@ -572,7 +572,7 @@ func (s *Store) buildFamily(ctx context.Context, sn *Snapshot, f shards.Family, 
 		t.Entries = append(t.Entries, roots.Entry{Shard: idx, Ref: ref})
 	}
 	sort.Slice(t.Entries, func(i, j int) bool { return t.Entries[i].Shard < t.Entries[j].Shard })
-	b, ref, err := t.Encode()
+	b, ref, err := t.Encode(s.fams)
 	if err != nil {
 		return roots.FamilyRef{}, false, err
 	}

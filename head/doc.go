@@ -14,12 +14,18 @@
 //
 // # The schema gate
 //
-// Open initializes an empty shard with SupportedMarker, the seed's
-// System("schema") record (schema_id nokv_workspace, format_version 8,
-// value_format_version 1), in both the head and the system family of the
-// first root. A shard whose head or system record differs in any way, or
-// whose head names another shard, does not open (ErrSchemaMismatch,
-// ErrBadHead), and a replica that cannot validate the head serves nothing.
+// The engine knows no product's families. The caller opens a shard with a
+// Schema: the product's family registry (a shards.Schema, to which the
+// engine adds its own system and command_dedupe families) and a Marker
+// that names the product's formats (schema id, format version, value
+// format version). Every shard object, table and root is decoded against
+// that registry, and a family tag it does not hold fails closed.
+//
+// Open initializes an empty shard with the schema's marker, in both the
+// head and the System("schema") record of the first root. A shard whose
+// head or system record differs in any way, or whose head names another
+// shard, does not open (ErrSchemaMismatch, ErrBadHead), and a replica that
+// cannot validate the head serves nothing.
 //
 // # Reads
 //

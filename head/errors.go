@@ -3,8 +3,8 @@ package head
 import "errors"
 
 var (
-	// ErrSchemaMismatch: the shard's schema marker is not SupportedMarker.
-	// The store refuses to open or serve it.
+	// ErrSchemaMismatch: the shard's schema marker is not the one it was
+	// opened with. The store refuses to open or serve it.
 	ErrSchemaMismatch = errors.New("head: schema marker mismatch")
 
 	// ErrBadHead: the head object is malformed or names another shard.

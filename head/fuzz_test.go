@@ -17,12 +17,12 @@ func FuzzDecodeHead(f *testing.F) {
 	f.Add([]byte(`{"schema":"cairn.head.v1"}`))
 	f.Add([]byte(`[]`))
 	f.Add([]byte(`{"committed_at_unix_ms":0,"logical_shard_id":"000102030405060708090a0b0c0d0e0f",` +
-		`"marker":{"format_version":8,"schema_id":"nokv_workspace","value_format_version":1},` +
+		`"marker":{"format_version":8,"schema_id":"test_workspace","value_format_version":1},` +
 		`"nonce":"00000000000000000000000000000000","receipts":null,` +
 		`"root":"0101010101010101010101010101010101010101010101010101010101010101",` +
 		`"root_size":1,"schema":"cairn.head.v1","sequence":1}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		h, root, err := decodeHead(b, goldenShardID)
+		h, root, err := decodeHead(b, goldenShardID, testSchema.Marker)
 		if err != nil {
 			if h != nil || !root.IsZero() {
 				t.Fatalf("decodeHead returned %+v, %s beside %v", h, root, err)
@@ -32,7 +32,7 @@ func FuzzDecodeHead(f *testing.F) {
 			}
 			return
 		}
-		if h.Marker != SupportedMarker || h.ShardID != goldenShardID.String() || root.IsZero() ||
+		if h.Marker != testSchema.Marker || h.ShardID != goldenShardID.String() || root.IsZero() ||
 			root.String() != h.Root || h.Sequence == 0 || h.RootSize <= 0 || len(h.Receipts) > MaxReceipts {
 			t.Fatalf("accepted %+v", h)
 		}
@@ -46,7 +46,7 @@ func FuzzDecodeHead(f *testing.F) {
 		if !bytes.Equal(again, b) {
 			t.Fatalf("encode(decode(b)) = %s, want %s", again, b)
 		}
-		if _, _, err := decodeHead(b, shards.ShardID{0xff}); !errors.Is(err, ErrBadHead) {
+		if _, _, err := decodeHead(b, shards.ShardID{0xff}, testSchema.Marker); !errors.Is(err, ErrBadHead) {
 			t.Fatalf("accepted for another shard: %v", err)
 		}
 	})

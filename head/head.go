@@ -10,16 +10,29 @@ import (
 	"github.com/cairnstore/cairn/shards"
 )
 
-// Marker is the schema gate: the seed's System("schema") record. A shard
-// opens only if its head and its system record carry exactly this marker.
+// Marker is the schema gate: the product's System("schema") record. A
+// shard opens only if its head and its system record carry exactly the
+// marker of the schema it is opened with.
 type Marker struct {
 	SchemaID           string `json:"schema_id"`
 	FormatVersion      uint64 `json:"format_version"`
 	ValueFormatVersion uint64 `json:"value_format_version"`
 }
 
-// SupportedMarker is the only marker this version of cairn opens.
-var SupportedMarker = Marker{SchemaID: "nokv_workspace", FormatVersion: 8, ValueFormatVersion: 1}
+// Schema is what a product stores in a shard: its families (with the
+// engine's own) and the marker that names their formats. Open takes it; a
+// shard written under another marker does not open.
+type Schema struct {
+	Marker   Marker
+	Families *shards.Schema
+}
+
+func (sc Schema) check() error {
+	if sc.Families == nil || sc.Marker.SchemaID == "" {
+		return fmt.Errorf("head: schema %+v: needs families and a schema id", sc.Marker)
+	}
+	return nil
+}
 
 // SchemaKey is the system family's key of the schema marker record.
 var SchemaKey = []byte("schema")
@@ -70,13 +83,13 @@ func encodeHead(h *Head) ([]byte, error) {
 
 // decodeHead strictly decodes a head and checks the schema gate and the
 // shard id. Anything unexpected fails closed.
-func decodeHead(b []byte, id shards.ShardID) (*Head, shards.Hash, error) {
+func decodeHead(b []byte, id shards.ShardID, want Marker) (*Head, shards.Hash, error) {
 	h := &Head{}
 	if err := manifests.Decode(b, h); err != nil {
 		return nil, shards.Hash{}, fmt.Errorf("%w: %w", ErrBadHead, err)
 	}
-	if h.Marker != SupportedMarker {
-		return nil, shards.Hash{}, fmt.Errorf("%w: marker %+v, want %+v", ErrSchemaMismatch, h.Marker, SupportedMarker)
+	if h.Marker != want {
+		return nil, shards.Hash{}, fmt.Errorf("%w: marker %+v, want %+v", ErrSchemaMismatch, h.Marker, want)
 	}
 	if h.ShardID != id.String() {
 		return nil, shards.Hash{}, fmt.Errorf("%w: head names logical shard %q, want %s", ErrBadHead, h.ShardID, id)

@@ -12,6 +12,7 @@ import (
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/shards/shardstest"
 )
 
 // Deterministic reproductions of fault paths the store conformance suite
@@ -26,13 +27,13 @@ func faultKey(i byte) []byte {
 
 func faultPut(i byte, v string) head.Command {
 	return head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
-		return nil, tx.Put(shards.ArtifactRevision, faultKey(i), []byte(v))
+		return nil, tx.Put(shardstest.Fixed32, faultKey(i), []byte(v))
 	}}
 }
 
 func faultOpen(t *testing.T, b bucket.Bucket, id shards.ShardID, opts head.Options) *head.Store {
 	t.Helper()
-	s, err := head.Open(context.Background(), b, id, opts)
+	s, err := head.Open(context.Background(), b, id, head.SchemaForTest, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func faultGet(t *testing.T, s *head.Store, i byte) (string, bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, ok, err := sn.Get(ctx, shards.ArtifactRevision, faultKey(i))
+	v, ok, err := sn.Get(ctx, shardstest.Fixed32, faultKey(i))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestFaultLateJoinerIsTried(t *testing.T) {
 			go func() {
 				_, err := a.Do(ctx, head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
 					ran.Add(1)
-					return nil, tx.Put(shards.ArtifactRevision, faultKey(3), []byte("late"))
+					return nil, tx.Put(shardstest.Fixed32, faultKey(3), []byte("late"))
 				}})
 				late <- err
 			}()

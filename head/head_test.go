@@ -13,9 +13,10 @@ import (
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/shards/shardstest"
 )
 
-var fam = shards.ArtifactRevision
+var fam = shardstest.Fixed32
 
 // key returns an artifact_revision key: a zero root id and revision i.
 func key(i int) []byte {
@@ -27,7 +28,7 @@ func key(i int) []byte {
 func open(t testing.TB, b bucket.Bucket, id shards.ShardID, opts head.Options) *head.Store {
 	t.Helper()
 	opts.Check = true
-	s, err := head.Open(context.Background(), b, id, opts)
+	s, err := head.Open(context.Background(), b, id, head.SchemaForTest, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,14 +92,14 @@ func TestSchemaGateFailsClosed(t *testing.T) {
 	b := mem.NewBucket()
 	id := shards.NewShardID()
 	open(t, b, id, head.Options{})
-	layout := shards.NewLayout(id)
+	layout := shards.NewLayout(head.SchemaForTest.Families, id)
 	body, _, err := b.Get(ctx, layout.Head())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, edit := range map[string]func([]byte) []byte{
 		"format_version": func(b []byte) []byte { return replace(b, `"format_version":8`, `"format_version":9`) },
-		"schema_id":      func(b []byte) []byte { return replace(b, `"nokv_workspace"`, `"nokv_other"`) },
+		"schema_id":      func(b []byte) []byte { return replace(b, `"test_workspace"`, `"test_other"`) },
 		"garbage":        func([]byte) []byte { return []byte("{") },
 		"unknown field":  func(b []byte) []byte { return replace(b, `{"committed`, `{"aaa":1,"committed`) },
 	} {
@@ -107,12 +108,12 @@ func TestSchemaGateFailsClosed(t *testing.T) {
 			if _, err := bad.Put(ctx, layout.Head(), edit(body), bucket.Unconditional); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := head.Open(ctx, bad, id, head.Options{}); err == nil {
+			if _, err := head.Open(ctx, bad, id, head.SchemaForTest, head.Options{}); err == nil {
 				t.Fatal("opened a shard with a bad head")
 			}
 		})
 	}
-	if _, err := head.Open(ctx, b, shards.NewShardID(), head.Options{}); err != nil {
+	if _, err := head.Open(ctx, b, shards.NewShardID(), head.SchemaForTest, head.Options{}); err != nil {
 		t.Fatalf("another shard in the same bucket: %v", err)
 	}
 }

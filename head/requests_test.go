@@ -25,11 +25,12 @@ import (
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/shards/shardstest"
 )
 
 // rqFamilies are families whose keys are any 32 bytes, so that tests can
 // fill them with generated keys.
-var rqFamilies = []shards.Family{shards.ArtifactRevision, shards.WorkbenchCommitHead, shards.WorkspaceIncarnationClaim}
+var rqFamilies = []shards.Family{shardstest.Fixed32, shardstest.Fixed32B, shardstest.Fixed32C}
 
 // rqKey returns the i-th generated 32-byte key of family f.
 func rqKey(f shards.Family, i int) []byte {
@@ -41,7 +42,7 @@ func rqKey(f shards.Family, i int) []byte {
 
 func rqShardOf(t testing.TB, f shards.Family, k []byte) uint8 {
 	t.Helper()
-	idx, err := shards.ShardOf(f, k)
+	idx, err := head.SchemaForTest.Families.ShardOf(f, k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func rqKind(key string) string {
 	if strings.HasPrefix(key, "shards/") && strings.HasSuffix(key, "/head") && strings.Count(key, "/") == 2 {
 		return "head"
 	}
-	k, err := shards.ParseObjectKey(key)
+	k, err := shards.ParseObjectKey(head.SchemaForTest.Families, key)
 	if err != nil {
 		return "other"
 	}
@@ -205,7 +206,7 @@ func newRQReplica(t testing.TB, store *mem.Store, id shards.ShardID, opts head.O
 	}
 	rec := &rqRecorder{Bucket: mb}
 	cb := counting.New(rec)
-	s, err := head.Open(context.Background(), cb, id, opts)
+	s, err := head.Open(context.Background(), cb, id, head.SchemaForTest, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +299,7 @@ func rqExpectTable(t testing.TB, b bucket.Bucket, sn *head.Snapshot, layout shar
 	if err != nil {
 		t.Fatal(err)
 	}
-	tab, err := roots.DecodeTable(body, fr.Table.Hash)
+	tab, err := roots.DecodeTable(head.SchemaForTest.Families, body, fr.Table.Hash)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,13 +372,13 @@ func TestRequestsColdPointRead(t *testing.T) {
 	w := newRQReplica(t, store, id, head.Options{})
 	rqFill(t, w.s, rqFamilies, 1000)
 	f := rqFamilies[1]
-	layout := shards.NewLayout(id)
+	layout := shards.NewLayout(head.SchemaForTest.Families, id)
 
 	// A new process: every request from Open on is counted.
 	mb, _ := mem.New(store, "")
 	rec := &rqRecorder{Bucket: mb}
 	cb := counting.New(rec)
-	r, err := head.Open(context.Background(), cb, id, head.Options{})
+	r, err := head.Open(context.Background(), cb, id, head.SchemaForTest, head.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +455,7 @@ func TestRequestsCatchUpFetchesOnlyChanges(t *testing.T) {
 	ctx := context.Background()
 	store := mem.NewStore()
 	id := shards.NewShardID()
-	layout := shards.NewLayout(id)
+	layout := shards.NewLayout(head.SchemaForTest.Families, id)
 	w := newRQReplica(t, store, id, head.Options{})
 	const n = 2000 // every family's 256 shards are non-empty
 	rqFill(t, w.s, rqFamilies, n)

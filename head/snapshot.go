@@ -111,7 +111,7 @@ func (s *Store) readHead(ctx context.Context) (*Snapshot, error) {
 	if latest != nil && latest.version == attrs.Version {
 		return latest, nil
 	}
-	h, rootHash, err := decodeHead(b, s.id)
+	h, rootHash, err := decodeHead(b, s.id, s.schema.Marker)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func (s *Store) fetch(key string) func(context.Context) ([]byte, error) {
 
 func (s *Store) loadRoot(ctx context.Context, h shards.Hash) (*roots.Root, error) {
 	r, err := s.roots.Load(ctx, h, s.fetch(s.layout.Root(h)), func(b []byte) (*roots.Root, error) {
-		return roots.DecodeRoot(b, h)
+		return roots.DecodeRoot(s.fams, b, h)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("head: load root %s: %w", h, err)
@@ -175,7 +175,7 @@ func (sn *Snapshot) table(ctx context.Context, f shards.Family) (*roots.Table, e
 	}
 	h := fr.Table.Hash
 	t, err := sn.s.tables.Load(ctx, h, sn.s.fetch(sn.s.layout.Table(h)), func(b []byte) (*roots.Table, error) {
-		return roots.DecodeTable(b, h)
+		return roots.DecodeTable(sn.s.fams, b, h)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("head: load table %s of %s: %w", h, f, err)
@@ -200,7 +200,7 @@ func (sn *Snapshot) shard(ctx context.Context, f shards.Family, idx uint8) (*sha
 }
 
 func (s *Store) loadShard(ctx context.Context, f shards.Family, idx uint8, ref shards.Ref) (*shards.Object, error) {
-	o, err := shards.LoadObject(ctx, s.objects, ref.Hash, f, idx, s.fetch(s.layout.Shard(f, idx, ref.Hash)))
+	o, err := shards.LoadObject(ctx, s.objects, s.fams, ref.Hash, f, idx, s.fetch(s.layout.Shard(f, idx, ref.Hash)))
 	if err != nil {
 		return nil, fmt.Errorf("head: load shard %s/%02x: %w", f, idx, err)
 	}
@@ -213,7 +213,7 @@ func (s *Store) loadShard(ctx context.Context, f shards.Family, idx uint8, ref s
 
 // Get returns the value of key in family f, and whether it exists.
 func (sn *Snapshot) Get(ctx context.Context, f shards.Family, key []byte) ([]byte, bool, error) {
-	idx, err := shards.ShardOf(f, key)
+	idx, err := sn.s.fams.ShardOf(f, key)
 	if err != nil {
 		return nil, false, err
 	}
@@ -247,7 +247,7 @@ func (sn *Snapshot) Scan(ctx context.Context, f shards.Family, prefix, after []b
 
 // scanShards loads the shards a scan of prefix must read.
 func (sn *Snapshot) scanShards(ctx context.Context, f shards.Family, prefix []byte) ([]*shards.Object, error) {
-	if idx, ok := shards.PrefixShard(f, prefix); ok {
+	if idx, ok := sn.s.fams.PrefixShard(f, prefix); ok {
 		o, err := sn.shard(ctx, f, idx)
 		if err != nil || o == nil {
 			return nil, err

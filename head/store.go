@@ -87,6 +87,8 @@ func (o *Options) fill() {
 type Store struct {
 	b      bucket.Bucket
 	id     shards.ShardID
+	schema Schema
+	fams   *shards.Schema // schema.Families
 	layout shards.Layout
 	opts   Options
 
@@ -107,15 +109,20 @@ type Store struct {
 	rng   *rand.Rand
 }
 
-// Open opens logical shard id in b. An empty shard is initialized with the
-// schema marker; an existing one opens only if its head and its system
-// record carry exactly SupportedMarker. Anything else fails closed.
-func Open(ctx context.Context, b bucket.Bucket, id shards.ShardID, opts Options) (*Store, error) {
+// Open opens logical shard id in b under schema sc. An empty shard is
+// initialized with sc's marker; an existing one opens only if its head and
+// its system record carry exactly that marker. Anything else fails closed.
+func Open(ctx context.Context, b bucket.Bucket, id shards.ShardID, sc Schema, opts Options) (*Store, error) {
+	if err := sc.check(); err != nil {
+		return nil, err
+	}
 	opts.fill()
 	s := &Store{
 		b:       b,
 		id:      id,
-		layout:  shards.NewLayout(id),
+		schema:  sc,
+		fams:    sc.Families,
+		layout:  shards.NewLayout(sc.Families, id),
 		opts:    opts,
 		objects: shards.NewObjectCache(opts.CacheBytes * 7 / 8),
 		tables:  shards.NewCache(opts.CacheBytes/16, tableSize),
@@ -140,7 +147,7 @@ func Open(ctx context.Context, b bucket.Bucket, id shards.ShardID, opts Options)
 	if !ok {
 		return nil, fmt.Errorf("head: open shard %s: %w: no system schema record", id, ErrSchemaMismatch)
 	}
-	if err := manifests.DecodeStrict(v, &m); err != nil || m != SupportedMarker {
+	if err := manifests.DecodeStrict(v, &m); err != nil || m != s.schema.Marker {
 		return nil, fmt.Errorf("head: open shard %s: %w: system record %q", id, ErrSchemaMismatch, v)
 	}
 	return s, nil
@@ -149,11 +156,11 @@ func Open(ctx context.Context, b bucket.Bucket, id shards.ShardID, opts Options)
 // initialize writes the first root, holding only the schema marker in the
 // system family, and creates the head if it is still absent.
 func (s *Store) initialize(ctx context.Context) error {
-	marker, err := manifests.Encode(SupportedMarker)
+	marker, err := manifests.Encode(s.schema.Marker)
 	if err != nil {
 		return err
 	}
-	tx := newBatchState()
+	tx := newBatchState(s.fams)
 	if err := tx.put(shards.System, SchemaKey, marker); err != nil {
 		return err
 	}
@@ -166,7 +173,7 @@ func (s *Store) initialize(ctx context.Context) error {
 		return err
 	}
 	h := &Head{
-		Marker:    SupportedMarker,
+		Marker:    s.schema.Marker,
 		ShardID:   s.id.String(),
 		Sequence:  1,
 		Root:      c.rootRef.Hash.String(),
@@ -188,6 +195,9 @@ func (s *Store) ID() shards.ShardID { return s.id }
 
 // Bucket returns the bucket the store reads and writes.
 func (s *Store) Bucket() bucket.Bucket { return s.b }
+
+// Schema returns the schema the store was opened with.
+func (s *Store) Schema() Schema { return s.schema }
 
 // Layout returns the shard's key layout.
 func (s *Store) Layout() shards.Layout { return s.layout }

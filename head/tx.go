@@ -13,18 +13,19 @@ import (
 
 // batchState is the mutations of a group of commands, not yet committed.
 type batchState struct {
+	fams  *shards.Schema
 	muts  map[shards.Family]map[string]shards.Mutation
 	holds map[string]*shards.Hash // owner → held root; nil releases
 }
 
-func newBatchState() *batchState {
-	return &batchState{muts: map[shards.Family]map[string]shards.Mutation{}, holds: map[string]*shards.Hash{}}
+func newBatchState(fams *shards.Schema) *batchState {
+	return &batchState{fams: fams, muts: map[shards.Family]map[string]shards.Mutation{}, holds: map[string]*shards.Hash{}}
 }
 
 func (b *batchState) empty() bool { return len(b.muts) == 0 && len(b.holds) == 0 }
 
 func (b *batchState) put(f shards.Family, key, value []byte) error {
-	if _, err := shards.ShardOf(f, key); err != nil {
+	if _, err := b.fams.ShardOf(f, key); err != nil {
 		return err
 	}
 	m := b.muts[f]
@@ -37,7 +38,7 @@ func (b *batchState) put(f shards.Family, key, value []byte) error {
 }
 
 func (b *batchState) del(f shards.Family, key []byte) error {
-	if _, err := shards.ShardOf(f, key); err != nil {
+	if _, err := b.fams.ShardOf(f, key); err != nil {
 		return err
 	}
 	m := b.muts[f]
@@ -163,7 +164,7 @@ func (tx *Tx) Scan(f shards.Family, prefix, after []byte, limit int) ([]shards.R
 }
 
 // Put writes value under key in family f. The key must fit the family's
-// shape (shards.ShardOf).
+// shape (shards.Schema.ShardOf).
 func (tx *Tx) Put(f shards.Family, key, value []byte) error {
 	if f == shards.CommandDedupe || f == shards.System {
 		return fmt.Errorf("head: put: family %s belongs to the engine", f)

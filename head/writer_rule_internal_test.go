@@ -9,9 +9,10 @@ import (
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/shards/shardstest"
 )
 
-var ruleFam = shards.ArtifactRevision
+var ruleFam = shardstest.Fixed32
 
 func ruleKey(i int) []byte {
 	k := make([]byte, 32)
@@ -49,7 +50,7 @@ func ruleTable(t *testing.T, sn *Snapshot) *roots.Table {
 // objects in writeShards are written too.
 func withTable(t *testing.T, s *Store, sn *Snapshot, tbl *roots.Table, writeShards ...roots.Entry) *candidate {
 	t.Helper()
-	body, ref, err := tbl.Encode()
+	body, ref, err := tbl.Encode(testSchema.Families)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,13 +95,13 @@ func setEntry(tbl *roots.Table, e roots.Entry) {
 // the parent already reaches.
 func TestCheckWriterRule(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, mem.NewBucket(), shards.NewShardID(), Options{Check: true})
+	s, err := Open(ctx, mem.NewBucket(), shards.NewShardID(), testSchema, Options{Check: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	x := ruleKey(1)
-	xi, _ := shards.ShardOf(ruleFam, x)
+	xi, _ := testSchema.Families.ShardOf(ruleFam, x)
 	genesis := rulePin(t, s)
 	ruleDo(t, s, func(tx *Tx) error { return tx.Put(ruleFam, x, []byte("A")) })
 	snA := rulePin(t, s)
@@ -119,7 +120,7 @@ func TestCheckWriterRule(t *testing.T) {
 	}
 
 	t.Run("build passes", func(t *testing.T) {
-		st := newBatchState()
+		st := newBatchState(testSchema.Families)
 		if err := st.put(ruleFam, x, []byte("A")); err != nil {
 			t.Fatal(err)
 		}
@@ -239,7 +240,7 @@ func sortEntries(tbl *roots.Table) {
 // no object in common, and one attempt's build is a function of its nonce.
 func TestBuildSaltsEveryObject(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, mem.NewBucket(), shards.NewShardID(), Options{Check: true})
+	s, err := Open(ctx, mem.NewBucket(), shards.NewShardID(), testSchema, Options{Check: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +248,7 @@ func TestBuildSaltsEveryObject(t *testing.T) {
 	ruleDo(t, s, func(tx *Tx) error { return tx.Put(ruleFam, ruleKey(9), []byte("base")) })
 	sn := rulePin(t, s)
 	state := func() *batchState {
-		st := newBatchState()
+		st := newBatchState(testSchema.Families)
 		for i := range 20 {
 			if err := st.put(ruleFam, ruleKey(i), []byte("v")); err != nil {
 				t.Fatal(err)

@@ -50,7 +50,7 @@ func readRoot(t *testing.T, b bucket.Bucket, layout shards.Layout, h shards.Hash
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := roots.DecodeRoot(body, h)
+	r, err := roots.DecodeRoot(head.SchemaForTest.Families, body, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func readTable(t *testing.T, b bucket.Bucket, layout shards.Layout, h shards.Has
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbl, err := roots.DecodeTable(body, h)
+	tbl, err := roots.DecodeTable(head.SchemaForTest.Families, body, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func immutableKeys(t *testing.T, b bucket.Bucket, layout shards.Layout) map[stri
 		if o.Key == layout.Head() {
 			continue
 		}
-		k, err := shards.ParseObjectKey(o.Key)
+		k, err := shards.ParseObjectKey(head.SchemaForTest.Families, o.Key)
 		if err != nil || k.Shard != layout.ID() {
 			t.Fatalf("unexpected key %q in the shard: %v", o.Key, err)
 		}
@@ -177,7 +177,7 @@ func checkCommitted(t *testing.T, b bucket.Bucket, layout shards.Layout) int {
 // decodeShardAt fetches and decodes the shard object under key.
 func decodeShardAt(t *testing.T, b bucket.Bucket, key string) *shards.Object {
 	t.Helper()
-	k, err := shards.ParseObjectKey(key)
+	k, err := shards.ParseObjectKey(head.SchemaForTest.Families, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func decodeShardAt(t *testing.T, b bucket.Bucket, key string) *shards.Object {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := shards.DecodeShard(body, k.Hash, k.Family, k.Index)
+	o, err := shards.DecodeShard(head.SchemaForTest.Families, body, k.Hash, k.Family, k.Index)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,12 +237,12 @@ func sweepDuringPausedWriter(t *testing.T, headMoves bool) {
 	writerInner, _ := mem.New(store, "")
 	fb := fault.New(writerInner)
 	id := shards.NewShardID()
-	layout := shards.NewLayout(id)
+	layout := shards.NewLayout(head.SchemaForTest.Families, id)
 	other := open(t, otherBucket, id, head.Options{NoGroupCommit: true})
 	writer := open(t, fb, id, head.Options{NoGroupCommit: true})
 
 	x := key(1)
-	xi, err := shards.ShardOf(fam, x)
+	xi, err := head.SchemaForTest.Families.ShardOf(fam, x)
 	if err != nil {
 		t.Fatal(err)
 	}

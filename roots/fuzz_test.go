@@ -27,7 +27,7 @@ func addSeeds(f *testing.F, golden string, random func(*rand.Rand) []byte) {
 // another hash are an integrity failure.
 func FuzzDecodeTable(f *testing.F) {
 	addSeeds(f, goldenTable, func(r *rand.Rand) []byte {
-		b, _, err := randomTable(r).Encode()
+		b, _, err := randomTable(r).Encode(schema)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -35,14 +35,14 @@ func FuzzDecodeTable(f *testing.F) {
 	})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h := shards.Sum(b)
-		tbl, err := roots.DecodeTable(b, h)
+		tbl, err := roots.DecodeTable(schema, b, h)
 		if err != nil {
 			if tbl != nil || !errors.Is(err, roots.ErrMalformed) {
 				t.Fatalf("DecodeTable = %+v, %v", tbl, err)
 			}
 			return
 		}
-		again, ref, err := tbl.Encode()
+		again, ref, err := tbl.Encode(schema)
 		if err != nil {
 			t.Fatalf("decoded table does not encode: %v", err)
 		}
@@ -51,7 +51,7 @@ func FuzzDecodeTable(f *testing.F) {
 		}
 		wrong := h
 		wrong[0] ^= 1
-		if _, err := roots.DecodeTable(b, wrong); !errors.Is(err, bucket.ErrIntegrity) {
+		if _, err := roots.DecodeTable(schema, b, wrong); !errors.Is(err, bucket.ErrIntegrity) {
 			t.Fatalf("under another hash: %v", err)
 		}
 	})
@@ -60,7 +60,7 @@ func FuzzDecodeTable(f *testing.F) {
 // FuzzDecodeRoot is FuzzDecodeTable for roots.
 func FuzzDecodeRoot(f *testing.F) {
 	addSeeds(f, goldenRoot, func(r *rand.Rand) []byte {
-		b, _, err := randomRoot(r).Encode()
+		b, _, err := randomRoot(r).Encode(schema)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -68,14 +68,14 @@ func FuzzDecodeRoot(f *testing.F) {
 	})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h := shards.Sum(b)
-		root, err := roots.DecodeRoot(b, h)
+		root, err := roots.DecodeRoot(schema, b, h)
 		if err != nil {
 			if root != nil || !errors.Is(err, roots.ErrMalformed) {
 				t.Fatalf("DecodeRoot = %+v, %v", root, err)
 			}
 			return
 		}
-		again, ref, err := root.Encode()
+		again, ref, err := root.Encode(schema)
 		if err != nil {
 			t.Fatalf("decoded root does not encode: %v", err)
 		}
@@ -89,7 +89,7 @@ func FuzzDecodeRoot(f *testing.F) {
 		}
 		wrong := h
 		wrong[31] ^= 1
-		if _, err := roots.DecodeRoot(b, wrong); !errors.Is(err, bucket.ErrIntegrity) {
+		if _, err := roots.DecodeRoot(schema, b, wrong); !errors.Is(err, bucket.ErrIntegrity) {
 			t.Fatalf("under another hash: %v", err)
 		}
 	})

@@ -71,12 +71,13 @@ func (t *Table) Records() uint64 {
 const tableEntryLen = 1 + 32 + 8 + 4
 
 // Encode returns the table's canonical bytes and reference. A table has at
-// least one entry: a family without records has no table.
-func (t *Table) Encode() ([]byte, shards.Ref, error) {
+// least one entry: a family without records has no table. The family must
+// be one of schema s.
+func (t *Table) Encode(s *shards.Schema) ([]byte, shards.Ref, error) {
 	if len(t.Entries) == 0 || len(t.Entries) > shards.Shards {
-		return nil, shards.Ref{}, fmt.Errorf("roots: encode table %s: %d entries: %w", t.Family, len(t.Entries), ErrMalformed)
+		return nil, shards.Ref{}, fmt.Errorf("roots: encode table %s: %d entries: %w", s.Name(t.Family), len(t.Entries), ErrMalformed)
 	}
-	if !t.Family.Known() {
+	if !s.Known(t.Family) {
 		return nil, shards.Ref{}, fmt.Errorf("roots: encode table: %w", shards.ErrUnknownFamily)
 	}
 	b := make([]byte, 0, 4+1+16+1+2+len(t.Entries)*tableEntryLen)
@@ -87,10 +88,10 @@ func (t *Table) Encode() ([]byte, shards.Ref, error) {
 	b = binary.BigEndian.AppendUint16(b, uint16(len(t.Entries)))
 	for i, e := range t.Entries {
 		if i > 0 && t.Entries[i-1].Shard >= e.Shard {
-			return nil, shards.Ref{}, fmt.Errorf("roots: encode table %s: shards not ascending: %w", t.Family, ErrMalformed)
+			return nil, shards.Ref{}, fmt.Errorf("roots: encode table %s: shards not ascending: %w", s.Name(t.Family), ErrMalformed)
 		}
 		if e.Ref.Count == 0 || e.Ref.Size <= 0 || e.Ref.Size > maxShardSize {
-			return nil, shards.Ref{}, fmt.Errorf("roots: encode table %s: shard %02x is empty: %w", t.Family, e.Shard, ErrMalformed)
+			return nil, shards.Ref{}, fmt.Errorf("roots: encode table %s: shard %02x is empty: %w", s.Name(t.Family), e.Shard, ErrMalformed)
 		}
 		b = append(b, e.Shard)
 		b = append(b, e.Ref.Hash[:]...)
@@ -100,8 +101,9 @@ func (t *Table) Encode() ([]byte, shards.Ref, error) {
 	return b, shards.Ref{Hash: shards.Sum(b), Size: int64(len(b)), Count: uint32(len(t.Entries))}, nil
 }
 
-// DecodeTable verifies that b hashes to want and decodes it strictly.
-func DecodeTable(b []byte, want shards.Hash) (*Table, error) {
+// DecodeTable verifies that b hashes to want and decodes it strictly; its
+// family must be one of schema s.
+func DecodeTable(s *shards.Schema, b []byte, want shards.Hash) (*Table, error) {
 	if got := shards.Sum(b); got != want {
 		return nil, fmt.Errorf("roots: decode table %s: bytes hash to %s: %w", want, got, shards.ErrIntegrity)
 	}
@@ -111,7 +113,7 @@ func DecodeTable(b []byte, want shards.Hash) (*Table, error) {
 	r.copy(t.Nonce[:])
 	t.Family = shards.Family(r.u8())
 	n := int(r.u16())
-	if r.err == nil && !t.Family.Known() {
+	if r.err == nil && !s.Known(t.Family) {
 		r.fail("unknown family tag 0x%02x", uint8(t.Family))
 	}
 	if r.err == nil && (n == 0 || n > shards.Shards || len(r.b)-r.off != n*tableEntryLen) {
@@ -189,8 +191,9 @@ func CheckOwner(owner string) error {
 	return nil
 }
 
-// Encode returns the root's canonical bytes and reference.
-func (r *Root) Encode() ([]byte, shards.Ref, error) {
+// Encode returns the root's canonical bytes and reference. Its families
+// must be of schema s.
+func (r *Root) Encode(s *shards.Schema) ([]byte, shards.Ref, error) {
 	b := make([]byte, 0, 4+1+16+32+8+1+len(r.Families)*familyRefLen+4+len(r.Holds)*64)
 	b = append(b, rootMagic...)
 	b = append(b, RootFormat)
@@ -205,7 +208,7 @@ func (r *Root) Encode() ([]byte, shards.Ref, error) {
 		if i > 0 && r.Families[i-1].Family >= f.Family {
 			return nil, shards.Ref{}, fmt.Errorf("roots: encode root: families not ascending: %w", ErrMalformed)
 		}
-		if !f.Family.Known() || f.Shards == 0 || f.Shards > shards.Shards || f.Table.Size <= 0 || f.Table.Size > maxTableSize {
+		if !s.Known(f.Family) || f.Shards == 0 || f.Shards > shards.Shards || f.Table.Size <= 0 || f.Table.Size > maxTableSize {
 			return nil, shards.Ref{}, fmt.Errorf("roots: encode root: bad family reference %+v: %w", f, ErrMalformed)
 		}
 		b = append(b, byte(f.Family))
@@ -232,8 +235,9 @@ func (r *Root) Encode() ([]byte, shards.Ref, error) {
 	return b, shards.Ref{Hash: shards.Sum(b), Size: int64(len(b))}, nil
 }
 
-// DecodeRoot verifies that b hashes to want and decodes it strictly.
-func DecodeRoot(b []byte, want shards.Hash) (*Root, error) {
+// DecodeRoot verifies that b hashes to want and decodes it strictly; its
+// families must be of schema s.
+func DecodeRoot(s *shards.Schema, b []byte, want shards.Hash) (*Root, error) {
 	if got := shards.Sum(b); got != want {
 		return nil, fmt.Errorf("roots: decode root %s: bytes hash to %s: %w", want, got, shards.ErrIntegrity)
 	}
@@ -254,12 +258,12 @@ func DecodeRoot(b []byte, want shards.Hash) (*Root, error) {
 		f.Table.Count = uint32(f.Shards)
 		switch {
 		case r.err != nil:
-		case !f.Family.Known():
+		case !s.Known(f.Family):
 			r.fail("unknown family tag 0x%02x", uint8(f.Family))
 		case i > 0 && root.Families[i-1].Family >= f.Family:
 			r.fail("families not ascending at %d", i)
 		case f.Shards == 0 || f.Shards > shards.Shards || f.Table.Size <= 0 || f.Table.Size > maxTableSize:
-			r.fail("family %s: bad table reference", f.Family)
+			r.fail("family %s: bad table reference", s.Name(f.Family))
 		}
 		root.Families = append(root.Families, f)
 	}

@@ -12,7 +12,11 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/shards/shardstest"
 )
+
+// schema is the engine's test schema.
+var schema = shardstest.Schema()
 
 // fill returns a hash whose 32 bytes are all b.
 func fill(b byte) shards.Hash {
@@ -27,11 +31,11 @@ func rep(hexByte string, n int) string { return strings.Repeat(hexByte, n) }
 
 var goldenNonce = roots.Nonce{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
 
-// goldenTableValue is the artifact_revision table of the golden bytes.
+// goldenTableValue is the fixed32 table of the golden bytes.
 func goldenTableValue() *roots.Table {
 	return &roots.Table{
 		Nonce:  goldenNonce,
-		Family: shards.ArtifactRevision,
+		Family: shardstest.Fixed32,
 		Entries: []roots.Entry{
 			{Shard: 0x01, Ref: shards.Ref{Hash: fill(0x11), Size: 100, Count: 2}},
 			{Shard: 0x80, Ref: shards.Ref{Hash: fill(0x22), Size: 50, Count: 1}},
@@ -42,7 +46,7 @@ func goldenTableValue() *roots.Table {
 // goldenTable is goldenTableValue's canonical encoding.
 var goldenTable = "43524e54" + "01" + // magic "CRNT", version 1
 	"000102030405060708090a0b0c0d0e0f" + // nonce
-	"04" + "0002" + // family artifact_revision, 2 entries
+	"04" + "0002" + // family fixed32, 2 entries
 	"01" + rep("11", 32) + "0000000000000064" + "00000002" + // shard 01: 100 bytes, 2 records
 	"80" + rep("22", 32) + "0000000000000032" + "00000001" // shard 80: 50 bytes, 1 record
 
@@ -53,7 +57,7 @@ func goldenRootValue() *roots.Root {
 		Parent:   fill(0x33),
 		Sequence: 7,
 		Families: []roots.FamilyRef{
-			{Family: shards.ArtifactRevision, Table: shards.Ref{Hash: fill(0x44), Size: 114, Count: 2}, Shards: 2, Records: 3},
+			{Family: shardstest.Fixed32, Table: shards.Ref{Hash: fill(0x44), Size: 114, Count: 2}, Shards: 2, Records: 3},
 			{Family: shards.System, Table: shards.Ref{Hash: fill(0x55), Size: 69, Count: 1}, Shards: 1, Records: 1},
 		},
 		Holds: []roots.Hold{
@@ -68,7 +72,7 @@ var goldenRoot = "43524e52" + "01" + // magic "CRNR", version 1
 	rep("33", 32) + // parent
 	"0000000000000007" + // sequence
 	"02" + // 2 families
-	"04" + rep("44", 32) + "0000000000000072" + "0002" + "0000000000000003" + // artifact_revision
+	"04" + rep("44", 32) + "0000000000000072" + "0002" + "0000000000000003" + // fixed32
 	"f0" + rep("55", 32) + "0000000000000045" + "0001" + "0000000000000001" + // system
 	"00000002" + // 2 holds
 	"0004" + "6f702f31" + rep("66", 32) + // "op/1"
@@ -86,7 +90,7 @@ func unhex(t testing.TB, s string) []byte {
 func TestTableGolden(t *testing.T) {
 	want := unhex(t, goldenTable)
 	tbl := goldenTableValue()
-	b, ref, err := tbl.Encode()
+	b, ref, err := tbl.Encode(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +100,7 @@ func TestTableGolden(t *testing.T) {
 	if got, want := ref, (shards.Ref{Hash: shards.Sum(want), Size: int64(len(want)), Count: 2}); got != want {
 		t.Fatalf("ref = %+v, want %+v", got, want)
 	}
-	d, err := roots.DecodeTable(want, ref.Hash)
+	d, err := roots.DecodeTable(schema, want, ref.Hash)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +121,7 @@ func TestTableGolden(t *testing.T) {
 func TestRootGolden(t *testing.T) {
 	want := unhex(t, goldenRoot)
 	r := goldenRootValue()
-	b, ref, err := r.Encode()
+	b, ref, err := r.Encode(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +131,7 @@ func TestRootGolden(t *testing.T) {
 	if got, want := ref, (shards.Ref{Hash: shards.Sum(want), Size: int64(len(want))}); got != want {
 		t.Fatalf("ref = %+v, want %+v", got, want)
 	}
-	d, err := roots.DecodeRoot(want, ref.Hash)
+	d, err := roots.DecodeRoot(schema, want, ref.Hash)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +141,7 @@ func TestRootGolden(t *testing.T) {
 	if fr, ok := d.Family(shards.System); !ok || fr != r.Families[1] {
 		t.Fatalf("Family(system) = %+v, %v", fr, ok)
 	}
-	if _, ok := d.Family(shards.Commit); ok {
+	if _, ok := d.Family(shardstest.Fixed48); ok {
 		t.Fatal("Family(commit) found a family the root omits")
 	}
 	if h, ok := d.Hold("snap"); !ok || h != fill(0x77) {
@@ -188,7 +192,7 @@ func tablesEqual(a, b *roots.Table) bool {
 
 // randomTable returns a valid table with 1..256 entries.
 func randomTable(r *rand.Rand) *roots.Table {
-	fams := shards.Families()
+	fams := schema.Families()
 	t := &roots.Table{Family: fams[r.IntN(len(fams))]}
 	for i := range t.Nonce {
 		t.Nonce[i] = byte(r.Uint32())
@@ -219,7 +223,7 @@ func randomRoot(r *rand.Rand) *roots.Root {
 			root.Parent[i] = byte(r.Uint32())
 		}
 	}
-	for _, f := range shards.Families() {
+	for _, f := range schema.Families() {
 		if r.IntN(3) != 0 {
 			continue
 		}
@@ -251,35 +255,35 @@ func TestRoundTripAndCanonical(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 8))
 	for i := 0; i < 300; i++ {
 		tbl := randomTable(r)
-		b, ref, err := tbl.Encode()
+		b, ref, err := tbl.Encode(schema)
 		if err != nil {
 			t.Fatalf("table %d: %v", i, err)
 		}
-		d, err := roots.DecodeTable(b, ref.Hash)
+		d, err := roots.DecodeTable(schema, b, ref.Hash)
 		if err != nil {
 			t.Fatalf("table %d: %v", i, err)
 		}
 		if !tablesEqual(d, tbl) {
 			t.Fatalf("table %d: decoded %+v, want %+v", i, d, tbl)
 		}
-		again, ref2, err := d.Encode()
+		again, ref2, err := d.Encode(schema)
 		if err != nil || !bytes.Equal(again, b) || ref2 != ref {
 			t.Fatalf("table %d: encode(decode(b)) differs (%v)", i, err)
 		}
 
 		root := randomRoot(r)
-		b, ref, err = root.Encode()
+		b, ref, err = root.Encode(schema)
 		if err != nil {
 			t.Fatalf("root %d: %v", i, err)
 		}
-		dr, err := roots.DecodeRoot(b, ref.Hash)
+		dr, err := roots.DecodeRoot(schema, b, ref.Hash)
 		if err != nil {
 			t.Fatalf("root %d: %v", i, err)
 		}
 		if !rootsEqual(dr, root) {
 			t.Fatalf("root %d: decoded %+v, want %+v", i, dr, root)
 		}
-		again, ref2, err = dr.Encode()
+		again, ref2, err = dr.Encode(schema)
 		if err != nil || !bytes.Equal(again, b) || ref2 != ref {
 			t.Fatalf("root %d: encode(decode(b)) differs (%v)", i, err)
 		}
@@ -287,14 +291,14 @@ func TestRoundTripAndCanonical(t *testing.T) {
 }
 
 func TestEmptyRootRoundTrips(t *testing.T) {
-	b, ref, err := (&roots.Root{Sequence: 1}).Encode()
+	b, ref, err := (&roots.Root{Sequence: 1}).Encode(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := len(b), 4+1+16+32+8+1+4; got != want {
 		t.Fatalf("empty root is %d bytes, want %d", got, want)
 	}
-	d, err := roots.DecodeRoot(b, ref.Hash)
+	d, err := roots.DecodeRoot(schema, b, ref.Hash)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +336,7 @@ func TestRawTableMatchesGolden(t *testing.T) {
 
 func TestDecodeTableRejects(t *testing.T) {
 	two := []roots.Entry{entry(1, 10, 1), entry(2, 10, 1)}
-	fam := byte(shards.ArtifactRevision)
+	fam := byte(shardstest.Fixed32)
 	cases := []struct {
 		name string
 		b    []byte
@@ -360,7 +364,7 @@ func TestDecodeTableRejects(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tbl, err := roots.DecodeTable(c.b, shards.Sum(c.b))
+			tbl, err := roots.DecodeTable(schema, c.b, shards.Sum(c.b))
 			if !errors.Is(err, roots.ErrMalformed) || tbl != nil {
 				t.Fatalf("DecodeTable = %+v, %v; want ErrMalformed", tbl, err)
 			}
@@ -375,7 +379,7 @@ func TestDecodeTableRejects(t *testing.T) {
 		full[i] = entry(uint8(i), 1<<40, 1)
 	}
 	b := rawTable("CRNT", 1, fam, shards.Shards, full)
-	if _, err := roots.DecodeTable(b, shards.Sum(b)); err != nil {
+	if _, err := roots.DecodeTable(schema, b, shards.Sum(b)); err != nil {
 		t.Fatalf("full table: %v", err)
 	}
 }
@@ -387,25 +391,25 @@ func TestDecodeVerifiesHashFirst(t *testing.T) {
 		name string
 		err  error
 	}{
-		{"table under another hash", func() error { _, err := roots.DecodeTable(table, fill(0x01)); return err }()},
-		{"root under another hash", func() error { _, err := roots.DecodeRoot(root, fill(0x01)); return err }()},
-		{"table under a root's hash", func() error { _, err := roots.DecodeTable(table, shards.Sum(root)); return err }()},
+		{"table under another hash", func() error { _, err := roots.DecodeTable(schema, table, fill(0x01)); return err }()},
+		{"root under another hash", func() error { _, err := roots.DecodeRoot(schema, root, fill(0x01)); return err }()},
+		{"table under a root's hash", func() error { _, err := roots.DecodeTable(schema, table, shards.Sum(root)); return err }()},
 		{"flipped table byte", func() error {
 			b := bytes.Clone(table)
 			b[len(b)-1] ^= 1
-			_, err := roots.DecodeTable(b, shards.Sum(table))
+			_, err := roots.DecodeTable(schema, b, shards.Sum(table))
 			return err
 		}()},
 		{"flipped root byte", func() error {
 			b := bytes.Clone(root)
 			b[30] ^= 0x80
-			_, err := roots.DecodeRoot(b, shards.Sum(root))
+			_, err := roots.DecodeRoot(schema, b, shards.Sum(root))
 			return err
 		}()},
 		// Garbage under the wrong hash is an integrity failure, not a
 		// format one: the hash is checked before anything else.
-		{"garbage table", func() error { _, err := roots.DecodeTable([]byte("junk"), fill(0x01)); return err }()},
-		{"garbage root", func() error { _, err := roots.DecodeRoot([]byte("junk"), fill(0x01)); return err }()},
+		{"garbage table", func() error { _, err := roots.DecodeTable(schema, []byte("junk"), fill(0x01)); return err }()},
+		{"garbage root", func() error { _, err := roots.DecodeRoot(schema, []byte("junk"), fill(0x01)); return err }()},
 	} {
 		if !errors.Is(c.err, bucket.ErrIntegrity) || !errors.Is(c.err, shards.ErrIntegrity) || errors.Is(c.err, roots.ErrMalformed) {
 			t.Errorf("%s: error %v, want only ErrIntegrity", c.name, c.err)
@@ -485,15 +489,15 @@ func TestDecodeRootRejects(t *testing.T) {
 		{name: "version 2", edit: func(r *rootBuilder) { r.version = 2 }},
 		{name: "unknown family", edit: func(r *rootBuilder) { r.families = []roots.FamilyRef{fr(0x99, 10, 1)} }},
 		{name: "families unsorted", edit: func(r *rootBuilder) {
-			r.families = []roots.FamilyRef{fr(shards.System, 10, 1), fr(shards.Commit, 10, 1)}
+			r.families = []roots.FamilyRef{fr(shards.System, 10, 1), fr(shardstest.Fixed48, 10, 1)}
 		}},
 		{name: "duplicate family", edit: func(r *rootBuilder) {
-			r.families = []roots.FamilyRef{fr(shards.Commit, 10, 1), fr(shards.Commit, 10, 1)}
+			r.families = []roots.FamilyRef{fr(shardstest.Fixed48, 10, 1), fr(shardstest.Fixed48, 10, 1)}
 		}},
-		{name: "no shards", edit: func(r *rootBuilder) { r.families = []roots.FamilyRef{fr(shards.Commit, 10, 0)} }},
-		{name: "257 shards", edit: func(r *rootBuilder) { r.families = []roots.FamilyRef{fr(shards.Commit, 10, 257)} }},
-		{name: "zero table size", edit: func(r *rootBuilder) { r.families = []roots.FamilyRef{fr(shards.Commit, 0, 1)} }},
-		{name: "table size above 1 GiB", edit: func(r *rootBuilder) { r.families = []roots.FamilyRef{fr(shards.Commit, 1<<30+1, 1)} }},
+		{name: "no shards", edit: func(r *rootBuilder) { r.families = []roots.FamilyRef{fr(shardstest.Fixed48, 10, 0)} }},
+		{name: "257 shards", edit: func(r *rootBuilder) { r.families = []roots.FamilyRef{fr(shardstest.Fixed48, 10, 257)} }},
+		{name: "zero table size", edit: func(r *rootBuilder) { r.families = []roots.FamilyRef{fr(shardstest.Fixed48, 0, 1)} }},
+		{name: "table size above 1 GiB", edit: func(r *rootBuilder) { r.families = []roots.FamilyRef{fr(shardstest.Fixed48, 1<<30+1, 1)} }},
 		{name: "family count above bytes", edit: func(r *rootBuilder) { r.nf = 3 }},
 		{name: "family count below bytes", edit: func(r *rootBuilder) { r.nf = 1 }},
 		{name: "hold count above bytes", edit: func(r *rootBuilder) { r.nh = 3 }},
@@ -517,7 +521,7 @@ func TestDecodeRootRejects(t *testing.T) {
 				c.edit(rb)
 				b = rb.bytes()
 			}
-			r, err := roots.DecodeRoot(b, shards.Sum(b))
+			r, err := roots.DecodeRoot(schema, b, shards.Sum(b))
 			if !errors.Is(err, roots.ErrMalformed) || r != nil {
 				t.Fatalf("DecodeRoot = %+v, %v; want ErrMalformed", r, err)
 			}
@@ -528,9 +532,9 @@ func TestDecodeRootRejects(t *testing.T) {
 	}
 	// The limits themselves decode.
 	rb := newRootBuilder()
-	rb.families = []roots.FamilyRef{fr(shards.Commit, 1<<30, 256)}
+	rb.families = []roots.FamilyRef{fr(shardstest.Fixed48, 1<<30, 256)}
 	rb.holds = []roots.Hold{hold(strings.Repeat("o", roots.MaxOwnerLen), fill(1))}
-	if b := rb.bytes(); func() error { _, err := roots.DecodeRoot(b, shards.Sum(b)); return err }() != nil {
+	if b := rb.bytes(); func() error { _, err := roots.DecodeRoot(schema, b, shards.Sum(b)); return err }() != nil {
 		t.Fatal("a root at the limits does not decode")
 	}
 }
@@ -547,7 +551,7 @@ func TestEncodeRefuses(t *testing.T) {
 		"257 entries":      {Family: ok.Family, Entries: make([]roots.Entry, 257)},
 	}
 	for name, tbl := range tables {
-		if b, _, err := tbl.Encode(); err == nil {
+		if b, _, err := tbl.Encode(schema); err == nil {
 			t.Errorf("table %s: encoded %x", name, b)
 		}
 	}
@@ -566,14 +570,46 @@ func TestEncodeRefuses(t *testing.T) {
 	for name, edit := range rootsBad {
 		r := goldenRootValue()
 		edit(r)
-		if b, _, err := r.Encode(); err == nil {
+		if b, _, err := r.Encode(schema); err == nil {
 			t.Errorf("root %s: encoded %x", name, b)
 		}
 	}
-	if _, _, err := good.Encode(); err != nil {
+	if _, _, err := good.Encode(schema); err != nil {
 		t.Fatal(err)
 	}
 	if err := roots.CheckOwner(strings.Repeat("o", roots.MaxOwnerLen)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDecodeChecksTheSchema: a table or root is decoded against the schema
+// at hand; a family tag that schema does not hold fails closed, even one
+// another schema holds.
+func TestDecodeChecksTheSchema(t *testing.T) {
+	engineOnly, err := shards.NewSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, root := unhex(t, goldenTable), unhex(t, goldenRoot)
+	if _, err := roots.DecodeTable(engineOnly, table, shards.Sum(table)); !errors.Is(err, roots.ErrMalformed) {
+		t.Fatalf("table of fixed32 under an engine-only schema: %v, want ErrMalformed", err)
+	}
+	if _, err := roots.DecodeRoot(engineOnly, root, shards.Sum(root)); !errors.Is(err, roots.ErrMalformed) {
+		t.Fatalf("root naming fixed32 under an engine-only schema: %v, want ErrMalformed", err)
+	}
+	if _, _, err := goldenTableValue().Encode(engineOnly); err == nil {
+		t.Fatal("encoded a table of a family the schema does not hold")
+	}
+	if _, _, err := goldenRootValue().Encode(engineOnly); err == nil {
+		t.Fatal("encoded a root naming a family the schema does not hold")
+	}
+	// The engine's own families are in every schema.
+	sys := &roots.Table{Family: shards.System, Entries: []roots.Entry{{Shard: 1, Ref: shards.Ref{Hash: fill(1), Size: 10, Count: 1}}}}
+	b, ref, err := sys.Encode(engineOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := roots.DecodeTable(engineOnly, b, ref.Hash); err != nil {
+		t.Fatalf("system table under an engine-only schema: %v", err)
 	}
 }

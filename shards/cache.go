@@ -183,12 +183,16 @@ func isContextErr(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// LoadObject loads the shard object h through c, checking that it is shard
-// idx of family f.
-func LoadObject(ctx context.Context, c *Cache[*Object], h Hash, f Family, idx uint8, fetch func(context.Context) ([]byte, error)) (*Object, error) {
-	o, err := c.Load(ctx, h, fetch, parseObject)
+// LoadObject loads the shard object h through c, decoding it with schema
+// s, and checks that it is shard idx of family f. Every object in c must
+// have been loaded with s.
+func LoadObject(ctx context.Context, c *Cache[*Object], s *Schema, h Hash, f Family, idx uint8, fetch func(context.Context) ([]byte, error)) (*Object, error) {
+	o, err := c.Load(ctx, h, fetch, func(b []byte) (*Object, error) { return parseObject(s, b) })
 	if err != nil {
 		return nil, err
+	}
+	if o.schema != s {
+		return nil, fmt.Errorf("shards: load object %s: cached under another schema", h)
 	}
 	if err := o.is(f, idx); err != nil {
 		return nil, fmt.Errorf("shards: load object %s: %w", h, err)

@@ -231,7 +231,7 @@ func TestLoadObject(t *testing.T) {
 	hash := shards.Sum(golden)
 	c := shards.NewObjectCache(1 << 20)
 	fetch := func(context.Context) ([]byte, error) { return golden, nil }
-	o, err := shards.LoadObject(context.Background(), c, hash, shards.System, 0x3a, fetch)
+	o, err := shards.LoadObject(context.Background(), c, schema, hash, shards.System, 0x3a, fetch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,11 +241,11 @@ func TestLoadObject(t *testing.T) {
 	if st := c.Stats(); st.Entries != 1 || st.Bytes != o.MemSize() {
 		t.Fatalf("stats = %+v", st)
 	}
-	if _, err := shards.LoadObject(context.Background(), c, hash, shards.System, 0x3b, fetch); !errors.Is(err, shards.ErrMalformedObject) {
+	if _, err := shards.LoadObject(context.Background(), c, schema, hash, shards.System, 0x3b, fetch); !errors.Is(err, shards.ErrMalformedObject) {
 		t.Fatalf("wrong shard error = %v", err)
 	}
 	bad := encodeRaw(shards.System, 0x3a, [][2]string{{"schema", "1"}, {"mo", "2"}})
-	if _, err := shards.LoadObject(context.Background(), c, shards.Sum(bad), shards.System, 0x3a,
+	if _, err := shards.LoadObject(context.Background(), c, schema, shards.Sum(bad), shards.System, 0x3a,
 		func(context.Context) ([]byte, error) { return bad, nil }); !errors.Is(err, shards.ErrMalformedObject) {
 		t.Fatalf("malformed object error = %v", err)
 	}

@@ -5,120 +5,172 @@ import (
 	"fmt"
 )
 
-// Family is a metadata family, identified by its one-byte tag. The tags of
-// the NoKV families are the seed schema's History source-family tags; the
-// engine's own families use tags from 0xf0 up, outside the seed's range.
+// Family is a metadata family, identified by its one-byte tag. Which tags
+// exist, what they are called and how their keys shard is the product's
+// schema (Schema); the engine owns only its own two families.
 type Family uint8
 
-// The families, in tag order.
+// The engine's own families. Every Schema holds them.
 const (
-	RootFence                 Family = 0x01
-	WorkspaceCurrent          Family = 0x02
-	PathCurrent               Family = 0x03
-	ArtifactRevision          Family = 0x04
-	ArtifactManifest          Family = 0x05
-	RevisionRef               Family = 0x06
-	Commit                    Family = 0x07
-	CommitMember              Family = 0x08
-	WorkbenchCommitHead       Family = 0x09
-	Tag                       Family = 0x0a
-	SnapshotRef               Family = 0x0b
-	SnapshotAlias             Family = 0x0c
-	HistoryHold               Family = 0x0d
-	CommitConsumer            Family = 0x0e
-	SecondaryIndex            Family = 0x0f
-	ChangeEvent               Family = 0x10
-	Operation                 Family = 0x11
-	RestoreMember             Family = 0x12
-	StagedObject              Family = 0x13
-	CommandDedupe             Family = 0x14
-	GcCandidate               Family = 0x15
-	GcBarrier                 Family = 0x16
-	WorkspaceIncarnationClaim Family = 0x17
-
+	// CommandDedupe holds the engine's request dedupe records (package
+	// head): a 16-byte namespace followed by a non-empty request id.
+	CommandDedupe Family = 0x14
 	// System holds the schema marker and the engine's own metadata.
 	System Family = 0xf0
 )
 
-// ErrUnknownFamily is returned for a tag or name that names no family.
-var ErrUnknownFamily = errors.New("unknown family")
-
-var familyNames = map[Family]string{
-	RootFence:                 "root_fence",
-	WorkspaceCurrent:          "workspace_current",
-	PathCurrent:               "path_current",
-	ArtifactRevision:          "artifact_revision",
-	ArtifactManifest:          "artifact_manifest",
-	RevisionRef:               "revision_ref",
-	Commit:                    "commit",
-	CommitMember:              "commit_member",
-	WorkbenchCommitHead:       "workbench_commit_head",
-	Tag:                       "tag",
-	SnapshotRef:               "snapshot_ref",
-	SnapshotAlias:             "snapshot_alias",
-	HistoryHold:               "history_hold",
-	CommitConsumer:            "commit_consumer",
-	SecondaryIndex:            "secondary_index",
-	ChangeEvent:               "change_event",
-	Operation:                 "operation",
-	RestoreMember:             "restore_member",
-	StagedObject:              "staged_object",
-	CommandDedupe:             "command_dedupe",
-	GcCandidate:               "gc_candidate",
-	GcBarrier:                 "gc_barrier",
-	WorkspaceIncarnationClaim: "workspace_incarnation_claim",
-	System:                    "system",
-}
+// MinEngineTag is the least tag of the range the engine keeps for its own
+// families; a product's families use tags below it.
+const MinEngineTag = 0xf0
 
 var (
-	familyList   []Family
-	familyByName map[string]Family
+	// ErrUnknownFamily is returned for a tag or name that names no family
+	// of the schema at hand.
+	ErrUnknownFamily = errors.New("unknown family")
+	// ErrInvalidSchema is returned by NewSchema for specs that cannot form
+	// a schema.
+	ErrInvalidSchema = errors.New("invalid schema")
 )
 
-func init() {
-	familyByName = make(map[string]Family, len(familyNames))
-	for t := 0; t < 256; t++ {
-		f := Family(t)
-		if name, ok := familyNames[f]; ok {
-			familyList = append(familyList, f)
-			familyByName[name] = f
+// engineSpecs are the families the engine adds to every schema.
+var engineSpecs = []FamilySpec{
+	{Family: CommandDedupe, Name: "command_dedupe", ShardKey: func(key []byte) ([]byte, error) {
+		const min = 16 + 1 // namespace, request id
+		if len(key) < min {
+			return nil, &KeyError{Op: "command_dedupe key", Reason: fmt.Sprintf("%d bytes, want at least %d", len(key), min)}
+		}
+		return key, nil
+	}},
+	{Family: System, Name: "system"},
+}
+
+// String returns the name of an engine family, or "family(0xNN)" for any
+// other tag; a product family's name is its schema's (Schema.Name).
+func (f Family) String() string {
+	for _, s := range engineSpecs {
+		if s.Family == f {
+			return s.Name
 		}
 	}
+	return fmt.Sprintf("family(0x%02x)", uint8(f))
 }
 
-// Families returns every family in tag order. The slice is a copy.
-func Families() []Family {
-	return append([]Family(nil), familyList...)
+// FamilySpec is what a product says of one of its families: its tag and
+// name, both durable, and how a record key selects its shard.
+type FamilySpec struct {
+	// Family is the tag, written into every shard object, table and root.
+	Family Family
+	// Name is the family's tree name: 1 to 64 bytes of a-z, 0-9 and '_'.
+	// It names the family's objects in the bucket
+	// (objects/{name}/{idx}/{hash}).
+	Name string
+	// ShardKey checks what the sharding needs of a non-empty record key's
+	// shape and returns the part of it that selects the shard; the result
+	// may alias key. An error must wrap ErrMalformedKey (a *KeyError
+	// does); the schema wraps any other. Nil: the whole key is the shard
+	// key.
+	ShardKey func(key []byte) ([]byte, error)
+	// PrefixKey returns the shard key that every key beginning with
+	// prefix shares, if prefix determines one; it must agree with
+	// ShardKey. Nil: no prefix does, and every scan merges the family's
+	// shards.
+	PrefixKey func(prefix []byte) ([]byte, bool)
 }
 
-// Known reports whether f is a registered family.
-func (f Family) Known() bool {
-	_, ok := familyNames[f]
-	return ok
+// Schema is an immutable registry of families: the engine's own and those
+// a product supplies. The engine decodes only what its schema holds, and
+// fails closed with ErrUnknownFamily on anything else. A Schema is safe
+// for concurrent use.
+type Schema struct {
+	specs  [256]*FamilySpec
+	list   []Family
+	byName map[string]Family
 }
 
-// String returns the family's name, or "family(0xNN)" for an unknown tag.
-func (f Family) String() string {
-	if name, ok := familyNames[f]; ok {
-		return name
+// NewSchema returns the schema of the product families specs plus the
+// engine's own (CommandDedupe, System). It fails with ErrInvalidSchema on
+// a repeated tag or name, a name that is not 1 to 64 bytes of a-z, 0-9 and
+// '_', or a spec that takes an engine family's tag or name or a tag from
+// MinEngineTag up.
+func NewSchema(specs ...FamilySpec) (*Schema, error) {
+	s := &Schema{byName: make(map[string]Family, len(specs)+len(engineSpecs))}
+	add := func(spec FamilySpec, engine bool) error {
+		switch {
+		case !engine && (spec.Family >= MinEngineTag || spec.Family == CommandDedupe):
+			return fmt.Errorf("shards: new schema: family %q: tag 0x%02x belongs to the engine: %w", spec.Name, uint8(spec.Family), ErrInvalidSchema)
+		case !validFamilyName(spec.Name):
+			return fmt.Errorf("shards: new schema: family tag 0x%02x: bad name %q: %w", uint8(spec.Family), spec.Name, ErrInvalidSchema)
+		case s.specs[spec.Family] != nil:
+			return fmt.Errorf("shards: new schema: tag 0x%02x of %q is %q's: %w", uint8(spec.Family), spec.Name, s.specs[spec.Family].Name, ErrInvalidSchema)
+		}
+		if _, dup := s.byName[spec.Name]; dup {
+			return fmt.Errorf("shards: new schema: name %q used twice: %w", spec.Name, ErrInvalidSchema)
+		}
+		s.specs[spec.Family] = &spec
+		s.byName[spec.Name] = spec.Family
+		return nil
+	}
+	for _, spec := range engineSpecs {
+		if err := add(spec, true); err != nil {
+			return nil, err
+		}
+	}
+	for _, spec := range specs {
+		if err := add(spec, false); err != nil {
+			return nil, err
+		}
+	}
+	for t, spec := range s.specs {
+		if spec != nil {
+			s.list = append(s.list, Family(t))
+		}
+	}
+	return s, nil
+}
+
+func validFamilyName(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// Families returns every family of the schema in tag order. The slice is
+// a copy.
+func (s *Schema) Families() []Family {
+	return append([]Family(nil), s.list...)
+}
+
+// Known reports whether the schema holds family f.
+func (s *Schema) Known(f Family) bool { return s.specs[f] != nil }
+
+// Name returns the name of family f, or "family(0xNN)" for a tag the
+// schema does not hold.
+func (s *Schema) Name(f Family) string {
+	if spec := s.specs[f]; spec != nil {
+		return spec.Name
 	}
 	return fmt.Sprintf("family(0x%02x)", uint8(f))
 }
 
 // ParseFamily returns the family with tag t, failing closed with
-// ErrUnknownFamily for any tag the registry does not hold.
-func ParseFamily(t byte) (Family, error) {
-	f := Family(t)
-	if !f.Known() {
+// ErrUnknownFamily for any tag the schema does not hold.
+func (s *Schema) ParseFamily(t byte) (Family, error) {
+	if !s.Known(Family(t)) {
 		return 0, fmt.Errorf("shards: family tag 0x%02x: %w", t, ErrUnknownFamily)
 	}
-	return f, nil
+	return Family(t), nil
 }
 
 // ByName returns the family with the exact name, failing with
 // ErrUnknownFamily for any other name.
-func ByName(name string) (Family, error) {
-	f, ok := familyByName[name]
+func (s *Schema) ByName(name string) (Family, error) {
+	f, ok := s.byName[name]
 	if !ok {
 		return 0, fmt.Errorf("shards: family %q: %w", name, ErrUnknownFamily)
 	}

@@ -2,143 +2,135 @@ package shards_test
 
 import (
 	"errors"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/shards/shardstest"
 )
 
-// seedTable is the seed schema's table of tree names and History
-// source-family tags, as written there.
-const seedTable = `
-root_fence	0x01
-workspace_current	0x02
-path_current	0x03
-artifact_revision	0x04
-artifact_manifest	0x05
-revision_ref	0x06
-commit	0x07
-commit_member	0x08
-workbench_commit_head	0x09
-tag	0x0a
-snapshot_ref	0x0b
-snapshot_alias	0x0c
-history_hold	0x0d
-commit_consumer	0x0e
-secondary_index	0x0f
-change_event	0x10
-operation	0x11
-restore_member	0x12
-staged_object	0x13
-command_dedupe	0x14
-gc_candidate	0x15
-gc_barrier	0x16
-workspace_incarnation_claim	0x17
-`
-
-// engineFamilies are the families the engine adds to the seed's.
+// engineFamilies are the families the engine adds to every schema.
 var engineFamilies = []struct {
 	name string
 	tag  uint8
-}{{"system", 0xf0}}
+}{{"command_dedupe", 0x14}, {"system", 0xf0}}
 
-func TestFamilyTableMatchesSeed(t *testing.T) {
-	type entry struct {
-		name string
-		tag  uint8
+func TestEngineOnlySchema(t *testing.T) {
+	s, err := shards.NewSchema()
+	if err != nil {
+		t.Fatal(err)
 	}
-	var want []entry
-	for _, line := range strings.Split(strings.TrimSpace(seedTable), "\n") {
-		name, tag, ok := strings.Cut(line, "\t")
-		if !ok {
-			t.Fatalf("bad seed line %q", line)
+	got := s.Families()
+	if len(got) != len(engineFamilies) {
+		t.Fatalf("Families() = %v, want the engine's %v", got, engineFamilies)
+	}
+	for i, f := range got {
+		want := engineFamilies[i]
+		if s.Name(f) != want.name || uint8(f) != want.tag || f.String() != want.name {
+			t.Errorf("family %d = %s/0x%02x (String %q), want %s/0x%02x", i, s.Name(f), uint8(f), f, want.name, want.tag)
 		}
-		v, err := strconv.ParseUint(strings.TrimPrefix(tag, "0x"), 16, 8)
-		if err != nil {
-			t.Fatalf("bad seed tag %q: %v", tag, err)
-		}
-		want = append(want, entry{name, uint8(v)})
+	}
+	if got, want := uint8(shards.CommandDedupe), uint8(0x14); got != want {
+		t.Errorf("CommandDedupe tag = 0x%02x, want 0x%02x", got, want)
+	}
+	if got, want := uint8(shards.System), uint8(0xf0); got != want {
+		t.Errorf("System tag = 0x%02x, want 0x%02x", got, want)
+	}
+}
+
+func TestSchemaHoldsProductAndEngineFamilies(t *testing.T) {
+	want := map[shards.Family]string{}
+	for _, spec := range shardstest.Specs() {
+		want[spec.Family] = spec.Name
 	}
 	for _, e := range engineFamilies {
-		want = append(want, entry{e.name, e.tag})
+		want[shards.Family(e.tag)] = e.name
 	}
-	got := shards.Families()
+	got := schema.Families()
 	if len(got) != len(want) {
 		t.Fatalf("Families() has %d families, want %d", len(got), len(want))
 	}
 	for i, f := range got {
-		if f.String() != want[i].name || uint8(f) != want[i].tag {
-			t.Errorf("family %d = %s/0x%02x, want %s/0x%02x", i, f, uint8(f), want[i].name, want[i].tag)
+		if i > 0 && got[i-1] >= f {
+			t.Fatalf("Families() not in tag order: %v", got)
 		}
-		byName, err := shards.ByName(want[i].name)
+		name := want[f]
+		if schema.Name(f) != name || !schema.Known(f) {
+			t.Errorf("family 0x%02x = %q (known %v), want %q", uint8(f), schema.Name(f), schema.Known(f), name)
+		}
+		byName, err := schema.ByName(name)
 		if err != nil || byName != f {
-			t.Errorf("ByName(%q) = %v, %v; want %v", want[i].name, byName, err, f)
+			t.Errorf("ByName(%q) = %v, %v; want %v", name, byName, err, f)
 		}
-		byTag, err := shards.ParseFamily(want[i].tag)
+		byTag, err := schema.ParseFamily(uint8(f))
 		if err != nil || byTag != f {
-			t.Errorf("ParseFamily(0x%02x) = %v, %v; want %v", want[i].tag, byTag, err, f)
-		}
-		if !f.Known() {
-			t.Errorf("%v.Known() = false", f)
+			t.Errorf("ParseFamily(0x%02x) = %v, %v; want %v", uint8(f), byTag, err, f)
 		}
 	}
 }
 
-func TestFamilyConstants(t *testing.T) {
-	for _, c := range []struct {
-		f    shards.Family
-		name string
-	}{
-		{shards.RootFence, "root_fence"},
-		{shards.HistoryHold, "history_hold"},
-		{shards.CommandDedupe, "command_dedupe"},
-		{shards.WorkspaceIncarnationClaim, "workspace_incarnation_claim"},
-		{shards.System, "system"},
+func TestNewSchemaRefuses(t *testing.T) {
+	whole := func(f shards.Family, name string) shards.FamilySpec { return shards.FamilySpec{Family: f, Name: name} }
+	for name, specs := range map[string][]shards.FamilySpec{
+		"duplicate tag":         {whole(0x01, "a"), whole(0x01, "b")},
+		"duplicate name":        {whole(0x01, "a"), whole(0x02, "a")},
+		"command_dedupe's tag":  {whole(shards.CommandDedupe, "dedupe")},
+		"system's tag":          {whole(shards.System, "marker")},
+		"engine range":          {whole(0xff, "mine")},
+		"command_dedupe's name": {whole(0x01, "command_dedupe")},
+		"system's name":         {whole(0x01, "system")},
+		"empty name":            {whole(0x01, "")},
+		"upper case":            {whole(0x01, "Root")},
+		"slash":                 {whole(0x01, "a/b")},
+		"dot":                   {whole(0x01, ".")},
+		"65 bytes":              {whole(0x01, "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklm")},
 	} {
-		if got := c.f.String(); got != c.name {
-			t.Errorf("tag 0x%02x String() = %q, want %q", uint8(c.f), got, c.name)
+		if s, err := shards.NewSchema(specs...); !errors.Is(err, shards.ErrInvalidSchema) || s != nil {
+			t.Errorf("%s: NewSchema = %v, %v; want ErrInvalidSchema", name, s, err)
 		}
 	}
-	if got, want := uint8(shards.HistoryHold), uint8(0x0d); got != want {
-		t.Errorf("HistoryHold tag = 0x%02x, want 0x%02x", got, want)
-	}
-	if got, want := uint8(shards.CommandDedupe), uint8(0x14); got != want {
-		t.Errorf("CommandDedupe tag = 0x%02x, want 0x%02x", got, want)
+	if _, err := shards.NewSchema(whole(0x00, "zero"), whole(0xef, "last_product_tag_0123456789_abcdefghijklmnopqrstuvwxyz_012345678")); err != nil {
+		t.Fatalf("tags 0x00 and 0xef with a 64-byte name: %v", err)
 	}
 }
 
 func TestUnknownFamilyFailsClosed(t *testing.T) {
 	known := map[uint8]bool{}
-	for _, f := range shards.Families() {
+	for _, f := range schema.Families() {
 		known[uint8(f)] = true
 	}
 	for tag := 0; tag < 256; tag++ {
-		f, err := shards.ParseFamily(byte(tag))
+		f, err := schema.ParseFamily(byte(tag))
 		if known[uint8(tag)] {
 			continue
 		}
 		if !errors.Is(err, shards.ErrUnknownFamily) || f != 0 {
 			t.Errorf("ParseFamily(0x%02x) = %v, %v; want ErrUnknownFamily", tag, f, err)
 		}
-		if shards.Family(tag).Known() {
-			t.Errorf("Family(0x%02x).Known() = true", tag)
+		if schema.Known(shards.Family(tag)) {
+			t.Errorf("Known(0x%02x) = true", tag)
 		}
 	}
-	for _, name := range []string{"", "history", "recovery_outbox", "Root_Fence", "root_fence "} {
-		if _, err := shards.ByName(name); !errors.Is(err, shards.ErrUnknownFamily) {
+	for _, name := range []string{"", "history", "recovery_outbox", "Fixed16", "fixed16 ", "family(0x42)"} {
+		if _, err := schema.ByName(name); !errors.Is(err, shards.ErrUnknownFamily) {
 			t.Errorf("ByName(%q) error = %v, want ErrUnknownFamily", name, err)
 		}
+	}
+	if got, want := schema.Name(0x42), "family(0x42)"; got != want {
+		t.Errorf("Name = %q, want %q", got, want)
 	}
 	if got, want := shards.Family(0x42).String(), "family(0x42)"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
+	if got, want := shardstest.Fixed16.String(), "family(0x01)"; got != want {
+		t.Errorf("a product family's String() = %q, want %q: only its schema knows its name", got, want)
+	}
 }
 
 func TestFamiliesReturnsCopy(t *testing.T) {
-	a := shards.Families()
+	a := schema.Families()
+	first := a[0]
 	a[0] = shards.System
-	if b := shards.Families(); b[0] != shards.RootFence {
+	if b := schema.Families(); b[0] != first {
 		t.Fatalf("Families() shares its slice: first = %v", b[0])
 	}
 }

@@ -6,7 +6,12 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/shards/shardstest"
 )
+
+// schema is the engine's test schema: a few families of fixed-length keys
+// and the engine's own.
+var schema = shardstest.Schema()
 
 func id16(i int) (v [16]byte) {
 	binary.BigEndian.PutUint64(v[:], uint64(i))
@@ -27,52 +32,16 @@ func sampleKey(t testing.TB, f shards.Family, i int) []byte {
 	t.Helper()
 	k := shards.NewKey()
 	switch f {
-	case shards.RootFence, shards.GcBarrier:
+	case shardstest.Fixed16:
 		k.ID16(id16(i))
-	case shards.WorkspaceCurrent:
-		k.ID16(testRoot).String(fmt.Sprintf("wb-%d", i))
-	case shards.PathCurrent:
-		k.ID16(testRoot).ID16(id16(1)).Path([]string{"outputs", fmt.Sprintf("d%d", i%7), fmt.Sprintf("f%d.txt", i)})
-	case shards.ArtifactRevision, shards.WorkspaceIncarnationClaim, shards.WorkbenchCommitHead:
+	case shardstest.Fixed32, shardstest.Fixed32B, shardstest.Fixed32C:
 		k.ID16(testRoot).ID16(id16(i))
-	case shards.ArtifactManifest:
+	case shardstest.Grouped:
 		k.ID16(testRoot).ID16(id16(i % 5)).U64(uint64(i))
-	case shards.RevisionRef:
-		k.ID16(testRoot)
-		switch i % 3 {
-		case 0:
-			k.U8(1).ID16(id16(1)).LenPath([]string{"outputs", fmt.Sprintf("f%d", i)})
-		case 1:
-			k.U8(2).ID32(id32(i % 4))
-		case 2:
-			k.U8(3).ID16(id16(i % 4))
-		}
-		k.ID16(id16(i))
-	case shards.Commit:
+	case shardstest.Fixed48:
 		k.ID16(testRoot).ID32(id32(i))
-	case shards.CommitMember:
-		k.ID16(testRoot).ID32(id32(i % 3)).Path([]string{"outputs", fmt.Sprintf("f%d", i)})
-	case shards.Tag, shards.SnapshotAlias:
-		k.ID16(testRoot).ID16(id16(i % 3)).Name(fmt.Sprintf("name-%d", i))
-	case shards.SnapshotRef:
-		k.ID16(testRoot).ID16(id16(i % 3)).U64(uint64(i))
-	case shards.HistoryHold:
-		k.ID16(testRoot).U8(1).U64(uint64(i))
-	case shards.CommitConsumer:
-		k.ID16(testRoot).ID32(id32(i % 3)).U8(1).ID16(id16(i))
-	case shards.SecondaryIndex:
-		k.ID16(testRoot).String(fmt.Sprintf("field%d", i%2)).Raw([]byte(fmt.Sprintf("s%d\x00", i%9))).
-			ID16(id16(1)).Path([]string{"outputs", fmt.Sprintf("f%d", i)})
-	case shards.ChangeEvent:
-		k.ID16(testRoot).U64(uint64(i)).U32(0)
-	case shards.Operation:
-		k.ID16(testRoot).U8(1).ID16(id16(i))
-	case shards.RestoreMember, shards.StagedObject:
-		k.ID16(testRoot).ID16(id16(i % 3)).U64(uint64(i))
 	case shards.CommandDedupe:
 		k.ID16(testRoot).String(fmt.Sprintf("req-%d", i))
-	case shards.GcCandidate:
-		k.ID16(testRoot).ID16(id16(i)).U64(1)
 	case shards.System:
 		k.Raw([]byte(fmt.Sprintf("key-%d", i)))
 	default:
@@ -96,7 +65,7 @@ func mustKey(t testing.TB, k *shards.KeyBuilder) []byte {
 
 func shardOf(t testing.TB, f shards.Family, key []byte) uint8 {
 	t.Helper()
-	idx, err := shards.ShardOf(f, key)
+	idx, err := schema.ShardOf(f, key)
 	if err != nil {
 		t.Fatalf("ShardOf(%v, %x): %v", f, key, err)
 	}

@@ -14,10 +14,11 @@ import (
 // tag names and aliases with a two-byte length, and the ordered path
 // transform.
 
-// Path encoding bytes.
+// Path encoding bytes: the separator between ordered components and the
+// terminator of an exact row. No ordered component holds either.
 const (
-	pathSep  = 0x00 // between ordered components
-	pathTerm = 0x01 // ends the exact row of a path
+	PathSep  = 0x00 // between ordered components
+	PathTerm = 0x01 // ends the exact row of a path
 )
 
 var (
@@ -88,7 +89,7 @@ func unordered(b []byte) (string, string) {
 	}
 	out := make([]byte, len(b))
 	for i, x := range b {
-		if x <= pathTerm {
+		if x <= PathTerm {
 			return "", fmt.Sprintf("reserved byte 0x%02x in component", x)
 		}
 		out[i] = x - 1
@@ -119,7 +120,7 @@ func AppendPath(dst []byte, components []string) ([]byte, error) {
 		return dst, err
 	}
 	dst = appendJoined(dst, components)
-	return append(dst, pathTerm), nil
+	return append(dst, PathTerm), nil
 }
 
 // AppendPathPrefix appends the subtree prefix of a directory to dst: each
@@ -135,7 +136,7 @@ func AppendPathPrefix(dst []byte, components []string) ([]byte, error) {
 	}
 	for _, c := range components {
 		dst = appendOrdered(dst, c)
-		dst = append(dst, pathSep)
+		dst = append(dst, PathSep)
 	}
 	return dst, nil
 }
@@ -143,7 +144,7 @@ func AppendPathPrefix(dst []byte, components []string) ([]byte, error) {
 func appendJoined(dst []byte, components []string) []byte {
 	for i, c := range components {
 		if i > 0 {
-			dst = append(dst, pathSep)
+			dst = append(dst, PathSep)
 		}
 		dst = appendOrdered(dst, c)
 	}
@@ -180,7 +181,7 @@ func splitPath(b []byte) ([]string, string) {
 	}
 	var out []string
 	for {
-		i := bytes.IndexByte(b, pathSep)
+		i := bytes.IndexByte(b, PathSep)
 		part := b
 		if i >= 0 {
 			part = b[:i]
@@ -195,6 +196,43 @@ func splitPath(b []byte) ([]string, string) {
 		}
 		b = b[i+1:]
 	}
+}
+
+// CheckJoinedPath checks the byte structure of ordered components joined
+// by NUL, as a length-delimited path holds them, without decoding the
+// components: no empty component and no terminator inside. It returns the
+// offset of the last separator, or -1 for a single component. A failure
+// is a *KeyError.
+func CheckJoinedPath(b []byte) (lastSep int, err error) {
+	if len(b) == 0 {
+		return -1, &KeyError{Op: "path", Reason: "empty path"}
+	}
+	lastSep = -1
+	for i, x := range b {
+		switch x {
+		case PathTerm:
+			return -1, &KeyError{Op: "path", Offset: i, Reason: "terminator inside path"}
+		case PathSep:
+			if i == lastSep+1 {
+				return -1, &KeyError{Op: "path", Offset: i, Reason: "empty path component"}
+			}
+			lastSep = i
+		}
+	}
+	if lastSep == len(b)-1 {
+		return -1, &KeyError{Op: "path", Offset: lastSep, Reason: "empty last path component"}
+	}
+	return lastSep, nil
+}
+
+// CheckExactPath is CheckJoinedPath for an exact-row path, which must end
+// with the terminator. The subtree prefix of the path's parent directory
+// is b[:lastSep+1].
+func CheckExactPath(b []byte) (lastSep int, err error) {
+	if len(b) == 0 || b[len(b)-1] != PathTerm {
+		return -1, &KeyError{Op: "path", Reason: "path does not end with the terminator"}
+	}
+	return CheckJoinedPath(b[:len(b)-1])
 }
 
 // KeyBuilder appends the fields of a record key. Its methods chain; the
@@ -471,7 +509,7 @@ func (r *KeyReader) Path() []string {
 		return nil
 	}
 	start := r.off
-	i := bytes.IndexByte(r.b[start:], pathTerm)
+	i := bytes.IndexByte(r.b[start:], PathTerm)
 	if i < 0 {
 		r.err = &KeyError{Op: "path", Offset: start, Reason: "no terminator"}
 		return nil

@@ -307,13 +307,13 @@ func FuzzDecodeKey(f *testing.F) {
 		r.Rest()
 		_ = r.End()
 		// Sharding any bytes as a key of any family never panics.
-		for _, fam := range shards.Families() {
-			idx, err := shards.ShardOf(fam, b)
+		for _, fam := range schema.Families() {
+			idx, err := schema.ShardOf(fam, b)
 			if err != nil && !errors.Is(err, shards.ErrMalformedKey) {
 				t.Fatalf("ShardOf(%v, %x) error %v is not ErrMalformedKey", fam, b, err)
 			}
 			// A key begins with itself: when both answer, they agree.
-			if pidx, ok := shards.PrefixShard(fam, b); ok && err == nil && pidx != idx {
+			if pidx, ok := schema.PrefixShard(fam, b); ok && err == nil && pidx != idx {
 				t.Fatalf("%v key %x: ShardOf %02x, PrefixShard %02x", fam, b, idx, pidx)
 			}
 		}

@@ -36,19 +36,24 @@ func ParseShardID(s string) (ShardID, error) {
 }
 
 // Layout formats every key cairn's engine writes in a bucket for one
-// logical shard. No other code formats these keys.
+// logical shard, whose families schema names. No other code formats these
+// keys.
 type Layout struct {
+	schema *Schema
 	id     ShardID
 	prefix string // "shards/{lsid}/"
 }
 
-// NewLayout returns the layout of shard id.
-func NewLayout(id ShardID) Layout {
-	return Layout{id: id, prefix: "shards/" + id.String() + "/"}
+// NewLayout returns the layout of shard id under schema s.
+func NewLayout(s *Schema, id ShardID) Layout {
+	return Layout{schema: s, id: id, prefix: "shards/" + id.String() + "/"}
 }
 
 // ID returns the layout's shard id.
 func (l Layout) ID() ShardID { return l.id }
+
+// Schema returns the schema whose family names the layout uses.
+func (l Layout) Schema() *Schema { return l.schema }
 
 // Prefix returns "shards/{lsid}/", under which the head and every immutable
 // engine object of the shard live.
@@ -64,9 +69,9 @@ func (l Layout) Root(h Hash) string { return l.prefix + "roots/" + h.String() }
 func (l Layout) Table(h Hash) string { return l.prefix + "tables/" + h.String() }
 
 // Shard returns the key of the shard object with hash h, shard idx of
-// family f.
+// family f; the family appears under its schema name.
 func (l Layout) Shard(f Family, idx uint8, h Hash) string {
-	return fmt.Sprintf("%sobjects/%s/%02x/%s", l.prefix, f, idx, h)
+	return fmt.Sprintf("%sobjects/%s/%02x/%s", l.prefix, l.schema.Name(f), idx, h)
 }
 
 // ArtifactsPrefix returns "artifacts/{lsid}/", under which the shard's
@@ -146,9 +151,10 @@ type ObjectKey struct {
 	Index  uint8  // for KindShard
 }
 
-// String formats the key; it is the inverse of ParseObjectKey.
-func (k ObjectKey) String() string {
-	l := NewLayout(k.Shard)
+// Key formats the key under schema s; it is the inverse of
+// ParseObjectKey.
+func (k ObjectKey) Key(s *Schema) string {
+	l := NewLayout(s, k.Shard)
 	switch k.Kind {
 	case KindRoot:
 		return l.Root(k.Hash)
@@ -162,9 +168,9 @@ func (k ObjectKey) String() string {
 
 // ParseObjectKey parses the key of an immutable, hash-named engine object
 // (root, table or shard object) in its one canonical spelling, and rejects
-// every other key, the head, pins and artifact blocks included, with
-// ErrInvalidObjectKey.
-func ParseObjectKey(key string) (ObjectKey, error) {
+// every other key, the head, pins, artifact blocks and shard objects of a
+// family schema s does not name included, with ErrInvalidObjectKey.
+func ParseObjectKey(s *Schema, key string) (ObjectKey, error) {
 	bad := func() (ObjectKey, error) {
 		return ObjectKey{}, fmt.Errorf("shards: parse object key %q: %w", key, ErrInvalidObjectKey)
 	}
@@ -188,7 +194,7 @@ func ParseObjectKey(key string) (ObjectKey, error) {
 		k.Kind = KindTable
 	case len(parts) == 6 && parts[2] == "objects":
 		k.Kind = KindShard
-		if k.Family, err = ByName(parts[3]); err != nil {
+		if k.Family, err = s.ByName(parts[3]); err != nil {
 			return bad()
 		}
 		var idx [1]byte

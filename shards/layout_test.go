@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/shards/shardstest"
 )
 
 const lsid = "00112233445566778899aabbccddeeff"
@@ -16,7 +17,7 @@ func testLayout(t *testing.T) shards.Layout {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return shards.NewLayout(id)
+	return shards.NewLayout(schema, id)
 }
 
 func TestLayoutKeys(t *testing.T) {
@@ -33,7 +34,7 @@ func TestLayoutKeys(t *testing.T) {
 		{l.Head(), "shards/" + lsid + "/head"},
 		{l.Root(hash), "shards/" + lsid + "/roots/" + hx},
 		{l.Table(hash), "shards/" + lsid + "/tables/" + hx},
-		{l.Shard(shards.PathCurrent, 0x0a, hash), "shards/" + lsid + "/objects/path_current/0a/" + hx},
+		{l.Shard(shardstest.Fixed32, 0x0a, hash), "shards/" + lsid + "/objects/fixed32/0a/" + hx},
 		{l.Shard(shards.System, 0xff, hash), "shards/" + lsid + "/objects/system/ff/" + hx},
 		{l.Block(root, rev, 0x1f), "artifacts/" + lsid + "/ab000000000000000000000000000001/0f0000000000000000000000000000f0/blocks/000000000000001f"},
 		{pin, "pins/" + lsid + "/backup-2024.01_a"},
@@ -74,17 +75,17 @@ func TestParseObjectKeyRoundTrip(t *testing.T) {
 	}{
 		{l.Root(hash), shards.ObjectKey{Shard: l.ID(), Kind: shards.KindRoot, Hash: hash}},
 		{l.Table(hash), shards.ObjectKey{Shard: l.ID(), Kind: shards.KindTable, Hash: hash}},
-		{l.Shard(shards.WorkspaceIncarnationClaim, 0x7b, hash), shards.ObjectKey{Shard: l.ID(), Kind: shards.KindShard, Hash: hash, Family: shards.WorkspaceIncarnationClaim, Index: 0x7b}},
+		{l.Shard(shardstest.Fixed32C, 0x7b, hash), shards.ObjectKey{Shard: l.ID(), Kind: shards.KindShard, Hash: hash, Family: shardstest.Fixed32C, Index: 0x7b}},
 	} {
-		got, err := shards.ParseObjectKey(c.key)
+		got, err := shards.ParseObjectKey(schema, c.key)
 		if err != nil {
 			t.Fatalf("ParseObjectKey(%q): %v", c.key, err)
 		}
 		if got != c.want {
 			t.Fatalf("ParseObjectKey(%q) = %+v, want %+v", c.key, got, c.want)
 		}
-		if got.String() != c.key {
-			t.Fatalf("String() = %q, want %q", got.String(), c.key)
+		if got.Key(schema) != c.key {
+			t.Fatalf("Key() = %q, want %q", got.Key(schema), c.key)
 		}
 	}
 }
@@ -108,16 +109,16 @@ func TestParseObjectKeyRejects(t *testing.T) {
 		"shards//roots/" + hx,
 		"/shards/" + lsid + "/roots/" + hx,
 		"shards/" + lsid + "/blobs/" + hx,
-		"shards/" + lsid + "/objects/path_current/" + hx,
-		"shards/" + lsid + "/objects/path_current/a/" + hx,
-		"shards/" + lsid + "/objects/path_current/0A/" + hx,
-		"shards/" + lsid + "/objects/path_current/100/" + hx,
+		"shards/" + lsid + "/objects/fixed32/" + hx,
+		"shards/" + lsid + "/objects/fixed32/a/" + hx,
+		"shards/" + lsid + "/objects/fixed32/0A/" + hx,
+		"shards/" + lsid + "/objects/fixed32/100/" + hx,
 		"shards/" + lsid + "/objects/history/00/" + hx,
-		"shards/" + lsid + "/objects/path_current/00/x/" + hx,
+		"shards/" + lsid + "/objects/fixed32/00/x/" + hx,
 		"shards/" + lsid + "/tables/" + hx + "/roots/" + hx,
 		"prefix/shards/" + lsid + "/roots/" + hx,
 	} {
-		if k, err := shards.ParseObjectKey(key); !errors.Is(err, shards.ErrInvalidObjectKey) {
+		if k, err := shards.ParseObjectKey(schema, key); !errors.Is(err, shards.ErrInvalidObjectKey) {
 			t.Errorf("ParseObjectKey(%q) = %+v, %v; want ErrInvalidObjectKey", key, k, err)
 		}
 	}

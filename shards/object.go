@@ -59,6 +59,7 @@ type Mutation struct {
 // a cache can share it between goroutines; byte slices it returns must not
 // be modified.
 type Object struct {
+	schema *Schema
 	family Family
 	shard  uint8
 	salt   Salt
@@ -86,26 +87,28 @@ func (o *Object) Salted(s Salt) *Object {
 // Salt returns the object's salt.
 func (o *Object) Salt() Salt { return o.salt }
 
-// Empty returns the shard of family f at idx with no records, the base to
-// which a commit applies the first mutations of a shard the root omits.
-func Empty(f Family, idx uint8) (*Object, error) {
-	if !f.Known() {
+// Empty returns the shard of family f of schema s at idx with no records,
+// the base to which a commit applies the first mutations of a shard the
+// root omits.
+func Empty(s *Schema, f Family, idx uint8) (*Object, error) {
+	if !s.Known(f) {
 		return nil, fmt.Errorf("shards: empty object: family tag 0x%02x: %w", uint8(f), ErrUnknownFamily)
 	}
-	return &Object{family: f, shard: idx, size: headerLen}, nil
+	return &Object{schema: s, family: f, shard: idx, size: headerLen}, nil
 }
 
 // NewObject builds a shard from records sorted strictly by key, each of
-// which must belong to shard idx of family f. It copies the records.
-func NewObject(f Family, idx uint8, recs []Record) (*Object, error) {
-	o, err := Empty(f, idx)
+// which must belong to shard idx of family f of schema s. It copies the
+// records.
+func NewObject(s *Schema, f Family, idx uint8, recs []Record) (*Object, error) {
+	o, err := Empty(s, f, idx)
 	if err != nil {
 		return nil, err
 	}
 	o.recs = make([]Record, 0, len(recs))
 	for i, r := range recs {
 		if i > 0 && bytes.Compare(recs[i-1].Key, r.Key) >= 0 {
-			return nil, fmt.Errorf("shards: new object %s/%02x: record %d: %w", f, idx, i, ErrUnsorted)
+			return nil, fmt.Errorf("shards: new object %s/%02x: record %d: %w", o.name(), idx, i, ErrUnsorted)
 		}
 		if err := o.checkKey(r.Key); err != nil {
 			return nil, fmt.Errorf("shards: new object: record %d: %w", i, err)
@@ -124,15 +127,18 @@ func cloneValue(v []byte) []byte {
 }
 
 func (o *Object) checkKey(key []byte) error {
-	idx, err := ShardOf(o.family, key)
+	idx, err := o.schema.ShardOf(o.family, key)
 	if err != nil {
 		return err
 	}
 	if idx != o.shard {
-		return fmt.Errorf("shards: key %x of %s is in shard %02x, not %02x: %w", key, o.family, idx, o.shard, ErrWrongShard)
+		return fmt.Errorf("shards: key %x of %s is in shard %02x, not %02x: %w", key, o.name(), idx, o.shard, ErrWrongShard)
 	}
 	return nil
 }
+
+// name returns the object's family name, for messages.
+func (o *Object) name() string { return o.schema.Name(o.family) }
 
 // Family returns the object's family.
 func (o *Object) Family() Family { return o.family }
@@ -206,13 +212,13 @@ func (o *Object) Scan(prefix, after []byte) iter.Seq2[[]byte, []byte] {
 func (o *Object) Apply(muts []Mutation) (*Object, error) {
 	for i, m := range muts {
 		if i > 0 && bytes.Compare(muts[i-1].Key, m.Key) >= 0 {
-			return nil, fmt.Errorf("shards: apply %s/%02x: mutation %d: %w", o.family, o.shard, i, ErrUnsorted)
+			return nil, fmt.Errorf("shards: apply %s/%02x: mutation %d: %w", o.name(), o.shard, i, ErrUnsorted)
 		}
 		if err := o.checkKey(m.Key); err != nil {
 			return nil, fmt.Errorf("shards: apply: mutation %d: %w", i, err)
 		}
 	}
-	out := &Object{family: o.family, shard: o.shard, size: headerLen,
+	out := &Object{schema: o.schema, family: o.family, shard: o.shard, size: headerLen,
 		recs: make([]Record, 0, len(o.recs)+len(muts))}
 	add := func(r Record) {
 		out.recs = append(out.recs, r)
@@ -241,7 +247,7 @@ func (o *Object) Apply(muts []Mutation) (*Object, error) {
 // object cannot be encoded (ErrEmptyObject).
 func (o *Object) Encode() ([]byte, Ref, error) {
 	if len(o.recs) == 0 {
-		return nil, Ref{}, fmt.Errorf("shards: encode %s/%02x: %w", o.family, o.shard, ErrEmptyObject)
+		return nil, Ref{}, fmt.Errorf("shards: encode %s/%02x: %w", o.name(), o.shard, ErrEmptyObject)
 	}
 	b := make([]byte, 0, o.size)
 	b = append(b, objectMagic...)
@@ -258,21 +264,21 @@ func (o *Object) Encode() ([]byte, Ref, error) {
 }
 
 // Decode verifies that b hashes to want (ErrIntegrity otherwise) and then
-// decodes it strictly: the magic, the format version, a known family, a
-// record count that matches, keys strictly ascending and all in the
+// decodes it strictly: the magic, the format version, a family of schema
+// s, a record count that matches, keys strictly ascending and all in the
 // object's shard, and no trailing bytes. The object keeps b, which the
 // caller must not modify afterwards.
-func Decode(b []byte, want Hash) (*Object, error) {
+func Decode(s *Schema, b []byte, want Hash) (*Object, error) {
 	if got := Sum(b); got != want {
 		return nil, fmt.Errorf("shards: decode object %s: bytes hash to %s: %w", want, got, ErrIntegrity)
 	}
-	return parseObject(b)
+	return parseObject(s, b)
 }
 
 // DecodeShard is Decode that also requires the object to be shard idx of
 // family f, as a root's table names it.
-func DecodeShard(b []byte, want Hash, f Family, idx uint8) (*Object, error) {
-	o, err := Decode(b, want)
+func DecodeShard(s *Schema, b []byte, want Hash, f Family, idx uint8) (*Object, error) {
+	o, err := Decode(s, b, want)
 	if err != nil {
 		return nil, err
 	}
@@ -284,7 +290,7 @@ func DecodeShard(b []byte, want Hash, f Family, idx uint8) (*Object, error) {
 
 func (o *Object) is(f Family, idx uint8) error {
 	if o.family != f || o.shard != idx {
-		return fmt.Errorf("object is %s/%02x, want %s/%02x: %w", o.family, o.shard, f, idx, ErrMalformedObject)
+		return fmt.Errorf("object is %s/%02x, want %s/%02x: %w", o.name(), o.shard, o.schema.Name(f), idx, ErrMalformedObject)
 	}
 	return nil
 }
@@ -294,7 +300,7 @@ func malformed(off int, format string, args ...any) error {
 }
 
 // parseObject decodes b, whose hash the caller has verified.
-func parseObject(b []byte) (*Object, error) {
+func parseObject(s *Schema, b []byte) (*Object, error) {
 	if len(b) < headerLen {
 		return nil, malformed(0, "%d bytes, shorter than the header", len(b))
 	}
@@ -304,11 +310,11 @@ func parseObject(b []byte) (*Object, error) {
 	if b[4] != ObjectFormat {
 		return nil, malformed(4, "format version %d, want %d", b[4], ObjectFormat)
 	}
-	f, err := ParseFamily(b[5])
+	f, err := s.ParseFamily(b[5])
 	if err != nil {
 		return nil, fmt.Errorf("shards: decode object at byte 5: %w: %w", ErrMalformedObject, err)
 	}
-	o := &Object{family: f, shard: b[6], size: int64(len(b))}
+	o := &Object{schema: s, family: f, shard: b[6], size: int64(len(b))}
 	copy(o.salt[:], b[saltOff:])
 	count := binary.BigEndian.Uint32(b[countOff:])
 	if count == 0 {

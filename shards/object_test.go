@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/shards/shardstest"
 )
 
 // goldenObject is system shard 0x3a with salt 00…0f holding "mo" -> "" and
@@ -30,7 +31,7 @@ func goldenBytes(t testing.TB) []byte {
 }
 
 func TestObjectGolden(t *testing.T) {
-	o, err := shards.NewObject(shards.System, 0x3a, []shards.Record{
+	o, err := shards.NewObject(schema, shards.System, 0x3a, []shards.Record{
 		{Key: []byte("mo")},
 		{Key: []byte("schema"), Value: []byte("v8")},
 	})
@@ -52,7 +53,7 @@ func TestObjectGolden(t *testing.T) {
 	if got := o.EncodedSize(); got != int64(len(want)) {
 		t.Fatalf("EncodedSize = %d, want %d", got, len(want))
 	}
-	d, err := shards.DecodeShard(want, ref.Hash, shards.System, 0x3a)
+	d, err := shards.DecodeShard(schema, want, ref.Hash, shards.System, 0x3a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,13 +89,13 @@ func oneShardKeys(t testing.TB, f shards.Family, n int) ([][]byte, uint8) {
 }
 
 func TestObjectRoundTripEveryFamily(t *testing.T) {
-	for _, f := range shards.Families() {
+	for _, f := range schema.Families() {
 		keys, idx := oneShardKeys(t, f, 3)
 		var recs []shards.Record
 		for i, k := range keys {
 			recs = append(recs, shards.Record{Key: k, Value: bytes.Repeat([]byte{byte(i)}, i)})
 		}
-		o, err := shards.NewObject(f, idx, recs)
+		o, err := shards.NewObject(schema, f, idx, recs)
 		if err != nil {
 			t.Fatalf("%v: %v", f, err)
 		}
@@ -102,7 +103,7 @@ func TestObjectRoundTripEveryFamily(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := shards.DecodeShard(b, ref.Hash, f, idx)
+		d, err := shards.DecodeShard(schema, b, ref.Hash, f, idx)
 		if err != nil {
 			t.Fatalf("%v: %v", f, err)
 		}
@@ -138,7 +139,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"version 2", edit(func(b []byte) []byte { b[4] = 2; return b }), nil},
 		{"unknown family", edit(func(b []byte) []byte { b[5] = 0x99; return b }), shards.ErrUnknownFamily},
 		{"wrong shard", edit(func(b []byte) []byte { b[6] = 0x3b; return b }), shards.ErrWrongShard},
-		{"family whose keys are malformed", edit(func(b []byte) []byte { b[5] = byte(shards.RootFence); return b }), shards.ErrMalformedKey},
+		{"family whose keys are malformed", edit(func(b []byte) []byte { b[5] = byte(shardstest.Fixed16); return b }), shards.ErrMalformedKey},
 		{"zero count", edit(func(b []byte) []byte { b[26] = 0; return b[:27] }), nil},
 		{"count too small", edit(func(b []byte) []byte { b[26] = 1; return b }), nil},
 		{"count too large", edit(func(b []byte) []byte { b[26] = 3; return b }), nil},
@@ -153,7 +154,7 @@ func TestDecodeRejects(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := shards.Decode(c.b, shards.Sum(c.b))
+			_, err := shards.Decode(schema, c.b, shards.Sum(c.b))
 			if !errors.Is(err, shards.ErrMalformedObject) {
 				t.Fatalf("error = %v, want ErrMalformedObject", err)
 			}
@@ -188,39 +189,39 @@ func TestEncodeRawMatchesGolden(t *testing.T) {
 func TestDecodeVerifiesHashFirst(t *testing.T) {
 	golden := goldenBytes(t)
 	wrong := shards.Sum([]byte("other"))
-	_, err := shards.Decode(golden, wrong)
+	_, err := shards.Decode(schema, golden, wrong)
 	if !errors.Is(err, shards.ErrIntegrity) || !errors.Is(err, bucket.ErrIntegrity) {
 		t.Fatalf("error = %v, want ErrIntegrity", err)
 	}
 	// Malformed bytes under the wrong hash report the hash mismatch.
-	_, err = shards.Decode([]byte("junk"), wrong)
+	_, err = shards.Decode(schema, []byte("junk"), wrong)
 	if !errors.Is(err, shards.ErrIntegrity) || errors.Is(err, shards.ErrMalformedObject) {
 		t.Fatalf("error = %v, want only ErrIntegrity", err)
 	}
 	// A well-formed object of another shard than the table names.
-	_, err = shards.DecodeShard(golden, shards.Sum(golden), shards.System, 0x3b)
+	_, err = shards.DecodeShard(schema, golden, shards.Sum(golden), shards.System, 0x3b)
 	if !errors.Is(err, shards.ErrMalformedObject) {
 		t.Fatalf("DecodeShard wrong index error = %v", err)
 	}
-	_, err = shards.DecodeShard(golden, shards.Sum(golden), shards.Commit, 0x3a)
+	_, err = shards.DecodeShard(schema, golden, shards.Sum(golden), shardstest.Fixed48, 0x3a)
 	if !errors.Is(err, shards.ErrMalformedObject) {
 		t.Fatalf("DecodeShard wrong family error = %v", err)
 	}
 }
 
 func TestEmptyObjectIsNotEncoded(t *testing.T) {
-	o, err := shards.Empty(shards.System, 0x3a)
+	o, err := shards.Empty(schema, shards.System, 0x3a)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := o.Encode(); !errors.Is(err, shards.ErrEmptyObject) {
 		t.Fatalf("Encode(empty) error = %v", err)
 	}
-	if _, err := shards.Empty(shards.Family(0x99), 0); !errors.Is(err, shards.ErrUnknownFamily) {
+	if _, err := shards.Empty(schema, shards.Family(0x99), 0); !errors.Is(err, shards.ErrUnknownFamily) {
 		t.Fatalf("Empty(unknown) error = %v", err)
 	}
 	// Deleting the last record leaves an empty shard, which the root omits.
-	g, err := shards.Decode(goldenBytes(t), shards.Sum(goldenBytes(t)))
+	g, err := shards.Decode(schema, goldenBytes(t), shards.Sum(goldenBytes(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +248,7 @@ func TestNewObjectRejects(t *testing.T) {
 		{"other shard", []shards.Record{{Key: []byte("a")}}, shards.ErrWrongShard},
 		{"empty key", []shards.Record{{Key: nil}}, shards.ErrMalformedKey},
 	} {
-		if _, err := shards.NewObject(shards.System, 0x3a, c.recs); !errors.Is(err, c.want) {
+		if _, err := shards.NewObject(schema, shards.System, 0x3a, c.recs); !errors.Is(err, c.want) {
 			t.Errorf("%s: error = %v, want %v", c.name, err, c.want)
 		}
 	}
@@ -259,8 +260,8 @@ func manifestKey(t testing.TB, i int) []byte {
 
 func TestApplyMatchesModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	idx := shardOf(t, shards.ArtifactManifest, manifestKey(t, 0))
-	o, err := shards.Empty(shards.ArtifactManifest, idx)
+	idx := shardOf(t, shardstest.Grouped, manifestKey(t, 0))
+	o, err := shards.Empty(schema, shardstest.Grouped, idx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +330,7 @@ func TestApplyMatchesModel(t *testing.T) {
 }
 
 func TestApplyRejects(t *testing.T) {
-	g, err := shards.Decode(goldenBytes(t), shards.Sum(goldenBytes(t)))
+	g, err := shards.Decode(schema, goldenBytes(t), shards.Sum(goldenBytes(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,13 +350,13 @@ func TestApplyRejects(t *testing.T) {
 }
 
 func TestObjectScan(t *testing.T) {
-	keys, idx := oneShardKeys(t, shards.ArtifactManifest, 1)
+	keys, idx := oneShardKeys(t, shardstest.Grouped, 1)
 	prefix := keys[0][:32]
 	var recs []shards.Record
 	for i := 0; i < 10; i++ {
 		recs = append(recs, shards.Record{Key: mustKey(t, shards.NewKey().Raw(prefix).U64(uint64(i*10))), Value: []byte{byte(i)}})
 	}
-	o, err := shards.NewObject(shards.ArtifactManifest, idx, recs)
+	o, err := shards.NewObject(schema, shardstest.Grouped, idx, recs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +404,7 @@ func FuzzDecodeObject(f *testing.F) {
 	f.Add(encodeRaw(shards.System, 0x3a, [][2]string{{"mo", "1"}, {"mo", "2"}}))
 	f.Add([]byte("CRNS\x01\xf0\x3a\x00\x00\x00\x01"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		o, err := shards.Decode(b, shards.Sum(b))
+		o, err := shards.Decode(schema, b, shards.Sum(b))
 		if err != nil {
 			if !errors.Is(err, shards.ErrMalformedObject) {
 				t.Fatalf("error %v is not ErrMalformedObject", err)
@@ -434,7 +435,7 @@ func BenchmarkApplyOneRecord(b *testing.B) {
 	target := -1
 	for i := 0; len(recs) < n; i++ {
 		k := mustKey(b, shards.NewKey().ID16(testRoot).ID16(id16(i)))
-		s := shardOf(b, shards.ArtifactRevision, k)
+		s := shardOf(b, shardstest.Fixed32, k)
 		if target < 0 {
 			target, idx = int(s), s
 		}
@@ -443,7 +444,7 @@ func BenchmarkApplyOneRecord(b *testing.B) {
 		}
 	}
 	slices.SortFunc(recs, func(x, y shards.Record) int { return bytes.Compare(x.Key, y.Key) })
-	o, err := shards.NewObject(shards.ArtifactRevision, idx, recs)
+	o, err := shards.NewObject(schema, shardstest.Fixed32, idx, recs)
 	if err != nil {
 		b.Fatal(err)
 	}

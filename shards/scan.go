@@ -31,7 +31,7 @@ func Merge(objs []*Object, prefix, after []byte, limit int) (iter.Seq2[[]byte, [
 			fam = o.family
 		}
 		if o.family != fam || seen[o.shard] {
-			return nil, fmt.Errorf("shards: merge %s/%02x with %s: %w", o.family, o.shard, fam, ErrMixedObjects)
+			return nil, fmt.Errorf("shards: merge %s/%02x with %s: %w", o.name(), o.shard, o.schema.Name(fam), ErrMixedObjects)
 		}
 		seen[o.shard] = true
 		cs = append(cs, &cursor{o: o, i: o.seek(prefix, after)})

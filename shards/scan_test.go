@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/shards/shardstest"
 )
 
 // spread builds the shards of n artifact revisions, returning the objects
@@ -16,15 +17,15 @@ func spread(t testing.TB, n int) ([]*shards.Object, [][]byte) {
 	byShard := map[uint8][]shards.Record{}
 	var all [][]byte
 	for i := 0; i < n; i++ {
-		k := sampleKey(t, shards.ArtifactRevision, i)
-		idx := shardOf(t, shards.ArtifactRevision, k)
+		k := sampleKey(t, shardstest.Fixed32, i)
+		idx := shardOf(t, shardstest.Fixed32, k)
 		byShard[idx] = append(byShard[idx], shards.Record{Key: k, Value: k[len(k)-4:]})
 		all = append(all, k)
 	}
 	objs := make([]*shards.Object, shards.Shards)
 	for idx, recs := range byShard {
 		slices.SortFunc(recs, func(a, b shards.Record) int { return bytes.Compare(a.Key, b.Key) })
-		o, err := shards.NewObject(shards.ArtifactRevision, idx, recs)
+		o, err := shards.NewObject(schema, shardstest.Fixed32, idx, recs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +115,7 @@ func TestMergeRejectsMixedObjects(t *testing.T) {
 			some = append(some, o)
 		}
 	}
-	other, err := shards.NewObject(shards.System, 0x3a, []shards.Record{{Key: []byte("mo")}})
+	other, err := shards.NewObject(schema, shards.System, 0x3a, []shards.Record{{Key: []byte("mo")}})
 	if err != nil {
 		t.Fatal(err)
 	}

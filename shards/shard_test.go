@@ -5,31 +5,25 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/shards/shardstest"
 )
 
-// TestShardOfGolden pins the sharding: a change to any family's shard key
-// or to the hash moves these keys and fails here.
+// TestShardOfGolden pins the sharding of the engine's families and of the
+// test schema: a change to their shard keys or to the hash moves these
+// keys and fails here. The product pins its own families.
 func TestShardOfGolden(t *testing.T) {
 	cases := []struct {
 		f   shards.Family
 		key string
 		idx uint8
 	}{
-		{shards.PathCurrent, "0000000000007007000000000000005a0000000000000001000000000000005a707675717675740065340067342f75797501", 0xb2},
-		{shards.ArtifactManifest, "0000000000007007000000000000005a0000000000000002000000000000005a0000000000000002", 0x19},
-		{shards.ArtifactManifest, "0000000000007007000000000000005a0000000000000003000000000000005a0000000000000003", 0xe7},
-		{shards.RevisionRef, "0000000000007007000000000000005a010000000000000001000000000000005a0000000a707675717675740067310000000000000000000000000000005a", 0x8e},
-		{shards.RevisionRef, "0000000000007007000000000000005a0200000000000000010000000000000000000000000000000000000000000000c30000000000000001000000000000005a", 0x49},
-		{shards.ChangeEvent, "0000000000007007000000000000005a000000000000012c00000000", 0x27},
-		{shards.SecondaryIndex, "0000000000007007000000000000005a000000066669656c64317331000000000000000001000000000000005a7076757176757400673201", 0x12},
-		{shards.WorkspaceCurrent, "0000000000007007000000000000005a0000000477622d31", 0x4d},
 		{shards.CommandDedupe, "0000000000007007000000000000005a000000057265712d31", 0x9d},
 		{shards.System, "6b65792d30", 0x89},
-		{shards.Tag, "0000000000007007000000000000005a0000000000000001000000000000005a00066e616d652d34", 0x04},
+		{shardstest.Grouped, "0000000000007007000000000000005a0000000000000002000000000000005a0000000000000002", 0x19},
+		{shardstest.Grouped, "0000000000007007000000000000005a0000000000000003000000000000005a0000000000000003", 0xe7},
 	}
 	for _, c := range cases {
 		key, err := hex.DecodeString(c.key)
@@ -44,7 +38,7 @@ func TestShardOfGolden(t *testing.T) {
 
 func TestHashShardKeyIsFirstByteOfSHA256(t *testing.T) {
 	for _, sk := range [][]byte{nil, []byte("x"), bytes.Repeat([]byte{7}, 200)} {
-		for _, f := range shards.Families() {
+		for _, f := range schema.Families() {
 			sum := sha256.Sum256(append([]byte{byte(f)}, sk...))
 			if got := shards.HashShardKey(f, sk); got != sum[0] {
 				t.Fatalf("HashShardKey(%v, %x) = %02x, want %02x", f, sk, got, sum[0])
@@ -52,14 +46,14 @@ func TestHashShardKeyIsFirstByteOfSHA256(t *testing.T) {
 		}
 	}
 	// A whole-key family's shard key is its key.
-	key := sampleKey(t, shards.Commit, 9)
-	if got, want := shardOf(t, shards.Commit, key), shards.HashShardKey(shards.Commit, key); got != want {
-		t.Fatalf("commit shard %02x, want %02x", got, want)
+	key := sampleKey(t, shardstest.Fixed48, 9)
+	if got, want := shardOf(t, shardstest.Fixed48, key), shards.HashShardKey(shardstest.Fixed48, key); got != want {
+		t.Fatalf("fixed48 shard %02x, want %02x", got, want)
 	}
 }
 
 func TestEveryFamilyShards(t *testing.T) {
-	for _, f := range shards.Families() {
+	for _, f := range schema.Families() {
 		hit := map[uint8]bool{}
 		for i := 0; i < 2000; i++ {
 			key := sampleKey(t, f, i)
@@ -74,114 +68,26 @@ func TestEveryFamilyShards(t *testing.T) {
 			t.Errorf("%v: 2000 keys hit %d shards", f, len(hit))
 		}
 	}
-	if _, err := shards.ShardOf(shards.Family(0x99), []byte("k")); !errors.Is(err, shards.ErrUnknownFamily) {
+	if _, err := schema.ShardOf(shards.Family(0x99), []byte("k")); !errors.Is(err, shards.ErrUnknownFamily) {
 		t.Fatalf("unknown family error = %v", err)
+	}
+	if _, ok := schema.PrefixShard(shards.Family(0x99), []byte("k")); ok {
+		t.Fatal("PrefixShard of an unknown family claims a shard")
 	}
 }
 
 func TestShardSpreadOfPointFamily(t *testing.T) {
 	hit := map[uint8]int{}
 	for i := 0; i < 10000; i++ {
-		hit[shardOf(t, shards.ArtifactRevision, sampleKey(t, shards.ArtifactRevision, i))]++
+		hit[shardOf(t, shardstest.Fixed32, sampleKey(t, shardstest.Fixed32, i))]++
 	}
 	if len(hit) != shards.Shards {
-		t.Fatalf("10000 revisions hit %d shards, want %d", len(hit), shards.Shards)
+		t.Fatalf("10000 keys hit %d shards, want %d", len(hit), shards.Shards)
 	}
 	for idx, n := range hit {
 		if n > 100 { // mean 39
-			t.Fatalf("shard %02x holds %d of 10000 revisions", idx, n)
+			t.Fatalf("shard %02x holds %d of 10000 keys", idx, n)
 		}
-	}
-}
-
-func TestPathCurrentShardsByParentDirectory(t *testing.T) {
-	inc := id16(4)
-	key := func(p ...string) []byte {
-		return mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).Path(p))
-	}
-	dirShard := func(p ...string) uint8 {
-		return shards.HashShardKey(shards.PathCurrent, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).PathPrefix(p)))
-	}
-	// Every file of one directory lives in the directory's shard.
-	for i := 0; i < 50; i++ {
-		if got, want := shardOf(t, shards.PathCurrent, key("outputs", "run", fmt.Sprintf("f%d", i))), dirShard("outputs", "run"); got != want {
-			t.Fatalf("outputs/run/f%d in shard %02x, directory shard %02x", i, got, want)
-		}
-	}
-	// Top-level entries live in the shard of root_id | incarnation.
-	if got, want := shardOf(t, shards.PathCurrent, key("notes")), dirShard(); got != want {
-		t.Fatalf("top-level entry in shard %02x, want %02x", got, want)
-	}
-	// The shard key of a/b is root|inc|ordered(a)|NUL.
-	sk, err := shards.ShardKey(shards.PathCurrent, key("a", "b"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).U8('a'+1).U8(0)); !bytes.Equal(sk, want) {
-		t.Fatalf("shard key %x, want %x", sk, want)
-	}
-	// A subtree prefix spans shards: PrefixShard declines it.
-	pre := mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).PathPrefix([]string{"outputs"}))
-	if _, ok := shards.PrefixShard(shards.PathCurrent, pre); ok {
-		t.Fatal("PrefixShard claims one shard for a path subtree")
-	}
-}
-
-func TestRevisionRefShardsByOwner(t *testing.T) {
-	owners := []*shards.KeyBuilder{
-		shards.NewKey().ID16(testRoot).U8(1).ID16(id16(3)).LenPath([]string{"outputs", "x"}),
-		shards.NewKey().ID16(testRoot).U8(2).ID32(id32(3)),
-		shards.NewKey().ID16(testRoot).U8(3).ID16(id16(3)),
-	}
-	for _, ob := range owners {
-		owner := mustKey(t, ob)
-		want := shards.HashShardKey(shards.RevisionRef, owner)
-		for i := 0; i < 20; i++ {
-			key := append(bytes.Clone(owner), func() []byte { v := id16(100 + i); return v[:] }()...)
-			if got := shardOf(t, shards.RevisionRef, key); got != want {
-				t.Fatalf("owner %x revision %d: shard %02x, want %02x", owner, i, got, want)
-			}
-		}
-		if got, ok := shards.PrefixShard(shards.RevisionRef, owner); !ok || got != want {
-			t.Fatalf("PrefixShard(owner %x) = %02x, %v; want %02x", owner, got, ok, want)
-		}
-		if _, ok := shards.PrefixShard(shards.RevisionRef, owner[:len(owner)-1]); ok {
-			t.Fatalf("PrefixShard of a truncated owner claims one shard")
-		}
-	}
-}
-
-func TestChangeEventShardsByVersionBlock(t *testing.T) {
-	key := func(v uint64, seq uint32) []byte {
-		return mustKey(t, shards.NewKey().ID16(testRoot).U64(v).U32(seq))
-	}
-	for block := uint64(0); block < 4; block++ {
-		want := shardOf(t, shards.ChangeEvent, key(block<<8, 0))
-		for v := block << 8; v < (block+1)<<8; v += 17 {
-			if got := shardOf(t, shards.ChangeEvent, key(v, uint32(v))); got != want {
-				t.Fatalf("version %d in shard %02x, block %d in %02x", v, got, block, want)
-			}
-			// A feed that seeks to a version knows its shard.
-			if got, ok := shards.PrefixShard(shards.ChangeEvent, key(v, 0)[:16+8]); !ok || got != want {
-				t.Fatalf("PrefixShard(version %d) = %02x, %v", v, got, ok)
-			}
-		}
-	}
-}
-
-func TestSecondaryIndexShardsByIndexID(t *testing.T) {
-	key := func(field, value string, path string) []byte {
-		return mustKey(t, shards.NewKey().ID16(testRoot).String(field).Raw([]byte(value)).ID16(id16(1)).Path([]string{path}))
-	}
-	want := shardOf(t, shards.SecondaryIndex, key("content_type", "text/plain", "a"))
-	for _, v := range []string{"", "application/json", "\x00\x01\xff"} {
-		if got := shardOf(t, shards.SecondaryIndex, key("content_type", v, "b")); got != want {
-			t.Fatalf("value %q in shard %02x, want %02x", v, got, want)
-		}
-	}
-	pre := mustKey(t, shards.NewKey().ID16(testRoot).String("content_type"))
-	if got, ok := shards.PrefixShard(shards.SecondaryIndex, pre); !ok || got != want {
-		t.Fatalf("PrefixShard(index) = %02x, %v; want %02x", got, ok, want)
 	}
 }
 
@@ -189,12 +95,12 @@ func TestSecondaryIndexShardsByIndexID(t *testing.T) {
 // prefix of a key is said to determine a shard, it is the key's shard.
 func TestPrefixShardAgreesWithShardOf(t *testing.T) {
 	determined := map[shards.Family]bool{}
-	for _, f := range shards.Families() {
+	for _, f := range schema.Families() {
 		for i := 0; i < 50; i++ {
 			key := sampleKey(t, f, i)
 			idx := shardOf(t, f, key)
 			for n := 0; n <= len(key); n++ {
-				if got, ok := shards.PrefixShard(f, key[:n]); ok {
+				if got, ok := schema.PrefixShard(f, key[:n]); ok {
 					determined[f] = true
 					if got != idx {
 						t.Fatalf("%v key %x: PrefixShard(%d bytes) = %02x, ShardOf = %02x", f, key, n, got, idx)
@@ -203,14 +109,10 @@ func TestPrefixShardAgreesWithShardOf(t *testing.T) {
 			}
 		}
 	}
-	for _, f := range []shards.Family{shards.ArtifactManifest, shards.RevisionRef, shards.CommitMember, shards.Tag,
-		shards.SnapshotRef, shards.SnapshotAlias, shards.CommitConsumer, shards.SecondaryIndex, shards.ChangeEvent,
-		shards.RestoreMember, shards.StagedObject} {
-		if !determined[f] {
-			t.Errorf("%v: no prefix determines a shard", f)
-		}
+	if !determined[shardstest.Grouped] {
+		t.Errorf("grouped: no prefix determines a shard")
 	}
-	for _, f := range []shards.Family{shards.PathCurrent, shards.Commit, shards.CommandDedupe, shards.System} {
+	for _, f := range []shards.Family{shardstest.Fixed48, shards.CommandDedupe, shards.System} {
 		if determined[f] {
 			t.Errorf("%v: a prefix claims one shard", f)
 		}
@@ -219,45 +121,76 @@ func TestPrefixShardAgreesWithShardOf(t *testing.T) {
 
 func TestShardOfRejectsMalformedKeys(t *testing.T) {
 	root := testRoot[:]
-	inc := id16(1)
 	cases := []struct {
 		f   shards.Family
 		key []byte
 	}{
-		{shards.RootFence, root[:15]},
-		{shards.RootFence, append(bytes.Clone(root), 0)},
-		{shards.WorkspaceCurrent, root},
 		{shards.System, nil},
-		{shards.ArtifactRevision, root},
-		{shards.ArtifactManifest, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).U32(1))},
-		{shards.Commit, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc))},
-		{shards.Operation, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc))},
-		{shards.SnapshotRef, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).U32(1))},
-		// path_current: no terminator, empty component, terminator inside.
-		{shards.PathCurrent, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).Raw([]byte("bc")))},
-		{shards.PathCurrent, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).Raw([]byte{'b', 0, 0, 'c', 1}))},
-		{shards.PathCurrent, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).Raw([]byte{'b', 1, 'c', 1}))},
-		{shards.PathCurrent, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).Raw([]byte{'b', 0, 1}))},
-		{shards.CommitMember, mustKey(t, shards.NewKey().ID16(testRoot).ID32(id32(1)).Raw([]byte{'b', 'c'}))},
-		// revision_ref: unknown kind, truncated owner, wrong tail.
-		{shards.RevisionRef, mustKey(t, shards.NewKey().ID16(testRoot).U8(4).ID16(inc).ID16(inc))},
-		{shards.RevisionRef, mustKey(t, shards.NewKey().ID16(testRoot).U8(2).ID16(inc).ID16(inc).U8(0))},
-		{shards.RevisionRef, mustKey(t, shards.NewKey().ID16(testRoot).U8(3).ID16(inc).ID16(inc).U8(0))},
-		{shards.RevisionRef, mustKey(t, shards.NewKey().ID16(testRoot).U8(1).ID16(inc).U32(100).Raw([]byte("bcd")).ID16(inc))},
-		{shards.RevisionRef, mustKey(t, shards.NewKey().ID16(testRoot).U8(1).ID16(inc).U32(2).Raw([]byte{'b', 1}).ID16(inc))},
-		// tag and alias: the name length must match.
-		{shards.Tag, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).U16(3).Raw([]byte("ab")))},
-		{shards.SnapshotAlias, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).U16(1).Raw([]byte("ab")))},
-		// secondary_index: empty or overlong index id, no path terminator.
-		{shards.SecondaryIndex, mustKey(t, shards.NewKey().ID16(testRoot).U32(0).ID16(inc).Path([]string{"a"}))},
-		{shards.SecondaryIndex, mustKey(t, shards.NewKey().ID16(testRoot).U32(40).Raw([]byte("f")).ID16(inc).Path([]string{"a"}))},
-		{shards.SecondaryIndex, mustKey(t, shards.NewKey().ID16(testRoot).String("f").ID16(inc).Raw([]byte{'b', 'c'}))},
-		{shards.ChangeEvent, mustKey(t, shards.NewKey().ID16(testRoot).U64(5))},
+		{shards.System, []byte{}},
+		{shards.CommandDedupe, root},
+		{shardstest.Fixed16, root[:15]},
+		{shardstest.Fixed16, append(bytes.Clone(root), 0)},
+		{shardstest.Grouped, root},
 	}
 	for _, c := range cases {
-		_, err := shards.ShardOf(c.f, c.key)
+		_, err := schema.ShardOf(c.f, c.key)
 		if !errors.Is(err, shards.ErrMalformedKey) {
 			t.Errorf("ShardOf(%v, %x) error = %v, want ErrMalformedKey", c.f, c.key, err)
 		}
+	}
+}
+
+// TestSpecErrorsAreMalformedKeys: whatever error a product's ShardKey
+// returns, the schema reports a malformed key.
+func TestSpecErrorsAreMalformedKeys(t *testing.T) {
+	plain := errors.New("not mine")
+	s, err := shards.NewSchema(shards.FamilySpec{Family: 0x01, Name: "picky",
+		ShardKey: func([]byte) ([]byte, error) { return nil, plain }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ShardOf(0x01, []byte("k")); !errors.Is(err, shards.ErrMalformedKey) || !errors.Is(err, plain) {
+		t.Fatalf("ShardOf error = %v, want ErrMalformedKey wrapping the spec's", err)
+	}
+}
+
+func TestCheckPath(t *testing.T) {
+	for _, c := range []struct {
+		b       []byte
+		lastSep int
+		ok      bool
+	}{
+		{[]byte("b"), -1, true},
+		{[]byte{'b', 0, 'c'}, 1, true},
+		{[]byte{'b', 0, 'c', 0, 'd'}, 3, true},
+		{nil, -1, false},
+		{[]byte{0, 'c'}, -1, false},
+		{[]byte{'b', 0, 0, 'c'}, -1, false},
+		{[]byte{'b', 0}, -1, false},
+		{[]byte{'b', 1, 'c'}, -1, false},
+	} {
+		got, err := shards.CheckJoinedPath(c.b)
+		if (err == nil) != c.ok || got != c.lastSep || (err != nil && !errors.Is(err, shards.ErrMalformedKey)) {
+			t.Errorf("CheckJoinedPath(%x) = %d, %v; want %d, ok %v", c.b, got, err, c.lastSep, c.ok)
+		}
+		exact := append(bytes.Clone(c.b), shards.PathTerm)
+		if got, err := shards.CheckExactPath(exact); (err == nil) != c.ok || got != c.lastSep {
+			t.Errorf("CheckExactPath(%x) = %d, %v; want %d, ok %v", exact, got, err, c.lastSep, c.ok)
+		}
+	}
+	if _, err := shards.CheckExactPath([]byte("bc")); !errors.Is(err, shards.ErrMalformedKey) {
+		t.Errorf("CheckExactPath without terminator: %v", err)
+	}
+	// The path encoding passes its own check.
+	p, err := shards.EncodePath([]string{"outputs", "run", "f.txt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pre, err := shards.AppendPathPrefix(nil, []string{"outputs", "run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := shards.CheckExactPath(p); err != nil || !bytes.Equal(p[:got+1], pre) {
+		t.Fatalf("CheckExactPath(%x) = %d, %v; parent prefix %x", p, got, err, pre)
 	}
 }

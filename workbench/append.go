@@ -6,6 +6,7 @@ import (
 	"hash"
 
 	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // workbench_append creates the path when it is missing (created:true) and
@@ -178,7 +179,7 @@ func (as *appendState) plan(ctx context.Context, obs observation, deltaDigest, c
 		if err != nil {
 			return nil, nil, FromError(err)
 		}
-		b, ok, err := obs.sn.Get(ctx, shards.ArtifactRevision, key)
+		b, ok, err := obs.sn.Get(ctx, nokv.ArtifactRevision, key)
 		if err != nil {
 			return nil, nil, FromError(err)
 		}

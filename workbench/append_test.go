@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/bucket/mem"
-	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 func appendInput(id, section, path, payload string, extra ...string) string {
@@ -85,7 +85,7 @@ func TestAppendReusesSegments(t *testing.T) {
 	if prev.StrongReferenceCount != 0 || prev.LastZeroRefVersion == 0 {
 		t.Fatalf("replaced revision %+v", prev)
 	}
-	events := workbench.ScanForTest(t, s, shards.ChangeEvent, nil)
+	events := workbench.ScanForTest(t, s, nokv.ChangeEvent, nil)
 	var kinds []string
 	for _, e := range events {
 		ev, err := workbench.DecodeChangeEvent(e.Value)

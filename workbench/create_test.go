@@ -5,8 +5,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // TestCreateResult: the result is the transcript's, byte for byte, and an
@@ -42,7 +42,7 @@ func TestCreateResult(t *testing.T) {
 
 	// The records: a Visible marker at revision 1, created and modified at
 	// the commit that wrote it, its incarnation claim, one event.
-	recs := workbench.ScanForTest(t, s, shards.WorkspaceCurrent, nil)
+	recs := workbench.ScanForTest(t, s, nokv.WorkspaceCurrent, nil)
 	if len(recs) != 1 {
 		t.Fatalf("%d markers", len(recs))
 	}
@@ -54,7 +54,7 @@ func TestCreateResult(t *testing.T) {
 		ws.ModifiedVersion != sn.Sequence() || ws.Incarnation.IsZero() || ws.Owner != nil {
 		t.Fatalf("marker %+v at sequence %d", ws, sn.Sequence())
 	}
-	claims := workbench.ScanForTest(t, s, shards.WorkspaceIncarnationClaim, nil)
+	claims := workbench.ScanForTest(t, s, nokv.WorkspaceIncarnationClaim, nil)
 	if len(claims) != 1 {
 		t.Fatalf("%d claims", len(claims))
 	}
@@ -69,7 +69,7 @@ func TestCreateResult(t *testing.T) {
 	if ck.Incarnation != ws.Incarnation || c.WorkbenchID != "wb-main" {
 		t.Fatalf("claim %+v %+v", ck, c)
 	}
-	events := workbench.ScanForTest(t, s, shards.ChangeEvent, nil)
+	events := workbench.ScanForTest(t, s, nokv.ChangeEvent, nil)
 	if len(events) != 1 {
 		t.Fatalf("%d events", len(events))
 	}
@@ -97,7 +97,7 @@ func TestCreateErrors(t *testing.T) {
 		got, ok := call(t, s, "workbench_create", c.input)
 		wantWriteError(t, got, ok, "InvalidArguments", false, `{}`, c.message)
 	}
-	if recs := workbench.ScanForTest(t, s, shards.WorkspaceCurrent, nil); len(recs) != 0 {
+	if recs := workbench.ScanForTest(t, s, nokv.WorkspaceCurrent, nil); len(recs) != 0 {
 		t.Fatalf("%d markers after refused creates", len(recs))
 	}
 }
@@ -126,10 +126,10 @@ func TestCreateRace(t *testing.T) {
 			t.Errorf("create %d: %s", i, o)
 		}
 	}
-	if n := len(workbench.ScanForTest(t, services[0], shards.WorkspaceIncarnationClaim, nil)); n != 1 {
+	if n := len(workbench.ScanForTest(t, services[0], nokv.WorkspaceIncarnationClaim, nil)); n != 1 {
 		t.Fatalf("%d incarnations claimed", n)
 	}
-	if n := len(workbench.ScanForTest(t, services[1], shards.ChangeEvent, nil)); n != 1 {
+	if n := len(workbench.ScanForTest(t, services[1], nokv.ChangeEvent, nil)); n != 1 {
 		t.Fatalf("%d events", n)
 	}
 }

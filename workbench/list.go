@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 func init() {
@@ -202,7 +203,7 @@ func (it *childIterator) row() (shards.Record, bool, *Error) {
 		if it.last {
 			return shards.Record{}, false, nil
 		}
-		recs, err := it.v.sn.Scan(it.ctx, shards.PathCurrent, it.prefix, it.after, listScanBatch)
+		recs, err := it.v.sn.Scan(it.ctx, nokv.PathCurrent, it.prefix, it.after, listScanBatch)
 		if err != nil {
 			return shards.Record{}, false, FromError(err)
 		}

@@ -86,6 +86,7 @@ import (
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/manifests"
 	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // Bounds of an append's dependency graph (the seed's "at most 64 distinct
@@ -693,7 +694,7 @@ func (s *Service) createWorkspace(tx *head.Tx, id string, inc IncarnationID) (Wo
 	if err != nil {
 		return WorkspaceCurrent{}, err
 	}
-	if _, taken, err := tx.Get(shards.WorkspaceIncarnationClaim, claimKey); err != nil {
+	if _, taken, err := tx.Get(nokv.WorkspaceIncarnationClaim, claimKey); err != nil {
 		return WorkspaceCurrent{}, err
 	} else if taken {
 		return WorkspaceCurrent{}, reject(Internal("workspace incarnation " + inc.String() + " is already claimed"))
@@ -702,7 +703,7 @@ func (s *Service) createWorkspace(tx *head.Tx, id string, inc IncarnationID) (Wo
 	if err != nil {
 		return WorkspaceCurrent{}, err
 	}
-	if err := tx.Put(shards.WorkspaceIncarnationClaim, claimKey, claim); err != nil {
+	if err := tx.Put(nokv.WorkspaceIncarnationClaim, claimKey, claim); err != nil {
 		return WorkspaceCurrent{}, err
 	}
 	ws := WorkspaceCurrent{
@@ -727,7 +728,7 @@ func (s *Service) putWorkspace(tx *head.Tx, id string, ws WorkspaceCurrent) erro
 	if err != nil {
 		return err
 	}
-	return tx.Put(shards.WorkspaceCurrent, key, val)
+	return tx.Put(nokv.WorkspaceCurrent, key, val)
 }
 
 // workspaceBusy reports a workbench whose marker is Staging: a restore is
@@ -740,7 +741,7 @@ func workspaceBusy(id string) *Error {
 // version, after the events earlier commands of the same commit wrote.
 func writeChangeEvent(tx *head.Tx, root RootID, ev ChangeEvent) error {
 	prefix := binary.BigEndian.AppendUint64(bytes.Clone(root[:]), tx.Sequence())
-	recs, err := tx.Scan(shards.ChangeEvent, prefix, nil, 0)
+	recs, err := tx.Scan(nokv.ChangeEvent, prefix, nil, 0)
 	if err != nil {
 		return err
 	}
@@ -760,7 +761,7 @@ func writeChangeEvent(tx *head.Tx, root RootID, ev ChangeEvent) error {
 	if err != nil {
 		return err
 	}
-	return tx.Put(shards.ChangeEvent, key, val)
+	return tx.Put(nokv.ChangeEvent, key, val)
 }
 
 // NotDirectory under a file: a write whose path lies below an artifact.
@@ -814,7 +815,7 @@ func (r *refs) load(rev RevisionID) (*ArtifactRevision, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, ok, err := r.tx.Get(shards.ArtifactRevision, key)
+	b, ok, err := r.tx.Get(nokv.ArtifactRevision, key)
 	if err != nil {
 		return nil, err
 	}
@@ -874,7 +875,7 @@ func (r *refs) flush() error {
 			if err != nil {
 				return err
 			}
-			if err := r.tx.Put(shards.GcCandidate, ck, cv); err != nil {
+			if err := r.tx.Put(nokv.GcCandidate, ck, cv); err != nil {
 				return err
 			}
 		}
@@ -886,7 +887,7 @@ func (r *refs) flush() error {
 		if err != nil {
 			return err
 		}
-		if err := r.tx.Put(shards.ArtifactRevision, key, val); err != nil {
+		if err := r.tx.Put(nokv.ArtifactRevision, key, val); err != nil {
 			return err
 		}
 	}
@@ -926,7 +927,7 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 		return nil, err
 	}
 	var cur *PathEntry
-	if b, exists, err := tx.Get(shards.PathCurrent, pathKey); err != nil {
+	if b, exists, err := tx.Get(nokv.PathCurrent, pathKey); err != nil {
 		return nil, err
 	} else if exists {
 		e, err := DecodePathEntry(b)
@@ -967,7 +968,7 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 			if err != nil {
 				return nil, err
 			}
-			if _, isFile, err := tx.Get(shards.PathCurrent, k); err != nil {
+			if _, isFile, err := tx.Get(nokv.PathCurrent, k); err != nil {
 				return nil, err
 			} else if isFile {
 				return nil, reject(underFile(p.path[:i]))
@@ -990,7 +991,7 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 	if err != nil {
 		return nil, err
 	}
-	if _, taken, err := tx.Get(shards.Operation, opKey); err != nil {
+	if _, taken, err := tx.Get(nokv.Operation, opKey); err != nil {
 		return nil, err
 	} else if taken {
 		return nil, reject(Internal("publish operation " + p.st.op.String() + " already exists"))
@@ -999,7 +1000,7 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 	if err != nil {
 		return nil, err
 	}
-	if _, taken, err := tx.Get(shards.ArtifactRevision, revKey); err != nil {
+	if _, taken, err := tx.Get(nokv.ArtifactRevision, revKey); err != nil {
 		return nil, err
 	} else if taken {
 		return nil, reject(Internal("artifact revision " + p.st.rev.String() + " already exists"))
@@ -1021,7 +1022,7 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 		if err != nil {
 			return nil, err
 		}
-		if err := tx.Put(shards.RevisionRef, k, v); err != nil {
+		if err := tx.Put(nokv.RevisionRef, k, v); err != nil {
 			return nil, err
 		}
 	}
@@ -1030,7 +1031,7 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 		if err != nil {
 			return nil, err
 		}
-		if err := tx.Delete(shards.RevisionRef, k); err != nil {
+		if err := tx.Delete(nokv.RevisionRef, k); err != nil {
 			return nil, err
 		}
 		if err := rc.remove(cur.Revision); err != nil {
@@ -1056,7 +1057,7 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 		StrongReferenceCount: 1,
 		CreatedVersion:       seq,
 	}
-	if err := putRecord(tx, shards.ArtifactRevision, revKey, rev.Encode); err != nil {
+	if err := putRecord(tx, nokv.ArtifactRevision, revKey, rev.Encode); err != nil {
 		return nil, err
 	}
 	for i, r := range p.rows {
@@ -1064,7 +1065,7 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 		if err != nil {
 			return nil, err
 		}
-		if err := putRecord(tx, shards.ArtifactManifest, k, r.Encode); err != nil {
+		if err := putRecord(tx, nokv.ArtifactManifest, k, r.Encode); err != nil {
 			return nil, err
 		}
 	}
@@ -1072,7 +1073,7 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 	if err != nil {
 		return nil, err
 	}
-	if err := putRecord(tx, shards.RevisionRef, refKey, RevisionRef{ReferenceEpochAtAdd: 1, CreatedVersion: seq}.Encode); err != nil {
+	if err := putRecord(tx, nokv.RevisionRef, refKey, RevisionRef{ReferenceEpochAtAdd: 1, CreatedVersion: seq}.Encode); err != nil {
 		return nil, err
 	}
 
@@ -1095,7 +1096,7 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 	} else {
 		out.Created = true
 	}
-	if err := putRecord(tx, shards.PathCurrent, pathKey, entry.Encode); err != nil {
+	if err := putRecord(tx, nokv.PathCurrent, pathKey, entry.Encode); err != nil {
 		return nil, err
 	}
 
@@ -1113,7 +1114,7 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 			Provider:          StagedProviderStateUploaded,
 			Cleanup:           StagedCleanupStateOwned,
 		}
-		if err := putRecord(tx, shards.StagedObject, k, so.Encode); err != nil {
+		if err := putRecord(tx, nokv.StagedObject, k, so.Encode); err != nil {
 			return nil, err
 		}
 	}
@@ -1137,7 +1138,7 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 		g := p.base.Generation
 		op.ExpectedGeneration = &g
 	}
-	if err := putRecord(tx, shards.Operation, opKey, op.Encode); err != nil {
+	if err := putRecord(tx, nokv.Operation, opKey, op.Encode); err != nil {
 		return nil, err
 	}
 
@@ -1180,7 +1181,7 @@ func txHasDescendant(tx *head.Tx, root RootID, inc IncarnationID, path []string)
 	if err != nil {
 		return false, err
 	}
-	recs, err := tx.Scan(shards.PathCurrent, prefix, nil, 1)
+	recs, err := tx.Scan(nokv.PathCurrent, prefix, nil, 1)
 	if err != nil {
 		return false, err
 	}

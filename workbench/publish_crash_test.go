@@ -15,8 +15,8 @@ import (
 	"github.com/cairnstore/cairn/bucket/fault"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
-	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // Crash injection at each step of a publication. A hook that fails a
@@ -111,10 +111,10 @@ func (r crashRig) checkInvisible(t *testing.T) {
 	if _, ok := workbench.PathForTest(t, r.s, "wb", "outputs/c.bin"); ok {
 		t.Fatal("the path is visible although its publication did not land")
 	}
-	if recs := workbench.ScanForTest(t, r.s, shards.PathCurrent, nil); len(recs) != 0 {
+	if recs := workbench.ScanForTest(t, r.s, nokv.PathCurrent, nil); len(recs) != 0 {
 		t.Fatalf("%d paths listed", len(recs))
 	}
-	if recs := workbench.ScanForTest(t, r.s, shards.ArtifactRevision, nil); len(recs) != 0 {
+	if recs := workbench.ScanForTest(t, r.s, nokv.ArtifactRevision, nil); len(recs) != 0 {
 		t.Fatalf("%d revisions", len(recs))
 	}
 }
@@ -288,14 +288,14 @@ func checkAppliedOnce(t *testing.T, r crashRig) {
 	if !ok || st.Entry.Generation != 1 {
 		t.Fatalf("path %+v %t", st.Entry, ok)
 	}
-	if n := len(workbench.ScanForTest(t, r.s, shards.ArtifactRevision, nil)); n != 1 {
+	if n := len(workbench.ScanForTest(t, r.s, nokv.ArtifactRevision, nil)); n != 1 {
 		t.Fatalf("%d revisions", n)
 	}
-	if n := len(workbench.ScanForTest(t, r.s, shards.Operation, nil)); n != 1 {
+	if n := len(workbench.ScanForTest(t, r.s, nokv.Operation, nil)); n != 1 {
 		t.Fatalf("%d operations", n)
 	}
 	var kinds []string
-	for _, rec := range workbench.ScanForTest(t, r.s, shards.ChangeEvent, nil) {
+	for _, rec := range workbench.ScanForTest(t, r.s, nokv.ChangeEvent, nil) {
 		ev, err := workbench.DecodeChangeEvent(rec.Value)
 		if err != nil {
 			t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // Test helpers for the write tools' black-box tests: they read the records
@@ -65,7 +66,7 @@ func RevisionForTest(tb testing.TB, s *Service, rev RevisionID) (ArtifactRevisio
 	if err != nil {
 		tb.Fatal(err)
 	}
-	recs := ScanForTest(tb, s, shards.ArtifactRevision, key)
+	recs := ScanForTest(tb, s, nokv.ArtifactRevision, key)
 	if len(recs) == 0 {
 		return ArtifactRevision{}, false
 	}
@@ -133,7 +134,7 @@ func CheckReferencesForTest(tb testing.TB, s *Service) {
 	tb.Helper()
 	counts := map[RevisionID]uint64{}
 	deps := map[RevisionID][]RevisionID{}
-	for _, r := range ScanForTest(tb, s, shards.RevisionRef, nil) {
+	for _, r := range ScanForTest(tb, s, nokv.RevisionRef, nil) {
 		k, err := ParseRevisionRefKey(r.Key)
 		if err != nil {
 			tb.Fatal(err)
@@ -144,7 +145,7 @@ func CheckReferencesForTest(tb testing.TB, s *Service) {
 		}
 	}
 	candidates := map[GcCandidateKey]bool{}
-	for _, r := range ScanForTest(tb, s, shards.GcCandidate, nil) {
+	for _, r := range ScanForTest(tb, s, nokv.GcCandidate, nil) {
 		k, err := ParseGcCandidateKey(r.Key)
 		if err != nil {
 			tb.Fatal(err)
@@ -156,7 +157,7 @@ func CheckReferencesForTest(tb testing.TB, s *Service) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	for _, r := range ScanForTest(tb, s, shards.ArtifactRevision, nil) {
+	for _, r := range ScanForTest(tb, s, nokv.ArtifactRevision, nil) {
 		k, err := ParseArtifactRevisionKey(r.Key)
 		if err != nil {
 			tb.Fatal(err)
@@ -315,7 +316,7 @@ func TestPublishLargeBodyInBlocks(t *testing.T) {
 	if len(page.Objects) != 0 {
 		t.Fatalf("staging ledgers left after publication: %v", page.Objects)
 	}
-	staged := ScanForTest(t, s, shards.StagedObject, nil)
+	staged := ScanForTest(t, s, nokv.StagedObject, nil)
 	if len(staged) != len(st.Rows) {
 		t.Fatalf("%d StagedObject rows, want %d", len(staged), len(st.Rows))
 	}
@@ -329,7 +330,7 @@ func TestPublishLargeBodyInBlocks(t *testing.T) {
 			t.Fatalf("staged object %d: %+v", i, so)
 		}
 	}
-	ops := ScanForTest(t, s, shards.Operation, nil)
+	ops := ScanForTest(t, s, nokv.Operation, nil)
 	if len(ops) != 1 {
 		t.Fatalf("%d operations, want 1", len(ops))
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/mem"
-	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // The golden transcript's success results of the four write tools
@@ -263,7 +263,7 @@ func TestPutFileArgumentErrors(t *testing.T) {
 		})
 	}
 	// Nothing of that was written.
-	if recs := workbench.ScanForTest(t, s, shards.PathCurrent, nil); len(recs) != 0 {
+	if recs := workbench.ScanForTest(t, s, nokv.PathCurrent, nil); len(recs) != 0 {
 		t.Fatalf("%d paths after refused writes", len(recs))
 	}
 	// The limits themselves are fine.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/head"
-	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // Metadata queries: the machinery workbench_search, workbench_aggregate
@@ -232,7 +232,7 @@ func (s *Service) loadQuery(ctx context.Context, q queryScope) (*queryData, *Err
 // visibleViews returns a view of every Visible workbench of the root at
 // snapshot sn, in workbench id order.
 func (s *Service) visibleViews(ctx context.Context, sn *head.Snapshot) ([]*view, *Error) {
-	recs, err := sn.Scan(ctx, shards.WorkspaceCurrent, RootPrefix(s.root), nil, 0)
+	recs, err := sn.Scan(ctx, nokv.WorkspaceCurrent, RootPrefix(s.root), nil, 0)
 	if err != nil {
 		return nil, FromError(err)
 	}

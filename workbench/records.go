@@ -18,6 +18,7 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // Durable records.
@@ -32,8 +33,8 @@ import (
 // # Keys
 //
 // Keys follow the seed's layouts and are built with shards.KeyBuilder, so
-// every key satisfies shards.ShardOf for its family. Keys carry no version:
-// the store's schema marker gates their codec. Parse<Family>Key is strict
+// every key satisfies nokv.Families().ShardOf for its family. Keys carry
+// no version: the store's schema marker gates their codec. Parse<Family>Key is strict
 // and fails with an error wrapping ErrBadRecord (and the shards package's
 // ErrMalformedKey where its reader found the fault).
 //
@@ -644,8 +645,8 @@ type WorkspaceCurrentKey struct {
 
 const recWorkspaceCurrentKey = "workspace_current key"
 
-// Family returns shards.WorkspaceCurrent.
-func (WorkspaceCurrentKey) Family() shards.Family { return shards.WorkspaceCurrent }
+// Family returns nokv.WorkspaceCurrent.
+func (WorkspaceCurrentKey) Family() shards.Family { return nokv.WorkspaceCurrent }
 
 // Encode returns the key's bytes.
 func (k WorkspaceCurrentKey) Encode() ([]byte, error) {
@@ -678,8 +679,8 @@ type WorkspaceIncarnationClaimKey struct {
 
 const recClaimKey = "workspace_incarnation_claim key"
 
-// Family returns shards.WorkspaceIncarnationClaim.
-func (WorkspaceIncarnationClaimKey) Family() shards.Family { return shards.WorkspaceIncarnationClaim }
+// Family returns nokv.WorkspaceIncarnationClaim.
+func (WorkspaceIncarnationClaimKey) Family() shards.Family { return nokv.WorkspaceIncarnationClaim }
 
 // Encode returns the key's bytes.
 func (k WorkspaceIncarnationClaimKey) Encode() ([]byte, error) {
@@ -706,8 +707,8 @@ type PathCurrentKey struct {
 
 const recPathCurrentKey = "path_current key"
 
-// Family returns shards.PathCurrent.
-func (PathCurrentKey) Family() shards.Family { return shards.PathCurrent }
+// Family returns nokv.PathCurrent.
+func (PathCurrentKey) Family() shards.Family { return nokv.PathCurrent }
 
 // Encode returns the key's bytes.
 func (k PathCurrentKey) Encode() ([]byte, error) {
@@ -751,8 +752,8 @@ type ArtifactRevisionKey struct {
 
 const recArtifactRevisionKey = "artifact_revision key"
 
-// Family returns shards.ArtifactRevision.
-func (ArtifactRevisionKey) Family() shards.Family { return shards.ArtifactRevision }
+// Family returns nokv.ArtifactRevision.
+func (ArtifactRevisionKey) Family() shards.Family { return nokv.ArtifactRevision }
 
 // Encode returns the key's bytes.
 func (k ArtifactRevisionKey) Encode() ([]byte, error) {
@@ -779,8 +780,8 @@ type ArtifactManifestKey struct {
 
 const recArtifactManifestKey = "artifact_manifest key"
 
-// Family returns shards.ArtifactManifest.
-func (ArtifactManifestKey) Family() shards.Family { return shards.ArtifactManifest }
+// Family returns nokv.ArtifactManifest.
+func (ArtifactManifestKey) Family() shards.Family { return nokv.ArtifactManifest }
 
 // Encode returns the key's bytes.
 func (k ArtifactManifestKey) Encode() ([]byte, error) {
@@ -843,8 +844,8 @@ func DependencyRefKey(root RootID, child, rev RevisionID) RevisionRefKey {
 	return RevisionRefKey{Root: root, Kind: ReferenceKindRevisionDependency, Child: child, Revision: rev}
 }
 
-// Family returns shards.RevisionRef.
-func (RevisionRefKey) Family() shards.Family { return shards.RevisionRef }
+// Family returns nokv.RevisionRef.
+func (RevisionRefKey) Family() shards.Family { return nokv.RevisionRef }
 
 func (k RevisionRefKey) owner(op string) (*shards.KeyBuilder, error) {
 	b := shards.NewKey().ID16(k.Root).U8(uint8(k.Kind))
@@ -931,8 +932,8 @@ type GcCandidateKey struct {
 
 const recGcCandidateKey = "gc_candidate key"
 
-// Family returns shards.GcCandidate.
-func (GcCandidateKey) Family() shards.Family { return shards.GcCandidate }
+// Family returns nokv.GcCandidate.
+func (GcCandidateKey) Family() shards.Family { return nokv.GcCandidate }
 
 // Encode returns the key's bytes.
 func (k GcCandidateKey) Encode() ([]byte, error) {
@@ -960,8 +961,8 @@ type ChangeEventKey struct {
 
 const recChangeEventKey = "change_event key"
 
-// Family returns shards.ChangeEvent.
-func (ChangeEventKey) Family() shards.Family { return shards.ChangeEvent }
+// Family returns nokv.ChangeEvent.
+func (ChangeEventKey) Family() shards.Family { return nokv.ChangeEvent }
 
 // Encode returns the key's bytes.
 func (k ChangeEventKey) Encode() ([]byte, error) {
@@ -987,8 +988,8 @@ type OperationKey struct {
 
 const recOperationKey = "operation key"
 
-// Family returns shards.Operation.
-func (OperationKey) Family() shards.Family { return shards.Operation }
+// Family returns nokv.Operation.
+func (OperationKey) Family() shards.Family { return nokv.Operation }
 
 // Encode returns the key's bytes.
 func (k OperationKey) Encode() ([]byte, error) {
@@ -1024,8 +1025,8 @@ type StagedObjectKey struct {
 
 const recStagedObjectKey = "staged_object key"
 
-// Family returns shards.StagedObject.
-func (StagedObjectKey) Family() shards.Family { return shards.StagedObject }
+// Family returns nokv.StagedObject.
+func (StagedObjectKey) Family() shards.Family { return nokv.StagedObject }
 
 // Encode returns the key's bytes.
 func (k StagedObjectKey) Encode() ([]byte, error) {
@@ -1063,8 +1064,8 @@ type SecondaryIndexKey struct {
 
 const recSecondaryIndexKey = "secondary_index key"
 
-// Family returns shards.SecondaryIndex.
-func (SecondaryIndexKey) Family() shards.Family { return shards.SecondaryIndex }
+// Family returns nokv.SecondaryIndex.
+func (SecondaryIndexKey) Family() shards.Family { return nokv.SecondaryIndex }
 
 // Encode returns the key's bytes.
 func (k SecondaryIndexKey) Encode() ([]byte, error) {

@@ -8,11 +8,12 @@ import (
 
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // fuzzTarget is one decoder under FuzzDecodeRecords: decode, then encode
 // what it decoded. family is set for keys, which must also satisfy
-// shards.ShardOf.
+// nokv.Families().ShardOf.
 type fuzzTarget struct {
 	name   string
 	family shards.Family
@@ -48,17 +49,17 @@ var fuzzTargets = []fuzzTarget{
 	{"PublishOperation", 0, roundTrip(workbench.DecodePublishOperation)},
 	{"StagedObject", 0, roundTrip(workbench.DecodeStagedObject)},
 	{"SecondaryIndexEntry", 0, roundTrip(workbench.DecodeSecondaryIndexEntry)},
-	{"WorkspaceCurrentKey", shards.WorkspaceCurrent, roundTrip(workbench.ParseWorkspaceCurrentKey)},
-	{"WorkspaceIncarnationClaimKey", shards.WorkspaceIncarnationClaim, roundTrip(workbench.ParseWorkspaceIncarnationClaimKey)},
-	{"PathCurrentKey", shards.PathCurrent, roundTrip(workbench.ParsePathCurrentKey)},
-	{"ArtifactRevisionKey", shards.ArtifactRevision, roundTrip(workbench.ParseArtifactRevisionKey)},
-	{"ArtifactManifestKey", shards.ArtifactManifest, roundTrip(workbench.ParseArtifactManifestKey)},
-	{"RevisionRefKey", shards.RevisionRef, roundTrip(workbench.ParseRevisionRefKey)},
-	{"GcCandidateKey", shards.GcCandidate, roundTrip(workbench.ParseGcCandidateKey)},
-	{"ChangeEventKey", shards.ChangeEvent, roundTrip(workbench.ParseChangeEventKey)},
-	{"OperationKey", shards.Operation, roundTrip(workbench.ParseOperationKey)},
-	{"StagedObjectKey", shards.StagedObject, roundTrip(workbench.ParseStagedObjectKey)},
-	{"SecondaryIndexKey", shards.SecondaryIndex, roundTrip(workbench.ParseSecondaryIndexKey)},
+	{"WorkspaceCurrentKey", nokv.WorkspaceCurrent, roundTrip(workbench.ParseWorkspaceCurrentKey)},
+	{"WorkspaceIncarnationClaimKey", nokv.WorkspaceIncarnationClaim, roundTrip(workbench.ParseWorkspaceIncarnationClaimKey)},
+	{"PathCurrentKey", nokv.PathCurrent, roundTrip(workbench.ParsePathCurrentKey)},
+	{"ArtifactRevisionKey", nokv.ArtifactRevision, roundTrip(workbench.ParseArtifactRevisionKey)},
+	{"ArtifactManifestKey", nokv.ArtifactManifest, roundTrip(workbench.ParseArtifactManifestKey)},
+	{"RevisionRefKey", nokv.RevisionRef, roundTrip(workbench.ParseRevisionRefKey)},
+	{"GcCandidateKey", nokv.GcCandidate, roundTrip(workbench.ParseGcCandidateKey)},
+	{"ChangeEventKey", nokv.ChangeEvent, roundTrip(workbench.ParseChangeEventKey)},
+	{"OperationKey", nokv.Operation, roundTrip(workbench.ParseOperationKey)},
+	{"StagedObjectKey", nokv.StagedObject, roundTrip(workbench.ParseStagedObjectKey)},
+	{"SecondaryIndexKey", nokv.SecondaryIndex, roundTrip(workbench.ParseSecondaryIndexKey)},
 	{"IndexScalar", 0, func(b []byte) ([]byte, error) {
 		v, n, err := workbench.DecodeIndexScalar(b)
 		if err != nil {
@@ -136,7 +137,7 @@ func checkFuzzInput(t *testing.T, data []byte) {
 		t.Fatalf("%s: decode then encode changed\n%x\ninto\n%x", ft.name, in, out)
 	}
 	if ft.family != 0 {
-		if _, err := shards.ShardOf(ft.family, in); err != nil {
+		if _, err := nokv.Families().ShardOf(ft.family, in); err != nil {
 			t.Fatalf("%s: accepted key %x fails ShardOf: %v", ft.name, in, err)
 		}
 	}
@@ -145,7 +146,7 @@ func checkFuzzInput(t *testing.T, data []byte) {
 // FuzzDecodeRecords feeds arbitrary bytes to every record decoder and key
 // parser, selected by the first byte. No input may panic; an error must
 // wrap ErrBadRecord; an accepted input must encode back to exactly itself,
-// and an accepted key must satisfy shards.ShardOf.
+// and an accepted key must satisfy nokv.Families().ShardOf.
 func FuzzDecodeRecords(f *testing.F) {
 	for _, b := range seedCorpus(f) {
 		f.Add(b)

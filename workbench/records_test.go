@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // Fixture ids: each a repeated byte, so the golden hex below is legible.
@@ -756,10 +757,10 @@ func TestKeyGoldenRoundTripAndShard(t *testing.T) {
 			if want := c.golden(t); !bytes.Equal(got, want) {
 				t.Fatalf("key\n got %x\nwant %x", got, want)
 			}
-			if _, err := shards.ShardOf(c.key.Family(), got); err != nil {
+			if _, err := nokv.Families().ShardOf(c.key.Family(), got); err != nil {
 				t.Fatalf("ShardOf(%v): %v", c.key.Family(), err)
 			}
-			sk, err := shards.ShardKey(c.key.Family(), got)
+			sk, err := nokv.Families().ShardKey(c.key.Family(), got)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -884,11 +885,11 @@ func TestScanPrefixes(t *testing.T) {
 		}
 	}
 	// The direct children of a directory share the directory prefix's shard.
-	idx, ok := shards.PrefixShard(shards.PathCurrent, pre)
+	idx, ok := nokv.Families().PrefixShard(nokv.PathCurrent, pre)
 	_ = idx
 	k, _ := workbench.PathCurrentKey{Root: tRoot, Incarnation: tInc, Path: tPath}.Encode()
-	want, _ := shards.ShardOf(shards.PathCurrent, k)
-	if got := shards.HashShardKey(shards.PathCurrent, pre); got != want {
+	want, _ := nokv.Families().ShardOf(nokv.PathCurrent, k)
+	if got := shards.HashShardKey(nokv.PathCurrent, pre); got != want {
 		t.Errorf("direct child in shard %d, directory prefix hashes to %d (prefix shard %d %t)", want, got, idx, ok)
 	}
 	whole, err := workbench.PathCurrentPrefix(tRoot, tInc, nil)
@@ -903,11 +904,11 @@ func TestScanPrefixes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := shards.PrefixShard(shards.RevisionRef, owner); !ok {
+	if got, ok := nokv.Families().PrefixShard(nokv.RevisionRef, owner); !ok {
 		t.Error("owner prefix does not fix one revision_ref shard")
 	} else {
 		k, _ := workbench.PathRefKey(tRoot, tInc, tPath, tChild).Encode()
-		if want, _ := shards.ShardOf(shards.RevisionRef, k); got != want {
+		if want, _ := nokv.Families().ShardOf(nokv.RevisionRef, k); got != want {
 			t.Errorf("owner prefix shard %d, key shard %d", got, want)
 		}
 	}
@@ -917,8 +918,8 @@ func TestScanPrefixes(t *testing.T) {
 		prefix []byte
 		key    func() ([]byte, error)
 	}{
-		{shards.ArtifactManifest, workbench.ArtifactManifestPrefix(tRoot, tRev), workbench.ArtifactManifestKey{Root: tRoot, Revision: tRev, ObjectIndex: 9}.Encode},
-		{shards.StagedObject, workbench.StagedObjectPrefix(tRoot, tOp), workbench.StagedObjectKey{Root: tRoot, Operation: tOp, Sequence: 9}.Encode},
+		{nokv.ArtifactManifest, workbench.ArtifactManifestPrefix(tRoot, tRev), workbench.ArtifactManifestKey{Root: tRoot, Revision: tRev, ObjectIndex: 9}.Encode},
+		{nokv.StagedObject, workbench.StagedObjectPrefix(tRoot, tOp), workbench.StagedObjectKey{Root: tRoot, Operation: tOp, Sequence: 9}.Encode},
 	} {
 		k, err := c.key()
 		if err != nil {
@@ -927,8 +928,8 @@ func TestScanPrefixes(t *testing.T) {
 		if !bytes.HasPrefix(k, c.prefix) {
 			t.Errorf("%v: key %x lacks prefix %x", c.f, k, c.prefix)
 		}
-		got, ok := shards.PrefixShard(c.f, c.prefix)
-		want, _ := shards.ShardOf(c.f, k)
+		got, ok := nokv.Families().PrefixShard(c.f, c.prefix)
+		want, _ := nokv.Families().ShardOf(c.f, k)
 		if !ok || got != want {
 			t.Errorf("%v: prefix shard %d %t, key shard %d", c.f, got, ok, want)
 		}
@@ -1287,7 +1288,7 @@ func TestSecondaryIndexKeyOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := shards.ShardOf(shards.SecondaryIndex, b); err != nil {
+		if _, err := nokv.Families().ShardOf(nokv.SecondaryIndex, b); err != nil {
 			t.Fatalf("ShardOf: %v", err)
 		}
 		back, err := workbench.ParseSecondaryIndexKey(b)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/head"
-	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // Test hooks of the query and grep tools, exported to the black-box tests
@@ -107,7 +107,7 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state WorkspaceStat
 				return nil, err
 			}
 			var ws WorkspaceCurrent
-			b, ok, err := tx.Get(shards.WorkspaceCurrent, wsKey)
+			b, ok, err := tx.Get(nokv.WorkspaceCurrent, wsKey)
 			if err != nil {
 				return nil, err
 			}
@@ -125,7 +125,7 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state WorkspaceStat
 				if err != nil {
 					return nil, err
 				}
-				if err := tx.Put(shards.WorkspaceIncarnationClaim, claimKey, claim); err != nil {
+				if err := tx.Put(nokv.WorkspaceIncarnationClaim, claimKey, claim); err != nil {
 					return nil, err
 				}
 			}
@@ -137,7 +137,7 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state WorkspaceStat
 				}
 				gen := uint64(1)
 				created := tx.Sequence()
-				if old, ok, err := tx.Get(shards.PathCurrent, pathKey); err != nil {
+				if old, ok, err := tx.Get(nokv.PathCurrent, pathKey); err != nil {
 					return nil, err
 				} else if ok {
 					e, err := DecodePathEntry(old)
@@ -159,7 +159,7 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state WorkspaceStat
 					if err != nil {
 						return nil, err
 					}
-					if err := tx.Put(shards.ArtifactManifest, key, row); err != nil {
+					if err := tx.Put(nokv.ArtifactManifest, key, row); err != nil {
 						return nil, err
 					}
 				}
@@ -175,7 +175,7 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state WorkspaceStat
 				if err != nil {
 					return nil, err
 				}
-				if err := tx.Put(shards.ArtifactRevision, revKey, rev); err != nil {
+				if err := tx.Put(nokv.ArtifactRevision, revKey, rev); err != nil {
 					return nil, err
 				}
 				entry, err := PathEntry{
@@ -188,7 +188,7 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state WorkspaceStat
 				if err != nil {
 					return nil, err
 				}
-				if err := tx.Put(shards.PathCurrent, pathKey, entry); err != nil {
+				if err := tx.Put(nokv.PathCurrent, pathKey, entry); err != nil {
 					return nil, err
 				}
 				ws.WorkspaceRevision++
@@ -197,7 +197,7 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state WorkspaceStat
 			if err != nil {
 				return nil, err
 			}
-			return nil, tx.Put(shards.WorkspaceCurrent, wsKey, v)
+			return nil, tx.Put(nokv.WorkspaceCurrent, wsKey, v)
 		},
 	})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // Limits and defaults of a Service.
@@ -80,7 +81,7 @@ func Open(ctx context.Context, b bucket.Bucket, opts Options) (*Service, error) 
 		return nil, werr
 	}
 	id := shards.ShardID(derive16("shard", opts.AgentID))
-	store, err := head.Open(ctx, b, id, opts.Engine)
+	store, err := head.Open(ctx, b, id, nokv.Schema(), opts.Engine)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +89,7 @@ func Open(ctx context.Context, b bucket.Bucket, opts Options) (*Service, error) 
 		b:       b,
 		store:   store,
 		root:    RootID(derive16("root", opts.AgentID)),
-		layout:  shards.NewLayout(id),
+		layout:  store.Layout(),
 		logical: logical,
 		opts:    opts,
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // view is one request's view of one workbench: a pinned snapshot of the
@@ -42,7 +43,7 @@ func (s *Service) workspace(ctx context.Context, read func(f shards.Family, key 
 	if err != nil {
 		return WorkspaceCurrent{}, false, FromError(err)
 	}
-	b, ok, err := read(shards.WorkspaceCurrent, key)
+	b, ok, err := read(nokv.WorkspaceCurrent, key)
 	if err != nil {
 		return WorkspaceCurrent{}, false, FromError(err)
 	}
@@ -98,7 +99,7 @@ func (v *view) entry(ctx context.Context, path []string) (PathEntry, bool, *Erro
 	if err != nil {
 		return PathEntry{}, false, FromError(err)
 	}
-	b, ok, err := v.sn.Get(ctx, shards.PathCurrent, key)
+	b, ok, err := v.sn.Get(ctx, nokv.PathCurrent, key)
 	if err != nil || !ok {
 		return PathEntry{}, false, FromError(err)
 	}
@@ -123,7 +124,7 @@ func (v *view) scan(ctx context.Context, dir []string, after []string, fn func(p
 			return FromError(err)
 		}
 	}
-	recs, err := v.sn.Scan(ctx, shards.PathCurrent, prefix, afterKey, 0)
+	recs, err := v.sn.Scan(ctx, nokv.PathCurrent, prefix, afterKey, 0)
 	if err != nil {
 		return FromError(err)
 	}
@@ -180,7 +181,7 @@ func (v *view) hasDescendant(ctx context.Context, dir []string) (bool, *Error) {
 	if err != nil {
 		return false, FromError(err)
 	}
-	recs, err := v.sn.Scan(ctx, shards.PathCurrent, prefix, nil, 1)
+	recs, err := v.sn.Scan(ctx, nokv.PathCurrent, prefix, nil, 1)
 	if err != nil {
 		return false, FromError(err)
 	}
@@ -190,7 +191,7 @@ func (v *view) hasDescendant(ctx context.Context, dir []string) (bool, *Error) {
 // manifest returns the ArtifactManifest rows of a revision, in object
 // index order.
 func (s *Service) manifest(ctx context.Context, read func(shards.Family, []byte, []byte) ([]shards.Record, error), rev RevisionID) ([]ArtifactManifestEntry, *Error) {
-	recs, err := read(shards.ArtifactManifest, ArtifactManifestPrefix(s.root, rev), nil)
+	recs, err := read(nokv.ArtifactManifest, ArtifactManifestPrefix(s.root, rev), nil)
 	if err != nil {
 		return nil, FromError(err)
 	}

@@ -1,0 +1,13 @@
+package head
+
+import "github.com/cairnstore/cairn/shards/shardstest"
+
+// testSchema is what the engine's tests open shards with: the families of
+// package shardstest under a test marker.
+var testSchema = Schema{
+	Marker:   Marker{SchemaID: "test_workspace", FormatVersion: 8, ValueFormatVersion: 1},
+	Families: shardstest.Schema(),
+}
+
+// SchemaForTest is testSchema, for the black-box tests.
+var SchemaForTest = testSchema

@@ -1,0 +1,91 @@
+// Package nokv is the NoKV workspace schema as cairn's engine stores it:
+// the seed schema's metadata families with their tags, tree names and
+// shard-key rules, and the schema marker (nokv_workspace, format 8, value
+// format 1). Package workbench opens its shard with Schema; the engine
+// knows none of this.
+//
+// # Families
+//
+// Each family is the one-byte tag of the seed schema's History
+// source-family table, under the seed's exact tree name; both are durable
+// (tags in every object, names in bucket keys) and must never change.
+// Specs lists the product's families; Families is the registry with the
+// engine's own added, and Schema pairs it with the marker.
+//
+// The seed's reserved engine trees map as follows: system is the engine's
+// family system (0xf0, shards.System) and holds the schema marker and
+// engine metadata; command_dedupe (0x14) is the engine's request dedupe
+// (shards.CommandDedupe), under the seed's tag and name; history is not a
+// family, because immutable roots keep every committed version (a
+// historical read is a read of the root a hold names); recovery_outbox is
+// not a family, because the bucket is the durable log and the head CAS is
+// the commit point.
+//
+// # Sharding
+//
+// Each family derives its shard key from the record key so that its
+// frequent reads touch one shard:
+//
+//	family                       tag   shard key                                   reads served by one shard
+//	root_fence                   0x01  whole key (root_id)                         point read of the fence
+//	workspace_current            0x02  whole key                                   point read of a workbench marker
+//	path_current                 0x03  root_id|incarnation|parent directory        point read of a path; the files
+//	                                   (ordered components, each followed by NUL)  directly in one directory
+//	artifact_revision            0x04  whole key                                   point read of a revision
+//	artifact_manifest            0x05  root_id|artifact_revision_id                a revision's whole manifest
+//	revision_ref                 0x06  root_id|reference_kind|reference_owner_id   every reference one owner holds
+//	                                                                               (a commit's revision set)
+//	commit                       0x07  whole key                                   point read of a commit
+//	commit_member                0x08  root_id|commit_id                           a commit's members in path order
+//	workbench_commit_head        0x09  whole key                                   point read of a head
+//	tag                          0x0a  root_id|workspace_incarnation_id            a tag; all tags of a workspace
+//	snapshot_ref                 0x0b  root_id|workspace_incarnation_id            a snapshot; a workspace's snapshots
+//	snapshot_alias               0x0c  root_id|workspace_incarnation_id            an alias; a workspace's aliases
+//	history_hold                 0x0d  whole key                                   point read of a hold
+//	commit_consumer              0x0e  root_id|commit_id                           all consumers of one commit
+//	secondary_index              0x0f  root_id|index_id                            an equality or range query on one
+//	                                                                               index
+//	change_event                 0x10  root_id|u64(commit_version >> 8)            a feed of 256 consecutive versions
+//	operation                    0x11  whole key                                   point read of an operation
+//	restore_member               0x12  root_id|operation_id                        one restore's ordered members
+//	staged_object                0x13  root_id|publish_operation_id                one publication's staging ledger
+//	command_dedupe               0x14  whole key                                   exact replay of a request id
+//	gc_candidate                 0x15  whole key                                   point read of a candidate
+//	gc_barrier                   0x16  whole key (root_id)                         point read of the barrier
+//	workspace_incarnation_claim  0x17  whole key                                   point read of a claim
+//	system                       0xf0  whole key                                   point read of the schema marker
+//
+// Notes on the choices:
+//
+//   - path_current: a point read and the files of a direct-child listing
+//     each touch one shard. Directories are implicit, so the subdirectories
+//     a listing rolls up have their records in their own shards; naming
+//     them, like a recursive listing, merges shards.
+//   - revision_ref: the owner's encoding is discriminated by the kind
+//     (Path: incarnation | u32 length | ordered NUL-separated path bytes;
+//     Commit: commit_id; RevisionDependency: child revision id), and the
+//     16-byte artifact revision id ends the key; both are checked.
+//     reference_kind is one byte, as the seed writes enum discriminants in
+//     its identity digests. An unknown kind fails closed.
+//   - secondary_index: the seed gives each index an order-preserving value
+//     codec but does not define it, so the end of the encoded value cannot
+//     be found here. The shard key is therefore root_id | index_id, with
+//     index_id a general byte string (four-byte length); a query on one
+//     index reads one shard, and one index's entries share that shard, so a
+//     large index makes a large shard. Once the codec is fixed and
+//     self-delimiting, the value can join the shard key under a new format.
+//     The key must end with the exact-row path.
+//   - change_event: commit_version is a u64; a prefix of root_id and the
+//     first seven bytes of the version already fixes the shard.
+//
+// The shard-key rules also check what they can of a key's shape, so that
+// the engine's ShardOf refuses a malformed key: the length of
+// fixed-width keys (root_fence, gc_barrier 16 bytes; artifact_revision,
+// workbench_commit_head, workspace_incarnation_claim 32; commit 48;
+// artifact_manifest, snapshot_ref 40; operation 33), a least length for the
+// others, the path structure of path_current and commit_member, the name
+// length of tag and snapshot_alias, the owner of revision_ref and the index
+// id of secondary_index. A key that fails wraps shards.ErrMalformedKey.
+// command_dedupe (a 16-byte namespace and a request id) and system (any
+// non-empty key) are checked by the engine.
+package nokv

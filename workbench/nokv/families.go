@@ -1,0 +1,337 @@
+package nokv
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/shards"
+)
+
+// The seed's History source-family tags, in tag order. command_dedupe
+// (0x14) is the engine's (shards.CommandDedupe), as is system (0xf0).
+const (
+	RootFence                 shards.Family = 0x01
+	WorkspaceCurrent          shards.Family = 0x02
+	PathCurrent               shards.Family = 0x03
+	ArtifactRevision          shards.Family = 0x04
+	ArtifactManifest          shards.Family = 0x05
+	RevisionRef               shards.Family = 0x06
+	Commit                    shards.Family = 0x07
+	CommitMember              shards.Family = 0x08
+	WorkbenchCommitHead       shards.Family = 0x09
+	Tag                       shards.Family = 0x0a
+	SnapshotRef               shards.Family = 0x0b
+	SnapshotAlias             shards.Family = 0x0c
+	HistoryHold               shards.Family = 0x0d
+	CommitConsumer            shards.Family = 0x0e
+	SecondaryIndex            shards.Family = 0x0f
+	ChangeEvent               shards.Family = 0x10
+	Operation                 shards.Family = 0x11
+	RestoreMember             shards.Family = 0x12
+	StagedObject              shards.Family = 0x13
+	GcCandidate               shards.Family = 0x15
+	GcBarrier                 shards.Family = 0x16
+	WorkspaceIncarnationClaim shards.Family = 0x17
+)
+
+// The schema marker: the seed's System("schema") record.
+const (
+	SchemaID           = "nokv_workspace"
+	FormatVersion      = 8
+	ValueFormatVersion = 1
+)
+
+// Lengths of the seed's fixed-width ids.
+const (
+	idLen       = 16 // root, logical shard, incarnation, revision, operation
+	commitIDLen = 32
+)
+
+// ReferenceKind discriminants of RevisionRef (the seed's enum registry;
+// workbench.ReferenceKind holds the same values).
+const (
+	refKindPath               = 1
+	refKindCommit             = 2
+	refKindRevisionDependency = 3
+)
+
+// shape says what the schema checks of a family's record key and how it
+// derives the shard key.
+type shape struct {
+	exact int // exact key length, or 0 when the length varies
+	min   int // least key length
+	// prefix, when non-zero, is the length of the key prefix that is the
+	// shard key. Otherwise shardKey derives it, or the whole key is.
+	prefix   int
+	shardKey func(key []byte) ([]byte, string)
+	// prefixKey returns the shard key shared by every key that begins with
+	// p, if p determines one.
+	prefixKey func(p []byte) ([]byte, bool)
+}
+
+var families = []struct {
+	f    shards.Family
+	name string
+	shape
+}{
+	{RootFence, "root_fence", shape{exact: idLen}},
+	{WorkspaceCurrent, "workspace_current", shape{min: idLen + 1}},
+	{PathCurrent, "path_current", shape{min: 2*idLen + 2, shardKey: pathCurrentShardKey}},
+	{ArtifactRevision, "artifact_revision", shape{exact: 2 * idLen}},
+	{ArtifactManifest, "artifact_manifest", shape{exact: 2*idLen + 8, prefix: 2 * idLen}},
+	{RevisionRef, "revision_ref", shape{min: idLen + 1 + idLen + idLen, shardKey: revisionRefShardKey, prefixKey: revisionRefPrefixKey}},
+	{Commit, "commit", shape{exact: idLen + commitIDLen}},
+	{CommitMember, "commit_member", shape{min: idLen + commitIDLen + 2, prefix: idLen + commitIDLen, shardKey: commitMemberCheck}},
+	{WorkbenchCommitHead, "workbench_commit_head", shape{exact: 2 * idLen}},
+	{Tag, "tag", shape{min: 2*idLen + 2, prefix: 2 * idLen, shardKey: nameKeyCheck}},
+	{SnapshotRef, "snapshot_ref", shape{exact: 2*idLen + 8, prefix: 2 * idLen}},
+	{SnapshotAlias, "snapshot_alias", shape{min: 2*idLen + 2, prefix: 2 * idLen, shardKey: nameKeyCheck}},
+	{HistoryHold, "history_hold", shape{min: idLen + 2}},
+	{CommitConsumer, "commit_consumer", shape{min: idLen + commitIDLen + 2, prefix: idLen + commitIDLen}},
+	{SecondaryIndex, "secondary_index", shape{min: idLen + 4 + 1 + idLen + 2, shardKey: secondaryIndexShardKey, prefixKey: secondaryIndexPrefixKey}},
+	{ChangeEvent, "change_event", shape{min: idLen + 8 + 1, shardKey: changeEventShardKey, prefixKey: changeEventPrefixKey}},
+	{Operation, "operation", shape{exact: idLen + 1 + idLen}},
+	{RestoreMember, "restore_member", shape{min: 2*idLen + 1, prefix: 2 * idLen}},
+	{StagedObject, "staged_object", shape{min: 2*idLen + 1, prefix: 2 * idLen}},
+	{GcCandidate, "gc_candidate", shape{min: 2*idLen + 1}},
+	{GcBarrier, "gc_barrier", shape{exact: idLen}},
+	{WorkspaceIncarnationClaim, "workspace_incarnation_claim", shape{exact: 2 * idLen}},
+}
+
+// Specs returns the specs of the NoKV families, in tag order, without the
+// engine's own.
+func Specs() []shards.FamilySpec {
+	out := make([]shards.FamilySpec, len(families))
+	for i, fam := range families {
+		out[i] = fam.spec(fam.f, fam.name)
+	}
+	return out
+}
+
+var registry = sync.OnceValue(func() *shards.Schema {
+	s, err := shards.NewSchema(Specs()...)
+	if err != nil {
+		panic("nokv: " + err.Error()) // a static table; TestSchema covers it
+	}
+	return s
+})
+
+// Families returns the family registry of the NoKV schema: its families
+// and the engine's.
+func Families() *shards.Schema { return registry() }
+
+// Schema returns what a Workbench shard is opened with: the NoKV families
+// under the marker nokv_workspace, format 8, value format 1.
+func Schema() head.Schema {
+	return head.Schema{
+		Marker:   head.Marker{SchemaID: SchemaID, FormatVersion: FormatVersion, ValueFormatVersion: ValueFormatVersion},
+		Families: Families(),
+	}
+}
+
+// spec turns a shape into the engine's FamilySpec of family f.
+func (s shape) spec(f shards.Family, name string) shards.FamilySpec {
+	keyErr := func(reason string) error {
+		return &shards.KeyError{Op: name + " key", Reason: reason}
+	}
+	spec := shards.FamilySpec{Family: f, Name: name}
+	spec.ShardKey = func(key []byte) ([]byte, error) {
+		switch {
+		case s.exact != 0 && len(key) != s.exact:
+			return nil, keyErr(fmt.Sprintf("%d bytes, want %d", len(key), s.exact))
+		case len(key) < s.min:
+			return nil, keyErr(fmt.Sprintf("%d bytes, want at least %d", len(key), s.min))
+		}
+		sk := key
+		if s.shardKey != nil {
+			var reason string
+			if sk, reason = s.shardKey(key); reason != "" {
+				return nil, keyErr(reason)
+			}
+		}
+		if s.prefix != 0 {
+			sk = key[:s.prefix]
+		}
+		return sk, nil
+	}
+	switch {
+	case s.prefix != 0:
+		spec.PrefixKey = func(p []byte) ([]byte, bool) {
+			if len(p) < s.prefix {
+				return nil, false
+			}
+			return p[:s.prefix], true
+		}
+	case s.prefixKey != nil:
+		spec.PrefixKey = s.prefixKey
+	}
+	return spec
+}
+
+// pathReason returns the reason a path check failed, at its offset in the
+// key.
+func pathReason(err error, off int) string {
+	var ke *shards.KeyError
+	if errors.As(err, &ke) {
+		return fmt.Sprintf("%s at %d", ke.Reason, off+ke.Offset)
+	}
+	return err.Error()
+}
+
+// checkExactPath checks an exact-row path that ends the key at off and
+// returns the offset in key of the path's last separator, or -1.
+func checkExactPath(key []byte, off int) (lastSep int, reason string) {
+	lastSep, err := shards.CheckExactPath(key[off:])
+	if err != nil {
+		return -1, pathReason(err, off)
+	}
+	if lastSep >= 0 {
+		lastSep += off
+	}
+	return lastSep, ""
+}
+
+// pathCurrentShardKey: root_id | incarnation | the ordered components of
+// the parent directory, each followed by NUL. That is the key up to and
+// including the path's last separator, or root_id | incarnation for a
+// top-level entry.
+func pathCurrentShardKey(key []byte) ([]byte, string) {
+	lastSep, reason := checkExactPath(key, 2*idLen)
+	if reason != "" {
+		return nil, reason
+	}
+	if lastSep < 0 {
+		return key[:2*idLen], ""
+	}
+	return key[:lastSep+1], ""
+}
+
+// commitMemberCheck checks the member's exact-row path.
+func commitMemberCheck(key []byte) ([]byte, string) {
+	if _, reason := checkExactPath(key, idLen+commitIDLen); reason != "" {
+		return nil, reason
+	}
+	return key, ""
+}
+
+// nameKeyCheck checks root_id | incarnation | u16(len) | name.
+func nameKeyCheck(key []byte) ([]byte, string) {
+	n := int(binary.BigEndian.Uint16(key[2*idLen:]))
+	if got := len(key) - 2*idLen - 2; got != n {
+		return nil, fmt.Sprintf("name length %d, %d bytes follow", n, got)
+	}
+	return key, ""
+}
+
+// revisionOwnerEnd returns the end of root_id | kind | owner in b, reading
+// the owner by its kind. complete is false when b ends inside the owner.
+func revisionOwnerEnd(b []byte) (end int, complete bool, reason string) {
+	if len(b) <= idLen {
+		return 0, false, ""
+	}
+	off := idLen + 1
+	switch b[idLen] {
+	case refKindPath:
+		if len(b) < off+idLen+4 {
+			return 0, false, ""
+		}
+		n := int(binary.BigEndian.Uint32(b[off+idLen:]))
+		start := off + idLen + 4
+		if n > len(b)-start {
+			return 0, false, ""
+		}
+		if _, err := shards.CheckJoinedPath(b[start : start+n]); err != nil {
+			return 0, false, pathReason(err, start)
+		}
+		end = start + n
+	case refKindCommit:
+		end = off + commitIDLen
+	case refKindRevisionDependency:
+		end = off + idLen
+	default:
+		return 0, false, fmt.Sprintf("unknown reference kind %d", b[idLen])
+	}
+	if end > len(b) {
+		return 0, false, ""
+	}
+	return end, true, ""
+}
+
+// revisionRefShardKey: root_id | reference_kind | reference_owner_id. The
+// owner's encoding is discriminated by the kind; the artifact revision id
+// that follows ends the key.
+func revisionRefShardKey(key []byte) ([]byte, string) {
+	end, complete, reason := revisionOwnerEnd(key)
+	switch {
+	case reason != "":
+		return nil, reason
+	case !complete:
+		return nil, "truncated reference owner"
+	case len(key)-end != idLen:
+		return nil, fmt.Sprintf("%d bytes after the reference owner, want %d", len(key)-end, idLen)
+	}
+	return key[:end], ""
+}
+
+func revisionRefPrefixKey(p []byte) ([]byte, bool) {
+	end, complete, reason := revisionOwnerEnd(p)
+	if reason != "" || !complete {
+		return nil, false
+	}
+	return p[:end], true
+}
+
+// secondaryIndexShardKey: root_id | index_id, where index_id is a general
+// byte string (four-byte length). The encoded value that follows has no
+// codec in the seed yet, so its end cannot be found here.
+func secondaryIndexShardKey(key []byte) ([]byte, string) {
+	n := int(binary.BigEndian.Uint32(key[idLen:]))
+	if n == 0 {
+		return nil, "empty index id"
+	}
+	end := idLen + 4 + n
+	if end > len(key) || len(key)-end < idLen+2 {
+		return nil, fmt.Sprintf("index id length %d leaves no room for the value, incarnation and path", n)
+	}
+	if key[len(key)-1] != shards.PathTerm {
+		return nil, "path does not end with the terminator"
+	}
+	return key[:end], ""
+}
+
+func secondaryIndexPrefixKey(p []byte) ([]byte, bool) {
+	if len(p) < idLen+4 {
+		return nil, false
+	}
+	n := int(binary.BigEndian.Uint32(p[idLen:]))
+	end := idLen + 4 + n
+	if n == 0 || end > len(p) {
+		return nil, false
+	}
+	return p[:end], true
+}
+
+// changeEventShardKey: root_id | u64(commit_version >> 8), so 256
+// consecutive commit versions share one shard.
+func changeEventShardKey(key []byte) ([]byte, string) {
+	v := binary.BigEndian.Uint64(key[idLen:])
+	sk := make([]byte, idLen+8)
+	copy(sk, key[:idLen])
+	binary.BigEndian.PutUint64(sk[idLen:], v>>8)
+	return sk, ""
+}
+
+// changeEventPrefixKey: a prefix holding root_id and the first seven bytes
+// of the commit version fixes commit_version >> 8.
+func changeEventPrefixKey(p []byte) ([]byte, bool) {
+	if len(p) < idLen+7 {
+		return nil, false
+	}
+	sk := make([]byte, idLen+8)
+	copy(sk, p[:idLen])
+	copy(sk[idLen+1:], p[idLen:idLen+7])
+	return sk, true
+}
