@@ -7,9 +7,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/counting"
+	"github.com/cairnstore/cairn/bucket/latency"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/shards"
@@ -81,7 +83,9 @@ func TestLateLandingWriteAppliesOnce(t *testing.T) {
 // sent after they arrived.
 func TestPinsShareHeadReads(t *testing.T) {
 	ctx := context.Background()
-	cb := counting.New(mem.NewBucket())
+	// Each request takes 200 ms, so the pins below arrive while the first
+	// head read is in flight, even on a loaded machine.
+	cb := counting.New(latency.New(mem.NewBucket(), latency.Options{PerRequest: 200 * time.Millisecond}))
 	s := open(t, cb, shards.NewShardID(), head.Options{})
 	cb.Reset()
 	var wg sync.WaitGroup
