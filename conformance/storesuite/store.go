@@ -1,4 +1,4 @@
-package conformance
+package storesuite
 
 // The store suite: several head.Store replicas, each with its own cache and
 // its own fault injector, serve one shard of one shared bucket while
