@@ -26,7 +26,7 @@ import (
 // TestStoreMem runs every scenario over bucket/mem, the replicas sharing
 // one bucket value.
 func TestStoreMem(t *testing.T) {
-	storesuite.TestStore(t, func(*testing.T) bucket.Bucket { return mem.NewBucket() }, storesuite.StoreOptions{})
+	storesuite.TestStore(t, func(*testing.T) bucket.Bucket { return mem.NewBucket() }, storesuite.Options{})
 }
 
 // TestStoreMemPrefix runs the mixed scenario with the shard under a
@@ -41,7 +41,7 @@ func TestStoreMemPrefix(t *testing.T) {
 		}
 		stores[b] = st
 		return b
-	}, storesuite.StoreOptions{
+	}, storesuite.Options{
 		Scenarios: []string{"mixed"},
 		Replica: func(shared bucket.Bucket, _ int) (bucket.Bucket, error) {
 			return mem.New(stores[shared], "some/prefix/")
@@ -53,7 +53,7 @@ func TestStoreMemPrefix(t *testing.T) {
 // committing on its own, in its caller's goroutine.
 func TestStoreMemNoGroupCommit(t *testing.T) {
 	storesuite.TestStore(t, func(*testing.T) bucket.Bucket { return mem.NewBucket() },
-		storesuite.StoreOptions{Scenarios: []string{"mixed"}, Ops: 25, Head: head.Options{NoGroupCommit: true}})
+		storesuite.Options{Scenarios: []string{"mixed"}, Ops: 25, Head: head.Options{NoGroupCommit: true}})
 }
 
 // TestStoreFile runs every scenario over bucket/file, each replica opening
@@ -70,7 +70,7 @@ func TestStoreFile(t *testing.T) {
 		t.Cleanup(func() { b.Close() })
 		dirs[b] = dir
 		return b
-	}, storesuite.StoreOptions{
+	}, storesuite.Options{
 		Ops: 12,
 		Replica: func(shared bucket.Bucket, _ int) (bucket.Bucket, error) {
 			return file.New(dirs[shared])
@@ -128,20 +128,20 @@ func TestStoreSuiteCatchesBrokenStores(t *testing.T) {
 	cases := []struct {
 		name   string
 		bucket func(seed uint64) bucket.Bucket
-		caught func(r *storesuite.StoreReport) bool
+		caught func(r *storesuite.Report) bool
 	}{
 		{"unconditional head put", func(uint64) bucket.Bucket { return unconditionalHead{mem.NewBucket()} },
-			func(r *storesuite.StoreReport) bool { return r.LostAcks > 0 || r.Violations > 0 }},
+			func(r *storesuite.Report) bool { return r.LostAcks > 0 || r.Violations > 0 }},
 		{"stale head reads", func(seed uint64) bucket.Bucket {
 			return &staleHead{Bucket: mem.NewBucket(), rng: rand.New(rand.NewPCG(seed, 7))}
-		}, func(r *storesuite.StoreReport) bool { return r.Violations > 0 }},
+		}, func(r *storesuite.Report) bool { return r.Violations > 0 }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			caught := 0
 			const seeds = 3
 			for seed := uint64(1); seed <= seeds; seed++ {
-				r, err := storesuite.RunStore(t.Context(), c.bucket(seed), "no-faults", storesuite.StoreOptions{
+				r, err := storesuite.Run(t.Context(), c.bucket(seed), "no-faults", storesuite.Options{
 					Seed: seed, Ops: 30, CheckTimeout: 10 * time.Second,
 				})
 				if err != nil {
@@ -163,7 +163,7 @@ func TestStoreSuiteCatchesBrokenStores(t *testing.T) {
 // remoteStoreOptions sizes the suite for stores reached over HTTP, where
 // every request costs about a millisecond (several under the race
 // detector) and Check reads the whole graph after each commit.
-var remoteStoreOptions = storesuite.StoreOptions{Ops: 6, Keys: 2}
+var remoteStoreOptions = storesuite.Options{Ops: 6, Keys: 2}
 
 // TestStoreFakeGCS runs the suite against bucket/gcs over an in-process
 // fake-gcs-server.
