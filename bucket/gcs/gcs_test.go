@@ -12,6 +12,7 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/gcs"
 	"github.com/cairnstore/cairn/conformance"
+	"github.com/cairnstore/cairn/conformance/conformancetest"
 	"github.com/cairnstore/cairn/conformance/fakegcs"
 )
 
@@ -24,7 +25,7 @@ func TestConformance(t *testing.T) {
 	srv := fakegcs.New(t)
 	for _, prefix := range prefixes {
 		t.Run("prefix="+prefix, func(t *testing.T) {
-			conformance.TestBucket(t, func(ctx context.Context) (bucket.Bucket, error) {
+			conformancetest.RunBucketSuite(t, func(ctx context.Context) (bucket.Bucket, error) {
 				return srv.NewBucket(ctx, prefix)
 			}, conformance.BucketOptions{})
 		})
@@ -40,7 +41,7 @@ func TestConformanceGCSPaths(t *testing.T) {
 	var seq atomic.Int64
 	for _, prefix := range prefixes {
 		t.Run("prefix="+prefix, func(t *testing.T) {
-			conformance.TestBucket(t, func(ctx context.Context) (bucket.Bucket, error) {
+			conformancetest.RunBucketSuite(t, func(ctx context.Context) (bucket.Bucket, error) {
 				name := fmt.Sprintf("gcs-paths-%d", seq.Add(1))
 				if err := srv.CreateBucket(name); err != nil {
 					return nil, err

@@ -14,6 +14,7 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/s3"
 	"github.com/cairnstore/cairn/conformance"
+	"github.com/cairnstore/cairn/conformance/conformancetest"
 )
 
 const (
@@ -70,7 +71,7 @@ func runConformance(t *testing.T, client *awss3.Client, gaps map[string]string) 
 			name = "prefix"
 		}
 		t.Run(name, func(t *testing.T) {
-			conformance.TestBucket(t, newBucketFunc(client, prefix, s3.Options{}), conformance.BucketOptions{KnownGaps: gaps})
+			conformancetest.RunBucketSuite(t, newBucketFunc(client, prefix, s3.Options{}), conformance.BucketOptions{KnownGaps: gaps})
 		})
 	}
 }

@@ -53,7 +53,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -63,7 +62,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -96,10 +94,13 @@ type Options struct {
 	// reported either way. CAIRN_STORE_SEED, when set, overrides Seed.
 	Seed uint64
 
-	// Scenarios restricts TestStore to these scenarios (nil: all).
+	// Scenarios restricts a run of the whole suite (such as
+	// conformancetest.RunStoreSuite) to these scenarios (nil: all). Run
+	// ignores it.
 	Scenarios []string
-	// Skip maps a scenario to why this backend does not run it; TestStore
-	// reports it with t.Skip and the reason.
+	// Skip maps a scenario to why this backend does not run it; a run of
+	// the whole suite reports it as skipped with the reason. Run ignores
+	// it.
 	Skip map[string]string
 
 	// OpTimeout bounds one attempt of one operation [10s].
@@ -302,7 +303,7 @@ func storeScenarioList() []storeScenario {
 }
 
 // Scenarios returns the names of the store suite's scenarios, in the
-// order TestStore runs them:
+// order the suite runs them:
 //
 //   - no-faults: no faults.
 //   - lost-cas-response: fault.LoseResponse on conditional puts of the head.
@@ -417,57 +418,6 @@ func (r *Report) String() string {
 		r.Scenario, r.Seed, r.Operations, r.Appends, r.Bare, r.Unknown, r.UnknownApplied, r.Failed, r.Reads, r.FailedRead, r.Replicas, r.Clients,
 		storeCounts(r.Faults), r.Violations, r.Undecided, r.LostAcks, r.Duplicates, r.Commits, r.CASConflicts, r.Retries, r.Replays, r.Crashes,
 		storeCounts(r.Errors), r.Elapsed.Round(time.Millisecond))
-}
-
-// TestStore runs the store suite's scenarios as subtests of t. newBucket
-// returns a fresh, empty bucket for each scenario; every replica reaches
-// it through its own fault injector. Each subtest logs its summary line
-// and fails on any of the report's Problems.
-func TestStore(t *testing.T, newBucket func(t *testing.T) bucket.Bucket, opts Options) {
-	t.Helper()
-	names := Scenarios()
-	for _, n := range opts.Scenarios {
-		if !slices.Contains(names, n) {
-			t.Fatalf("conformance: unknown store scenario %q (have %v)", n, names)
-		}
-	}
-	for n := range opts.Skip {
-		if !slices.Contains(names, n) {
-			t.Fatalf("conformance: skip of unknown store scenario %q (have %v)", n, names)
-		}
-	}
-	seed, err := Seed(opts.Seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.Seed = seed
-	t.Logf("store suite seed %d (%s=%d repeats it)", seed, SeedEnv, seed)
-	for _, name := range names {
-		if opts.Scenarios != nil && !slices.Contains(opts.Scenarios, name) {
-			continue
-		}
-		t.Run(name, func(t *testing.T) {
-			if reason, ok := opts.Skip[name]; ok {
-				t.Skip(reason)
-			}
-			b := newBucket(t)
-			rep, err := Run(t.Context(), b, name, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Log(rep.String())
-			for _, class := range slices.Sorted(maps.Keys(rep.ErrorSamples)) {
-				t.Logf("first %s error: %s", class, rep.ErrorSamples[class])
-			}
-			for _, d := range rep.Details {
-				t.Log(d)
-			}
-			if p := rep.Problems(); len(p) > 0 {
-				t.Errorf("store %s failed (seed %d; %s=%d repeats it):\n  %s",
-					name, rep.Seed, SeedEnv, rep.Seed, strings.Join(p, "\n  "))
-			}
-		})
-	}
 }
 
 // Run runs one scenario over shared, which must hold nothing of the

@@ -18,6 +18,7 @@ import (
 	"github.com/cairnstore/cairn/bucket/file"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/bucket/s3"
+	"github.com/cairnstore/cairn/conformance/conformancetest"
 	"github.com/cairnstore/cairn/conformance/fakegcs"
 	"github.com/cairnstore/cairn/conformance/storesuite"
 	"github.com/cairnstore/cairn/head"
@@ -26,14 +27,14 @@ import (
 // TestStoreMem runs every scenario over bucket/mem, the replicas sharing
 // one bucket value.
 func TestStoreMem(t *testing.T) {
-	storesuite.TestStore(t, func(*testing.T) bucket.Bucket { return mem.NewBucket() }, storesuite.Options{})
+	conformancetest.RunStoreSuite(t, func(*testing.T) bucket.Bucket { return mem.NewBucket() }, storesuite.Options{})
 }
 
 // TestStoreMemPrefix runs the mixed scenario with the shard under a
 // bucket prefix, each replica holding its own view of one memory store.
 func TestStoreMemPrefix(t *testing.T) {
 	stores := map[bucket.Bucket]*mem.Store{}
-	storesuite.TestStore(t, func(t *testing.T) bucket.Bucket {
+	conformancetest.RunStoreSuite(t, func(t *testing.T) bucket.Bucket {
 		st := mem.NewStore()
 		b, err := mem.New(st, "some/prefix/")
 		if err != nil {
@@ -52,7 +53,7 @@ func TestStoreMemPrefix(t *testing.T) {
 // TestStoreMemNoGroupCommit runs the mixed scenario with every command
 // committing on its own, in its caller's goroutine.
 func TestStoreMemNoGroupCommit(t *testing.T) {
-	storesuite.TestStore(t, func(*testing.T) bucket.Bucket { return mem.NewBucket() },
+	conformancetest.RunStoreSuite(t, func(*testing.T) bucket.Bucket { return mem.NewBucket() },
 		storesuite.Options{Scenarios: []string{"mixed"}, Ops: 25, Head: head.Options{NoGroupCommit: true}})
 }
 
@@ -61,7 +62,7 @@ func TestStoreMemNoGroupCommit(t *testing.T) {
 // the file locks, as between processes.
 func TestStoreFile(t *testing.T) {
 	dirs := map[bucket.Bucket]string{}
-	storesuite.TestStore(t, func(t *testing.T) bucket.Bucket {
+	conformancetest.RunStoreSuite(t, func(t *testing.T) bucket.Bucket {
 		dir := t.TempDir()
 		b, err := file.New(dir)
 		if err != nil {
@@ -174,7 +175,7 @@ func TestStoreFakeGCS(t *testing.T) {
 	// detector; the mixed one injects what these inject.
 	const mixed = "covered by the mixed scenario; alone it costs seconds more on the fake under the race detector"
 	opts.Skip = map[string]string{"lost-cas-response": mixed, "throttling": mixed, "transient-5xx": mixed}
-	storesuite.TestStore(t, func(t *testing.T) bucket.Bucket {
+	conformancetest.RunStoreSuite(t, func(t *testing.T) bucket.Bucket {
 		b, err := srv.NewBucket(t.Context(), "")
 		if err != nil {
 			t.Fatal(err)
@@ -208,7 +209,7 @@ func TestStoreS3(t *testing.T) {
 	})
 	prefix := fmt.Sprintf("cairn-store-%d", time.Now().UnixNano())
 	var n int
-	storesuite.TestStore(t, func(t *testing.T) bucket.Bucket {
+	conformancetest.RunStoreSuite(t, func(t *testing.T) bucket.Bucket {
 		n++
 		name := fmt.Sprintf("%s-%d", prefix, n)
 		if _, err := client.CreateBucket(t.Context(), &awss3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
