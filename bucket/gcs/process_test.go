@@ -92,8 +92,8 @@ func TestConformanceSeparateProcess(t *testing.T) {
 				if err != nil {
 					return nil, err
 				}
-				if u.Scheme != "gs" || u.Query().Get("endpoint") == "" {
-					return nil, fmt.Errorf("printed URL %q is not gs://NAME?endpoint=…", lines[i])
+				if u.Scheme != "gs" || u.Query().Get("endpoint") == "" || u.Query().Get("emulator") != "fake-gcs-server" {
+					return nil, fmt.Errorf("printed URL %q is not gs://NAME?endpoint=…&emulator=fake-gcs-server", lines[i])
 				}
 				u.Path = "/" + prefix
 				return bucket.Open(ctx, u.String())

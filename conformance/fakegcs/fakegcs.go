@@ -193,16 +193,25 @@ func (s *Server) NewBucket(ctx context.Context, prefix string) (bucket.Bucket, e
 }
 
 // BucketURL returns the URL that opens the bucket name (under prefix)
-// with bucket.Open: gs://NAME/PREFIX?endpoint=http://127.0.0.1:PORT. It
-// does not create the bucket.
+// with bucket.Open:
+//
+//	gs://NAME/PREFIX?endpoint=http://127.0.0.1:PORT&emulator=fake-gcs-server
+//
+// The emulator parameter declares the fake to bucket/gcs, which then
+// refuses conditional deletes and reports the fake's known gap. It does
+// not create the bucket.
 func (s *Server) BucketURL(name, prefix string) string {
 	u := url.URL{Scheme: "gs", Host: name, Path: "/" + prefix}
 	if prefix == "" {
 		u.Path = ""
 	}
 	// The endpoint (http://127.0.0.1:PORT) needs no escaping in a query.
-	return u.String() + "?endpoint=" + s.url
+	return u.String() + "?endpoint=" + s.url + "&emulator=" + emulator
 }
+
+// emulator is the value of the emulator parameter of bucket/gcs's URLs
+// that names this fake (gcs.EmulatorFakeGCSServer).
+const emulator = "fake-gcs-server"
 
 // Close stops the server and closes its client. It is safe to call more
 // than once.

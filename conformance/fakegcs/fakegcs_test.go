@@ -3,6 +3,7 @@ package fakegcs_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net/url"
 	"path/filepath"
@@ -35,7 +36,7 @@ func TestBucketAndURL(t *testing.T) {
 
 	u := srv.BucketURL("shared", "in/")
 	pu, err := url.Parse(u)
-	if err != nil || pu.Scheme != "gs" || pu.Host != "shared" || pu.Path != "/in/" || pu.Query().Get("endpoint") != srv.URL() {
+	if err != nil || pu.Scheme != "gs" || pu.Host != "shared" || pu.Path != "/in/" || pu.Query().Get("endpoint") != srv.URL() || pu.Query().Get("emulator") != "fake-gcs-server" {
 		t.Fatalf("BucketURL = %q (%v)", u, err)
 	}
 	ob, err := bucket.Open(ctx, u)
@@ -43,6 +44,9 @@ func TestBucketAndURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ob.Close()
+	if caps := ob.Capabilities(); caps.ConditionalDelete || caps.KnownGaps["conditional-delete"] == "" {
+		t.Errorf("bucket opened by BucketURL: capabilities %+v, want the fake's gap", caps)
+	}
 	body, g, err := ob.Get(ctx, "k")
 	if err != nil || string(body) != "v" || g.Version != a.Version {
 		t.Fatalf("get through the URL: %q %+v %v", body, g, err)
@@ -203,8 +207,13 @@ func TestServe(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve did not return after cancel")
 	}
-	if _, err := bucket.Open(t.Context(), lines[0]); err == nil {
-		t.Fatal("server still answers after Serve returned")
+	b, err := bucket.Open(t.Context(), lines[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.Stat(t.Context(), "k"); !errors.Is(err, bucket.ErrUnavailable) {
+		t.Fatalf("stat after Serve returned: %v, want ErrUnavailable", err)
 	}
 }
 
