@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/bucket"
-	"github.com/cairnstore/cairn/conformance/fakegcs"
+	"github.com/cairnstore/cairn/conformance/fakegcs/fakegcstest"
 )
 
 func TestOpenRefusesBadURLs(t *testing.T) {
@@ -39,7 +39,7 @@ func TestOpenRefusesBadURLs(t *testing.T) {
 // TestOpenEmulatorParam: a URL that declares fake-gcs-server opens a
 // bucket with the fake's known gap; the bucket works.
 func TestOpenEmulatorParam(t *testing.T) {
-	srv := fakegcs.New(t)
+	srv := fakegcstest.New(t)
 	if err := srv.CreateBucket("declared"); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestOpenSendsNothing(t *testing.T) {
 		http.NotFound(w, r)
 	}))
 	defer ts.Close()
-	srv := fakegcs.New(t)
+	srv := fakegcstest.New(t)
 	for _, ep := range []string{ts.URL, srv.URL()} {
 		b, err := bucket.Open(t.Context(), "gs://real/p/?endpoint="+url.QueryEscape(ep))
 		if err != nil {
@@ -146,7 +146,7 @@ func TestOpenUnreachableEndpoint(t *testing.T) {
 // TestOpenEmulatorHost: without an endpoint, STORAGE_EMULATOR_HOST is
 // used (as the Go client does), and the emulator parameter declares it.
 func TestOpenEmulatorHost(t *testing.T) {
-	srv := fakegcs.New(t)
+	srv := fakegcstest.New(t)
 	if err := srv.CreateBucket("emulated"); err != nil {
 		t.Fatal(err)
 	}

@@ -14,18 +14,20 @@ import (
 	"cloud.google.com/go/storage"
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/conformance/fakegcs"
+	"github.com/cairnstore/cairn/conformance/fakegcs/fakegcstest"
 )
 
 func TestBucketAndURL(t *testing.T) {
 	ctx := t.Context()
-	srv := fakegcs.New(t)
+	srv := fakegcstest.New(t)
 	if !strings.HasPrefix(srv.URL(), "http://127.0.0.1:") {
 		t.Fatalf("URL %q, want http://127.0.0.1:PORT", srv.URL())
 	}
-	b, err := srv.Bucket(ctx, "shared", "in/")
+	b, err := fakegcstest.OpenBucket(ctx, srv, "shared", "in/")
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer b.Close()
 	a, err := b.Put(ctx, "k", []byte("v"), bucket.IfAbsent())
 	if err != nil {
 		t.Fatal(err)
@@ -56,14 +58,16 @@ func TestBucketAndURL(t *testing.T) {
 	}
 
 	// Fresh buckets are empty and distinct.
-	f1, err := srv.NewBucket(ctx, "")
+	f1, err := fakegcstest.NewBucket(ctx, srv, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f2, err := srv.NewBucket(ctx, "")
+	defer f1.Close()
+	f2, err := fakegcstest.NewBucket(ctx, srv, "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer f2.Close()
 	if _, err := f1.Put(ctx, "only-in-f1", nil, bucket.IfAbsent()); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +96,7 @@ func TestAddressMustBeLoopback(t *testing.T) {
 }
 
 func TestBadBucketName(t *testing.T) {
-	srv := fakegcs.New(t)
+	srv := fakegcstest.New(t)
 	for _, name := range []string{"", "ab", "Upper", "with/slash", "-dash", strings.Repeat("x", 64)} {
 		if err := srv.CreateBucket(name); err == nil {
 			t.Errorf("create bucket %q succeeded", name)
@@ -108,10 +112,11 @@ func TestDirPersists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b1, err := s1.Bucket(ctx, "kept", "")
+	b1, err := fakegcstest.OpenBucket(ctx, s1, "kept", "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer b1.Close()
 	a, err := b1.Put(ctx, "dir/obj", []byte("durable"), bucket.IfAbsent())
 	if err != nil {
 		t.Fatal(err)
@@ -124,10 +129,11 @@ func TestDirPersists(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	b2, err := s2.Bucket(ctx, "kept", "")
+	b2, err := fakegcstest.OpenBucket(ctx, s2, "kept", "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer b2.Close()
 	body, g, err := b2.Get(ctx, "dir/obj")
 	if err != nil || string(body) != "durable" || g.Version != a.Version {
 		t.Fatalf("after restart: %q %+v %v, want the same object and version %s", body, g, err, a.Version)
@@ -139,7 +145,7 @@ func TestDirPersists(t *testing.T) {
 // programs) work too.
 func TestXMLReads(t *testing.T) {
 	ctx := t.Context()
-	srv := fakegcs.New(t)
+	srv := fakegcstest.New(t)
 	if err := srv.CreateBucket("xml"); err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/bucket/s3"
 	"github.com/cairnstore/cairn/conformance/conformancetest"
-	"github.com/cairnstore/cairn/conformance/fakegcs"
+	"github.com/cairnstore/cairn/conformance/fakegcs/fakegcstest"
 	"github.com/cairnstore/cairn/conformance/storesuite"
 	"github.com/cairnstore/cairn/head"
 )
@@ -169,14 +169,14 @@ var remoteStoreOptions = storesuite.Options{Ops: 6, Keys: 2}
 // TestStoreFakeGCS runs the suite against bucket/gcs over an in-process
 // fake-gcs-server.
 func TestStoreFakeGCS(t *testing.T) {
-	srv := fakegcs.New(t)
+	srv := fakegcstest.New(t)
 	opts := remoteStoreOptions
 	// Every scenario costs several seconds on the fake under the race
 	// detector; the mixed one injects what these inject.
 	const mixed = "covered by the mixed scenario; alone it costs seconds more on the fake under the race detector"
 	opts.Skip = map[string]string{"lost-cas-response": mixed, "throttling": mixed, "transient-5xx": mixed}
 	conformancetest.RunStoreSuite(t, func(t *testing.T) bucket.Bucket {
-		b, err := srv.NewBucket(t.Context(), "")
+		b, err := fakegcstest.NewBucket(t.Context(), srv, "")
 		if err != nil {
 			t.Fatal(err)
 		}
