@@ -3,7 +3,6 @@ package s3_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"sync/atomic"
 	"testing"
 
@@ -75,8 +74,3 @@ func runConformance(t *testing.T, client *awss3.Client, gaps map[string]string) 
 		})
 	}
 }
-
-// roundTripFunc adapts a function to http.RoundTripper.
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
