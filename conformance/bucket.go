@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"testing"
 
 	"github.com/cairnstore/cairn/bucket"
 )
@@ -76,8 +75,10 @@ func BucketChecks() []BucketCheck {
 	}
 }
 
-// runCheck runs one check on a fresh bucket and classifies the result.
-func runCheck(ctx context.Context, c BucketCheck, newBucket NewBucketFunc, gaps map[string]string) Outcome {
+// RunCheck runs one check on a fresh bucket from newBucket and classifies
+// the result: a failure is a known gap when opts.KnownGaps or the bucket's
+// Capabilities.KnownGaps declare one for the check.
+func RunCheck(ctx context.Context, c BucketCheck, newBucket NewBucketFunc, opts BucketOptions) Outcome {
 	b, err := newBucket(ctx)
 	if err != nil {
 		return Outcome{c.Name, Fail, "new bucket: " + err.Error()}
@@ -87,7 +88,7 @@ func runCheck(ctx context.Context, c BucketCheck, newBucket NewBucketFunc, gaps 
 	if err == nil {
 		return Outcome{c.Name, Pass, ""}
 	}
-	reason, declared := gaps[c.Name]
+	reason, declared := opts.KnownGaps[c.Name]
 	if !declared {
 		reason, declared = b.Capabilities().KnownGaps[c.Name]
 	}
@@ -102,35 +103,13 @@ func runCheck(ctx context.Context, c BucketCheck, newBucket NewBucketFunc, gaps 
 func RunBucket(ctx context.Context, newBucket NewBucketFunc, opts BucketOptions, report func(Outcome)) int {
 	failed := 0
 	for _, c := range BucketChecks() {
-		o := runCheck(ctx, c, newBucket, opts.KnownGaps)
+		o := RunCheck(ctx, c, newBucket, opts)
 		if o.Result == Fail {
 			failed++
 		}
 		report(o)
 	}
 	return failed
-}
-
-// TestBucket runs the bucket suite as subtests of t, one per check, each on
-// a fresh bucket. A known gap is reported with t.Skip and its reason.
-func TestBucket(t *testing.T, newBucket NewBucketFunc, opts BucketOptions) {
-	t.Helper()
-	for name := range opts.KnownGaps {
-		if !slices.ContainsFunc(BucketChecks(), func(c BucketCheck) bool { return c.Name == name }) {
-			t.Fatalf("known gap declared for unknown check %q", name)
-		}
-	}
-	for _, c := range BucketChecks() {
-		t.Run(c.Name, func(t *testing.T) {
-			o := runCheck(t.Context(), c, newBucket, opts.KnownGaps)
-			switch o.Result {
-			case Fail:
-				t.Fatal(o.Detail)
-			case KnownGap:
-				t.Skip("known gap: " + o.Detail)
-			}
-		})
-	}
 }
 
 // --- helpers ---

@@ -16,7 +16,7 @@ import (
 )
 
 // Deterministic reproductions of fault paths the store conformance suite
-// (conformance/store.go) exercises at random.
+// (conformance/storesuite/store.go) exercises at random.
 
 // faultKey is an artifact_revision key: a fixed root id and revision i.
 func faultKey(i byte) []byte {

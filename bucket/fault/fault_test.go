@@ -12,6 +12,7 @@ import (
 	"github.com/cairnstore/cairn/bucket/fault"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/conformance"
+	"github.com/cairnstore/cairn/conformance/conformancetest"
 )
 
 func TestConformance(t *testing.T) {
@@ -30,7 +31,7 @@ func TestConformance(t *testing.T) {
 	} {
 		for _, prefix := range []string{"", "some/prefix/"} {
 			t.Run(tc.name+"/prefix="+prefix, func(t *testing.T) {
-				conformance.TestBucket(t, func(context.Context) (bucket.Bucket, error) {
+				conformancetest.RunBucketSuite(t, func(context.Context) (bucket.Bucket, error) {
 					m, err := mem.New(mem.NewStore(), prefix)
 					if err != nil {
 						return nil, err

@@ -21,6 +21,7 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/file"
 	"github.com/cairnstore/cairn/conformance"
+	"github.com/cairnstore/cairn/conformance/conformancetest"
 )
 
 func newBucket(t *testing.T) (*file.Bucket, string) {
@@ -34,7 +35,7 @@ func newBucket(t *testing.T) (*file.Bucket, string) {
 }
 
 func TestConformanceRoot(t *testing.T) {
-	conformance.TestBucket(t, func(context.Context) (bucket.Bucket, error) {
+	conformancetest.RunBucketSuite(t, func(context.Context) (bucket.Bucket, error) {
 		return file.New(t.TempDir())
 	}, conformance.BucketOptions{})
 }
@@ -42,7 +43,7 @@ func TestConformanceRoot(t *testing.T) {
 // TestConformancePrefix opens each bucket through its URL, in a directory
 // that does not exist yet, and keeps the keys under a prefix.
 func TestConformancePrefix(t *testing.T) {
-	conformance.TestBucket(t, func(ctx context.Context) (bucket.Bucket, error) {
+	conformancetest.RunBucketSuite(t, func(ctx context.Context) (bucket.Bucket, error) {
 		b, err := bucket.Open(ctx, "file://"+filepath.Join(t.TempDir(), "not", "yet"))
 		if err != nil {
 			return nil, err

@@ -5,23 +5,24 @@
 //
 // The URL is
 //
-//	gs://BUCKET[/PREFIX][?endpoint=URL]
+//	gs://BUCKET[/PREFIX][?endpoint=URL[&emulator=fake-gcs-server]]
 //
-// endpoint (optional; any other query parameter is an error) points the
-// client at a GCS-compatible server such as fake-gcs-server, for example
-// http://127.0.0.1:4443. It is the server's root: the adapter adds
-// /storage/v1/ itself, sends no credentials and reads through the JSON API
-// (the Go client's default XML reads do not work against a custom
-// endpoint). Without an endpoint the client uses Application Default
-// Credentials, or the emulator named by STORAGE_EMULATOR_HOST as the Go
-// client does. Programs that build their own client use New.
+// endpoint (optional) points the client at a GCS-compatible server such as
+// fake-gcs-server, for example http://127.0.0.1:4443. It is the server's
+// root: the adapter adds /storage/v1/ itself, sends no credentials and
+// reads through the JSON API (the Go client's default XML reads do not
+// work against a custom endpoint). Without an endpoint the client uses
+// Application Default Credentials, or the emulator named by
+// STORAGE_EMULATOR_HOST as the Go client does. Programs that build their
+// own client use New.
 //
-// When an endpoint is given (or STORAGE_EMULATOR_HOST is set), Open sends
-// one GET to ENDPOINT/_internal/healthcheck. A 200 answer means the server
-// is fake-gcs-server, and the bucket is opened as with Options.FakeServer
-// (see Known gaps). Any other HTTP answer means a real GCS-compatible
-// server. If the endpoint cannot be reached at all, Open fails with
-// ErrUnavailable.
+// emulator (optional) declares what the server is, so that the bucket
+// takes its known gaps into account; the only value is fake-gcs-server,
+// which opens the bucket as with Options.FakeServer (see Known gaps). It
+// needs an endpoint or STORAGE_EMULATOR_HOST. The adapter never probes a
+// server to find out what it is: `cairn fake-gcs` and the test harness
+// print and use URLs that carry the parameter. Any other query parameter,
+// or another emulator, is an error. Open sends no request.
 //
 // # Versions are generations
 //
@@ -101,9 +102,12 @@
 //
 // fake-gcs-server (v1.56) ignores generation preconditions on delete: a
 // conditional delete there deletes whatever is stored. A bucket opened for
-// it (Options.FakeServer, or a URL whose endpoint answers the health
-// check) reports ConditionalDelete false with the known gap
+// it (Options.FakeServer, or a URL with emulator=fake-gcs-server)
+// reports ConditionalDelete false with the known gap
 // "conditional-delete", and Delete with IfVersion returns ErrUnsupported
-// without sending anything rather than deleting unconditionally. Against
-// real GCS there are no known gaps.
+// without sending anything rather than deleting unconditionally. A URL
+// that points at fake-gcs-server without declaring it opens a bucket that
+// trusts the fake's conditional deletes, and the conformance suite then
+// fails conditional-delete, as it should. Against real GCS there are no
+// known gaps.
 package gcs

@@ -15,6 +15,7 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/gcs"
 	"github.com/cairnstore/cairn/conformance/fakegcs"
+	"github.com/cairnstore/cairn/conformance/fakegcs/fakegcstest"
 )
 
 // forwardThen passes the first request of kind k to the server and then
@@ -57,7 +58,7 @@ var errReset = &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
 // ErrAmbiguous (never a false ErrPrecondition from a retry that finds its
 // own write) after exactly one request.
 func TestLostWriteIsAmbiguous(t *testing.T) {
-	srv := fakegcs.New(t)
+	srv := fakegcstest.New(t)
 	losses := map[string]func(*http.Request) (*http.Response, error){
 		"503": func(req *http.Request) (*http.Response, error) {
 			return answer(req, http.StatusServiceUnavailable), nil
@@ -106,7 +107,7 @@ func TestLostWriteIsAmbiguous(t *testing.T) {
 // TestLostDeleteIsAmbiguous: the same for deletes, conditional (on a bucket
 // that claims ConditionalDelete) and unconditional.
 func TestLostDeleteIsAmbiguous(t *testing.T) {
-	srv := fakegcs.New(t)
+	srv := fakegcstest.New(t)
 	for _, conditional := range []bool{false, true} {
 		name := map[bool]string{false: "lost-delete", true: "lost-cond-delete"}[conditional]
 		t.Run(name, func(t *testing.T) {
@@ -138,7 +139,7 @@ func TestLostDeleteIsAmbiguous(t *testing.T) {
 // TestInjectedAnswers checks the mapping of server answers to sentinels,
 // with the request answered by the test instead of the server.
 func TestInjectedAnswers(t *testing.T) {
-	srv := fakegcs.New(t)
+	srv := fakegcstest.New(t)
 	ctx := t.Context()
 	b, r := newRecorded(t, srv, "answers", "pre/", gcs.Options{ReadAttempts: 1})
 	a, err := b.Put(ctx, "k", []byte("kept"), bucket.Unconditional)
@@ -204,7 +205,7 @@ func TestInjectedAnswers(t *testing.T) {
 }
 
 func TestUnconditionalDeleteOfMissingIsNil(t *testing.T) {
-	srv := fakegcs.New(t)
+	srv := fakegcstest.New(t)
 	b, r := newRecorded(t, srv, "delete-missing", "", gcs.Options{})
 	r.setHook(instead("delete", 404))
 	if err := b.Delete(t.Context(), "gone", bucket.Unconditional); err != nil {
@@ -215,7 +216,7 @@ func TestUnconditionalDeleteOfMissingIsNil(t *testing.T) {
 // TestReadRetriesAreBounded: reads are retried by the client, but only
 // ReadAttempts times, and then surface as ErrUnavailable.
 func TestReadRetriesAreBounded(t *testing.T) {
-	srv := fakegcs.New(t)
+	srv := fakegcstest.New(t)
 	b, r := newRecorded(t, srv, "read-retries", "", gcs.Options{ReadAttempts: 3})
 	r.setHook(instead("stat", 503))
 	_, err := b.Stat(t.Context(), "k")
@@ -230,7 +231,7 @@ func TestReadRetriesAreBounded(t *testing.T) {
 // TestCorruptReadIsIntegrityError: a body damaged on the way does not
 // match the CRC32C the server sent.
 func TestCorruptReadIsIntegrityError(t *testing.T) {
-	srv := fakegcs.New(t)
+	srv := fakegcstest.New(t)
 	ctx := t.Context()
 	b, r := newRecorded(t, srv, "corrupt", "", gcs.Options{ReadAttempts: 1})
 	if _, err := b.Put(ctx, "k", []byte("precious bytes"), bucket.Unconditional); err != nil {
@@ -262,7 +263,7 @@ func TestCorruptReadIsIntegrityError(t *testing.T) {
 // TestCancelledWrite: a write under way when the caller gives up is
 // ErrAmbiguous and still context.Canceled (or DeadlineExceeded).
 func TestCancelledWrite(t *testing.T) {
-	srv := fakegcs.New(t)
+	srv := fakegcstest.New(t)
 	b, r := newRecorded(t, srv, "cancelled", "", gcs.Options{})
 	r.setHook(func(req *http.Request, forward func() (*http.Response, error)) (*http.Response, error) {
 		if kind(req) != "upload" {
@@ -313,7 +314,7 @@ func TestUnreachable(t *testing.T) {
 // handed out matches nothing, and nothing is sent. "0" matters most: as a
 // generation precondition it would mean "does not exist".
 func TestVersionsThatAreNotGenerations(t *testing.T) {
-	srv := fakegcs.New(t)
+	srv := fakegcstest.New(t)
 	ctx := t.Context()
 	b, r := newRecorded(t, srv, "versions", "", gcs.Options{})
 	a, err := b.Put(ctx, "k", []byte("x"), bucket.Unconditional)
@@ -341,7 +342,7 @@ func TestVersionsThatAreNotGenerations(t *testing.T) {
 // conditional delete without sending it, rather than deleting
 // unconditionally, and says why in its capabilities.
 func TestFakeRefusesConditionalDelete(t *testing.T) {
-	srv := fakegcs.New(t)
+	srv := fakegcstest.New(t)
 	ctx := t.Context()
 	b, r := newRecorded(t, srv, "fake-delete", "", gcs.Options{FakeServer: true})
 	caps := b.Capabilities()
@@ -367,7 +368,7 @@ func TestFakeRefusesConditionalDelete(t *testing.T) {
 // TestReadWithoutLastModified: if a server sends no Last-Modified with a
 // body, Get asks for the generation's metadata instead.
 func TestReadWithoutLastModified(t *testing.T) {
-	srv := fakegcs.New(t)
+	srv := fakegcstest.New(t)
 	ctx := t.Context()
 	b, r := newRecorded(t, srv, "no-last-modified", "", gcs.Options{})
 	p, err := b.Put(ctx, "k", []byte("x"), bucket.Unconditional)

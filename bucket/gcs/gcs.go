@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"strconv"
@@ -27,15 +26,20 @@ func init() {
 // stat or a list page when Options.ReadAttempts is zero.
 const DefaultReadAttempts = 3
 
+// EmulatorFakeGCSServer is the value of a URL's emulator parameter that
+// declares the server to be fake-gcs-server (see Options.FakeServer).
+const EmulatorFakeGCSServer = "fake-gcs-server"
+
 // fakeGap is the known gap of fake-gcs-server.
 const fakeGap = "fake-gcs-server v1.56 ignores generation preconditions on delete"
 
 // Options adjust a Bucket.
 type Options struct {
-	// FakeServer says the client talks to fake-gcs-server, which ignores
-	// generation preconditions on delete: the bucket then reports
+	// FakeServer declares that the client talks to fake-gcs-server, which
+	// ignores generation preconditions on delete: the bucket then reports
 	// ConditionalDelete false (with a known gap) and refuses conditional
-	// deletes with ErrUnsupported.
+	// deletes with ErrUnsupported. The adapter never detects the fake by
+	// itself; whoever starts it says so (in a URL, emulator=fake-gcs-server).
 	FakeServer bool
 
 	// ReadAttempts bounds the client's attempts at one read, stat or list
@@ -99,7 +103,7 @@ func New(client *storage.Client, name, prefix string, opts Options) (*Bucket, er
 }
 
 func open(ctx context.Context, u *url.URL) (bucket.Bucket, error) {
-	q, err := bucket.Query(u, "endpoint")
+	q, err := bucket.Query(u, "endpoint", "emulator")
 	if err != nil {
 		return nil, fmt.Errorf("gcs: %w", err)
 	}
@@ -111,31 +115,29 @@ func open(ctx context.Context, u *url.URL) (bucket.Bucket, error) {
 		return nil, fmt.Errorf("gcs: %w", err)
 	}
 	copts := []option.ClientOption{storage.WithJSONReads()}
-	probe := ""
-	if ep, ok := q["endpoint"]; ok {
+	ep, custom := q["endpoint"]
+	if custom {
 		root, err := endpointRoot(ep)
 		if err != nil {
 			return nil, err
 		}
 		copts = append(copts, option.WithEndpoint(root+"/storage/v1/"), option.WithoutAuthentication())
-		probe = root
-	} else if host := os.Getenv("STORAGE_EMULATOR_HOST"); host != "" {
-		if !strings.Contains(host, "://") {
-			host = "http://" + host
-		}
-		probe = strings.TrimRight(host, "/")
 	}
-	fake := false
-	if probe != "" {
-		if fake, err = isFakeServer(ctx, probe); err != nil {
-			return nil, err
+	var opts Options
+	if em, ok := q["emulator"]; ok {
+		if em != EmulatorFakeGCSServer {
+			return nil, fmt.Errorf("gcs: emulator %q: the only one known is %q", em, EmulatorFakeGCSServer)
 		}
+		if !custom && os.Getenv("STORAGE_EMULATOR_HOST") == "" {
+			return nil, errors.New("gcs: emulator without an endpoint or STORAGE_EMULATOR_HOST")
+		}
+		opts.FakeServer = true
 	}
 	client, err := storage.NewClient(ctx, copts...)
 	if err != nil {
 		return nil, fmt.Errorf("gcs: new client: %w", err)
 	}
-	b, err := New(client, u.Host, prefix, Options{FakeServer: fake})
+	b, err := New(client, u.Host, prefix, opts)
 	if err != nil {
 		client.Close()
 		return nil, err
@@ -155,24 +157,6 @@ func endpointRoot(ep string) (string, error) {
 		return "", fmt.Errorf("gcs: endpoint %q: want http(s)://HOST[:PORT][/PATH]", ep)
 	}
 	return strings.TrimRight(ep, "/"), nil
-}
-
-// isFakeServer asks root for fake-gcs-server's health check: 200 means it
-// is one. An unreachable server is an error wrapping ErrUnavailable.
-func isFakeServer(ctx context.Context, root string) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, root+"/_internal/healthcheck", nil)
-	if err != nil {
-		return false, fmt.Errorf("gcs: probe %s: %w", root, err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false, fmt.Errorf("gcs: probe %s: %w: %w", root, bucket.ErrUnavailable, err)
-	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK, nil
 }
 
 // key validates key and returns the object name it maps to; a done

@@ -12,7 +12,8 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/gcs"
 	"github.com/cairnstore/cairn/conformance"
-	"github.com/cairnstore/cairn/conformance/fakegcs"
+	"github.com/cairnstore/cairn/conformance/conformancetest"
+	"github.com/cairnstore/cairn/conformance/fakegcs/fakegcstest"
 )
 
 var prefixes = []string{"", "some/prefix/"}
@@ -21,11 +22,11 @@ var prefixes = []string{"", "some/prefix/"}
 // a fresh GCS bucket per check, at the bucket's root and under a prefix.
 // The fake's known gap (conditional delete) comes from Capabilities.
 func TestConformance(t *testing.T) {
-	srv := fakegcs.New(t)
+	srv := fakegcstest.New(t)
 	for _, prefix := range prefixes {
 		t.Run("prefix="+prefix, func(t *testing.T) {
-			conformance.TestBucket(t, func(ctx context.Context) (bucket.Bucket, error) {
-				return srv.NewBucket(ctx, prefix)
+			conformancetest.RunBucketSuite(t, func(ctx context.Context) (bucket.Bucket, error) {
+				return fakegcstest.NewBucket(ctx, srv, prefix)
 			}, conformance.BucketOptions{})
 		})
 	}
@@ -36,11 +37,11 @@ func TestConformance(t *testing.T) {
 // gcsSemantics, which honours delete preconditions and pages listings as
 // GCS does. No known gaps are declared or reported.
 func TestConformanceGCSPaths(t *testing.T) {
-	srv := fakegcs.New(t)
+	srv := fakegcstest.New(t)
 	var seq atomic.Int64
 	for _, prefix := range prefixes {
 		t.Run("prefix="+prefix, func(t *testing.T) {
-			conformance.TestBucket(t, func(ctx context.Context) (bucket.Bucket, error) {
+			conformancetest.RunBucketSuite(t, func(ctx context.Context) (bucket.Bucket, error) {
 				name := fmt.Sprintf("gcs-paths-%d", seq.Add(1))
 				if err := srv.CreateBucket(name); err != nil {
 					return nil, err
@@ -63,10 +64,11 @@ func TestConformanceGCSPaths(t *testing.T) {
 // one object, modification time and checksum included.
 func TestAttrsAgree(t *testing.T) {
 	ctx := t.Context()
-	b, err := fakegcs.New(t).NewBucket(ctx, "p/")
+	b, err := fakegcstest.NewBucket(ctx, fakegcstest.New(t), "p/")
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer b.Close()
 	body := []byte("some bytes")
 	p, err := b.Put(ctx, "k", body, bucket.IfAbsent())
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/gcs"
 	"github.com/cairnstore/cairn/bucket/mem"
-	"github.com/cairnstore/cairn/conformance/fakegcs"
+	"github.com/cairnstore/cairn/conformance/fakegcs/fakegcstest"
 )
 
 // pages lists every page of opts and renders them for comparison.
@@ -42,7 +42,7 @@ func pages(ctx context.Context, b bucket.Bucket, opts bucket.ListOptions) ([]str
 // folded prefixes, which the conformance suite does not reach.
 func TestListMatchesReference(t *testing.T) {
 	ctx := t.Context()
-	srv := fakegcs.New(t)
+	srv := fakegcstest.New(t)
 	r := rand.New(rand.NewPCG(7, 11))
 	alphabet := []string{"a", "b", "/", "é", "-"}
 	word := func(first bool) string {
@@ -60,10 +60,11 @@ func TestListMatchesReference(t *testing.T) {
 	for round := range 4 {
 		prefix := []string{"", "p/"}[round%2]
 		ref := mem.NewBucket()
-		fake, err := srv.NewBucket(ctx, prefix)
+		fake, err := fakegcstest.NewBucket(ctx, srv, prefix)
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer fake.Close()
 		name := fmt.Sprintf("list-gcs-%d", round)
 		if err := srv.CreateBucket(name); err != nil {
 			t.Fatal(err)
@@ -120,10 +121,11 @@ func TestListMatchesReference(t *testing.T) {
 }
 
 func TestListBadToken(t *testing.T) {
-	b, err := fakegcs.New(t).NewBucket(t.Context(), "")
+	b, err := fakegcstest.NewBucket(t.Context(), fakegcstest.New(t), "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer b.Close()
 	_, err = b.List(t.Context(), bucket.ListOptions{PageToken: "xyz"})
 	if err == nil {
 		t.Fatal("list with a token the adapter did not make succeeded")

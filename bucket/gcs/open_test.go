@@ -11,18 +11,22 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/bucket"
-	"github.com/cairnstore/cairn/conformance/fakegcs"
+	"github.com/cairnstore/cairn/conformance/fakegcs/fakegcstest"
 )
 
 func TestOpenRefusesBadURLs(t *testing.T) {
+	t.Setenv("STORAGE_EMULATOR_HOST", "")
 	for _, u := range []string{
-		"gs://b?region=x",                         // unknown parameter
-		"gs://b?endpoint=http://127.0.0.1:1&x=1",  // unknown beside a known one
-		"gs://b?endpoint=a&endpoint=b",            // given twice
-		"gs://b?endpoint=ftp://127.0.0.1:1",       // not http(s)
-		"gs://b?endpoint=127.0.0.1:4443",          // no scheme
-		"gs://b?endpoint=http://127.0.0.1:1/?x=1", // a query in the endpoint
-		"gs:///prefix",                            // no bucket
+		"gs://b?region=x",                                   // unknown parameter
+		"gs://b?endpoint=http://127.0.0.1:1&x=1",            // unknown beside a known one
+		"gs://b?endpoint=a&endpoint=b",                      // given twice
+		"gs://b?endpoint=ftp://127.0.0.1:1",                 // not http(s)
+		"gs://b?endpoint=127.0.0.1:4443",                    // no scheme
+		"gs://b?endpoint=http://127.0.0.1:1/?x=1",           // a query in the endpoint
+		"gs:///prefix",                                      // no bucket
+		"gs://b?endpoint=http://127.0.0.1:1&emulator=minio", // an unknown emulator
+		"gs://b?endpoint=http://127.0.0.1:1&emulator=fake-gcs-server&emulator=fake-gcs-server", // given twice
+		"gs://b?emulator=fake-gcs-server", // no endpoint, no STORAGE_EMULATOR_HOST
 	} {
 		b, err := bucket.Open(t.Context(), u)
 		if err == nil {
@@ -32,16 +36,19 @@ func TestOpenRefusesBadURLs(t *testing.T) {
 	}
 }
 
-// TestOpenProbesFakeServer: a URL whose endpoint answers fake-gcs-server's
-// health check opens a bucket with the fake's known gap; the bucket works.
-func TestOpenProbesFakeServer(t *testing.T) {
-	srv := fakegcs.New(t)
-	if err := srv.CreateBucket("probed"); err != nil {
+// TestOpenEmulatorParam: a URL that declares fake-gcs-server opens a
+// bucket with the fake's known gap; the bucket works.
+func TestOpenEmulatorParam(t *testing.T) {
+	srv := fakegcstest.New(t)
+	if err := srv.CreateBucket("declared"); err != nil {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
 	for _, prefix := range []string{"", "deep/er/"} {
-		u := srv.BucketURL("probed", prefix)
+		u := srv.BucketURL("declared", prefix)
+		if !strings.Contains(u, "emulator=fake-gcs-server") {
+			t.Fatalf("BucketURL %q does not declare the fake", u)
+		}
 		b, err := bucket.Open(ctx, u)
 		if err != nil {
 			t.Fatal(err)
@@ -54,6 +61,9 @@ func TestOpenProbesFakeServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if err := b.Delete(ctx, "k", bucket.IfVersion(a.Version)); !errors.Is(err, bucket.ErrUnsupported) {
+			t.Errorf("conditional delete on the declared fake: %v, want ErrUnsupported", err)
+		}
 		body, g, err := b.Get(ctx, "k")
 		if err != nil || string(body) != prefix || g.Version != a.Version || g.Key != "k" {
 			t.Fatalf("get: %q %+v %v", body, g, err)
@@ -63,7 +73,7 @@ func TestOpenProbesFakeServer(t *testing.T) {
 		}
 	}
 	// The prefix really is a prefix of object names.
-	objs, _, err := bucket.ListAll(ctx, mustOpen(t, srv.BucketURL("probed", "")), bucket.ListOptions{})
+	objs, _, err := bucket.ListAll(ctx, mustOpen(t, srv.BucketURL("declared", "")), bucket.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,10 +96,10 @@ func mustOpen(t *testing.T, u string) bucket.Bucket {
 	return b
 }
 
-// TestOpenProbesOtherServer: an endpoint that is not fake-gcs-server (its
-// health check is not a 200) opens a bucket with conditional delete and
-// no known gaps, after exactly one request: the probe.
-func TestOpenProbesOtherServer(t *testing.T) {
+// TestOpenSendsNothing: opening a URL with an endpoint sends no request,
+// and without the emulator parameter the bucket claims conditional delete
+// and no known gaps, whatever the server is.
+func TestOpenSendsNothing(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -99,22 +109,27 @@ func TestOpenProbesOtherServer(t *testing.T) {
 		http.NotFound(w, r)
 	}))
 	defer ts.Close()
-	b, err := bucket.Open(t.Context(), "gs://real/p/?endpoint="+url.QueryEscape(ts.URL))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	caps := b.Capabilities()
-	if !caps.ConditionalDelete || len(caps.KnownGaps) != 0 {
-		t.Errorf("capabilities %+v, want conditional delete and no gaps", caps)
+	srv := fakegcstest.New(t)
+	for _, ep := range []string{ts.URL, srv.URL()} {
+		b, err := bucket.Open(t.Context(), "gs://real/p/?endpoint="+url.QueryEscape(ep))
+		if err != nil {
+			t.Fatal(err)
+		}
+		caps := b.Capabilities()
+		if !caps.ConditionalDelete || len(caps.KnownGaps) != 0 {
+			t.Errorf("endpoint %s: capabilities %+v, want conditional delete and no gaps", ep, caps)
+		}
+		b.Close()
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(seen) != 1 || seen[0] != "GET /_internal/healthcheck" {
-		t.Errorf("requests at open: %q, want one health check", seen)
+	if len(seen) != 0 {
+		t.Errorf("requests at open: %q, want none", seen)
 	}
 }
 
+// TestOpenUnreachableEndpoint: an endpoint nobody listens on opens (Open
+// sends nothing), and the first read fails with ErrUnavailable.
 func TestOpenUnreachableEndpoint(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -122,26 +137,26 @@ func TestOpenUnreachableEndpoint(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	b, err := bucket.Open(t.Context(), "gs://b?endpoint=http://"+addr)
-	if !errors.Is(err, bucket.ErrUnavailable) {
-		if b != nil {
-			b.Close()
-		}
-		t.Fatalf("open with a closed endpoint: %v, want ErrUnavailable", err)
+	b := mustOpen(t, "gs://b?endpoint=http://"+addr)
+	if _, err := b.Stat(t.Context(), "k"); !errors.Is(err, bucket.ErrUnavailable) {
+		t.Fatalf("stat with a closed endpoint: %v, want ErrUnavailable", err)
 	}
 }
 
 // TestOpenEmulatorHost: without an endpoint, STORAGE_EMULATOR_HOST is
-// used (as the Go client does) and probed like an endpoint.
+// used (as the Go client does), and the emulator parameter declares it.
 func TestOpenEmulatorHost(t *testing.T) {
-	srv := fakegcs.New(t)
+	srv := fakegcstest.New(t)
 	if err := srv.CreateBucket("emulated"); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("STORAGE_EMULATOR_HOST", strings.TrimPrefix(srv.URL(), "http://"))
-	b := mustOpen(t, "gs://emulated/x/")
+	if mustOpen(t, "gs://emulated/y/").Capabilities().ConditionalDelete != true {
+		t.Error("an undeclared emulator host lost conditional delete")
+	}
+	b := mustOpen(t, "gs://emulated/x/?emulator=fake-gcs-server")
 	if b.Capabilities().ConditionalDelete {
-		t.Error("emulator host not probed as fake-gcs-server")
+		t.Error("emulator=fake-gcs-server with STORAGE_EMULATOR_HOST: conditional delete still claimed")
 	}
 	if _, err := b.Put(t.Context(), "k", []byte("v"), bucket.IfAbsent()); err != nil {
 		t.Fatal(err)

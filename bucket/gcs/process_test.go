@@ -19,6 +19,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/conformance"
+	"github.com/cairnstore/cairn/conformance/conformancetest"
 )
 
 // TestConformanceSeparateProcess builds the cairn binary, runs
@@ -82,7 +83,7 @@ func TestConformanceSeparateProcess(t *testing.T) {
 	var next atomic.Int64
 	for _, prefix := range prefixes {
 		t.Run("prefix="+prefix, func(t *testing.T) {
-			conformance.TestBucket(t, func(ctx context.Context) (bucket.Bucket, error) {
+			conformancetest.RunBucketSuite(t, func(ctx context.Context) (bucket.Bucket, error) {
 				i := int(next.Add(1)) - 1
 				if i >= len(lines) {
 					return nil, errors.New("more checks than buckets")
@@ -91,8 +92,8 @@ func TestConformanceSeparateProcess(t *testing.T) {
 				if err != nil {
 					return nil, err
 				}
-				if u.Scheme != "gs" || u.Query().Get("endpoint") == "" {
-					return nil, fmt.Errorf("printed URL %q is not gs://NAME?endpoint=…", lines[i])
+				if u.Scheme != "gs" || u.Query().Get("endpoint") == "" || u.Query().Get("emulator") != "fake-gcs-server" {
+					return nil, fmt.Errorf("printed URL %q is not gs://NAME?endpoint=…&emulator=fake-gcs-server", lines[i])
 				}
 				u.Path = "/" + prefix
 				return bucket.Open(ctx, u.String())

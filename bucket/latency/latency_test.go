@@ -13,6 +13,7 @@ import (
 	"github.com/cairnstore/cairn/bucket/latency"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/conformance"
+	"github.com/cairnstore/cairn/conformance/conformancetest"
 )
 
 func TestConformance(t *testing.T) {
@@ -26,7 +27,7 @@ func TestConformance(t *testing.T) {
 	} {
 		for _, prefix := range []string{"", "some/prefix/"} {
 			t.Run(tc.name+"/prefix="+prefix, func(t *testing.T) {
-				conformance.TestBucket(t, func(context.Context) (bucket.Bucket, error) {
+				conformancetest.RunBucketSuite(t, func(context.Context) (bucket.Bucket, error) {
 					m, err := mem.New(mem.NewStore(), prefix)
 					if err != nil {
 						return nil, err

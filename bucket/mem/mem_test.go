@@ -11,22 +11,23 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/conformance"
+	"github.com/cairnstore/cairn/conformance/conformancetest"
 )
 
 func TestConformanceRoot(t *testing.T) {
-	conformance.TestBucket(t, func(context.Context) (bucket.Bucket, error) {
+	conformancetest.RunBucketSuite(t, func(context.Context) (bucket.Bucket, error) {
 		return mem.NewBucket(), nil
 	}, conformance.BucketOptions{})
 }
 
 func TestConformancePrefix(t *testing.T) {
-	conformance.TestBucket(t, func(context.Context) (bucket.Bucket, error) {
+	conformancetest.RunBucketSuite(t, func(context.Context) (bucket.Bucket, error) {
 		return mem.New(mem.NewStore(), "some/prefix/")
 	}, conformance.BucketOptions{})
 }
 
 func TestConformanceWithPrefixWrapper(t *testing.T) {
-	conformance.TestBucket(t, func(context.Context) (bucket.Bucket, error) {
+	conformancetest.RunBucketSuite(t, func(context.Context) (bucket.Bucket, error) {
 		return bucket.WithPrefix(mem.NewBucket(), "wrapped/")
 	}, conformance.BucketOptions{})
 }

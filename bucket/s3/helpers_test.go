@@ -3,7 +3,6 @@ package s3_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"sync/atomic"
 	"testing"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/s3"
 	"github.com/cairnstore/cairn/conformance"
+	"github.com/cairnstore/cairn/conformance/conformancetest"
 )
 
 const (
@@ -70,12 +70,7 @@ func runConformance(t *testing.T, client *awss3.Client, gaps map[string]string) 
 			name = "prefix"
 		}
 		t.Run(name, func(t *testing.T) {
-			conformance.TestBucket(t, newBucketFunc(client, prefix, s3.Options{}), conformance.BucketOptions{KnownGaps: gaps})
+			conformancetest.RunBucketSuite(t, newBucketFunc(client, prefix, s3.Options{}), conformance.BucketOptions{KnownGaps: gaps})
 		})
 	}
 }
-
-// roundTripFunc adapts a function to http.RoundTripper.
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/bucket"
-	"github.com/cairnstore/cairn/conformance/fakegcs"
+	"github.com/cairnstore/cairn/conformance/fakegcs/fakegcstest"
 )
 
 func runCmd(t *testing.T, args ...string) (int, string, string) {
@@ -68,7 +68,7 @@ func TestConformanceReportsFailures(t *testing.T) {
 // URL, the fake's known gap is reported as a known gap and the command
 // exits 0.
 func TestConformanceAgainstFakeGCS(t *testing.T) {
-	srv := fakegcs.New(t)
+	srv := fakegcstest.New(t)
 	if err := srv.CreateBucket("conformance"); err != nil {
 		t.Fatal(err)
 	}

@@ -29,8 +29,10 @@ func runFakeGCS(ctx context.Context, e *env, args []string) int {
 	fs.Var(&buckets, "bucket", "create this bucket at start (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprintln(e.stderr, "usage: cairn fake-gcs [--addr HOST:PORT] [--dir PATH] [--bucket NAME]...")
-		fmt.Fprintln(e.stderr, "\nPrints one gs://NAME?endpoint=… URL per bucket (or the server's URL when no")
-		fmt.Fprintln(e.stderr, "bucket is given) and serves until interrupted. There is no authentication.")
+		fmt.Fprintln(e.stderr, "\nPrints one gs://NAME?endpoint=…&emulator=fake-gcs-server URL per bucket (or")
+		fmt.Fprintln(e.stderr, "the server's URL when no bucket is given) and serves until interrupted. The")
+		fmt.Fprintln(e.stderr, "emulator parameter tells cairn the server is the fake, which ignores")
+		fmt.Fprintln(e.stderr, "preconditions on delete. There is no authentication.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -39,6 +41,9 @@ func runFakeGCS(ctx context.Context, e *env, args []string) int {
 	if fs.NArg() != 0 {
 		fs.Usage()
 		return 2
+	}
+	if len(buckets) == 0 {
+		fmt.Fprintln(e.stderr, "cairn fake-gcs: no --bucket: open buckets you create as gs://NAME?endpoint=URL&emulator=fake-gcs-server")
 	}
 	opts := fakegcs.Options{Addr: *addr, Dir: *dir}
 	if err := fakegcs.Serve(ctx, opts, buckets, e.stdout); err != nil {

@@ -35,9 +35,15 @@ func TestFakeGCS(t *testing.T) {
 		t.Fatalf("printed %q (stderr %q)", urls, stderr.String())
 	}
 	for _, u := range urls {
+		if !strings.HasSuffix(u, "&emulator=fake-gcs-server") {
+			t.Fatalf("printed %q, which does not declare the fake", u)
+		}
 		b, err := bucket.Open(ctx, u)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if b.Capabilities().ConditionalDelete {
+			t.Errorf("%s: the fake claims conditional delete", u)
 		}
 		a, err := b.Put(ctx, "k", []byte(u), bucket.IfAbsent())
 		if err != nil {

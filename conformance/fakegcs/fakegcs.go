@@ -4,15 +4,20 @@
 //
 // Start serves the fake's HTTP API in-process on 127.0.0.1 (plain http, no
 // authentication), keeping objects in memory or, with Options.Dir, in a
-// directory. Bucket returns a ready cairn bucket (bucket/gcs) over it;
-// BucketURL returns the gs:// URL any program can open with bucket.Open.
-// New does the same for a test and stops the server when the test ends.
+// directory. BucketURL returns the gs:// URL any program opens the bucket
+// with through bucket.Open (bucket/gcs), carrying emulator=fake-gcs-server
+// so that the adapter knows the fake's gaps. Serve runs a fake until its
+// context ends. Package fakegcstest starts one for a test and opens
+// buckets on it.
+//
+// The package imports neither the GCS client nor package testing: only
+// bucket/gcs talks to the server, by URL.
 //
 // # What the fake does not do
 //
 // The fake ignores generation preconditions on delete and read and every
-// metageneration precondition; buckets from this package report that
-// through their Capabilities (see bucket/gcs). It pages listings
+// metageneration precondition; buckets opened through BucketURL report
+// that through their Capabilities (see bucket/gcs). It pages listings
 // differently from GCS; bucket/gcs pages by itself. With Options.Dir, an
 // object's name is a path under the bucket's directory, so a key cannot
 // also be a "directory" of another key ("a" beside "a/b"), and very long
@@ -20,12 +25,12 @@
 // backend for conformance runs.
 //
 // Clients must read through the JSON API: the Go client's default XML
-// reads address the bucket by host name and miss. Client returns a
-// properly built client; bucket/gcs builds one itself for URLs with an
-// endpoint. The server also answers XML reads addressed to its own
-// host:port (its public host), for other tools. The fake writes the
-// Last-Modified header of a read in local time labelled GMT; the server
-// corrects it to UTC, so reads agree with metadata in every time zone.
+// reads address the bucket by host name and miss. bucket/gcs builds such
+// a client for URLs with an endpoint. The server also answers XML reads
+// addressed to its own host:port (its public host), for other tools. The
+// fake writes the Last-Modified header of a read in local time labelled
+// GMT; the server corrects it to UTC, so reads agree with metadata in
+// every time zone.
 package fakegcs
 
 import (
@@ -38,14 +43,9 @@ import (
 	"net/url"
 	"regexp"
 	"sync/atomic"
-	"testing"
 	"time"
 
-	"cloud.google.com/go/storage"
-	"github.com/cairnstore/cairn/bucket"
-	"github.com/cairnstore/cairn/bucket/gcs"
 	"github.com/fsouza/fake-gcs-server/fakestorage"
-	"google.golang.org/api/option"
 )
 
 // Options configure a Server.
@@ -67,8 +67,6 @@ type Server struct {
 	hs     *http.Server
 	served chan error
 	url    string
-	client *storage.Client
-	seq    atomic.Uint64
 	closed atomic.Bool
 }
 
@@ -99,39 +97,14 @@ func Start(opts Options) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("fakegcs: %w", err)
 	}
-	client, err := storage.NewClient(context.Background(),
-		option.WithEndpoint(root+"/storage/v1/"),
-		option.WithoutAuthentication(),
-		storage.WithJSONReads())
-	if err != nil {
-		ln.Close()
-		fake.Stop()
-		return nil, fmt.Errorf("fakegcs: client: %w", err)
-	}
 	s := &Server{
 		fake:   fake,
 		hs:     &http.Server{Handler: utcLastModified(fake.HTTPHandler()), ReadHeaderTimeout: 30 * time.Second},
 		served: make(chan error, 1),
 		url:    root,
-		client: client,
 	}
 	go func() { s.served <- s.hs.Serve(ln) }()
 	return s, nil
-}
-
-// New starts a fake in memory for a test and stops it when the test ends.
-func New(t testing.TB) *Server {
-	t.Helper()
-	s, err := Start(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("fakegcs: close: %v", err)
-		}
-	})
-	return s
 }
 
 func loopback(addr string) error {
@@ -148,10 +121,6 @@ func loopback(addr string) error {
 // URL returns the server's root URL, http://127.0.0.1:PORT: the endpoint
 // of gs:// URLs and, with /storage/v1/ appended, of a Go client.
 func (s *Server) URL() string { return s.url }
-
-// Client returns the server's own client (JSON reads, no credentials). It
-// is closed by Close.
-func (s *Server) Client() *storage.Client { return s.client }
 
 // bucketName is GCS's rule for names without dots.
 var bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{1,61}[a-z0-9]$`)
@@ -173,39 +142,28 @@ func (s *Server) CreateBucket(name string) (err error) {
 	return nil
 }
 
-// Bucket creates the bucket name unless it exists and returns a cairn
-// bucket over it that keeps its keys under prefix ("" or ending in "/").
-// The bucket knows it talks to the fake (gcs.Options.FakeServer).
-func (s *Server) Bucket(ctx context.Context, name, prefix string) (bucket.Bucket, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := s.CreateBucket(name); err != nil {
-		return nil, err
-	}
-	return gcs.New(s.client, name, prefix, gcs.Options{FakeServer: true})
-}
-
-// NewBucket creates a bucket with a fresh name and returns a cairn bucket
-// over it, under prefix: an empty bucket for each test or check.
-func (s *Server) NewBucket(ctx context.Context, prefix string) (bucket.Bucket, error) {
-	return s.Bucket(ctx, fmt.Sprintf("cairn-%d", s.seq.Add(1)), prefix)
-}
-
 // BucketURL returns the URL that opens the bucket name (under prefix)
-// with bucket.Open: gs://NAME/PREFIX?endpoint=http://127.0.0.1:PORT. It
-// does not create the bucket.
+// with bucket.Open:
+//
+//	gs://NAME/PREFIX?endpoint=http://127.0.0.1:PORT&emulator=fake-gcs-server
+//
+// The emulator parameter declares the fake to bucket/gcs, which then
+// refuses conditional deletes and reports the fake's known gap. It does
+// not create the bucket.
 func (s *Server) BucketURL(name, prefix string) string {
 	u := url.URL{Scheme: "gs", Host: name, Path: "/" + prefix}
 	if prefix == "" {
 		u.Path = ""
 	}
 	// The endpoint (http://127.0.0.1:PORT) needs no escaping in a query.
-	return u.String() + "?endpoint=" + s.url
+	return u.String() + "?endpoint=" + s.url + "&emulator=" + emulator
 }
 
-// Close stops the server and closes its client. It is safe to call more
-// than once.
+// emulator is the value of the emulator parameter of bucket/gcs's URLs
+// that names this fake (gcs.EmulatorFakeGCSServer).
+const emulator = "fake-gcs-server"
+
+// Close stops the server. It is safe to call more than once.
 func (s *Server) Close() error {
 	if s.closed.Swap(true) {
 		return nil
@@ -225,7 +183,7 @@ func (s *Server) Close() error {
 		err = errors.Join(err, serr)
 	}
 	s.fake.Stop()
-	return errors.Join(err, s.client.Close())
+	return err
 }
 
 // utcLastModified corrects the fake's Last-Modified header, which it

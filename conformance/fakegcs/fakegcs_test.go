@@ -3,6 +3,7 @@ package fakegcs_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net/url"
 	"path/filepath"
@@ -13,18 +14,20 @@ import (
 	"cloud.google.com/go/storage"
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/conformance/fakegcs"
+	"github.com/cairnstore/cairn/conformance/fakegcs/fakegcstest"
 )
 
 func TestBucketAndURL(t *testing.T) {
 	ctx := t.Context()
-	srv := fakegcs.New(t)
+	srv := fakegcstest.New(t)
 	if !strings.HasPrefix(srv.URL(), "http://127.0.0.1:") {
 		t.Fatalf("URL %q, want http://127.0.0.1:PORT", srv.URL())
 	}
-	b, err := srv.Bucket(ctx, "shared", "in/")
+	b, err := fakegcstest.OpenBucket(ctx, srv, "shared", "in/")
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer b.Close()
 	a, err := b.Put(ctx, "k", []byte("v"), bucket.IfAbsent())
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +38,7 @@ func TestBucketAndURL(t *testing.T) {
 
 	u := srv.BucketURL("shared", "in/")
 	pu, err := url.Parse(u)
-	if err != nil || pu.Scheme != "gs" || pu.Host != "shared" || pu.Path != "/in/" || pu.Query().Get("endpoint") != srv.URL() {
+	if err != nil || pu.Scheme != "gs" || pu.Host != "shared" || pu.Path != "/in/" || pu.Query().Get("endpoint") != srv.URL() || pu.Query().Get("emulator") != "fake-gcs-server" {
 		t.Fatalf("BucketURL = %q (%v)", u, err)
 	}
 	ob, err := bucket.Open(ctx, u)
@@ -43,6 +46,9 @@ func TestBucketAndURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ob.Close()
+	if caps := ob.Capabilities(); caps.ConditionalDelete || caps.KnownGaps["conditional-delete"] == "" {
+		t.Errorf("bucket opened by BucketURL: capabilities %+v, want the fake's gap", caps)
+	}
 	body, g, err := ob.Get(ctx, "k")
 	if err != nil || string(body) != "v" || g.Version != a.Version {
 		t.Fatalf("get through the URL: %q %+v %v", body, g, err)
@@ -52,14 +58,16 @@ func TestBucketAndURL(t *testing.T) {
 	}
 
 	// Fresh buckets are empty and distinct.
-	f1, err := srv.NewBucket(ctx, "")
+	f1, err := fakegcstest.NewBucket(ctx, srv, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f2, err := srv.NewBucket(ctx, "")
+	defer f1.Close()
+	f2, err := fakegcstest.NewBucket(ctx, srv, "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer f2.Close()
 	if _, err := f1.Put(ctx, "only-in-f1", nil, bucket.IfAbsent()); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +96,7 @@ func TestAddressMustBeLoopback(t *testing.T) {
 }
 
 func TestBadBucketName(t *testing.T) {
-	srv := fakegcs.New(t)
+	srv := fakegcstest.New(t)
 	for _, name := range []string{"", "ab", "Upper", "with/slash", "-dash", strings.Repeat("x", 64)} {
 		if err := srv.CreateBucket(name); err == nil {
 			t.Errorf("create bucket %q succeeded", name)
@@ -104,10 +112,11 @@ func TestDirPersists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b1, err := s1.Bucket(ctx, "kept", "")
+	b1, err := fakegcstest.OpenBucket(ctx, s1, "kept", "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer b1.Close()
 	a, err := b1.Put(ctx, "dir/obj", []byte("durable"), bucket.IfAbsent())
 	if err != nil {
 		t.Fatal(err)
@@ -120,10 +129,11 @@ func TestDirPersists(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	b2, err := s2.Bucket(ctx, "kept", "")
+	b2, err := fakegcstest.OpenBucket(ctx, s2, "kept", "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer b2.Close()
 	body, g, err := b2.Get(ctx, "dir/obj")
 	if err != nil || string(body) != "durable" || g.Version != a.Version {
 		t.Fatalf("after restart: %q %+v %v, want the same object and version %s", body, g, err, a.Version)
@@ -135,7 +145,7 @@ func TestDirPersists(t *testing.T) {
 // programs) work too.
 func TestXMLReads(t *testing.T) {
 	ctx := t.Context()
-	srv := fakegcs.New(t)
+	srv := fakegcstest.New(t)
 	if err := srv.CreateBucket("xml"); err != nil {
 		t.Fatal(err)
 	}
@@ -203,8 +213,13 @@ func TestServe(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve did not return after cancel")
 	}
-	if _, err := bucket.Open(t.Context(), lines[0]); err == nil {
-		t.Fatal("server still answers after Serve returned")
+	b, err := bucket.Open(t.Context(), lines[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.Stat(t.Context(), "k"); !errors.Is(err, bucket.ErrUnavailable) {
+		t.Fatalf("stat after Serve returned: %v, want ErrUnavailable", err)
 	}
 }
 

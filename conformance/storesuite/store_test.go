@@ -1,4 +1,4 @@
-package conformance_test
+package storesuite_test
 
 import (
 	"context"
@@ -18,22 +18,23 @@ import (
 	"github.com/cairnstore/cairn/bucket/file"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/bucket/s3"
-	"github.com/cairnstore/cairn/conformance"
-	"github.com/cairnstore/cairn/conformance/fakegcs"
+	"github.com/cairnstore/cairn/conformance/conformancetest"
+	"github.com/cairnstore/cairn/conformance/fakegcs/fakegcstest"
+	"github.com/cairnstore/cairn/conformance/storesuite"
 	"github.com/cairnstore/cairn/head"
 )
 
 // TestStoreMem runs every scenario over bucket/mem, the replicas sharing
 // one bucket value.
 func TestStoreMem(t *testing.T) {
-	conformance.TestStore(t, func(*testing.T) bucket.Bucket { return mem.NewBucket() }, conformance.StoreOptions{})
+	conformancetest.RunStoreSuite(t, func(*testing.T) bucket.Bucket { return mem.NewBucket() }, storesuite.Options{})
 }
 
 // TestStoreMemPrefix runs the mixed scenario with the shard under a
 // bucket prefix, each replica holding its own view of one memory store.
 func TestStoreMemPrefix(t *testing.T) {
 	stores := map[bucket.Bucket]*mem.Store{}
-	conformance.TestStore(t, func(t *testing.T) bucket.Bucket {
+	conformancetest.RunStoreSuite(t, func(t *testing.T) bucket.Bucket {
 		st := mem.NewStore()
 		b, err := mem.New(st, "some/prefix/")
 		if err != nil {
@@ -41,7 +42,7 @@ func TestStoreMemPrefix(t *testing.T) {
 		}
 		stores[b] = st
 		return b
-	}, conformance.StoreOptions{
+	}, storesuite.Options{
 		Scenarios: []string{"mixed"},
 		Replica: func(shared bucket.Bucket, _ int) (bucket.Bucket, error) {
 			return mem.New(stores[shared], "some/prefix/")
@@ -52,8 +53,8 @@ func TestStoreMemPrefix(t *testing.T) {
 // TestStoreMemNoGroupCommit runs the mixed scenario with every command
 // committing on its own, in its caller's goroutine.
 func TestStoreMemNoGroupCommit(t *testing.T) {
-	conformance.TestStore(t, func(*testing.T) bucket.Bucket { return mem.NewBucket() },
-		conformance.StoreOptions{Scenarios: []string{"mixed"}, Ops: 25, Head: head.Options{NoGroupCommit: true}})
+	conformancetest.RunStoreSuite(t, func(*testing.T) bucket.Bucket { return mem.NewBucket() },
+		storesuite.Options{Scenarios: []string{"mixed"}, Ops: 25, Head: head.Options{NoGroupCommit: true}})
 }
 
 // TestStoreFile runs every scenario over bucket/file, each replica opening
@@ -61,7 +62,7 @@ func TestStoreMemNoGroupCommit(t *testing.T) {
 // the file locks, as between processes.
 func TestStoreFile(t *testing.T) {
 	dirs := map[bucket.Bucket]string{}
-	conformance.TestStore(t, func(t *testing.T) bucket.Bucket {
+	conformancetest.RunStoreSuite(t, func(t *testing.T) bucket.Bucket {
 		dir := t.TempDir()
 		b, err := file.New(dir)
 		if err != nil {
@@ -70,7 +71,7 @@ func TestStoreFile(t *testing.T) {
 		t.Cleanup(func() { b.Close() })
 		dirs[b] = dir
 		return b
-	}, conformance.StoreOptions{
+	}, storesuite.Options{
 		Ops: 12,
 		Replica: func(shared bucket.Bucket, _ int) (bucket.Bucket, error) {
 			return file.New(dirs[shared])
@@ -128,20 +129,20 @@ func TestStoreSuiteCatchesBrokenStores(t *testing.T) {
 	cases := []struct {
 		name   string
 		bucket func(seed uint64) bucket.Bucket
-		caught func(r *conformance.StoreReport) bool
+		caught func(r *storesuite.Report) bool
 	}{
 		{"unconditional head put", func(uint64) bucket.Bucket { return unconditionalHead{mem.NewBucket()} },
-			func(r *conformance.StoreReport) bool { return r.LostAcks > 0 || r.Violations > 0 }},
+			func(r *storesuite.Report) bool { return r.LostAcks > 0 || r.Violations > 0 }},
 		{"stale head reads", func(seed uint64) bucket.Bucket {
 			return &staleHead{Bucket: mem.NewBucket(), rng: rand.New(rand.NewPCG(seed, 7))}
-		}, func(r *conformance.StoreReport) bool { return r.Violations > 0 }},
+		}, func(r *storesuite.Report) bool { return r.Violations > 0 }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			caught := 0
 			const seeds = 3
 			for seed := uint64(1); seed <= seeds; seed++ {
-				r, err := conformance.RunStore(t.Context(), c.bucket(seed), "no-faults", conformance.StoreOptions{
+				r, err := storesuite.Run(t.Context(), c.bucket(seed), "no-faults", storesuite.Options{
 					Seed: seed, Ops: 30, CheckTimeout: 10 * time.Second,
 				})
 				if err != nil {
@@ -163,19 +164,19 @@ func TestStoreSuiteCatchesBrokenStores(t *testing.T) {
 // remoteStoreOptions sizes the suite for stores reached over HTTP, where
 // every request costs about a millisecond (several under the race
 // detector) and Check reads the whole graph after each commit.
-var remoteStoreOptions = conformance.StoreOptions{Ops: 6, Keys: 2}
+var remoteStoreOptions = storesuite.Options{Ops: 6, Keys: 2}
 
 // TestStoreFakeGCS runs the suite against bucket/gcs over an in-process
 // fake-gcs-server.
 func TestStoreFakeGCS(t *testing.T) {
-	srv := fakegcs.New(t)
+	srv := fakegcstest.New(t)
 	opts := remoteStoreOptions
 	// Every scenario costs several seconds on the fake under the race
 	// detector; the mixed one injects what these inject.
 	const mixed = "covered by the mixed scenario; alone it costs seconds more on the fake under the race detector"
 	opts.Skip = map[string]string{"lost-cas-response": mixed, "throttling": mixed, "transient-5xx": mixed}
-	conformance.TestStore(t, func(t *testing.T) bucket.Bucket {
-		b, err := srv.NewBucket(t.Context(), "")
+	conformancetest.RunStoreSuite(t, func(t *testing.T) bucket.Bucket {
+		b, err := fakegcstest.NewBucket(t.Context(), srv, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -208,7 +209,7 @@ func TestStoreS3(t *testing.T) {
 	})
 	prefix := fmt.Sprintf("cairn-store-%d", time.Now().UnixNano())
 	var n int
-	conformance.TestStore(t, func(t *testing.T) bucket.Bucket {
+	conformancetest.RunStoreSuite(t, func(t *testing.T) bucket.Bucket {
 		n++
 		name := fmt.Sprintf("%s-%d", prefix, n)
 		if _, err := client.CreateBucket(t.Context(), &awss3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {

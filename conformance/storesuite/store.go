@@ -1,4 +1,4 @@
-package conformance
+package storesuite
 
 // The store suite: several head.Store replicas, each with its own cache and
 // its own fault injector, serve one shard of one shared bucket while
@@ -43,17 +43,16 @@ package conformance
 //
 // # Scenarios
 //
-// See StoreScenarios. Every scenario runs with Options.Check on, small
+// See Scenarios. Every scenario runs with head.Options.Check on, small
 // backoffs (a few milliseconds), and a seed that decides the clients'
 // choices and the probabilistic faults; a failing run reproduces its
 // faults and choices (not its goroutine schedule) with the same seed, set
-// through StoreOptions.Seed or the environment variable CAIRN_STORE_SEED.
+// through Options.Seed or the environment variable CAIRN_STORE_SEED.
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -63,7 +62,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -74,18 +72,18 @@ import (
 	"github.com/cairnstore/cairn/shards"
 )
 
-// StoreSeedEnv names the environment variable that overrides the store
+// SeedEnv names the environment variable that overrides the store
 // suite's seed.
-const StoreSeedEnv = "CAIRN_STORE_SEED"
+const SeedEnv = "CAIRN_STORE_SEED"
 
-// StoreVizEnv names an environment variable holding a directory: when a
+// VizEnv names an environment variable holding a directory: when a
 // key's history is not linearizable, porcupine's HTML visualization of it
 // is written there.
-const StoreVizEnv = "CAIRN_STORE_VIZ"
+const VizEnv = "CAIRN_STORE_VIZ"
 
-// StoreOptions size the store suite and adjust it to a backend. Zero
+// Options size the store suite and adjust it to a backend. Zero
 // fields take the defaults in brackets.
-type StoreOptions struct {
+type Options struct {
 	Replicas int // head.Store instances over the shared bucket [3]
 	Clients  int // client goroutines per replica [3]
 	Ops      int // operations per client [40]
@@ -96,10 +94,13 @@ type StoreOptions struct {
 	// reported either way. CAIRN_STORE_SEED, when set, overrides Seed.
 	Seed uint64
 
-	// Scenarios restricts TestStore to these scenarios (nil: all).
+	// Scenarios restricts a run of the whole suite (such as
+	// conformancetest.RunStoreSuite) to these scenarios (nil: all). Run
+	// ignores it.
 	Scenarios []string
-	// Skip maps a scenario to why this backend does not run it; TestStore
-	// reports it with t.Skip and the reason.
+	// Skip maps a scenario to why this backend does not run it; a run of
+	// the whole suite reports it as skipped with the reason. Run ignores
+	// it.
 	Skip map[string]string
 
 	// OpTimeout bounds one attempt of one operation [10s].
@@ -122,7 +123,7 @@ type StoreOptions struct {
 	Head head.Options
 }
 
-func (o *StoreOptions) fill() {
+func (o *Options) fill() {
 	def := func(p *int, v int) {
 		if *p <= 0 {
 			*p = v
@@ -155,13 +156,13 @@ func (o *StoreOptions) fill() {
 	h.Check = true
 }
 
-// StoreSeed returns the seed a run uses: CAIRN_STORE_SEED if set, else
+// Seed returns the seed a run uses: CAIRN_STORE_SEED if set, else
 // seed if non-zero, else one from the clock.
-func StoreSeed(seed uint64) (uint64, error) {
-	if s := os.Getenv(StoreSeedEnv); s != "" {
+func Seed(seed uint64) (uint64, error) {
+	if s := os.Getenv(SeedEnv); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("conformance: %s=%q: %w", StoreSeedEnv, s, err)
+			return 0, fmt.Errorf("conformance: %s=%q: %w", SeedEnv, s, err)
 		}
 		return v, nil
 	}
@@ -301,8 +302,8 @@ func storeScenarioList() []storeScenario {
 	}
 }
 
-// StoreScenarios returns the names of the store suite's scenarios, in the
-// order TestStore runs them:
+// Scenarios returns the names of the store suite's scenarios, in the
+// order the suite runs them:
 //
 //   - no-faults: no faults.
 //   - lost-cas-response: fault.LoseResponse on conditional puts of the head.
@@ -320,7 +321,7 @@ func storeScenarioList() []storeScenario {
 //     landed; its clients retry the same request, often on another replica.
 //   - mixed: all of the above at lower rates, and calls delayed at random
 //     by up to two milliseconds.
-func StoreScenarios() []string {
+func Scenarios() []string {
 	var names []string
 	for _, s := range storeScenarioList() {
 		names = append(names, s.name)
@@ -328,8 +329,8 @@ func StoreScenarios() []string {
 	return names
 }
 
-// StoreReport is what one scenario observed.
-type StoreReport struct {
+// Report is what one scenario observed.
+type Report struct {
 	Scenario string
 	Seed     uint64
 	Replicas int
@@ -374,7 +375,7 @@ type StoreReport struct {
 }
 
 // Problems lists why the scenario failed; empty means it passed.
-func (r *StoreReport) Problems() []string {
+func (r *Report) Problems() []string {
 	var p []string
 	add := func(n int, what string) {
 		if n != 0 {
@@ -410,7 +411,7 @@ func storeCounts[V int | int64](m map[string]V) string {
 }
 
 // String is the scenario's one-line summary.
-func (r *StoreReport) String() string {
+func (r *Report) String() string {
 	return fmt.Sprintf("store %s: seed=%d ops=%d (appends=%d bare=%d unknown=%d/%d applied failed=%d reads=%d failed_reads=%d) replicas=%d clients=%d "+
 		"faults=[%s] violations=%d undecided=%d lost_acks=%d duplicates=%d commits=%d cas_conflicts=%d retries=%d replays=%d crashes=%d "+
 		"client_errors=[%s] elapsed=%s",
@@ -419,62 +420,11 @@ func (r *StoreReport) String() string {
 		storeCounts(r.Errors), r.Elapsed.Round(time.Millisecond))
 }
 
-// TestStore runs the store suite's scenarios as subtests of t. newBucket
-// returns a fresh, empty bucket for each scenario; every replica reaches
-// it through its own fault injector. Each subtest logs its summary line
-// and fails on any of the report's Problems.
-func TestStore(t *testing.T, newBucket func(t *testing.T) bucket.Bucket, opts StoreOptions) {
-	t.Helper()
-	names := StoreScenarios()
-	for _, n := range opts.Scenarios {
-		if !slices.Contains(names, n) {
-			t.Fatalf("conformance: unknown store scenario %q (have %v)", n, names)
-		}
-	}
-	for n := range opts.Skip {
-		if !slices.Contains(names, n) {
-			t.Fatalf("conformance: skip of unknown store scenario %q (have %v)", n, names)
-		}
-	}
-	seed, err := StoreSeed(opts.Seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.Seed = seed
-	t.Logf("store suite seed %d (%s=%d repeats it)", seed, StoreSeedEnv, seed)
-	for _, name := range names {
-		if opts.Scenarios != nil && !slices.Contains(opts.Scenarios, name) {
-			continue
-		}
-		t.Run(name, func(t *testing.T) {
-			if reason, ok := opts.Skip[name]; ok {
-				t.Skip(reason)
-			}
-			b := newBucket(t)
-			rep, err := RunStore(t.Context(), b, name, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Log(rep.String())
-			for _, class := range slices.Sorted(maps.Keys(rep.ErrorSamples)) {
-				t.Logf("first %s error: %s", class, rep.ErrorSamples[class])
-			}
-			for _, d := range rep.Details {
-				t.Log(d)
-			}
-			if p := rep.Problems(); len(p) > 0 {
-				t.Errorf("store %s failed (seed %d; %s=%d repeats it):\n  %s",
-					name, rep.Seed, StoreSeedEnv, rep.Seed, strings.Join(p, "\n  "))
-			}
-		})
-	}
-}
-
-// RunStore runs one scenario over shared, which must hold nothing of the
+// Run runs one scenario over shared, which must hold nothing of the
 // shard the run creates (a fresh bucket is simplest), and reports what it
 // observed. It returns an error only when the scenario could not run; a
 // misbehaving store shows in the report's Problems.
-func RunStore(ctx context.Context, shared bucket.Bucket, scenario string, opts StoreOptions) (*StoreReport, error) {
+func Run(ctx context.Context, shared bucket.Bucket, scenario string, opts Options) (*Report, error) {
 	opts.fill()
 	var sc storeScenario
 	for _, s := range storeScenarioList() {
@@ -488,7 +438,7 @@ func RunStore(ctx context.Context, shared bucket.Bucket, scenario string, opts S
 	if opts.Keys > 256 {
 		return nil, fmt.Errorf("conformance: %d keys, at most 256", opts.Keys)
 	}
-	seed, err := StoreSeed(opts.Seed)
+	seed, err := Seed(opts.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -506,7 +456,7 @@ func RunStore(ctx context.Context, shared bucket.Bucket, scenario string, opts S
 		keyRoot: [16]byte{0xca, 0x12, 0x0e},
 	}
 	r.layout = shards.NewLayout(storeSchema().Families, r.id)
-	r.rep = &StoreReport{Scenario: scenario, Seed: seed, Replicas: opts.Replicas, Clients: opts.Replicas * opts.Clients,
+	r.rep = &Report{Scenario: scenario, Seed: seed, Replicas: opts.Replicas, Clients: opts.Replicas * opts.Clients,
 		Faults: map[string]int64{}, ErrorSamples: map[string]string{}}
 	for i := range opts.Keys {
 		k := make([]byte, 32)
@@ -555,7 +505,7 @@ var storeSchema = sync.OnceValue(func() head.Schema {
 
 // storeRun is one scenario's run.
 type storeRun struct {
-	opts     StoreOptions
+	opts     Options
 	sc       storeScenario
 	shared   bucket.Bucket
 	id       shards.ShardID
@@ -581,7 +531,7 @@ type storeRun struct {
 	failed  map[string]int // appends known to have failed → key
 	errs    map[string]int
 	final   [][]string // each key's final list
-	rep     *StoreReport
+	rep     *Report
 }
 
 // storeReplica is one process serving the shard: a store over its own
@@ -591,7 +541,7 @@ type storeReplica struct {
 	run   *storeRun
 	head  string // the head's key
 	seed  uint64
-	own   bucket.Bucket // the replica's own client, from StoreOptions.Replica
+	own   bucket.Bucket // the replica's own client, from Options.Replica
 	cas   *storeCASCounter
 	fence *storeFence
 
@@ -1107,7 +1057,7 @@ func (r *storeRun) check() {
 			rep.Details = append(rep.Details, fmt.Sprintf("key %d: linearizability undecided after %v (%d operations):", k, r.opts.CheckTimeout, len(ops)))
 		}
 		rep.Details = append(rep.Details, storeDescribeHistory(ops, 60)...)
-		if dir := os.Getenv(StoreVizEnv); dir != "" && res == porcupine.Illegal {
+		if dir := os.Getenv(VizEnv); dir != "" && res == porcupine.Illegal {
 			path := filepath.Join(dir, fmt.Sprintf("store-%s-%d-key%d.html", rep.Scenario, rep.Seed, k))
 			if err := porcupine.VisualizePath(model, info, path); err != nil {
 				rep.Details = append(rep.Details, "visualization: "+err.Error())

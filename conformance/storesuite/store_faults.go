@@ -1,4 +1,4 @@
-package conformance
+package storesuite
 
 // The wrappers the store suite puts between the replicas and the shared
 // bucket, beside the fault injectors of bucket/fault.
