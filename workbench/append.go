@@ -74,7 +74,7 @@ func (s *Service) appendFile(ctx context.Context, id string, path []string, delt
 	var lastErr *Error
 	for attempt := range appendMaxAttempts {
 		if attempt > 0 {
-			if err := sleepJitter(ctx, attempt); err != nil {
+			if err := casBackoff.Wait(ctx, attempt-1, nil); err != nil {
 				return nil, FromError(err)
 			}
 		}
@@ -149,7 +149,7 @@ func (as *appendState) plan(ctx context.Context, obs observation, deltaDigest, c
 		p.st = as.own
 		p.size = uint64(len(as.delta))
 		p.digest = deltaDigest
-		p.rows = s.ownRows(as.own, 0, nil)
+		p.rows = ownRows(as.own, 0, nil)
 		return p, newBodyHash(as.delta), nil
 	}
 	if !explicitCT {
@@ -200,7 +200,7 @@ func (as *appendState) plan(ctx context.Context, obs observation, deltaDigest, c
 		}
 		p.st = as.remat
 		p.digest = digestURIOf(h)
-		p.rows = s.ownRows(as.remat, 0, seg)
+		p.rows = ownRows(as.remat, 0, seg)
 		return p, h, nil
 	}
 
@@ -214,7 +214,7 @@ func (as *appendState) plan(ctx context.Context, obs observation, deltaDigest, c
 	}
 	p.st = as.own
 	p.digest = digestURIOf(h)
-	p.rows = append(append([]ArtifactManifestEntry(nil), baseRows...), s.ownRows(as.own, base.LogicalSize, seg)...)
+	p.rows = append(append([]ArtifactManifestEntry(nil), baseRows...), ownRows(as.own, base.LogicalSize, seg)...)
 	p.deps = owners
 	p.depth = depth
 	return p, h, nil
@@ -223,10 +223,9 @@ func (as *appendState) plan(ctx context.Context, obs observation, deltaDigest, c
 // stageOwn stages the delta's own blocks, once.
 func (as *appendState) stageOwn(ctx context.Context) *Error {
 	if as.own == nil {
-		as.own = as.s.newStaging()
-		as.own.blocks = as.s.planBlocks(as.own, 0, as.delta)
+		as.own = as.s.planStaging("workbench_append", as.id, as.path, as.delta)
 	}
-	return as.s.stageBytes(ctx, as.own, "workbench_append", as.id, as.path, as.delta)
+	return as.s.stageBytes(ctx, as.own, as.delta)
 }
 
 // baseHash returns the SHA-256 state after the whole body of base: the one
@@ -270,25 +269,18 @@ func (as *appendState) stageRemat(ctx context.Context, base *PathEntry, rows []A
 	if as.remat != nil && as.remat.staged {
 		s.discardStaging(ctx, as.remat)
 	}
-	st := s.newStaging()
-	st.remat = true
+	st := newStaging("workbench_append", as.id, as.path)
 	as.remat, as.rematBase = st, base.Revision
 
 	// Pass one: plan the blocks and hash the body.
 	h := newBodyHash(nil)
 	var n uint64
-	plan := &blocker{size: s.opts.BlockSize, emit: func(b []byte) error {
-		st.blocks = append(st.blocks, StagedBlock{
-			Key:    s.layout.Block(s.root, st.rev, uint64(len(st.blocks))),
-			Length: uint64(len(b)),
-			Digest: DigestURI(b),
-		})
-		return nil
-	}}
+	plan := s.bodies.NewPlanner(s.root, st.rev)
 	err := s.streamBody(ctx, rows, func(b []byte) error {
 		h.Write(b)
 		n += uint64(len(b))
-		return plan.write(b)
+		plan.Write(b)
+		return nil
 	})
 	if err != nil {
 		return nil, FromError(err)
@@ -298,30 +290,18 @@ func (as *appendState) stageRemat(ctx context.Context, base *PathEntry, rows []A
 	}
 	rememberBody(s.root, base.Revision, h, n)
 	h.Write(as.delta)
-	if err := plan.write(as.delta); err != nil {
-		return nil, FromError(err)
-	}
-	if err := plan.flush(); err != nil {
-		return nil, FromError(err)
-	}
+	plan.Write(as.delta)
+	st.blocks = plan.Blocks()
 
-	// Pass two: the ledger, then the blocks.
-	if err := s.writeLedger(ctx, st, "workbench_append", as.id, as.path); err != nil {
+	// Pass two: the ledger, then the blocks, cut from the body read again.
+	if err := s.bodies.WriteLedger(ctx, s.objects(st)); err != nil {
 		return nil, FromError(err)
 	}
-	err = s.uploadBlocks(ctx, st.blocks, func(emit func(int, []byte) error) error {
-		i := 0
-		cut := &blocker{size: s.opts.BlockSize, emit: func(b []byte) error {
-			i++
-			return emit(i-1, b)
-		}}
-		if err := s.streamBody(ctx, rows, cut.write); err != nil {
+	err = s.bodies.Upload(ctx, s.objects(st), func(write func([]byte) error) error {
+		if err := s.streamBody(ctx, rows, write); err != nil {
 			return err
 		}
-		if err := cut.write(as.delta); err != nil {
-			return err
-		}
-		return cut.flush()
+		return write(as.delta)
 	})
 	if err != nil {
 		return nil, FromError(err)

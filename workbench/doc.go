@@ -59,11 +59,12 @@
 // # Publication
 //
 // workbench_put_file, workbench_append and workbench_edit make a body
-// visible object first, metadata last (publish.go). A call draws a fresh
-// revision id and operation id; writes a staging ledger naming every block
-// it may upload (shards.Layout.Staging of the operation, create-only,
-// canonical JSON "cairn.staging_ledger.v1"); uploads the blocks of
-// Options.BlockSize bytes create-only and in parallel
+// visible object first, metadata last (publish.go; package
+// manifests/bodies owns the block objects and ledgers). A call draws a
+// fresh revision id and operation id; writes a staging ledger naming
+// every block it may upload (shards.Layout.Staging of the operation,
+// create-only, canonical JSON "cairn.staging_ledger.v1"); uploads the
+// blocks of Options.BlockSize bytes create-only and in parallel
 // (shards.Layout.Block of the RootId, the revision and the index); and
 // then runs one engine command. The command checks every predicate against
 // its snapshot and writes, all at once, the ArtifactRevision, its

@@ -50,7 +50,7 @@ func (s *Service) editFile(ctx context.Context, id string, path []string, oldB, 
 	var lastMsg string
 	for attempt := range editMaxAttempts {
 		if attempt > 0 {
-			if err := sleepJitter(ctx, attempt); err != nil {
+			if err := casBackoff.Wait(ctx, attempt-1, nil); err != nil {
 				return nil, FromError(err)
 			}
 		}
@@ -99,9 +99,8 @@ func (s *Service) editFile(ctx context.Context, id string, path []string, oldB, 
 			return res, nil
 		}
 
-		st := s.newStaging()
-		st.blocks = s.planBlocks(st, 0, next)
-		if werr := s.stageBytes(ctx, st, "workbench_edit", id, path, next); werr != nil {
+		st := s.planStaging("workbench_edit", id, path, next)
+		if werr := s.stageBytes(ctx, st, next); werr != nil {
 			return nil, werr
 		}
 		h := newBodyHash(next)
@@ -114,7 +113,7 @@ func (s *Service) editFile(ctx context.Context, id string, path []string, oldB, 
 			contentType: e.ContentType,
 			size:        uint64(len(next)),
 			digest:      digestURIOf(h),
-			rows:        s.ownRows(st, 0, nil),
+			rows:        ownRows(st, 0, nil),
 			st:          st,
 		}
 		out, werr, rejected := s.publish(ctx, p)

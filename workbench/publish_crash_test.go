@@ -15,6 +15,7 @@ import (
 	"github.com/cairnstore/cairn/bucket/fault"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/nokv"
 )
@@ -68,15 +69,15 @@ func (r crashRig) put(t *testing.T) (map[string]any, bool) {
 }
 
 // ledgers returns every staging ledger in the bucket.
-func (r crashRig) ledgers(t *testing.T) []workbench.StagingLedger {
+func (r crashRig) ledgers(t *testing.T) []bodies.StagingLedger {
 	t.Helper()
-	var out []workbench.StagingLedger
+	var out []bodies.StagingLedger
 	for _, k := range listKeys(t, r.plain, r.s.Store().Layout().StagingPrefix()) {
 		raw, _, err := r.plain.Get(t.Context(), k)
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := workbench.DecodeStagingLedger(raw)
+		l, err := bodies.DecodeStagingLedger(raw)
 		if err != nil {
 			t.Fatalf("ledger %s: %v", k, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench/nokv"
 )
@@ -279,7 +280,7 @@ func TestPublishLargeBodyInBlocks(t *testing.T) {
 	}
 	for i, r := range st.Rows {
 		if r.PhysicalOwner != st.Entry.Revision || r.PhysicalObjectIndex != uint64(i) || r.Length != 1<<20 ||
-			r.LogicalOffset != uint64(i)<<20 || r.ObjectKey != s.layout.Block(s.root, st.Entry.Revision, uint64(i)) {
+			r.LogicalOffset != uint64(i)<<20 || r.ObjectKey != s.store.Layout().Block(s.root, st.Entry.Revision, uint64(i)) {
 			t.Fatalf("row %d: %+v", i, r)
 		}
 	}
@@ -309,7 +310,7 @@ func TestPublishLargeBodyInBlocks(t *testing.T) {
 	}
 
 	// The ledger is gone; the StagedObject rows own the blocks.
-	page, err := b.List(ctx, bucket.ListOptions{Prefix: s.layout.StagingPrefix()})
+	page, err := b.List(ctx, bucket.ListOptions{Prefix: s.store.Layout().StagingPrefix()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,17 +439,15 @@ func TestStagingLedgerRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	b := mem.NewBucket()
 	s := openInternal(t, b, Options{BlockSize: 2})
-	st := s.newStaging()
-	data := []byte("abcde")
-	st.blocks = s.planBlocks(st, 0, data)
-	if err := s.writeLedger(ctx, st, "workbench_put_file", "wb", []string{"outputs", "x"}); err != nil {
+	st := s.planStaging("workbench_put_file", "wb", []string{"outputs", "x"}, []byte("abcde"))
+	if err := s.bodies.WriteLedger(ctx, s.objects(st)); err != nil {
 		t.Fatal(err)
 	}
-	raw, _, err := b.Get(ctx, s.layout.Staging(st.op))
+	raw, _, err := b.Get(ctx, s.store.Layout().Staging(st.op))
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := DecodeStagingLedger(raw)
+	l, err := bodies.DecodeStagingLedger(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,13 +456,14 @@ func TestStagingLedgerRoundTrip(t *testing.T) {
 		t.Fatalf("ledger %+v", l)
 	}
 	// Writing it again is harmless; a different ledger under the key is not.
-	if err := s.writeLedger(ctx, st, "workbench_put_file", "wb", []string{"outputs", "x"}); err != nil {
+	if err := s.bodies.WriteLedger(ctx, s.objects(st)); err != nil {
 		t.Fatalf("rewrite of the same ledger: %v", err)
 	}
-	if err := s.writeLedger(ctx, st, "workbench_put_file", "wb", []string{"outputs", "y"}); err == nil {
+	st.origin.Path = "outputs/y"
+	if err := s.bodies.WriteLedger(ctx, s.objects(st)); err == nil {
 		t.Fatal("a different ledger replaced the first")
 	}
-	if _, err := DecodeStagingLedger(append(raw[:len(raw)-1:len(raw)-1], ' ', '}')); err == nil {
+	if _, err := bodies.DecodeStagingLedger(append(raw[:len(raw)-1:len(raw)-1], ' ', '}')); err == nil {
 		t.Fatal("non-canonical ledger decoded")
 	}
 }

@@ -59,9 +59,8 @@ func (s *Service) putFile(ctx context.Context, id string, path []string, body []
 		return nil, AlreadyExists(fmt.Sprintf("%s already exists as a directory", LogicalPath(path)))
 	}
 
-	st := s.newStaging()
-	st.blocks = s.planBlocks(st, 0, body)
-	if werr := s.stageBytes(ctx, st, "workbench_put_file", id, path, body); werr != nil {
+	st := s.planStaging("workbench_put_file", id, path, body)
+	if werr := s.stageBytes(ctx, st, body); werr != nil {
 		return nil, werr
 	}
 	h := newBodyHash(body)
@@ -75,7 +74,7 @@ func (s *Service) putFile(ctx context.Context, id string, path []string, body []
 		contentType: ct,
 		size:        uint64(len(body)),
 		digest:      digestURIOf(h),
-		rows:        s.ownRows(st, 0, nil),
+		rows:        ownRows(st, 0, nil),
 		st:          st,
 	}
 	out, werr, rejected := s.publish(ctx, p)

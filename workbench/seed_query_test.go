@@ -75,8 +75,8 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state WorkspaceStat
 		var manifestBytes []byte
 		for i := 0; i*bs < len(f.Body); i++ {
 			part := f.Body[i*bs : min(len(f.Body), (i+1)*bs)]
-			k := s.layout.Block(s.root, p.rev, uint64(i))
-			if _, err := s.b.Put(ctx, k, part, bucket.Unconditional); err != nil {
+			k := s.store.Layout().Block(s.root, p.rev, uint64(i))
+			if _, err := s.store.Bucket().Put(ctx, k, part, bucket.Unconditional); err != nil {
 				t.Fatalf("seed block: %v", err)
 			}
 			r := ArtifactManifestEntry{

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench/nokv"
 )
@@ -44,10 +45,9 @@ type Options struct {
 // one bucket. Any number of Services, in one process or many, may serve
 // the same root from the same bucket.
 type Service struct {
-	b       bucket.Bucket
 	store   *head.Store
+	bodies  *bodies.Store
 	root    RootID
-	layout  shards.Layout
 	logical string // the deployment root, "/agents/{agent}/wb"
 	opts    Options
 
@@ -86,10 +86,9 @@ func Open(ctx context.Context, b bucket.Bucket, opts Options) (*Service, error) 
 		return nil, err
 	}
 	s := &Service{
-		b:       b,
 		store:   store,
+		bodies:  bodies.New(b, store.Layout(), bodies.Options{BlockSize: opts.BlockSize}),
 		root:    RootID(derive16("root", opts.AgentID)),
-		layout:  store.Layout(),
 		logical: logical,
 		opts:    opts,
 	}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/head"
@@ -229,30 +227,17 @@ func (v *view) body(ctx context.Context, e PathEntry) ([]byte, *Error) {
 
 // assemble fetches and checks the blocks that rows name and joins them.
 func (s *Service) assemble(ctx context.Context, rows []ArtifactManifestEntry, size uint64, digest string) ([]byte, *Error) {
-	body := make([]byte, size)
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(8)
 	for i, r := range rows {
 		if r.LogicalOffset+r.Length > size {
 			return nil, InvalidState(fmt.Sprintf("manifest row %d overruns the %d-byte body", i, size))
 		}
-		g.Go(func() error {
-			obj, _, err := s.b.Get(gctx, r.ObjectKey)
-			if err != nil {
-				return err
-			}
-			if r.ObjectOffset+r.Length > uint64(len(obj)) {
-				return fmt.Errorf("block %s: %d bytes, row wants [%d, %d): %w", r.ObjectKey, len(obj), r.ObjectOffset, r.ObjectOffset+r.Length, bucket.ErrIntegrity)
-			}
-			slice := obj[r.ObjectOffset : r.ObjectOffset+r.Length]
-			if DigestURI(slice) != r.DigestURI {
-				return fmt.Errorf("block %s: digest mismatch: %w", r.ObjectKey, bucket.ErrIntegrity)
-			}
-			copy(body[r.LogicalOffset:], slice)
-			return nil
-		})
 	}
-	if err := g.Wait(); err != nil {
+	body := make([]byte, 0, size)
+	err := s.streamBody(ctx, rows, func(b []byte) error {
+		body = append(body, b...)
+		return nil
+	})
+	if err != nil {
 		if errors.Is(err, bucket.ErrNotExist) {
 			return nil, ObjectUnavailable("artifact object operation failed", false)
 		}

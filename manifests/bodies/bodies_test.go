@@ -1,0 +1,438 @@
+package bodies_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/counting"
+	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/bucket/fault"
+	"github.com/cairnstore/cairn/bucket/latency"
+	"github.com/cairnstore/cairn/bucket/mem"
+	"github.com/cairnstore/cairn/manifests"
+	"github.com/cairnstore/cairn/manifests/bodies"
+	"github.com/cairnstore/cairn/shards"
+)
+
+var (
+	root = [16]byte{0x20, 0x21}
+	rev  = [16]byte{0x10, 0x11}
+	op   = [16]byte{0x00, 0x01}
+)
+
+// fastRetry keeps the retry tests quick.
+var fastRetry = bucket.RetryPolicy{Attempts: 4, Base: time.Millisecond, Max: 2 * time.Millisecond}
+
+func newLayout(t *testing.T) shards.Layout {
+	t.Helper()
+	s, err := shards.NewSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return shards.NewLayout(s, shards.ShardID{0xaa})
+}
+
+// staging plans body in blocks of the store's size.
+func staging(s *bodies.Store, body []byte) *bodies.Staging {
+	return &bodies.Staging{
+		Operation: op, Root: root, Revision: rev,
+		Origin: bodies.Origin{Tool: "workbench_put_file", WorkbenchID: "wb", Path: "outputs/x"},
+		Blocks: s.Plan(root, rev, body),
+	}
+}
+
+func collect(ctx context.Context, s *bodies.Store, blocks []bodies.Block) ([]byte, error) {
+	var out []byte
+	err := s.Stream(ctx, blocks, func(b []byte) error {
+		out = append(out, b...)
+		return nil
+	})
+	return out, err
+}
+
+// TestLedgerBytes: the ledger's schema, members and bytes are the stored
+// format; these are the bytes the Workbench wrote before the package
+// existed.
+func TestLedgerBytes(t *testing.T) {
+	st := bodies.Staging{
+		Operation: [16]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+		Revision:  [16]byte{16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31},
+		Root:      [16]byte{32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47},
+		Origin:    bodies.Origin{Tool: "workbench_put_file", WorkbenchID: "wb", Path: "outputs/x"},
+		Blocks: []bodies.Block{
+			{Index: 0, Key: "artifacts/k/0", Size: 2, Digest: digest.Sum([]byte("ab"))},
+			{Index: 1, Key: "artifacts/k/1", Size: 1, Digest: digest.Sum([]byte("c"))},
+		},
+	}
+	const tail = `"operation_id":"000102030405060708090a0b0c0d0e0f","path":"outputs/x","revision_id":"101112131415161718191a1b1c1d1e1f","root_id":"202122232425262728292a2b2c2d2e2f","schema":"cairn.staging_ledger.v1","tool":"workbench_put_file","workbench_id":"wb"}`
+	for _, c := range []struct {
+		blocks []bodies.Block
+		want   string
+	}{
+		{st.Blocks, `{"objects":[{"digest_uri":"sha256:fb8e20fc2e4c3f248c60c39bd652f3c1347298bb977b8b4d5903b85055620603","key":"artifacts/k/0","length":2},{"digest_uri":"sha256:2e7d2c03a9507ae265ecf5b5356885a53393a2029d241394997265a1a25aefc6","key":"artifacts/k/1","length":1}],` + tail},
+		{nil, `{"objects":[],` + tail},
+	} {
+		st.Blocks = c.blocks
+		got, err := manifests.Encode(st.Ledger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != c.want {
+			t.Fatalf("ledger bytes\n got %s\nwant %s", got, c.want)
+		}
+		l, err := bodies.DecodeStagingLedger(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again, _ := manifests.Encode(l); !bytes.Equal(again, got) {
+			t.Fatalf("round trip: %s", again)
+		}
+		if _, err := bodies.DecodeStagingLedger(append(got[:len(got)-1:len(got)-1], ' ', '}')); err == nil {
+			t.Fatal("non-canonical ledger decoded")
+		}
+	}
+}
+
+// TestStageThenStream: Stage writes the ledger naming every block, the
+// blocks under the layout's keys, and Stream gives the body back.
+func TestStageThenStream(t *testing.T) {
+	ctx := t.Context()
+	b := mem.NewBucket()
+	layout := newLayout(t)
+	s := bodies.New(b, layout, bodies.Options{BlockSize: 4})
+	body := []byte("0123456789abcdefghi") // 5 blocks, the last of 3 bytes
+	st := staging(s, body)
+	if got := len(st.Blocks); got != 5 {
+		t.Fatalf("%d blocks, want 5", got)
+	}
+	for i, blk := range st.Blocks {
+		end := min(4*i+4, len(body))
+		if blk.Index != uint64(i) || blk.Key != layout.Block(root, rev, uint64(i)) || blk.Offset != 0 ||
+			blk.Size != uint64(end-4*i) || blk.Digest != digest.Sum(body[4*i:end]) {
+			t.Fatalf("block %d: %+v", i, blk)
+		}
+	}
+	if err := s.Stage(ctx, st, body); err != nil {
+		t.Fatal(err)
+	}
+	raw, _, err := b.Get(ctx, layout.Staging(op))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := bodies.DecodeStagingLedger(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Objects) != 5 || l.Objects[4].Key != st.Blocks[4].Key || l.Objects[4].Length != 3 || l.Path != "outputs/x" {
+		t.Fatalf("ledger %+v", l)
+	}
+	got, err := collect(ctx, s, st.Blocks)
+	if err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("stream %q, %v", got, err)
+	}
+
+	// Staging again is harmless: every object is there with its bytes.
+	if err := s.Stage(ctx, st, body); err != nil {
+		t.Fatalf("stage again: %v", err)
+	}
+	// A ledger that differs is refused, for good.
+	other := *st
+	other.Origin.Path = "outputs/y"
+	if err := s.WriteLedger(ctx, &other); !errors.Is(err, bucket.ErrPrecondition) || bucket.Transient(err) {
+		t.Fatalf("different ledger: %v, want a final precondition failure", err)
+	}
+}
+
+// TestRetryTransientWrite: a write that fails before it reaches the store,
+// and one whose answer is lost after it landed, are both tried again; the
+// second finds its own object and succeeds.
+func TestRetryTransientWrite(t *testing.T) {
+	ctx := t.Context()
+	layout := newLayout(t)
+	fb := fault.New(mem.NewBucket())
+	cb := counting.New(fb)
+	s := bodies.New(cb, layout, bodies.Options{BlockSize: 4, Retry: fastRetry})
+	body := []byte("aaaabbbbcccc")
+	st := staging(s, body)
+	unavailable := fb.Inject(fault.Rule{Op: fault.OpPut, Key: st.Blocks[1].Key, Count: 1, Fault: fault.FailBefore(bucket.ErrUnavailable)})
+	lost := fb.Inject(fault.Rule{Op: fault.OpPut, Key: st.Blocks[2].Key, Count: 1, Fault: fault.LoseResponse()})
+	if err := s.Stage(ctx, st, body); err != nil {
+		t.Fatal(err)
+	}
+	if unavailable.Fired() != 1 || lost.Fired() != 1 {
+		t.Fatalf("faults fired %d and %d times", unavailable.Fired(), lost.Fired())
+	}
+	// The ledger and three blocks, two of them twice; one read to settle
+	// the lost answer.
+	st2 := cb.Snapshot()
+	if st2.Put.Requests != 6 || st2.Get.Requests != 1 {
+		t.Fatalf("%d PUTs and %d GETs, want 6 and 1", st2.Put.Requests, st2.Get.Requests)
+	}
+	got, err := collect(ctx, s, st.Blocks)
+	if err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("stream %q, %v", got, err)
+	}
+}
+
+// TestRetryGivesUp: a store that stays unavailable fails the write after
+// the policy's tries.
+func TestRetryGivesUp(t *testing.T) {
+	fb := fault.New(mem.NewBucket())
+	cb := counting.New(fb)
+	s := bodies.New(cb, newLayout(t), bodies.Options{Retry: fastRetry})
+	fb.Inject(fault.Rule{Op: fault.OpPut, Fault: fault.FailBefore(bucket.ErrUnavailable)})
+	st := staging(s, []byte("x"))
+	if err := s.Stage(t.Context(), st, []byte("x")); !errors.Is(err, bucket.ErrUnavailable) {
+		t.Fatalf("stage: %v, want ErrUnavailable", err)
+	}
+	if got := cb.Snapshot().Put.Requests; got != int64(fastRetry.Attempts) {
+		t.Fatalf("%d PUTs, want %d", got, fastRetry.Attempts)
+	}
+}
+
+// TestNoRetryOnDifferentBytes: a block key that holds other bytes is a
+// precondition failure that is not transient, and is not tried again.
+func TestNoRetryOnDifferentBytes(t *testing.T) {
+	ctx := t.Context()
+	inner := mem.NewBucket()
+	cb := counting.New(inner)
+	s := bodies.New(cb, newLayout(t), bodies.Options{Retry: fastRetry})
+	body := []byte("mine")
+	st := staging(s, body)
+	if _, err := inner.Put(ctx, st.Blocks[0].Key, []byte("theirs"), bucket.Unconditional); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Stage(ctx, st, body)
+	if !errors.Is(err, bucket.ErrPrecondition) || bucket.Transient(err) || errors.Is(err, bucket.ErrIntegrity) {
+		t.Fatalf("stage onto other bytes: %v, want a precondition failure only", err)
+	}
+	// The ledger, the block once, and the read that compared.
+	if got := cb.Snapshot(); got.Put.Requests != 2 || got.Get.Requests != 1 {
+		t.Fatalf("%d PUTs and %d GETs, want 2 and 1", got.Put.Requests, got.Get.Requests)
+	}
+}
+
+// TestUploadChecksPlan: Upload sends only bytes that match the plan, all
+// of it.
+func TestUploadChecksPlan(t *testing.T) {
+	ctx := t.Context()
+	b := mem.NewBucket()
+	s := bodies.New(b, newLayout(t), bodies.Options{BlockSize: 4})
+	st := staging(s, []byte("aaaabbbb"))
+	for name, stream := range map[string]string{"other bytes": "aaaaBBBB", "short": "aaaa", "long": "aaaabbbbc"} {
+		err := s.Upload(ctx, st, func(write func([]byte) error) error { return write([]byte(stream)) })
+		if !errors.Is(err, bucket.ErrIntegrity) {
+			t.Errorf("%s: %v, want ErrIntegrity", name, err)
+		}
+	}
+	// In pieces of any size.
+	err := s.Upload(ctx, st, func(write func([]byte) error) error {
+		for _, p := range []string{"a", "aaab", "", "bb", "b"} {
+			if err := write([]byte(p)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := collect(ctx, s, st.Blocks); err != nil || string(got) != "aaaabbbb" {
+		t.Fatalf("stream %q, %v", got, err)
+	}
+}
+
+// TestPlannerMatchesPlan: planning a stream in pieces gives the blocks of
+// planning it whole.
+func TestPlannerMatchesPlan(t *testing.T) {
+	s := bodies.New(mem.NewBucket(), newLayout(t), bodies.Options{BlockSize: 5})
+	body := []byte(strings.Repeat("0123456789", 7))
+	for _, piece := range []int{1, 3, 5, 7, 70} {
+		p := s.NewPlanner(root, rev)
+		for i := 0; i < len(body); i += piece {
+			p.Write(body[i:min(i+piece, len(body))])
+		}
+		if got, want := p.Blocks(), s.Plan(root, rev, body); !slices.Equal(got, want) {
+			t.Fatalf("pieces of %d: %+v, want %+v", piece, got, want)
+		}
+	}
+	if got := s.Plan(root, rev, nil); len(got) != 0 {
+		t.Fatalf("empty body: %+v", got)
+	}
+}
+
+// TestDiscardOrder: Discard deletes every block, then the ledger; when a
+// block delete fails, the ledger stays to name what remains.
+func TestDiscardOrder(t *testing.T) {
+	for _, failing := range []bool{false, true} {
+		t.Run(fmt.Sprintf("failing=%t", failing), func(t *testing.T) {
+			ctx := t.Context()
+			layout := newLayout(t)
+			store := mem.NewStore()
+			inner, _ := mem.New(store, "")
+			plain, _ := mem.New(store, "")
+			fb := fault.New(inner)
+			s := bodies.New(fb, layout, bodies.Options{BlockSize: 2})
+			body := []byte("aabbccddeeffgghhiijj") // 10 blocks
+			st := staging(s, body)
+			if err := s.Stage(ctx, st, body); err != nil {
+				t.Fatal(err)
+			}
+			if failing {
+				fb.Inject(fault.Rule{Op: fault.OpDelete, Key: st.Blocks[3].Key, Fault: fault.FailBefore(bucket.ErrUnavailable)})
+			}
+			var mu sync.Mutex
+			var deletes []string
+			fb.Inject(fault.Rule{Op: fault.OpDelete, Fault: fault.HookAfter(func(_ context.Context, _ fault.Op, key string) error {
+				mu.Lock()
+				defer mu.Unlock()
+				deletes = append(deletes, key)
+				return nil
+			})})
+			err := s.Discard(ctx, st)
+			ledger := layout.Staging(op)
+			_, _, gerr := plain.Get(ctx, ledger)
+			if failing {
+				if !errors.Is(err, bucket.ErrUnavailable) {
+					t.Fatalf("discard: %v, want ErrUnavailable", err)
+				}
+				if gerr != nil {
+					t.Fatalf("ledger after a failed block delete: %v", gerr)
+				}
+				if slices.Contains(deletes, ledger) {
+					t.Fatal("the ledger was deleted although a block remains")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(deletes); n != 11 || deletes[n-1] != ledger {
+				t.Fatalf("deletes %v: want ten blocks, then the ledger", deletes)
+			}
+			if !errors.Is(gerr, bucket.ErrNotExist) {
+				t.Fatalf("ledger after discard: %v", gerr)
+			}
+			page, err := plain.List(ctx, bucket.ListOptions{Prefix: layout.ArtifactsPrefix()})
+			if err != nil || len(page.Objects) != 0 {
+				t.Fatalf("blocks left: %v %v", page.Objects, err)
+			}
+		})
+	}
+}
+
+// TestDropLedger deletes the ledger and leaves the blocks.
+func TestDropLedger(t *testing.T) {
+	ctx := t.Context()
+	b := mem.NewBucket()
+	layout := newLayout(t)
+	s := bodies.New(b, layout, bodies.Options{BlockSize: 2})
+	st := staging(s, []byte("aabb"))
+	if err := s.Stage(ctx, st, []byte("aabb")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DropLedger(ctx, op); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Get(ctx, layout.Staging(op)); !errors.Is(err, bucket.ErrNotExist) {
+		t.Fatalf("ledger: %v", err)
+	}
+	if got, err := collect(ctx, s, st.Blocks); err != nil || string(got) != "aabb" {
+		t.Fatalf("stream %q, %v", got, err)
+	}
+}
+
+// TestStreamRequests: one GET per block; a body of up to Parallel blocks
+// is one round, a longer one never has more than Parallel in flight.
+func TestStreamRequests(t *testing.T) {
+	ctx := t.Context()
+	cb := counting.New(latency.New(mem.NewBucket(), latency.Options{PerRequest: 3 * time.Millisecond}))
+	s := bodies.New(cb, newLayout(t), bodies.Options{BlockSize: 8})
+	for _, c := range []struct {
+		blocks      int
+		rounds      int64 // 0: not checked
+		maxInFlight int64
+	}{{1, 1, 1}, {7, 1, 7}, {8, 1, 8}, {20, 0, 8}} {
+		body := bytes.Repeat([]byte("0123456789abcdef"), c.blocks)[:8*c.blocks]
+		st := staging(s, body)
+		st.Operation, st.Revision = [16]byte{byte(c.blocks)}, [16]byte{byte(c.blocks)}
+		st.Blocks = s.Plan(root, st.Revision, body)
+		if err := s.Stage(ctx, st, body); err != nil {
+			t.Fatal(err)
+		}
+		cb.Reset()
+		got, err := collect(ctx, s, st.Blocks)
+		if err != nil || !bytes.Equal(got, body) {
+			t.Fatalf("%d blocks: stream %v", c.blocks, err)
+		}
+		snap := cb.Snapshot()
+		if snap.Total().Requests != int64(c.blocks) || snap.Get.Requests != int64(c.blocks) {
+			t.Errorf("%d blocks: %+v, want %d GETs", c.blocks, snap, c.blocks)
+		}
+		if c.rounds != 0 && snap.Rounds != c.rounds {
+			t.Errorf("%d blocks: %d rounds, want %d", c.blocks, snap.Rounds, c.rounds)
+		}
+		if snap.MaxInFlight > c.maxInFlight || (c.rounds != 0 && snap.MaxInFlight != c.maxInFlight) {
+			t.Errorf("%d blocks: %d in flight at most, want %d", c.blocks, snap.MaxInFlight, c.maxInFlight)
+		}
+	}
+}
+
+// TestStreamChecks: every block is checked before the caller sees it; the
+// stream ends at the first bad one, and at the caller's error.
+func TestStreamChecks(t *testing.T) {
+	ctx := t.Context()
+	b := mem.NewBucket()
+	s := bodies.New(b, newLayout(t), bodies.Options{BlockSize: 4})
+	body := []byte("aaaabbbbccccdddd")
+	st := staging(s, body)
+	if err := s.Stage(ctx, st, body); err != nil {
+		t.Fatal(err)
+	}
+
+	// A slice of an object.
+	part := []bodies.Block{{Key: st.Blocks[1].Key, Offset: 1, Size: 2, Digest: digest.Sum([]byte("bb"))}}
+	if got, err := collect(ctx, s, part); err != nil || string(got) != "bb" {
+		t.Fatalf("slice: %q, %v", got, err)
+	}
+	past := []bodies.Block{{Key: st.Blocks[1].Key, Offset: 3, Size: 2, Digest: digest.Sum([]byte("bb"))}}
+	if _, err := collect(ctx, s, past); !errors.Is(err, bucket.ErrIntegrity) {
+		t.Fatalf("slice past the object: %v, want ErrIntegrity", err)
+	}
+
+	// A damaged block: the caller saw the blocks before it only.
+	if _, err := b.Put(ctx, st.Blocks[2].Key, []byte("CCCC"), bucket.Unconditional); err != nil {
+		t.Fatal(err)
+	}
+	got, err := collect(ctx, s, st.Blocks)
+	if !errors.Is(err, bucket.ErrIntegrity) || string(got) != "aaaabbbb" {
+		t.Fatalf("damaged: %q, %v", got, err)
+	}
+
+	// A missing block.
+	if err := b.Delete(ctx, st.Blocks[2].Key, bucket.Unconditional); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := collect(ctx, s, st.Blocks); !errors.Is(err, bucket.ErrNotExist) {
+		t.Fatalf("missing: %v, want ErrNotExist", err)
+	}
+
+	// The caller's error ends the stream.
+	stop := errors.New("stop")
+	n := 0
+	err = s.Stream(ctx, st.Blocks, func([]byte) error {
+		n++
+		return stop
+	})
+	if !errors.Is(err, stop) || n != 1 {
+		t.Fatalf("caller's error: %v after %d blocks", err, n)
+	}
+}

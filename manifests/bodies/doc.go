@@ -1,0 +1,74 @@
+// Package bodies owns the objects that hold artifact bodies: the block
+// objects under shards.Layout.Block and the staging ledgers under
+// shards.Layout.Staging. A Store is the only holder of the bucket for
+// them; it cuts bodies into blocks, stages them behind a ledger, reads
+// them back as a stream and deletes what a failed publication left. It
+// knows nothing of paths, revisions' metadata or the engine: the caller
+// decides when a staging is published and records its blocks in its own
+// metadata (the Workbench's ArtifactManifest rows), converting them to and
+// from Block.
+//
+// # Blocks and ledgers
+//
+// A body is cut into blocks of Options.BlockSize bytes, the last one
+// shorter (Plan, or a Planner for a stream); block i of revision rev of
+// root is the object shards.Layout.Block(root, rev, i), immutable once
+// written. A Block names its key, its index, its size and the SHA-256 of
+// its bytes.
+//
+// Before the first block of a Staging is uploaded, its ledger is written
+// create-only under shards.Layout.Staging(operation): a canonical
+// manifests document, schema "cairn.staging_ledger.v1" (StagingLedger),
+// naming every block the staging may upload with its length and digest,
+// and the call that staged it (Origin). From then on every uploaded block
+// is named by a ledger. Stage writes the ledger and then the blocks;
+// WriteLedger and Upload do the same in two steps, for a body that is
+// planned from one pass over a stream and uploaded from a second. Blocks
+// are uploaded create-only, Options.Parallel at a time, each checked
+// against its planned size and digest before it is sent.
+//
+// # What is retried
+//
+// Ledgers and blocks are immutable objects written create-only, so
+// sending one again cannot make things worse: each write runs under
+// bucket.Retry with Options.Retry (DefaultRetry: 4 tries) and is tried
+// again after any bucket.Transient error (unavailable, throttled, an
+// ambiguous outcome, an integrity failure in transit). A precondition
+// failure means the key is taken, usually by an earlier try whose answer
+// was lost: the object is read back, and equal bytes are success. Different
+// bytes are an error wrapping bucket.ErrPrecondition, which is final.
+//
+// Reads and deletes are not retried. A failed read fails the Stream; a
+// failed delete leaves garbage that a ledger still names (below).
+//
+// # Reading
+//
+// Stream reads the blocks of a body in order, one GET each, fetching up
+// to Options.Parallel blocks ahead of the one it hands to the caller, so a
+// body of at most that many blocks costs one round of requests and a
+// larger one keeps that many in flight. Every block is checked against its
+// size and digest before the caller sees it: a short object or a mismatch
+// is an error wrapping bucket.ErrIntegrity, a missing one keeps
+// bucket.ErrNotExist. The first error ends the stream once the fetches in
+// flight have ended.
+//
+// # Crashes and cleanup
+//
+// Discard deletes a staging that was not published: its blocks, then,
+// only when every block delete succeeded, its ledger. DropLedger deletes
+// the ledger of a staging that was published, whose blocks the caller's
+// metadata owns now. Both are best effort for their callers. What a crash
+// or a failed delete leaves behind is always named by a ledger:
+//
+//   - a crash after the ledger, or during the upload: the ledger and the
+//     blocks uploaded so far;
+//   - a failed block delete in Discard: the ledger and what remains;
+//   - a crash after publication, before DropLedger: the ledger alone, its
+//     blocks owned by the published metadata.
+//
+// The Store never removes those leftovers itself. They are garbage the
+// shard's sweep owns once older than its grace period (DESIGN: "Garbage
+// collection and pins"); a sweep tells a published staging's stale ledger
+// from an orphaned one by the caller's record of the operation. No sweep
+// runs yet.
+package bodies

@@ -1,0 +1,160 @@
+package bodies
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/manifests"
+	"github.com/cairnstore/cairn/shards"
+)
+
+// Defaults of a Store's Options.
+const (
+	// DefaultBlockSize is the size of the blocks a body is cut into.
+	DefaultBlockSize = 4 << 20
+	// DefaultParallel bounds the block requests one call has in flight.
+	DefaultParallel = 8
+)
+
+// DefaultRetry is the retry policy of a Store's create-only writes.
+var DefaultRetry = bucket.RetryPolicy{Attempts: 4, Base: 4 * time.Millisecond, Max: 64 * time.Millisecond}
+
+// Options configure a Store. Zero values take the defaults.
+type Options struct {
+	// BlockSize is the size of the blocks Plan and Upload cut a body into.
+	BlockSize int
+	// Parallel bounds the block uploads, reads and deletes one call has
+	// in flight, and how far a read prefetches.
+	Parallel int
+	// Retry bounds the tries of one create-only write (see the package
+	// documentation). A zero Attempts takes DefaultRetry.
+	Retry bucket.RetryPolicy
+}
+
+// Store stages, reads and discards the artifact bodies of one shard in
+// one bucket. It is safe for concurrent use.
+type Store struct {
+	b      bucket.Bucket
+	layout shards.Layout
+	opts   Options
+}
+
+// New returns the Store of the bodies of layout's shard in b.
+func New(b bucket.Bucket, layout shards.Layout, opts Options) *Store {
+	if opts.BlockSize <= 0 {
+		opts.BlockSize = DefaultBlockSize
+	}
+	if opts.Parallel <= 0 {
+		opts.Parallel = DefaultParallel
+	}
+	if opts.Retry.Attempts <= 0 {
+		opts.Retry = DefaultRetry
+	}
+	return &Store{b: b, layout: layout, opts: opts}
+}
+
+// WriteLedger writes st's ledger create-only. Writing the same ledger
+// again is harmless; a different object under its key is an error
+// wrapping bucket.ErrPrecondition.
+func (s *Store) WriteLedger(ctx context.Context, st *Staging) error {
+	b, err := manifests.Encode(st.Ledger())
+	if err != nil {
+		return err
+	}
+	return s.put(ctx, s.layout.Staging(st.Operation), b)
+}
+
+// Stage writes st's ledger and then uploads its blocks, cut from data.
+func (s *Store) Stage(ctx context.Context, st *Staging, data []byte) error {
+	if err := s.WriteLedger(ctx, st); err != nil {
+		return err
+	}
+	return s.Upload(ctx, st, func(write func([]byte) error) error { return write(data) })
+}
+
+// Upload uploads st's blocks create-only and in parallel, cut from the
+// stream produce writes, which must be the bytes st.Blocks were planned
+// from: a block whose size or digest differs from its plan, or a stream
+// of more or fewer blocks, fails with an error wrapping
+// bucket.ErrIntegrity. The ledger must have been written first. write
+// may keep the slices it is given until Upload returns.
+func (s *Store) Upload(ctx context.Context, st *Staging, produce func(write func([]byte) error) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.opts.Parallel)
+	n := 0
+	cut := &cutter{size: s.opts.BlockSize, emit: func(b []byte) error {
+		if err := gctx.Err(); err != nil {
+			return err
+		}
+		i := n
+		n++
+		if i >= len(st.Blocks) || uint64(len(b)) != st.Blocks[i].Size || digest.Sum(b) != st.Blocks[i].Digest {
+			return fmt.Errorf("bodies: upload block %d: bytes differ from the staging plan: %w", i, bucket.ErrIntegrity)
+		}
+		key := st.Blocks[i].Key
+		g.Go(func() error { return s.put(gctx, key, b) })
+		return nil
+	}}
+	perr := produce(cut.write)
+	if perr == nil {
+		perr = cut.flush()
+	}
+	if perr == nil && n != len(st.Blocks) {
+		perr = fmt.Errorf("bodies: upload: %d blocks, the staging plan has %d: %w", n, len(st.Blocks), bucket.ErrIntegrity)
+	}
+	werr := g.Wait()
+	if perr != nil && !(errors.Is(perr, context.Canceled) && werr != nil) {
+		return perr
+	}
+	return werr
+}
+
+// put writes a new immutable object create-only, retrying transient
+// failures under the Store's policy. A precondition failure means the
+// key is taken, most often by an earlier try whose answer was lost: the
+// object's bytes then match and the write succeeded. Different bytes are
+// an error wrapping bucket.ErrPrecondition, which is not retried.
+func (s *Store) put(ctx context.Context, key string, body []byte) error {
+	return bucket.Retry(ctx, s.opts.Retry, func(ctx context.Context) error {
+		_, err := s.b.Put(ctx, key, body, bucket.IfAbsent())
+		if !errors.Is(err, bucket.ErrPrecondition) {
+			return err
+		}
+		got, _, err := s.b.Get(ctx, key)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(got, body) {
+			return fmt.Errorf("bodies: put %q: a different object exists: %w", key, bucket.ErrPrecondition)
+		}
+		return nil
+	})
+}
+
+// Discard deletes the objects of a staging whose publication did not
+// land: its blocks first, then, only when every block is gone, its ledger,
+// so that whatever a failure leaves behind is still named by the ledger.
+func (s *Store) Discard(ctx context.Context, st *Staging) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.opts.Parallel)
+	for _, b := range st.Blocks {
+		g.Go(func() error { return s.b.Delete(gctx, b.Key, bucket.Unconditional) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return s.DropLedger(ctx, st.Operation)
+}
+
+// DropLedger deletes the ledger of operation, whose publication landed:
+// the metadata it committed owns the blocks now.
+func (s *Store) DropLedger(ctx context.Context, operation [16]byte) error {
+	return s.b.Delete(ctx, s.layout.Staging(operation), bucket.Unconditional)
+}
