@@ -323,7 +323,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call) (done, throttled boo
 // landed. A read that fails transiently (or returns damaged bytes, which a
 // flaky network can do) is retried a few times, so that only a finding
 // that persists fails the commands.
-func (s *Store) checkLanded(ctx context.Context, root shards.Hash) error {
+func (s *Store) checkLanded(ctx context.Context, root digest.Hash) error {
 	var err error
 	for try := 0; try < 5; try++ {
 		if err = Check(ctx, s.b, s.layout, root, CheckOptions{Strict: true}); err == nil || !transient(err) {
@@ -418,8 +418,8 @@ type candidate struct {
 	rootRef   shards.Ref
 	head      *Head
 	headBytes []byte
-	objects   map[shards.Hash]*shards.Object
-	tables    map[shards.Hash]*roots.Table
+	objects   map[digest.Hash]*shards.Object
+	tables    map[digest.Hash]*roots.Table
 }
 
 type write struct {
@@ -431,7 +431,7 @@ type write struct {
 // first root): new shard objects for the shards it changes, new tables for
 // the families it changes, a new root. Nothing is written.
 func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonce roots.Nonce) (*candidate, error) {
-	c := &candidate{objects: map[shards.Hash]*shards.Object{}, tables: map[shards.Hash]*roots.Table{}}
+	c := &candidate{objects: map[digest.Hash]*shards.Object{}, tables: map[digest.Hash]*roots.Table{}}
 	root := &roots.Root{Nonce: nonce, Sequence: 1}
 	if sn != nil {
 		root.Parent = sn.rootHash
@@ -461,7 +461,7 @@ func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonc
 		}
 	}
 	if len(state.holds) > 0 {
-		held := map[string]shards.Hash{}
+		held := map[string]digest.Hash{}
 		for _, h := range root.Holds {
 			held[h.Owner] = h.Root
 		}
@@ -629,7 +629,7 @@ func (s *Store) checkWriterRule(ctx context.Context, sn *Snapshot, c *candidate)
 	return nil
 }
 
-func heldBy(r *roots.Root, h shards.Hash) bool {
+func heldBy(r *roots.Root, h digest.Hash) bool {
 	for _, x := range r.Holds {
 		if x.Root == h {
 			return true

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/shards"
 )
 
@@ -98,13 +99,13 @@ func (t *Table) Encode(s *shards.Schema) ([]byte, shards.Ref, error) {
 		b = binary.BigEndian.AppendUint64(b, uint64(e.Ref.Size))
 		b = binary.BigEndian.AppendUint32(b, e.Ref.Count)
 	}
-	return b, shards.Ref{Hash: shards.Sum(b), Size: int64(len(b)), Count: uint32(len(t.Entries))}, nil
+	return b, shards.Ref{Hash: digest.Sum(b), Size: int64(len(b)), Count: uint32(len(t.Entries))}, nil
 }
 
 // DecodeTable verifies that b hashes to want and decodes it strictly; its
 // family must be one of schema s.
-func DecodeTable(s *shards.Schema, b []byte, want shards.Hash) (*Table, error) {
-	if got := shards.Sum(b); got != want {
+func DecodeTable(s *shards.Schema, b []byte, want digest.Hash) (*Table, error) {
+	if got := digest.Sum(b); got != want {
 		return nil, fmt.Errorf("roots: decode table %s: bytes hash to %s: %w", want, got, shards.ErrIntegrity)
 	}
 	r := reader{b: b, what: "table " + want.String()}
@@ -151,13 +152,13 @@ type FamilyRef struct {
 // Hold keeps a root reachable for an owner.
 type Hold struct {
 	Owner string
-	Root  shards.Hash
+	Root  digest.Hash
 }
 
 // Root is one committed state of a logical shard.
 type Root struct {
 	Nonce    Nonce
-	Parent   shards.Hash // zero for the first root
+	Parent   digest.Hash // zero for the first root
 	Sequence uint64      // the head sequence of the commit that wrote it
 	Families []FamilyRef // Family strictly ascending
 	Holds    []Hold      // Owner strictly ascending
@@ -173,10 +174,10 @@ func (r *Root) Family(f shards.Family) (FamilyRef, bool) {
 }
 
 // Hold returns the root held for owner, if any.
-func (r *Root) Hold(owner string) (shards.Hash, bool) {
+func (r *Root) Hold(owner string) (digest.Hash, bool) {
 	i, ok := slices.BinarySearchFunc(r.Holds, owner, func(h Hold, o string) int { return strings.Compare(h.Owner, o) })
 	if !ok {
-		return shards.Hash{}, false
+		return digest.Hash{}, false
 	}
 	return r.Holds[i].Root, true
 }
@@ -232,13 +233,13 @@ func (r *Root) Encode(s *shards.Schema) ([]byte, shards.Ref, error) {
 		b = append(b, h.Owner...)
 		b = append(b, h.Root[:]...)
 	}
-	return b, shards.Ref{Hash: shards.Sum(b), Size: int64(len(b))}, nil
+	return b, shards.Ref{Hash: digest.Sum(b), Size: int64(len(b))}, nil
 }
 
 // DecodeRoot verifies that b hashes to want and decodes it strictly; its
 // families must be of schema s.
-func DecodeRoot(s *shards.Schema, b []byte, want shards.Hash) (*Root, error) {
-	if got := shards.Sum(b); got != want {
+func DecodeRoot(s *shards.Schema, b []byte, want digest.Hash) (*Root, error) {
+	if got := digest.Sum(b); got != want {
 		return nil, fmt.Errorf("roots: decode root %s: bytes hash to %s: %w", want, got, shards.ErrIntegrity)
 	}
 	r := reader{b: b, what: "root " + want.String()}

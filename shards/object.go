@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
 )
 
 // Shard object format, version 1.
@@ -260,7 +261,7 @@ func (o *Object) Encode() ([]byte, Ref, error) {
 		b = binary.BigEndian.AppendUint32(b, uint32(len(r.Value)))
 		b = append(b, r.Value...)
 	}
-	return b, Ref{Hash: Sum(b), Size: int64(len(b)), Count: uint32(len(o.recs))}, nil
+	return b, Ref{Hash: digest.Sum(b), Size: int64(len(b)), Count: uint32(len(o.recs))}, nil
 }
 
 // Decode verifies that b hashes to want (ErrIntegrity otherwise) and then
@@ -268,8 +269,8 @@ func (o *Object) Encode() ([]byte, Ref, error) {
 // s, a record count that matches, keys strictly ascending and all in the
 // object's shard, and no trailing bytes. The object keeps b, which the
 // caller must not modify afterwards.
-func Decode(s *Schema, b []byte, want Hash) (*Object, error) {
-	if got := Sum(b); got != want {
+func Decode(s *Schema, b []byte, want digest.Hash) (*Object, error) {
+	if got := digest.Sum(b); got != want {
 		return nil, fmt.Errorf("shards: decode object %s: bytes hash to %s: %w", want, got, ErrIntegrity)
 	}
 	return parseObject(s, b)
@@ -277,7 +278,7 @@ func Decode(s *Schema, b []byte, want Hash) (*Object, error) {
 
 // DecodeShard is Decode that also requires the object to be shard idx of
 // family f, as a root's table names it.
-func DecodeShard(s *Schema, b []byte, want Hash, f Family, idx uint8) (*Object, error) {
+func DecodeShard(s *Schema, b []byte, want digest.Hash, f Family, idx uint8) (*Object, error) {
 	o, err := Decode(s, b, want)
 	if err != nil {
 		return nil, err
