@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/bucket/wire"
 	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/shards"
 )
@@ -372,22 +372,25 @@ func (s *Store) apply(ctx context.Context, sn *Snapshot, state *batchState, cmd 
 // The dedupe record: version 1 | command digest [32] | sequence u64 | result.
 const dedupeFormat = 1
 
-func encodeDedupe(digest [32]byte, seq uint64, result []byte) []byte {
-	b := make([]byte, 0, 1+32+8+len(result))
-	b = append(b, dedupeFormat)
-	b = append(b, digest[:]...)
-	b = binary.BigEndian.AppendUint64(b, seq)
-	return append(b, result...)
+func encodeDedupe(cmdDigest [32]byte, seq uint64, result []byte) []byte {
+	return wire.NewWriter(make([]byte, 0, 1+32+8+len(result))).
+		U8(dedupeFormat).Raw(cmdDigest[:]).U64(seq).Raw(result).Bytes()
 }
 
 func replay(v []byte, cmd Command) outcome {
-	if len(v) < 41 || v[0] != dedupeFormat {
+	r := wire.NewReader(v)
+	format := r.U8()
+	var cmdDigest [32]byte
+	r.Copy(cmdDigest[:])
+	seq := r.U64()
+	result := r.Take(r.Len())
+	if r.Err() != nil || format != dedupeFormat {
 		return outcome{err: fmt.Errorf("head: dedupe record of %q: %w", cmd.RequestID, bucket.ErrIntegrity)}
 	}
-	if !bytes.Equal(v[1:33], cmd.Digest[:]) {
+	if cmdDigest != cmd.Digest {
 		return outcome{err: fmt.Errorf("%w: %q", ErrRequestReused, cmd.RequestID)}
 	}
-	return outcome{res: Result{Value: bytes.Clone(v[41:]), Sequence: binary.BigEndian.Uint64(v[33:41]), Replayed: true}}
+	return outcome{res: Result{Value: bytes.Clone(result), Sequence: seq, Replayed: true}}
 }
 
 // receipts returns the new head's receipts: this commit's first, then the
@@ -760,10 +763,9 @@ func (s *Store) landedInChain(ctx context.Context, cur *Snapshot, seq uint64, no
 // length-prefixed so that no two part lists collide.
 func Digest(parts ...[]byte) [32]byte {
 	h := sha256.New()
-	var n [8]byte
+	var frame [8]byte
 	for _, p := range parts {
-		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
-		h.Write(n[:])
+		h.Write(wire.NewWriter(frame[:0]).U64(uint64(len(p))).Bytes())
 		h.Write(p)
 	}
 	var d [32]byte
