@@ -217,30 +217,30 @@ func (s *Store) commitBatch(calls []*call, refill func(n int) []*call) {
 			}
 			return
 		}
-		done, throttled, err := s.attempt(ctx, calls)
+		done, err := s.attempt(ctx, calls)
 		if done {
 			return
 		}
 		lastErr = err
-		if err := s.backoff(ctx, attempt, throttled); err != nil {
+		if err := s.retry.Wait(ctx, attempt, err); err != nil {
 			continue // the next pass finishes the calls with ctx.Err()
 		}
 	}
 }
 
 // attempt pins, applies every call, and commits. It reports done when
-// every call is finished; otherwise the batch is retried, throttled
-// saying whether the store asked to slow down.
-func (s *Store) attempt(ctx context.Context, calls []*call) (done, throttled bool, err error) {
+// every call is finished; otherwise the batch is retried after a wait that
+// err (throttled or not) decides.
+func (s *Store) attempt(ctx context.Context, calls []*call) (done bool, err error) {
 	sn, err := s.Pin(ctx)
 	if err != nil {
-		if transient(err) {
-			return false, errors.Is(err, bucket.ErrThrottled), err
+		if bucket.Transient(err) {
+			return false, err
 		}
 		for _, c := range calls {
 			c.finish(Result{}, err)
 		}
-		return true, false, nil
+		return true, nil
 	}
 	state := newBatchState(s.fams)
 	outs := make([]outcome, len(calls))
@@ -262,7 +262,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call) (done, throttled boo
 			}
 			c.finish(outs[i].res, outs[i].err)
 		}
-		return true, false, nil
+		return true, nil
 	}
 	nonce := newNonce()
 	cand, err := s.build(ctx, sn, state, nonce)
@@ -270,7 +270,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call) (done, throttled boo
 		for _, c := range calls {
 			c.finish(Result{}, err)
 		}
-		return true, false, nil
+		return true, nil
 	}
 	cand.head = &Head{
 		Marker:    s.schema.Marker,
@@ -286,61 +286,56 @@ func (s *Store) attempt(ctx context.Context, calls []*call) (done, throttled boo
 		for _, c := range calls {
 			c.finish(Result{}, err)
 		}
-		return true, false, nil
+		return true, nil
 	}
 	staged := time.Now()
 	if err := s.stage(ctx, cand); err != nil {
-		return false, errors.Is(err, bucket.ErrThrottled), err
+		return false, err
 	}
 	if time.Since(staged) > s.opts.MaxAttemptAge {
-		return false, false, fmt.Errorf("head: staging took %v, more than %v", time.Since(staged), s.opts.MaxAttemptAge)
+		return false, fmt.Errorf("head: staging took %v, more than %v", time.Since(staged), s.opts.MaxAttemptAge)
 	}
 	landed, err := s.cas(ctx, sn, cand, nonce, staged)
 	if err != nil {
 		for _, c := range calls {
 			c.finish(Result{}, err)
 		}
-		return true, false, nil
+		return true, nil
 	}
 	if !landed {
-		return false, false, fmt.Errorf("head: lost the race for sequence %d", seq)
+		return false, fmt.Errorf("head: lost the race for sequence %d", seq)
 	}
 	if s.opts.Check {
 		if err := s.checkLanded(ctx, cand.rootRef.Hash); err != nil {
 			for _, c := range calls {
 				c.finish(Result{}, fmt.Errorf("head: check after commit %d: %w", seq, err))
 			}
-			return true, false, nil
+			return true, nil
 		}
 	}
 	for i, c := range calls {
 		c.finish(outs[i].res, outs[i].err)
 	}
-	return true, false, nil
+	return true, nil
 }
 
 // checkLanded runs the strict Check of Options.Check on a root that has
-// landed. A read that fails transiently (or returns damaged bytes, which a
-// flaky network can do) is retried a few times, so that only a finding
-// that persists fails the commands.
+// landed. Check only reads, so a run that fails transiently (or meets
+// damaged bytes, which a flaky network can return) is repeated a few
+// times, and only a finding that persists fails the commands.
 func (s *Store) checkLanded(ctx context.Context, root digest.Hash) error {
-	var err error
-	for try := 0; try < 5; try++ {
-		if err = Check(ctx, s.b, s.layout, root, CheckOptions{Strict: true}); err == nil || !transient(err) {
-			return err
-		}
-		if berr := s.backoff(ctx, try, errors.Is(err, bucket.ErrThrottled)); berr != nil {
-			return err
-		}
-	}
-	return err
+	p := s.retry
+	p.Attempts = checkAttempts
+	return bucket.Retry(ctx, p, func(ctx context.Context) error {
+		return Check(ctx, s.b, s.layout, root, CheckOptions{Strict: true})
+	})
 }
 
-// transient reports whether err may go away on a later attempt.
-func transient(err error) bool {
-	return errors.Is(err, bucket.ErrUnavailable) || errors.Is(err, bucket.ErrThrottled) ||
-		errors.Is(err, bucket.ErrAmbiguous) || errors.Is(err, bucket.ErrIntegrity)
-}
+// Tries of the requests a commit repeats on a transient failure.
+const (
+	checkAttempts = 5 // runs of Check after a commit
+	putAttempts   = 4 // writes of one new immutable object
+)
 
 // apply runs one command on top of the batch so far.
 func (s *Store) apply(ctx context.Context, sn *Snapshot, state *batchState, cmd Command, seq uint64, now time.Time) outcome {
@@ -665,16 +660,12 @@ func (s *Store) stage(ctx context.Context, c *candidate) error {
 // putImmutable writes a new immutable object, retrying what a retry cannot
 // make worse: the key is new and its bytes are fixed.
 func (s *Store) putImmutable(ctx context.Context, key string, body []byte) error {
-	var err error
-	for try := 0; try < 4; try++ {
-		if _, err = s.b.Put(ctx, key, body, bucket.Unconditional); err == nil || !transient(err) {
-			return err
-		}
-		if berr := s.backoff(ctx, try, errors.Is(err, bucket.ErrThrottled)); berr != nil {
-			return berr
-		}
-	}
-	return err
+	p := s.retry
+	p.Attempts = putAttempts
+	return bucket.Retry(ctx, p, func(ctx context.Context) error {
+		_, err := s.b.Put(ctx, key, body, bucket.Unconditional)
+		return err
+	})
 }
 
 // cas writes the candidate head conditional on the pinned one and learns
@@ -697,7 +688,7 @@ func (s *Store) cas(ctx context.Context, sn *Snapshot, c *candidate, nonce roots
 			if !sent && time.Since(staged) > s.opts.MaxAttemptAge {
 				return false, nil // nothing of this attempt can land; rebuild
 			}
-			if berr := s.backoff(ctx, try-1, errors.Is(lastErr, bucket.ErrThrottled)); berr != nil {
+			if berr := s.retry.Wait(ctx, try-1, lastErr); berr != nil {
 				break
 			}
 		}
