@@ -159,9 +159,7 @@ func (s *Store) fetch(key string) func(context.Context) ([]byte, error) {
 }
 
 func (s *Store) loadRoot(ctx context.Context, h digest.Hash) (*roots.Root, error) {
-	r, err := s.roots.Load(ctx, h, s.fetch(s.layout.Root(h)), func(b []byte) (*roots.Root, error) {
-		return roots.DecodeRoot(s.fams, b, h)
-	})
+	r, err := roots.LoadRoot(ctx, s.roots, s.fams, h, s.fetch(s.layout.Root(h)))
 	if err != nil {
 		return nil, fmt.Errorf("head: load root %s: %w", h, err)
 	}
@@ -175,9 +173,7 @@ func (sn *Snapshot) table(ctx context.Context, f shards.Family) (*roots.Table, e
 		return nil, nil
 	}
 	h := fr.Table.Hash
-	t, err := sn.s.tables.Load(ctx, h, sn.s.fetch(sn.s.layout.Table(h)), func(b []byte) (*roots.Table, error) {
-		return roots.DecodeTable(sn.s.fams, b, h)
-	})
+	t, err := roots.LoadTable(ctx, sn.s.tables, sn.s.fams, h, sn.s.fetch(sn.s.layout.Table(h)))
 	if err != nil {
 		return nil, fmt.Errorf("head: load table %s of %s: %w", h, f, err)
 	}

@@ -121,7 +121,8 @@ func (c *Cache[V]) Stats() CacheStats {
 
 // Load returns the value under h, from the cache or else by fetching its
 // bytes, verifying that they hash to h (ErrIntegrity otherwise, and nothing
-// is cached), decoding them and caching the result. Concurrent Loads of one
+// is cached), decoding them and caching the result. The verification is
+// the only one: decode must not hash the bytes again. Concurrent Loads of one
 // hash share one fetch. Each caller waits only as long as its own ctx
 // allows; if the shared fetch failed because another caller's ctx ended, a
 // caller whose ctx is still live fetches again.
@@ -143,8 +144,8 @@ func (c *Cache[V]) Load(ctx context.Context, h digest.Hash, fetch func(context.C
 			if err != nil {
 				return nil, err
 			}
-			if got := digest.Sum(b); got != h {
-				return nil, fmt.Errorf("shards: load %s: bytes hash to %s: %w", h, got, ErrIntegrity)
+			if err := digest.Verify(b, h); err != nil {
+				return nil, fmt.Errorf("shards: load %s: %w", h, err)
 			}
 			v, err := decode(b)
 			if err != nil {
