@@ -121,9 +121,9 @@ func (c *Cache[V]) Stats() CacheStats {
 
 // Load returns the value under h, from the cache or else by fetching its
 // bytes, verifying that they hash to h (ErrIntegrity otherwise, and nothing
-// is cached), decoding them and caching the result. The verification is
-// the only one: decode must not hash the bytes again. Concurrent Loads of one
-// hash share one fetch. Each caller waits only as long as its own ctx
+// is cached), decoding them and caching the result. This is the only
+// verification: decode must not hash the bytes again. Concurrent Loads of
+// one hash share one fetch. Each caller waits only as long as its own ctx
 // allows; if the shared fetch failed because another caller's ctx ended, a
 // caller whose ctx is still live fetches again.
 func (c *Cache[V]) Load(ctx context.Context, h digest.Hash, fetch func(context.Context) ([]byte, error), decode func([]byte) (V, error)) (V, error) {
