@@ -214,16 +214,3 @@ func (tx *Tx) heldRoot(root digest.Hash) bool {
 
 // Release drops owner's hold, if any.
 func (tx *Tx) Release(owner string) { tx.own.holds[owner] = nil }
-
-// HoldOf returns the root owner holds, seeing pending changes.
-func (tx *Tx) HoldOf(owner string) (digest.Hash, bool) {
-	for _, st := range []*batchState{tx.own, tx.base} {
-		if h, ok := st.holds[owner]; ok {
-			if h == nil {
-				return digest.Hash{}, false
-			}
-			return *h, true
-		}
-	}
-	return tx.sn.root.Hold(owner)
-}

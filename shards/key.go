@@ -356,9 +356,6 @@ func (r *KeyReader) Err() error {
 // Offset returns how many bytes have been read.
 func (r *KeyReader) Offset() int { return r.r.Offset() }
 
-// Len returns how many bytes remain.
-func (r *KeyReader) Len() int { return r.r.Len() }
-
 // End returns the first error met, or an error if bytes remain unread.
 func (r *KeyReader) End() error {
 	r.r.End()
