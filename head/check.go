@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/shards"
 )
@@ -24,11 +25,11 @@ type CheckOptions struct {
 // each decodes canonically, every record sits in the shard its key
 // selects, and every table agrees with its root entry (shard count, record
 // count, sizes). It returns nil or an error joining every finding.
-func Check(ctx context.Context, b bucket.Bucket, layout shards.Layout, root shards.Hash, opts CheckOptions) error {
+func Check(ctx context.Context, b bucket.Bucket, layout shards.Layout, root digest.Hash, opts CheckOptions) error {
 	if opts.MaxFindings <= 0 {
 		opts.MaxFindings = 100
 	}
-	c := &checker{b: b, layout: layout, opts: opts, seen: map[shards.Hash]bool{}}
+	c := &checker{b: b, layout: layout, opts: opts, seen: map[digest.Hash]bool{}}
 	c.root(ctx, root, opts.Strict)
 	return errors.Join(c.findings...)
 }
@@ -37,7 +38,7 @@ type checker struct {
 	b        bucket.Bucket
 	layout   shards.Layout
 	opts     CheckOptions
-	seen     map[shards.Hash]bool
+	seen     map[digest.Hash]bool
 	findings []error
 }
 
@@ -57,7 +58,7 @@ func (c *checker) get(ctx context.Context, key string) ([]byte, bool) {
 	return body, true
 }
 
-func (c *checker) root(ctx context.Context, h shards.Hash, deep bool) {
+func (c *checker) root(ctx context.Context, h digest.Hash, deep bool) {
 	if c.seen[h] {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/bucket/fault"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
@@ -19,7 +20,7 @@ import (
 )
 
 // checkBoth runs Check in strict and in default mode.
-func checkBoth(b bucket.Bucket, layout shards.Layout, root shards.Hash) (strict, loose error) {
+func checkBoth(b bucket.Bucket, layout shards.Layout, root digest.Hash) (strict, loose error) {
 	ctx := context.Background()
 	return head.Check(ctx, b, layout, root, head.CheckOptions{Strict: true}),
 		head.Check(ctx, b, layout, root, head.CheckOptions{})
@@ -79,7 +80,7 @@ func TestCheckPassesHealthyShard(t *testing.T) {
 
 // referencedShard returns the key of one shard object of fam that the
 // head's root names.
-func referencedShard(t *testing.T, b bucket.Bucket, layout shards.Layout) (string, shards.Hash) {
+func referencedShard(t *testing.T, b bucket.Bucket, layout shards.Layout) (string, digest.Hash) {
 	t.Helper()
 	root := headRoot(t, b, layout)
 	fr, ok := readRoot(t, b, layout, root).Family(fam)
@@ -196,7 +197,7 @@ func (c *craft) put(key string, body []byte) {
 
 // object writes body as shard idx of fam and returns its table entry.
 func (c *craft) object(idx uint8, body []byte, count uint32) roots.Entry {
-	ref := shards.Ref{Hash: shards.Sum(body), Size: int64(len(body)), Count: count}
+	ref := shards.Ref{Hash: digest.Sum(body), Size: int64(len(body)), Count: count}
 	c.put(c.layout.Shard(fam, idx, ref.Hash), body)
 	return roots.Entry{Shard: idx, Ref: ref}
 }
@@ -221,7 +222,7 @@ func (c *craft) records(idx uint8, keys [][]byte) []byte {
 
 // root writes a table of entries and a root naming it under ref, after
 // edit, with the holds given.
-func (c *craft) root(entries []roots.Entry, edit func(*roots.FamilyRef), holds ...roots.Hold) shards.Hash {
+func (c *craft) root(entries []roots.Entry, edit func(*roots.FamilyRef), holds ...roots.Hold) digest.Hash {
 	c.t.Helper()
 	tbl := &roots.Table{Family: fam, Entries: entries}
 	body, ref, err := tbl.Encode(head.SchemaForTest.Families)
@@ -358,7 +359,7 @@ func TestCheckFindsMissingHoldRoot(t *testing.T) {
 	keys, idx := sameShardKeys(t, 2)
 	cr := newCraft(t)
 	e := cr.object(idx, cr.records(idx, keys), 2)
-	gone := shards.Sum([]byte("a root never written"))
+	gone := digest.Sum([]byte("a root never written"))
 	root := cr.root([]roots.Entry{e}, nil, roots.Hold{Owner: "snap", Root: gone})
 	strict, loose := checkBoth(cr.b, cr.layout, root)
 	for _, err := range []error{strict, loose} {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/bucket/wire"
 	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/shards"
 )
@@ -217,30 +217,30 @@ func (s *Store) commitBatch(calls []*call, refill func(n int) []*call) {
 			}
 			return
 		}
-		done, throttled, err := s.attempt(ctx, calls)
+		done, err := s.attempt(ctx, calls)
 		if done {
 			return
 		}
 		lastErr = err
-		if err := s.backoff(ctx, attempt, throttled); err != nil {
+		if err := s.retry.Wait(ctx, attempt, err); err != nil {
 			continue // the next pass finishes the calls with ctx.Err()
 		}
 	}
 }
 
 // attempt pins, applies every call, and commits. It reports done when
-// every call is finished; otherwise the batch is retried, throttled
-// saying whether the store asked to slow down.
-func (s *Store) attempt(ctx context.Context, calls []*call) (done, throttled bool, err error) {
+// every call is finished; otherwise the batch is retried after a wait that
+// err (throttled or not) decides.
+func (s *Store) attempt(ctx context.Context, calls []*call) (done bool, err error) {
 	sn, err := s.Pin(ctx)
 	if err != nil {
-		if transient(err) {
-			return false, errors.Is(err, bucket.ErrThrottled), err
+		if bucket.Transient(err) {
+			return false, err
 		}
 		for _, c := range calls {
 			c.finish(Result{}, err)
 		}
-		return true, false, nil
+		return true, nil
 	}
 	state := newBatchState(s.fams)
 	outs := make([]outcome, len(calls))
@@ -262,7 +262,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call) (done, throttled boo
 			}
 			c.finish(outs[i].res, outs[i].err)
 		}
-		return true, false, nil
+		return true, nil
 	}
 	nonce := newNonce()
 	cand, err := s.build(ctx, sn, state, nonce)
@@ -270,7 +270,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call) (done, throttled boo
 		for _, c := range calls {
 			c.finish(Result{}, err)
 		}
-		return true, false, nil
+		return true, nil
 	}
 	cand.head = &Head{
 		Marker:    s.schema.Marker,
@@ -286,61 +286,56 @@ func (s *Store) attempt(ctx context.Context, calls []*call) (done, throttled boo
 		for _, c := range calls {
 			c.finish(Result{}, err)
 		}
-		return true, false, nil
+		return true, nil
 	}
 	staged := time.Now()
 	if err := s.stage(ctx, cand); err != nil {
-		return false, errors.Is(err, bucket.ErrThrottled), err
+		return false, err
 	}
 	if time.Since(staged) > s.opts.MaxAttemptAge {
-		return false, false, fmt.Errorf("head: staging took %v, more than %v", time.Since(staged), s.opts.MaxAttemptAge)
+		return false, fmt.Errorf("head: staging took %v, more than %v", time.Since(staged), s.opts.MaxAttemptAge)
 	}
 	landed, err := s.cas(ctx, sn, cand, nonce, staged)
 	if err != nil {
 		for _, c := range calls {
 			c.finish(Result{}, err)
 		}
-		return true, false, nil
+		return true, nil
 	}
 	if !landed {
-		return false, false, fmt.Errorf("head: lost the race for sequence %d", seq)
+		return false, fmt.Errorf("head: lost the race for sequence %d", seq)
 	}
 	if s.opts.Check {
 		if err := s.checkLanded(ctx, cand.rootRef.Hash); err != nil {
 			for _, c := range calls {
 				c.finish(Result{}, fmt.Errorf("head: check after commit %d: %w", seq, err))
 			}
-			return true, false, nil
+			return true, nil
 		}
 	}
 	for i, c := range calls {
 		c.finish(outs[i].res, outs[i].err)
 	}
-	return true, false, nil
+	return true, nil
 }
 
 // checkLanded runs the strict Check of Options.Check on a root that has
-// landed. A read that fails transiently (or returns damaged bytes, which a
-// flaky network can do) is retried a few times, so that only a finding
-// that persists fails the commands.
-func (s *Store) checkLanded(ctx context.Context, root shards.Hash) error {
-	var err error
-	for try := 0; try < 5; try++ {
-		if err = Check(ctx, s.b, s.layout, root, CheckOptions{Strict: true}); err == nil || !transient(err) {
-			return err
-		}
-		if berr := s.backoff(ctx, try, errors.Is(err, bucket.ErrThrottled)); berr != nil {
-			return err
-		}
-	}
-	return err
+// landed. Check only reads, so a run that fails transiently (or meets
+// damaged bytes, which a flaky network can return) is repeated a few
+// times, and only a finding that persists fails the commands.
+func (s *Store) checkLanded(ctx context.Context, root digest.Hash) error {
+	p := s.retry
+	p.Attempts = checkAttempts
+	return bucket.Retry(ctx, p, func(ctx context.Context) error {
+		return Check(ctx, s.b, s.layout, root, CheckOptions{Strict: true})
+	})
 }
 
-// transient reports whether err may go away on a later attempt.
-func transient(err error) bool {
-	return errors.Is(err, bucket.ErrUnavailable) || errors.Is(err, bucket.ErrThrottled) ||
-		errors.Is(err, bucket.ErrAmbiguous) || errors.Is(err, bucket.ErrIntegrity)
-}
+// Tries of the requests a commit repeats on a transient failure.
+const (
+	checkAttempts = 5 // runs of Check after a commit
+	putAttempts   = 4 // writes of one new immutable object
+)
 
 // apply runs one command on top of the batch so far.
 func (s *Store) apply(ctx context.Context, sn *Snapshot, state *batchState, cmd Command, seq uint64, now time.Time) outcome {
@@ -372,22 +367,25 @@ func (s *Store) apply(ctx context.Context, sn *Snapshot, state *batchState, cmd 
 // The dedupe record: version 1 | command digest [32] | sequence u64 | result.
 const dedupeFormat = 1
 
-func encodeDedupe(digest [32]byte, seq uint64, result []byte) []byte {
-	b := make([]byte, 0, 1+32+8+len(result))
-	b = append(b, dedupeFormat)
-	b = append(b, digest[:]...)
-	b = binary.BigEndian.AppendUint64(b, seq)
-	return append(b, result...)
+func encodeDedupe(cmdDigest [32]byte, seq uint64, result []byte) []byte {
+	return wire.NewWriter(make([]byte, 0, 1+32+8+len(result))).
+		U8(dedupeFormat).Raw(cmdDigest[:]).U64(seq).Raw(result).Bytes()
 }
 
 func replay(v []byte, cmd Command) outcome {
-	if len(v) < 41 || v[0] != dedupeFormat {
+	r := wire.NewReader(v)
+	format := r.U8()
+	var cmdDigest [32]byte
+	r.Copy(cmdDigest[:])
+	seq := r.U64()
+	result := r.Take(r.Len())
+	if r.Err() != nil || format != dedupeFormat {
 		return outcome{err: fmt.Errorf("head: dedupe record of %q: %w", cmd.RequestID, bucket.ErrIntegrity)}
 	}
-	if !bytes.Equal(v[1:33], cmd.Digest[:]) {
+	if cmdDigest != cmd.Digest {
 		return outcome{err: fmt.Errorf("%w: %q", ErrRequestReused, cmd.RequestID)}
 	}
-	return outcome{res: Result{Value: bytes.Clone(v[41:]), Sequence: binary.BigEndian.Uint64(v[33:41]), Replayed: true}}
+	return outcome{res: Result{Value: bytes.Clone(result), Sequence: seq, Replayed: true}}
 }
 
 // receipts returns the new head's receipts: this commit's first, then the
@@ -418,8 +416,8 @@ type candidate struct {
 	rootRef   shards.Ref
 	head      *Head
 	headBytes []byte
-	objects   map[shards.Hash]*shards.Object
-	tables    map[shards.Hash]*roots.Table
+	objects   map[digest.Hash]*shards.Object
+	tables    map[digest.Hash]*roots.Table
 }
 
 type write struct {
@@ -431,7 +429,7 @@ type write struct {
 // first root): new shard objects for the shards it changes, new tables for
 // the families it changes, a new root. Nothing is written.
 func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonce roots.Nonce) (*candidate, error) {
-	c := &candidate{objects: map[shards.Hash]*shards.Object{}, tables: map[shards.Hash]*roots.Table{}}
+	c := &candidate{objects: map[digest.Hash]*shards.Object{}, tables: map[digest.Hash]*roots.Table{}}
 	root := &roots.Root{Nonce: nonce, Sequence: 1}
 	if sn != nil {
 		root.Parent = sn.rootHash
@@ -461,7 +459,7 @@ func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonc
 		}
 	}
 	if len(state.holds) > 0 {
-		held := map[string]shards.Hash{}
+		held := map[string]digest.Hash{}
 		for _, h := range root.Holds {
 			held[h.Owner] = h.Root
 		}
@@ -629,7 +627,7 @@ func (s *Store) checkWriterRule(ctx context.Context, sn *Snapshot, c *candidate)
 	return nil
 }
 
-func heldBy(r *roots.Root, h shards.Hash) bool {
+func heldBy(r *roots.Root, h digest.Hash) bool {
 	for _, x := range r.Holds {
 		if x.Root == h {
 			return true
@@ -662,16 +660,12 @@ func (s *Store) stage(ctx context.Context, c *candidate) error {
 // putImmutable writes a new immutable object, retrying what a retry cannot
 // make worse: the key is new and its bytes are fixed.
 func (s *Store) putImmutable(ctx context.Context, key string, body []byte) error {
-	var err error
-	for try := 0; try < 4; try++ {
-		if _, err = s.b.Put(ctx, key, body, bucket.Unconditional); err == nil || !transient(err) {
-			return err
-		}
-		if berr := s.backoff(ctx, try, errors.Is(err, bucket.ErrThrottled)); berr != nil {
-			return berr
-		}
-	}
-	return err
+	p := s.retry
+	p.Attempts = putAttempts
+	return bucket.Retry(ctx, p, func(ctx context.Context) error {
+		_, err := s.b.Put(ctx, key, body, bucket.Unconditional)
+		return err
+	})
 }
 
 // cas writes the candidate head conditional on the pinned one and learns
@@ -694,7 +688,7 @@ func (s *Store) cas(ctx context.Context, sn *Snapshot, c *candidate, nonce roots
 			if !sent && time.Since(staged) > s.opts.MaxAttemptAge {
 				return false, nil // nothing of this attempt can land; rebuild
 			}
-			if berr := s.backoff(ctx, try-1, errors.Is(lastErr, bucket.ErrThrottled)); berr != nil {
+			if berr := s.retry.Wait(ctx, try-1, lastErr); berr != nil {
 				break
 			}
 		}
@@ -760,10 +754,9 @@ func (s *Store) landedInChain(ctx context.Context, cur *Snapshot, seq uint64, no
 // length-prefixed so that no two part lists collide.
 func Digest(parts ...[]byte) [32]byte {
 	h := sha256.New()
-	var n [8]byte
+	var frame [8]byte
 	for _, p := range parts {
-		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
-		h.Write(n[:])
+		h.Write(wire.NewWriter(frame[:0]).U64(uint64(len(p))).Bytes())
 		h.Write(p)
 	}
 	var d [32]byte

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 
+	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/manifests"
 	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/shards"
@@ -83,26 +84,26 @@ func encodeHead(h *Head) ([]byte, error) {
 
 // decodeHead strictly decodes a head and checks the schema gate and the
 // shard id. Anything unexpected fails closed.
-func decodeHead(b []byte, id shards.ShardID, want Marker) (*Head, shards.Hash, error) {
+func decodeHead(b []byte, id shards.ShardID, want Marker) (*Head, digest.Hash, error) {
 	h := &Head{}
 	if err := manifests.Decode(b, h); err != nil {
-		return nil, shards.Hash{}, fmt.Errorf("%w: %w", ErrBadHead, err)
+		return nil, digest.Hash{}, fmt.Errorf("%w: %w", ErrBadHead, err)
 	}
 	if h.Marker != want {
-		return nil, shards.Hash{}, fmt.Errorf("%w: marker %+v, want %+v", ErrSchemaMismatch, h.Marker, want)
+		return nil, digest.Hash{}, fmt.Errorf("%w: marker %+v, want %+v", ErrSchemaMismatch, h.Marker, want)
 	}
 	if h.ShardID != id.String() {
-		return nil, shards.Hash{}, fmt.Errorf("%w: head names logical shard %q, want %s", ErrBadHead, h.ShardID, id)
+		return nil, digest.Hash{}, fmt.Errorf("%w: head names logical shard %q, want %s", ErrBadHead, h.ShardID, id)
 	}
-	root, err := shards.ParseHash(h.Root)
+	root, err := digest.Parse(h.Root)
 	if err != nil || root.IsZero() || h.RootSize <= 0 || h.Sequence == 0 {
-		return nil, shards.Hash{}, fmt.Errorf("%w: bad root %q, size %d or sequence %d", ErrBadHead, h.Root, h.RootSize, h.Sequence)
+		return nil, digest.Hash{}, fmt.Errorf("%w: bad root %q, size %d or sequence %d", ErrBadHead, h.Root, h.RootSize, h.Sequence)
 	}
 	if _, err := parseNonce(h.Nonce); err != nil {
-		return nil, shards.Hash{}, fmt.Errorf("%w: %w", ErrBadHead, err)
+		return nil, digest.Hash{}, fmt.Errorf("%w: %w", ErrBadHead, err)
 	}
 	if len(h.Receipts) > MaxReceipts {
-		return nil, shards.Hash{}, fmt.Errorf("%w: %d receipts", ErrBadHead, len(h.Receipts))
+		return nil, digest.Hash{}, fmt.Errorf("%w: %d receipts", ErrBadHead, len(h.Receipts))
 	}
 	return h, root, nil
 }

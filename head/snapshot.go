@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/shards"
 )
@@ -19,7 +20,7 @@ type Snapshot struct {
 	s        *Store
 	head     *Head          // nil for a frozen snapshot of a held root
 	version  bucket.Version // the head object's version
-	rootHash shards.Hash
+	rootHash digest.Hash
 	root     *roots.Root
 }
 
@@ -27,7 +28,7 @@ type Snapshot struct {
 func (sn *Snapshot) Sequence() uint64 { return sn.root.Sequence }
 
 // RootHash names the snapshot's root; a hold on it freezes this state.
-func (sn *Snapshot) RootHash() shards.Hash { return sn.rootHash }
+func (sn *Snapshot) RootHash() digest.Hash { return sn.rootHash }
 
 // Root returns the decoded root. It must not be modified.
 func (sn *Snapshot) Root() *roots.Root { return sn.root }
@@ -142,7 +143,7 @@ func (s *Store) remember(sn *Snapshot) {
 
 // At returns a frozen snapshot of a root that a hold (or a pin) keeps. It
 // reads no head.
-func (s *Store) At(ctx context.Context, root shards.Hash) (*Snapshot, error) {
+func (s *Store) At(ctx context.Context, root digest.Hash) (*Snapshot, error) {
 	r, err := s.loadRoot(ctx, root)
 	if err != nil {
 		return nil, err
@@ -157,10 +158,8 @@ func (s *Store) fetch(key string) func(context.Context) ([]byte, error) {
 	}
 }
 
-func (s *Store) loadRoot(ctx context.Context, h shards.Hash) (*roots.Root, error) {
-	r, err := s.roots.Load(ctx, h, s.fetch(s.layout.Root(h)), func(b []byte) (*roots.Root, error) {
-		return roots.DecodeRoot(s.fams, b, h)
-	})
+func (s *Store) loadRoot(ctx context.Context, h digest.Hash) (*roots.Root, error) {
+	r, err := roots.LoadRoot(ctx, s.roots, s.fams, h, s.fetch(s.layout.Root(h)))
 	if err != nil {
 		return nil, fmt.Errorf("head: load root %s: %w", h, err)
 	}
@@ -174,9 +173,7 @@ func (sn *Snapshot) table(ctx context.Context, f shards.Family) (*roots.Table, e
 		return nil, nil
 	}
 	h := fr.Table.Hash
-	t, err := sn.s.tables.Load(ctx, h, sn.s.fetch(sn.s.layout.Table(h)), func(b []byte) (*roots.Table, error) {
-		return roots.DecodeTable(sn.s.fams, b, h)
-	})
+	t, err := roots.LoadTable(ctx, sn.s.tables, sn.s.fams, h, sn.s.fetch(sn.s.layout.Table(h)))
 	if err != nil {
 		return nil, fmt.Errorf("head: load table %s of %s: %w", h, f, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -49,6 +48,13 @@ type Options struct {
 	Check bool
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+}
+
+// retryPolicy is the backoff the options describe: full jitter over a
+// bound from BackoffBase doubling up to BackoffMax, and ThrottleBackoff
+// plus jitter after the store throttled, for up to MaxAttempts tries.
+func (o *Options) retryPolicy() bucket.RetryPolicy {
+	return bucket.RetryPolicy{Attempts: o.MaxAttempts, Base: o.BackoffBase, Max: o.BackoffMax, ThrottleWait: o.ThrottleBackoff}
 }
 
 func (o *Options) fill() {
@@ -105,8 +111,7 @@ type Store struct {
 	lastCommit time.Time   // when this Store's last head write landed
 	closed     bool
 
-	rngMu sync.Mutex
-	rng   *rand.Rand
+	retry bucket.RetryPolicy // spaces the commit's attempts and repeated requests
 }
 
 // Open opens logical shard id in b under schema sc. An empty shard is
@@ -127,7 +132,7 @@ func Open(ctx context.Context, b bucket.Bucket, id shards.ShardID, sc Schema, op
 		objects: shards.NewObjectCache(opts.CacheBytes * 7 / 8),
 		tables:  shards.NewCache(opts.CacheBytes/16, tableSize),
 		roots:   shards.NewCache(opts.CacheBytes/16, rootSize),
-		rng:     rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(id[0])<<8|uint64(id[1]))),
+		retry:   opts.retryPolicy(),
 	}
 	sn, err := s.Pin(ctx)
 	if errors.Is(err, errNoHead) {
@@ -228,35 +233,4 @@ func rootSize(r *roots.Root) int64 {
 		n += int64(48 + len(h.Owner))
 	}
 	return n
-}
-
-// jitter returns a random duration in [0, d).
-func (s *Store) jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	s.rngMu.Lock()
-	defer s.rngMu.Unlock()
-	return time.Duration(s.rng.Int64N(int64(d)))
-}
-
-// backoff waits before attempt n+1: full jitter over an exponential bound,
-// and at least ThrottleBackoff after the store throttled.
-func (s *Store) backoff(ctx context.Context, n int, throttled bool) error {
-	bound := s.opts.BackoffBase << min(n, 20)
-	if bound > s.opts.BackoffMax || bound <= 0 {
-		bound = s.opts.BackoffMax
-	}
-	d := s.jitter(bound)
-	if throttled {
-		d = s.opts.ThrottleBackoff + s.jitter(s.opts.ThrottleBackoff)
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

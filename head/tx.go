@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/shards"
 )
@@ -15,11 +16,11 @@ import (
 type batchState struct {
 	fams  *shards.Schema
 	muts  map[shards.Family]map[string]shards.Mutation
-	holds map[string]*shards.Hash // owner → held root; nil releases
+	holds map[string]*digest.Hash // owner → held root; nil releases
 }
 
 func newBatchState(fams *shards.Schema) *batchState {
-	return &batchState{fams: fams, muts: map[shards.Family]map[string]shards.Mutation{}, holds: map[string]*shards.Hash{}}
+	return &batchState{fams: fams, muts: map[shards.Family]map[string]shards.Mutation{}, holds: map[string]*digest.Hash{}}
 }
 
 func (b *batchState) empty() bool { return len(b.muts) == 0 && len(b.holds) == 0 }
@@ -183,7 +184,7 @@ func (tx *Tx) Delete(f shards.Family, key []byte) error {
 // Hold keeps root reachable under owner until Release. The root must be
 // the pinned one or already held: a hold never resurrects a root GC may
 // have swept.
-func (tx *Tx) Hold(owner string, root shards.Hash) error {
+func (tx *Tx) Hold(owner string, root digest.Hash) error {
 	if err := roots.CheckOwner(owner); err != nil {
 		return err
 	}
@@ -195,7 +196,7 @@ func (tx *Tx) Hold(owner string, root shards.Hash) error {
 	return nil
 }
 
-func (tx *Tx) heldRoot(root shards.Hash) bool {
+func (tx *Tx) heldRoot(root digest.Hash) bool {
 	for _, st := range []*batchState{tx.own, tx.base} {
 		for _, h := range st.holds {
 			if h != nil && *h == root {
@@ -213,16 +214,3 @@ func (tx *Tx) heldRoot(root shards.Hash) bool {
 
 // Release drops owner's hold, if any.
 func (tx *Tx) Release(owner string) { tx.own.holds[owner] = nil }
-
-// HoldOf returns the root owner holds, seeing pending changes.
-func (tx *Tx) HoldOf(owner string) (shards.Hash, bool) {
-	for _, st := range []*batchState{tx.own, tx.base} {
-		if h, ok := st.holds[owner]; ok {
-			if h == nil {
-				return shards.Hash{}, false
-			}
-			return *h, true
-		}
-	}
-	return tx.sn.root.Hold(owner)
-}

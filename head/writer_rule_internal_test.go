@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/shards"
@@ -63,7 +64,7 @@ func withTable(t *testing.T, s *Store, sn *Snapshot, tbl *roots.Table, writeShar
 			root.Families[i] = roots.FamilyRef{Family: ruleFam, Table: ref, Shards: uint16(len(tbl.Entries)), Records: tbl.Records()}
 		}
 	}
-	c := &candidate{root: &root, tables: map[shards.Hash]*roots.Table{ref.Hash: tbl}, objects: map[shards.Hash]*shards.Object{}}
+	c := &candidate{root: &root, tables: map[digest.Hash]*roots.Table{ref.Hash: tbl}, objects: map[digest.Hash]*shards.Object{}}
 	c.writes = append(c.writes, write{s.layout.Table(ref.Hash), body})
 	for _, e := range writeShards {
 		c.writes = append(c.writes, write{s.layout.Shard(ruleFam, e.Shard, e.Ref.Hash), nil})
@@ -188,7 +189,7 @@ func TestCheckWriterRule(t *testing.T) {
 	if keptRoot != snA.rootHash {
 		t.Fatal("the hold names another root than the x=A state")
 	}
-	for name, h := range map[string]shards.Hash{"genesis": genesis.rootHash, "never written": shards.Sum([]byte("never written"))} {
+	for name, h := range map[string]digest.Hash{"genesis": genesis.rootHash, "never written": digest.Sum([]byte("never written"))} {
 		root := *sn.root
 		root.Holds = append([]roots.Hold{{Owner: "a-new-hold", Root: h}}, sn.root.Holds...)
 		refused["hold on an unheld root ("+name+")"] = &candidate{root: &root}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/bucket/fault"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
@@ -27,7 +28,7 @@ import (
 // reachable from its parent nor written by the attempt.
 
 // headRoot reads the head straight from the bucket and returns its root.
-func headRoot(t *testing.T, b bucket.Bucket, layout shards.Layout) shards.Hash {
+func headRoot(t *testing.T, b bucket.Bucket, layout shards.Layout) digest.Hash {
 	t.Helper()
 	body, _, err := b.Get(context.Background(), layout.Head())
 	if err != nil {
@@ -37,14 +38,14 @@ func headRoot(t *testing.T, b bucket.Bucket, layout shards.Layout) shards.Hash {
 	if err := manifests.Decode(body, &h); err != nil {
 		t.Fatal(err)
 	}
-	root, err := shards.ParseHash(h.Root)
+	root, err := digest.Parse(h.Root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return root
 }
 
-func readRoot(t *testing.T, b bucket.Bucket, layout shards.Layout, h shards.Hash) *roots.Root {
+func readRoot(t *testing.T, b bucket.Bucket, layout shards.Layout, h digest.Hash) *roots.Root {
 	t.Helper()
 	body, _, err := b.Get(context.Background(), layout.Root(h))
 	if err != nil {
@@ -57,7 +58,7 @@ func readRoot(t *testing.T, b bucket.Bucket, layout shards.Layout, h shards.Hash
 	return r
 }
 
-func readTable(t *testing.T, b bucket.Bucket, layout shards.Layout, h shards.Hash) *roots.Table {
+func readTable(t *testing.T, b bucket.Bucket, layout shards.Layout, h digest.Hash) *roots.Table {
 	t.Helper()
 	body, _, err := b.Get(context.Background(), layout.Table(h))
 	if err != nil {
@@ -71,7 +72,7 @@ func readTable(t *testing.T, b bucket.Bucket, layout shards.Layout, h shards.Has
 }
 
 // shardKeyIn returns the key of shard idx of family f in root h, or "".
-func shardKeyIn(t *testing.T, b bucket.Bucket, layout shards.Layout, h shards.Hash, f shards.Family, idx uint8) string {
+func shardKeyIn(t *testing.T, b bucket.Bucket, layout shards.Layout, h digest.Hash, f shards.Family, idx uint8) string {
 	t.Helper()
 	fr, ok := readRoot(t, b, layout, h).Family(f)
 	if !ok {
@@ -111,8 +112,8 @@ func immutableKeys(t *testing.T, b bucket.Bucket, layout shards.Layout) map[stri
 func mark(t *testing.T, b bucket.Bucket, layout shards.Layout, grace int) map[string]bool {
 	t.Helper()
 	marked := map[string]bool{}
-	var markRoot func(h shards.Hash, parents int)
-	markRoot = func(h shards.Hash, parents int) {
+	var markRoot func(h digest.Hash, parents int)
+	markRoot = func(h digest.Hash, parents int) {
 		key := layout.Root(h)
 		if marked[key] {
 			return

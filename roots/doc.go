@@ -33,5 +33,8 @@
 // table already in the bucket as an orphan that a sweep may be deleting.
 //
 // Decoders verify the hash first (bucket.ErrIntegrity) and then reject
-// anything that is not the canonical encoding (ErrMalformed).
+// anything that is not the canonical encoding (ErrMalformed). LoadTable
+// and LoadRoot decode through a shards.Cache instead, whose Load verifies
+// the hash of fetched bytes; the bytes are hashed once, before they are
+// decoded or cached.
 package roots

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/roots"
-	"github.com/cairnstore/cairn/shards"
 )
 
 func addSeeds(f *testing.F, golden string, random func(*rand.Rand) []byte) {
@@ -34,7 +34,7 @@ func FuzzDecodeTable(f *testing.F) {
 		return b
 	})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		h := shards.Sum(b)
+		h := digest.Sum(b)
 		tbl, err := roots.DecodeTable(schema, b, h)
 		if err != nil {
 			if tbl != nil || !errors.Is(err, roots.ErrMalformed) {
@@ -67,7 +67,7 @@ func FuzzDecodeRoot(f *testing.F) {
 		return b
 	})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		h := shards.Sum(b)
+		h := digest.Sum(b)
 		root, err := roots.DecodeRoot(schema, b, h)
 		if err != nil {
 			if root != nil || !errors.Is(err, roots.ErrMalformed) {

@@ -1,14 +1,14 @@
 package roots
 
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/bucket/wire"
 	"github.com/cairnstore/cairn/shards"
 )
 
@@ -80,12 +80,8 @@ func (t *Table) Encode(s *shards.Schema) ([]byte, shards.Ref, error) {
 	if !s.Known(t.Family) {
 		return nil, shards.Ref{}, fmt.Errorf("roots: encode table: %w", shards.ErrUnknownFamily)
 	}
-	b := make([]byte, 0, 4+1+16+1+2+len(t.Entries)*tableEntryLen)
-	b = append(b, tableMagic...)
-	b = append(b, TableFormat)
-	b = append(b, t.Nonce[:]...)
-	b = append(b, byte(t.Family))
-	b = binary.BigEndian.AppendUint16(b, uint16(len(t.Entries)))
+	w := wire.NewWriter(make([]byte, 0, 4+1+16+1+2+len(t.Entries)*tableEntryLen)).
+		Raw([]byte(tableMagic)).U8(TableFormat).Raw(t.Nonce[:]).U8(byte(t.Family)).U16(uint16(len(t.Entries)))
 	for i, e := range t.Entries {
 		if i > 0 && t.Entries[i-1].Shard >= e.Shard {
 			return nil, shards.Ref{}, fmt.Errorf("roots: encode table %s: shards not ascending: %w", s.Name(t.Family), ErrMalformed)
@@ -93,49 +89,51 @@ func (t *Table) Encode(s *shards.Schema) ([]byte, shards.Ref, error) {
 		if e.Ref.Count == 0 || e.Ref.Size <= 0 || e.Ref.Size > maxShardSize {
 			return nil, shards.Ref{}, fmt.Errorf("roots: encode table %s: shard %02x is empty: %w", s.Name(t.Family), e.Shard, ErrMalformed)
 		}
-		b = append(b, e.Shard)
-		b = append(b, e.Ref.Hash[:]...)
-		b = binary.BigEndian.AppendUint64(b, uint64(e.Ref.Size))
-		b = binary.BigEndian.AppendUint32(b, e.Ref.Count)
+		w.U8(e.Shard).Raw(e.Ref.Hash[:]).U64(uint64(e.Ref.Size)).U32(e.Ref.Count)
 	}
-	return b, shards.Ref{Hash: shards.Sum(b), Size: int64(len(b)), Count: uint32(len(t.Entries))}, nil
+	b := w.Bytes()
+	return b, shards.Ref{Hash: digest.Sum(b), Size: int64(len(b)), Count: uint32(len(t.Entries))}, nil
 }
 
 // DecodeTable verifies that b hashes to want and decodes it strictly; its
 // family must be one of schema s.
-func DecodeTable(s *shards.Schema, b []byte, want shards.Hash) (*Table, error) {
-	if got := shards.Sum(b); got != want {
-		return nil, fmt.Errorf("roots: decode table %s: bytes hash to %s: %w", want, got, shards.ErrIntegrity)
+func DecodeTable(s *shards.Schema, b []byte, want digest.Hash) (*Table, error) {
+	if err := digest.Verify(b, want); err != nil {
+		return nil, fmt.Errorf("roots: decode table: %w", err)
 	}
-	r := reader{b: b, what: "table " + want.String()}
-	r.magic(tableMagic, TableFormat)
+	return parseTable(s, b, want)
+}
+
+// parseTable decodes the table b, whose hash h the caller has verified.
+func parseTable(s *shards.Schema, b []byte, h digest.Hash) (*Table, error) {
+	r := wire.NewReader(b)
+	readMagic(r, tableMagic, TableFormat)
 	t := &Table{}
-	r.copy(t.Nonce[:])
-	t.Family = shards.Family(r.u8())
-	n := int(r.u16())
-	if r.err == nil && !s.Known(t.Family) {
-		r.fail("unknown family tag 0x%02x", uint8(t.Family))
+	r.Copy(t.Nonce[:])
+	t.Family = shards.Family(r.U8())
+	n := int(r.U16())
+	if r.Err() == nil && !s.Known(t.Family) {
+		r.Fail("family", fmt.Sprintf("unknown family tag 0x%02x", uint8(t.Family)))
 	}
-	if r.err == nil && (n == 0 || n > shards.Shards || len(r.b)-r.off != n*tableEntryLen) {
-		r.fail("%d entries in %d bytes", n, len(r.b)-r.off)
+	if r.Err() == nil && (n == 0 || n > shards.Shards || r.Len() != n*tableEntryLen) {
+		r.Fail("entries", fmt.Sprintf("%d entries in %d bytes", n, r.Len()))
 	}
-	for i := 0; i < n && r.err == nil; i++ {
+	for i := 0; i < n && r.Err() == nil; i++ {
 		var e Entry
-		e.Shard = r.u8()
-		r.copy(e.Ref.Hash[:])
-		e.Ref.Size = int64(r.u64())
-		e.Ref.Count = r.u32()
+		e.Shard = r.U8()
+		r.Copy(e.Ref.Hash[:])
+		e.Ref.Size = int64(r.U64())
+		e.Ref.Count = r.U32()
 		if i > 0 && t.Entries[i-1].Shard >= e.Shard {
-			r.fail("shards not ascending at entry %d", i)
+			r.Fail("entry", fmt.Sprintf("shards not ascending at entry %d", i))
 		}
 		if e.Ref.Count == 0 || e.Ref.Size <= 0 || e.Ref.Size > maxShardSize {
-			r.fail("entry %d: bad size %d or count %d", i, e.Ref.Size, e.Ref.Count)
+			r.Fail("entry", fmt.Sprintf("entry %d: bad size %d or count %d", i, e.Ref.Size, e.Ref.Count))
 		}
 		t.Entries = append(t.Entries, e)
 	}
-	r.end()
-	if r.err != nil {
-		return nil, r.err
+	if err := r.End(); err != nil {
+		return nil, fmt.Errorf("roots: decode table %s: %w: %w", h, err, ErrMalformed)
 	}
 	return t, nil
 }
@@ -151,13 +149,13 @@ type FamilyRef struct {
 // Hold keeps a root reachable for an owner.
 type Hold struct {
 	Owner string
-	Root  shards.Hash
+	Root  digest.Hash
 }
 
 // Root is one committed state of a logical shard.
 type Root struct {
 	Nonce    Nonce
-	Parent   shards.Hash // zero for the first root
+	Parent   digest.Hash // zero for the first root
 	Sequence uint64      // the head sequence of the commit that wrote it
 	Families []FamilyRef // Family strictly ascending
 	Holds    []Hold      // Owner strictly ascending
@@ -173,10 +171,10 @@ func (r *Root) Family(f shards.Family) (FamilyRef, bool) {
 }
 
 // Hold returns the root held for owner, if any.
-func (r *Root) Hold(owner string) (shards.Hash, bool) {
+func (r *Root) Hold(owner string) (digest.Hash, bool) {
 	i, ok := slices.BinarySearchFunc(r.Holds, owner, func(h Hold, o string) int { return strings.Compare(h.Owner, o) })
 	if !ok {
-		return shards.Hash{}, false
+		return digest.Hash{}, false
 	}
 	return r.Holds[i].Root, true
 }
@@ -194,16 +192,12 @@ func CheckOwner(owner string) error {
 // Encode returns the root's canonical bytes and reference. Its families
 // must be of schema s.
 func (r *Root) Encode(s *shards.Schema) ([]byte, shards.Ref, error) {
-	b := make([]byte, 0, 4+1+16+32+8+1+len(r.Families)*familyRefLen+4+len(r.Holds)*64)
-	b = append(b, rootMagic...)
-	b = append(b, RootFormat)
-	b = append(b, r.Nonce[:]...)
-	b = append(b, r.Parent[:]...)
-	b = binary.BigEndian.AppendUint64(b, r.Sequence)
 	if len(r.Families) > 255 {
 		return nil, shards.Ref{}, fmt.Errorf("roots: encode root: %d families: %w", len(r.Families), ErrMalformed)
 	}
-	b = append(b, byte(len(r.Families)))
+	w := wire.NewWriter(make([]byte, 0, 4+1+16+32+8+1+len(r.Families)*familyRefLen+4+len(r.Holds)*64)).
+		Raw([]byte(rootMagic)).U8(RootFormat).Raw(r.Nonce[:]).Raw(r.Parent[:]).U64(r.Sequence).
+		U8(uint8(len(r.Families)))
 	for i, f := range r.Families {
 		if i > 0 && r.Families[i-1].Family >= f.Family {
 			return nil, shards.Ref{}, fmt.Errorf("roots: encode root: families not ascending: %w", ErrMalformed)
@@ -211,13 +205,9 @@ func (r *Root) Encode(s *shards.Schema) ([]byte, shards.Ref, error) {
 		if !s.Known(f.Family) || f.Shards == 0 || f.Shards > shards.Shards || f.Table.Size <= 0 || f.Table.Size > maxTableSize {
 			return nil, shards.Ref{}, fmt.Errorf("roots: encode root: bad family reference %+v: %w", f, ErrMalformed)
 		}
-		b = append(b, byte(f.Family))
-		b = append(b, f.Table.Hash[:]...)
-		b = binary.BigEndian.AppendUint64(b, uint64(f.Table.Size))
-		b = binary.BigEndian.AppendUint16(b, f.Shards)
-		b = binary.BigEndian.AppendUint64(b, f.Records)
+		w.U8(byte(f.Family)).Raw(f.Table.Hash[:]).U64(uint64(f.Table.Size)).U16(f.Shards).U64(f.Records)
 	}
-	b = binary.BigEndian.AppendUint32(b, uint32(len(r.Holds)))
+	w.U32(uint32(len(r.Holds)))
 	for i, h := range r.Holds {
 		if err := CheckOwner(h.Owner); err != nil {
 			return nil, shards.Ref{}, err
@@ -228,141 +218,81 @@ func (r *Root) Encode(s *shards.Schema) ([]byte, shards.Ref, error) {
 		if h.Root.IsZero() {
 			return nil, shards.Ref{}, fmt.Errorf("roots: encode root: hold %q names no root: %w", h.Owner, ErrMalformed)
 		}
-		b = binary.BigEndian.AppendUint16(b, uint16(len(h.Owner)))
-		b = append(b, h.Owner...)
-		b = append(b, h.Root[:]...)
+		w.Bytes16([]byte(h.Owner)).Raw(h.Root[:])
 	}
-	return b, shards.Ref{Hash: shards.Sum(b), Size: int64(len(b))}, nil
+	b := w.Bytes()
+	return b, shards.Ref{Hash: digest.Sum(b), Size: int64(len(b))}, nil
 }
 
 // DecodeRoot verifies that b hashes to want and decodes it strictly; its
 // families must be of schema s.
-func DecodeRoot(s *shards.Schema, b []byte, want shards.Hash) (*Root, error) {
-	if got := shards.Sum(b); got != want {
-		return nil, fmt.Errorf("roots: decode root %s: bytes hash to %s: %w", want, got, shards.ErrIntegrity)
+func DecodeRoot(s *shards.Schema, b []byte, want digest.Hash) (*Root, error) {
+	if err := digest.Verify(b, want); err != nil {
+		return nil, fmt.Errorf("roots: decode root: %w", err)
 	}
-	r := reader{b: b, what: "root " + want.String()}
-	r.magic(rootMagic, RootFormat)
+	return parseRoot(s, b, want)
+}
+
+// parseRoot decodes the root b, whose hash h the caller has verified.
+func parseRoot(s *shards.Schema, b []byte, h digest.Hash) (*Root, error) {
+	r := wire.NewReader(b)
+	readMagic(r, rootMagic, RootFormat)
 	root := &Root{}
-	r.copy(root.Nonce[:])
-	r.copy(root.Parent[:])
-	root.Sequence = r.u64()
-	nf := int(r.u8())
-	for i := 0; i < nf && r.err == nil; i++ {
+	r.Copy(root.Nonce[:])
+	r.Copy(root.Parent[:])
+	root.Sequence = r.U64()
+	nf := int(r.U8())
+	for i := 0; i < nf && r.Err() == nil; i++ {
 		var f FamilyRef
-		f.Family = shards.Family(r.u8())
-		r.copy(f.Table.Hash[:])
-		f.Table.Size = int64(r.u64())
-		f.Shards = r.u16()
-		f.Records = r.u64()
+		f.Family = shards.Family(r.U8())
+		r.Copy(f.Table.Hash[:])
+		f.Table.Size = int64(r.U64())
+		f.Shards = r.U16()
+		f.Records = r.U64()
 		f.Table.Count = uint32(f.Shards)
 		switch {
-		case r.err != nil:
+		case r.Err() != nil:
 		case !s.Known(f.Family):
-			r.fail("unknown family tag 0x%02x", uint8(f.Family))
+			r.Fail("family", fmt.Sprintf("unknown family tag 0x%02x", uint8(f.Family)))
 		case i > 0 && root.Families[i-1].Family >= f.Family:
-			r.fail("families not ascending at %d", i)
+			r.Fail("family", fmt.Sprintf("families not ascending at %d", i))
 		case f.Shards == 0 || f.Shards > shards.Shards || f.Table.Size <= 0 || f.Table.Size > maxTableSize:
-			r.fail("family %s: bad table reference", s.Name(f.Family))
+			r.Fail("family", fmt.Sprintf("family %s: bad table reference", s.Name(f.Family)))
 		}
 		root.Families = append(root.Families, f)
 	}
-	nh := int(r.u32())
-	if r.err == nil && nh > (len(b)-r.off)/(2+1+32) {
-		r.fail("%d holds in %d bytes", nh, len(b)-r.off)
+	nh := int(r.U32())
+	if r.Err() == nil && nh > r.Len()/(2+1+32) {
+		r.Fail("holds", fmt.Sprintf("%d holds in %d bytes", nh, r.Len()))
 	}
-	for i := 0; i < nh && r.err == nil; i++ {
-		var h Hold
-		owner := make([]byte, r.u16())
-		r.copy(owner)
-		h.Owner = string(owner)
-		r.copy(h.Root[:])
+	for i := 0; i < nh && r.Err() == nil; i++ {
+		var hd Hold
+		hd.Owner = string(r.Bytes16())
+		r.Copy(hd.Root[:])
 		switch {
-		case r.err != nil:
-		case CheckOwner(h.Owner) != nil:
-			r.fail("hold %d: bad owner", i)
-		case i > 0 && root.Holds[i-1].Owner >= h.Owner:
-			r.fail("hold owners not ascending at %d", i)
-		case h.Root.IsZero():
-			r.fail("hold %q names no root", h.Owner)
+		case r.Err() != nil:
+		case CheckOwner(hd.Owner) != nil:
+			r.Fail("hold", fmt.Sprintf("hold %d: bad owner", i))
+		case i > 0 && root.Holds[i-1].Owner >= hd.Owner:
+			r.Fail("hold", fmt.Sprintf("hold owners not ascending at %d", i))
+		case hd.Root.IsZero():
+			r.Fail("hold", fmt.Sprintf("hold %q names no root", hd.Owner))
 		}
-		root.Holds = append(root.Holds, h)
+		root.Holds = append(root.Holds, hd)
 	}
-	r.end()
-	if r.err != nil {
-		return nil, r.err
+	if err := r.End(); err != nil {
+		return nil, fmt.Errorf("roots: decode root %s: %w: %w", h, err, ErrMalformed)
 	}
 	return root, nil
 }
 
-// reader decodes big-endian fields, remembering the first error.
-type reader struct {
-	b    []byte
-	off  int
-	err  error
-	what string
-}
-
-func (r *reader) fail(format string, args ...any) {
-	if r.err == nil {
-		r.err = fmt.Errorf("roots: decode %s: at byte %d: %s: %w", r.what, r.off, fmt.Sprintf(format, args...), ErrMalformed)
+// readMagic reads a format's magic and version byte, failing r on any
+// other.
+func readMagic(r *wire.Reader, magic string, version byte) {
+	if got := r.Take(len(magic)); r.Err() == nil && string(got) != magic {
+		r.Fail("magic", fmt.Sprintf("bad magic %q", got))
 	}
-}
-
-func (r *reader) take(n int) []byte {
-	if r.err != nil {
-		return nil
-	}
-	if n < 0 || len(r.b)-r.off < n {
-		r.fail("truncated (want %d bytes, have %d)", n, len(r.b)-r.off)
-		return nil
-	}
-	s := r.b[r.off : r.off+n]
-	r.off += n
-	return s
-}
-
-func (r *reader) magic(m string, version byte) {
-	if got := r.take(len(m)); r.err == nil && !bytes.Equal(got, []byte(m)) {
-		r.fail("bad magic %q", got)
-	}
-	if v := r.u8(); r.err == nil && v != version {
-		r.fail("unknown format version %d", v)
-	}
-}
-
-func (r *reader) copy(dst []byte) { copy(dst, r.take(len(dst))) }
-
-func (r *reader) u8() uint8 {
-	if s := r.take(1); s != nil {
-		return s[0]
-	}
-	return 0
-}
-
-func (r *reader) u16() uint16 {
-	if s := r.take(2); s != nil {
-		return binary.BigEndian.Uint16(s)
-	}
-	return 0
-}
-
-func (r *reader) u32() uint32 {
-	if s := r.take(4); s != nil {
-		return binary.BigEndian.Uint32(s)
-	}
-	return 0
-}
-
-func (r *reader) u64() uint64 {
-	if s := r.take(8); s != nil {
-		return binary.BigEndian.Uint64(s)
-	}
-	return 0
-}
-
-func (r *reader) end() {
-	if r.err == nil && r.off != len(r.b) {
-		r.fail("%d trailing bytes", len(r.b)-r.off)
+	if v := r.U8(); r.Err() == nil && v != version {
+		r.Fail("version", fmt.Sprintf("unknown format version %d", v))
 	}
 }

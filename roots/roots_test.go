@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/shards/shardstest"
@@ -19,8 +20,8 @@ import (
 var schema = shardstest.Schema()
 
 // fill returns a hash whose 32 bytes are all b.
-func fill(b byte) shards.Hash {
-	var h shards.Hash
+func fill(b byte) digest.Hash {
+	var h digest.Hash
 	for i := range h {
 		h[i] = b
 	}
@@ -97,7 +98,7 @@ func TestTableGolden(t *testing.T) {
 	if !bytes.Equal(b, want) {
 		t.Fatalf("encoded %x\nwant    %x", b, want)
 	}
-	if got, want := ref, (shards.Ref{Hash: shards.Sum(want), Size: int64(len(want)), Count: 2}); got != want {
+	if got, want := ref, (shards.Ref{Hash: digest.Sum(want), Size: int64(len(want)), Count: 2}); got != want {
 		t.Fatalf("ref = %+v, want %+v", got, want)
 	}
 	d, err := roots.DecodeTable(schema, want, ref.Hash)
@@ -128,7 +129,7 @@ func TestRootGolden(t *testing.T) {
 	if !bytes.Equal(b, want) {
 		t.Fatalf("encoded %x\nwant    %x", b, want)
 	}
-	if got, want := ref, (shards.Ref{Hash: shards.Sum(want), Size: int64(len(want))}); got != want {
+	if got, want := ref, (shards.Ref{Hash: digest.Sum(want), Size: int64(len(want))}); got != want {
 		t.Fatalf("ref = %+v, want %+v", got, want)
 	}
 	d, err := roots.DecodeRoot(schema, want, ref.Hash)
@@ -201,7 +202,7 @@ func randomTable(r *rand.Rand) *roots.Table {
 		if r.IntN(8) != 0 && !(idx == shards.Shards-1 && len(t.Entries) == 0) {
 			continue
 		}
-		var h shards.Hash
+		var h digest.Hash
 		for i := range h {
 			h[i] = byte(r.Uint32())
 		}
@@ -228,7 +229,7 @@ func randomRoot(r *rand.Rand) *roots.Root {
 			continue
 		}
 		n := uint16(1 + r.IntN(shards.Shards))
-		var h shards.Hash
+		var h digest.Hash
 		for i := range h {
 			h[i] = byte(r.Uint32())
 		}
@@ -242,7 +243,7 @@ func randomRoot(r *rand.Rand) *roots.Root {
 		if r.IntN(2) == 0 {
 			continue
 		}
-		var h shards.Hash
+		var h digest.Hash
 		h[r.IntN(32)] = 1 + byte(r.IntN(255))
 		root.Holds = append(root.Holds, roots.Hold{Owner: o, Root: h})
 	}
@@ -364,7 +365,7 @@ func TestDecodeTableRejects(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tbl, err := roots.DecodeTable(schema, c.b, shards.Sum(c.b))
+			tbl, err := roots.DecodeTable(schema, c.b, digest.Sum(c.b))
 			if !errors.Is(err, roots.ErrMalformed) || tbl != nil {
 				t.Fatalf("DecodeTable = %+v, %v; want ErrMalformed", tbl, err)
 			}
@@ -379,7 +380,7 @@ func TestDecodeTableRejects(t *testing.T) {
 		full[i] = entry(uint8(i), 1<<40, 1)
 	}
 	b := rawTable("CRNT", 1, fam, shards.Shards, full)
-	if _, err := roots.DecodeTable(schema, b, shards.Sum(b)); err != nil {
+	if _, err := roots.DecodeTable(schema, b, digest.Sum(b)); err != nil {
 		t.Fatalf("full table: %v", err)
 	}
 }
@@ -393,17 +394,17 @@ func TestDecodeVerifiesHashFirst(t *testing.T) {
 	}{
 		{"table under another hash", func() error { _, err := roots.DecodeTable(schema, table, fill(0x01)); return err }()},
 		{"root under another hash", func() error { _, err := roots.DecodeRoot(schema, root, fill(0x01)); return err }()},
-		{"table under a root's hash", func() error { _, err := roots.DecodeTable(schema, table, shards.Sum(root)); return err }()},
+		{"table under a root's hash", func() error { _, err := roots.DecodeTable(schema, table, digest.Sum(root)); return err }()},
 		{"flipped table byte", func() error {
 			b := bytes.Clone(table)
 			b[len(b)-1] ^= 1
-			_, err := roots.DecodeTable(schema, b, shards.Sum(table))
+			_, err := roots.DecodeTable(schema, b, digest.Sum(table))
 			return err
 		}()},
 		{"flipped root byte", func() error {
 			b := bytes.Clone(root)
 			b[30] ^= 0x80
-			_, err := roots.DecodeRoot(schema, b, shards.Sum(root))
+			_, err := roots.DecodeRoot(schema, b, digest.Sum(root))
 			return err
 		}()},
 		// Garbage under the wrong hash is an integrity failure, not a
@@ -475,7 +476,7 @@ func TestDecodeRootRejects(t *testing.T) {
 	fr := func(f shards.Family, size int64, n uint16) roots.FamilyRef {
 		return roots.FamilyRef{Family: f, Table: shards.Ref{Hash: fill(0x44), Size: size}, Shards: n, Records: 1}
 	}
-	hold := func(owner string, root shards.Hash) roots.Hold { return roots.Hold{Owner: owner, Root: root} }
+	hold := func(owner string, root digest.Hash) roots.Hold { return roots.Hold{Owner: owner, Root: root} }
 	cases := []struct {
 		name string
 		edit func(*rootBuilder)
@@ -503,7 +504,7 @@ func TestDecodeRootRejects(t *testing.T) {
 		{name: "hold count above bytes", edit: func(r *rootBuilder) { r.nh = 3 }},
 		{name: "hold count below bytes", edit: func(r *rootBuilder) { r.nh = 1 }},
 		{name: "huge hold count", edit: func(r *rootBuilder) { r.nh = 1<<32 - 1 }},
-		{name: "zero hold root", edit: func(r *rootBuilder) { r.holds = []roots.Hold{hold("snap", shards.Hash{})} }},
+		{name: "zero hold root", edit: func(r *rootBuilder) { r.holds = []roots.Hold{hold("snap", digest.Hash{})} }},
 		{name: "empty owner", edit: func(r *rootBuilder) { r.holds = []roots.Hold{hold("", fill(1))} }},
 		{name: "owner not UTF-8", edit: func(r *rootBuilder) { r.holds = []roots.Hold{hold("snap\xff", fill(1))} }},
 		{name: "owner too long", edit: func(r *rootBuilder) {
@@ -521,7 +522,7 @@ func TestDecodeRootRejects(t *testing.T) {
 				c.edit(rb)
 				b = rb.bytes()
 			}
-			r, err := roots.DecodeRoot(schema, b, shards.Sum(b))
+			r, err := roots.DecodeRoot(schema, b, digest.Sum(b))
 			if !errors.Is(err, roots.ErrMalformed) || r != nil {
 				t.Fatalf("DecodeRoot = %+v, %v; want ErrMalformed", r, err)
 			}
@@ -534,7 +535,7 @@ func TestDecodeRootRejects(t *testing.T) {
 	rb := newRootBuilder()
 	rb.families = []roots.FamilyRef{fr(shardstest.Fixed48, 1<<30, 256)}
 	rb.holds = []roots.Hold{hold(strings.Repeat("o", roots.MaxOwnerLen), fill(1))}
-	if b := rb.bytes(); func() error { _, err := roots.DecodeRoot(schema, b, shards.Sum(b)); return err }() != nil {
+	if b := rb.bytes(); func() error { _, err := roots.DecodeRoot(schema, b, digest.Sum(b)); return err }() != nil {
 		t.Fatal("a root at the limits does not decode")
 	}
 }
@@ -563,7 +564,7 @@ func TestEncodeRefuses(t *testing.T) {
 		"zero table size":   func(r *roots.Root) { r.Families[0].Table.Size = 0 },
 		"unsorted holds":    func(r *roots.Root) { r.Holds[0], r.Holds[1] = r.Holds[1], r.Holds[0] },
 		"duplicate holds":   func(r *roots.Root) { r.Holds[1].Owner = r.Holds[0].Owner },
-		"zero hold root":    func(r *roots.Root) { r.Holds[0].Root = shards.Hash{} },
+		"zero hold root":    func(r *roots.Root) { r.Holds[0].Root = digest.Hash{} },
 		"empty owner":       func(r *roots.Root) { r.Holds[0].Owner = "" },
 		"bad UTF-8 owner":   func(r *roots.Root) { r.Holds[0].Owner = "\xff" },
 	}
@@ -591,10 +592,10 @@ func TestDecodeChecksTheSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	table, root := unhex(t, goldenTable), unhex(t, goldenRoot)
-	if _, err := roots.DecodeTable(engineOnly, table, shards.Sum(table)); !errors.Is(err, roots.ErrMalformed) {
+	if _, err := roots.DecodeTable(engineOnly, table, digest.Sum(table)); !errors.Is(err, roots.ErrMalformed) {
 		t.Fatalf("table of fixed32 under an engine-only schema: %v, want ErrMalformed", err)
 	}
-	if _, err := roots.DecodeRoot(engineOnly, root, shards.Sum(root)); !errors.Is(err, roots.ErrMalformed) {
+	if _, err := roots.DecodeRoot(engineOnly, root, digest.Sum(root)); !errors.Is(err, roots.ErrMalformed) {
 		t.Fatalf("root naming fixed32 under an engine-only schema: %v, want ErrMalformed", err)
 	}
 	if _, _, err := goldenTableValue().Encode(engineOnly); err == nil {

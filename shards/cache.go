@@ -9,6 +9,8 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/cairnstore/cairn/bucket/digest"
 )
 
 // Cache holds decoded immutable objects keyed by the hash of their bytes,
@@ -23,7 +25,7 @@ type Cache[V any] struct {
 	group  singleflight.Group
 
 	mu        sync.Mutex
-	lru       *simplelru.LRU[Hash, cacheEntry[V]]
+	lru       *simplelru.LRU[digest.Hash, cacheEntry[V]]
 	used      int64
 	hits      int64
 	misses    int64
@@ -53,7 +55,7 @@ func NewCache[V any](budget int64, size func(V) int64) *Cache[V] {
 		budget = 0
 	}
 	// The entry count is unbounded; the byte budget bounds the cache.
-	l, err := simplelru.NewLRU[Hash, cacheEntry[V]](math.MaxInt, nil)
+	l, err := simplelru.NewLRU[digest.Hash, cacheEntry[V]](math.MaxInt, nil)
 	if err != nil {
 		panic(err) // only for a non-positive size
 	}
@@ -66,7 +68,7 @@ func NewObjectCache(budget int64) *Cache[*Object] {
 }
 
 // Get returns the value cached under h and marks it recently used.
-func (c *Cache[V]) Get(h Hash) (V, bool) {
+func (c *Cache[V]) Get(h digest.Hash) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.lru.Get(h)
@@ -83,7 +85,7 @@ func (c *Cache[V]) Get(h Hash) (V, bool) {
 // decoded from bytes that hash to h. A value larger than the budget is not
 // cached. If h is already cached, the cached value stays and is marked
 // recently used.
-func (c *Cache[V]) Add(h Hash, v V) bool {
+func (c *Cache[V]) Add(h digest.Hash, v V) bool {
 	n := c.size(v)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -119,11 +121,12 @@ func (c *Cache[V]) Stats() CacheStats {
 
 // Load returns the value under h, from the cache or else by fetching its
 // bytes, verifying that they hash to h (ErrIntegrity otherwise, and nothing
-// is cached), decoding them and caching the result. Concurrent Loads of one
-// hash share one fetch. Each caller waits only as long as its own ctx
+// is cached), decoding them and caching the result. This is the only
+// verification: decode must not hash the bytes again. Concurrent Loads of
+// one hash share one fetch. Each caller waits only as long as its own ctx
 // allows; if the shared fetch failed because another caller's ctx ended, a
 // caller whose ctx is still live fetches again.
-func (c *Cache[V]) Load(ctx context.Context, h Hash, fetch func(context.Context) ([]byte, error), decode func([]byte) (V, error)) (V, error) {
+func (c *Cache[V]) Load(ctx context.Context, h digest.Hash, fetch func(context.Context) ([]byte, error), decode func([]byte) (V, error)) (V, error) {
 	var zero V
 	if v, ok := c.Get(h); ok {
 		return v, nil
@@ -141,8 +144,8 @@ func (c *Cache[V]) Load(ctx context.Context, h Hash, fetch func(context.Context)
 			if err != nil {
 				return nil, err
 			}
-			if got := Sum(b); got != h {
-				return nil, fmt.Errorf("shards: load %s: bytes hash to %s: %w", h, got, ErrIntegrity)
+			if err := digest.Verify(b, h); err != nil {
+				return nil, fmt.Errorf("shards: load %s: %w", h, err)
 			}
 			v, err := decode(b)
 			if err != nil {
@@ -168,7 +171,7 @@ func (c *Cache[V]) Load(ctx context.Context, h Hash, fetch func(context.Context)
 
 // peek looks h up without counting a hit or miss, for a load that raced
 // with an earlier one.
-func (c *Cache[V]) peek(h Hash) (V, bool) {
+func (c *Cache[V]) peek(h digest.Hash) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.lru.Get(h)
@@ -186,7 +189,7 @@ func isContextErr(err error) bool {
 // LoadObject loads the shard object h through c, decoding it with schema
 // s, and checks that it is shard idx of family f. Every object in c must
 // have been loaded with s.
-func LoadObject(ctx context.Context, c *Cache[*Object], s *Schema, h Hash, f Family, idx uint8, fetch func(context.Context) ([]byte, error)) (*Object, error) {
+func LoadObject(ctx context.Context, c *Cache[*Object], s *Schema, h digest.Hash, f Family, idx uint8, fetch func(context.Context) ([]byte, error)) (*Object, error) {
 	o, err := c.Load(ctx, h, fetch, func(b []byte) (*Object, error) { return parseObject(s, b) })
 	if err != nil {
 		return nil, err

@@ -9,12 +9,13 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/shards"
 )
 
 func strSize(s string) int64 { return int64(len(s)) }
 
-func h(s string) shards.Hash { return shards.Sum([]byte(s)) }
+func h(s string) digest.Hash { return digest.Sum([]byte(s)) }
 
 func TestCacheByteBudgetEvictsLRU(t *testing.T) {
 	c := shards.NewCache(100, strSize)
@@ -228,7 +229,7 @@ func TestCacheLoadSurvivesLeaderCancellation(t *testing.T) {
 
 func TestLoadObject(t *testing.T) {
 	golden := goldenBytes(t)
-	hash := shards.Sum(golden)
+	hash := digest.Sum(golden)
 	c := shards.NewObjectCache(1 << 20)
 	fetch := func(context.Context) ([]byte, error) { return golden, nil }
 	o, err := shards.LoadObject(context.Background(), c, schema, hash, shards.System, 0x3a, fetch)
@@ -245,7 +246,7 @@ func TestLoadObject(t *testing.T) {
 		t.Fatalf("wrong shard error = %v", err)
 	}
 	bad := encodeRaw(shards.System, 0x3a, [][2]string{{"schema", "1"}, {"mo", "2"}})
-	if _, err := shards.LoadObject(context.Background(), c, schema, shards.Sum(bad), shards.System, 0x3a,
+	if _, err := shards.LoadObject(context.Background(), c, schema, digest.Sum(bad), shards.System, 0x3a,
 		func(context.Context) ([]byte, error) { return bad, nil }); !errors.Is(err, shards.ErrMalformedObject) {
 		t.Fatalf("malformed object error = %v", err)
 	}

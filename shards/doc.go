@@ -87,7 +87,7 @@
 // empty shard is never stored; Encode refuses it with ErrEmptyObject and
 // the root omits the shard.
 //
-// An object's identity is the SHA-256 of its exact bytes (Hash). Decode
+// An object's identity is the SHA-256 of its exact bytes (digest.Hash). Decode
 // verifies the hash before anything else and fails with ErrIntegrity (the
 // bucket package's sentinel) on a mismatch; it then rejects, with
 // ErrMalformedObject, a wrong magic or version, a family its schema does
@@ -127,7 +127,7 @@
 //
 // # Cache
 //
-// Cache holds decoded immutable values keyed by Hash, bounded by a byte
+// Cache holds decoded immutable values keyed by digest.Hash, bounded by a byte
 // budget that a size function measures (Object.MemSize for shard objects),
 // evicting the least recently used entries. A value larger than the whole
 // budget is not cached (counted as Rejected) and evicts nothing. Entries

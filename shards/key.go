@@ -2,11 +2,11 @@ package shards
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"unicode/utf8"
+
+	"github.com/cairnstore/cairn/bucket/wire"
 )
 
 // Record keys follow the seed schema's encodings: unsigned big-endian
@@ -151,14 +151,6 @@ func appendJoined(dst []byte, components []string) []byte {
 	return dst
 }
 
-func joinedLen(components []string) int {
-	n := len(components) - 1
-	for _, c := range components {
-		n += len(c)
-	}
-	return n
-}
-
 // EncodePath returns the exact-row encoding of a path (see AppendPath).
 func EncodePath(components []string) ([]byte, error) {
 	return AppendPath(nil, components)
@@ -235,106 +227,66 @@ func CheckExactPath(b []byte) (lastSep int, err error) {
 	return CheckJoinedPath(b[:len(b)-1])
 }
 
-// KeyBuilder appends the fields of a record key. Its methods chain; the
-// first error sticks and is returned by Build.
+// KeyBuilder appends the fields of a record key on a wire.Writer. Its
+// methods chain; the first error sticks and is returned by Build.
 type KeyBuilder struct {
-	buf []byte
-	err error
+	w   *wire.Writer
+	err error // a path that cannot be encoded, kept with ErrInvalidPath
 }
 
 // NewKey returns an empty builder.
-func NewKey() *KeyBuilder { return &KeyBuilder{} }
+func NewKey() *KeyBuilder { return &KeyBuilder{w: wire.NewWriter(nil)} }
 
 // U8 appends one byte.
-func (k *KeyBuilder) U8(v uint8) *KeyBuilder {
-	k.buf = append(k.buf, v)
-	return k
-}
+func (k *KeyBuilder) U8(v uint8) *KeyBuilder { k.w.U8(v); return k }
 
 // U16 appends a big-endian uint16.
-func (k *KeyBuilder) U16(v uint16) *KeyBuilder {
-	k.buf = binary.BigEndian.AppendUint16(k.buf, v)
-	return k
-}
+func (k *KeyBuilder) U16(v uint16) *KeyBuilder { k.w.U16(v); return k }
 
 // U32 appends a big-endian uint32.
-func (k *KeyBuilder) U32(v uint32) *KeyBuilder {
-	k.buf = binary.BigEndian.AppendUint32(k.buf, v)
-	return k
-}
+func (k *KeyBuilder) U32(v uint32) *KeyBuilder { k.w.U32(v); return k }
 
 // U64 appends a big-endian uint64.
-func (k *KeyBuilder) U64(v uint64) *KeyBuilder {
-	k.buf = binary.BigEndian.AppendUint64(k.buf, v)
-	return k
-}
+func (k *KeyBuilder) U64(v uint64) *KeyBuilder { k.w.U64(v); return k }
 
 // ID8 appends an 8-byte id.
-func (k *KeyBuilder) ID8(v [8]byte) *KeyBuilder {
-	k.buf = append(k.buf, v[:]...)
-	return k
-}
+func (k *KeyBuilder) ID8(v [8]byte) *KeyBuilder { k.w.Raw(v[:]); return k }
 
 // ID16 appends a 16-byte id (root, logical shard, incarnation, revision,
 // operation).
-func (k *KeyBuilder) ID16(v [16]byte) *KeyBuilder {
-	k.buf = append(k.buf, v[:]...)
-	return k
-}
+func (k *KeyBuilder) ID16(v [16]byte) *KeyBuilder { k.w.Raw(v[:]); return k }
 
 // ID32 appends a 32-byte id (commit).
-func (k *KeyBuilder) ID32(v [32]byte) *KeyBuilder {
-	k.buf = append(k.buf, v[:]...)
-	return k
-}
+func (k *KeyBuilder) ID32(v [32]byte) *KeyBuilder { k.w.Raw(v[:]); return k }
 
 // Bytes appends a general byte string: a four-byte big-endian length and
 // the exact bytes.
-func (k *KeyBuilder) Bytes(b []byte) *KeyBuilder {
-	if uint64(len(b)) > math.MaxUint32 {
-		k.fail(fmt.Errorf("shards: key bytes: %d bytes, more than a u32 length: %w", len(b), ErrMalformedKey))
-		return k
-	}
-	k.buf = binary.BigEndian.AppendUint32(k.buf, uint32(len(b)))
-	k.buf = append(k.buf, b...)
-	return k
-}
+func (k *KeyBuilder) Bytes(b []byte) *KeyBuilder { k.w.Bytes32(b); return k }
 
 // String appends s as a general byte string (see Bytes).
 func (k *KeyBuilder) String(s string) *KeyBuilder { return k.Bytes([]byte(s)) }
 
 // Name appends a tag name or snapshot alias: a two-byte big-endian length
 // and the exact bytes. Validating the name itself is the caller's concern.
-func (k *KeyBuilder) Name(s string) *KeyBuilder {
-	if len(s) > math.MaxUint16 {
-		k.fail(fmt.Errorf("shards: key name: %d bytes, more than a u16 length: %w", len(s), ErrMalformedKey))
-		return k
-	}
-	k.buf = binary.BigEndian.AppendUint16(k.buf, uint16(len(s)))
-	k.buf = append(k.buf, s...)
-	return k
-}
+func (k *KeyBuilder) Name(s string) *KeyBuilder { k.w.Bytes16([]byte(s)); return k }
 
 // Path appends the exact-row encoding of a path (see AppendPath).
 func (k *KeyBuilder) Path(components []string) *KeyBuilder {
-	if k.err != nil {
-		return k
+	if err := checkPath(components); err != nil {
+		return k.fail(err)
 	}
-	var err error
-	k.buf, err = AppendPath(k.buf, components)
-	k.fail(err)
+	k.w.Raw(append(appendJoined(nil, components), PathTerm))
 	return k
 }
 
 // PathPrefix appends the subtree prefix of a directory (see
 // AppendPathPrefix). It is meant to end a scan prefix.
 func (k *KeyBuilder) PathPrefix(components []string) *KeyBuilder {
-	if k.err != nil {
-		return k
+	b, err := AppendPathPrefix(nil, components)
+	if err != nil {
+		return k.fail(err)
 	}
-	var err error
-	k.buf, err = AppendPathPrefix(k.buf, components)
-	k.fail(err)
+	k.w.Raw(b)
 	return k
 }
 
@@ -342,203 +294,145 @@ func (k *KeyBuilder) PathPrefix(components []string) *KeyBuilder {
 // reference owner uses: u32(path_bytes) then the ordered, NUL-separated
 // components, without the exact-row terminator.
 func (k *KeyBuilder) LenPath(components []string) *KeyBuilder {
-	if k.err != nil {
-		return k
-	}
 	if err := checkPath(components); err != nil {
-		k.fail(err)
-		return k
+		return k.fail(err)
 	}
-	n := joinedLen(components)
-	if uint64(n) > math.MaxUint32 {
-		k.fail(fmt.Errorf("shards: key path: %d bytes, more than a u32 length: %w", n, ErrInvalidPath))
-		return k
-	}
-	k.buf = binary.BigEndian.AppendUint32(k.buf, uint32(n))
-	k.buf = appendJoined(k.buf, components)
+	k.w.Bytes32(appendJoined(nil, components))
 	return k
 }
 
 // Raw appends bytes as they are, for a field encoded elsewhere (such as a
 // secondary-index value).
-func (k *KeyBuilder) Raw(b []byte) *KeyBuilder {
-	k.buf = append(k.buf, b...)
+func (k *KeyBuilder) Raw(b []byte) *KeyBuilder { k.w.Raw(b); return k }
+
+// fail records err unless an error is already recorded, and stops the
+// writer.
+func (k *KeyBuilder) fail(err error) *KeyBuilder {
+	if k.err == nil && k.w.Err() == nil {
+		k.err = err
+		k.w.Fail("path", err.Error())
+	}
 	return k
 }
 
-func (k *KeyBuilder) fail(err error) {
-	if k.err == nil && err != nil {
-		k.err = err
-	}
-}
-
-// Build returns the key, or the first error any method met.
+// Build returns the key, or the first error any method met: one wrapping
+// ErrInvalidPath for a path, ErrMalformedKey for a field too long for its
+// length.
 func (k *KeyBuilder) Build() ([]byte, error) {
 	if k.err != nil {
 		return nil, k.err
 	}
-	return bytes.Clone(k.buf), nil
+	if err := k.w.Err(); err != nil {
+		return nil, fmt.Errorf("shards: build key: %w: %w", ErrMalformedKey, err)
+	}
+	return bytes.Clone(k.w.Bytes()), nil
 }
 
-// KeyReader reads the fields of a record key in order. The first error
-// sticks: later reads return zero values and Err reports it.
+// KeyReader reads the fields of a record key in order from a wire.Reader.
+// The first error sticks: later reads return zero values and Err reports
+// it as a *KeyError.
 type KeyReader struct {
-	b   []byte
-	off int
-	err error
+	b   []byte // the key, for the paths that end at a terminator
+	r   *wire.Reader
+	err *KeyError
 }
 
 // NewKeyReader returns a reader over b. It does not copy b; byte slices it
 // returns alias b.
-func NewKeyReader(b []byte) *KeyReader { return &KeyReader{b: b} }
+func NewKeyReader(b []byte) *KeyReader { return &KeyReader{b: b, r: wire.NewReader(b)} }
 
 // Err returns the first error met, or nil.
-func (r *KeyReader) Err() error { return r.err }
-
-// Offset returns how many bytes have been read.
-func (r *KeyReader) Offset() int { return r.off }
-
-// Len returns how many bytes remain.
-func (r *KeyReader) Len() int { return len(r.b) - r.off }
-
-// End returns the first error met, or an error if bytes remain unread.
-func (r *KeyReader) End() error {
-	if r.err == nil && r.off != len(r.b) {
-		r.err = &KeyError{Op: "end", Offset: r.off, Reason: fmt.Sprintf("%d trailing bytes", len(r.b)-r.off)}
+func (r *KeyReader) Err() error {
+	if r.err == nil {
+		var we *wire.Error
+		if !errors.As(r.r.Err(), &we) {
+			return nil
+		}
+		r.err = &KeyError{Op: we.Op, Offset: we.Offset, Reason: we.Reason}
 	}
 	return r.err
 }
 
-func (r *KeyReader) take(op string, n int) []byte {
-	if r.err != nil {
-		return nil
+// Offset returns how many bytes have been read.
+func (r *KeyReader) Offset() int { return r.r.Offset() }
+
+// End returns the first error met, or an error if bytes remain unread.
+func (r *KeyReader) End() error {
+	r.r.End()
+	return r.Err()
+}
+
+// fail records a failure of the key's own rules at offset off, unless an
+// error is already recorded, and stops the wire reader.
+func (r *KeyReader) fail(op string, off int, reason string) {
+	if r.Err() == nil {
+		r.err = &KeyError{Op: op, Offset: off, Reason: reason}
+		r.r.Fail(op, reason)
 	}
-	if n < 0 || n > len(r.b)-r.off {
-		r.err = &KeyError{Op: op, Offset: r.off, Reason: fmt.Sprintf("need %d bytes, have %d", n, len(r.b)-r.off)}
-		return nil
-	}
-	out := r.b[r.off : r.off+n : r.off+n]
-	r.off += n
-	return out
 }
 
 // U8 reads one byte.
-func (r *KeyReader) U8() uint8 {
-	b := r.take("u8", 1)
-	if b == nil {
-		return 0
-	}
-	return b[0]
-}
+func (r *KeyReader) U8() uint8 { return r.r.U8() }
 
 // U16 reads a big-endian uint16.
-func (r *KeyReader) U16() uint16 {
-	b := r.take("u16", 2)
-	if b == nil {
-		return 0
-	}
-	return binary.BigEndian.Uint16(b)
-}
+func (r *KeyReader) U16() uint16 { return r.r.U16() }
 
 // U32 reads a big-endian uint32.
-func (r *KeyReader) U32() uint32 {
-	b := r.take("u32", 4)
-	if b == nil {
-		return 0
-	}
-	return binary.BigEndian.Uint32(b)
-}
+func (r *KeyReader) U32() uint32 { return r.r.U32() }
 
 // U64 reads a big-endian uint64.
-func (r *KeyReader) U64() uint64 {
-	b := r.take("u64", 8)
-	if b == nil {
-		return 0
-	}
-	return binary.BigEndian.Uint64(b)
-}
+func (r *KeyReader) U64() uint64 { return r.r.U64() }
 
 // ID8 reads an 8-byte id.
-func (r *KeyReader) ID8() (v [8]byte) {
-	copy(v[:], r.take("id8", 8))
-	return v
-}
+func (r *KeyReader) ID8() (v [8]byte) { r.r.Copy(v[:]); return v }
 
 // ID16 reads a 16-byte id.
-func (r *KeyReader) ID16() (v [16]byte) {
-	copy(v[:], r.take("id16", 16))
-	return v
-}
+func (r *KeyReader) ID16() (v [16]byte) { r.r.Copy(v[:]); return v }
 
 // ID32 reads a 32-byte id.
-func (r *KeyReader) ID32() (v [32]byte) {
-	copy(v[:], r.take("id32", 32))
-	return v
-}
+func (r *KeyReader) ID32() (v [32]byte) { r.r.Copy(v[:]); return v }
 
 // Bytes reads a general byte string (four-byte length).
-func (r *KeyReader) Bytes() []byte {
-	n := r.U32()
-	if r.err != nil {
-		return nil
-	}
-	if uint64(n) > uint64(r.Len()) {
-		r.err = &KeyError{Op: "bytes", Offset: r.off - 4, Reason: fmt.Sprintf("length %d, only %d bytes follow", n, r.Len())}
-		return nil
-	}
-	return r.take("bytes", int(n))
-}
+func (r *KeyReader) Bytes() []byte { return r.r.Bytes32() }
 
 // Name reads a tag name or alias (two-byte length).
-func (r *KeyReader) Name() []byte {
-	n := r.U16()
-	if r.err != nil {
-		return nil
-	}
-	if int(n) > r.Len() {
-		r.err = &KeyError{Op: "name", Offset: r.off - 2, Reason: fmt.Sprintf("length %d, only %d bytes follow", n, r.Len())}
-		return nil
-	}
-	return r.take("name", int(n))
-}
+func (r *KeyReader) Name() []byte { return r.r.Bytes16() }
 
 // Path reads an exact-row path: ordered components up to and including the
 // 0x01 terminator, which no ordered component contains.
 func (r *KeyReader) Path() []string {
-	if r.err != nil {
+	if r.Err() != nil {
 		return nil
 	}
-	start := r.off
+	start := r.r.Offset()
 	i := bytes.IndexByte(r.b[start:], PathTerm)
 	if i < 0 {
-		r.err = &KeyError{Op: "path", Offset: start, Reason: "no terminator"}
+		r.fail("path", start, "no terminator")
 		return nil
 	}
 	p, reason := splitPath(r.b[start : start+i])
 	if reason != "" {
-		r.err = &KeyError{Op: "path", Offset: start, Reason: reason}
+		r.fail("path", start, reason)
 		return nil
 	}
-	r.off = start + i + 1
+	r.r.Take(i + 1)
 	return p
 }
 
 // LenPath reads a length-delimited path (see KeyBuilder.LenPath).
 func (r *KeyReader) LenPath() []string {
-	start := r.off
-	b := r.Bytes()
-	if r.err != nil {
+	start := r.r.Offset()
+	b := r.r.Bytes32()
+	if r.Err() != nil {
 		return nil
 	}
 	p, reason := splitPath(b)
 	if reason != "" {
-		r.err = &KeyError{Op: "length-delimited path", Offset: start, Reason: reason}
+		r.fail("length-delimited path", start, reason)
 		return nil
 	}
 	return p
 }
 
 // Rest reads every remaining byte.
-func (r *KeyReader) Rest() []byte {
-	return r.take("rest", r.Len())
-}
+func (r *KeyReader) Rest() []byte { return r.r.Take(r.r.Len()) }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/cairnstore/cairn/bucket/digest"
 )
 
 // ShardID is a LogicalShardId: 16 random bytes, written as 32 lowercase
@@ -33,6 +35,23 @@ func ParseShardID(s string) (ShardID, error) {
 		return ShardID{}, fmt.Errorf("shards: parse shard id %q: %w", s, ErrInvalidObjectKey)
 	}
 	return id, nil
+}
+
+// parseLowerHex decodes exactly len(dst) bytes of lowercase hex: the one
+// spelling of a shard id and of a shard index in a key. Hashes are read by
+// digest.Parse.
+func parseLowerHex(dst []byte, s string) error {
+	if len(s) != 2*len(dst) {
+		return errors.New("wrong length")
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return errors.New("not lowercase hex")
+		}
+	}
+	_, err := hex.Decode(dst, []byte(s))
+	return err
 }
 
 // Layout formats every key cairn's engine writes in a bucket for one
@@ -63,14 +82,14 @@ func (l Layout) Prefix() string { return l.prefix }
 func (l Layout) Head() string { return l.prefix + "head" }
 
 // Root returns the key of the root with hash h.
-func (l Layout) Root(h Hash) string { return l.prefix + "roots/" + h.String() }
+func (l Layout) Root(h digest.Hash) string { return l.prefix + "roots/" + h.String() }
 
 // Table returns the key of the table with hash h.
-func (l Layout) Table(h Hash) string { return l.prefix + "tables/" + h.String() }
+func (l Layout) Table(h digest.Hash) string { return l.prefix + "tables/" + h.String() }
 
 // Shard returns the key of the shard object with hash h, shard idx of
 // family f; the family appears under its schema name.
-func (l Layout) Shard(f Family, idx uint8, h Hash) string {
+func (l Layout) Shard(f Family, idx uint8, h digest.Hash) string {
 	return fmt.Sprintf("%sobjects/%s/%02x/%s", l.prefix, l.schema.Name(f), idx, h)
 }
 
@@ -146,7 +165,7 @@ func (k ObjectKind) String() string {
 type ObjectKey struct {
 	Shard  ShardID
 	Kind   ObjectKind
-	Hash   Hash
+	Hash   digest.Hash
 	Family Family // for KindShard
 	Index  uint8  // for KindShard
 }
@@ -184,7 +203,7 @@ func ParseObjectKey(s *Schema, key string) (ObjectKey, error) {
 		return bad()
 	}
 	last := parts[len(parts)-1]
-	if k.Hash, err = ParseHash(last); err != nil {
+	if k.Hash, err = digest.Parse(last); err != nil {
 		return bad()
 	}
 	switch {

@@ -2,13 +2,14 @@ package shards
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"iter"
 	"slices"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/bucket/wire"
 )
 
 // Shard object format, version 1.
@@ -16,9 +17,8 @@ const (
 	objectMagic = "CRNS"
 	// ObjectFormat is the version byte written into every shard object.
 	ObjectFormat = 1
-	headerLen    = 4 + 1 + 1 + 1 + SaltLen + 4 // magic, version, family, shard, salt, count
-	saltOff      = 7
-	countOff     = saltOff + SaltLen
+	countOff     = 4 + 1 + 1 + 1 + SaltLen // after magic, version, family, shard, salt
+	headerLen    = countOff + 4
 	recordFrame  = 4 + 4 // key and value lengths
 )
 
@@ -249,18 +249,17 @@ func (o *Object) Encode() ([]byte, Ref, error) {
 	if len(o.recs) == 0 {
 		return nil, Ref{}, fmt.Errorf("shards: encode %s/%02x: %w", o.name(), o.shard, ErrEmptyObject)
 	}
-	b := make([]byte, 0, o.size)
-	b = append(b, objectMagic...)
-	b = append(b, ObjectFormat, byte(o.family), o.shard)
-	b = append(b, o.salt[:]...)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(o.recs)))
+	w := wire.NewWriter(make([]byte, 0, o.size)).
+		Raw([]byte(objectMagic)).U8(ObjectFormat).U8(byte(o.family)).U8(o.shard).Raw(o.salt[:]).
+		U32(uint32(len(o.recs)))
 	for _, r := range o.recs {
-		b = binary.BigEndian.AppendUint32(b, uint32(len(r.Key)))
-		b = append(b, r.Key...)
-		b = binary.BigEndian.AppendUint32(b, uint32(len(r.Value)))
-		b = append(b, r.Value...)
+		w.Bytes32(r.Key).Bytes32(r.Value)
 	}
-	return b, Ref{Hash: Sum(b), Size: int64(len(b)), Count: uint32(len(o.recs))}, nil
+	if err := w.Err(); err != nil {
+		return nil, Ref{}, fmt.Errorf("shards: encode %s/%02x: %w: %w", o.name(), o.shard, err, ErrMalformedObject)
+	}
+	b := w.Bytes()
+	return b, Ref{Hash: digest.Sum(b), Size: int64(len(b)), Count: uint32(len(o.recs))}, nil
 }
 
 // Decode verifies that b hashes to want (ErrIntegrity otherwise) and then
@@ -268,8 +267,8 @@ func (o *Object) Encode() ([]byte, Ref, error) {
 // s, a record count that matches, keys strictly ascending and all in the
 // object's shard, and no trailing bytes. The object keeps b, which the
 // caller must not modify afterwards.
-func Decode(s *Schema, b []byte, want Hash) (*Object, error) {
-	if got := Sum(b); got != want {
+func Decode(s *Schema, b []byte, want digest.Hash) (*Object, error) {
+	if got := digest.Sum(b); got != want {
 		return nil, fmt.Errorf("shards: decode object %s: bytes hash to %s: %w", want, got, ErrIntegrity)
 	}
 	return parseObject(s, b)
@@ -277,7 +276,7 @@ func Decode(s *Schema, b []byte, want Hash) (*Object, error) {
 
 // DecodeShard is Decode that also requires the object to be shard idx of
 // family f, as a root's table names it.
-func DecodeShard(s *Schema, b []byte, want Hash, f Family, idx uint8) (*Object, error) {
+func DecodeShard(s *Schema, b []byte, want digest.Hash, f Family, idx uint8) (*Object, error) {
 	o, err := Decode(s, b, want)
 	if err != nil {
 		return nil, err
@@ -301,51 +300,34 @@ func malformed(off int, format string, args ...any) error {
 
 // parseObject decodes b, whose hash the caller has verified.
 func parseObject(s *Schema, b []byte) (*Object, error) {
-	if len(b) < headerLen {
-		return nil, malformed(0, "%d bytes, shorter than the header", len(b))
+	r := wire.NewReader(b)
+	magic, version, tag, shard := r.Take(len(objectMagic)), r.U8(), r.U8(), r.U8()
+	o := &Object{schema: s, shard: shard, size: int64(len(b))}
+	r.Copy(o.salt[:])
+	count := r.U32()
+	switch {
+	case r.Err() != nil:
+		return nil, fmt.Errorf("shards: decode object: header: %w: %w", r.Err(), ErrMalformedObject)
+	case string(magic) != objectMagic:
+		return nil, malformed(0, "bad magic %q", magic)
+	case version != ObjectFormat:
+		return nil, malformed(4, "format version %d, want %d", version, ObjectFormat)
+	case count == 0:
+		return nil, malformed(countOff, "no records")
+	case uint64(count) > uint64(r.Len())/(recordFrame+1):
+		return nil, malformed(countOff, "count %d does not fit in %d bytes", count, len(b))
 	}
-	if string(b[:4]) != objectMagic {
-		return nil, malformed(0, "bad magic %q", b[:4])
-	}
-	if b[4] != ObjectFormat {
-		return nil, malformed(4, "format version %d, want %d", b[4], ObjectFormat)
-	}
-	f, err := s.ParseFamily(b[5])
+	f, err := s.ParseFamily(tag)
 	if err != nil {
 		return nil, fmt.Errorf("shards: decode object at byte 5: %w: %w", ErrMalformedObject, err)
 	}
-	o := &Object{schema: s, family: f, shard: b[6], size: int64(len(b))}
-	copy(o.salt[:], b[saltOff:])
-	count := binary.BigEndian.Uint32(b[countOff:])
-	if count == 0 {
-		return nil, malformed(countOff, "no records")
-	}
-	if uint64(count) > uint64(len(b)-headerLen)/(recordFrame+1) {
-		return nil, malformed(countOff, "count %d does not fit in %d bytes", count, len(b))
-	}
+	o.family = f
 	o.recs = make([]Record, count)
-	off := headerLen
-	field := func() ([]byte, error) {
-		if len(b)-off < 4 {
-			return nil, malformed(off, "truncated length")
-		}
-		n := binary.BigEndian.Uint32(b[off:])
-		if uint64(n) > uint64(len(b)-off-4) {
-			return nil, malformed(off, "length %d exceeds the %d bytes left", n, len(b)-off-4)
-		}
-		start := off + 4
-		off = start + int(n)
-		return b[start:off:off], nil
-	}
 	for i := range o.recs {
-		at := off
-		k, err := field()
-		if err != nil {
-			return nil, err
-		}
-		v, err := field()
-		if err != nil {
-			return nil, err
+		at := r.Offset()
+		k, v := r.Bytes32(), r.Bytes32()
+		if err := r.Err(); err != nil {
+			return nil, fmt.Errorf("shards: decode object: record %d: %w: %w", i, err, ErrMalformedObject)
 		}
 		if i > 0 && bytes.Compare(o.recs[i-1].Key, k) >= 0 {
 			return nil, fmt.Errorf("shards: decode object at byte %d: record %d: %w: %w", at, i, ErrMalformedObject, ErrUnsorted)
@@ -355,8 +337,8 @@ func parseObject(s *Schema, b []byte) (*Object, error) {
 		}
 		o.recs[i] = Record{Key: k, Value: v}
 	}
-	if off != len(b) {
-		return nil, malformed(off, "%d trailing bytes", len(b)-off)
+	if err := r.End(); err != nil {
+		return nil, fmt.Errorf("shards: decode object: %w: %w", err, ErrMalformedObject)
 	}
 	return o, nil
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/shards/shardstest"
 )
@@ -47,7 +48,7 @@ func TestObjectGolden(t *testing.T) {
 	if !bytes.Equal(b, want) {
 		t.Fatalf("encoded %x\nwant    %x", b, want)
 	}
-	if ref.Hash != shards.Sum(want) || ref.Size != int64(len(want)) || ref.Count != 2 {
+	if ref.Hash != digest.Sum(want) || ref.Size != int64(len(want)) || ref.Count != 2 {
 		t.Fatalf("ref = %+v", ref)
 	}
 	if got := o.EncodedSize(); got != int64(len(want)) {
@@ -154,7 +155,7 @@ func TestDecodeRejects(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := shards.Decode(schema, c.b, shards.Sum(c.b))
+			_, err := shards.Decode(schema, c.b, digest.Sum(c.b))
 			if !errors.Is(err, shards.ErrMalformedObject) {
 				t.Fatalf("error = %v, want ErrMalformedObject", err)
 			}
@@ -188,7 +189,7 @@ func TestEncodeRawMatchesGolden(t *testing.T) {
 
 func TestDecodeVerifiesHashFirst(t *testing.T) {
 	golden := goldenBytes(t)
-	wrong := shards.Sum([]byte("other"))
+	wrong := digest.Sum([]byte("other"))
 	_, err := shards.Decode(schema, golden, wrong)
 	if !errors.Is(err, shards.ErrIntegrity) || !errors.Is(err, bucket.ErrIntegrity) {
 		t.Fatalf("error = %v, want ErrIntegrity", err)
@@ -199,11 +200,11 @@ func TestDecodeVerifiesHashFirst(t *testing.T) {
 		t.Fatalf("error = %v, want only ErrIntegrity", err)
 	}
 	// A well-formed object of another shard than the table names.
-	_, err = shards.DecodeShard(schema, golden, shards.Sum(golden), shards.System, 0x3b)
+	_, err = shards.DecodeShard(schema, golden, digest.Sum(golden), shards.System, 0x3b)
 	if !errors.Is(err, shards.ErrMalformedObject) {
 		t.Fatalf("DecodeShard wrong index error = %v", err)
 	}
-	_, err = shards.DecodeShard(schema, golden, shards.Sum(golden), shardstest.Fixed48, 0x3a)
+	_, err = shards.DecodeShard(schema, golden, digest.Sum(golden), shardstest.Fixed48, 0x3a)
 	if !errors.Is(err, shards.ErrMalformedObject) {
 		t.Fatalf("DecodeShard wrong family error = %v", err)
 	}
@@ -221,7 +222,7 @@ func TestEmptyObjectIsNotEncoded(t *testing.T) {
 		t.Fatalf("Empty(unknown) error = %v", err)
 	}
 	// Deleting the last record leaves an empty shard, which the root omits.
-	g, err := shards.Decode(schema, goldenBytes(t), shards.Sum(goldenBytes(t)))
+	g, err := shards.Decode(schema, goldenBytes(t), digest.Sum(goldenBytes(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +331,7 @@ func TestApplyMatchesModel(t *testing.T) {
 }
 
 func TestApplyRejects(t *testing.T) {
-	g, err := shards.Decode(schema, goldenBytes(t), shards.Sum(goldenBytes(t)))
+	g, err := shards.Decode(schema, goldenBytes(t), digest.Sum(goldenBytes(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +405,7 @@ func FuzzDecodeObject(f *testing.F) {
 	f.Add(encodeRaw(shards.System, 0x3a, [][2]string{{"mo", "1"}, {"mo", "2"}}))
 	f.Add([]byte("CRNS\x01\xf0\x3a\x00\x00\x00\x01"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		o, err := shards.Decode(schema, b, shards.Sum(b))
+		o, err := shards.Decode(schema, b, digest.Sum(b))
 		if err != nil {
 			if !errors.Is(err, shards.ErrMalformedObject) {
 				t.Fatalf("error %v is not ErrMalformedObject", err)
@@ -413,7 +414,7 @@ func FuzzDecodeObject(f *testing.F) {
 		}
 		// What decodes is canonical.
 		again, ref, err := o.Encode()
-		if err != nil || !bytes.Equal(again, b) || ref.Hash != shards.Sum(b) {
+		if err != nil || !bytes.Equal(again, b) || ref.Hash != digest.Sum(b) {
 			t.Fatalf("encode(decode(b)) differs: %v", err)
 		}
 		for i := 0; i < o.Len(); i++ {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench/nokv"
 )
@@ -168,7 +169,7 @@ func TestLayoutKeysUseSeedNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := shards.NewLayout(fams, id)
-	hash := shards.Sum([]byte("x"))
+	hash := digest.Sum([]byte("x"))
 	for _, c := range []struct {
 		f    shards.Family
 		want string
