@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 
 	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // workbench_create: get-or-create. A workbench that exists and is Visible
@@ -53,10 +54,10 @@ func (s *Service) createWorkbench(ctx context.Context, id string) *Error {
 	if werr != nil {
 		return werr
 	}
-	if ok && ws.State == WorkspaceStateVisible {
+	if ok && ws.State == nokv.WorkspaceStateVisible {
 		return nil
 	}
-	inc := NewIncarnationID()
+	inc := nokv.NewIncarnationID()
 	_, err := s.doExact(ctx, head.Command{
 		Namespace: s.root,
 		RequestID: s.requestID(),
@@ -67,9 +68,9 @@ func (s *Service) createWorkbench(ctx context.Context, id string) *Error {
 				return nil, werr
 			}
 			switch {
-			case ok && ws.State == WorkspaceStateVisible:
+			case ok && ws.State == nokv.WorkspaceStateVisible:
 				return binary.BigEndian.AppendUint64(nil, ws.CreatedVersion), nil
-			case ok && ws.State == WorkspaceStateStaging:
+			case ok && ws.State == nokv.WorkspaceStateStaging:
 				return nil, workspaceBusy(id)
 			}
 			ws, err := s.createWorkspace(tx, id, inc)

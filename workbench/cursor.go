@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // List cursors.
@@ -63,14 +64,14 @@ const (
 type listCursor struct {
 	scope       [16]byte
 	view        uint8
-	incarnation IncarnationID
+	incarnation nokv.IncarnationID
 	fence       uint64
 	anchor      string
 }
 
 // listScope digests what a cursor is bound to besides its fence: the
 // RootId, the workbench, the normalized prefix and the view selector.
-func listScope(root RootID, id string, prefix []string, at any) [16]byte {
+func listScope(root nokv.RootID, id string, prefix []string, at any) [16]byte {
 	var parts [][]byte
 	parts = append(parts, []byte(listScopeTag), root[:], []byte(id))
 	for _, c := range prefix {
@@ -106,7 +107,7 @@ func viewSelector(at any) []byte {
 }
 
 // fenceOf returns the continuation fence of a view.
-func fenceOf(v *view) (kind uint8, inc IncarnationID, fence uint64) {
+func fenceOf(v *view) (kind uint8, inc nokv.IncarnationID, fence uint64) {
 	if v.at == nil {
 		return cursorLive, v.ws.Incarnation, v.ws.WorkspaceRevision
 	}
@@ -114,7 +115,7 @@ func fenceOf(v *view) (kind uint8, inc IncarnationID, fence uint64) {
 }
 
 // encode returns the token.
-func (c listCursor) encode(root RootID) string {
+func (c listCursor) encode(root nokv.RootID) string {
 	b := make([]byte, 0, 1+16+1+16+8+2+len(c.anchor)+listCursorCheck)
 	b = append(b, listCursorVersion)
 	b = append(b, c.scope[:]...)
@@ -127,7 +128,7 @@ func (c listCursor) encode(root RootID) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func cursorCheck(root RootID, body []byte) []byte {
+func cursorCheck(root nokv.RootID, body []byte) []byte {
 	h := sha256.New()
 	h.Write([]byte(listCheckTag))
 	h.Write(root[:])
@@ -139,7 +140,7 @@ func cursorCheck(root RootID, body []byte) []byte {
 func errCursorMalformed() *Error { return InvalidState("list cursor is malformed") }
 
 // decodeListCursor parses a token minted for root.
-func decodeListCursor(root RootID, token string) (listCursor, *Error) {
+func decodeListCursor(root nokv.RootID, token string) (listCursor, *Error) {
 	b, err := base64.RawURLEncoding.Strict().DecodeString(token)
 	const fixed = 1 + 16 + 1 + 16 + 8 + 2
 	if err != nil || len(b) < fixed+listCursorCheck || b[0] != listCursorVersion {

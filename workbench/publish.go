@@ -148,8 +148,8 @@ func DecodeStagingLedger(b []byte) (StagingLedger, error) {
 // staging is one publication's objects: the ledger and the blocks it
 // names, with the ids they are keyed by.
 type staging struct {
-	op     OperationID
-	rev    RevisionID
+	op     nokv.OperationID
+	rev    nokv.RevisionID
 	blocks []StagedBlock
 	staged bool // the ledger and every block are in the bucket
 	// remat marks the staging of a rematerialized append, which depends on
@@ -158,7 +158,7 @@ type staging struct {
 }
 
 func (s *Service) newStaging() *staging {
-	return &staging{op: NewOperationID(), rev: NewRevisionID()}
+	return &staging{op: nokv.NewOperationID(), rev: nokv.NewRevisionID()}
 }
 
 // planBlocks returns the blocks data is stored in, owned by st's revision,
@@ -179,10 +179,10 @@ func (s *Service) planBlocks(st *staging, first uint64, data []byte) []StagedBlo
 
 // ownRows returns the manifest rows of st's blocks, which hold the body's
 // bytes from logical offset off on.
-func (s *Service) ownRows(st *staging, off uint64, seg *AppendSegment) []ArtifactManifestEntry {
-	rows := make([]ArtifactManifestEntry, len(st.blocks))
+func (s *Service) ownRows(st *staging, off uint64, seg *nokv.AppendSegment) []nokv.ArtifactManifestEntry {
+	rows := make([]nokv.ArtifactManifestEntry, len(st.blocks))
 	for i, b := range st.blocks {
-		rows[i] = ArtifactManifestEntry{
+		rows[i] = nokv.ArtifactManifestEntry{
 			PhysicalOwner:       st.rev,
 			PhysicalObjectIndex: uint64(i),
 			ObjectKey:           b.Key,
@@ -353,7 +353,7 @@ func (s *Service) dropLedger(ctx context.Context, st *staging) {
 // streamBody calls fn with the body rows describe, slice by slice in
 // order, each checked against its row's digest. Blocks are fetched a
 // window at a time, in parallel.
-func (s *Service) streamBody(ctx context.Context, rows []ArtifactManifestEntry, fn func([]byte) error) error {
+func (s *Service) streamBody(ctx context.Context, rows []nokv.ArtifactManifestEntry, fn func([]byte) error) error {
 	var off uint64
 	for start := 0; start < len(rows); start += uploadConcurrency {
 		window := rows[start:min(start+uploadConcurrency, len(rows))]
@@ -446,7 +446,7 @@ type bodyState struct {
 	state []byte
 }
 
-func bodyStateKey(root RootID, rev RevisionID) (k [32]byte) {
+func bodyStateKey(root nokv.RootID, rev nokv.RevisionID) (k [32]byte) {
 	copy(k[:16], root[:])
 	copy(k[16:], rev[:])
 	return k
@@ -454,7 +454,7 @@ func bodyStateKey(root RootID, rev RevisionID) (k [32]byte) {
 
 // rememberBody records the state h reached after hashing the whole body
 // of rev, size bytes.
-func rememberBody(root RootID, rev RevisionID, h hash.Hash, size uint64) {
+func rememberBody(root nokv.RootID, rev nokv.RevisionID, h hash.Hash, size uint64) {
 	m, ok := h.(encoding.BinaryMarshaler)
 	if !ok {
 		return
@@ -479,7 +479,7 @@ func rememberBody(root RootID, rev RevisionID, h hash.Hash, size uint64) {
 
 // recallBody returns a hash holding the state after the whole body of
 // rev, if this process remembers it.
-func recallBody(root RootID, rev RevisionID, size uint64) (hash.Hash, bool) {
+func recallBody(root nokv.RootID, rev nokv.RevisionID, size uint64) (hash.Hash, bool) {
 	bodyStates.Lock()
 	st, ok := bodyStates.m[bodyStateKey(root, rev)]
 	bodyStates.Unlock()
@@ -510,7 +510,7 @@ func digestURIOf(h hash.Hash) string {
 // manifestDigestURI is the digest of a revision's manifest: SHA-256 of
 // "cairn.workbench.artifact_manifest.v1\0" and, for each row in index
 // order, u64(len) and the row's encoded value.
-func manifestDigestURI(rows []ArtifactManifestEntry) (string, error) {
+func manifestDigestURI(rows []nokv.ArtifactManifestEntry) (string, error) {
 	h := sha256.New()
 	h.Write([]byte("cairn.workbench.artifact_manifest.v1\x00"))
 	var n [8]byte
@@ -529,7 +529,7 @@ func manifestDigestURI(rows []ArtifactManifestEntry) (string, error) {
 // dependencyDigest seals a revision's dependency set: SHA-256 of
 // "cairn.workbench.revision_dependencies.v1\0", u32(count) and the owner
 // ids in ascending order.
-func dependencyDigest(deps []RevisionID) [32]byte {
+func dependencyDigest(deps []nokv.RevisionID) [32]byte {
 	h := sha256.New()
 	h.Write([]byte("cairn.workbench.revision_dependencies.v1\x00"))
 	var n [4]byte
@@ -579,15 +579,15 @@ type pubPlan struct {
 	path []string
 	// newInc is the incarnation of the workbench if the command has to
 	// create it.
-	newInc IncarnationID
+	newInc nokv.IncarnationID
 	// base is the entry the write observed (replace, append); nil when
 	// it observed no artifact.
-	base        *PathEntry
+	base        *nokv.PathEntry
 	contentType string
 	size        uint64
 	digest      string // of the whole body
-	rows        []ArtifactManifestEntry
-	deps        []RevisionID // distinct physical owners other than the new revision, ascending
+	rows        []nokv.ArtifactManifestEntry
+	deps        []nokv.RevisionID // distinct physical owners other than the new revision, ascending
 	depth       uint32
 	st          *staging
 }
@@ -689,38 +689,38 @@ func txReader(tx *head.Tx) func(shards.Family, []byte) ([]byte, bool, error) {
 
 // createWorkspace writes a new Visible workspace marker of incarnation inc
 // for workbench id, its incarnation claim and its WorkspaceCreated event.
-func (s *Service) createWorkspace(tx *head.Tx, id string, inc IncarnationID) (WorkspaceCurrent, error) {
-	claimKey, err := WorkspaceIncarnationClaimKey{Root: s.root, Incarnation: inc}.Encode()
+func (s *Service) createWorkspace(tx *head.Tx, id string, inc nokv.IncarnationID) (nokv.WorkspaceCurrent, error) {
+	claimKey, err := nokv.WorkspaceIncarnationClaimKey{Root: s.root, Incarnation: inc}.Encode()
 	if err != nil {
-		return WorkspaceCurrent{}, err
+		return nokv.WorkspaceCurrent{}, err
 	}
-	if _, taken, err := tx.Get(nokv.WorkspaceIncarnationClaim, claimKey); err != nil {
-		return WorkspaceCurrent{}, err
+	if _, taken, err := tx.Get(nokv.FamilyWorkspaceIncarnationClaim, claimKey); err != nil {
+		return nokv.WorkspaceCurrent{}, err
 	} else if taken {
-		return WorkspaceCurrent{}, reject(Internal("workspace incarnation " + inc.String() + " is already claimed"))
+		return nokv.WorkspaceCurrent{}, reject(Internal("workspace incarnation " + inc.String() + " is already claimed"))
 	}
-	claim, err := WorkspaceIncarnationClaim{WorkbenchID: id}.Encode()
+	claim, err := nokv.WorkspaceIncarnationClaim{WorkbenchID: id}.Encode()
 	if err != nil {
-		return WorkspaceCurrent{}, err
+		return nokv.WorkspaceCurrent{}, err
 	}
-	if err := tx.Put(nokv.WorkspaceIncarnationClaim, claimKey, claim); err != nil {
-		return WorkspaceCurrent{}, err
+	if err := tx.Put(nokv.FamilyWorkspaceIncarnationClaim, claimKey, claim); err != nil {
+		return nokv.WorkspaceCurrent{}, err
 	}
-	ws := WorkspaceCurrent{
+	ws := nokv.WorkspaceCurrent{
 		Incarnation:       inc,
 		WorkspaceRevision: 1,
-		State:             WorkspaceStateVisible,
+		State:             nokv.WorkspaceStateVisible,
 		CreatedVersion:    tx.Sequence(),
 		ModifiedVersion:   tx.Sequence(),
 	}
 	if err := s.putWorkspace(tx, id, ws); err != nil {
-		return WorkspaceCurrent{}, err
+		return nokv.WorkspaceCurrent{}, err
 	}
-	return ws, writeChangeEvent(tx, s.root, ChangeEvent{WorkbenchID: id, Incarnation: inc, Kind: ChangeEventKindWorkspaceCreated})
+	return ws, writeChangeEvent(tx, s.root, nokv.ChangeEvent{WorkbenchID: id, Incarnation: inc, Kind: nokv.ChangeEventKindWorkspaceCreated})
 }
 
-func (s *Service) putWorkspace(tx *head.Tx, id string, ws WorkspaceCurrent) error {
-	key, err := WorkspaceCurrentKey{Root: s.root, WorkbenchID: id}.Encode()
+func (s *Service) putWorkspace(tx *head.Tx, id string, ws nokv.WorkspaceCurrent) error {
+	key, err := nokv.WorkspaceCurrentKey{Root: s.root, WorkbenchID: id}.Encode()
 	if err != nil {
 		return err
 	}
@@ -728,7 +728,7 @@ func (s *Service) putWorkspace(tx *head.Tx, id string, ws WorkspaceCurrent) erro
 	if err != nil {
 		return err
 	}
-	return tx.Put(nokv.WorkspaceCurrent, key, val)
+	return tx.Put(nokv.FamilyWorkspaceCurrent, key, val)
 }
 
 // workspaceBusy reports a workbench whose marker is Staging: a restore is
@@ -739,21 +739,21 @@ func workspaceBusy(id string) *Error {
 
 // writeChangeEvent appends ev to the change feed at the command's commit
 // version, after the events earlier commands of the same commit wrote.
-func writeChangeEvent(tx *head.Tx, root RootID, ev ChangeEvent) error {
+func writeChangeEvent(tx *head.Tx, root nokv.RootID, ev nokv.ChangeEvent) error {
 	prefix := binary.BigEndian.AppendUint64(bytes.Clone(root[:]), tx.Sequence())
-	recs, err := tx.Scan(nokv.ChangeEvent, prefix, nil, 0)
+	recs, err := tx.Scan(nokv.FamilyChangeEvent, prefix, nil, 0)
 	if err != nil {
 		return err
 	}
 	var next uint32
 	if n := len(recs); n > 0 {
-		k, err := ParseChangeEventKey(recs[n-1].Key)
+		k, err := nokv.ParseChangeEventKey(recs[n-1].Key)
 		if err != nil {
 			return err
 		}
 		next = k.Sequence + 1
 	}
-	key, err := ChangeEventKey{Root: root, CommitVersion: tx.Sequence(), Sequence: next}.Encode()
+	key, err := nokv.ChangeEventKey{Root: root, CommitVersion: tx.Sequence(), Sequence: next}.Encode()
 	if err != nil {
 		return err
 	}
@@ -761,7 +761,7 @@ func writeChangeEvent(tx *head.Tx, root RootID, ev ChangeEvent) error {
 	if err != nil {
 		return err
 	}
-	return tx.Put(nokv.ChangeEvent, key, val)
+	return tx.Put(nokv.FamilyChangeEvent, key, val)
 }
 
 // NotDirectory under a file: a write whose path lies below an artifact.
@@ -775,7 +775,7 @@ func underFile(parent []string) *Error {
 
 // generationConflict reports a path that moved after the write observed
 // it: current is its generation now, nil when it holds no artifact.
-func generationConflict(path []string, observed *PathEntry, current *PathEntry) *Error {
+func generationConflict(path []string, observed *nokv.PathEntry, current *nokv.PathEntry) *Error {
 	var was, now string
 	if observed != nil {
 		was = fmt.Sprintf("generation %d", observed.Generation)
@@ -803,26 +803,26 @@ func isGenerationConflict(e *Error) bool {
 type refs struct {
 	s     *Service
 	tx    *head.Tx
-	revs  map[RevisionID]*ArtifactRevision
-	order []RevisionID
+	revs  map[nokv.RevisionID]*nokv.ArtifactRevision
+	order []nokv.RevisionID
 }
 
-func (r *refs) load(rev RevisionID) (*ArtifactRevision, error) {
+func (r *refs) load(rev nokv.RevisionID) (*nokv.ArtifactRevision, error) {
 	if a, ok := r.revs[rev]; ok {
 		return a, nil
 	}
-	key, err := ArtifactRevisionKey{Root: r.s.root, Revision: rev}.Encode()
+	key, err := nokv.ArtifactRevisionKey{Root: r.s.root, Revision: rev}.Encode()
 	if err != nil {
 		return nil, err
 	}
-	b, ok, err := r.tx.Get(nokv.ArtifactRevision, key)
+	b, ok, err := r.tx.Get(nokv.FamilyArtifactRevision, key)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		return nil, reject(InvalidState("artifact revision " + rev.String() + " does not exist"))
 	}
-	a, err := DecodeArtifactRevision(b)
+	a, err := nokv.DecodeArtifactRevision(b)
 	if err != nil {
 		return nil, err
 	}
@@ -832,12 +832,12 @@ func (r *refs) load(rev RevisionID) (*ArtifactRevision, error) {
 }
 
 // add takes a strong reference on rev and returns its epoch after.
-func (r *refs) add(rev RevisionID) (uint64, error) {
+func (r *refs) add(rev nokv.RevisionID) (uint64, error) {
 	a, err := r.load(rev)
 	if err != nil {
 		return 0, err
 	}
-	if a.State != RevisionStateAvailable {
+	if a.State != nokv.RevisionStateAvailable {
 		return 0, reject(InvalidState(fmt.Sprintf("artifact revision %s is %v and cannot be referenced", rev, a.State)))
 	}
 	a.StrongReferenceCount++
@@ -846,7 +846,7 @@ func (r *refs) add(rev RevisionID) (uint64, error) {
 }
 
 // remove drops a strong reference on rev.
-func (r *refs) remove(rev RevisionID) error {
+func (r *refs) remove(rev nokv.RevisionID) error {
 	a, err := r.load(rev)
 	if err != nil {
 		return err
@@ -867,19 +867,19 @@ func (r *refs) flush() error {
 		a := r.revs[rev]
 		if a.StrongReferenceCount == 0 {
 			a.LastZeroRefVersion = seq
-			ck, err := GcCandidateKey{Root: r.s.root, Revision: rev, ReferenceEpoch: a.ReferenceEpoch}.Encode()
+			ck, err := nokv.GcCandidateKey{Root: r.s.root, Revision: rev, ReferenceEpoch: a.ReferenceEpoch}.Encode()
 			if err != nil {
 				return err
 			}
-			cv, err := GcCandidate{LastZeroRefVersion: seq, Claim: GcClaimStateCandidate}.Encode()
+			cv, err := nokv.GcCandidate{LastZeroRefVersion: seq, Claim: nokv.GcClaimStateCandidate}.Encode()
 			if err != nil {
 				return err
 			}
-			if err := r.tx.Put(nokv.GcCandidate, ck, cv); err != nil {
+			if err := r.tx.Put(nokv.FamilyGcCandidate, ck, cv); err != nil {
 				return err
 			}
 		}
-		key, err := ArtifactRevisionKey{Root: r.s.root, Revision: rev}.Encode()
+		key, err := nokv.ArtifactRevisionKey{Root: r.s.root, Revision: rev}.Encode()
 		if err != nil {
 			return err
 		}
@@ -887,7 +887,7 @@ func (r *refs) flush() error {
 		if err != nil {
 			return err
 		}
-		if err := r.tx.Put(nokv.ArtifactRevision, key, val); err != nil {
+		if err := r.tx.Put(nokv.FamilyArtifactRevision, key, val); err != nil {
 			return err
 		}
 	}
@@ -906,9 +906,9 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 		return nil, werr
 	}
 	switch {
-	case ok && ws.State == WorkspaceStateStaging:
+	case ok && ws.State == nokv.WorkspaceStateStaging:
 		return nil, reject(workspaceBusy(p.id))
-	case !ok || ws.State != WorkspaceStateVisible:
+	case !ok || ws.State != nokv.WorkspaceStateVisible:
 		if p.mode == pubReplace {
 			return nil, reject(NotFound(LogicalPath(p.path)))
 		}
@@ -922,15 +922,15 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 		out.WorkbenchCreated = true
 	}
 
-	pathKey, err := PathCurrentKey{Root: s.root, Incarnation: ws.Incarnation, Path: p.path}.Encode()
+	pathKey, err := nokv.PathCurrentKey{Root: s.root, Incarnation: ws.Incarnation, Path: p.path}.Encode()
 	if err != nil {
 		return nil, err
 	}
-	var cur *PathEntry
-	if b, exists, err := tx.Get(nokv.PathCurrent, pathKey); err != nil {
+	var cur *nokv.PathEntry
+	if b, exists, err := tx.Get(nokv.FamilyPathCurrent, pathKey); err != nil {
 		return nil, err
 	} else if exists {
-		e, err := DecodePathEntry(b)
+		e, err := nokv.DecodePathEntry(b)
 		if err != nil {
 			return nil, err
 		}
@@ -964,11 +964,11 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 	if cur == nil {
 		// A new path: not a directory, not under a file.
 		for i := 1; i < len(p.path); i++ {
-			k, err := PathCurrentKey{Root: s.root, Incarnation: ws.Incarnation, Path: p.path[:i]}.Encode()
+			k, err := nokv.PathCurrentKey{Root: s.root, Incarnation: ws.Incarnation, Path: p.path[:i]}.Encode()
 			if err != nil {
 				return nil, err
 			}
-			if _, isFile, err := tx.Get(nokv.PathCurrent, k); err != nil {
+			if _, isFile, err := tx.Get(nokv.FamilyPathCurrent, k); err != nil {
 				return nil, err
 			} else if isFile {
 				return nil, reject(underFile(p.path[:i]))
@@ -987,20 +987,20 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 	}
 
 	// The operation and revision ids are fresh.
-	opKey, err := OperationKey{Root: s.root, Kind: OperationKindPublish, ID: p.st.op}.Encode()
+	opKey, err := nokv.OperationKey{Root: s.root, Kind: nokv.OperationKindPublish, ID: p.st.op}.Encode()
 	if err != nil {
 		return nil, err
 	}
-	if _, taken, err := tx.Get(nokv.Operation, opKey); err != nil {
+	if _, taken, err := tx.Get(nokv.FamilyOperation, opKey); err != nil {
 		return nil, err
 	} else if taken {
 		return nil, reject(Internal("publish operation " + p.st.op.String() + " already exists"))
 	}
-	revKey, err := ArtifactRevisionKey{Root: s.root, Revision: p.st.rev}.Encode()
+	revKey, err := nokv.ArtifactRevisionKey{Root: s.root, Revision: p.st.rev}.Encode()
 	if err != nil {
 		return nil, err
 	}
-	if _, taken, err := tx.Get(nokv.ArtifactRevision, revKey); err != nil {
+	if _, taken, err := tx.Get(nokv.FamilyArtifactRevision, revKey); err != nil {
 		return nil, err
 	} else if taken {
 		return nil, reject(Internal("artifact revision " + p.st.rev.String() + " already exists"))
@@ -1008,30 +1008,30 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 
 	// References: the new revision's dependencies, the replaced
 	// revision's path reference.
-	rc := &refs{s: s, tx: tx, revs: map[RevisionID]*ArtifactRevision{}}
+	rc := &refs{s: s, tx: tx, revs: map[nokv.RevisionID]*nokv.ArtifactRevision{}}
 	for _, owner := range p.deps {
 		epoch, err := rc.add(owner)
 		if err != nil {
 			return nil, err
 		}
-		k, err := DependencyRefKey(s.root, p.st.rev, owner).Encode()
+		k, err := nokv.DependencyRefKey(s.root, p.st.rev, owner).Encode()
 		if err != nil {
 			return nil, err
 		}
-		v, err := RevisionRef{ReferenceEpochAtAdd: epoch, CreatedVersion: seq}.Encode()
+		v, err := nokv.RevisionRef{ReferenceEpochAtAdd: epoch, CreatedVersion: seq}.Encode()
 		if err != nil {
 			return nil, err
 		}
-		if err := tx.Put(nokv.RevisionRef, k, v); err != nil {
+		if err := tx.Put(nokv.FamilyRevisionRef, k, v); err != nil {
 			return nil, err
 		}
 	}
 	if cur != nil {
-		k, err := PathRefKey(s.root, ws.Incarnation, p.path, cur.Revision).Encode()
+		k, err := nokv.PathRefKey(s.root, ws.Incarnation, p.path, cur.Revision).Encode()
 		if err != nil {
 			return nil, err
 		}
-		if err := tx.Delete(nokv.RevisionRef, k); err != nil {
+		if err := tx.Delete(nokv.FamilyRevisionRef, k); err != nil {
 			return nil, err
 		}
 		if err := rc.remove(cur.Revision); err != nil {
@@ -1043,7 +1043,7 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 	}
 
 	// The new revision, its manifest and its path reference.
-	rev := ArtifactRevision{
+	rev := nokv.ArtifactRevision{
 		LogicalSize:          p.size,
 		BodyDigestURI:        p.digest,
 		ManifestDigestURI:    manifestDigest,
@@ -1052,33 +1052,33 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 		DependencyDepth:      p.depth,
 		DependencyDigest:     dependencyDigest(p.deps),
 		ContentType:          p.contentType,
-		State:                RevisionStateAvailable,
+		State:                nokv.RevisionStateAvailable,
 		ReferenceEpoch:       1,
 		StrongReferenceCount: 1,
 		CreatedVersion:       seq,
 	}
-	if err := putRecord(tx, nokv.ArtifactRevision, revKey, rev.Encode); err != nil {
+	if err := putRecord(tx, nokv.FamilyArtifactRevision, revKey, rev.Encode); err != nil {
 		return nil, err
 	}
 	for i, r := range p.rows {
-		k, err := ArtifactManifestKey{Root: s.root, Revision: p.st.rev, ObjectIndex: uint64(i)}.Encode()
+		k, err := nokv.ArtifactManifestKey{Root: s.root, Revision: p.st.rev, ObjectIndex: uint64(i)}.Encode()
 		if err != nil {
 			return nil, err
 		}
-		if err := putRecord(tx, nokv.ArtifactManifest, k, r.Encode); err != nil {
+		if err := putRecord(tx, nokv.FamilyArtifactManifest, k, r.Encode); err != nil {
 			return nil, err
 		}
 	}
-	refKey, err := PathRefKey(s.root, ws.Incarnation, p.path, p.st.rev).Encode()
+	refKey, err := nokv.PathRefKey(s.root, ws.Incarnation, p.path, p.st.rev).Encode()
 	if err != nil {
 		return nil, err
 	}
-	if err := putRecord(tx, nokv.RevisionRef, refKey, RevisionRef{ReferenceEpochAtAdd: 1, CreatedVersion: seq}.Encode); err != nil {
+	if err := putRecord(tx, nokv.FamilyRevisionRef, refKey, nokv.RevisionRef{ReferenceEpochAtAdd: 1, CreatedVersion: seq}.Encode); err != nil {
 		return nil, err
 	}
 
 	// The path.
-	entry := PathEntry{
+	entry := nokv.PathEntry{
 		Generation:        1,
 		Revision:          p.st.rev,
 		LogicalSize:       p.size,
@@ -1096,25 +1096,25 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 	} else {
 		out.Created = true
 	}
-	if err := putRecord(tx, nokv.PathCurrent, pathKey, entry.Encode); err != nil {
+	if err := putRecord(tx, nokv.FamilyPathCurrent, pathKey, entry.Encode); err != nil {
 		return nil, err
 	}
 
 	// The staging ledger's rows and the operation.
 	for i, b := range p.st.blocks {
-		k, err := StagedObjectKey{Root: s.root, Operation: p.st.op, Sequence: uint64(i)}.Encode()
+		k, err := nokv.StagedObjectKey{Root: s.root, Operation: p.st.op, Sequence: uint64(i)}.Encode()
 		if err != nil {
 			return nil, err
 		}
-		so := StagedObject{
+		so := nokv.StagedObject{
 			Revision:          p.st.rev,
 			ObjectKey:         b.Key,
 			ExpectedLength:    b.Length,
 			ExpectedDigestURI: b.Digest,
-			Provider:          StagedProviderStateUploaded,
-			Cleanup:           StagedCleanupStateOwned,
+			Provider:          nokv.StagedProviderStateUploaded,
+			Cleanup:           nokv.StagedCleanupStateOwned,
 		}
-		if err := putRecord(tx, nokv.StagedObject, k, so.Encode); err != nil {
+		if err := putRecord(tx, nokv.FamilyStagedObject, k, so.Encode); err != nil {
 			return nil, err
 		}
 	}
@@ -1123,8 +1123,8 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 	if err := s.putWorkspace(tx, p.id, ws); err != nil {
 		return nil, err
 	}
-	op := PublishOperation{
-		Phase:         PublishPhasePublished,
+	op := nokv.PublishOperation{
+		Phase:         nokv.PublishPhasePublished,
 		InputDigest:   digest,
 		WorkbenchID:   p.id,
 		Incarnation:   ws.Incarnation,
@@ -1132,30 +1132,30 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 		Revision:      p.st.rev,
 		ObjectCount:   uint64(len(p.st.blocks)),
 		CleanupCursor: 0,
-		Result:        &PublishResult{Generation: entry.Generation, WorkspaceRevision: ws.WorkspaceRevision, CommitVersion: seq},
+		Result:        &nokv.PublishResult{Generation: entry.Generation, WorkspaceRevision: ws.WorkspaceRevision, CommitVersion: seq},
 	}
 	if p.base != nil {
 		g := p.base.Generation
 		op.ExpectedGeneration = &g
 	}
-	if err := putRecord(tx, nokv.Operation, opKey, op.Encode); err != nil {
+	if err := putRecord(tx, nokv.FamilyOperation, opKey, op.Encode); err != nil {
 		return nil, err
 	}
 
 	// The event.
-	ev := ChangeEvent{
+	ev := nokv.ChangeEvent{
 		WorkbenchID: p.id,
 		Incarnation: ws.Incarnation,
-		Kind:        ChangeEventKindPathCreated,
+		Kind:        nokv.ChangeEventKindPathCreated,
 		Path:        p.path,
-		After:       &EventProjection{Generation: entry.Generation, Revision: p.st.rev, LogicalSize: p.size, DigestURI: p.digest},
+		After:       &nokv.EventProjection{Generation: entry.Generation, Revision: p.st.rev, LogicalSize: p.size, DigestURI: p.digest},
 	}
 	if cur != nil {
-		ev.Kind = ChangeEventKindPathReplaced
+		ev.Kind = nokv.ChangeEventKindPathReplaced
 		if p.mode == pubAppend {
-			ev.Kind = ChangeEventKindPathAppended
+			ev.Kind = nokv.ChangeEventKindPathAppended
 		}
-		ev.Before = &EventProjection{Generation: cur.Generation, Revision: cur.Revision, LogicalSize: cur.LogicalSize, DigestURI: cur.BodyDigestURI}
+		ev.Before = &nokv.EventProjection{Generation: cur.Generation, Revision: cur.Revision, LogicalSize: cur.LogicalSize, DigestURI: cur.BodyDigestURI}
 	}
 	if err := writeChangeEvent(tx, s.root, ev); err != nil {
 		return nil, err
@@ -1176,12 +1176,12 @@ func putRecord(tx *head.Tx, f shards.Family, key []byte, encode func() ([]byte, 
 }
 
 // txHasDescendant reports whether any artifact lies strictly under path.
-func txHasDescendant(tx *head.Tx, root RootID, inc IncarnationID, path []string) (bool, error) {
-	prefix, err := PathCurrentPrefix(root, inc, path)
+func txHasDescendant(tx *head.Tx, root nokv.RootID, inc nokv.IncarnationID, path []string) (bool, error) {
+	prefix, err := nokv.PathCurrentPrefix(root, inc, path)
 	if err != nil {
 		return false, err
 	}
-	recs, err := tx.Scan(nokv.PathCurrent, prefix, nil, 1)
+	recs, err := tx.Scan(nokv.FamilyPathCurrent, prefix, nil, 1)
 	if err != nil {
 		return false, err
 	}
@@ -1195,8 +1195,8 @@ func txHasDescendant(tx *head.Tx, root RootID, inc IncarnationID, path []string)
 // workbench) and the artifact at the path (nil when there is none).
 type observation struct {
 	sn    *head.Snapshot
-	ws    *WorkspaceCurrent
-	entry *PathEntry
+	ws    *nokv.WorkspaceCurrent
+	entry *nokv.PathEntry
 }
 
 // observe pins the shard and reads the workbench and the path. A
@@ -1211,10 +1211,10 @@ func (s *Service) observe(ctx context.Context, id string, path []string) (observ
 	if werr != nil {
 		return observation{}, werr
 	}
-	if ok && ws.State == WorkspaceStateStaging {
+	if ok && ws.State == nokv.WorkspaceStateStaging {
 		return observation{}, workspaceBusy(id)
 	}
-	if !ok || ws.State != WorkspaceStateVisible {
+	if !ok || ws.State != nokv.WorkspaceStateVisible {
 		return o, nil
 	}
 	o.ws = &ws
@@ -1254,7 +1254,7 @@ func (s *Service) fileResult(id string, path []string) map[string]any {
 }
 
 // sortRevisions sorts revision ids ascending and drops duplicates.
-func sortRevisions(ids []RevisionID) []RevisionID {
-	slices.SortFunc(ids, func(a, b RevisionID) int { return bytes.Compare(a[:], b[:]) })
+func sortRevisions(ids []nokv.RevisionID) []nokv.RevisionID {
+	slices.SortFunc(ids, func(a, b nokv.RevisionID) int { return bytes.Compare(a[:], b[:]) })
 	return slices.Compact(ids)
 }

@@ -46,7 +46,7 @@ type Options struct {
 type Service struct {
 	b       bucket.Bucket
 	store   *head.Store
-	root    RootID
+	root    nokv.RootID
 	layout  shards.Layout
 	logical string // the deployment root, "/agents/{agent}/wb"
 	opts    Options
@@ -88,7 +88,7 @@ func Open(ctx context.Context, b bucket.Bucket, opts Options) (*Service, error) 
 	s := &Service{
 		b:       b,
 		store:   store,
-		root:    RootID(derive16("root", opts.AgentID)),
+		root:    nokv.RootID(derive16("root", opts.AgentID)),
 		layout:  store.Layout(),
 		logical: logical,
 		opts:    opts,
@@ -106,7 +106,7 @@ func (s *Service) Close() error { return s.store.Close() }
 func (s *Service) Store() *head.Store { return s.store }
 
 // Root returns the RootId the Service serves.
-func (s *Service) Root() RootID { return s.root }
+func (s *Service) Root() nokv.RootID { return s.root }
 
 // LogicalRoot returns the deployment root, "/agents/{agent}/wb".
 func (s *Service) LogicalRoot() string { return s.logical }

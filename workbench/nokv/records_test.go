@@ -1,4 +1,4 @@
-package workbench_test
+package nokv_test
 
 import (
 	"bytes"
@@ -34,12 +34,12 @@ func fill32(b byte) (v [32]byte) {
 }
 
 var (
-	tRoot    = workbench.RootID(fill16(0x11))
-	tInc     = workbench.IncarnationID(fill16(0x22))
-	tRev     = workbench.RevisionID(fill16(0x33))
-	tOp      = workbench.OperationID(fill16(0x44))
-	tCommit  = workbench.CommitID(fill32(0x55))
-	tChild   = workbench.RevisionID(fill16(0x66))
+	tRoot    = nokv.RootID(fill16(0x11))
+	tInc     = nokv.IncarnationID(fill16(0x22))
+	tRev     = nokv.RevisionID(fill16(0x33))
+	tOp      = nokv.OperationID(fill16(0x44))
+	tCommit  = nokv.CommitID(fill32(0x55))
+	tChild   = nokv.RevisionID(fill16(0x66))
 	tPath    = []string{"outputs", "a.txt"}
 	digestAB = "sha256:" + strings.Repeat("ab", 32)
 	digestCD = "sha256:" + strings.Repeat("cd", 32)
@@ -91,56 +91,56 @@ func newRecord[T interface{ Encode() ([]byte, error) }](name string, v T, dec fu
 }
 
 var (
-	fxWorkspace = workbench.WorkspaceCurrent{
-		Incarnation: tInc, WorkspaceRevision: 7, State: workbench.WorkspaceStateStaging,
-		Owner:          &workbench.OperationRef{Kind: workbench.OperationKindRestore, ID: tOp},
+	fxWorkspace = nokv.WorkspaceCurrent{
+		Incarnation: tInc, WorkspaceRevision: 7, State: nokv.WorkspaceStateStaging,
+		Owner:          &nokv.OperationRef{Kind: nokv.OperationKindRestore, ID: tOp},
 		CreatedVersion: 3, ModifiedVersion: 9,
 	}
-	fxClaim     = workbench.WorkspaceIncarnationClaim{WorkbenchID: "wb-1"}
-	fxPathEntry = workbench.PathEntry{
+	fxClaim     = nokv.WorkspaceIncarnationClaim{WorkbenchID: "wb-1"}
+	fxPathEntry = nokv.PathEntry{
 		Generation: 5, Revision: tRev, LogicalSize: 1024,
 		BodyDigestURI: digestAB, ManifestDigestURI: digestCD,
 		DependencyCount: 2, DependencyDepth: 1, ContentType: "text/plain",
 		Producer: ptr("agent"), ManifestID: nil, CreatedVersion: 3, ModifiedVersion: 9,
-		Index: workbench.IndexProjection{
-			{ID: "logical_size", Value: workbench.UnsignedScalar(1024)},
-			{ID: "tag", Value: workbench.StringScalar("a\x00b")},
+		Index: nokv.IndexProjection{
+			{ID: "logical_size", Value: nokv.UnsignedScalar(1024)},
+			{ID: "tag", Value: nokv.StringScalar("a\x00b")},
 		},
 	}
-	fxRevision = workbench.ArtifactRevision{
+	fxRevision = nokv.ArtifactRevision{
 		LogicalSize: 1024, BodyDigestURI: digestAB, ManifestDigestURI: digestCD,
 		BlockCount: 3, DependencyCount: 2, DependencyDepth: 1, DependencyDigest: fill32(0x77),
-		ContentType: "text/plain", State: workbench.RevisionStateAvailable,
+		ContentType: "text/plain", State: nokv.RevisionStateAvailable,
 		ReferenceEpoch: 4, StrongReferenceCount: 1, LastZeroRefVersion: 0, CreatedVersion: 3,
 	}
-	fxManifest = workbench.ArtifactManifestEntry{
+	fxManifest = nokv.ArtifactManifestEntry{
 		PhysicalOwner: tChild, PhysicalObjectIndex: 2, ObjectKey: "artifacts/x/blocks/2",
 		LogicalOffset: 4096, ObjectOffset: 0, Length: 4096, DigestURI: digestAB,
-		Append: &workbench.AppendSegment{BaseGeneration: 4, DeltaOffset: 4096, DeltaLength: 100, DeltaDigestURI: digestEF},
+		Append: &nokv.AppendSegment{BaseGeneration: 4, DeltaOffset: 4096, DeltaLength: 100, DeltaDigestURI: digestEF},
 	}
-	fxRef         = workbench.RevisionRef{ReferenceEpochAtAdd: 4, CreatedVersion: 9}
-	fxGcCandidate = workbench.GcCandidate{LastZeroRefVersion: 12, Claim: workbench.GcClaimStateQuarantined, Attempts: 2, Evidence: ptr("ambiguous delete")}
-	fxEvent       = workbench.ChangeEvent{
-		WorkbenchID: "wb-1", Incarnation: tInc, Kind: workbench.ChangeEventKindPathReplaced, Path: tPath,
-		Before: &workbench.EventProjection{Generation: 4, Revision: tChild, LogicalSize: 10, DigestURI: digestAB},
-		After:  &workbench.EventProjection{Generation: 5, Revision: tRev, LogicalSize: 20, DigestURI: digestCD},
+	fxRef         = nokv.RevisionRef{ReferenceEpochAtAdd: 4, CreatedVersion: 9}
+	fxGcCandidate = nokv.GcCandidate{LastZeroRefVersion: 12, Claim: nokv.GcClaimStateQuarantined, Attempts: 2, Evidence: ptr("ambiguous delete")}
+	fxEvent       = nokv.ChangeEvent{
+		WorkbenchID: "wb-1", Incarnation: tInc, Kind: nokv.ChangeEventKindPathReplaced, Path: tPath,
+		Before: &nokv.EventProjection{Generation: 4, Revision: tChild, LogicalSize: 10, DigestURI: digestAB},
+		After:  &nokv.EventProjection{Generation: 5, Revision: tRev, LogicalSize: 20, DigestURI: digestCD},
 	}
-	fxPublish = workbench.PublishOperation{
-		Phase: workbench.PublishPhasePublished, InputDigest: fill32(0x88), WorkbenchID: "wb-1",
+	fxPublish = nokv.PublishOperation{
+		Phase: nokv.PublishPhasePublished, InputDigest: fill32(0x88), WorkbenchID: "wb-1",
 		Incarnation: tInc, Path: tPath, Revision: tRev, ExpectedGeneration: ptr(uint64(4)),
 		ObjectCount: 1, CleanupCursor: 0,
-		Result: &workbench.PublishResult{Generation: 5, WorkspaceRevision: 8, CommitVersion: 9},
+		Result: &nokv.PublishResult{Generation: 5, WorkspaceRevision: 8, CommitVersion: 9},
 	}
-	fxStaged = workbench.StagedObject{
+	fxStaged = nokv.StagedObject{
 		Revision: tRev, ObjectKey: "k", UploadID: ptr("up-1"), ExpectedLength: 20,
-		ExpectedDigestURI: digestAB, Provider: workbench.StagedProviderStateUploaded, Cleanup: workbench.StagedCleanupStateOwned,
+		ExpectedDigestURI: digestAB, Provider: nokv.StagedProviderStateUploaded, Cleanup: nokv.StagedCleanupStateOwned,
 	}
-	fxIndexEntry = workbench.SecondaryIndexEntry{PathGeneration: 5, Revision: tRev}
+	fxIndexEntry = nokv.SecondaryIndexEntry{PathGeneration: 5, Revision: tRev}
 )
 
 func records() []record {
 	return []record{
-		newRecord("WorkspaceCurrent", fxWorkspace, workbench.DecodeWorkspaceCurrent, func(t testing.TB) []byte {
+		newRecord("WorkspaceCurrent", fxWorkspace, nokv.DecodeWorkspaceCurrent, func(t testing.TB) []byte {
 			return hx(t,
 				"02",               // value version
 				rep("22", 16),      // incarnation
@@ -151,10 +151,10 @@ func records() []record {
 				"0000000000000003", // created_version
 				"0000000000000009") // modified_version
 		}),
-		newRecord("WorkspaceIncarnationClaim", fxClaim, workbench.DecodeWorkspaceIncarnationClaim, func(t testing.TB) []byte {
+		newRecord("WorkspaceIncarnationClaim", fxClaim, nokv.DecodeWorkspaceIncarnationClaim, func(t testing.TB) []byte {
 			return hx(t, "01", "00000004 77622d31")
 		}),
-		newRecord("PathEntry", fxPathEntry, workbench.DecodePathEntry, func(t testing.TB) []byte {
+		newRecord("PathEntry", fxPathEntry, nokv.DecodePathEntry, func(t testing.TB) []byte {
 			return hx(t,
 				"02",               // value version
 				"0000000000000005", // generation
@@ -173,7 +173,7 @@ func records() []record {
 				"0c", ascii("logical_size"), "04 0000000000000400",
 				"03", ascii("tag"), "08 61 00ff 62 0000")
 		}),
-		newRecord("ArtifactRevision", fxRevision, workbench.DecodeArtifactRevision, func(t testing.TB) []byte {
+		newRecord("ArtifactRevision", fxRevision, nokv.DecodeArtifactRevision, func(t testing.TB) []byte {
 			return hx(t,
 				"02",
 				"0000000000000400", // logical_size
@@ -189,7 +189,7 @@ func records() []record {
 				"0000000000000000", // last_zero_ref_version
 				"0000000000000003") // created_version
 		}),
-		newRecord("ArtifactManifestEntry", fxManifest, workbench.DecodeArtifactManifestEntry, func(t testing.TB) []byte {
+		newRecord("ArtifactManifestEntry", fxManifest, nokv.DecodeArtifactManifestEntry, func(t testing.TB) []byte {
 			return hx(t,
 				"01",
 				rep("66", 16),      // physical owner
@@ -205,13 +205,13 @@ func records() []record {
 				"0000000000000064", // delta_length
 				lp(digestEF))
 		}),
-		newRecord("RevisionRef", fxRef, workbench.DecodeRevisionRef, func(t testing.TB) []byte {
+		newRecord("RevisionRef", fxRef, nokv.DecodeRevisionRef, func(t testing.TB) []byte {
 			return hx(t, "01", "0000000000000004", "0000000000000009")
 		}),
-		newRecord("GcCandidate", fxGcCandidate, workbench.DecodeGcCandidate, func(t testing.TB) []byte {
+		newRecord("GcCandidate", fxGcCandidate, nokv.DecodeGcCandidate, func(t testing.TB) []byte {
 			return hx(t, "01", "000000000000000c", "04", "00000002", "01", lp("ambiguous delete"))
 		}),
-		newRecord("ChangeEvent", fxEvent, workbench.DecodeChangeEvent, func(t testing.TB) []byte {
+		newRecord("ChangeEvent", fxEvent, nokv.DecodeChangeEvent, func(t testing.TB) []byte {
 			return hx(t,
 				"02",
 				lp("wb-1"),
@@ -223,7 +223,7 @@ func records() []record {
 				"00", // commit absent
 				"00") // snapshot absent
 		}),
-		newRecord("PublishOperation", fxPublish, workbench.DecodePublishOperation, func(t testing.TB) []byte {
+		newRecord("PublishOperation", fxPublish, nokv.DecodePublishOperation, func(t testing.TB) []byte {
 			return hx(t,
 				"01",
 				"03",          // Published
@@ -238,10 +238,10 @@ func records() []record {
 				"01", "0000000000000005", "0000000000000008", "0000000000000009", // result
 				"00") // no failure
 		}),
-		newRecord("StagedObject", fxStaged, workbench.DecodeStagedObject, func(t testing.TB) []byte {
+		newRecord("StagedObject", fxStaged, nokv.DecodeStagedObject, func(t testing.TB) []byte {
 			return hx(t, "01", rep("33", 16), lp("k"), "01", lp("up-1"), "0000000000000014", lp(digestAB), "03", "01")
 		}),
-		newRecord("SecondaryIndexEntry", fxIndexEntry, workbench.DecodeSecondaryIndexEntry, func(t testing.TB) []byte {
+		newRecord("SecondaryIndexEntry", fxIndexEntry, nokv.DecodeSecondaryIndexEntry, func(t testing.TB) []byte {
 			return hx(t, "01", "0000000000000005", rep("33", 16))
 		}),
 	}
@@ -262,44 +262,44 @@ func variants() []record {
 		return r
 	}
 	ws := fxWorkspace
-	ws.Owner, ws.State = nil, workbench.WorkspaceStateVisible
+	ws.Owner, ws.State = nil, nokv.WorkspaceStateVisible
 	pe := fxPathEntry
 	pe.Producer, pe.ManifestID, pe.Index = nil, ptr(""), nil
 	pe2 := fxPathEntry
-	pe2.Index = workbench.IndexProjection{
-		{ID: "a", Value: workbench.NullScalar()},
-		{ID: "b", Value: workbench.BoolScalar(true)},
-		{ID: "c", Value: workbench.SignedScalar(-5)},
-		{ID: "d", Value: workbench.FloatScalar(-2.5)},
-		{ID: "e", Value: workbench.TimestampScalar(time.Unix(1700000000, 123))},
-		{ID: "f", Value: workbench.BytesScalar([]byte{0, 1, 0xff})},
-		{ID: "path", Value: workbench.StringScalar("outputs/a.txt")},
+	pe2.Index = nokv.IndexProjection{
+		{ID: "a", Value: nokv.NullScalar()},
+		{ID: "b", Value: nokv.BoolScalar(true)},
+		{ID: "c", Value: nokv.SignedScalar(-5)},
+		{ID: "d", Value: nokv.FloatScalar(-2.5)},
+		{ID: "e", Value: nokv.TimestampScalar(time.Unix(1700000000, 123))},
+		{ID: "f", Value: nokv.BytesScalar([]byte{0, 1, 0xff})},
+		{ID: "path", Value: nokv.StringScalar("outputs/a.txt")},
 	}
 	man := fxManifest
 	man.Append = nil
 	gc := fxGcCandidate
-	gc.Evidence, gc.Claim = nil, workbench.GcClaimStateCandidate
+	gc.Evidence, gc.Claim = nil, nokv.GcClaimStateCandidate
 	pub := fxPublish
-	pub.ExpectedGeneration, pub.Result, pub.Phase = nil, nil, workbench.PublishPhaseCleaned
-	pub.Failure = &workbench.OperationFailure{Code: "Conflict", Message: "generation changed"}
+	pub.ExpectedGeneration, pub.Result, pub.Phase = nil, nil, nokv.PublishPhaseCleaned
+	pub.Failure = &nokv.OperationFailure{Code: "Conflict", Message: "generation changed"}
 	pub2 := fxPublish
-	pub2.Result, pub2.Phase = nil, workbench.PublishPhaseUploading
+	pub2.Result, pub2.Phase = nil, nokv.PublishPhaseUploading
 	st := fxStaged
 	st.UploadID = nil
-	snap := workbench.SnapshotID(1 << 60)
+	snap := nokv.SnapshotID(1 << 60)
 	out := []record{
 		with("WorkspaceCurrent", ws), with("PathEntry", pe), with("PathEntry", pe2),
 		with("ArtifactManifestEntry", man), with("GcCandidate", gc),
 		with("PublishOperation", pub), with("PublishOperation", pub2), with("StagedObject", st),
-		with("ChangeEvent", workbench.ChangeEvent{WorkbenchID: "w", Incarnation: tInc, Kind: workbench.ChangeEventKindWorkspaceCreated}),
-		with("ChangeEvent", workbench.ChangeEvent{WorkbenchID: "w", Incarnation: tInc, Kind: workbench.ChangeEventKindPathCreated, Path: tPath,
-			After: &workbench.EventProjection{Generation: 1, Revision: tRev, LogicalSize: 3}}),
-		with("ChangeEvent", workbench.ChangeEvent{WorkbenchID: "w", Incarnation: tInc, Kind: workbench.ChangeEventKindPathRemoved, Path: tPath,
-			Before: &workbench.EventProjection{Generation: 1, Revision: tRev, LogicalSize: 3, DigestURI: digestAB}}),
-		with("ChangeEvent", workbench.ChangeEvent{WorkbenchID: "w", Incarnation: tInc, Kind: workbench.ChangeEventKindWorkbenchCommitted,
-			After: &workbench.EventProjection{Generation: 2, DigestURI: digestCD}, Commit: &tCommit}),
-		with("ChangeEvent", workbench.ChangeEvent{WorkbenchID: "w", Incarnation: tInc, Kind: workbench.ChangeEventKindWorkspaceRestored, Snapshot: &snap}),
-		with("ChangeEvent", workbench.ChangeEvent{WorkbenchID: "w", Incarnation: tInc, Kind: workbench.ChangeEventKindSnapshotMinted, Snapshot: &snap}),
+		with("ChangeEvent", nokv.ChangeEvent{WorkbenchID: "w", Incarnation: tInc, Kind: nokv.ChangeEventKindWorkspaceCreated}),
+		with("ChangeEvent", nokv.ChangeEvent{WorkbenchID: "w", Incarnation: tInc, Kind: nokv.ChangeEventKindPathCreated, Path: tPath,
+			After: &nokv.EventProjection{Generation: 1, Revision: tRev, LogicalSize: 3}}),
+		with("ChangeEvent", nokv.ChangeEvent{WorkbenchID: "w", Incarnation: tInc, Kind: nokv.ChangeEventKindPathRemoved, Path: tPath,
+			Before: &nokv.EventProjection{Generation: 1, Revision: tRev, LogicalSize: 3, DigestURI: digestAB}}),
+		with("ChangeEvent", nokv.ChangeEvent{WorkbenchID: "w", Incarnation: tInc, Kind: nokv.ChangeEventKindWorkbenchCommitted,
+			After: &nokv.EventProjection{Generation: 2, DigestURI: digestCD}, Commit: &tCommit}),
+		with("ChangeEvent", nokv.ChangeEvent{WorkbenchID: "w", Incarnation: tInc, Kind: nokv.ChangeEventKindWorkspaceRestored, Snapshot: &snap}),
+		with("ChangeEvent", nokv.ChangeEvent{WorkbenchID: "w", Incarnation: tInc, Kind: nokv.ChangeEventKindSnapshotMinted, Snapshot: &snap}),
 	}
 	return append(all, out...)
 }
@@ -377,7 +377,7 @@ func TestDecodeRejectsUnknownVersion(t *testing.T) {
 			c := bytes.Clone(b)
 			c[0] = byte(v)
 			_, err := r.decode(c)
-			if !errors.Is(err, workbench.ErrUnknownVersion) || !errors.Is(err, workbench.ErrBadRecord) {
+			if !errors.Is(err, nokv.ErrUnknownVersion) || !errors.Is(err, nokv.ErrBadRecord) {
 				t.Fatalf("%s with version %d: %v, want ErrUnknownVersion and ErrBadRecord", r.name, v, err)
 			}
 		}
@@ -391,12 +391,12 @@ func TestDecodeRejectsTruncationAndTrailingBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 		for n := 0; n < len(b); n++ {
-			if _, err := r.decode(b[:n]); !errors.Is(err, workbench.ErrBadRecord) {
+			if _, err := r.decode(b[:n]); !errors.Is(err, nokv.ErrBadRecord) {
 				t.Fatalf("%s truncated to %d of %d bytes: %v", r.name, n, len(b), err)
 			}
 		}
 		for _, tail := range []byte{0, 1, 0xff} {
-			if _, err := r.decode(append(bytes.Clone(b), tail)); !errors.Is(err, workbench.ErrBadRecord) {
+			if _, err := r.decode(append(bytes.Clone(b), tail)); !errors.Is(err, nokv.ErrBadRecord) {
 				t.Fatalf("%s with a trailing byte: %v", r.name, err)
 			}
 		}
@@ -422,21 +422,21 @@ func enumFields() []enumField {
 		return enumField{name: rec + "." + field, a: a, b: b, max: max, enc: recs[rec].encode, dec: recs[rec].decode}
 	}
 	ws := fxWorkspace
-	ws.State = workbench.WorkspaceStateRetired
+	ws.State = nokv.WorkspaceStateRetired
 	wsOwner := fxWorkspace
-	wsOwner.Owner = &workbench.OperationRef{Kind: workbench.OperationKindGc, ID: tOp}
+	wsOwner.Owner = &nokv.OperationRef{Kind: nokv.OperationKindGc, ID: tOp}
 	rv := fxRevision
-	rv.State = workbench.RevisionStateDeleted
+	rv.State = nokv.RevisionStateDeleted
 	gc := fxGcCandidate
-	gc.Claim = workbench.GcClaimStateClaimed
+	gc.Claim = nokv.GcClaimStateClaimed
 	ev := fxEvent
-	ev.Kind = workbench.ChangeEventKindPathAppended
+	ev.Kind = nokv.ChangeEventKindPathAppended
 	pub := fxPublish
-	pub.Phase = workbench.PublishPhaseFinalizing
+	pub.Phase = nokv.PublishPhaseFinalizing
 	stP := fxStaged
-	stP.Provider = workbench.StagedProviderStateAmbiguous
+	stP.Provider = nokv.StagedProviderStateAmbiguous
 	stC := fxStaged
-	stC.Cleanup = workbench.StagedCleanupStateQuarantined
+	stC.Cleanup = nokv.StagedCleanupStateQuarantined
 	return []enumField{
 		mk("WorkspaceCurrent", "state", fxWorkspace, ws, 3),
 		mk("WorkspaceCurrent", "owner kind", fxWorkspace, wsOwner, 5),
@@ -481,12 +481,12 @@ func TestDecodeRejectsUnknownEnum(t *testing.T) {
 			if v >= 1 && v <= f.max {
 				// A registered value may still break another rule (an
 				// event kind that does not fit the event's fields).
-				if errors.Is(err, workbench.ErrUnknownEnum) {
+				if errors.Is(err, nokv.ErrUnknownEnum) {
 					t.Errorf("%s = %d: %v", f.name, v, err)
 				}
 				continue
 			}
-			if !errors.Is(err, workbench.ErrUnknownEnum) || !errors.Is(err, workbench.ErrBadRecord) {
+			if !errors.Is(err, nokv.ErrUnknownEnum) || !errors.Is(err, nokv.ErrBadRecord) {
 				t.Errorf("%s = %d: %v, want ErrUnknownEnum", f.name, v, err)
 			}
 		}
@@ -506,8 +506,8 @@ func TestEncodeRejectsUnknownEnum(t *testing.T) {
 				fld := cp.Field(i)
 				if fld.Kind() == reflect.Pointer {
 					// OperationRef: set its kind.
-					ref := *(fld.Interface().(*workbench.OperationRef))
-					ref.Kind = workbench.OperationKind(f.max + 1)
+					ref := *(fld.Interface().(*nokv.OperationRef))
+					ref.Kind = nokv.OperationKind(f.max + 1)
 					fld.Set(reflect.ValueOf(&ref))
 				} else {
 					fld.SetUint(uint64(f.max + 1))
@@ -518,7 +518,7 @@ func TestEncodeRejectsUnknownEnum(t *testing.T) {
 		if !set {
 			t.Fatalf("%s: no differing field", f.name)
 		}
-		if _, err := f.enc(cp.Interface()); !errors.Is(err, workbench.ErrUnknownEnum) || !errors.Is(err, workbench.ErrBadRecord) {
+		if _, err := f.enc(cp.Interface()); !errors.Is(err, nokv.ErrUnknownEnum) || !errors.Is(err, nokv.ErrBadRecord) {
 			t.Errorf("%s = %d: encode %v, want ErrUnknownEnum", f.name, f.max+1, err)
 		}
 	}
@@ -541,54 +541,54 @@ func TestFieldRules(t *testing.T) {
 		{"producer not UTF-8", func() any { v := fxPathEntry; v.Producer = ptr("\xff"); return v }()},
 		{"index unsorted", func() any {
 			v := fxPathEntry
-			v.Index = workbench.IndexProjection{{ID: "b", Value: workbench.NullScalar()}, {ID: "a", Value: workbench.NullScalar()}}
+			v.Index = nokv.IndexProjection{{ID: "b", Value: nokv.NullScalar()}, {ID: "a", Value: nokv.NullScalar()}}
 			return v
 		}()},
 		{"index duplicate", func() any {
 			v := fxPathEntry
-			v.Index = workbench.IndexProjection{{ID: "a", Value: workbench.NullScalar()}, {ID: "a", Value: workbench.NullScalar()}}
+			v.Index = nokv.IndexProjection{{ID: "a", Value: nokv.NullScalar()}, {ID: "a", Value: nokv.NullScalar()}}
 			return v
 		}()},
 		{"index empty id", func() any {
 			v := fxPathEntry
-			v.Index = workbench.IndexProjection{{ID: "", Value: workbench.NullScalar()}}
+			v.Index = nokv.IndexProjection{{ID: "", Value: nokv.NullScalar()}}
 			return v
 		}()},
 		{"index NaN", func() any {
 			v := fxPathEntry
-			v.Index = workbench.IndexProjection{{ID: "f", Value: workbench.FloatScalar(math.NaN())}}
+			v.Index = nokv.IndexProjection{{ID: "f", Value: nokv.FloatScalar(math.NaN())}}
 			return v
 		}()},
 		{"object key empty", func() any { v := fxManifest; v.ObjectKey = ""; return v }()},
 		{"object key newline", func() any { v := fxStaged; v.ObjectKey = "a\nb"; return v }()},
 		{"append digest", func() any {
 			v := fxManifest
-			v.Append = &workbench.AppendSegment{DeltaDigestURI: "x"}
+			v.Append = &nokv.AppendSegment{DeltaDigestURI: "x"}
 			return v
 		}()},
-		{"claim bad id", workbench.WorkspaceIncarnationClaim{WorkbenchID: "-x"}},
-		{"claim long id", workbench.WorkspaceIncarnationClaim{WorkbenchID: strings.Repeat("a", 129)}},
+		{"claim bad id", nokv.WorkspaceIncarnationClaim{WorkbenchID: "-x"}},
+		{"claim long id", nokv.WorkspaceIncarnationClaim{WorkbenchID: strings.Repeat("a", 129)}},
 		{"event bad id", func() any { v := fxEvent; v.WorkbenchID = "a.b"; return v }()},
 		{"event path kind without path", func() any { v := fxEvent; v.Path = nil; return v }()},
 		{"event workspace kind with path", func() any {
 			v := fxEvent
-			v.Kind = workbench.ChangeEventKindWorkspaceCreated
+			v.Kind = nokv.ChangeEventKindWorkspaceCreated
 			v.Before, v.After = nil, nil
 			return v
 		}()},
 		{"event replaced without before", func() any { v := fxEvent; v.Before = nil; return v }()},
-		{"event created with before", func() any { v := fxEvent; v.Kind = workbench.ChangeEventKindPathCreated; return v }()},
+		{"event created with before", func() any { v := fxEvent; v.Kind = nokv.ChangeEventKindPathCreated; return v }()},
 		{"event path kind with commit", func() any { v := fxEvent; v.Commit = &tCommit; return v }()},
-		{"event committed without commit", workbench.ChangeEvent{WorkbenchID: "w", Kind: workbench.ChangeEventKindWorkbenchCommitted}},
-		{"event restored with both", workbench.ChangeEvent{WorkbenchID: "w", Kind: workbench.ChangeEventKindWorkspaceRestored, Commit: &tCommit, Snapshot: ptr(workbench.SnapshotID(1))}},
-		{"event restored with neither", workbench.ChangeEvent{WorkbenchID: "w", Kind: workbench.ChangeEventKindWorkspaceRestored}},
-		{"event bad projection digest", func() any { v := fxEvent; v.After = &workbench.EventProjection{DigestURI: "sha256:"}; return v }()},
+		{"event committed without commit", nokv.ChangeEvent{WorkbenchID: "w", Kind: nokv.ChangeEventKindWorkbenchCommitted}},
+		{"event restored with both", nokv.ChangeEvent{WorkbenchID: "w", Kind: nokv.ChangeEventKindWorkspaceRestored, Commit: &tCommit, Snapshot: ptr(nokv.SnapshotID(1))}},
+		{"event restored with neither", nokv.ChangeEvent{WorkbenchID: "w", Kind: nokv.ChangeEventKindWorkspaceRestored}},
+		{"event bad projection digest", func() any { v := fxEvent; v.After = &nokv.EventProjection{DigestURI: "sha256:"}; return v }()},
 		{"event path with dot", func() any { v := fxEvent; v.Path = []string{"a", ".."}; return v }()},
 		{"event path with slash", func() any { v := fxEvent; v.Path = []string{"a/b"}; return v }()},
 		{"event empty path", func() any { v := fxEvent; v.Path = []string{}; return v }()},
 		{"publish result and failure", func() any {
 			v := fxPublish
-			v.Failure = &workbench.OperationFailure{Code: "x"}
+			v.Failure = &nokv.OperationFailure{Code: "x"}
 			return v
 		}()},
 		{"publish path backslash", func() any { v := fxPublish; v.Path = []string{"a\\b"}; return v }()},
@@ -604,7 +604,7 @@ func TestFieldRules(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: no codec for %T", c.name, c.value)
 		}
-		if _, err := r.encode(c.value); !errors.Is(err, workbench.ErrBadRecord) {
+		if _, err := r.encode(c.value); !errors.Is(err, nokv.ErrBadRecord) {
 			t.Errorf("%s: encode %v, want ErrBadRecord", c.name, err)
 		}
 	}
@@ -619,43 +619,43 @@ func TestDecodeRejectsBrokenRules(t *testing.T) {
 		dec  func([]byte) error
 	}{
 		{"presence byte 2", hx(t, "02", rep("22", 16), "0000000000000007", "01", "02", "03", rep("44", 16), "0000000000000003", "0000000000000009"),
-			func(b []byte) error { _, err := workbench.DecodeWorkspaceCurrent(b); return err }},
+			func(b []byte) error { _, err := nokv.DecodeWorkspaceCurrent(b); return err }},
 		// The last field: read as "absent", nothing would be left over.
 		{"presence byte 2 at the end", hx(t, "01", "000000000000000c", "04", "00000002", "02"),
 			func(b []byte) error {
-				if _, err := workbench.DecodeGcCandidate(hx(t, "01", "000000000000000c", "04", "00000002", "00")); err != nil {
+				if _, err := nokv.DecodeGcCandidate(hx(t, "01", "000000000000000c", "04", "00000002", "00")); err != nil {
 					return fmt.Errorf("valid candidate refused: %v", err)
 				}
-				_, err := workbench.DecodeGcCandidate(b)
+				_, err := nokv.DecodeGcCandidate(b)
 				return err
 			}},
 		{"claim bad id", hx(t, "01", lp("a.b")),
-			func(b []byte) error { _, err := workbench.DecodeWorkspaceIncarnationClaim(b); return err }},
+			func(b []byte) error { _, err := nokv.DecodeWorkspaceIncarnationClaim(b); return err }},
 		{"claim id length overruns", hx(t, "01", "00000009 6162"),
-			func(b []byte) error { _, err := workbench.DecodeWorkspaceIncarnationClaim(b); return err }},
+			func(b []byte) error { _, err := nokv.DecodeWorkspaceIncarnationClaim(b); return err }},
 		{"manifest bad digest", hx(t, "01", rep("66", 16), "0000000000000002", lp("k"), rep("00", 24), lp("sha256:00"), "00"),
-			func(b []byte) error { _, err := workbench.DecodeArtifactManifestEntry(b); return err }},
+			func(b []byte) error { _, err := nokv.DecodeArtifactManifestEntry(b); return err }},
 		{"manifest key not UTF-8", hx(t, "01", rep("66", 16), "0000000000000002", "00000001 ff", rep("00", 24), lp(digestAB), "00"),
-			func(b []byte) error { _, err := workbench.DecodeArtifactManifestEntry(b); return err }},
+			func(b []byte) error { _, err := nokv.DecodeArtifactManifestEntry(b); return err }},
 		{"event unordered path byte", hx(t, "02", lp("w"), rep("22", 16), "02", "01", "00000002 6101", "00", "01", rep("00", 32), lp(""), "00", "00"),
-			func(b []byte) error { _, err := workbench.DecodeChangeEvent(b); return err }},
+			func(b []byte) error { _, err := nokv.DecodeChangeEvent(b); return err }},
 		{"event path dot-dot", hx(t, "02", lp("w"), rep("22", 16), "02", "01", "00000002 2f2f", "00", "01", rep("00", 32), lp(""), "00", "00"),
-			func(b []byte) error { _, err := workbench.DecodeChangeEvent(b); return err }},
+			func(b []byte) error { _, err := nokv.DecodeChangeEvent(b); return err }},
 		{"event shape", hx(t, "02", lp("w"), rep("22", 16), "01", "00", "00", "00", "00", "00"),
 			func(b []byte) error {
 				// WorkspaceCreated with nothing else is fine; kind PathCreated
 				// without a path is not.
-				if _, err := workbench.DecodeChangeEvent(b); err != nil {
+				if _, err := nokv.DecodeChangeEvent(b); err != nil {
 					return fmt.Errorf("valid event refused: %v", err)
 				}
 				c := bytes.Clone(b)
 				c[1+4+1+16] = 2
-				_, err := workbench.DecodeChangeEvent(c)
+				_, err := nokv.DecodeChangeEvent(c)
 				return err
 			}},
 	}
 	for _, c := range cases {
-		if err := c.dec(c.b); !errors.Is(err, workbench.ErrBadRecord) {
+		if err := c.dec(c.b); !errors.Is(err, nokv.ErrBadRecord) {
 			t.Errorf("%s: %v, want ErrBadRecord", c.name, err)
 		}
 	}
@@ -669,7 +669,7 @@ func TestDecodeRejectsBrokenRules(t *testing.T) {
 	i := bytes.Index(pe, []byte("\x03tag"))
 	bad := bytes.Clone(pe)
 	copy(bad[i+1:], "log")
-	if _, err := workbench.DecodePathEntry(bad); !errors.Is(err, workbench.ErrBadRecord) {
+	if _, err := nokv.DecodePathEntry(bad); !errors.Is(err, nokv.ErrBadRecord) {
 		t.Errorf("unsorted projection: %v", err)
 	}
 }
@@ -692,57 +692,57 @@ type keyCase struct {
 func keyCases() []keyCase {
 	root := rep("11", 16)
 	return []keyCase{
-		{"WorkspaceCurrent", workbench.WorkspaceCurrentKey{Root: tRoot, WorkbenchID: "wb-1"},
+		{"WorkspaceCurrent", nokv.WorkspaceCurrentKey{Root: tRoot, WorkbenchID: "wb-1"},
 			func(t testing.TB) []byte { return hx(t, root, lp("wb-1")) },
-			func(b []byte) (any, error) { return workbench.ParseWorkspaceCurrentKey(b) }, nil},
-		{"WorkspaceIncarnationClaim", workbench.WorkspaceIncarnationClaimKey{Root: tRoot, Incarnation: tInc},
+			func(b []byte) (any, error) { return nokv.ParseWorkspaceCurrentKey(b) }, nil},
+		{"WorkspaceIncarnationClaim", nokv.WorkspaceIncarnationClaimKey{Root: tRoot, Incarnation: tInc},
 			func(t testing.TB) []byte { return hx(t, root, rep("22", 16)) },
-			func(b []byte) (any, error) { return workbench.ParseWorkspaceIncarnationClaimKey(b) }, nil},
-		{"PathCurrent", workbench.PathCurrentKey{Root: tRoot, Incarnation: tInc, Path: tPath},
+			func(b []byte) (any, error) { return nokv.ParseWorkspaceIncarnationClaimKey(b) }, nil},
+		{"PathCurrent", nokv.PathCurrentKey{Root: tRoot, Incarnation: tInc, Path: tPath},
 			func(t testing.TB) []byte { return hx(t, root, rep("22", 16), orderedPath, "01") },
-			func(b []byte) (any, error) { return workbench.ParsePathCurrentKey(b) },
+			func(b []byte) (any, error) { return nokv.ParsePathCurrentKey(b) },
 			func(t testing.TB) []byte { return hx(t, root, rep("22", 16), "70767571767574 00") }},
-		{"ArtifactRevision", workbench.ArtifactRevisionKey{Root: tRoot, Revision: tRev},
+		{"ArtifactRevision", nokv.ArtifactRevisionKey{Root: tRoot, Revision: tRev},
 			func(t testing.TB) []byte { return hx(t, root, rep("33", 16)) },
-			func(b []byte) (any, error) { return workbench.ParseArtifactRevisionKey(b) }, nil},
-		{"ArtifactManifest", workbench.ArtifactManifestKey{Root: tRoot, Revision: tRev, ObjectIndex: 2},
+			func(b []byte) (any, error) { return nokv.ParseArtifactRevisionKey(b) }, nil},
+		{"ArtifactManifest", nokv.ArtifactManifestKey{Root: tRoot, Revision: tRev, ObjectIndex: 2},
 			func(t testing.TB) []byte { return hx(t, root, rep("33", 16), "0000000000000002") },
-			func(b []byte) (any, error) { return workbench.ParseArtifactManifestKey(b) },
+			func(b []byte) (any, error) { return nokv.ParseArtifactManifestKey(b) },
 			func(t testing.TB) []byte { return hx(t, root, rep("33", 16)) }},
-		{"RevisionRef/Path", workbench.PathRefKey(tRoot, tInc, tPath, tRev),
+		{"RevisionRef/Path", nokv.PathRefKey(tRoot, tInc, tPath, tRev),
 			func(t testing.TB) []byte {
 				return hx(t, root, "01", rep("22", 16), "0000000d", orderedPath, rep("33", 16))
 			},
-			func(b []byte) (any, error) { return workbench.ParseRevisionRefKey(b) },
+			func(b []byte) (any, error) { return nokv.ParseRevisionRefKey(b) },
 			func(t testing.TB) []byte { return hx(t, root, "01", rep("22", 16), "0000000d", orderedPath) }},
-		{"RevisionRef/Commit", workbench.CommitRefKey(tRoot, tCommit, tRev),
+		{"RevisionRef/Commit", nokv.CommitRefKey(tRoot, tCommit, tRev),
 			func(t testing.TB) []byte { return hx(t, root, "02", rep("55", 32), rep("33", 16)) },
-			func(b []byte) (any, error) { return workbench.ParseRevisionRefKey(b) },
+			func(b []byte) (any, error) { return nokv.ParseRevisionRefKey(b) },
 			func(t testing.TB) []byte { return hx(t, root, "02", rep("55", 32)) }},
-		{"RevisionRef/RevisionDependency", workbench.DependencyRefKey(tRoot, tChild, tRev),
+		{"RevisionRef/RevisionDependency", nokv.DependencyRefKey(tRoot, tChild, tRev),
 			func(t testing.TB) []byte { return hx(t, root, "03", rep("66", 16), rep("33", 16)) },
-			func(b []byte) (any, error) { return workbench.ParseRevisionRefKey(b) },
+			func(b []byte) (any, error) { return nokv.ParseRevisionRefKey(b) },
 			func(t testing.TB) []byte { return hx(t, root, "03", rep("66", 16)) }},
-		{"GcCandidate", workbench.GcCandidateKey{Root: tRoot, Revision: tRev, ReferenceEpoch: 4},
+		{"GcCandidate", nokv.GcCandidateKey{Root: tRoot, Revision: tRev, ReferenceEpoch: 4},
 			func(t testing.TB) []byte { return hx(t, root, rep("33", 16), "0000000000000004") },
-			func(b []byte) (any, error) { return workbench.ParseGcCandidateKey(b) }, nil},
-		{"ChangeEvent", workbench.ChangeEventKey{Root: tRoot, CommitVersion: 300, Sequence: 2},
+			func(b []byte) (any, error) { return nokv.ParseGcCandidateKey(b) }, nil},
+		{"ChangeEvent", nokv.ChangeEventKey{Root: tRoot, CommitVersion: 300, Sequence: 2},
 			func(t testing.TB) []byte { return hx(t, root, "000000000000012c", "00000002") },
-			func(b []byte) (any, error) { return workbench.ParseChangeEventKey(b) },
+			func(b []byte) (any, error) { return nokv.ParseChangeEventKey(b) },
 			func(t testing.TB) []byte { return hx(t, root, "0000000000000001") }},
-		{"Operation", workbench.OperationKey{Root: tRoot, Kind: workbench.OperationKindPublish, ID: tOp},
+		{"Operation", nokv.OperationKey{Root: tRoot, Kind: nokv.OperationKindPublish, ID: tOp},
 			func(t testing.TB) []byte { return hx(t, root, "01", rep("44", 16)) },
-			func(b []byte) (any, error) { return workbench.ParseOperationKey(b) }, nil},
-		{"StagedObject", workbench.StagedObjectKey{Root: tRoot, Operation: tOp, Sequence: 1},
+			func(b []byte) (any, error) { return nokv.ParseOperationKey(b) }, nil},
+		{"StagedObject", nokv.StagedObjectKey{Root: tRoot, Operation: tOp, Sequence: 1},
 			func(t testing.TB) []byte { return hx(t, root, rep("44", 16), "0000000000000001") },
-			func(b []byte) (any, error) { return workbench.ParseStagedObjectKey(b) },
+			func(b []byte) (any, error) { return nokv.ParseStagedObjectKey(b) },
 			func(t testing.TB) []byte { return hx(t, root, rep("44", 16)) }},
-		{"SecondaryIndex", workbench.SecondaryIndexKey{Root: tRoot, IndexID: "content_type",
-			Value: workbench.StringScalar("text/plain"), Incarnation: tInc, Path: tPath},
+		{"SecondaryIndex", nokv.SecondaryIndexKey{Root: tRoot, IndexID: "content_type",
+			Value: nokv.StringScalar("text/plain"), Incarnation: tInc, Path: tPath},
 			func(t testing.TB) []byte {
 				return hx(t, root, lp("content_type"), "08", ascii("text/plain"), "0000", rep("22", 16), orderedPath, "01")
 			},
-			func(b []byte) (any, error) { return workbench.ParseSecondaryIndexKey(b) },
+			func(b []byte) (any, error) { return nokv.ParseSecondaryIndexKey(b) },
 			func(t testing.TB) []byte { return hx(t, root, lp("content_type")) }},
 	}
 }
@@ -779,11 +779,11 @@ func TestKeyGoldenRoundTripAndShard(t *testing.T) {
 				t.Fatalf("parse = %#v, want %#v", parsed, c.key)
 			}
 			for n := 0; n < len(got); n++ {
-				if _, err := c.parse(got[:n]); !errors.Is(err, workbench.ErrBadRecord) {
+				if _, err := c.parse(got[:n]); !errors.Is(err, nokv.ErrBadRecord) {
 					t.Fatalf("parse of %d-byte prefix: %v", n, err)
 				}
 			}
-			if _, err := c.parse(append(bytes.Clone(got), 0x01)); !errors.Is(err, workbench.ErrBadRecord) {
+			if _, err := c.parse(append(bytes.Clone(got), 0x01)); !errors.Is(err, nokv.ErrBadRecord) {
 				t.Fatalf("parse with a trailing byte: %v", err)
 			}
 		})
@@ -799,36 +799,36 @@ func TestKeyRejections(t *testing.T) {
 		enum  bool
 	}{
 		{"ref kind 0", hx(t, root, "00", rep("66", 16), rep("33", 16)),
-			func(b []byte) error { _, err := workbench.ParseRevisionRefKey(b); return err }, true},
+			func(b []byte) error { _, err := nokv.ParseRevisionRefKey(b); return err }, true},
 		{"ref kind 4", hx(t, root, "04", rep("66", 16), rep("33", 16)),
-			func(b []byte) error { _, err := workbench.ParseRevisionRefKey(b); return err }, true},
+			func(b []byte) error { _, err := nokv.ParseRevisionRefKey(b); return err }, true},
 		{"operation kind 6", hx(t, root, "06", rep("44", 16)),
-			func(b []byte) error { _, err := workbench.ParseOperationKey(b); return err }, true},
+			func(b []byte) error { _, err := nokv.ParseOperationKey(b); return err }, true},
 		{"operation kind 0", hx(t, root, "00", rep("44", 16)),
-			func(b []byte) error { _, err := workbench.ParseOperationKey(b); return err }, true},
+			func(b []byte) error { _, err := nokv.ParseOperationKey(b); return err }, true},
 		{"workbench id bad", hx(t, root, lp("_x")),
-			func(b []byte) error { _, err := workbench.ParseWorkspaceCurrentKey(b); return err }, false},
+			func(b []byte) error { _, err := nokv.ParseWorkspaceCurrentKey(b); return err }, false},
 		{"path dot", hx(t, root, rep("22", 16), "2f", "01"),
-			func(b []byte) error { _, err := workbench.ParsePathCurrentKey(b); return err }, false},
+			func(b []byte) error { _, err := nokv.ParsePathCurrentKey(b); return err }, false},
 		{"path backslash", hx(t, root, rep("22", 16), "5d", "01"),
-			func(b []byte) error { _, err := workbench.ParsePathCurrentKey(b); return err }, false},
+			func(b []byte) error { _, err := nokv.ParsePathCurrentKey(b); return err }, false},
 		{"path slash", hx(t, root, rep("22", 16), "62 30 63", "01"),
-			func(b []byte) error { _, err := workbench.ParsePathCurrentKey(b); return err }, false},
+			func(b []byte) error { _, err := nokv.ParsePathCurrentKey(b); return err }, false},
 		{"path not terminated", hx(t, root, rep("22", 16), "62"),
-			func(b []byte) error { _, err := workbench.ParsePathCurrentKey(b); return err }, false},
+			func(b []byte) error { _, err := nokv.ParsePathCurrentKey(b); return err }, false},
 		{"index value unterminated", hx(t, root, lp("f"), "08 61 00"),
-			func(b []byte) error { _, err := workbench.ParseSecondaryIndexKey(b); return err }, false},
+			func(b []byte) error { _, err := nokv.ParseSecondaryIndexKey(b); return err }, false},
 		{"index unknown tag", hx(t, root, lp("f"), "09", rep("22", 16), "62 01"),
-			func(b []byte) error { _, err := workbench.ParseSecondaryIndexKey(b); return err }, true},
+			func(b []byte) error { _, err := nokv.ParseSecondaryIndexKey(b); return err }, true},
 		{"index empty id", hx(t, root, lp(""), "01", rep("22", 16), "62 01"),
-			func(b []byte) error { _, err := workbench.ParseSecondaryIndexKey(b); return err }, false},
+			func(b []byte) error { _, err := nokv.ParseSecondaryIndexKey(b); return err }, false},
 	}
 	for _, c := range parseErr {
 		err := c.parse(c.b)
-		if !errors.Is(err, workbench.ErrBadRecord) {
+		if !errors.Is(err, nokv.ErrBadRecord) {
 			t.Errorf("%s: %v, want ErrBadRecord", c.name, err)
 		}
-		if c.enum != errors.Is(err, workbench.ErrUnknownEnum) {
+		if c.enum != errors.Is(err, nokv.ErrUnknownEnum) {
 			t.Errorf("%s: %v, ErrUnknownEnum %t", c.name, err, c.enum)
 		}
 	}
@@ -836,25 +836,25 @@ func TestKeyRejections(t *testing.T) {
 		name string
 		key  interface{ Encode() ([]byte, error) }
 	}{
-		{"workbench id empty", workbench.WorkspaceCurrentKey{Root: tRoot}},
-		{"workbench id dot", workbench.WorkspaceCurrentKey{Root: tRoot, WorkbenchID: "a.b"}},
-		{"path empty", workbench.PathCurrentKey{Root: tRoot, Incarnation: tInc}},
-		{"path dot-dot", workbench.PathCurrentKey{Root: tRoot, Incarnation: tInc, Path: []string{".."}}},
-		{"path slash", workbench.PathCurrentKey{Root: tRoot, Incarnation: tInc, Path: []string{"a/b"}}},
-		{"path too deep", workbench.PathCurrentKey{Root: tRoot, Incarnation: tInc, Path: slices.Repeat([]string{"a"}, 65)}},
-		{"path too long", workbench.PathCurrentKey{Root: tRoot, Incarnation: tInc, Path: []string{strings.Repeat("a", 4097)}}},
-		{"ref unknown kind", workbench.RevisionRefKey{Root: tRoot, Kind: 9, Revision: tRev}},
-		{"ref stray owner", workbench.RevisionRefKey{Root: tRoot, Kind: workbench.ReferenceKindCommit, Commit: tCommit, Child: tChild, Revision: tRev}},
-		{"ref path stray commit", workbench.RevisionRefKey{Root: tRoot, Kind: workbench.ReferenceKindPath, Incarnation: tInc, Path: tPath, Commit: tCommit}},
-		{"ref path without path", workbench.RevisionRefKey{Root: tRoot, Kind: workbench.ReferenceKindPath, Incarnation: tInc}},
-		{"operation kind 0", workbench.OperationKey{Root: tRoot}},
-		{"index id empty", workbench.SecondaryIndexKey{Root: tRoot, Value: workbench.NullScalar(), Incarnation: tInc, Path: tPath}},
-		{"index id long", workbench.SecondaryIndexKey{Root: tRoot, IndexID: strings.Repeat("i", 129), Value: workbench.NullScalar(), Incarnation: tInc, Path: tPath}},
-		{"index no kind", workbench.SecondaryIndexKey{Root: tRoot, IndexID: "i", Incarnation: tInc, Path: tPath}},
-		{"index no path", workbench.SecondaryIndexKey{Root: tRoot, IndexID: "i", Value: workbench.NullScalar(), Incarnation: tInc}},
+		{"workbench id empty", nokv.WorkspaceCurrentKey{Root: tRoot}},
+		{"workbench id dot", nokv.WorkspaceCurrentKey{Root: tRoot, WorkbenchID: "a.b"}},
+		{"path empty", nokv.PathCurrentKey{Root: tRoot, Incarnation: tInc}},
+		{"path dot-dot", nokv.PathCurrentKey{Root: tRoot, Incarnation: tInc, Path: []string{".."}}},
+		{"path slash", nokv.PathCurrentKey{Root: tRoot, Incarnation: tInc, Path: []string{"a/b"}}},
+		{"path too deep", nokv.PathCurrentKey{Root: tRoot, Incarnation: tInc, Path: slices.Repeat([]string{"a"}, 65)}},
+		{"path too long", nokv.PathCurrentKey{Root: tRoot, Incarnation: tInc, Path: []string{strings.Repeat("a", 4097)}}},
+		{"ref unknown kind", nokv.RevisionRefKey{Root: tRoot, Kind: 9, Revision: tRev}},
+		{"ref stray owner", nokv.RevisionRefKey{Root: tRoot, Kind: nokv.ReferenceKindCommit, Commit: tCommit, Child: tChild, Revision: tRev}},
+		{"ref path stray commit", nokv.RevisionRefKey{Root: tRoot, Kind: nokv.ReferenceKindPath, Incarnation: tInc, Path: tPath, Commit: tCommit}},
+		{"ref path without path", nokv.RevisionRefKey{Root: tRoot, Kind: nokv.ReferenceKindPath, Incarnation: tInc}},
+		{"operation kind 0", nokv.OperationKey{Root: tRoot}},
+		{"index id empty", nokv.SecondaryIndexKey{Root: tRoot, Value: nokv.NullScalar(), Incarnation: tInc, Path: tPath}},
+		{"index id long", nokv.SecondaryIndexKey{Root: tRoot, IndexID: strings.Repeat("i", 129), Value: nokv.NullScalar(), Incarnation: tInc, Path: tPath}},
+		{"index no kind", nokv.SecondaryIndexKey{Root: tRoot, IndexID: "i", Incarnation: tInc, Path: tPath}},
+		{"index no path", nokv.SecondaryIndexKey{Root: tRoot, IndexID: "i", Value: nokv.NullScalar(), Incarnation: tInc}},
 	}
 	for _, c := range encErr {
-		if _, err := c.key.Encode(); !errors.Is(err, workbench.ErrBadRecord) && !errors.Is(err, shards.ErrInvalidPath) {
+		if _, err := c.key.Encode(); !errors.Is(err, nokv.ErrBadRecord) && !errors.Is(err, shards.ErrInvalidPath) {
 			t.Errorf("%s: encode %v, want an error", c.name, err)
 		}
 	}
@@ -863,7 +863,7 @@ func TestKeyRejections(t *testing.T) {
 func TestScanPrefixes(t *testing.T) {
 	// A directory prefix matches its descendants, not the sibling "outputsx"
 	// nor the exact row "outputs".
-	pre, err := workbench.PathCurrentPrefix(tRoot, tInc, []string{"outputs"})
+	pre, err := nokv.PathCurrentPrefix(tRoot, tInc, []string{"outputs"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -876,7 +876,7 @@ func TestScanPrefixes(t *testing.T) {
 		{[]string{"outputs"}, false},
 		{[]string{"outputsx", "a"}, false},
 	} {
-		k, err := workbench.PathCurrentKey{Root: tRoot, Incarnation: tInc, Path: c.path}.Encode()
+		k, err := nokv.PathCurrentKey{Root: tRoot, Incarnation: tInc, Path: c.path}.Encode()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -885,30 +885,30 @@ func TestScanPrefixes(t *testing.T) {
 		}
 	}
 	// The direct children of a directory share the directory prefix's shard.
-	idx, ok := nokv.Families().PrefixShard(nokv.PathCurrent, pre)
+	idx, ok := nokv.Families().PrefixShard(nokv.FamilyPathCurrent, pre)
 	_ = idx
-	k, _ := workbench.PathCurrentKey{Root: tRoot, Incarnation: tInc, Path: tPath}.Encode()
-	want, _ := nokv.Families().ShardOf(nokv.PathCurrent, k)
-	if got := shards.HashShardKey(nokv.PathCurrent, pre); got != want {
+	k, _ := nokv.PathCurrentKey{Root: tRoot, Incarnation: tInc, Path: tPath}.Encode()
+	want, _ := nokv.Families().ShardOf(nokv.FamilyPathCurrent, k)
+	if got := shards.HashShardKey(nokv.FamilyPathCurrent, pre); got != want {
 		t.Errorf("direct child in shard %d, directory prefix hashes to %d (prefix shard %d %t)", want, got, idx, ok)
 	}
-	whole, err := workbench.PathCurrentPrefix(tRoot, tInc, nil)
+	whole, err := nokv.PathCurrentPrefix(tRoot, tInc, nil)
 	if err != nil || !bytes.Equal(whole, hx(t, rep("11", 16), rep("22", 16))) {
 		t.Errorf("whole-workspace prefix = %x, %v", whole, err)
 	}
-	if _, err := workbench.PathCurrentPrefix(tRoot, tInc, []string{"."}); !errors.Is(err, workbench.ErrBadRecord) {
+	if _, err := nokv.PathCurrentPrefix(tRoot, tInc, []string{"."}); !errors.Is(err, nokv.ErrBadRecord) {
 		t.Errorf("prefix of '.': %v", err)
 	}
 
-	owner, err := workbench.PathRefKey(tRoot, tInc, tPath, tRev).OwnerPrefix()
+	owner, err := nokv.PathRefKey(tRoot, tInc, tPath, tRev).OwnerPrefix()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := nokv.Families().PrefixShard(nokv.RevisionRef, owner); !ok {
+	if got, ok := nokv.Families().PrefixShard(nokv.FamilyRevisionRef, owner); !ok {
 		t.Error("owner prefix does not fix one revision_ref shard")
 	} else {
-		k, _ := workbench.PathRefKey(tRoot, tInc, tPath, tChild).Encode()
-		if want, _ := nokv.Families().ShardOf(nokv.RevisionRef, k); got != want {
+		k, _ := nokv.PathRefKey(tRoot, tInc, tPath, tChild).Encode()
+		if want, _ := nokv.Families().ShardOf(nokv.FamilyRevisionRef, k); got != want {
 			t.Errorf("owner prefix shard %d, key shard %d", got, want)
 		}
 	}
@@ -918,8 +918,8 @@ func TestScanPrefixes(t *testing.T) {
 		prefix []byte
 		key    func() ([]byte, error)
 	}{
-		{nokv.ArtifactManifest, workbench.ArtifactManifestPrefix(tRoot, tRev), workbench.ArtifactManifestKey{Root: tRoot, Revision: tRev, ObjectIndex: 9}.Encode},
-		{nokv.StagedObject, workbench.StagedObjectPrefix(tRoot, tOp), workbench.StagedObjectKey{Root: tRoot, Operation: tOp, Sequence: 9}.Encode},
+		{nokv.FamilyArtifactManifest, nokv.ArtifactManifestPrefix(tRoot, tRev), nokv.ArtifactManifestKey{Root: tRoot, Revision: tRev, ObjectIndex: 9}.Encode},
+		{nokv.FamilyStagedObject, nokv.StagedObjectPrefix(tRoot, tOp), nokv.StagedObjectKey{Root: tRoot, Operation: tOp, Sequence: 9}.Encode},
 	} {
 		k, err := c.key()
 		if err != nil {
@@ -935,23 +935,23 @@ func TestScanPrefixes(t *testing.T) {
 		}
 	}
 
-	ip, err := workbench.SecondaryIndexPrefix(tRoot, "content_type")
+	ip, err := nokv.SecondaryIndexPrefix(tRoot, "content_type")
 	if err != nil {
 		t.Fatal(err)
 	}
-	vp, err := workbench.SecondaryIndexValuePrefix(tRoot, "content_type", workbench.StringScalar("text/plain"))
+	vp, err := nokv.SecondaryIndexValuePrefix(tRoot, "content_type", nokv.StringScalar("text/plain"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err = workbench.SecondaryIndexKey{Root: tRoot, IndexID: "content_type", Value: workbench.StringScalar("text/plain"), Incarnation: tInc, Path: tPath}.Encode()
+	k, err = nokv.SecondaryIndexKey{Root: tRoot, IndexID: "content_type", Value: nokv.StringScalar("text/plain"), Incarnation: tInc, Path: tPath}.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, _ := workbench.SecondaryIndexKey{Root: tRoot, IndexID: "content_type", Value: workbench.StringScalar("text/plain2"), Incarnation: tInc, Path: tPath}.Encode()
+	other, _ := nokv.SecondaryIndexKey{Root: tRoot, IndexID: "content_type", Value: nokv.StringScalar("text/plain2"), Incarnation: tInc, Path: tPath}.Encode()
 	if !bytes.HasPrefix(k, vp) || !bytes.HasPrefix(vp, ip) || bytes.HasPrefix(other, vp) || !bytes.HasPrefix(other, ip) {
 		t.Errorf("index prefixes: key %x value prefix %x index prefix %x", k, vp, ip)
 	}
-	if !bytes.Equal(workbench.RootPrefix(tRoot), tRoot[:]) {
+	if !bytes.Equal(nokv.RootPrefix(tRoot), tRoot[:]) {
 		t.Error("RootPrefix is not the root id")
 	}
 }
@@ -960,54 +960,54 @@ func TestScanPrefixes(t *testing.T) {
 // Ids
 
 func TestIDs(t *testing.T) {
-	r := workbench.RootID(fill16(0xab))
+	r := nokv.RootID(fill16(0xab))
 	if got, want := r.String(), strings.Repeat("ab", 16); got != want {
 		t.Fatalf("String() = %q", got)
 	}
-	if p, err := workbench.ParseRootID(r.String()); err != nil || p != r {
+	if p, err := nokv.ParseRootID(r.String()); err != nil || p != r {
 		t.Fatalf("ParseRootID = %v, %v", p, err)
 	}
-	c := workbench.CommitID(fill32(0x0f))
-	if p, err := workbench.ParseCommitID(c.String()); err != nil || p != c || len(c.String()) != 64 {
+	c := nokv.CommitID(fill32(0x0f))
+	if p, err := nokv.ParseCommitID(c.String()); err != nil || p != c || len(c.String()) != 64 {
 		t.Fatalf("ParseCommitID(%q) = %v, %v", c, p, err)
 	}
 	bad := []string{"", strings.Repeat("AB", 16), strings.Repeat("ab", 15), strings.Repeat("ab", 17), strings.Repeat("zz", 16),
 		"0x" + strings.Repeat("ab", 15), strings.Repeat("ab", 8) + "-" + strings.Repeat("ab", 7) + "a"}
 	for _, s := range bad {
-		if _, err := workbench.ParseRootID(s); !errors.Is(err, workbench.ErrBadID) {
+		if _, err := nokv.ParseRootID(s); !errors.Is(err, nokv.ErrBadID) {
 			t.Errorf("ParseRootID(%q): %v", s, err)
 		}
-		if _, err := workbench.ParseIncarnationID(s); !errors.Is(err, workbench.ErrBadID) {
+		if _, err := nokv.ParseIncarnationID(s); !errors.Is(err, nokv.ErrBadID) {
 			t.Errorf("ParseIncarnationID(%q): %v", s, err)
 		}
-		if _, err := workbench.ParseRevisionID(s); !errors.Is(err, workbench.ErrBadID) {
+		if _, err := nokv.ParseRevisionID(s); !errors.Is(err, nokv.ErrBadID) {
 			t.Errorf("ParseRevisionID(%q): %v", s, err)
 		}
-		if _, err := workbench.ParseOperationID(s); !errors.Is(err, workbench.ErrBadID) {
+		if _, err := nokv.ParseOperationID(s); !errors.Is(err, nokv.ErrBadID) {
 			t.Errorf("ParseOperationID(%q): %v", s, err)
 		}
 	}
-	if _, err := workbench.ParseCommitID(strings.Repeat("ab", 16)); !errors.Is(err, workbench.ErrBadID) {
+	if _, err := nokv.ParseCommitID(strings.Repeat("ab", 16)); !errors.Is(err, nokv.ErrBadID) {
 		t.Errorf("ParseCommitID of 32 digits: %v", err)
 	}
 	seen := map[[16]byte]bool{}
 	for range 64 {
-		for _, id := range [][16]byte{[16]byte(workbench.NewRootID()), [16]byte(workbench.NewIncarnationID()),
-			[16]byte(workbench.NewRevisionID()), [16]byte(workbench.NewOperationID())} {
+		for _, id := range [][16]byte{[16]byte(nokv.NewRootID()), [16]byte(nokv.NewIncarnationID()),
+			[16]byte(nokv.NewRevisionID()), [16]byte(nokv.NewOperationID())} {
 			if seen[id] || id == [16]byte{} {
 				t.Fatalf("random id %x repeated or zero", id)
 			}
 			seen[id] = true
 		}
 	}
-	var inc workbench.IncarnationID
-	if err := inc.UnmarshalText([]byte(strings.Repeat("0a", 16))); err != nil || inc != workbench.IncarnationID(fill16(0x0a)) {
+	var inc nokv.IncarnationID
+	if err := inc.UnmarshalText([]byte(strings.Repeat("0a", 16))); err != nil || inc != nokv.IncarnationID(fill16(0x0a)) {
 		t.Fatalf("UnmarshalText = %v, %v", inc, err)
 	}
 	if txt, _ := inc.MarshalText(); string(txt) != strings.Repeat("0a", 16) {
 		t.Fatalf("MarshalText = %q", txt)
 	}
-	if !(workbench.OperationID{}).IsZero() || tOp.IsZero() {
+	if !(nokv.OperationID{}).IsZero() || tOp.IsZero() {
 		t.Error("IsZero")
 	}
 }
@@ -1015,25 +1015,25 @@ func TestIDs(t *testing.T) {
 func TestSnapshotID(t *testing.T) {
 	for _, c := range []struct {
 		s  string
-		v  workbench.SnapshotID
+		v  nokv.SnapshotID
 		ok bool
 	}{
 		{"0", 0, true}, {"1", 1, true}, {"18446744073709551615", math.MaxUint64, true},
 		{"18446744073709551616", 0, false}, {"01", 0, false}, {"-1", 0, false}, {"+1", 0, false},
 		{"", 0, false}, {"1 ", 0, false}, {"1e3", 0, false},
 	} {
-		v, err := workbench.ParseSnapshotID(c.s)
+		v, err := nokv.ParseSnapshotID(c.s)
 		if c.ok != (err == nil) || v != c.v {
 			t.Errorf("ParseSnapshotID(%q) = %d, %v", c.s, v, err)
 		}
 		if c.ok && v.String() != c.s {
 			t.Errorf("String(%d) = %q", v, v.String())
 		}
-		if !c.ok && !errors.Is(err, workbench.ErrBadID) {
+		if !c.ok && !errors.Is(err, nokv.ErrBadID) {
 			t.Errorf("ParseSnapshotID(%q): %v, want ErrBadID", c.s, err)
 		}
 	}
-	k, err := workbench.ChangeEventKey{Root: tRoot, CommitVersion: 1}.Encode()
+	k, err := nokv.ChangeEventKey{Root: tRoot, CommitVersion: 1}.Encode()
 	if err != nil || len(k) != 28 {
 		t.Errorf("change event key %x, %v", k, err)
 	}
@@ -1044,31 +1044,31 @@ func TestSnapshotID(t *testing.T) {
 
 func TestIndexScalarGolden(t *testing.T) {
 	cases := []struct {
-		v    workbench.IndexScalar
+		v    nokv.IndexScalar
 		want string
 	}{
-		{workbench.NullScalar(), "01"},
-		{workbench.BoolScalar(false), "02 00"},
-		{workbench.BoolScalar(true), "02 01"},
-		{workbench.SignedScalar(math.MinInt64), "03 0000000000000000"},
-		{workbench.SignedScalar(-1), "03 7fffffffffffffff"},
-		{workbench.SignedScalar(0), "03 8000000000000000"},
-		{workbench.SignedScalar(1), "03 8000000000000001"},
-		{workbench.SignedScalar(math.MaxInt64), "03 ffffffffffffffff"},
-		{workbench.UnsignedScalar(258), "04 0000000000000102"},
-		{workbench.FloatScalar(1.5), "05 bff8000000000000"},
-		{workbench.FloatScalar(-1.5), "05 4007ffffffffffff"},
-		{workbench.FloatScalar(0), "05 8000000000000000"},
-		{workbench.FloatScalar(math.Copysign(0, -1)), "05 8000000000000000"},
-		{workbench.TimestampScalar(time.Unix(1, 5)), "06 8000000000000001 00000005"},
-		{workbench.TimestampScalar(time.Unix(-1, 0)), "06 7fffffffffffffff 00000000"},
-		{workbench.BytesScalar(nil), "07 0000"},
-		{workbench.BytesScalar([]byte{0, 1, 0xff}), "07 00ff 01 ff 0000"},
-		{workbench.StringScalar("ab"), "08 6162 0000"},
-		{workbench.StringScalar("\x00"), "08 00ff 0000"},
+		{nokv.NullScalar(), "01"},
+		{nokv.BoolScalar(false), "02 00"},
+		{nokv.BoolScalar(true), "02 01"},
+		{nokv.SignedScalar(math.MinInt64), "03 0000000000000000"},
+		{nokv.SignedScalar(-1), "03 7fffffffffffffff"},
+		{nokv.SignedScalar(0), "03 8000000000000000"},
+		{nokv.SignedScalar(1), "03 8000000000000001"},
+		{nokv.SignedScalar(math.MaxInt64), "03 ffffffffffffffff"},
+		{nokv.UnsignedScalar(258), "04 0000000000000102"},
+		{nokv.FloatScalar(1.5), "05 bff8000000000000"},
+		{nokv.FloatScalar(-1.5), "05 4007ffffffffffff"},
+		{nokv.FloatScalar(0), "05 8000000000000000"},
+		{nokv.FloatScalar(math.Copysign(0, -1)), "05 8000000000000000"},
+		{nokv.TimestampScalar(time.Unix(1, 5)), "06 8000000000000001 00000005"},
+		{nokv.TimestampScalar(time.Unix(-1, 0)), "06 7fffffffffffffff 00000000"},
+		{nokv.BytesScalar(nil), "07 0000"},
+		{nokv.BytesScalar([]byte{0, 1, 0xff}), "07 00ff 01 ff 0000"},
+		{nokv.StringScalar("ab"), "08 6162 0000"},
+		{nokv.StringScalar("\x00"), "08 00ff 0000"},
 	}
 	for _, c := range cases {
-		got, err := workbench.EncodeIndexScalar(c.v)
+		got, err := nokv.EncodeIndexScalar(c.v)
 		if err != nil {
 			t.Fatalf("%v: %v", c.v, err)
 		}
@@ -1076,12 +1076,12 @@ func TestIndexScalarGolden(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Errorf("%v:\n got %x\nwant %x", c.v, got, want)
 		}
-		dec, n, err := workbench.DecodeIndexScalar(append(bytes.Clone(want), 0xee))
+		dec, n, err := nokv.DecodeIndexScalar(append(bytes.Clone(want), 0xee))
 		if err != nil || n != len(want) {
 			t.Errorf("decode %x = %v, %d, %v", want, dec, n, err)
 			continue
 		}
-		if workbench.CompareIndexScalars(dec, c.v) != 0 || dec.Kind != c.v.Kind {
+		if nokv.CompareIndexScalars(dec, c.v) != 0 || dec.Kind != c.v.Kind {
 			t.Errorf("decode %x = %#v, want %#v", want, dec, c.v)
 		}
 		if !reflect.DeepEqual(dec, c.v) {
@@ -1117,101 +1117,101 @@ func TestIndexScalarDecodeRejects(t *testing.T) {
 		{"08 ff 0000", false}, // not UTF-8
 	}
 	for _, c := range bad {
-		_, _, err := workbench.DecodeIndexScalar(hx(t, c.hex))
-		if !errors.Is(err, workbench.ErrBadRecord) || c.enum != errors.Is(err, workbench.ErrUnknownEnum) {
+		_, _, err := nokv.DecodeIndexScalar(hx(t, c.hex))
+		if !errors.Is(err, nokv.ErrBadRecord) || c.enum != errors.Is(err, nokv.ErrUnknownEnum) {
 			t.Errorf("decode %q: %v (want ErrBadRecord, ErrUnknownEnum %t)", c.hex, err, c.enum)
 		}
 	}
-	for _, v := range []workbench.IndexScalar{
-		{}, {Kind: 9}, workbench.FloatScalar(math.Inf(1)), workbench.FloatScalar(math.NaN()),
-		workbench.StringScalar("\xff"), workbench.BytesScalar(make([]byte, workbench.MaxIndexScalarBytes+1)),
-		workbench.StringScalar(strings.Repeat("a", workbench.MaxIndexScalarBytes+1)),
+	for _, v := range []nokv.IndexScalar{
+		{}, {Kind: 9}, nokv.FloatScalar(math.Inf(1)), nokv.FloatScalar(math.NaN()),
+		nokv.StringScalar("\xff"), nokv.BytesScalar(make([]byte, nokv.MaxIndexScalarBytes+1)),
+		nokv.StringScalar(strings.Repeat("a", nokv.MaxIndexScalarBytes+1)),
 	} {
-		if _, err := workbench.EncodeIndexScalar(v); !errors.Is(err, workbench.ErrBadRecord) {
+		if _, err := nokv.EncodeIndexScalar(v); !errors.Is(err, nokv.ErrBadRecord) {
 			t.Errorf("encode %v: %v", v.Kind, err)
 		}
 	}
 	// The largest allowed scalar round-trips; one escaped byte more does not decode.
-	big := workbench.BytesScalar(bytes.Repeat([]byte{0}, workbench.MaxIndexScalarBytes))
-	enc, err := workbench.EncodeIndexScalar(big)
+	big := nokv.BytesScalar(bytes.Repeat([]byte{0}, nokv.MaxIndexScalarBytes))
+	enc, err := nokv.EncodeIndexScalar(big)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, n, err := workbench.DecodeIndexScalar(enc); err != nil || n != len(enc) {
+	if _, n, err := nokv.DecodeIndexScalar(enc); err != nil || n != len(enc) {
 		t.Fatalf("largest scalar: %d, %v", n, err)
 	}
-	over := append(append([]byte{0x07}, bytes.Repeat([]byte{0, 0xff}, workbench.MaxIndexScalarBytes+1)...), 0, 0)
-	if _, _, err := workbench.DecodeIndexScalar(over); !errors.Is(err, workbench.ErrBadRecord) {
+	over := append(append([]byte{0x07}, bytes.Repeat([]byte{0, 0xff}, nokv.MaxIndexScalarBytes+1)...), 0, 0)
+	if _, _, err := nokv.DecodeIndexScalar(over); !errors.Is(err, nokv.ErrBadRecord) {
 		t.Fatalf("oversized scalar: %v", err)
 	}
 }
 
-var kinds = []workbench.IndexScalarKind{
-	workbench.IndexScalarNull, workbench.IndexScalarBool, workbench.IndexScalarSigned, workbench.IndexScalarUnsigned,
-	workbench.IndexScalarFloat, workbench.IndexScalarTimestamp, workbench.IndexScalarBytes, workbench.IndexScalarString,
+var kinds = []nokv.IndexScalarKind{
+	nokv.IndexScalarNull, nokv.IndexScalarBool, nokv.IndexScalarSigned, nokv.IndexScalarUnsigned,
+	nokv.IndexScalarFloat, nokv.IndexScalarTimestamp, nokv.IndexScalarBytes, nokv.IndexScalarString,
 }
 
 // randScalar returns a random valid scalar of kind k, biased to edges:
 // extreme integers, signed zeros and subnormals, negative times, NUL and
 // 0xff bytes, prefixes of one another.
-func randScalar(r *rand.Rand, k workbench.IndexScalarKind) workbench.IndexScalar {
+func randScalar(r *rand.Rand, k nokv.IndexScalarKind) nokv.IndexScalar {
 	pick := func(n int) int { return r.IntN(n) }
 	switch k {
-	case workbench.IndexScalarNull:
-		return workbench.NullScalar()
-	case workbench.IndexScalarBool:
-		return workbench.BoolScalar(pick(2) == 1)
-	case workbench.IndexScalarSigned:
+	case nokv.IndexScalarNull:
+		return nokv.NullScalar()
+	case nokv.IndexScalarBool:
+		return nokv.BoolScalar(pick(2) == 1)
+	case nokv.IndexScalarSigned:
 		edges := []int64{math.MinInt64, math.MinInt64 + 1, -256, -1, 0, 1, 255, math.MaxInt64 - 1, math.MaxInt64}
 		if pick(3) == 0 {
-			return workbench.SignedScalar(edges[pick(len(edges))])
+			return nokv.SignedScalar(edges[pick(len(edges))])
 		}
-		return workbench.SignedScalar(int64(r.Uint64()) >> pick(64))
-	case workbench.IndexScalarUnsigned:
+		return nokv.SignedScalar(int64(r.Uint64()) >> pick(64))
+	case nokv.IndexScalarUnsigned:
 		edges := []uint64{0, 1, 255, 256, math.MaxUint32, math.MaxUint64 - 1, math.MaxUint64}
 		if pick(3) == 0 {
-			return workbench.UnsignedScalar(edges[pick(len(edges))])
+			return nokv.UnsignedScalar(edges[pick(len(edges))])
 		}
-		return workbench.UnsignedScalar(r.Uint64() >> pick(64))
-	case workbench.IndexScalarFloat:
+		return nokv.UnsignedScalar(r.Uint64() >> pick(64))
+	case nokv.IndexScalarFloat:
 		edges := []float64{0, math.Copysign(0, -1), math.SmallestNonzeroFloat64, -math.SmallestNonzeroFloat64,
 			math.MaxFloat64, -math.MaxFloat64, 1, -1, 0.1, -0.1, 1e300, -1e-300}
 		if pick(3) == 0 {
-			return workbench.FloatScalar(edges[pick(len(edges))])
+			return nokv.FloatScalar(edges[pick(len(edges))])
 		}
 		for {
 			f := math.Float64frombits(r.Uint64())
 			if !math.IsNaN(f) && !math.IsInf(f, 0) {
-				return workbench.FloatScalar(f)
+				return nokv.FloatScalar(f)
 			}
 		}
-	case workbench.IndexScalarTimestamp:
+	case nokv.IndexScalarTimestamp:
 		sec := int64(r.Uint64()) >> pick(64)
 		if pick(4) == 0 {
 			sec = int64(pick(5)) - 2
 		}
-		return workbench.TimestampScalar(time.Unix(sec, int64(pick(3))*int64(r.IntN(1e9))/2))
-	case workbench.IndexScalarBytes:
+		return nokv.TimestampScalar(time.Unix(sec, int64(pick(3))*int64(r.IntN(1e9))/2))
+	case nokv.IndexScalarBytes:
 		alphabet := []byte{0x00, 0x01, 0x61, 0xfe, 0xff}
 		b := make([]byte, pick(6))
 		for i := range b {
 			b[i] = alphabet[pick(len(alphabet))]
 		}
-		return workbench.BytesScalar(b)
-	case workbench.IndexScalarString:
+		return nokv.BytesScalar(b)
+	case nokv.IndexScalarString:
 		alphabet := []string{"\x00", "\x01", "a", "b", "é", "\u00ff", "\U0001F600", "/"}
 		var sb strings.Builder
 		for range pick(6) {
 			sb.WriteString(alphabet[pick(len(alphabet))])
 		}
-		return workbench.StringScalar(sb.String())
+		return nokv.StringScalar(sb.String())
 	}
 	panic("unknown kind")
 }
 
-func mustEncode(t testing.TB, v workbench.IndexScalar) []byte {
+func mustEncode(t testing.TB, v nokv.IndexScalar) []byte {
 	t.Helper()
-	b, err := workbench.EncodeIndexScalar(v)
+	b, err := nokv.EncodeIndexScalar(v)
 	if err != nil {
 		t.Fatalf("encode %#v: %v", v, err)
 	}
@@ -1227,14 +1227,14 @@ func TestIndexScalarOrderSameKind(t *testing.T) {
 		for range 20000 {
 			a, b := randScalar(r, k), randScalar(r, k)
 			ea, eb := mustEncode(t, a), mustEncode(t, b)
-			if got, want := bytes.Compare(ea, eb), workbench.CompareIndexScalars(a, b); got != want {
+			if got, want := bytes.Compare(ea, eb), nokv.CompareIndexScalars(a, b); got != want {
 				t.Fatalf("%v: a=%#v b=%#v: bytes order %d, value order %d (%x, %x)", k, a, b, got, want, ea, eb)
 			}
 			if bytes.HasPrefix(eb, ea) && !bytes.Equal(ea, eb) {
 				t.Fatalf("%v: encoding %x is a prefix of %x", k, ea, eb)
 			}
-			d, n, err := workbench.DecodeIndexScalar(ea)
-			if err != nil || n != len(ea) || workbench.CompareIndexScalars(d, a) != 0 {
+			d, n, err := nokv.DecodeIndexScalar(ea)
+			if err != nil || n != len(ea) || nokv.CompareIndexScalars(d, a) != 0 {
 				t.Fatalf("%v: decode %x = %#v, %d, %v", k, ea, d, n, err)
 			}
 		}
@@ -1259,7 +1259,7 @@ func TestIndexScalarOrderAcrossKinds(t *testing.T) {
 		}
 		a, b := randScalar(r, ka), randScalar(r, kb)
 		got := bytes.Compare(mustEncode(t, a), mustEncode(t, b))
-		if wantOrder := workbench.CompareIndexScalars(a, b); got != wantOrder || (ka < kb) != (got < 0) {
+		if wantOrder := nokv.CompareIndexScalars(a, b); got != wantOrder || (ka < kb) != (got < 0) {
 			t.Fatalf("%v vs %v: bytes order %d, value order %d", ka, kb, got, wantOrder)
 		}
 	}
@@ -1271,14 +1271,14 @@ func TestIndexScalarOrderAcrossKinds(t *testing.T) {
 func TestSecondaryIndexKeyOrder(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	type row struct {
-		k   workbench.SecondaryIndexKey
+		k   nokv.SecondaryIndexKey
 		enc []byte
 	}
-	incs := []workbench.IncarnationID{fill16(0x00), fill16(0x01), fill16(0xff)}
+	incs := []nokv.IncarnationID{fill16(0x00), fill16(0x01), fill16(0xff)}
 	paths := [][]string{{"a"}, {"a", "b"}, {"ab"}, {"a\x01"}, {"b"}, {"a", "b", "c"}}
 	var rows []row
 	for range 3000 {
-		k := workbench.SecondaryIndexKey{
+		k := nokv.SecondaryIndexKey{
 			Root: tRoot, IndexID: "f",
 			Value:       randScalar(r, kinds[r.IntN(len(kinds))]),
 			Incarnation: incs[r.IntN(len(incs))],
@@ -1288,17 +1288,17 @@ func TestSecondaryIndexKeyOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := nokv.Families().ShardOf(nokv.SecondaryIndex, b); err != nil {
+		if _, err := nokv.Families().ShardOf(nokv.FamilySecondaryIndex, b); err != nil {
 			t.Fatalf("ShardOf: %v", err)
 		}
-		back, err := workbench.ParseSecondaryIndexKey(b)
-		if err != nil || workbench.CompareIndexScalars(back.Value, k.Value) != 0 || back.Incarnation != k.Incarnation || !slices.Equal(back.Path, k.Path) {
+		back, err := nokv.ParseSecondaryIndexKey(b)
+		if err != nil || nokv.CompareIndexScalars(back.Value, k.Value) != 0 || back.Incarnation != k.Incarnation || !slices.Equal(back.Path, k.Path) {
 			t.Fatalf("parse %x = %#v, %v", b, back, err)
 		}
 		rows = append(rows, row{k, b})
 	}
 	byTuple := func(a, b row) int {
-		if c := workbench.CompareIndexScalars(a.k.Value, b.k.Value); c != 0 {
+		if c := nokv.CompareIndexScalars(a.k.Value, b.k.Value); c != 0 {
 			return c
 		}
 		if c := bytes.Compare(a.k.Incarnation[:], b.k.Incarnation[:]); c != 0 {
@@ -1315,9 +1315,9 @@ func TestSecondaryIndexKeyOrder(t *testing.T) {
 }
 
 func TestIndexProjectionHelpers(t *testing.T) {
-	p := workbench.SortedIndexProjection([]workbench.IndexField{
-		{ID: "b", Value: workbench.UnsignedScalar(2)},
-		{ID: "a", Value: workbench.UnsignedScalar(1)},
+	p := nokv.SortedIndexProjection([]nokv.IndexField{
+		{ID: "b", Value: nokv.UnsignedScalar(2)},
+		{ID: "a", Value: nokv.UnsignedScalar(1)},
 	})
 	if p[0].ID != "a" || p[1].ID != "b" {
 		t.Fatalf("sorted = %v", p)
