@@ -2,8 +2,8 @@ package workbench
 
 import (
 	"context"
-	"encoding/binary"
 
+	"github.com/cairnstore/cairn/bucket/wire"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/workbench/nokv"
 )
@@ -69,7 +69,7 @@ func (s *Service) createWorkbench(ctx context.Context, id string) *Error {
 			}
 			switch {
 			case ok && ws.State == nokv.WorkspaceStateVisible:
-				return binary.BigEndian.AppendUint64(nil, ws.CreatedVersion), nil
+				return wire.NewWriter(nil).U64(ws.CreatedVersion).Bytes(), nil
 			case ok && ws.State == nokv.WorkspaceStateStaging:
 				return nil, workspaceBusy(id)
 			}
@@ -77,7 +77,7 @@ func (s *Service) createWorkbench(ctx context.Context, id string) *Error {
 			if err != nil {
 				return nil, err
 			}
-			return binary.BigEndian.AppendUint64(nil, ws.CreatedVersion), nil
+			return wire.NewWriter(nil).U64(ws.CreatedVersion).Bytes(), nil
 		},
 	})
 	// A predicate failure (pubReject) carries its *Error, which FromError

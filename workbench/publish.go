@@ -69,7 +69,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -83,6 +82,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/wire"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/manifests"
 	"github.com/cairnstore/cairn/shards"
@@ -513,14 +513,12 @@ func digestURIOf(h hash.Hash) string {
 func manifestDigestURI(rows []nokv.ArtifactManifestEntry) (string, error) {
 	h := sha256.New()
 	h.Write([]byte("cairn.workbench.artifact_manifest.v1\x00"))
-	var n [8]byte
 	for _, r := range rows {
 		b, err := r.Encode()
 		if err != nil {
 			return "", err
 		}
-		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
-		h.Write(n[:])
+		h.Write(wire.NewWriter(nil).U64(uint64(len(b))).Bytes())
 		h.Write(b)
 	}
 	return digestURIOf(h), nil
@@ -532,9 +530,7 @@ func manifestDigestURI(rows []nokv.ArtifactManifestEntry) (string, error) {
 func dependencyDigest(deps []nokv.RevisionID) [32]byte {
 	h := sha256.New()
 	h.Write([]byte("cairn.workbench.revision_dependencies.v1\x00"))
-	var n [4]byte
-	binary.BigEndian.PutUint32(n[:], uint32(len(deps)))
-	h.Write(n[:])
+	h.Write(wire.NewWriter(nil).U32(uint32(len(deps))).Bytes())
 	for _, d := range deps {
 		h.Write(d[:])
 	}
@@ -614,8 +610,7 @@ func reject(e *Error) error { return &pubReject{e: e} }
 func (p *pubPlan) commandDigest(manifestDigest string) [32]byte {
 	var base []byte
 	if p.base != nil {
-		base = binary.BigEndian.AppendUint64(nil, p.base.Generation)
-		base = append(base, p.base.Revision[:]...)
+		base = wire.NewWriter(nil).U64(p.base.Generation).Raw(p.base.Revision[:]).Bytes()
 	}
 	var deps []byte
 	for _, d := range p.deps {
@@ -630,11 +625,11 @@ func (p *pubPlan) commandDigest(manifestDigest string) [32]byte {
 		p.newInc[:],
 		base,
 		[]byte(p.contentType),
-		binary.BigEndian.AppendUint64(nil, p.size),
+		wire.NewWriter(nil).U64(p.size).Bytes(),
 		[]byte(p.digest),
 		[]byte(manifestDigest),
 		deps,
-		binary.BigEndian.AppendUint32(nil, p.depth),
+		wire.NewWriter(nil).U32(p.depth).Bytes(),
 		p.st.op[:],
 		p.st.rev[:],
 	)
@@ -740,8 +735,7 @@ func workspaceBusy(id string) *Error {
 // writeChangeEvent appends ev to the change feed at the command's commit
 // version, after the events earlier commands of the same commit wrote.
 func writeChangeEvent(tx *head.Tx, root nokv.RootID, ev nokv.ChangeEvent) error {
-	prefix := binary.BigEndian.AppendUint64(bytes.Clone(root[:]), tx.Sequence())
-	recs, err := tx.Scan(nokv.FamilyChangeEvent, prefix, nil, 0)
+	recs, err := tx.Scan(nokv.FamilyChangeEvent, nokv.ChangeEventVersionPrefix(root, tx.Sequence()), nil, 0)
 	if err != nil {
 		return err
 	}

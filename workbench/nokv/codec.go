@@ -1,12 +1,12 @@
 package nokv
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"unicode/utf8"
 
+	"github.com/cairnstore/cairn/bucket/wire"
 	"github.com/cairnstore/cairn/shards"
 )
 
@@ -62,17 +62,20 @@ func (e *RecordError) Unwrap() []error {
 	return []error{ErrBadRecord}
 }
 
-// ---------------------------------------------------------------------------
-// Value writer and reader
+// Value writer and reader: a record's fields on a wire.Writer or
+// wire.Reader, with the field rules checked on the way and every fault
+// reported once as a RecordError.
 
+// valueWriter writes one value. A rule failure sticks in err; the bytes
+// written after it are dropped by finish.
 type valueWriter struct {
 	rec string
-	b   []byte
+	w   *wire.Writer
 	err error
 }
 
 func newValueWriter(rec string, version uint8) *valueWriter {
-	return &valueWriter{rec: rec, b: []byte{version}}
+	return &valueWriter{rec: rec, w: wire.NewWriter(nil).U8(version)}
 }
 
 func (w *valueWriter) fail(reason string, cause error) {
@@ -88,12 +91,11 @@ func (w *valueWriter) check(reason string) {
 	}
 }
 
-func (w *valueWriter) u8(v uint8)      { w.b = append(w.b, v) }
-func (w *valueWriter) u16(v uint16)    { w.b = binary.BigEndian.AppendUint16(w.b, v) }
-func (w *valueWriter) u32(v uint32)    { w.b = binary.BigEndian.AppendUint32(w.b, v) }
-func (w *valueWriter) u64(v uint64)    { w.b = binary.BigEndian.AppendUint64(w.b, v) }
-func (w *valueWriter) id16(v [16]byte) { w.b = append(w.b, v[:]...) }
-func (w *valueWriter) id32(v [32]byte) { w.b = append(w.b, v[:]...) }
+func (w *valueWriter) u8(v uint8)      { w.w.U8(v) }
+func (w *valueWriter) u32(v uint32)    { w.w.U32(v) }
+func (w *valueWriter) u64(v uint64)    { w.w.U64(v) }
+func (w *valueWriter) id16(v [16]byte) { w.w.Raw(v[:]) }
+func (w *valueWriter) id32(v [32]byte) { w.w.Raw(v[:]) }
 
 func (w *valueWriter) present(ok bool) {
 	if ok {
@@ -118,8 +120,7 @@ func (w *valueWriter) str(field, s string) {
 	case !utf8.ValidString(s):
 		w.fail(field+" is not UTF-8", nil)
 	}
-	w.u32(uint32(len(s)))
-	w.b = append(w.b, s...)
+	w.w.Bytes32([]byte(s))
 }
 
 func (w *valueWriter) optStr(field string, s *string) {
@@ -139,33 +140,50 @@ func (w *valueWriter) path(field string, p []string) {
 		w.fail(field+": "+err.Error(), err)
 		return
 	}
-	w.b = append(w.b, b...)
+	w.w.Raw(b)
+}
+
+// indexProjection writes a path's index projection (see IndexProjection).
+func (w *valueWriter) indexProjection(p IndexProjection) {
+	if w.err != nil {
+		return
+	}
+	if err := p.writeTo(w.w); err != nil {
+		w.fail(err.Error(), err)
+	}
 }
 
 func (w *valueWriter) finish() ([]byte, error) {
+	if w.err == nil {
+		if err := w.w.Err(); err != nil {
+			w.fail(err.Error(), err)
+		}
+	}
 	if w.err != nil {
 		return nil, w.err
 	}
-	return w.b, nil
+	return w.w.Bytes(), nil
 }
 
+// valueReader reads one value. The first fault, a short read or a broken
+// rule, sticks in err; later reads return zero values.
 type valueReader struct {
 	rec string
-	b   []byte
-	off int
+	b   []byte // what r reads
+	r   *wire.Reader
 	err error
 }
 
 // newValueReader checks the version byte and positions the reader after it.
 func newValueReader(rec string, b []byte, version uint8) *valueReader {
-	r := &valueReader{rec: rec, b: b}
+	r := &valueReader{rec: rec, b: b, r: wire.NewReader(b)}
 	switch {
 	case len(b) == 0:
 		r.failAt(0, "empty value", nil)
 	case b[0] != version:
 		r.failAt(0, fmt.Sprintf("value format version %d, want %d", b[0], version), ErrUnknownVersion)
 	default:
-		r.off = 1
+		r.r.U8()
 	}
 	return r
 }
@@ -183,46 +201,32 @@ func (r *valueReader) check(off int, reason string) {
 	}
 }
 
-func (r *valueReader) take(n int) []byte {
+// offset is where the next field begins.
+func (r *valueReader) offset() int { return r.r.Offset() }
+
+// read reads one field with f, unless a fault is already recorded; a
+// short read is a truncation at the field's start.
+func read[T any](r *valueReader, f func(*wire.Reader) T) T {
 	if r.err != nil {
-		return nil
+		var zero T
+		return zero
 	}
-	if n < 0 || n > len(r.b)-r.off {
-		r.failAt(r.off, fmt.Sprintf("truncated: need %d bytes, have %d", n, len(r.b)-r.off), nil)
-		return nil
+	v := f(r.r)
+	if err := r.r.Err(); err != nil {
+		var we *wire.Error
+		errors.As(err, &we)
+		r.failAt(we.Offset, "truncated: "+we.Reason, nil)
 	}
-	out := r.b[r.off : r.off+n]
-	r.off += n
-	return out
+	return v
 }
 
-func (r *valueReader) u8() uint8 {
-	if b := r.take(1); b != nil {
-		return b[0]
-	}
-	return 0
+func (r *valueReader) take(n int) []byte {
+	return read(r, func(wr *wire.Reader) []byte { return wr.Take(n) })
 }
 
-func (r *valueReader) u16() uint16 {
-	if b := r.take(2); b != nil {
-		return binary.BigEndian.Uint16(b)
-	}
-	return 0
-}
-
-func (r *valueReader) u32() uint32 {
-	if b := r.take(4); b != nil {
-		return binary.BigEndian.Uint32(b)
-	}
-	return 0
-}
-
-func (r *valueReader) u64() uint64 {
-	if b := r.take(8); b != nil {
-		return binary.BigEndian.Uint64(b)
-	}
-	return 0
-}
+func (r *valueReader) u8() uint8   { return read(r, (*wire.Reader).U8) }
+func (r *valueReader) u32() uint32 { return read(r, (*wire.Reader).U32) }
+func (r *valueReader) u64() uint64 { return read(r, (*wire.Reader).U64) }
 
 func (r *valueReader) id16() (v [16]byte) {
 	copy(v[:], r.take(16))
@@ -235,7 +239,7 @@ func (r *valueReader) id32() (v [32]byte) {
 }
 
 func (r *valueReader) present() bool {
-	off := r.off
+	off := r.offset()
 	switch b := r.u8(); {
 	case r.err != nil:
 		return false
@@ -248,7 +252,7 @@ func (r *valueReader) present() bool {
 }
 
 func (r *valueReader) enum(field string, d *enumDef) uint8 {
-	off := r.off
+	off := r.offset()
 	v := r.u8()
 	if r.err == nil && !d.valid(v) {
 		r.failAt(off, fmt.Sprintf("%s: %s %d", field, d.typ, v), ErrUnknownEnum)
@@ -257,17 +261,26 @@ func (r *valueReader) enum(field string, d *enumDef) uint8 {
 	return v
 }
 
-func (r *valueReader) str(field string) string {
-	off := r.off
+// lenPrefixed reads a u32 length and that many bytes, and returns them
+// with the offset where the length began.
+func (r *valueReader) lenPrefixed(field string) (b []byte, off int) {
+	off = r.offset()
 	n := r.u32()
+	if r.err != nil {
+		return nil, off
+	}
+	if uint64(n) > uint64(r.r.Len()) {
+		r.failAt(off, fmt.Sprintf("%s: length %d, only %d bytes follow", field, n, r.r.Len()), nil)
+		return nil, off
+	}
+	return r.take(int(n)), off
+}
+
+func (r *valueReader) str(field string) string {
+	b, off := r.lenPrefixed(field)
 	if r.err != nil {
 		return ""
 	}
-	if uint64(n) > uint64(len(r.b)-r.off) {
-		r.failAt(off, fmt.Sprintf("%s: length %d, only %d bytes follow", field, n, len(r.b)-r.off), nil)
-		return ""
-	}
-	b := r.take(int(n))
 	if !utf8.Valid(b) {
 		r.failAt(off, field+" is not UTF-8", nil)
 		return ""
@@ -287,22 +300,16 @@ func (r *valueReader) optStr(field string) *string {
 }
 
 func (r *valueReader) path(field string) []string {
-	off := r.off
-	n := r.u32()
+	_, off := r.lenPrefixed(field)
 	if r.err != nil {
 		return nil
 	}
-	if uint64(n) > uint64(len(r.b)-r.off) {
-		r.failAt(off, fmt.Sprintf("%s: length %d, only %d bytes follow", field, n, len(r.b)-r.off), nil)
-		return nil
-	}
-	kr := shards.NewKeyReader(r.b[off : off+4+int(n)])
+	kr := shards.NewKeyReader(r.b[off:r.offset()])
 	p := kr.LenPath()
 	if err := kr.End(); err != nil {
 		r.failAt(off, field+": "+err.Error(), err)
 		return nil
 	}
-	r.off = off + 4 + int(n)
 	if reason := pathReason(p); reason != "" {
 		r.failAt(off, field+": "+reason, nil)
 		return nil
@@ -310,10 +317,25 @@ func (r *valueReader) path(field string) []string {
 	return p
 }
 
+// indexProjection reads a path's index projection (see IndexProjection).
+func (r *valueReader) indexProjection() IndexProjection {
+	if r.err != nil {
+		return nil
+	}
+	off := r.offset()
+	p, n, err := decodeIndexProjection(r.b[off:])
+	if err != nil {
+		r.failAt(off, err.Error(), err)
+		return nil
+	}
+	r.take(n)
+	return p
+}
+
 // end returns the first error, or an error if bytes remain.
 func (r *valueReader) end() error {
-	if r.err == nil && r.off != len(r.b) {
-		r.failAt(r.off, fmt.Sprintf("%d trailing bytes", len(r.b)-r.off), nil)
+	if r.err == nil && r.r.Len() != 0 {
+		r.failAt(r.offset(), fmt.Sprintf("%d trailing bytes", r.r.Len()), nil)
 	}
 	return r.err
 }

@@ -3,13 +3,14 @@ package nokv
 import (
 	"bytes"
 	"cmp"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/cairnstore/cairn/bucket/wire"
 )
 
 // ---------------------------------------------------------------------------
@@ -159,25 +160,25 @@ const signBit = 1 << 63
 // key may continue after the value. Bytes and strings hold at most
 // MaxIndexScalarBytes; floats are finite, -0 is written as +0.
 func AppendIndexScalar(dst []byte, v IndexScalar) ([]byte, error) {
-	fail := func(reason string) ([]byte, error) {
-		return dst, &RecordError{Op: "encode", Record: recIndexScalar, Reason: reason}
+	fail := func(reason string, cause error) ([]byte, error) {
+		return dst, &RecordError{Op: "encode", Record: recIndexScalar, Reason: reason, Err: cause}
 	}
+	w := wire.NewWriter(dst).U8(uint8(v.Kind))
 	switch v.Kind {
 	case IndexScalarNull:
-		return append(dst, byte(v.Kind)), nil
 	case IndexScalarBool:
 		b := byte(0)
 		if v.Bool {
 			b = 1
 		}
-		return append(dst, byte(v.Kind), b), nil
+		w.U8(b)
 	case IndexScalarSigned:
-		return binary.BigEndian.AppendUint64(append(dst, byte(v.Kind)), uint64(v.Signed)^signBit), nil
+		w.U64(uint64(v.Signed) ^ signBit)
 	case IndexScalarUnsigned:
-		return binary.BigEndian.AppendUint64(append(dst, byte(v.Kind)), v.Unsigned), nil
+		w.U64(v.Unsigned)
 	case IndexScalarFloat:
 		if math.IsNaN(v.Float) || math.IsInf(v.Float, 0) {
-			return fail(fmt.Sprintf("float %v is not finite", v.Float))
+			return fail(fmt.Sprintf("float %v is not finite", v.Float), nil)
 		}
 		bits := math.Float64bits(v.Float)
 		switch {
@@ -188,25 +189,26 @@ func AppendIndexScalar(dst []byte, v IndexScalar) ([]byte, error) {
 		default:
 			bits |= signBit
 		}
-		return binary.BigEndian.AppendUint64(append(dst, byte(v.Kind)), bits), nil
+		w.U64(bits)
 	case IndexScalarTimestamp:
-		dst = binary.BigEndian.AppendUint64(append(dst, byte(v.Kind)), uint64(v.Time.Unix())^signBit)
-		return binary.BigEndian.AppendUint32(dst, uint32(v.Time.Nanosecond())), nil
+		w.U64(uint64(v.Time.Unix()) ^ signBit).U32(uint32(v.Time.Nanosecond()))
 	case IndexScalarBytes:
 		if len(v.Bytes) > MaxIndexScalarBytes {
-			return fail(fmt.Sprintf("%d bytes, more than %d", len(v.Bytes), MaxIndexScalarBytes))
+			return fail(fmt.Sprintf("%d bytes, more than %d", len(v.Bytes), MaxIndexScalarBytes), nil)
 		}
-		return appendEscaped(append(dst, byte(v.Kind)), v.Bytes), nil
+		return appendEscaped(w.Bytes(), v.Bytes), nil
 	case IndexScalarString:
 		switch {
 		case len(v.Text) > MaxIndexScalarBytes:
-			return fail(fmt.Sprintf("string of %d bytes, more than %d", len(v.Text), MaxIndexScalarBytes))
+			return fail(fmt.Sprintf("string of %d bytes, more than %d", len(v.Text), MaxIndexScalarBytes), nil)
 		case !utf8.ValidString(v.Text):
-			return fail("string is not UTF-8")
+			return fail("string is not UTF-8", nil)
 		}
-		return appendEscaped(append(dst, byte(v.Kind)), []byte(v.Text)), nil
+		return appendEscaped(w.Bytes(), []byte(v.Text)), nil
+	default:
+		return fail(fmt.Sprintf("kind %d", v.Kind), ErrUnknownEnum)
 	}
-	return dst, &RecordError{Op: "encode", Record: recIndexScalar, Reason: fmt.Sprintf("kind %d", v.Kind), Err: ErrUnknownEnum}
+	return w.Bytes(), nil
 }
 
 func appendEscaped(dst, b []byte) []byte {
@@ -231,32 +233,33 @@ func DecodeIndexScalar(b []byte) (IndexScalar, int, error) {
 	fail := func(off int, reason string, cause error) (IndexScalar, int, error) {
 		return IndexScalar{}, 0, &RecordError{Op: "decode", Record: recIndexScalar, Offset: off, Reason: reason, Err: cause}
 	}
-	need := func(n int) bool { return len(b) >= n }
-	if !need(1) {
+	r := wire.NewReader(b)
+	kind := IndexScalarKind(r.U8())
+	if r.Err() != nil {
 		return fail(0, "empty", nil)
 	}
-	kind := IndexScalarKind(b[0])
 	switch kind {
 	case IndexScalarNull:
-		return NullScalar(), 1, nil
+		return NullScalar(), r.Offset(), nil
 	case IndexScalarBool:
-		if !need(2) {
+		v := r.U8()
+		if r.Err() != nil {
 			return fail(1, "truncated bool", nil)
 		}
-		if b[1] > 1 {
-			return fail(1, fmt.Sprintf("bool byte %d", b[1]), nil)
+		if v > 1 {
+			return fail(1, fmt.Sprintf("bool byte %d", v), nil)
 		}
-		return BoolScalar(b[1] == 1), 2, nil
+		return BoolScalar(v == 1), r.Offset(), nil
 	case IndexScalarSigned, IndexScalarUnsigned, IndexScalarFloat:
-		if !need(9) {
+		u := r.U64()
+		if r.Err() != nil {
 			return fail(1, "truncated "+kind.String(), nil)
 		}
-		u := binary.BigEndian.Uint64(b[1:])
 		switch kind {
 		case IndexScalarSigned:
-			return SignedScalar(int64(u ^ signBit)), 9, nil
+			return SignedScalar(int64(u ^ signBit)), r.Offset(), nil
 		case IndexScalarUnsigned:
-			return UnsignedScalar(u), 9, nil
+			return UnsignedScalar(u), r.Offset(), nil
 		}
 		if u&signBit != 0 {
 			u &^= signBit
@@ -267,17 +270,17 @@ func DecodeIndexScalar(b []byte) (IndexScalar, int, error) {
 		if math.IsNaN(f) || math.IsInf(f, 0) || u == signBit {
 			return fail(1, fmt.Sprintf("float bits %#016x are not a finite canonical float", u), nil)
 		}
-		return FloatScalar(f), 9, nil
+		return FloatScalar(f), r.Offset(), nil
 	case IndexScalarTimestamp:
-		if !need(13) {
+		sec := int64(r.U64() ^ signBit)
+		nsec := r.U32()
+		if r.Err() != nil {
 			return fail(1, "truncated timestamp", nil)
 		}
-		sec := int64(binary.BigEndian.Uint64(b[1:]) ^ signBit)
-		nsec := binary.BigEndian.Uint32(b[9:])
 		if nsec >= 1e9 {
 			return fail(9, fmt.Sprintf("timestamp nanoseconds %d", nsec), nil)
 		}
-		return IndexScalar{Kind: IndexScalarTimestamp, Time: time.Unix(sec, int64(nsec)).UTC()}, 13, nil
+		return IndexScalar{Kind: IndexScalarTimestamp, Time: time.Unix(sec, int64(nsec)).UTC()}, r.Offset(), nil
 	case IndexScalarBytes, IndexScalarString:
 		out := []byte{}
 		for i := 1; ; {
@@ -356,14 +359,14 @@ func (p IndexProjection) Lookup(id string) (IndexScalar, bool) {
 
 const recIndexProjection = "index projection"
 
-func (p IndexProjection) appendTo(dst []byte) ([]byte, error) {
-	fail := func(reason string, cause error) ([]byte, error) {
-		return dst, &RecordError{Op: "encode", Record: recIndexProjection, Reason: reason, Err: cause}
+func (p IndexProjection) writeTo(w *wire.Writer) error {
+	fail := func(reason string, cause error) error {
+		return &RecordError{Op: "encode", Record: recIndexProjection, Reason: reason, Err: cause}
 	}
 	if len(p) > math.MaxUint16 {
 		return fail(fmt.Sprintf("%d fields, more than %d", len(p), math.MaxUint16), nil)
 	}
-	dst = binary.BigEndian.AppendUint16(dst, uint16(len(p)))
+	w.U16(uint16(len(p)))
 	for i, f := range p {
 		if reason := indexFieldIDReason(f.ID); reason != "" {
 			return fail(reason, nil)
@@ -371,14 +374,13 @@ func (p IndexProjection) appendTo(dst []byte) ([]byte, error) {
 		if i > 0 && p[i-1].ID >= f.ID {
 			return fail(fmt.Sprintf("field %q does not follow %q in ascending order", f.ID, p[i-1].ID), nil)
 		}
-		dst = append(dst, byte(len(f.ID)))
-		dst = append(dst, f.ID...)
-		var err error
-		if dst, err = AppendIndexScalar(dst, f.Value); err != nil {
+		v, err := EncodeIndexScalar(f.Value)
+		if err != nil {
 			return fail(fmt.Sprintf("field %q: %v", f.ID, err), err)
 		}
+		w.U8(uint8(len(f.ID))).Raw([]byte(f.ID)).Raw(v)
 	}
-	return dst, nil
+	return nil
 }
 
 // decodeIndexProjection decodes a projection at the start of b and returns
@@ -387,36 +389,36 @@ func decodeIndexProjection(b []byte) (IndexProjection, int, error) {
 	fail := func(off int, reason string, cause error) (IndexProjection, int, error) {
 		return nil, 0, &RecordError{Op: "decode", Record: recIndexProjection, Offset: off, Reason: reason, Err: cause}
 	}
-	if len(b) < 2 {
+	r := wire.NewReader(b)
+	n := int(r.U16())
+	if r.Err() != nil {
 		return fail(0, "truncated field count", nil)
 	}
-	n := int(binary.BigEndian.Uint16(b))
-	off := 2
 	var p IndexProjection
 	for i := 0; i < n; i++ {
-		if off >= len(b) {
+		off := r.Offset()
+		l := int(r.U8())
+		if r.Err() != nil {
 			return fail(off, "truncated field id length", nil)
 		}
-		l := int(b[off])
-		if l > len(b)-off-1 {
-			return fail(off, fmt.Sprintf("field id length %d, only %d bytes follow", l, len(b)-off-1), nil)
+		if l > r.Len() {
+			return fail(off, fmt.Sprintf("field id length %d, only %d bytes follow", l, r.Len()), nil)
 		}
-		id := string(b[off+1 : off+1+l])
+		id := string(r.Take(l))
 		if reason := indexFieldIDReason(id); reason != "" {
 			return fail(off, reason, nil)
 		}
 		if i > 0 && p[i-1].ID >= id {
 			return fail(off, fmt.Sprintf("field %q does not follow %q in ascending order", id, p[i-1].ID), nil)
 		}
-		off += 1 + l
-		v, m, err := DecodeIndexScalar(b[off:])
+		v, m, err := DecodeIndexScalar(b[r.Offset():])
 		if err != nil {
-			return fail(off, fmt.Sprintf("field %q: %v", id, err), err)
+			return fail(r.Offset(), fmt.Sprintf("field %q: %v", id, err), err)
 		}
-		off += m
+		r.Take(m)
 		p = append(p, IndexField{ID: id, Value: v})
 	}
-	return p, off, nil
+	return p, r.Offset(), nil
 }
 
 // SecondaryIndexEntry is the value of a SecondaryIndex row (version 1):

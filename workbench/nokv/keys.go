@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
+	"github.com/cairnstore/cairn/bucket/wire"
 	"github.com/cairnstore/cairn/shards"
 )
 
@@ -363,6 +364,12 @@ func ParseChangeEventKey(b []byte) (ChangeEventKey, error) {
 		return ChangeEventKey{}, keyError("decode", recChangeEventKey, r.Offset(), err)
 	}
 	return k, nil
+}
+
+// ChangeEventVersionPrefix returns the scan prefix of the events of one
+// commit version, in sequence order.
+func ChangeEventVersionPrefix(root RootID, commitVersion uint64) []byte {
+	return wire.NewWriter(bytes.Clone(root[:])).U64(commitVersion).Bytes()
 }
 
 // OperationKey is root_id | u8(operation_kind) | operation_id.

@@ -84,7 +84,7 @@ func DecodePublishOperation(b []byte) (PublishOperation, error) {
 	var v PublishOperation
 	v.Phase = PublishPhase(r.enum("phase", &publishPhaseDef))
 	v.InputDigest = r.id32()
-	off := r.off
+	off := r.offset()
 	v.WorkbenchID = r.str("workbench id")
 	if r.err == nil {
 		r.check(off, workbenchIDReason(v.WorkbenchID))
@@ -101,7 +101,7 @@ func DecodePublishOperation(b []byte) (PublishOperation, error) {
 	if r.present() {
 		v.Result = &PublishResult{Generation: r.u64(), WorkspaceRevision: r.u64(), CommitVersion: r.u64()}
 	}
-	off = r.off
+	off = r.offset()
 	if r.present() {
 		v.Failure = &OperationFailure{Code: r.str("failure code"), Message: r.str("failure message")}
 		if r.err == nil && v.Result != nil {
@@ -152,14 +152,14 @@ func DecodeStagedObject(b []byte) (StagedObject, error) {
 	r := newValueReader(recStagedObject, b, StagedObjectVersion)
 	var v StagedObject
 	v.Revision = r.id16()
-	off := r.off
+	off := r.offset()
 	v.ObjectKey = r.str("object key")
 	if r.err == nil {
 		r.check(off, objectKeyReason(v.ObjectKey))
 	}
 	v.UploadID = r.optStr("upload id")
 	v.ExpectedLength = r.u64()
-	off = r.off
+	off = r.offset()
 	v.ExpectedDigestURI = r.str("expected digest uri")
 	if r.err == nil {
 		r.check(off, digestURIReason("expected digest uri", v.ExpectedDigestURI))

@@ -81,7 +81,7 @@ func (v WorkspaceIncarnationClaim) Encode() ([]byte, error) {
 // DecodeWorkspaceIncarnationClaim decodes a WorkspaceIncarnationClaim value.
 func DecodeWorkspaceIncarnationClaim(b []byte) (WorkspaceIncarnationClaim, error) {
 	r := newValueReader(recClaim, b, WorkspaceIncarnationClaimVersion)
-	off := r.off
+	off := r.offset()
 	v := WorkspaceIncarnationClaim{WorkbenchID: r.str("workbench id")}
 	if r.err == nil {
 		r.check(off, workbenchIDReason(v.WorkbenchID))
@@ -136,12 +136,7 @@ func (v PathEntry) Encode() ([]byte, error) {
 	w.optStr("manifest id", v.ManifestID)
 	w.u64(v.CreatedVersion)
 	w.u64(v.ModifiedVersion)
-	if w.err == nil {
-		var err error
-		if w.b, err = v.Index.appendTo(w.b); err != nil {
-			w.fail(err.Error(), err)
-		}
-	}
+	w.indexProjection(v.Index)
 	return w.finish()
 }
 
@@ -152,7 +147,7 @@ func DecodePathEntry(b []byte) (PathEntry, error) {
 	v.Generation = r.u64()
 	v.Revision = r.id16()
 	v.LogicalSize = r.u64()
-	off := r.off
+	off := r.offset()
 	v.BodyDigestURI = r.str("body digest uri")
 	v.ManifestDigestURI = r.str("manifest digest uri")
 	v.DependencyCount = r.u32()
@@ -168,15 +163,8 @@ func DecodePathEntry(b []byte) (PathEntry, error) {
 	v.ManifestID = r.optStr("manifest id")
 	v.CreatedVersion = r.u64()
 	v.ModifiedVersion = r.u64()
-	if r.err == nil {
-		p, n, err := decodeIndexProjection(r.b[r.off:])
-		if err != nil {
-			r.failAt(r.off, err.Error(), err)
-		} else {
-			v.Index = p
-			r.off += n
-		}
-	}
+	v.Index = r.indexProjection()
+
 	if err := r.end(); err != nil {
 		return PathEntry{}, err
 	}
@@ -237,7 +225,7 @@ func DecodeArtifactRevision(b []byte) (ArtifactRevision, error) {
 	r := newValueReader(recArtifactRevision, b, ArtifactRevisionVersion)
 	var v ArtifactRevision
 	v.LogicalSize = r.u64()
-	off := r.off
+	off := r.offset()
 	v.BodyDigestURI = r.str("body digest uri")
 	v.ManifestDigestURI = r.str("manifest digest uri")
 	v.BlockCount = r.u64()
@@ -321,7 +309,7 @@ func DecodeArtifactManifestEntry(b []byte) (ArtifactManifestEntry, error) {
 	var v ArtifactManifestEntry
 	v.PhysicalOwner = r.id16()
 	v.PhysicalObjectIndex = r.u64()
-	off := r.off
+	off := r.offset()
 	v.ObjectKey = r.str("object key")
 	if r.err == nil {
 		r.check(off, objectKeyReason(v.ObjectKey))
@@ -329,14 +317,14 @@ func DecodeArtifactManifestEntry(b []byte) (ArtifactManifestEntry, error) {
 	v.LogicalOffset = r.u64()
 	v.ObjectOffset = r.u64()
 	v.Length = r.u64()
-	off = r.off
+	off = r.offset()
 	v.DigestURI = r.str("digest uri")
 	if r.err == nil {
 		r.check(off, digestURIReason("digest uri", v.DigestURI))
 	}
 	if r.present() {
 		a := &AppendSegment{BaseGeneration: r.u64(), DeltaOffset: r.u64(), DeltaLength: r.u64()}
-		off = r.off
+		off = r.offset()
 		a.DeltaDigestURI = r.str("delta digest uri")
 		if r.err == nil {
 			r.check(off, digestURIReason("delta digest uri", a.DeltaDigestURI))
@@ -518,7 +506,7 @@ func (r *valueReader) projection() *EventProjection {
 		return nil
 	}
 	p := &EventProjection{Generation: r.u64(), Revision: r.id16(), LogicalSize: r.u64()}
-	off := r.off
+	off := r.offset()
 	p.DigestURI = r.str("event digest uri")
 	if r.err == nil {
 		r.check(off, projectionReason(p))
@@ -555,7 +543,7 @@ func (v ChangeEvent) Encode() ([]byte, error) {
 func DecodeChangeEvent(b []byte) (ChangeEvent, error) {
 	r := newValueReader(recChangeEvent, b, ChangeEventVersion)
 	var v ChangeEvent
-	off := r.off
+	off := r.offset()
 	v.WorkbenchID = r.str("workbench id")
 	if r.err == nil {
 		r.check(off, workbenchIDReason(v.WorkbenchID))
