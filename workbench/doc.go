@@ -1,8 +1,9 @@
 // Package workbench serves the Workbench contract, the 18 agent-facing
 // tools (workbench_create ... workbench_restore), on cairn's engine:
 // input validation, the error envelope and result encoding, ids and paths,
-// the durable records, publication and reads. docs/workbench.md maps each
-// tool to its families and commands.
+// publication and reads. The durable records it reads and writes are
+// package workbench/nokv's. docs/workbench.md maps each tool to its
+// families and commands.
 //
 // # Validation
 //
@@ -59,7 +60,8 @@
 // # Publication
 //
 // workbench_put_file, workbench_append and workbench_edit make a body
-// visible object first, metadata last (publish.go). A call draws a fresh
+// visible object first, metadata last (publish.go stages the body,
+// publish_command.go runs the command). A call draws a fresh
 // revision id and operation id; writes a staging ledger naming every block
 // it may upload (shards.Layout.Staging of the operation, create-only,
 // canonical JSON "cairn.staging_ledger.v1"); uploads the blocks of
