@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // workbench_aggregate: bounded count/sum/avg/min/max over the artifacts of
@@ -85,9 +87,9 @@ func parseMeasures(in []measureInput) ([]aggMeasure, *Error) {
 
 // aggGroup is one group: its key values (null for missing) and rows.
 type aggGroup struct {
-	key    []IndexScalar
+	key    []nokv.IndexScalar
 	rows   []*queryRow
-	values []IndexScalar // one per measure; null when there is no value
+	values []nokv.IndexScalar // one per measure; null when there is no value
 }
 
 // aggregateInput is workbench_aggregate's input.
@@ -180,7 +182,7 @@ func (s *Service) aggregateTool(ctx context.Context, in *aggregateInput) (map[st
 				return nil, InvalidState(fmt.Sprintf("measure %s: %s requires a numeric field, %s is %s", m.name, m.op, m.field, t))
 			}
 		case "min", "max":
-			if t == IndexScalarNull {
+			if t == nokv.IndexScalarNull {
 				return nil, InvalidState(fmt.Sprintf("measure %s: %s requires a sortable field, %s is not sortable", m.name, m.op, m.field))
 			}
 		}
@@ -189,7 +191,7 @@ func (s *Service) aggregateTool(ctx context.Context, in *aggregateInput) (map[st
 	matches := filterQueryRows(d.rows, preds)
 	groups := groupQueryRows(matches, groupBy)
 	for _, g := range groups {
-		g.values = make([]IndexScalar, len(measures))
+		g.values = make([]nokv.IndexScalar, len(measures))
 		for i, m := range measures {
 			v, werr := aggMeasureValue(m, g.rows)
 			if werr != nil {
@@ -234,12 +236,12 @@ func groupQueryRows(rows []*queryRow, groupBy []string) []*aggGroup {
 	index := map[string]*aggGroup{}
 	var out []*aggGroup
 	for _, r := range rows {
-		key := make([]IndexScalar, len(groupBy))
+		key := make([]nokv.IndexScalar, len(groupBy))
 		var id strings.Builder
 		for i, f := range groupBy {
 			v, ok := r.value(f)
 			if !ok {
-				v = NullScalar()
+				v = nokv.NullScalar()
 			}
 			key[i] = v
 			id.WriteString(indexScalarKey(v))
@@ -256,9 +258,9 @@ func groupQueryRows(rows []*queryRow, groupBy []string) []*aggGroup {
 }
 
 // compareGroupKeys orders group keys component by component.
-func compareGroupKeys(a, b []IndexScalar) int {
+func compareGroupKeys(a, b []nokv.IndexScalar) int {
 	for i := range a {
-		if c := CompareIndexScalars(a[i], b[i]); c != 0 {
+		if c := nokv.CompareIndexScalars(a[i], b[i]); c != 0 {
 			return c
 		}
 	}
@@ -271,10 +273,10 @@ func sortAggGroups(groups []*aggGroup, keys []querySort, groupBy []string, measu
 		for _, k := range keys {
 			var c int
 			if i := slices.Index(groupBy, k.field); i >= 0 {
-				c = CompareIndexScalars(a.key[i], b.key[i])
+				c = nokv.CompareIndexScalars(a.key[i], b.key[i])
 			} else {
 				i := slices.IndexFunc(measures, func(m aggMeasure) bool { return m.name == k.field })
-				c = CompareIndexScalars(a.values[i], b.values[i])
+				c = nokv.CompareIndexScalars(a.values[i], b.values[i])
 			}
 			if k.desc {
 				c = -c
@@ -288,26 +290,26 @@ func sortAggGroups(groups []*aggGroup, keys []querySort, groupBy []string, measu
 }
 
 // aggMeasureValue computes one measure over a group's rows.
-func aggMeasureValue(m aggMeasure, rows []*queryRow) (IndexScalar, *Error) {
+func aggMeasureValue(m aggMeasure, rows []*queryRow) (nokv.IndexScalar, *Error) {
 	if m.op == "count" && m.field == "" {
-		return UnsignedScalar(uint64(len(rows))), nil
+		return nokv.UnsignedScalar(uint64(len(rows))), nil
 	}
-	var vals []IndexScalar
+	var vals []nokv.IndexScalar
 	for _, r := range rows {
-		if v, ok := r.value(m.field); ok && v.Kind != IndexScalarNull {
+		if v, ok := r.value(m.field); ok && v.Kind != nokv.IndexScalarNull {
 			vals = append(vals, v)
 		}
 	}
 	switch m.op {
 	case "count":
-		return UnsignedScalar(uint64(len(vals))), nil
+		return nokv.UnsignedScalar(uint64(len(vals))), nil
 	case "min", "max":
 		if len(vals) == 0 {
-			return NullScalar(), nil
+			return nokv.NullScalar(), nil
 		}
 		best := vals[0]
 		for _, v := range vals[1:] {
-			c := CompareIndexScalars(v, best)
+			c := nokv.CompareIndexScalars(v, best)
 			if (m.op == "min" && c < 0) || (m.op == "max" && c > 0) {
 				best = v
 			}
@@ -315,7 +317,7 @@ func aggMeasureValue(m aggMeasure, rows []*queryRow) (IndexScalar, *Error) {
 		return best, nil
 	}
 	if len(vals) == 0 {
-		return NullScalar(), nil
+		return nokv.NullScalar(), nil
 	}
 	// sum and avg over one numeric kind (field types are consistent).
 	var (
@@ -324,13 +326,13 @@ func aggMeasureValue(m aggMeasure, rows []*queryRow) (IndexScalar, *Error) {
 		f     float64
 		total float64
 	)
-	overflow := func() (IndexScalar, *Error) {
-		return IndexScalar{}, InvalidState(fmt.Sprintf("measure %s: sum of %s overflows", m.name, m.field))
+	overflow := func() (nokv.IndexScalar, *Error) {
+		return nokv.IndexScalar{}, InvalidState(fmt.Sprintf("measure %s: sum of %s overflows", m.name, m.field))
 	}
 	kind := vals[0].Kind
 	for _, v := range vals {
 		switch v.Kind {
-		case IndexScalarUnsigned:
+		case nokv.IndexScalarUnsigned:
 			if u > math.MaxUint64-v.Unsigned {
 				if m.op == "sum" {
 					return overflow()
@@ -338,7 +340,7 @@ func aggMeasureValue(m aggMeasure, rows []*queryRow) (IndexScalar, *Error) {
 			}
 			u += v.Unsigned
 			total += float64(v.Unsigned)
-		case IndexScalarSigned:
+		case nokv.IndexScalarSigned:
 			if (v.Signed > 0 && i > math.MaxInt64-v.Signed) || (v.Signed < 0 && i < math.MinInt64-v.Signed) {
 				if m.op == "sum" {
 					return overflow()
@@ -346,22 +348,22 @@ func aggMeasureValue(m aggMeasure, rows []*queryRow) (IndexScalar, *Error) {
 			}
 			i += v.Signed
 			total += float64(v.Signed)
-		case IndexScalarFloat:
+		case nokv.IndexScalarFloat:
 			f += v.Float
 			total += v.Float
 		}
 	}
 	if m.op == "avg" {
-		return FloatScalar(total / float64(len(vals))), nil
+		return nokv.FloatScalar(total / float64(len(vals))), nil
 	}
 	switch kind {
-	case IndexScalarUnsigned:
-		return UnsignedScalar(u), nil
-	case IndexScalarSigned:
-		return SignedScalar(i), nil
+	case nokv.IndexScalarUnsigned:
+		return nokv.UnsignedScalar(u), nil
+	case nokv.IndexScalarSigned:
+		return nokv.SignedScalar(i), nil
 	}
 	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return IndexScalar{}, InvalidState(fmt.Sprintf("measure %s: sum of %s is not finite", m.name, m.field))
+		return nokv.IndexScalar{}, InvalidState(fmt.Sprintf("measure %s: sum of %s is not finite", m.name, m.field))
 	}
-	return FloatScalar(f), nil
+	return nokv.FloatScalar(f), nil
 }

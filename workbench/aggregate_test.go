@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // The transcript's workbench_aggregate result, byte for byte as the
@@ -40,11 +41,11 @@ func TestAggregateMeasures(t *testing.T) {
 	s := newService(t)
 	workbench.SeedQueryWorkbench(t, s, "w",
 		workbench.QuerySeedFile{Path: "outputs/a", Body: []byte("12345"), Producer: qPtr("p"),
-			Index: []workbench.IndexField{qInt("d", -5), qFloat("r", 0.5), qStr("k", "x"), qUint("u", 7)}},
+			Index: []nokv.IndexField{qInt("d", -5), qFloat("r", 0.5), qStr("k", "x"), qUint("u", 7)}},
 		workbench.QuerySeedFile{Path: "outputs/b", Body: []byte("1"),
-			Index: []workbench.IndexField{qInt("d", 2), qFloat("r", 1.5), qStr("k", "y"), qNull("u")}},
+			Index: []nokv.IndexField{qInt("d", 2), qFloat("r", 1.5), qStr("k", "y"), qNull("u")}},
 		workbench.QuerySeedFile{Path: "logs/c", Body: []byte("123"), Producer: qPtr("q"),
-			Index: []workbench.IndexField{qStr("k", "x")}},
+			Index: []nokv.IndexField{qStr("k", "x")}},
 	)
 	for _, tc := range []struct{ name, input, want string }{
 		{"every measure, one group", `{"id":"w","measures":[

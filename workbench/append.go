@@ -1,9 +1,11 @@
 package workbench
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"hash"
+	"slices"
 
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench/nokv"
@@ -56,7 +58,7 @@ type appendState struct {
 	own   *staging // the delta's own blocks
 	remat *staging // a rematerialized body, tied to rematBase
 	// rematBase is the revision the rematerialized body extends.
-	rematBase RevisionID
+	rematBase nokv.RevisionID
 }
 
 // discard deletes every staged object but keep's.
@@ -129,7 +131,7 @@ func (as *appendState) plan(ctx context.Context, obs observation, deltaDigest, c
 		mode:        pubAppend,
 		id:          as.id,
 		path:        as.path,
-		newInc:      NewIncarnationID(),
+		newInc:      nokv.NewIncarnationID(),
 		base:        obs.entry,
 		contentType: ct,
 	}
@@ -156,7 +158,7 @@ func (as *appendState) plan(ctx context.Context, obs observation, deltaDigest, c
 		p.contentType = base.ContentType
 	}
 	p.size = base.LogicalSize + uint64(len(as.delta))
-	seg := &AppendSegment{
+	seg := &nokv.AppendSegment{
 		BaseGeneration: base.Generation,
 		DeltaOffset:    base.LogicalSize,
 		DeltaLength:    uint64(len(as.delta)),
@@ -168,25 +170,25 @@ func (as *appendState) plan(ctx context.Context, obs observation, deltaDigest, c
 	if werr != nil {
 		return nil, nil, werr
 	}
-	var owners []RevisionID
+	var owners []nokv.RevisionID
 	for _, r := range baseRows {
 		owners = append(owners, r.PhysicalOwner)
 	}
 	owners = sortRevisions(owners)
 	var depth uint32
 	for _, o := range owners {
-		key, err := ArtifactRevisionKey{Root: s.root, Revision: o}.Encode()
+		key, err := nokv.ArtifactRevisionKey{Root: s.root, Revision: o}.Encode()
 		if err != nil {
 			return nil, nil, FromError(err)
 		}
-		b, ok, err := obs.sn.Get(ctx, nokv.ArtifactRevision, key)
+		b, ok, err := obs.sn.Get(ctx, nokv.FamilyArtifactRevision, key)
 		if err != nil {
 			return nil, nil, FromError(err)
 		}
 		if !ok {
 			return nil, nil, InvalidState(fmt.Sprintf("artifact revision %s that %s reuses does not exist", o, LogicalPath(as.path)))
 		}
-		a, err := DecodeArtifactRevision(b)
+		a, err := nokv.DecodeArtifactRevision(b)
 		if err != nil {
 			return nil, nil, FromError(err)
 		}
@@ -214,7 +216,7 @@ func (as *appendState) plan(ctx context.Context, obs observation, deltaDigest, c
 	}
 	p.st = as.own
 	p.digest = digestURIOf(h)
-	p.rows = append(append([]ArtifactManifestEntry(nil), baseRows...), ownRows(as.own, base.LogicalSize, seg)...)
+	p.rows = append(append([]nokv.ArtifactManifestEntry(nil), baseRows...), ownRows(as.own, base.LogicalSize, seg)...)
 	p.deps = owners
 	p.depth = depth
 	return p, h, nil
@@ -231,7 +233,7 @@ func (as *appendState) stageOwn(ctx context.Context) *Error {
 // baseHash returns the SHA-256 state after the whole body of base: the one
 // this process remembers, or the one streaming its blocks gives, checked
 // against the base's digest.
-func (s *Service) baseHash(ctx context.Context, base *PathEntry, rows []ArtifactManifestEntry) (hash.Hash, *Error) {
+func (s *Service) baseHash(ctx context.Context, base *nokv.PathEntry, rows []nokv.ArtifactManifestEntry) (hash.Hash, *Error) {
 	if h, ok := recallBody(s.root, base.Revision, base.LogicalSize); ok {
 		return h, nil
 	}
@@ -256,7 +258,7 @@ func (s *Service) baseHash(ctx context.Context, base *PathEntry, rows []Artifact
 // fresh revision: a first pass over the base plans the blocks (their
 // lengths and digests, which the ledger needs before any upload), a second
 // uploads them. It returns the hash of the whole body.
-func (as *appendState) stageRemat(ctx context.Context, base *PathEntry, rows []ArtifactManifestEntry) (hash.Hash, *Error) {
+func (as *appendState) stageRemat(ctx context.Context, base *nokv.PathEntry, rows []nokv.ArtifactManifestEntry) (hash.Hash, *Error) {
 	s := as.s
 	if as.remat != nil && as.rematBase == base.Revision && as.remat.staged {
 		h, werr := s.baseHash(ctx, base, rows)
@@ -308,4 +310,10 @@ func (as *appendState) stageRemat(ctx context.Context, base *PathEntry, rows []A
 	}
 	st.staged = true
 	return h, nil
+}
+
+// sortRevisions sorts revision ids ascending and drops duplicates.
+func sortRevisions(ids []nokv.RevisionID) []nokv.RevisionID {
+	slices.SortFunc(ids, func(a, b nokv.RevisionID) int { return bytes.Compare(a[:], b[:]) })
+	return slices.Compact(ids)
 }

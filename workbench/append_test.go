@@ -67,7 +67,7 @@ func TestAppendReusesSegments(t *testing.T) {
 	}
 	d := st.Rows[1]
 	if d.PhysicalOwner != st.Entry.Revision || d.PhysicalObjectIndex != 0 || d.LogicalOffset != 3 || d.Length != 3 ||
-		d.Append == nil || *d.Append != (workbench.AppendSegment{BaseGeneration: 1, DeltaOffset: 3, DeltaLength: 3, DeltaDigestURI: workbench.DigestURI([]byte("def"))}) {
+		d.Append == nil || *d.Append != (nokv.AppendSegment{BaseGeneration: 1, DeltaOffset: 3, DeltaLength: 3, DeltaDigestURI: workbench.DigestURI([]byte("def"))}) {
 		t.Fatalf("delta row %+v", d)
 	}
 	if st.Entry.DependencyCount != 1 || st.Entry.DependencyDepth != 1 || st.Revision.DependencyCount != 1 || st.Revision.DependencyDepth != 1 {
@@ -85,10 +85,10 @@ func TestAppendReusesSegments(t *testing.T) {
 	if prev.StrongReferenceCount != 0 || prev.LastZeroRefVersion == 0 {
 		t.Fatalf("replaced revision %+v", prev)
 	}
-	events := workbench.ScanForTest(t, s, nokv.ChangeEvent, nil)
+	events := workbench.ScanForTest(t, s, nokv.FamilyChangeEvent, nil)
 	var kinds []string
 	for _, e := range events {
-		ev, err := workbench.DecodeChangeEvent(e.Value)
+		ev, err := nokv.DecodeChangeEvent(e.Value)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"strings"
+
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // workbench_catalog: the field ids a query scope offers and what each
@@ -25,7 +27,7 @@ import (
 func init() { registerTool("workbench_catalog", (*Service).catalogTool) }
 
 // catalogOperators returns the operators of a field of type t.
-func catalogOperators(t IndexScalarKind) []string {
+func catalogOperators(t nokv.IndexScalarKind) []string {
 	ops := []string{"eq", "ne", "in", "lt", "lte", "gt", "gte"}
 	if isTextScalarKind(t) {
 		ops = append(ops, "prefix", "suffix", "contains")
@@ -71,7 +73,7 @@ func (s *Service) catalogTool(ctx context.Context, in *catalogInput) (map[string
 			i = len(groups) - 1
 		}
 		groups[i].fields = append(groups[i].fields, id)
-		if t != IndexScalarNull {
+		if t != nokv.IndexScalarNull {
 			sortable = append(sortable, id)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // The transcript's workbench_catalog result.
@@ -54,8 +55,8 @@ func TestCatalogFields(t *testing.T) {
 
 	workbench.SeedQueryWorkbench(t, s, "c",
 		qFile("outputs/a", "1", qBool("flag", true), qFloat("ratio", 0.5), qInt("delta", -1), qNull("nul"),
-			workbench.IndexField{ID: "blob", Value: workbench.BytesScalar([]byte{1, 2})},
-			workbench.IndexField{ID: "ts", Value: workbench.TimestampScalar(time.Unix(1700000000, 5))},
+			nokv.IndexField{ID: "blob", Value: nokv.BytesScalar([]byte{1, 2})},
+			nokv.IndexField{ID: "ts", Value: nokv.TimestampScalar(time.Unix(1700000000, 5))},
 			qStr("tag", "x")),
 		qFile("outputs/b", "2", qNull("tag"), qUint("score", 3)),
 	)

@@ -42,43 +42,43 @@ func TestCreateResult(t *testing.T) {
 
 	// The records: a Visible marker at revision 1, created and modified at
 	// the commit that wrote it, its incarnation claim, one event.
-	recs := workbench.ScanForTest(t, s, nokv.WorkspaceCurrent, nil)
+	recs := workbench.ScanForTest(t, s, nokv.FamilyWorkspaceCurrent, nil)
 	if len(recs) != 1 {
 		t.Fatalf("%d markers", len(recs))
 	}
-	ws, err := workbench.DecodeWorkspaceCurrent(recs[0].Value)
+	ws, err := nokv.DecodeWorkspaceCurrent(recs[0].Value)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ws.State != workbench.WorkspaceStateVisible || ws.WorkspaceRevision != 1 || ws.CreatedVersion != sn.Sequence() ||
+	if ws.State != nokv.WorkspaceStateVisible || ws.WorkspaceRevision != 1 || ws.CreatedVersion != sn.Sequence() ||
 		ws.ModifiedVersion != sn.Sequence() || ws.Incarnation.IsZero() || ws.Owner != nil {
 		t.Fatalf("marker %+v at sequence %d", ws, sn.Sequence())
 	}
-	claims := workbench.ScanForTest(t, s, nokv.WorkspaceIncarnationClaim, nil)
+	claims := workbench.ScanForTest(t, s, nokv.FamilyWorkspaceIncarnationClaim, nil)
 	if len(claims) != 1 {
 		t.Fatalf("%d claims", len(claims))
 	}
-	ck, err := workbench.ParseWorkspaceIncarnationClaimKey(claims[0].Key)
+	ck, err := nokv.ParseWorkspaceIncarnationClaimKey(claims[0].Key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := workbench.DecodeWorkspaceIncarnationClaim(claims[0].Value)
+	c, err := nokv.DecodeWorkspaceIncarnationClaim(claims[0].Value)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ck.Incarnation != ws.Incarnation || c.WorkbenchID != "wb-main" {
 		t.Fatalf("claim %+v %+v", ck, c)
 	}
-	events := workbench.ScanForTest(t, s, nokv.ChangeEvent, nil)
+	events := workbench.ScanForTest(t, s, nokv.FamilyChangeEvent, nil)
 	if len(events) != 1 {
 		t.Fatalf("%d events", len(events))
 	}
-	ek, _ := workbench.ParseChangeEventKey(events[0].Key)
-	ev, err := workbench.DecodeChangeEvent(events[0].Value)
+	ek, _ := nokv.ParseChangeEventKey(events[0].Key)
+	ev, err := nokv.DecodeChangeEvent(events[0].Value)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev.Kind != workbench.ChangeEventKindWorkspaceCreated || ev.WorkbenchID != "wb-main" || ev.Incarnation != ws.Incarnation ||
+	if ev.Kind != nokv.ChangeEventKindWorkspaceCreated || ev.WorkbenchID != "wb-main" || ev.Incarnation != ws.Incarnation ||
 		ek.CommitVersion != sn.Sequence() || ek.Sequence != 0 {
 		t.Fatalf("event %+v at %+v", ev, ek)
 	}
@@ -97,7 +97,7 @@ func TestCreateErrors(t *testing.T) {
 		got, ok := call(t, s, "workbench_create", c.input)
 		wantWriteError(t, got, ok, "InvalidArguments", false, `{}`, c.message)
 	}
-	if recs := workbench.ScanForTest(t, s, nokv.WorkspaceCurrent, nil); len(recs) != 0 {
+	if recs := workbench.ScanForTest(t, s, nokv.FamilyWorkspaceCurrent, nil); len(recs) != 0 {
 		t.Fatalf("%d markers after refused creates", len(recs))
 	}
 }
@@ -126,10 +126,10 @@ func TestCreateRace(t *testing.T) {
 			t.Errorf("create %d: %s", i, o)
 		}
 	}
-	if n := len(workbench.ScanForTest(t, services[0], nokv.WorkspaceIncarnationClaim, nil)); n != 1 {
+	if n := len(workbench.ScanForTest(t, services[0], nokv.FamilyWorkspaceIncarnationClaim, nil)); n != 1 {
 		t.Fatalf("%d incarnations claimed", n)
 	}
-	if n := len(workbench.ScanForTest(t, services[1], nokv.ChangeEvent, nil)); n != 1 {
+	if n := len(workbench.ScanForTest(t, services[1], nokv.FamilyChangeEvent, nil)); n != 1 {
 		t.Fatalf("%d events", n)
 	}
 }

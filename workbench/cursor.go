@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/binary"
 	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/cairnstore/cairn/bucket/wire"
 	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // List cursors.
@@ -63,14 +64,14 @@ const (
 type listCursor struct {
 	scope       [16]byte
 	view        uint8
-	incarnation IncarnationID
+	incarnation nokv.IncarnationID
 	fence       uint64
 	anchor      string
 }
 
 // listScope digests what a cursor is bound to besides its fence: the
 // RootId, the workbench, the normalized prefix and the view selector.
-func listScope(root RootID, id string, prefix []string, at any) [16]byte {
+func listScope(root nokv.RootID, id string, prefix []string, at any) [16]byte {
 	var parts [][]byte
 	parts = append(parts, []byte(listScopeTag), root[:], []byte(id))
 	for _, c := range prefix {
@@ -88,7 +89,7 @@ func listScope(root RootID, id string, prefix []string, at any) [16]byte {
 func lengthPrefixed(parts [][]byte) [][]byte {
 	out := make([][]byte, 0, 2*len(parts))
 	for _, p := range parts {
-		out = append(out, binary.BigEndian.AppendUint64(nil, uint64(len(p))), p)
+		out = append(out, wire.NewWriter(nil).U64(uint64(len(p))).Bytes(), p)
 	}
 	return out
 }
@@ -106,28 +107,24 @@ func viewSelector(at any) []byte {
 }
 
 // fenceOf returns the continuation fence of a view.
-func fenceOf(v *view) (kind uint8, inc IncarnationID, fence uint64) {
+func fenceOf(v *view) (kind uint8, inc nokv.IncarnationID, fence uint64) {
 	if v.at == nil {
 		return cursorLive, v.ws.Incarnation, v.ws.WorkspaceRevision
 	}
 	return cursorSnapshot, v.ws.Incarnation, v.sn.Sequence()
 }
 
-// encode returns the token.
-func (c listCursor) encode(root RootID) string {
-	b := make([]byte, 0, 1+16+1+16+8+2+len(c.anchor)+listCursorCheck)
-	b = append(b, listCursorVersion)
-	b = append(b, c.scope[:]...)
-	b = append(b, c.view)
-	b = append(b, c.incarnation[:]...)
-	b = binary.BigEndian.AppendUint64(b, c.fence)
-	b = binary.BigEndian.AppendUint16(b, uint16(len(c.anchor)))
-	b = append(b, c.anchor...)
+// encode returns the token. The anchor is one path component, so its
+// length fits the u16.
+func (c listCursor) encode(root nokv.RootID) string {
+	w := wire.NewWriter(make([]byte, 0, 1+16+1+16+8+2+len(c.anchor)+listCursorCheck))
+	w.U8(listCursorVersion).Raw(c.scope[:]).U8(c.view).Raw(c.incarnation[:]).U64(c.fence).Bytes16([]byte(c.anchor))
+	b := w.Bytes()
 	b = append(b, cursorCheck(root, b)...)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func cursorCheck(root RootID, body []byte) []byte {
+func cursorCheck(root nokv.RootID, body []byte) []byte {
 	h := sha256.New()
 	h.Write([]byte(listCheckTag))
 	h.Write(root[:])
@@ -139,7 +136,7 @@ func cursorCheck(root RootID, body []byte) []byte {
 func errCursorMalformed() *Error { return InvalidState("list cursor is malformed") }
 
 // decodeListCursor parses a token minted for root.
-func decodeListCursor(root RootID, token string) (listCursor, *Error) {
+func decodeListCursor(root nokv.RootID, token string) (listCursor, *Error) {
 	b, err := base64.RawURLEncoding.Strict().DecodeString(token)
 	const fixed = 1 + 16 + 1 + 16 + 8 + 2
 	if err != nil || len(b) < fixed+listCursorCheck || b[0] != listCursorVersion {
@@ -150,15 +147,15 @@ func decodeListCursor(root RootID, token string) (listCursor, *Error) {
 		return listCursor{}, errCursorMalformed()
 	}
 	var c listCursor
-	copy(c.scope[:], body[1:17])
-	c.view = body[17]
-	copy(c.incarnation[:], body[18:34])
-	c.fence = binary.BigEndian.Uint64(body[34:42])
-	n := int(binary.BigEndian.Uint16(body[42:44]))
-	if len(body) != fixed+n || (c.view != cursorLive && c.view != cursorSnapshot) {
+	r := wire.NewReader(body[1:])
+	r.Copy(c.scope[:])
+	c.view = r.U8()
+	r.Copy(c.incarnation[:])
+	c.fence = r.U64()
+	c.anchor = string(r.Bytes16())
+	if r.End() != nil || (c.view != cursorLive && c.view != cursorSnapshot) {
 		return listCursor{}, errCursorMalformed()
 	}
-	c.anchor = string(body[fixed:])
 	if comps, werr := NormalizePath(c.anchor); werr != nil || len(comps) != 1 || !utf8.ValidString(c.anchor) {
 		return listCursor{}, errCursorMalformed()
 	}

@@ -1,8 +1,9 @@
 // Package workbench serves the Workbench contract, the 18 agent-facing
 // tools (workbench_create ... workbench_restore), on cairn's engine:
 // input validation, the error envelope and result encoding, ids and paths,
-// the durable records, publication and reads. docs/workbench.md maps each
-// tool to its families and commands.
+// publication and reads. The durable records it reads and writes are
+// package workbench/nokv's. docs/workbench.md maps each tool to its
+// families and commands.
 //
 // # Validation
 //
@@ -59,12 +60,13 @@
 // # Publication
 //
 // workbench_put_file, workbench_append and workbench_edit make a body
-// visible object first, metadata last (publish.go; package
-// manifests/bodies owns the block objects and ledgers). A call draws a
-// fresh revision id and operation id; writes a staging ledger naming
-// every block it may upload (shards.Layout.Staging of the operation,
-// create-only, canonical JSON "cairn.staging_ledger.v1"); uploads the
-// blocks of Options.BlockSize bytes create-only and in parallel
+// visible object first, metadata last (publish.go stages the body through
+// package manifests/bodies, which owns the block objects and ledgers;
+// publish_command.go runs the command). A call draws a fresh
+// revision id and operation id; writes a staging ledger naming every block
+// it may upload (shards.Layout.Staging of the operation, create-only,
+// canonical JSON "cairn.staging_ledger.v1"); uploads the blocks of
+// Options.BlockSize bytes create-only and in parallel
 // (shards.Layout.Block of the RootId, the revision and the index); and
 // then runs one engine command. The command checks every predicate against
 // its snapshot and writes, all at once, the ArtifactRevision, its

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // workbench_grep: case-insensitive literal line matching over the bodies
@@ -92,7 +94,7 @@ type grepCursor struct {
 // grepCandidate is an artifact to scan.
 type grepCandidate struct {
 	path []string
-	e    PathEntry
+	e    nokv.PathEntry
 }
 
 // grepPatterns builds the pattern set of pattern and patterns and its
@@ -390,7 +392,7 @@ func grepCandidates(ctx context.Context, v *view, r grepRequest) ([]grepCandidat
 		}
 	}
 	var out []grepCandidate
-	werr := v.scan(ctx, r.prefix, nil, func(path []string, e PathEntry) bool {
+	werr := v.scan(ctx, r.prefix, nil, func(path []string, e nokv.PathEntry) bool {
 		if (r.recursive || len(path) == len(r.prefix)+1) && keep(path) {
 			out = append(out, grepCandidate{path: path, e: e})
 		}

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // Tool inputs.
@@ -159,8 +161,8 @@ func (p *payloadInput) resolve(maxBytes int64) *Error {
 		return PayloadTooLarge(uint64(len(p.body)), uint64(maxBytes))
 	}
 	if ct := p.ContentType; ct != nil {
-		if *ct == "" || len(*ct) > MaxContentTypeBytes || strings.IndexByte(*ct, 0) >= 0 {
-			return InvalidState(fmt.Sprintf("content type of %d bytes is invalid: want 1 to %d bytes without NUL", len(*ct), MaxContentTypeBytes))
+		if *ct == "" || len(*ct) > nokv.MaxContentTypeBytes || strings.IndexByte(*ct, 0) >= 0 {
+			return InvalidState(fmt.Sprintf("content type of %d bytes is invalid: want 1 to %d bytes without NUL", len(*ct), nokv.MaxContentTypeBytes))
 		}
 		p.contentType = *ct
 	}

@@ -177,7 +177,7 @@ type childIterator struct {
 // childIter returns an iterator over the children of dir after the child
 // named after (from the first when nil).
 func (v *view) childIter(ctx context.Context, dir []string, after *string) (*childIterator, *Error) {
-	prefix, err := PathCurrentPrefix(v.s.root, v.ws.Incarnation, dir)
+	prefix, err := nokv.PathCurrentPrefix(v.s.root, v.ws.Incarnation, dir)
 	if err != nil {
 		return nil, FromError(err)
 	}
@@ -194,7 +194,7 @@ func (v *view) childIter(ctx context.Context, dir []string, after *string) (*chi
 
 // exactKey is the PathCurrent key of dir/name.
 func (v *view) exactKey(dir []string, name string) ([]byte, error) {
-	return PathCurrentKey{Root: v.s.root, Incarnation: v.ws.Incarnation, Path: append(slices.Clip(dir), name)}.Encode()
+	return nokv.PathCurrentKey{Root: v.s.root, Incarnation: v.ws.Incarnation, Path: append(slices.Clip(dir), name)}.Encode()
 }
 
 // row returns the next row below dir, or ok false at the end.
@@ -203,7 +203,7 @@ func (it *childIterator) row() (shards.Record, bool, *Error) {
 		if it.last {
 			return shards.Record{}, false, nil
 		}
-		recs, err := it.v.sn.Scan(it.ctx, nokv.PathCurrent, it.prefix, it.after, listScanBatch)
+		recs, err := it.v.sn.Scan(it.ctx, nokv.FamilyPathCurrent, it.prefix, it.after, listScanBatch)
 		if err != nil {
 			return shards.Record{}, false, FromError(err)
 		}
@@ -234,7 +234,7 @@ func (it *childIterator) next() (child, bool, *Error) {
 	if werr != nil || !ok {
 		return child{}, false, werr
 	}
-	k, err := ParsePathCurrentKey(r.Key)
+	k, err := nokv.ParsePathCurrentKey(r.Key)
 	if err != nil {
 		return child{}, false, FromError(err)
 	}
@@ -244,7 +244,7 @@ func (it *childIterator) next() (child, bool, *Error) {
 	name := k.Path[len(it.dir)]
 	c := child{name: name, path: append(slices.Clip(it.dir), name)}
 	if len(k.Path) == len(it.dir)+1 {
-		e, err := DecodePathEntry(r.Value)
+		e, err := nokv.DecodePathEntry(r.Value)
 		if err != nil {
 			return child{}, false, FromError(err)
 		}

@@ -4,19 +4,22 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
-// Limits of ids and paths, shared by the tools and the record layer.
+// Limits of ids and paths, shared by the tools and the record layer
+// (package nokv holds the rules).
 const (
 	// MaxWorkbenchIDBytes bounds a workbench id.
-	MaxWorkbenchIDBytes = 128
+	MaxWorkbenchIDBytes = nokv.MaxWorkbenchIDBytes
 	// MaxPathBytes bounds a relative path, its components joined with "/",
 	// and the logical root.
-	MaxPathBytes = 4096
+	MaxPathBytes = nokv.MaxPathBytes
 	// MaxPathComponents bounds the components of a relative path and of the
 	// logical root. A path under a section has at most one fewer of its
 	// own, because the section is its first stored component.
-	MaxPathComponents = 64
+	MaxPathComponents = nokv.MaxPathComponents
 )
 
 // The five standard sections, in the order workbench_create reports them.
@@ -57,84 +60,26 @@ func IsSection(s string) bool {
 // whose message names the first offending byte ("workbench id contains
 // invalid byte 0x2e at offset 3").
 func ParseWorkbenchID(s string) (string, *Error) {
-	switch {
-	case s == "":
-		return "", InvalidArguments("workbench id is empty")
-	case len(s) > MaxWorkbenchIDBytes:
-		return "", InvalidArgumentsf("workbench id is %d bytes, maximum is %d", len(s), MaxWorkbenchIDBytes)
-	case !isAlnum(s[0]):
-		return "", InvalidArgumentsf("workbench id must start with an ASCII letter or digit, found byte 0x%02x", s[0])
-	}
-	for i := 1; i < len(s); i++ {
-		if c := s[i]; !isAlnum(c) && c != '_' && c != '-' {
-			return "", InvalidArgumentsf("workbench id contains invalid byte 0x%02x at offset %d", c, i)
-		}
+	if err := nokv.CheckWorkbenchID(s); err != nil {
+		return "", InvalidArguments(err.Reason)
 	}
 	return s, nil
-}
-
-func isAlnum(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // NormalizePath is the one path normalizer: every relative path a tool
 // takes, every stored path and every key built from a path goes through
 // it. It splits p on "/" and returns the components, or InvalidArguments
-// when p is
-//
-//   - empty ("relative path is empty");
-//   - absolute ("relative path must not start with '/'");
-//   - over 4096 bytes ("relative path is N bytes, maximum is 4096");
-//   - not UTF-8 ("relative path is not valid UTF-8");
-//   - over 64 components ("relative path has 65 components, maximum is
-//     64": the count stops at the first component over the limit);
-//   - holding an empty component, so "a//b" and a trailing "/" ("relative
-//     path component I is empty"), a "." or ".." component ("relative path
-//     component I is '.'"), or a component with a backslash or NUL
-//     ("relative path component I contains backslash", "... contains
-//     NUL"), I counting from 0.
-//
-// Components are checked in order, so the first bad one is reported, and
-// a bad component before the 65th is reported instead of the count. Nothing
-// else is changed: no case folding, no Unicode normalization, no cleanup.
+// with the reason nokv.SplitPath gives, the rules' one home: an empty or
+// absolute path, over 4096 bytes or 64 components, not UTF-8, or a
+// component that is empty, "." or "..", or holds a backslash or NUL
+// ("relative path component 2 is '..'"). Nothing is rewritten:
 // strings.Join(components, "/") is always p.
 func NormalizePath(p string) ([]string, *Error) {
-	switch {
-	case p == "":
-		return nil, InvalidArguments("relative path is empty")
-	case p[0] == '/':
-		return nil, InvalidArguments("relative path must not start with '/'")
-	case len(p) > MaxPathBytes:
-		return nil, InvalidArgumentsf("relative path is %d bytes, maximum is %d", len(p), MaxPathBytes)
-	case !utf8.ValidString(p):
-		return nil, InvalidArguments("relative path is not valid UTF-8")
+	c, err := nokv.SplitPath(p)
+	if err != nil {
+		return nil, InvalidArguments(err.Reason)
 	}
-	out := make([]string, 0, strings.Count(p, "/")+1)
-	for i := 0; ; i++ {
-		c, rest, more := strings.Cut(p, "/")
-		if i+1 > MaxPathComponents {
-			return nil, InvalidArgumentsf("relative path has %d components, maximum is %d", i+1, MaxPathComponents)
-		}
-		switch c {
-		case "":
-			return nil, InvalidArgumentsf("relative path component %d is empty", i)
-		case ".":
-			return nil, InvalidArgumentsf("relative path component %d is '.'", i)
-		case "..":
-			return nil, InvalidArgumentsf("relative path component %d is '..'", i)
-		}
-		if strings.IndexByte(c, '\\') >= 0 {
-			return nil, InvalidArgumentsf("relative path component %d contains backslash", i)
-		}
-		if strings.IndexByte(c, 0) >= 0 {
-			return nil, InvalidArgumentsf("relative path component %d contains NUL", i)
-		}
-		out = append(out, c)
-		if !more {
-			return out, nil
-		}
-		p = rest
-	}
+	return c, nil
 }
 
 // LogicalPath joins components with "/": the section-joined path inside a

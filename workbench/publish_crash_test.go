@@ -91,7 +91,7 @@ func (r crashRig) ledgers(t *testing.T) []bodies.StagingLedger {
 
 func mustOperationID(t *testing.T, s string) [16]byte {
 	t.Helper()
-	id, err := workbench.ParseOperationID(s)
+	id, err := nokv.ParseOperationID(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,10 +112,10 @@ func (r crashRig) checkInvisible(t *testing.T) {
 	if _, ok := workbench.PathForTest(t, r.s, "wb", "outputs/c.bin"); ok {
 		t.Fatal("the path is visible although its publication did not land")
 	}
-	if recs := workbench.ScanForTest(t, r.s, nokv.PathCurrent, nil); len(recs) != 0 {
+	if recs := workbench.ScanForTest(t, r.s, nokv.FamilyPathCurrent, nil); len(recs) != 0 {
 		t.Fatalf("%d paths listed", len(recs))
 	}
-	if recs := workbench.ScanForTest(t, r.s, nokv.ArtifactRevision, nil); len(recs) != 0 {
+	if recs := workbench.ScanForTest(t, r.s, nokv.FamilyArtifactRevision, nil); len(recs) != 0 {
 		t.Fatalf("%d revisions", len(recs))
 	}
 }
@@ -289,15 +289,15 @@ func checkAppliedOnce(t *testing.T, r crashRig) {
 	if !ok || st.Entry.Generation != 1 {
 		t.Fatalf("path %+v %t", st.Entry, ok)
 	}
-	if n := len(workbench.ScanForTest(t, r.s, nokv.ArtifactRevision, nil)); n != 1 {
+	if n := len(workbench.ScanForTest(t, r.s, nokv.FamilyArtifactRevision, nil)); n != 1 {
 		t.Fatalf("%d revisions", n)
 	}
-	if n := len(workbench.ScanForTest(t, r.s, nokv.Operation, nil)); n != 1 {
+	if n := len(workbench.ScanForTest(t, r.s, nokv.FamilyOperation, nil)); n != 1 {
 		t.Fatalf("%d operations", n)
 	}
 	var kinds []string
-	for _, rec := range workbench.ScanForTest(t, r.s, nokv.ChangeEvent, nil) {
-		ev, err := workbench.DecodeChangeEvent(rec.Value)
+	for _, rec := range workbench.ScanForTest(t, r.s, nokv.FamilyChangeEvent, nil) {
+		ev, err := nokv.DecodeChangeEvent(rec.Value)
 		if err != nil {
 			t.Fatal(err)
 		}

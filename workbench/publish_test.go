@@ -23,9 +23,9 @@ import (
 // PathStateForTest is what a path holds: its entry, its revision and the
 // revision's manifest rows.
 type PathStateForTest struct {
-	Entry    PathEntry
-	Revision ArtifactRevision
-	Rows     []ArtifactManifestEntry
+	Entry    nokv.PathEntry
+	Revision nokv.ArtifactRevision
+	Rows     []nokv.ArtifactManifestEntry
 }
 
 // PathForTest returns the state of the stored path (e.g. "outputs/a.txt")
@@ -61,17 +61,17 @@ func PathForTest(tb testing.TB, s *Service, id, path string) (PathStateForTest, 
 }
 
 // RevisionForTest reads an ArtifactRevision row.
-func RevisionForTest(tb testing.TB, s *Service, rev RevisionID) (ArtifactRevision, bool) {
+func RevisionForTest(tb testing.TB, s *Service, rev nokv.RevisionID) (nokv.ArtifactRevision, bool) {
 	tb.Helper()
-	key, err := ArtifactRevisionKey{Root: s.root, Revision: rev}.Encode()
+	key, err := nokv.ArtifactRevisionKey{Root: s.root, Revision: rev}.Encode()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	recs := ScanForTest(tb, s, nokv.ArtifactRevision, key)
+	recs := ScanForTest(tb, s, nokv.FamilyArtifactRevision, key)
 	if len(recs) == 0 {
-		return ArtifactRevision{}, false
+		return nokv.ArtifactRevision{}, false
 	}
-	a, err := DecodeArtifactRevision(recs[0].Value)
+	a, err := nokv.DecodeArtifactRevision(recs[0].Value)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func ScanForTest(tb testing.TB, s *Service, f shards.Family, prefix []byte) []sh
 		tb.Fatal(err)
 	}
 	if prefix == nil {
-		prefix = RootPrefix(s.root)
+		prefix = nokv.RootPrefix(s.root)
 	}
 	recs, err := sn.Scan(ctx, f, prefix, nil, 0)
 	if err != nil {
@@ -133,21 +133,21 @@ func ForgetBodiesForTest() {
 // matching its dependency count.
 func CheckReferencesForTest(tb testing.TB, s *Service) {
 	tb.Helper()
-	counts := map[RevisionID]uint64{}
-	deps := map[RevisionID][]RevisionID{}
-	for _, r := range ScanForTest(tb, s, nokv.RevisionRef, nil) {
-		k, err := ParseRevisionRefKey(r.Key)
+	counts := map[nokv.RevisionID]uint64{}
+	deps := map[nokv.RevisionID][]nokv.RevisionID{}
+	for _, r := range ScanForTest(tb, s, nokv.FamilyRevisionRef, nil) {
+		k, err := nokv.ParseRevisionRefKey(r.Key)
 		if err != nil {
 			tb.Fatal(err)
 		}
 		counts[k.Revision]++
-		if k.Kind == ReferenceKindRevisionDependency {
+		if k.Kind == nokv.ReferenceKindRevisionDependency {
 			deps[k.Child] = append(deps[k.Child], k.Revision)
 		}
 	}
-	candidates := map[GcCandidateKey]bool{}
-	for _, r := range ScanForTest(tb, s, nokv.GcCandidate, nil) {
-		k, err := ParseGcCandidateKey(r.Key)
+	candidates := map[nokv.GcCandidateKey]bool{}
+	for _, r := range ScanForTest(tb, s, nokv.FamilyGcCandidate, nil) {
+		k, err := nokv.ParseGcCandidateKey(r.Key)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -158,12 +158,12 @@ func CheckReferencesForTest(tb testing.TB, s *Service) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	for _, r := range ScanForTest(tb, s, nokv.ArtifactRevision, nil) {
-		k, err := ParseArtifactRevisionKey(r.Key)
+	for _, r := range ScanForTest(tb, s, nokv.FamilyArtifactRevision, nil) {
+		k, err := nokv.ParseArtifactRevisionKey(r.Key)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		a, err := DecodeArtifactRevision(r.Value)
+		a, err := nokv.DecodeArtifactRevision(r.Value)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -171,7 +171,7 @@ func CheckReferencesForTest(tb testing.TB, s *Service) {
 			tb.Errorf("revision %s: strong_reference_count %d, %d RevisionRef rows", k.Revision, a.StrongReferenceCount, counts[k.Revision])
 		}
 		if a.StrongReferenceCount == 0 {
-			if !candidates[GcCandidateKey{Root: s.root, Revision: k.Revision, ReferenceEpoch: a.ReferenceEpoch}] || a.LastZeroRefVersion == 0 {
+			if !candidates[nokv.GcCandidateKey{Root: s.root, Revision: k.Revision, ReferenceEpoch: a.ReferenceEpoch}] || a.LastZeroRefVersion == 0 {
 				tb.Errorf("revision %s: no references but no GcCandidate at epoch %d (last zero %d)", k.Revision, a.ReferenceEpoch, a.LastZeroRefVersion)
 			}
 		}
@@ -181,7 +181,7 @@ func CheckReferencesForTest(tb testing.TB, s *Service) {
 		if werr != nil {
 			tb.Fatal(werr)
 		}
-		var owners []RevisionID
+		var owners []nokv.RevisionID
 		for _, row := range rows {
 			if row.PhysicalOwner != k.Revision {
 				owners = append(owners, row.PhysicalOwner)
@@ -221,7 +221,7 @@ func openInternal(tb testing.TB, b bucket.Bucket, opts Options) *Service {
 
 // readRange reads body bytes [off, off+n) through the manifest rows alone,
 // fetching only the blocks the range touches.
-func readRange(ctx context.Context, b bucket.Bucket, rows []ArtifactManifestEntry, off, n uint64) ([]byte, error) {
+func readRange(ctx context.Context, b bucket.Bucket, rows []nokv.ArtifactManifestEntry, off, n uint64) ([]byte, error) {
 	var out []byte
 	end := off + n
 	for _, r := range rows {
@@ -317,29 +317,29 @@ func TestPublishLargeBodyInBlocks(t *testing.T) {
 	if len(page.Objects) != 0 {
 		t.Fatalf("staging ledgers left after publication: %v", page.Objects)
 	}
-	staged := ScanForTest(t, s, nokv.StagedObject, nil)
+	staged := ScanForTest(t, s, nokv.FamilyStagedObject, nil)
 	if len(staged) != len(st.Rows) {
 		t.Fatalf("%d StagedObject rows, want %d", len(staged), len(st.Rows))
 	}
 	for i, rec := range staged {
-		so, err := DecodeStagedObject(rec.Value)
+		so, err := nokv.DecodeStagedObject(rec.Value)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if so.ObjectKey != st.Rows[i].ObjectKey || so.Provider != StagedProviderStateUploaded || so.Cleanup != StagedCleanupStateOwned ||
+		if so.ObjectKey != st.Rows[i].ObjectKey || so.Provider != nokv.StagedProviderStateUploaded || so.Cleanup != nokv.StagedCleanupStateOwned ||
 			so.ExpectedLength != st.Rows[i].Length || so.ExpectedDigestURI != st.Rows[i].DigestURI {
 			t.Fatalf("staged object %d: %+v", i, so)
 		}
 	}
-	ops := ScanForTest(t, s, nokv.Operation, nil)
+	ops := ScanForTest(t, s, nokv.FamilyOperation, nil)
 	if len(ops) != 1 {
 		t.Fatalf("%d operations, want 1", len(ops))
 	}
-	op, err := DecodePublishOperation(ops[0].Value)
+	op, err := nokv.DecodePublishOperation(ops[0].Value)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if op.Phase != PublishPhasePublished || op.Revision != st.Entry.Revision || op.ObjectCount != uint64(len(st.Rows)) ||
+	if op.Phase != nokv.PublishPhasePublished || op.Revision != st.Entry.Revision || op.ObjectCount != uint64(len(st.Rows)) ||
 		op.Result == nil || op.Result.Generation != 1 || op.ExpectedGeneration != nil {
 		t.Fatalf("operation %+v", op)
 	}

@@ -3,6 +3,8 @@ package workbench
 import (
 	"context"
 	"fmt"
+
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // workbench_put_file publishes a whole body. replace=false (the default) is
@@ -69,7 +71,7 @@ func (s *Service) putFile(ctx context.Context, id string, path []string, body []
 		mode:        mode,
 		id:          id,
 		path:        path,
-		newInc:      NewIncarnationID(),
+		newInc:      nokv.NewIncarnationID(),
 		base:        obs.entry,
 		contentType: ct,
 		size:        uint64(len(body)),

@@ -263,7 +263,7 @@ func TestPutFileArgumentErrors(t *testing.T) {
 		})
 	}
 	// Nothing of that was written.
-	if recs := workbench.ScanForTest(t, s, nokv.PathCurrent, nil); len(recs) != 0 {
+	if recs := workbench.ScanForTest(t, s, nokv.FamilyPathCurrent, nil); len(recs) != 0 {
 		t.Fatalf("%d paths after refused writes", len(recs))
 	}
 	// The limits themselves are fine.

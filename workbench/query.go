@@ -74,15 +74,15 @@ import (
 // component (a path sorts before its descendants).
 
 // The built-in fields of the artifact query profile and their types.
-var queryBuiltins = map[string]IndexScalarKind{
-	"body_digest_uri": IndexScalarString,
-	"content_type":    IndexScalarString,
-	"generation":      IndexScalarUnsigned,
-	"logical_size":    IndexScalarUnsigned,
-	"manifest_id":     IndexScalarString,
-	"path":            IndexScalarString,
-	"producer":        IndexScalarString,
-	"workbench_id":    IndexScalarString,
+var queryBuiltins = map[string]nokv.IndexScalarKind{
+	"body_digest_uri": nokv.IndexScalarString,
+	"content_type":    nokv.IndexScalarString,
+	"generation":      nokv.IndexScalarUnsigned,
+	"logical_size":    nokv.IndexScalarUnsigned,
+	"manifest_id":     nokv.IndexScalarString,
+	"path":            nokv.IndexScalarString,
+	"producer":        nokv.IndexScalarString,
+	"workbench_id":    nokv.IndexScalarString,
 }
 
 // Server-side bounds of one query. Going over one is InvalidState.
@@ -101,34 +101,34 @@ const (
 type queryRow struct {
 	wb   string
 	path []string
-	e    PathEntry
+	e    nokv.PathEntry
 }
 
 // value returns the row's value of field id and whether the row has it.
-func (r *queryRow) value(id string) (IndexScalar, bool) {
-	optional := func(p *string) IndexScalar {
+func (r *queryRow) value(id string) (nokv.IndexScalar, bool) {
+	optional := func(p *string) nokv.IndexScalar {
 		if p == nil {
-			return NullScalar()
+			return nokv.NullScalar()
 		}
-		return StringScalar(*p)
+		return nokv.StringScalar(*p)
 	}
 	switch id {
 	case "body_digest_uri":
-		return StringScalar(r.e.BodyDigestURI), true
+		return nokv.StringScalar(r.e.BodyDigestURI), true
 	case "content_type":
-		return StringScalar(r.e.ContentType), true
+		return nokv.StringScalar(r.e.ContentType), true
 	case "generation":
-		return UnsignedScalar(r.e.Generation), true
+		return nokv.UnsignedScalar(r.e.Generation), true
 	case "logical_size":
-		return UnsignedScalar(r.e.LogicalSize), true
+		return nokv.UnsignedScalar(r.e.LogicalSize), true
 	case "manifest_id":
 		return optional(r.e.ManifestID), true
 	case "path":
-		return StringScalar(LogicalPath(r.path)), true
+		return nokv.StringScalar(LogicalPath(r.path)), true
 	case "producer":
 		return optional(r.e.Producer), true
 	case "workbench_id":
-		return StringScalar(r.wb), true
+		return nokv.StringScalar(r.wb), true
 	}
 	return r.e.Index.Lookup(id)
 }
@@ -177,7 +177,7 @@ func (in *queryScopeInput) resolve() *Error {
 type queryData struct {
 	sn    *head.Snapshot
 	rows  []*queryRow // in the stable order
-	types map[string]IndexScalarKind
+	types map[string]nokv.IndexScalarKind
 }
 
 // loadQuery reads the rows of a scope from one pinned snapshot and types
@@ -203,7 +203,7 @@ func (s *Service) loadQuery(ctx context.Context, q queryScope) (*queryData, *Err
 	}
 	d := &queryData{sn: sn}
 	for _, v := range views {
-		werr := v.scan(ctx, q.prefix, nil, func(path []string, e PathEntry) bool {
+		werr := v.scan(ctx, q.prefix, nil, func(path []string, e nokv.PathEntry) bool {
 			d.rows = append(d.rows, &queryRow{wb: v.id, path: path, e: e})
 			return true
 		})
@@ -232,21 +232,21 @@ func (s *Service) loadQuery(ctx context.Context, q queryScope) (*queryData, *Err
 // visibleViews returns a view of every Visible workbench of the root at
 // snapshot sn, in workbench id order.
 func (s *Service) visibleViews(ctx context.Context, sn *head.Snapshot) ([]*view, *Error) {
-	recs, err := sn.Scan(ctx, nokv.WorkspaceCurrent, RootPrefix(s.root), nil, 0)
+	recs, err := sn.Scan(ctx, nokv.FamilyWorkspaceCurrent, nokv.RootPrefix(s.root), nil, 0)
 	if err != nil {
 		return nil, FromError(err)
 	}
 	var out []*view
 	for _, r := range recs {
-		k, err := ParseWorkspaceCurrentKey(r.Key)
+		k, err := nokv.ParseWorkspaceCurrentKey(r.Key)
 		if err != nil {
 			return nil, FromError(err)
 		}
-		ws, err := DecodeWorkspaceCurrent(r.Value)
+		ws, err := nokv.DecodeWorkspaceCurrent(r.Value)
 		if err != nil {
 			return nil, FromError(err)
 		}
-		if ws.State != WorkspaceStateVisible {
+		if ws.State != nokv.WorkspaceStateVisible {
 			continue
 		}
 		out = append(out, &view{s: s, sn: sn, id: k.WorkbenchID, ws: ws})
@@ -276,8 +276,8 @@ func compareRowIdentity(a, b *queryRow) int {
 
 // queryFieldTypes returns the type of every field the rows yield:
 // built-ins at their fixed types, custom fields at their observed kinds.
-func queryFieldTypes(rows []*queryRow) (map[string]IndexScalarKind, *Error) {
-	types := make(map[string]IndexScalarKind, len(queryBuiltins))
+func queryFieldTypes(rows []*queryRow) (map[string]nokv.IndexScalarKind, *Error) {
+	types := make(map[string]nokv.IndexScalarKind, len(queryBuiltins))
 	for id, k := range queryBuiltins {
 		types[id] = k
 	}
@@ -288,9 +288,9 @@ func queryFieldTypes(rows []*queryRow) (map[string]IndexScalarKind, *Error) {
 			}
 			have, seen := types[f.ID]
 			switch {
-			case !seen || have == IndexScalarNull:
+			case !seen || have == nokv.IndexScalarNull:
 				types[f.ID] = f.Value.Kind
-			case f.Value.Kind == IndexScalarNull || f.Value.Kind == have:
+			case f.Value.Kind == nokv.IndexScalarNull || f.Value.Kind == have:
 			default:
 				return nil, InvalidState(fmt.Sprintf("index field %s has conflicting scalar types %s and %s", f.ID, have, f.Value.Kind))
 			}
@@ -302,21 +302,21 @@ func queryFieldTypes(rows []*queryRow) (map[string]IndexScalarKind, *Error) {
 // indexScalarJSON is a scalar as a result value: null, a boolean, an integer, a
 // float, a timestamp as RFC 3339 text with nanoseconds in UTC, bytes as
 // standard base64 text, or a string.
-func indexScalarJSON(v IndexScalar) any {
+func indexScalarJSON(v nokv.IndexScalar) any {
 	switch v.Kind {
-	case IndexScalarBool:
+	case nokv.IndexScalarBool:
 		return v.Bool
-	case IndexScalarSigned:
+	case nokv.IndexScalarSigned:
 		return v.Signed
-	case IndexScalarUnsigned:
+	case nokv.IndexScalarUnsigned:
 		return v.Unsigned
-	case IndexScalarFloat:
+	case nokv.IndexScalarFloat:
 		return v.Float
-	case IndexScalarTimestamp:
+	case nokv.IndexScalarTimestamp:
 		return v.Time.UTC().Format(time.RFC3339Nano)
-	case IndexScalarBytes:
+	case nokv.IndexScalarBytes:
 		return base64.StdEncoding.EncodeToString(v.Bytes)
-	case IndexScalarString:
+	case nokv.IndexScalarString:
 		return v.Text
 	}
 	return nil
@@ -324,7 +324,7 @@ func indexScalarJSON(v IndexScalar) any {
 
 // optionalScalarJSON is a possibly missing value as a result value, null when
 // missing.
-func optionalScalarJSON(v IndexScalar, ok bool) any {
+func optionalScalarJSON(v nokv.IndexScalar, ok bool) any {
 	if !ok {
 		return nil
 	}
@@ -347,8 +347,8 @@ func (s *Service) queryRowLocation(r *queryRow) (path string, section, rel any) 
 }
 
 // indexScalarKey is a scalar's order-preserving encoding as a map key.
-func indexScalarKey(v IndexScalar) string {
-	b, err := EncodeIndexScalar(v)
+func indexScalarKey(v nokv.IndexScalar) string {
+	b, err := nokv.EncodeIndexScalar(v)
 	if err != nil {
 		// Stored and parsed scalars are valid; a float that is not finite
 		// cannot reach here.

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // The conditions of a query (see query.go for their rules): predicates and
@@ -18,8 +20,8 @@ import (
 type queryPredicate struct {
 	field  string
 	op     string
-	value  IndexScalar   // every op but in, exists, not_exists
-	values []IndexScalar // in
+	value  nokv.IndexScalar   // every op but in, exists, not_exists
+	values []nokv.IndexScalar // in
 }
 
 // queryOps are the predicate operators.
@@ -34,35 +36,35 @@ type querySort struct {
 // queryOperand converts a predicate operand: null, a boolean, a number
 // (unsigned when a non-negative integer, signed when a negative integer,
 // float otherwise) or a string.
-func queryOperand(v any) (IndexScalar, *Error) {
+func queryOperand(v any) (nokv.IndexScalar, *Error) {
 	switch x := v.(type) {
 	case nil:
-		return NullScalar(), nil
+		return nokv.NullScalar(), nil
 	case bool:
-		return BoolScalar(x), nil
+		return nokv.BoolScalar(x), nil
 	case string:
-		return StringScalar(x), nil
+		return nokv.StringScalar(x), nil
 	case json.Number:
 		return queryNumber(string(x))
 	}
-	return IndexScalar{}, InvalidArguments("predicate values must be scalars")
+	return nokv.IndexScalar{}, InvalidArguments("predicate values must be scalars")
 }
 
-func queryNumber(t string) (IndexScalar, *Error) {
+func queryNumber(t string) (nokv.IndexScalar, *Error) {
 	if !strings.ContainsAny(t, ".eE") {
 		if strings.HasPrefix(t, "-") {
 			if n, err := strconv.ParseInt(t, 10, 64); err == nil && n != 0 {
-				return SignedScalar(n), nil
+				return nokv.SignedScalar(n), nil
 			}
 		} else if n, err := strconv.ParseUint(t, 10, 64); err == nil {
-			return UnsignedScalar(n), nil
+			return nokv.UnsignedScalar(n), nil
 		}
 	}
 	f, err := strconv.ParseFloat(t, 64)
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return IndexScalar{}, InvalidArguments("predicate value " + t + " is not a finite number")
+		return nokv.IndexScalar{}, InvalidArguments("predicate value " + t + " is not a finite number")
 	}
-	return FloatScalar(f), nil
+	return nokv.FloatScalar(f), nil
 }
 
 // predicateInput is one member of a query tool's predicates.
@@ -124,7 +126,7 @@ func parseQueryPredicates(in []predicateInput) ([]queryPredicate, *Error) {
 			if !ok {
 				return nil, InvalidArguments("in predicates require an array value")
 			}
-			p.values = make([]IndexScalar, len(list))
+			p.values = make([]nokv.IndexScalar, len(list))
 			for i, v := range list {
 				if _, nested := v.([]any); nested {
 					return nil, InvalidArguments("in predicate values must be scalars")
@@ -175,16 +177,16 @@ func parseQuerySort(in []sortInput) ([]querySort, *Error) {
 
 // checkQueryFieldID applies the server's bound on a field id.
 func checkQueryFieldID(id string) *Error {
-	if len(id) > MaxIndexFieldIDBytes {
-		return InvalidState(fmt.Sprintf("field id of %d bytes exceeds %d bytes", len(id), MaxIndexFieldIDBytes))
+	if len(id) > nokv.MaxIndexFieldIDBytes {
+		return InvalidState(fmt.Sprintf("field id of %d bytes exceeds %d bytes", len(id), nokv.MaxIndexFieldIDBytes))
 	}
 	return nil
 }
 
 // checkQueryScalar applies the server's bound on an operand.
-func checkQueryScalar(v IndexScalar) *Error {
-	if v.Kind == IndexScalarString && len(v.Text) > MaxIndexScalarBytes {
-		return InvalidState(fmt.Sprintf("query scalar of %d bytes exceeds %d bytes", len(v.Text), MaxIndexScalarBytes))
+func checkQueryScalar(v nokv.IndexScalar) *Error {
+	if v.Kind == nokv.IndexScalarString && len(v.Text) > nokv.MaxIndexScalarBytes {
+		return InvalidState(fmt.Sprintf("query scalar of %d bytes exceeds %d bytes", len(v.Text), nokv.MaxIndexScalarBytes))
 	}
 	return nil
 }
@@ -232,14 +234,16 @@ func checkQueryFieldIDs(ids []string) *Error {
 	return nil
 }
 
-func isTextScalarKind(k IndexScalarKind) bool { return k == IndexScalarString || k == IndexScalarBytes }
+func isTextScalarKind(k nokv.IndexScalarKind) bool {
+	return k == nokv.IndexScalarString || k == nokv.IndexScalarBytes
+}
 
-func isNumericScalarKind(k IndexScalarKind) bool {
-	return k == IndexScalarSigned || k == IndexScalarUnsigned || k == IndexScalarFloat
+func isNumericScalarKind(k nokv.IndexScalarKind) bool {
+	return k == nokv.IndexScalarSigned || k == nokv.IndexScalarUnsigned || k == nokv.IndexScalarFloat
 }
 
 // typeCheckPredicates checks the predicates against the field types of the scope.
-func typeCheckPredicates(preds []queryPredicate, types map[string]IndexScalarKind) *Error {
+func typeCheckPredicates(preds []queryPredicate, types map[string]nokv.IndexScalarKind) *Error {
 	for _, p := range preds {
 		t, known := types[p.field]
 		if !known {
@@ -250,10 +254,10 @@ func typeCheckPredicates(preds []queryPredicate, types map[string]IndexScalarKin
 		}
 		operands := p.values
 		if p.op != "in" {
-			operands = []IndexScalar{p.value}
+			operands = []nokv.IndexScalar{p.value}
 		}
 		for _, v := range operands {
-			if v.Kind != IndexScalarNull && v.Kind != t {
+			if v.Kind != nokv.IndexScalarNull && v.Kind != t {
 				return InvalidState(fmt.Sprintf("comparison value has a different scalar type: field %s is %s, value is %s", p.field, t, v.Kind))
 			}
 		}
@@ -281,16 +285,16 @@ func (p *queryPredicate) match(r *queryRow) bool {
 	}
 	switch p.op {
 	case "eq":
-		return CompareIndexScalars(v, p.value) == 0
+		return nokv.CompareIndexScalars(v, p.value) == 0
 	case "ne":
-		return CompareIndexScalars(v, p.value) != 0
+		return nokv.CompareIndexScalars(v, p.value) != 0
 	case "in":
-		return slices.ContainsFunc(p.values, func(x IndexScalar) bool { return CompareIndexScalars(v, x) == 0 })
+		return slices.ContainsFunc(p.values, func(x nokv.IndexScalar) bool { return nokv.CompareIndexScalars(v, x) == 0 })
 	}
-	if v.Kind == IndexScalarNull || p.value.Kind == IndexScalarNull || v.Kind != p.value.Kind {
+	if v.Kind == nokv.IndexScalarNull || p.value.Kind == nokv.IndexScalarNull || v.Kind != p.value.Kind {
 		return false
 	}
-	c := CompareIndexScalars(v, p.value)
+	c := nokv.CompareIndexScalars(v, p.value)
 	switch p.op {
 	case "lt":
 		return c < 0
@@ -303,9 +307,9 @@ func (p *queryPredicate) match(r *queryRow) bool {
 	}
 	var hay, needle []byte
 	switch v.Kind {
-	case IndexScalarString:
+	case nokv.IndexScalarString:
 		hay, needle = []byte(v.Text), []byte(p.value.Text)
-	case IndexScalarBytes:
+	case nokv.IndexScalarBytes:
 		hay, needle = v.Bytes, p.value.Bytes
 	default:
 		return false
@@ -340,7 +344,7 @@ func filterQueryRows(rows []*queryRow, preds []queryPredicate) []*queryRow {
 }
 
 // compareOptionalScalars orders possibly missing scalars: missing first.
-func compareOptionalScalars(a IndexScalar, aok bool, b IndexScalar, bok bool) int {
+func compareOptionalScalars(a nokv.IndexScalar, aok bool, b nokv.IndexScalar, bok bool) int {
 	switch {
 	case !aok && !bok:
 		return 0
@@ -349,12 +353,12 @@ func compareOptionalScalars(a IndexScalar, aok bool, b IndexScalar, bok bool) in
 	case !bok:
 		return 1
 	}
-	return CompareIndexScalars(a, b)
+	return nokv.CompareIndexScalars(a, b)
 }
 
 // checkQuerySortable refuses a sort key on a field whose type is null.
-func checkQuerySortable(field string, types map[string]IndexScalarKind) *Error {
-	if t, known := types[field]; known && t == IndexScalarNull {
+func checkQuerySortable(field string, types map[string]nokv.IndexScalarKind) *Error {
+	if t, known := types[field]; known && t == nokv.IndexScalarNull {
 		return InvalidState("field " + field + " is not sortable")
 	}
 	return nil

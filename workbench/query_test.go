@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // Helpers of the query and grep tests (search, aggregate, catalog, grep).
@@ -46,32 +47,32 @@ func qPutBytes(t testing.TB, s *workbench.Service, id, section, path string, bod
 }
 
 // qFile is a seeded artifact at a stored path with a text body.
-func qFile(path, body string, index ...workbench.IndexField) workbench.QuerySeedFile {
+func qFile(path, body string, index ...nokv.IndexField) workbench.QuerySeedFile {
 	return workbench.QuerySeedFile{Path: path, Body: []byte(body), Index: index}
 }
 
-func qStr(id, v string) workbench.IndexField {
-	return workbench.IndexField{ID: id, Value: workbench.StringScalar(v)}
+func qStr(id, v string) nokv.IndexField {
+	return nokv.IndexField{ID: id, Value: nokv.StringScalar(v)}
 }
 
-func qUint(id string, v uint64) workbench.IndexField {
-	return workbench.IndexField{ID: id, Value: workbench.UnsignedScalar(v)}
+func qUint(id string, v uint64) nokv.IndexField {
+	return nokv.IndexField{ID: id, Value: nokv.UnsignedScalar(v)}
 }
 
-func qInt(id string, v int64) workbench.IndexField {
-	return workbench.IndexField{ID: id, Value: workbench.SignedScalar(v)}
+func qInt(id string, v int64) nokv.IndexField {
+	return nokv.IndexField{ID: id, Value: nokv.SignedScalar(v)}
 }
 
-func qFloat(id string, v float64) workbench.IndexField {
-	return workbench.IndexField{ID: id, Value: workbench.FloatScalar(v)}
+func qFloat(id string, v float64) nokv.IndexField {
+	return nokv.IndexField{ID: id, Value: nokv.FloatScalar(v)}
 }
 
-func qBool(id string, v bool) workbench.IndexField {
-	return workbench.IndexField{ID: id, Value: workbench.BoolScalar(v)}
+func qBool(id string, v bool) nokv.IndexField {
+	return nokv.IndexField{ID: id, Value: nokv.BoolScalar(v)}
 }
 
-func qNull(id string) workbench.IndexField {
-	return workbench.IndexField{ID: id, Value: workbench.NullScalar()}
+func qNull(id string) nokv.IndexField {
+	return nokv.IndexField{ID: id, Value: nokv.NullScalar()}
 }
 
 func qPtr(s string) *string { return &s }
@@ -186,11 +187,11 @@ func qPredicateService(t *testing.T) *workbench.Service {
 	s := newService(t)
 	workbench.SeedQueryWorkbench(t, s, "wb",
 		workbench.QuerySeedFile{Path: "outputs/a.txt", Body: []byte("alpha"), Producer: qPtr("p1"),
-			Index: []workbench.IndexField{qUint("score", 10), qInt("delta", -3), qFloat("ratio", 0.5), qStr("tag", "x"), qBool("flag", true)}},
+			Index: []nokv.IndexField{qUint("score", 10), qInt("delta", -3), qFloat("ratio", 0.5), qStr("tag", "x"), qBool("flag", true)}},
 		workbench.QuerySeedFile{Path: "outputs/b.json", Body: []byte("{}"), ContentType: "application/json",
-			Index: []workbench.IndexField{qUint("score", 20), qInt("delta", 4), qFloat("ratio", 1.25), qStr("tag", "y"), qBool("flag", false)}},
+			Index: []nokv.IndexField{qUint("score", 20), qInt("delta", 4), qFloat("ratio", 1.25), qStr("tag", "y"), qBool("flag", false)}},
 		workbench.QuerySeedFile{Path: "logs/run.log", Body: []byte("0123456789"), Producer: qPtr("p2"), ManifestID: qPtr("m1"),
-			Index: []workbench.IndexField{qNull("tag")}},
+			Index: []nokv.IndexField{qNull("tag")}},
 		workbench.QuerySeedFile{Path: "other/x.bin", Body: []byte("xyz"), ContentType: "application/octet-stream"},
 	)
 	return s

@@ -2,6 +2,8 @@ package workbench
 
 import (
 	"context"
+
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // What the three read-scope tools (stat, list, read) share: the scope they
@@ -102,7 +104,7 @@ func projection(comps []string) (section, rel any) {
 // workbench id for the workbench itself), path, section, relative_path,
 // kind ("file" for an artifact, "directory" for the workbench, a section
 // or an implicit directory), size_bytes and entry_count (always null).
-func (s *Service) node(id string, comps []string, e *PathEntry) map[string]any {
+func (s *Service) node(id string, comps []string, e *nokv.PathEntry) map[string]any {
 	name := id
 	if len(comps) > 0 {
 		name = comps[len(comps)-1]
@@ -127,7 +129,7 @@ func (s *Service) node(id string, comps []string, e *PathEntry) map[string]any {
 // card returns a stat card: node's members, record_count (always null)
 // and the artifact members generation, content_type, digest_uri, producer
 // and manifest_id, all null unless e is an artifact.
-func (s *Service) card(id string, comps []string, e *PathEntry) map[string]any {
+func (s *Service) card(id string, comps []string, e *nokv.PathEntry) map[string]any {
 	m := s.node(id, comps, e)
 	m["record_count"] = nil
 	m["generation"] = nil

@@ -3,6 +3,8 @@ package workbench
 import (
 	"context"
 	"slices"
+
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // workbench_search: metadata predicates, sort, projection and facets over
@@ -193,7 +195,7 @@ func (s *Service) searchTool(ctx context.Context, in *searchInput) (map[string]a
 func facetOf(field string, rows []*queryRow) map[string]any {
 	type bucket struct {
 		key   string
-		value IndexScalar
+		value nokv.IndexScalar
 		count int
 	}
 	index := map[string]int{}
@@ -215,7 +217,7 @@ func facetOf(field string, rows []*queryRow) map[string]any {
 		if a.count != b.count {
 			return b.count - a.count
 		}
-		return CompareIndexScalars(a.value, b.value)
+		return nokv.CompareIndexScalars(a.value, b.value)
 	})
 	distinct := len(buckets)
 	truncated := distinct > queryMaxBuckets

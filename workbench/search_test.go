@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // The transcript's workbench_search result (result-transcript.json,
@@ -218,7 +219,7 @@ func TestSearchFacets(t *testing.T) {
 	s := newService(t)
 	var files []workbench.QuerySeedFile
 	for i := range 300 {
-		idx := []workbench.IndexField{qUint("n", uint64(i))}
+		idx := []nokv.IndexField{qUint("n", uint64(i))}
 		switch {
 		case i < 5:
 			idx = append(idx, qStr("kind", "b"))

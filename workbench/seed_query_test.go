@@ -20,7 +20,7 @@ type QuerySeedFile struct {
 	ContentType string // default "text/plain; charset=utf-8"
 	Producer    *string
 	ManifestID  *string
-	Index       []IndexField // any order
+	Index       []nokv.IndexField // any order
 }
 
 // SeedQueryWorkbench publishes files into workbench id through the record
@@ -31,14 +31,14 @@ type QuerySeedFile struct {
 // custom index fields, which no Workbench tool writes.
 func SeedQueryWorkbench(t testing.TB, s *Service, id string, files ...QuerySeedFile) {
 	t.Helper()
-	seedQueryWorkbench(t, s, id, WorkspaceStateVisible, files)
+	seedQueryWorkbench(t, s, id, nokv.WorkspaceStateVisible, files)
 }
 
 // SeedQueryStagingWorkbench is SeedQueryWorkbench for a workbench whose marker is
 // Staging, as an unpublished restore destination is.
 func SeedQueryStagingWorkbench(t testing.TB, s *Service, id string, files ...QuerySeedFile) {
 	t.Helper()
-	seedQueryWorkbench(t, s, id, WorkspaceStateStaging, files)
+	seedQueryWorkbench(t, s, id, nokv.WorkspaceStateStaging, files)
 }
 
 // SetGrepBoundsForTest lowers grep's per-call work bounds for one test.
@@ -48,14 +48,14 @@ func SetGrepBoundsForTest(t testing.TB, files int, bytes uint64) {
 	t.Cleanup(func() { grepMaxFiles, grepMaxBytes = oldFiles, oldBytes })
 }
 
-func seedQueryWorkbench(t testing.TB, s *Service, id string, state WorkspaceState, files []QuerySeedFile) []uint64 {
+func seedQueryWorkbench(t testing.TB, s *Service, id string, state nokv.WorkspaceState, files []QuerySeedFile) []uint64 {
 	t.Helper()
 	ctx := context.Background()
 	type prepared struct {
 		path     []string
-		rev      RevisionID
+		rev      nokv.RevisionID
 		file     QuerySeedFile
-		rows     []ArtifactManifestEntry
+		rows     []nokv.ArtifactManifestEntry
 		manifest string
 	}
 	var preps []prepared
@@ -68,7 +68,7 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state WorkspaceStat
 		if f.ContentType == "" {
 			f.ContentType = "text/plain; charset=utf-8"
 		}
-		p := prepared{path: path, rev: NewRevisionID(), file: f}
+		p := prepared{path: path, rev: nokv.NewRevisionID(), file: f}
 		// Blocks of the service's block size, as the write tools store a
 		// body, each with its manifest row.
 		bs := s.opts.BlockSize
@@ -79,7 +79,7 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state WorkspaceStat
 			if _, err := s.store.Bucket().Put(ctx, k, part, bucket.Unconditional); err != nil {
 				t.Fatalf("seed block: %v", err)
 			}
-			r := ArtifactManifestEntry{
+			r := nokv.ArtifactManifestEntry{
 				PhysicalOwner: p.rev, PhysicalObjectIndex: uint64(i), ObjectKey: k,
 				LogicalOffset: uint64(i * bs), Length: uint64(len(part)), DigestURI: DigestURI(part),
 			}
@@ -94,7 +94,7 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state WorkspaceStat
 		preps = append(preps, p)
 		digest = append(digest, p.rev[:])
 	}
-	inc := NewIncarnationID()
+	inc := nokv.NewIncarnationID()
 	digest = append(digest, inc[:])
 	gens := make([]uint64, len(preps))
 	_, err := s.store.Do(ctx, head.Command{
@@ -102,45 +102,45 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state WorkspaceStat
 		RequestID: s.requestID(),
 		Digest:    head.Digest(digest...),
 		Apply: func(tx *head.Tx) ([]byte, error) {
-			wsKey, err := WorkspaceCurrentKey{Root: s.root, WorkbenchID: id}.Encode()
+			wsKey, err := nokv.WorkspaceCurrentKey{Root: s.root, WorkbenchID: id}.Encode()
 			if err != nil {
 				return nil, err
 			}
-			var ws WorkspaceCurrent
-			b, ok, err := tx.Get(nokv.WorkspaceCurrent, wsKey)
+			var ws nokv.WorkspaceCurrent
+			b, ok, err := tx.Get(nokv.FamilyWorkspaceCurrent, wsKey)
 			if err != nil {
 				return nil, err
 			}
 			if ok {
-				if ws, err = DecodeWorkspaceCurrent(b); err != nil {
+				if ws, err = nokv.DecodeWorkspaceCurrent(b); err != nil {
 					return nil, err
 				}
 			} else {
-				ws = WorkspaceCurrent{Incarnation: inc, WorkspaceRevision: 1, State: state, CreatedVersion: tx.Sequence()}
-				claimKey, err := WorkspaceIncarnationClaimKey{Root: s.root, Incarnation: inc}.Encode()
+				ws = nokv.WorkspaceCurrent{Incarnation: inc, WorkspaceRevision: 1, State: state, CreatedVersion: tx.Sequence()}
+				claimKey, err := nokv.WorkspaceIncarnationClaimKey{Root: s.root, Incarnation: inc}.Encode()
 				if err != nil {
 					return nil, err
 				}
-				claim, err := WorkspaceIncarnationClaim{WorkbenchID: id}.Encode()
+				claim, err := nokv.WorkspaceIncarnationClaim{WorkbenchID: id}.Encode()
 				if err != nil {
 					return nil, err
 				}
-				if err := tx.Put(nokv.WorkspaceIncarnationClaim, claimKey, claim); err != nil {
+				if err := tx.Put(nokv.FamilyWorkspaceIncarnationClaim, claimKey, claim); err != nil {
 					return nil, err
 				}
 			}
 			ws.ModifiedVersion = tx.Sequence()
 			for i, p := range preps {
-				pathKey, err := PathCurrentKey{Root: s.root, Incarnation: ws.Incarnation, Path: p.path}.Encode()
+				pathKey, err := nokv.PathCurrentKey{Root: s.root, Incarnation: ws.Incarnation, Path: p.path}.Encode()
 				if err != nil {
 					return nil, err
 				}
 				gen := uint64(1)
 				created := tx.Sequence()
-				if old, ok, err := tx.Get(nokv.PathCurrent, pathKey); err != nil {
+				if old, ok, err := tx.Get(nokv.FamilyPathCurrent, pathKey); err != nil {
 					return nil, err
 				} else if ok {
-					e, err := DecodePathEntry(old)
+					e, err := nokv.DecodePathEntry(old)
 					if err != nil {
 						return nil, err
 					}
@@ -155,40 +155,40 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state WorkspaceStat
 					if err != nil {
 						return nil, err
 					}
-					key, err := ArtifactManifestKey{Root: s.root, Revision: p.rev, ObjectIndex: uint64(j)}.Encode()
+					key, err := nokv.ArtifactManifestKey{Root: s.root, Revision: p.rev, ObjectIndex: uint64(j)}.Encode()
 					if err != nil {
 						return nil, err
 					}
-					if err := tx.Put(nokv.ArtifactManifest, key, row); err != nil {
+					if err := tx.Put(nokv.FamilyArtifactManifest, key, row); err != nil {
 						return nil, err
 					}
 				}
-				rev, err := ArtifactRevision{
+				rev, err := nokv.ArtifactRevision{
 					LogicalSize: size, BodyDigestURI: digest, ManifestDigestURI: p.manifest,
-					BlockCount: uint64(len(p.rows)), ContentType: p.file.ContentType, State: RevisionStateAvailable,
+					BlockCount: uint64(len(p.rows)), ContentType: p.file.ContentType, State: nokv.RevisionStateAvailable,
 					ReferenceEpoch: 1, StrongReferenceCount: 1, CreatedVersion: tx.Sequence(),
 				}.Encode()
 				if err != nil {
 					return nil, err
 				}
-				revKey, err := ArtifactRevisionKey{Root: s.root, Revision: p.rev}.Encode()
+				revKey, err := nokv.ArtifactRevisionKey{Root: s.root, Revision: p.rev}.Encode()
 				if err != nil {
 					return nil, err
 				}
-				if err := tx.Put(nokv.ArtifactRevision, revKey, rev); err != nil {
+				if err := tx.Put(nokv.FamilyArtifactRevision, revKey, rev); err != nil {
 					return nil, err
 				}
-				entry, err := PathEntry{
+				entry, err := nokv.PathEntry{
 					Generation: gen, Revision: p.rev, LogicalSize: size,
 					BodyDigestURI: digest, ManifestDigestURI: p.manifest,
 					ContentType: p.file.ContentType, Producer: p.file.Producer, ManifestID: p.file.ManifestID,
 					CreatedVersion: created, ModifiedVersion: tx.Sequence(),
-					Index: SortedIndexProjection(p.file.Index),
+					Index: nokv.SortedIndexProjection(p.file.Index),
 				}.Encode()
 				if err != nil {
 					return nil, err
 				}
-				if err := tx.Put(nokv.PathCurrent, pathKey, entry); err != nil {
+				if err := tx.Put(nokv.FamilyPathCurrent, pathKey, entry); err != nil {
 					return nil, err
 				}
 				ws.WorkspaceRevision++
@@ -197,7 +197,7 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state WorkspaceStat
 			if err != nil {
 				return nil, err
 			}
-			return nil, tx.Put(nokv.WorkspaceCurrent, wsKey, v)
+			return nil, tx.Put(nokv.FamilyWorkspaceCurrent, wsKey, v)
 		},
 	})
 	if err != nil {

@@ -1,6 +1,10 @@
 package workbench
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/cairnstore/cairn/workbench/nokv"
+)
 
 // Seeding of read-side test data straight through the engine: a
 // workbench marker and published artifacts written as the records the
@@ -14,7 +18,7 @@ import "testing"
 // incarnation, unless it exists already.
 func SeedWorkbenchForTest(tb testing.TB, s *Service, id string) {
 	tb.Helper()
-	seedQueryWorkbench(tb, s, id, WorkspaceStateVisible, nil)
+	seedQueryWorkbench(tb, s, id, nokv.WorkspaceStateVisible, nil)
 }
 
 // SeedFile is one artifact for SeedFilesForTest.
@@ -33,5 +37,5 @@ func SeedFilesForTest(tb testing.TB, s *Service, id string, files ...SeedFile) [
 	for i, f := range files {
 		q[i] = QuerySeedFile{Path: f.Path, Body: f.Body, ContentType: f.ContentType}
 	}
-	return seedQueryWorkbench(tb, s, id, WorkspaceStateVisible, q)
+	return seedQueryWorkbench(tb, s, id, nokv.WorkspaceStateVisible, q)
 }

@@ -47,7 +47,7 @@ type Options struct {
 type Service struct {
 	store   *head.Store
 	bodies  *bodies.Store
-	root    RootID
+	root    nokv.RootID
 	logical string // the deployment root, "/agents/{agent}/wb"
 	opts    Options
 
@@ -88,7 +88,7 @@ func Open(ctx context.Context, b bucket.Bucket, opts Options) (*Service, error) 
 	s := &Service{
 		store:   store,
 		bodies:  bodies.New(b, store.Layout(), bodies.Options{BlockSize: opts.BlockSize}),
-		root:    RootID(derive16("root", opts.AgentID)),
+		root:    nokv.RootID(derive16("root", opts.AgentID)),
 		logical: logical,
 		opts:    opts,
 	}
@@ -105,7 +105,7 @@ func (s *Service) Close() error { return s.store.Close() }
 func (s *Service) Store() *head.Store { return s.store }
 
 // Root returns the RootId the Service serves.
-func (s *Service) Root() RootID { return s.root }
+func (s *Service) Root() nokv.RootID { return s.root }
 
 // LogicalRoot returns the deployment root, "/agents/{agent}/wb".
 func (s *Service) LogicalRoot() string { return s.logical }

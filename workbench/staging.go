@@ -13,13 +13,14 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/manifests/bodies"
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // staging is one publication's objects: the ledger and the blocks it
 // names, with the ids they are keyed by.
 type staging struct {
-	op     OperationID
-	rev    RevisionID
+	op     nokv.OperationID
+	rev    nokv.RevisionID
 	origin bodies.Origin
 	blocks []bodies.Block
 	staged bool // the ledger and every block are in the bucket
@@ -29,8 +30,8 @@ type staging struct {
 // tool; its blocks are planned by the caller.
 func newStaging(tool, id string, path []string) *staging {
 	return &staging{
-		op:     NewOperationID(),
-		rev:    NewRevisionID(),
+		op:     nokv.NewOperationID(),
+		rev:    nokv.NewRevisionID(),
 		origin: bodies.Origin{Tool: tool, WorkbenchID: id, Path: LogicalPath(path)},
 	}
 }
@@ -73,10 +74,10 @@ func (s *Service) discardStaging(ctx context.Context, st *staging) {
 
 // ownRows returns the manifest rows of st's blocks, which hold the body's
 // bytes from logical offset off on.
-func ownRows(st *staging, off uint64, seg *AppendSegment) []ArtifactManifestEntry {
-	rows := make([]ArtifactManifestEntry, len(st.blocks))
+func ownRows(st *staging, off uint64, seg *nokv.AppendSegment) []nokv.ArtifactManifestEntry {
+	rows := make([]nokv.ArtifactManifestEntry, len(st.blocks))
 	for i, b := range st.blocks {
-		rows[i] = ArtifactManifestEntry{
+		rows[i] = nokv.ArtifactManifestEntry{
 			PhysicalOwner:       st.rev,
 			PhysicalObjectIndex: b.Index,
 			ObjectKey:           b.Key,
@@ -95,7 +96,7 @@ func ownRows(st *staging, off uint64, seg *AppendSegment) []ArtifactManifestEntr
 
 // rowBlocks returns the blocks manifest rows name, in order. The rows
 // must hold the body contiguously from logical offset zero.
-func rowBlocks(rows []ArtifactManifestEntry) ([]bodies.Block, error) {
+func rowBlocks(rows []nokv.ArtifactManifestEntry) ([]bodies.Block, error) {
 	out := make([]bodies.Block, len(rows))
 	var off uint64
 	for i, r := range rows {
@@ -114,7 +115,7 @@ func rowBlocks(rows []ArtifactManifestEntry) ([]bodies.Block, error) {
 
 // streamBody calls fn with the body rows describe, slice by slice in
 // order, each checked against its row's digest (bodies.Store.Stream).
-func (s *Service) streamBody(ctx context.Context, rows []ArtifactManifestEntry, fn func([]byte) error) error {
+func (s *Service) streamBody(ctx context.Context, rows []nokv.ArtifactManifestEntry, fn func([]byte) error) error {
 	blocks, err := rowBlocks(rows)
 	if err != nil {
 		return err

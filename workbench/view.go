@@ -19,7 +19,7 @@ type view struct {
 	s  *Service
 	sn *head.Snapshot
 	id string
-	ws WorkspaceCurrent
+	ws nokv.WorkspaceCurrent
 	// at is the at_snapshot selector as the caller gave it, echoed in
 	// results; nil for a live view.
 	at any
@@ -36,21 +36,21 @@ func (s *Service) pin(ctx context.Context) (*head.Snapshot, *Error) {
 
 // workspace reads the marker of workbench id; ok is false when there is
 // none.
-func (s *Service) workspace(ctx context.Context, read func(f shards.Family, key []byte) ([]byte, bool, error), id string) (WorkspaceCurrent, bool, *Error) {
-	key, err := WorkspaceCurrentKey{Root: s.root, WorkbenchID: id}.Encode()
+func (s *Service) workspace(ctx context.Context, read func(f shards.Family, key []byte) ([]byte, bool, error), id string) (nokv.WorkspaceCurrent, bool, *Error) {
+	key, err := nokv.WorkspaceCurrentKey{Root: s.root, WorkbenchID: id}.Encode()
 	if err != nil {
-		return WorkspaceCurrent{}, false, FromError(err)
+		return nokv.WorkspaceCurrent{}, false, FromError(err)
 	}
-	b, ok, err := read(nokv.WorkspaceCurrent, key)
+	b, ok, err := read(nokv.FamilyWorkspaceCurrent, key)
 	if err != nil {
-		return WorkspaceCurrent{}, false, FromError(err)
+		return nokv.WorkspaceCurrent{}, false, FromError(err)
 	}
 	if !ok {
-		return WorkspaceCurrent{}, false, nil
+		return nokv.WorkspaceCurrent{}, false, nil
 	}
-	ws, err := DecodeWorkspaceCurrent(b)
+	ws, err := nokv.DecodeWorkspaceCurrent(b)
 	if err != nil {
-		return WorkspaceCurrent{}, false, FromError(err)
+		return nokv.WorkspaceCurrent{}, false, FromError(err)
 	}
 	return ws, true, nil
 }
@@ -74,7 +74,7 @@ func (s *Service) openView(ctx context.Context, id string, at any) (*view, *Erro
 	if werr != nil {
 		return nil, werr
 	}
-	if !ok || ws.State != WorkspaceStateVisible {
+	if !ok || ws.State != nokv.WorkspaceStateVisible {
 		return nil, Missing(fmt.Sprintf("workbench %s does not exist", id)).With("path", "")
 	}
 	return &view{s: s, sn: sn, id: id, ws: ws}, nil
@@ -92,18 +92,18 @@ func (s *Service) snapshotView(ctx context.Context, id string, at any) (*view, *
 }
 
 // entry returns the artifact at path, if there is one.
-func (v *view) entry(ctx context.Context, path []string) (PathEntry, bool, *Error) {
-	key, err := PathCurrentKey{Root: v.s.root, Incarnation: v.ws.Incarnation, Path: path}.Encode()
+func (v *view) entry(ctx context.Context, path []string) (nokv.PathEntry, bool, *Error) {
+	key, err := nokv.PathCurrentKey{Root: v.s.root, Incarnation: v.ws.Incarnation, Path: path}.Encode()
 	if err != nil {
-		return PathEntry{}, false, FromError(err)
+		return nokv.PathEntry{}, false, FromError(err)
 	}
-	b, ok, err := v.sn.Get(ctx, nokv.PathCurrent, key)
+	b, ok, err := v.sn.Get(ctx, nokv.FamilyPathCurrent, key)
 	if err != nil || !ok {
-		return PathEntry{}, false, FromError(err)
+		return nokv.PathEntry{}, false, FromError(err)
 	}
-	e, err := DecodePathEntry(b)
+	e, err := nokv.DecodePathEntry(b)
 	if err != nil {
-		return PathEntry{}, false, FromError(err)
+		return nokv.PathEntry{}, false, FromError(err)
 	}
 	return e, true, nil
 }
@@ -111,27 +111,27 @@ func (v *view) entry(ctx context.Context, path []string) (PathEntry, bool, *Erro
 // scan calls fn for every artifact under dir (all of the workbench when
 // dir is empty), in key order, until fn returns false. after, when not
 // nil, starts strictly after that path's key.
-func (v *view) scan(ctx context.Context, dir []string, after []string, fn func(path []string, e PathEntry) bool) *Error {
-	prefix, err := PathCurrentPrefix(v.s.root, v.ws.Incarnation, dir)
+func (v *view) scan(ctx context.Context, dir []string, after []string, fn func(path []string, e nokv.PathEntry) bool) *Error {
+	prefix, err := nokv.PathCurrentPrefix(v.s.root, v.ws.Incarnation, dir)
 	if err != nil {
 		return FromError(err)
 	}
 	var afterKey []byte
 	if after != nil {
-		if afterKey, err = (PathCurrentKey{Root: v.s.root, Incarnation: v.ws.Incarnation, Path: after}).Encode(); err != nil {
+		if afterKey, err = (nokv.PathCurrentKey{Root: v.s.root, Incarnation: v.ws.Incarnation, Path: after}).Encode(); err != nil {
 			return FromError(err)
 		}
 	}
-	recs, err := v.sn.Scan(ctx, nokv.PathCurrent, prefix, afterKey, 0)
+	recs, err := v.sn.Scan(ctx, nokv.FamilyPathCurrent, prefix, afterKey, 0)
 	if err != nil {
 		return FromError(err)
 	}
 	for _, r := range recs {
-		k, err := ParsePathCurrentKey(r.Key)
+		k, err := nokv.ParsePathCurrentKey(r.Key)
 		if err != nil {
 			return FromError(err)
 		}
-		e, err := DecodePathEntry(r.Value)
+		e, err := nokv.DecodePathEntry(r.Value)
 		if err != nil {
 			return FromError(err)
 		}
@@ -147,7 +147,7 @@ func (v *view) scan(ctx context.Context, dir []string, after []string, fn func(p
 type child struct {
 	name  string
 	path  []string
-	entry *PathEntry
+	entry *nokv.PathEntry
 }
 
 // children returns the direct children of dir in path order. Directories
@@ -155,7 +155,7 @@ type child struct {
 // both: publication keeps files and directories apart.)
 func (v *view) children(ctx context.Context, dir []string) ([]child, *Error) {
 	var out []child
-	werr := v.scan(ctx, dir, nil, func(path []string, e PathEntry) bool {
+	werr := v.scan(ctx, dir, nil, func(path []string, e nokv.PathEntry) bool {
 		name := path[len(dir)]
 		if n := len(out); n > 0 && out[n-1].name == name {
 			if len(path) == len(dir)+1 {
@@ -175,11 +175,11 @@ func (v *view) children(ctx context.Context, dir []string) ([]child, *Error) {
 
 // hasDescendant reports whether any artifact lies strictly under dir.
 func (v *view) hasDescendant(ctx context.Context, dir []string) (bool, *Error) {
-	prefix, err := PathCurrentPrefix(v.s.root, v.ws.Incarnation, dir)
+	prefix, err := nokv.PathCurrentPrefix(v.s.root, v.ws.Incarnation, dir)
 	if err != nil {
 		return false, FromError(err)
 	}
-	recs, err := v.sn.Scan(ctx, nokv.PathCurrent, prefix, nil, 1)
+	recs, err := v.sn.Scan(ctx, nokv.FamilyPathCurrent, prefix, nil, 1)
 	if err != nil {
 		return false, FromError(err)
 	}
@@ -188,21 +188,21 @@ func (v *view) hasDescendant(ctx context.Context, dir []string) (bool, *Error) {
 
 // manifest returns the ArtifactManifest rows of a revision, in object
 // index order.
-func (s *Service) manifest(ctx context.Context, read func(shards.Family, []byte, []byte) ([]shards.Record, error), rev RevisionID) ([]ArtifactManifestEntry, *Error) {
-	recs, err := read(nokv.ArtifactManifest, ArtifactManifestPrefix(s.root, rev), nil)
+func (s *Service) manifest(ctx context.Context, read func(shards.Family, []byte, []byte) ([]shards.Record, error), rev nokv.RevisionID) ([]nokv.ArtifactManifestEntry, *Error) {
+	recs, err := read(nokv.FamilyArtifactManifest, nokv.ArtifactManifestPrefix(s.root, rev), nil)
 	if err != nil {
 		return nil, FromError(err)
 	}
-	out := make([]ArtifactManifestEntry, len(recs))
+	out := make([]nokv.ArtifactManifestEntry, len(recs))
 	for i, r := range recs {
-		k, err := ParseArtifactManifestKey(r.Key)
+		k, err := nokv.ParseArtifactManifestKey(r.Key)
 		if err != nil {
 			return nil, FromError(err)
 		}
 		if k.ObjectIndex != uint64(i) {
 			return nil, InvalidState(fmt.Sprintf("artifact revision %s: manifest row %d has object index %d", rev, i, k.ObjectIndex))
 		}
-		if out[i], err = DecodeArtifactManifestEntry(r.Value); err != nil {
+		if out[i], err = nokv.DecodeArtifactManifestEntry(r.Value); err != nil {
 			return nil, FromError(err)
 		}
 	}
@@ -212,7 +212,7 @@ func (s *Service) manifest(ctx context.Context, read func(shards.Family, []byte,
 // body reads an artifact's whole body: its manifest rows, then their
 // block objects in parallel, each slice checked against its row's digest
 // and the whole against the entry's body digest.
-func (v *view) body(ctx context.Context, e PathEntry) ([]byte, *Error) {
+func (v *view) body(ctx context.Context, e nokv.PathEntry) ([]byte, *Error) {
 	if int64(e.LogicalSize) > v.s.opts.MaxBytes {
 		return nil, ResourceExhausted(fmt.Sprintf("artifact of %d bytes exceeds the %d-byte limit", e.LogicalSize, v.s.opts.MaxBytes))
 	}
@@ -226,7 +226,7 @@ func (v *view) body(ctx context.Context, e PathEntry) ([]byte, *Error) {
 }
 
 // assemble fetches and checks the blocks that rows name and joins them.
-func (s *Service) assemble(ctx context.Context, rows []ArtifactManifestEntry, size uint64, digest string) ([]byte, *Error) {
+func (s *Service) assemble(ctx context.Context, rows []nokv.ArtifactManifestEntry, size uint64, digest string) ([]byte, *Error) {
 	for i, r := range rows {
 		if r.LogicalOffset+r.Length > size {
 			return nil, InvalidState(fmt.Sprintf("manifest row %d overruns the %d-byte body", i, size))

@@ -1,8 +1,10 @@
 // Package nokv is the NoKV workspace schema as cairn's engine stores it:
 // the seed schema's metadata families with their tags, tree names and
-// shard-key rules, and the schema marker (nokv_workspace, format 8, value
-// format 1). Package workbench opens its shard with Schema; the engine
-// knows none of this.
+// shard-key rules, the schema marker (nokv_workspace, format 8, value
+// format 1), and the durable records themselves: ids, the keys and values
+// of the families the file tools use, the index scalar codec and the enum
+// registry. Package workbench opens its shard with Schema and reads and
+// writes these records; the engine knows none of this.
 //
 // # Families
 //
@@ -10,7 +12,9 @@
 // source-family table, under the seed's exact tree name; both are durable
 // (tags in every object, names in bucket keys) and must never change.
 // Specs lists the product's families; Families is the registry with the
-// engine's own added, and Schema pairs it with the marker.
+// engine's own added, and Schema pairs it with the marker. The
+// constants are named Family<Name> (FamilyPathCurrent), so that a family
+// and its record type (ChangeEvent, PathCurrentKey) never share a name.
 //
 // The seed's reserved engine trees map as follows: system is the engine's
 // family system (0xf0, shards.System) and holds the schema marker and
@@ -88,4 +92,60 @@
 // id of secondary_index. A key that fails wraps shards.ErrMalformedKey.
 // command_dedupe (a 16-byte namespace and a request id) and system (any
 // non-empty key) are checked by the engine.
+//
+// # Records
+//
+// The record layer covers the key and value of WorkspaceCurrent,
+// WorkspaceIncarnationClaim, PathCurrent, ArtifactRevision,
+// ArtifactManifest, RevisionRef, GcCandidate, ChangeEvent, Operation
+// (Publish), StagedObject and SecondaryIndex (keys.go, values.go,
+// operations.go, index.go), plus the order-preserving index scalar codec
+// (index.go). Ids are fixed-width values with String, Parse<Id> and text
+// marshalling (ids.go).
+//
+// Keys follow the seed's layouts and are built with shards.KeyBuilder, so
+// every key satisfies Families().ShardOf for its family. Keys carry no
+// version: the store's schema marker gates their codec. Parse<Family>Key
+// is strict and fails with an error wrapping ErrBadRecord (and the shards
+// package's ErrMalformedKey where its reader found the fault).
+//
+// Every value begins with a one-byte value format version, the seed's
+// Durable Format Registry: 2 for the publication-owned workspace, path and
+// revision records (WorkspaceCurrent, PathCurrent, ArtifactRevision) and
+// for ChangeEvent; 1 for the other ordinary records. The fields follow in
+// a fixed order: integers unsigned big-endian, enums one byte, ids at
+// their fixed width, variable bytes and strings a four-byte big-endian
+// length and the exact bytes, an optional field a presence byte (0 absent,
+// 1 present) and then the field. A path inside a value is u32(path_bytes)
+// and the ordered, NUL-separated components, as in a Path RevisionRef
+// owner. Values are written and read with package bucket/wire (codec.go).
+//
+// Each encoding is canonical: Decode<Record> accepts exactly the bytes
+// Encode produces, so encode(decode(b)) == b for every b that decodes.
+// Decoders fail closed with an error wrapping ErrBadRecord on truncation,
+// trailing bytes, a bad presence byte, a field that breaks its rule (a
+// digest URI that is not "sha256:" and 64 lowercase hex digits, a content
+// type that is empty, longer than 255 bytes or holds NUL, an invalid
+// workbench id or path); additionally ErrUnknownVersion on an unknown
+// version byte and ErrUnknownEnum on an unknown discriminant. Encode
+// refuses the same invalid values with the same errors.
+//
+// # Field rules
+//
+// The workbench id check (CheckWorkbenchID) and the path normalizer
+// (SplitPath) live here, because every key and value holding an id or a
+// path applies them; package workbench reports their reasons as
+// InvalidArguments. A RuleError's text is the reason alone.
+//
+// # Enums
+//
+// Every enum a durable record stores is a one-byte discriminant with the
+// exact numeric values of the seed schema's "Initial durable enum
+// discriminants" (enums.go). Values are dense from 1; 0 is never valid.
+// Each type has String, Valid and a strict Parse<Type> that fails closed
+// with ErrUnknownEnum on any value the registry does not hold. SeedEnums
+// lists the registry; CairnEnums lists the enums cairn adds where the seed
+// names a typed field without fixing its discriminants (ChangeEventKind).
+// Adding a discriminant is a schema change: it needs golden bytes, reopen
+// and unknown-value rejection tests.
 package nokv

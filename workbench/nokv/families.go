@@ -13,28 +13,28 @@ import (
 // The seed's History source-family tags, in tag order. command_dedupe
 // (0x14) is the engine's (shards.CommandDedupe), as is system (0xf0).
 const (
-	RootFence                 shards.Family = 0x01
-	WorkspaceCurrent          shards.Family = 0x02
-	PathCurrent               shards.Family = 0x03
-	ArtifactRevision          shards.Family = 0x04
-	ArtifactManifest          shards.Family = 0x05
-	RevisionRef               shards.Family = 0x06
-	Commit                    shards.Family = 0x07
-	CommitMember              shards.Family = 0x08
-	WorkbenchCommitHead       shards.Family = 0x09
-	Tag                       shards.Family = 0x0a
-	SnapshotRef               shards.Family = 0x0b
-	SnapshotAlias             shards.Family = 0x0c
-	HistoryHold               shards.Family = 0x0d
-	CommitConsumer            shards.Family = 0x0e
-	SecondaryIndex            shards.Family = 0x0f
-	ChangeEvent               shards.Family = 0x10
-	Operation                 shards.Family = 0x11
-	RestoreMember             shards.Family = 0x12
-	StagedObject              shards.Family = 0x13
-	GcCandidate               shards.Family = 0x15
-	GcBarrier                 shards.Family = 0x16
-	WorkspaceIncarnationClaim shards.Family = 0x17
+	FamilyRootFence                 shards.Family = 0x01
+	FamilyWorkspaceCurrent          shards.Family = 0x02
+	FamilyPathCurrent               shards.Family = 0x03
+	FamilyArtifactRevision          shards.Family = 0x04
+	FamilyArtifactManifest          shards.Family = 0x05
+	FamilyRevisionRef               shards.Family = 0x06
+	FamilyCommit                    shards.Family = 0x07
+	FamilyCommitMember              shards.Family = 0x08
+	FamilyWorkbenchCommitHead       shards.Family = 0x09
+	FamilyTag                       shards.Family = 0x0a
+	FamilySnapshotRef               shards.Family = 0x0b
+	FamilySnapshotAlias             shards.Family = 0x0c
+	FamilyHistoryHold               shards.Family = 0x0d
+	FamilyCommitConsumer            shards.Family = 0x0e
+	FamilySecondaryIndex            shards.Family = 0x0f
+	FamilyChangeEvent               shards.Family = 0x10
+	FamilyOperation                 shards.Family = 0x11
+	FamilyRestoreMember             shards.Family = 0x12
+	FamilyStagedObject              shards.Family = 0x13
+	FamilyGcCandidate               shards.Family = 0x15
+	FamilyGcBarrier                 shards.Family = 0x16
+	FamilyWorkspaceIncarnationClaim shards.Family = 0x17
 )
 
 // The schema marker: the seed's System("schema") record.
@@ -48,14 +48,6 @@ const (
 const (
 	idLen       = 16 // root, logical shard, incarnation, revision, operation
 	commitIDLen = 32
-)
-
-// ReferenceKind discriminants of RevisionRef (the seed's enum registry;
-// workbench.ReferenceKind holds the same values).
-const (
-	refKindPath               = 1
-	refKindCommit             = 2
-	refKindRevisionDependency = 3
 )
 
 // shape says what the schema checks of a family's record key and how it
@@ -77,28 +69,28 @@ var families = []struct {
 	name string
 	shape
 }{
-	{RootFence, "root_fence", shape{exact: idLen}},
-	{WorkspaceCurrent, "workspace_current", shape{min: idLen + 1}},
-	{PathCurrent, "path_current", shape{min: 2*idLen + 2, shardKey: pathCurrentShardKey}},
-	{ArtifactRevision, "artifact_revision", shape{exact: 2 * idLen}},
-	{ArtifactManifest, "artifact_manifest", shape{exact: 2*idLen + 8, prefix: 2 * idLen}},
-	{RevisionRef, "revision_ref", shape{min: idLen + 1 + idLen + idLen, shardKey: revisionRefShardKey, prefixKey: revisionRefPrefixKey}},
-	{Commit, "commit", shape{exact: idLen + commitIDLen}},
-	{CommitMember, "commit_member", shape{min: idLen + commitIDLen + 2, prefix: idLen + commitIDLen, shardKey: commitMemberCheck}},
-	{WorkbenchCommitHead, "workbench_commit_head", shape{exact: 2 * idLen}},
-	{Tag, "tag", shape{min: 2*idLen + 2, prefix: 2 * idLen, shardKey: nameKeyCheck}},
-	{SnapshotRef, "snapshot_ref", shape{exact: 2*idLen + 8, prefix: 2 * idLen}},
-	{SnapshotAlias, "snapshot_alias", shape{min: 2*idLen + 2, prefix: 2 * idLen, shardKey: nameKeyCheck}},
-	{HistoryHold, "history_hold", shape{min: idLen + 2}},
-	{CommitConsumer, "commit_consumer", shape{min: idLen + commitIDLen + 2, prefix: idLen + commitIDLen}},
-	{SecondaryIndex, "secondary_index", shape{min: idLen + 4 + 1 + idLen + 2, shardKey: secondaryIndexShardKey, prefixKey: secondaryIndexPrefixKey}},
-	{ChangeEvent, "change_event", shape{min: idLen + 8 + 1, shardKey: changeEventShardKey, prefixKey: changeEventPrefixKey}},
-	{Operation, "operation", shape{exact: idLen + 1 + idLen}},
-	{RestoreMember, "restore_member", shape{min: 2*idLen + 1, prefix: 2 * idLen}},
-	{StagedObject, "staged_object", shape{min: 2*idLen + 1, prefix: 2 * idLen}},
-	{GcCandidate, "gc_candidate", shape{min: 2*idLen + 1}},
-	{GcBarrier, "gc_barrier", shape{exact: idLen}},
-	{WorkspaceIncarnationClaim, "workspace_incarnation_claim", shape{exact: 2 * idLen}},
+	{FamilyRootFence, "root_fence", shape{exact: idLen}},
+	{FamilyWorkspaceCurrent, "workspace_current", shape{min: idLen + 1}},
+	{FamilyPathCurrent, "path_current", shape{min: 2*idLen + 2, shardKey: pathCurrentShardKey}},
+	{FamilyArtifactRevision, "artifact_revision", shape{exact: 2 * idLen}},
+	{FamilyArtifactManifest, "artifact_manifest", shape{exact: 2*idLen + 8, prefix: 2 * idLen}},
+	{FamilyRevisionRef, "revision_ref", shape{min: idLen + 1 + idLen + idLen, shardKey: revisionRefShardKey, prefixKey: revisionRefPrefixKey}},
+	{FamilyCommit, "commit", shape{exact: idLen + commitIDLen}},
+	{FamilyCommitMember, "commit_member", shape{min: idLen + commitIDLen + 2, prefix: idLen + commitIDLen, shardKey: commitMemberCheck}},
+	{FamilyWorkbenchCommitHead, "workbench_commit_head", shape{exact: 2 * idLen}},
+	{FamilyTag, "tag", shape{min: 2*idLen + 2, prefix: 2 * idLen, shardKey: nameKeyCheck}},
+	{FamilySnapshotRef, "snapshot_ref", shape{exact: 2*idLen + 8, prefix: 2 * idLen}},
+	{FamilySnapshotAlias, "snapshot_alias", shape{min: 2*idLen + 2, prefix: 2 * idLen, shardKey: nameKeyCheck}},
+	{FamilyHistoryHold, "history_hold", shape{min: idLen + 2}},
+	{FamilyCommitConsumer, "commit_consumer", shape{min: idLen + commitIDLen + 2, prefix: idLen + commitIDLen}},
+	{FamilySecondaryIndex, "secondary_index", shape{min: idLen + 4 + 1 + idLen + 2, shardKey: secondaryIndexShardKey, prefixKey: secondaryIndexPrefixKey}},
+	{FamilyChangeEvent, "change_event", shape{min: idLen + 8 + 1, shardKey: changeEventShardKey, prefixKey: changeEventPrefixKey}},
+	{FamilyOperation, "operation", shape{exact: idLen + 1 + idLen}},
+	{FamilyRestoreMember, "restore_member", shape{min: 2*idLen + 1, prefix: 2 * idLen}},
+	{FamilyStagedObject, "staged_object", shape{min: 2*idLen + 1, prefix: 2 * idLen}},
+	{FamilyGcCandidate, "gc_candidate", shape{min: 2*idLen + 1}},
+	{FamilyGcBarrier, "gc_barrier", shape{exact: idLen}},
+	{FamilyWorkspaceIncarnationClaim, "workspace_incarnation_claim", shape{exact: 2 * idLen}},
 }
 
 // Specs returns the specs of the NoKV families, in tag order, without the
@@ -171,9 +163,9 @@ func (s shape) spec(f shards.Family, name string) shards.FamilySpec {
 	return spec
 }
 
-// pathReason returns the reason a path check failed, at its offset in the
+// keyPathReason returns the reason a path check failed, at its offset in the
 // key.
-func pathReason(err error, off int) string {
+func keyPathReason(err error, off int) string {
 	var ke *shards.KeyError
 	if errors.As(err, &ke) {
 		return fmt.Sprintf("%s at %d", ke.Reason, off+ke.Offset)
@@ -186,7 +178,7 @@ func pathReason(err error, off int) string {
 func checkExactPath(key []byte, off int) (lastSep int, reason string) {
 	lastSep, err := shards.CheckExactPath(key[off:])
 	if err != nil {
-		return -1, pathReason(err, off)
+		return -1, keyPathReason(err, off)
 	}
 	if lastSep >= 0 {
 		lastSep += off
@@ -233,8 +225,8 @@ func revisionOwnerEnd(b []byte) (end int, complete bool, reason string) {
 		return 0, false, ""
 	}
 	off := idLen + 1
-	switch b[idLen] {
-	case refKindPath:
+	switch ReferenceKind(b[idLen]) {
+	case ReferenceKindPath:
 		if len(b) < off+idLen+4 {
 			return 0, false, ""
 		}
@@ -244,12 +236,12 @@ func revisionOwnerEnd(b []byte) (end int, complete bool, reason string) {
 			return 0, false, ""
 		}
 		if _, err := shards.CheckJoinedPath(b[start : start+n]); err != nil {
-			return 0, false, pathReason(err, start)
+			return 0, false, keyPathReason(err, start)
 		}
 		end = start + n
-	case refKindCommit:
+	case ReferenceKindCommit:
 		end = off + commitIDLen
-	case refKindRevisionDependency:
+	case ReferenceKindRevisionDependency:
 		end = off + idLen
 	default:
 		return 0, false, fmt.Sprintf("unknown reference kind %d", b[idLen])

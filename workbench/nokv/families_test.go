@@ -93,17 +93,17 @@ func TestFamilyConstants(t *testing.T) {
 		f    shards.Family
 		name string
 	}{
-		{nokv.RootFence, "root_fence"},
-		{nokv.HistoryHold, "history_hold"},
+		{nokv.FamilyRootFence, "root_fence"},
+		{nokv.FamilyHistoryHold, "history_hold"},
 		{shards.CommandDedupe, "command_dedupe"},
-		{nokv.WorkspaceIncarnationClaim, "workspace_incarnation_claim"},
+		{nokv.FamilyWorkspaceIncarnationClaim, "workspace_incarnation_claim"},
 		{shards.System, "system"},
 	} {
 		if got := fams.Name(c.f); got != c.name {
 			t.Errorf("tag 0x%02x String() = %q, want %q", uint8(c.f), got, c.name)
 		}
 	}
-	if got, want := uint8(nokv.HistoryHold), uint8(0x0d); got != want {
+	if got, want := uint8(nokv.FamilyHistoryHold), uint8(0x0d); got != want {
 		t.Errorf("HistoryHold tag = 0x%02x, want 0x%02x", got, want)
 	}
 	if got, want := uint8(shards.CommandDedupe), uint8(0x14); got != want {
@@ -141,7 +141,7 @@ func TestUnknownFamilyFailsClosed(t *testing.T) {
 func TestFamiliesReturnsCopy(t *testing.T) {
 	a := fams.Families()
 	a[0] = shards.System
-	if b := fams.Families(); b[0] != nokv.RootFence {
+	if b := fams.Families(); b[0] != nokv.FamilyRootFence {
 		t.Fatalf("Families() shares its slice: first = %v", b[0])
 	}
 }
@@ -174,8 +174,8 @@ func TestLayoutKeysUseSeedNames(t *testing.T) {
 		f    shards.Family
 		want string
 	}{
-		{nokv.PathCurrent, "shards/" + lsid + "/objects/path_current/0a/" + hash.String()},
-		{nokv.WorkspaceIncarnationClaim, "shards/" + lsid + "/objects/workspace_incarnation_claim/0a/" + hash.String()},
+		{nokv.FamilyPathCurrent, "shards/" + lsid + "/objects/path_current/0a/" + hash.String()},
+		{nokv.FamilyWorkspaceIncarnationClaim, "shards/" + lsid + "/objects/workspace_incarnation_claim/0a/" + hash.String()},
 		{shards.CommandDedupe, "shards/" + lsid + "/objects/command_dedupe/0a/" + hash.String()},
 		{shards.System, "shards/" + lsid + "/objects/system/0a/" + hash.String()},
 	} {

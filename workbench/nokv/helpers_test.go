@@ -31,17 +31,17 @@ func sampleKey(t testing.TB, f shards.Family, i int) []byte {
 	t.Helper()
 	k := shards.NewKey()
 	switch f {
-	case nokv.RootFence, nokv.GcBarrier:
+	case nokv.FamilyRootFence, nokv.FamilyGcBarrier:
 		k.ID16(id16(i))
-	case nokv.WorkspaceCurrent:
+	case nokv.FamilyWorkspaceCurrent:
 		k.ID16(testRoot).String(fmt.Sprintf("wb-%d", i))
-	case nokv.PathCurrent:
+	case nokv.FamilyPathCurrent:
 		k.ID16(testRoot).ID16(id16(1)).Path([]string{"outputs", fmt.Sprintf("d%d", i%7), fmt.Sprintf("f%d.txt", i)})
-	case nokv.ArtifactRevision, nokv.WorkspaceIncarnationClaim, nokv.WorkbenchCommitHead:
+	case nokv.FamilyArtifactRevision, nokv.FamilyWorkspaceIncarnationClaim, nokv.FamilyWorkbenchCommitHead:
 		k.ID16(testRoot).ID16(id16(i))
-	case nokv.ArtifactManifest:
+	case nokv.FamilyArtifactManifest:
 		k.ID16(testRoot).ID16(id16(i % 5)).U64(uint64(i))
-	case nokv.RevisionRef:
+	case nokv.FamilyRevisionRef:
 		k.ID16(testRoot)
 		switch i % 3 {
 		case 0:
@@ -52,30 +52,30 @@ func sampleKey(t testing.TB, f shards.Family, i int) []byte {
 			k.U8(3).ID16(id16(i % 4))
 		}
 		k.ID16(id16(i))
-	case nokv.Commit:
+	case nokv.FamilyCommit:
 		k.ID16(testRoot).ID32(id32(i))
-	case nokv.CommitMember:
+	case nokv.FamilyCommitMember:
 		k.ID16(testRoot).ID32(id32(i % 3)).Path([]string{"outputs", fmt.Sprintf("f%d", i)})
-	case nokv.Tag, nokv.SnapshotAlias:
+	case nokv.FamilyTag, nokv.FamilySnapshotAlias:
 		k.ID16(testRoot).ID16(id16(i % 3)).Name(fmt.Sprintf("name-%d", i))
-	case nokv.SnapshotRef:
+	case nokv.FamilySnapshotRef:
 		k.ID16(testRoot).ID16(id16(i % 3)).U64(uint64(i))
-	case nokv.HistoryHold:
+	case nokv.FamilyHistoryHold:
 		k.ID16(testRoot).U8(1).U64(uint64(i))
-	case nokv.CommitConsumer:
+	case nokv.FamilyCommitConsumer:
 		k.ID16(testRoot).ID32(id32(i % 3)).U8(1).ID16(id16(i))
-	case nokv.SecondaryIndex:
+	case nokv.FamilySecondaryIndex:
 		k.ID16(testRoot).String(fmt.Sprintf("field%d", i%2)).Raw([]byte(fmt.Sprintf("s%d\x00", i%9))).
 			ID16(id16(1)).Path([]string{"outputs", fmt.Sprintf("f%d", i)})
-	case nokv.ChangeEvent:
+	case nokv.FamilyChangeEvent:
 		k.ID16(testRoot).U64(uint64(i)).U32(0)
-	case nokv.Operation:
+	case nokv.FamilyOperation:
 		k.ID16(testRoot).U8(1).ID16(id16(i))
-	case nokv.RestoreMember, nokv.StagedObject:
+	case nokv.FamilyRestoreMember, nokv.FamilyStagedObject:
 		k.ID16(testRoot).ID16(id16(i % 3)).U64(uint64(i))
 	case shards.CommandDedupe:
 		k.ID16(testRoot).String(fmt.Sprintf("req-%d", i))
-	case nokv.GcCandidate:
+	case nokv.FamilyGcCandidate:
 		k.ID16(testRoot).ID16(id16(i)).U64(1)
 	case shards.System:
 		k.Raw([]byte(fmt.Sprintf("key-%d", i)))

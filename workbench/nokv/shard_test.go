@@ -20,17 +20,17 @@ func TestShardOfGolden(t *testing.T) {
 		key string
 		idx uint8
 	}{
-		{nokv.PathCurrent, "0000000000007007000000000000005a0000000000000001000000000000005a707675717675740065340067342f75797501", 0xb2},
-		{nokv.ArtifactManifest, "0000000000007007000000000000005a0000000000000002000000000000005a0000000000000002", 0x19},
-		{nokv.ArtifactManifest, "0000000000007007000000000000005a0000000000000003000000000000005a0000000000000003", 0xe7},
-		{nokv.RevisionRef, "0000000000007007000000000000005a010000000000000001000000000000005a0000000a707675717675740067310000000000000000000000000000005a", 0x8e},
-		{nokv.RevisionRef, "0000000000007007000000000000005a0200000000000000010000000000000000000000000000000000000000000000c30000000000000001000000000000005a", 0x49},
-		{nokv.ChangeEvent, "0000000000007007000000000000005a000000000000012c00000000", 0x27},
-		{nokv.SecondaryIndex, "0000000000007007000000000000005a000000066669656c64317331000000000000000001000000000000005a7076757176757400673201", 0x12},
-		{nokv.WorkspaceCurrent, "0000000000007007000000000000005a0000000477622d31", 0x4d},
+		{nokv.FamilyPathCurrent, "0000000000007007000000000000005a0000000000000001000000000000005a707675717675740065340067342f75797501", 0xb2},
+		{nokv.FamilyArtifactManifest, "0000000000007007000000000000005a0000000000000002000000000000005a0000000000000002", 0x19},
+		{nokv.FamilyArtifactManifest, "0000000000007007000000000000005a0000000000000003000000000000005a0000000000000003", 0xe7},
+		{nokv.FamilyRevisionRef, "0000000000007007000000000000005a010000000000000001000000000000005a0000000a707675717675740067310000000000000000000000000000005a", 0x8e},
+		{nokv.FamilyRevisionRef, "0000000000007007000000000000005a0200000000000000010000000000000000000000000000000000000000000000c30000000000000001000000000000005a", 0x49},
+		{nokv.FamilyChangeEvent, "0000000000007007000000000000005a000000000000012c00000000", 0x27},
+		{nokv.FamilySecondaryIndex, "0000000000007007000000000000005a000000066669656c64317331000000000000000001000000000000005a7076757176757400673201", 0x12},
+		{nokv.FamilyWorkspaceCurrent, "0000000000007007000000000000005a0000000477622d31", 0x4d},
 		{shards.CommandDedupe, "0000000000007007000000000000005a000000057265712d31", 0x9d},
 		{shards.System, "6b65792d30", 0x89},
-		{nokv.Tag, "0000000000007007000000000000005a0000000000000001000000000000005a00066e616d652d34", 0x04},
+		{nokv.FamilyTag, "0000000000007007000000000000005a0000000000000001000000000000005a00066e616d652d34", 0x04},
 	}
 	for _, c := range cases {
 		key, err := hex.DecodeString(c.key)
@@ -67,7 +67,7 @@ func TestEveryFamilyShards(t *testing.T) {
 func TestShardSpreadOfPointFamily(t *testing.T) {
 	hit := map[uint8]int{}
 	for i := 0; i < 10000; i++ {
-		hit[shardOf(t, nokv.ArtifactRevision, sampleKey(t, nokv.ArtifactRevision, i))]++
+		hit[shardOf(t, nokv.FamilyArtifactRevision, sampleKey(t, nokv.FamilyArtifactRevision, i))]++
 	}
 	if len(hit) != shards.Shards {
 		t.Fatalf("10000 revisions hit %d shards, want %d", len(hit), shards.Shards)
@@ -85,20 +85,20 @@ func TestPathCurrentShardsByParentDirectory(t *testing.T) {
 		return mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).Path(p))
 	}
 	dirShard := func(p ...string) uint8 {
-		return shards.HashShardKey(nokv.PathCurrent, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).PathPrefix(p)))
+		return shards.HashShardKey(nokv.FamilyPathCurrent, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).PathPrefix(p)))
 	}
 	// Every file of one directory lives in the directory's shard.
 	for i := 0; i < 50; i++ {
-		if got, want := shardOf(t, nokv.PathCurrent, key("outputs", "run", fmt.Sprintf("f%d", i))), dirShard("outputs", "run"); got != want {
+		if got, want := shardOf(t, nokv.FamilyPathCurrent, key("outputs", "run", fmt.Sprintf("f%d", i))), dirShard("outputs", "run"); got != want {
 			t.Fatalf("outputs/run/f%d in shard %02x, directory shard %02x", i, got, want)
 		}
 	}
 	// Top-level entries live in the shard of root_id | incarnation.
-	if got, want := shardOf(t, nokv.PathCurrent, key("notes")), dirShard(); got != want {
+	if got, want := shardOf(t, nokv.FamilyPathCurrent, key("notes")), dirShard(); got != want {
 		t.Fatalf("top-level entry in shard %02x, want %02x", got, want)
 	}
 	// The shard key of a/b is root|inc|ordered(a)|NUL.
-	sk, err := fams.ShardKey(nokv.PathCurrent, key("a", "b"))
+	sk, err := fams.ShardKey(nokv.FamilyPathCurrent, key("a", "b"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestPathCurrentShardsByParentDirectory(t *testing.T) {
 	}
 	// A subtree prefix spans shards: PrefixShard declines it.
 	pre := mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).PathPrefix([]string{"outputs"}))
-	if _, ok := fams.PrefixShard(nokv.PathCurrent, pre); ok {
+	if _, ok := fams.PrefixShard(nokv.FamilyPathCurrent, pre); ok {
 		t.Fatal("PrefixShard claims one shard for a path subtree")
 	}
 }
@@ -120,17 +120,17 @@ func TestRevisionRefShardsByOwner(t *testing.T) {
 	}
 	for _, ob := range owners {
 		owner := mustKey(t, ob)
-		want := shards.HashShardKey(nokv.RevisionRef, owner)
+		want := shards.HashShardKey(nokv.FamilyRevisionRef, owner)
 		for i := 0; i < 20; i++ {
 			key := append(bytes.Clone(owner), func() []byte { v := id16(100 + i); return v[:] }()...)
-			if got := shardOf(t, nokv.RevisionRef, key); got != want {
+			if got := shardOf(t, nokv.FamilyRevisionRef, key); got != want {
 				t.Fatalf("owner %x revision %d: shard %02x, want %02x", owner, i, got, want)
 			}
 		}
-		if got, ok := fams.PrefixShard(nokv.RevisionRef, owner); !ok || got != want {
+		if got, ok := fams.PrefixShard(nokv.FamilyRevisionRef, owner); !ok || got != want {
 			t.Fatalf("PrefixShard(owner %x) = %02x, %v; want %02x", owner, got, ok, want)
 		}
-		if _, ok := fams.PrefixShard(nokv.RevisionRef, owner[:len(owner)-1]); ok {
+		if _, ok := fams.PrefixShard(nokv.FamilyRevisionRef, owner[:len(owner)-1]); ok {
 			t.Fatalf("PrefixShard of a truncated owner claims one shard")
 		}
 	}
@@ -141,13 +141,13 @@ func TestChangeEventShardsByVersionBlock(t *testing.T) {
 		return mustKey(t, shards.NewKey().ID16(testRoot).U64(v).U32(seq))
 	}
 	for block := uint64(0); block < 4; block++ {
-		want := shardOf(t, nokv.ChangeEvent, key(block<<8, 0))
+		want := shardOf(t, nokv.FamilyChangeEvent, key(block<<8, 0))
 		for v := block << 8; v < (block+1)<<8; v += 17 {
-			if got := shardOf(t, nokv.ChangeEvent, key(v, uint32(v))); got != want {
+			if got := shardOf(t, nokv.FamilyChangeEvent, key(v, uint32(v))); got != want {
 				t.Fatalf("version %d in shard %02x, block %d in %02x", v, got, block, want)
 			}
 			// A feed that seeks to a version knows its shard.
-			if got, ok := fams.PrefixShard(nokv.ChangeEvent, key(v, 0)[:16+8]); !ok || got != want {
+			if got, ok := fams.PrefixShard(nokv.FamilyChangeEvent, key(v, 0)[:16+8]); !ok || got != want {
 				t.Fatalf("PrefixShard(version %d) = %02x, %v", v, got, ok)
 			}
 		}
@@ -158,14 +158,14 @@ func TestSecondaryIndexShardsByIndexID(t *testing.T) {
 	key := func(field, value string, path string) []byte {
 		return mustKey(t, shards.NewKey().ID16(testRoot).String(field).Raw([]byte(value)).ID16(id16(1)).Path([]string{path}))
 	}
-	want := shardOf(t, nokv.SecondaryIndex, key("content_type", "text/plain", "a"))
+	want := shardOf(t, nokv.FamilySecondaryIndex, key("content_type", "text/plain", "a"))
 	for _, v := range []string{"", "application/json", "\x00\x01\xff"} {
-		if got := shardOf(t, nokv.SecondaryIndex, key("content_type", v, "b")); got != want {
+		if got := shardOf(t, nokv.FamilySecondaryIndex, key("content_type", v, "b")); got != want {
 			t.Fatalf("value %q in shard %02x, want %02x", v, got, want)
 		}
 	}
 	pre := mustKey(t, shards.NewKey().ID16(testRoot).String("content_type"))
-	if got, ok := fams.PrefixShard(nokv.SecondaryIndex, pre); !ok || got != want {
+	if got, ok := fams.PrefixShard(nokv.FamilySecondaryIndex, pre); !ok || got != want {
 		t.Fatalf("PrefixShard(index) = %02x, %v; want %02x", got, ok, want)
 	}
 }
@@ -188,14 +188,14 @@ func TestPrefixShardAgreesWithShardOf(t *testing.T) {
 			}
 		}
 	}
-	for _, f := range []shards.Family{nokv.ArtifactManifest, nokv.RevisionRef, nokv.CommitMember, nokv.Tag,
-		nokv.SnapshotRef, nokv.SnapshotAlias, nokv.CommitConsumer, nokv.SecondaryIndex, nokv.ChangeEvent,
-		nokv.RestoreMember, nokv.StagedObject} {
+	for _, f := range []shards.Family{nokv.FamilyArtifactManifest, nokv.FamilyRevisionRef, nokv.FamilyCommitMember, nokv.FamilyTag,
+		nokv.FamilySnapshotRef, nokv.FamilySnapshotAlias, nokv.FamilyCommitConsumer, nokv.FamilySecondaryIndex, nokv.FamilyChangeEvent,
+		nokv.FamilyRestoreMember, nokv.FamilyStagedObject} {
 		if !determined[f] {
 			t.Errorf("%v: no prefix determines a shard", f)
 		}
 	}
-	for _, f := range []shards.Family{nokv.PathCurrent, nokv.Commit, shards.CommandDedupe, shards.System} {
+	for _, f := range []shards.Family{nokv.FamilyPathCurrent, nokv.FamilyCommit, shards.CommandDedupe, shards.System} {
 		if determined[f] {
 			t.Errorf("%v: a prefix claims one shard", f)
 		}
@@ -209,35 +209,35 @@ func TestShardOfRejectsMalformedKeys(t *testing.T) {
 		f   shards.Family
 		key []byte
 	}{
-		{nokv.RootFence, root[:15]},
-		{nokv.RootFence, append(bytes.Clone(root), 0)},
-		{nokv.WorkspaceCurrent, root},
+		{nokv.FamilyRootFence, root[:15]},
+		{nokv.FamilyRootFence, append(bytes.Clone(root), 0)},
+		{nokv.FamilyWorkspaceCurrent, root},
 		{shards.System, nil},
-		{nokv.ArtifactRevision, root},
-		{nokv.ArtifactManifest, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).U32(1))},
-		{nokv.Commit, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc))},
-		{nokv.Operation, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc))},
-		{nokv.SnapshotRef, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).U32(1))},
+		{nokv.FamilyArtifactRevision, root},
+		{nokv.FamilyArtifactManifest, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).U32(1))},
+		{nokv.FamilyCommit, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc))},
+		{nokv.FamilyOperation, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc))},
+		{nokv.FamilySnapshotRef, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).U32(1))},
 		// path_current: no terminator, empty component, terminator inside.
-		{nokv.PathCurrent, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).Raw([]byte("bc")))},
-		{nokv.PathCurrent, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).Raw([]byte{'b', 0, 0, 'c', 1}))},
-		{nokv.PathCurrent, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).Raw([]byte{'b', 1, 'c', 1}))},
-		{nokv.PathCurrent, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).Raw([]byte{'b', 0, 1}))},
-		{nokv.CommitMember, mustKey(t, shards.NewKey().ID16(testRoot).ID32(id32(1)).Raw([]byte{'b', 'c'}))},
+		{nokv.FamilyPathCurrent, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).Raw([]byte("bc")))},
+		{nokv.FamilyPathCurrent, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).Raw([]byte{'b', 0, 0, 'c', 1}))},
+		{nokv.FamilyPathCurrent, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).Raw([]byte{'b', 1, 'c', 1}))},
+		{nokv.FamilyPathCurrent, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).Raw([]byte{'b', 0, 1}))},
+		{nokv.FamilyCommitMember, mustKey(t, shards.NewKey().ID16(testRoot).ID32(id32(1)).Raw([]byte{'b', 'c'}))},
 		// revision_ref: unknown kind, truncated owner, wrong tail.
-		{nokv.RevisionRef, mustKey(t, shards.NewKey().ID16(testRoot).U8(4).ID16(inc).ID16(inc))},
-		{nokv.RevisionRef, mustKey(t, shards.NewKey().ID16(testRoot).U8(2).ID16(inc).ID16(inc).U8(0))},
-		{nokv.RevisionRef, mustKey(t, shards.NewKey().ID16(testRoot).U8(3).ID16(inc).ID16(inc).U8(0))},
-		{nokv.RevisionRef, mustKey(t, shards.NewKey().ID16(testRoot).U8(1).ID16(inc).U32(100).Raw([]byte("bcd")).ID16(inc))},
-		{nokv.RevisionRef, mustKey(t, shards.NewKey().ID16(testRoot).U8(1).ID16(inc).U32(2).Raw([]byte{'b', 1}).ID16(inc))},
+		{nokv.FamilyRevisionRef, mustKey(t, shards.NewKey().ID16(testRoot).U8(4).ID16(inc).ID16(inc))},
+		{nokv.FamilyRevisionRef, mustKey(t, shards.NewKey().ID16(testRoot).U8(2).ID16(inc).ID16(inc).U8(0))},
+		{nokv.FamilyRevisionRef, mustKey(t, shards.NewKey().ID16(testRoot).U8(3).ID16(inc).ID16(inc).U8(0))},
+		{nokv.FamilyRevisionRef, mustKey(t, shards.NewKey().ID16(testRoot).U8(1).ID16(inc).U32(100).Raw([]byte("bcd")).ID16(inc))},
+		{nokv.FamilyRevisionRef, mustKey(t, shards.NewKey().ID16(testRoot).U8(1).ID16(inc).U32(2).Raw([]byte{'b', 1}).ID16(inc))},
 		// tag and alias: the name length must match.
-		{nokv.Tag, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).U16(3).Raw([]byte("ab")))},
-		{nokv.SnapshotAlias, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).U16(1).Raw([]byte("ab")))},
+		{nokv.FamilyTag, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).U16(3).Raw([]byte("ab")))},
+		{nokv.FamilySnapshotAlias, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).U16(1).Raw([]byte("ab")))},
 		// secondary_index: empty or overlong index id, no path terminator.
-		{nokv.SecondaryIndex, mustKey(t, shards.NewKey().ID16(testRoot).U32(0).ID16(inc).Path([]string{"a"}))},
-		{nokv.SecondaryIndex, mustKey(t, shards.NewKey().ID16(testRoot).U32(40).Raw([]byte("f")).ID16(inc).Path([]string{"a"}))},
-		{nokv.SecondaryIndex, mustKey(t, shards.NewKey().ID16(testRoot).String("f").ID16(inc).Raw([]byte{'b', 'c'}))},
-		{nokv.ChangeEvent, mustKey(t, shards.NewKey().ID16(testRoot).U64(5))},
+		{nokv.FamilySecondaryIndex, mustKey(t, shards.NewKey().ID16(testRoot).U32(0).ID16(inc).Path([]string{"a"}))},
+		{nokv.FamilySecondaryIndex, mustKey(t, shards.NewKey().ID16(testRoot).U32(40).Raw([]byte("f")).ID16(inc).Path([]string{"a"}))},
+		{nokv.FamilySecondaryIndex, mustKey(t, shards.NewKey().ID16(testRoot).String("f").ID16(inc).Raw([]byte{'b', 'c'}))},
+		{nokv.FamilyChangeEvent, mustKey(t, shards.NewKey().ID16(testRoot).U64(5))},
 	}
 	for _, c := range cases {
 		_, err := fams.ShardOf(c.f, c.key)

@@ -1,4 +1,4 @@
-package workbench_test
+package nokv_test
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/shards"
-	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
@@ -38,30 +37,30 @@ var errEncode = errors.New("encode of a decoded value failed")
 
 // fuzzTargets is indexed by the first byte of the fuzz input.
 var fuzzTargets = []fuzzTarget{
-	{"WorkspaceCurrent", 0, roundTrip(workbench.DecodeWorkspaceCurrent)},
-	{"WorkspaceIncarnationClaim", 0, roundTrip(workbench.DecodeWorkspaceIncarnationClaim)},
-	{"PathEntry", 0, roundTrip(workbench.DecodePathEntry)},
-	{"ArtifactRevision", 0, roundTrip(workbench.DecodeArtifactRevision)},
-	{"ArtifactManifestEntry", 0, roundTrip(workbench.DecodeArtifactManifestEntry)},
-	{"RevisionRef", 0, roundTrip(workbench.DecodeRevisionRef)},
-	{"GcCandidate", 0, roundTrip(workbench.DecodeGcCandidate)},
-	{"ChangeEvent", 0, roundTrip(workbench.DecodeChangeEvent)},
-	{"PublishOperation", 0, roundTrip(workbench.DecodePublishOperation)},
-	{"StagedObject", 0, roundTrip(workbench.DecodeStagedObject)},
-	{"SecondaryIndexEntry", 0, roundTrip(workbench.DecodeSecondaryIndexEntry)},
-	{"WorkspaceCurrentKey", nokv.WorkspaceCurrent, roundTrip(workbench.ParseWorkspaceCurrentKey)},
-	{"WorkspaceIncarnationClaimKey", nokv.WorkspaceIncarnationClaim, roundTrip(workbench.ParseWorkspaceIncarnationClaimKey)},
-	{"PathCurrentKey", nokv.PathCurrent, roundTrip(workbench.ParsePathCurrentKey)},
-	{"ArtifactRevisionKey", nokv.ArtifactRevision, roundTrip(workbench.ParseArtifactRevisionKey)},
-	{"ArtifactManifestKey", nokv.ArtifactManifest, roundTrip(workbench.ParseArtifactManifestKey)},
-	{"RevisionRefKey", nokv.RevisionRef, roundTrip(workbench.ParseRevisionRefKey)},
-	{"GcCandidateKey", nokv.GcCandidate, roundTrip(workbench.ParseGcCandidateKey)},
-	{"ChangeEventKey", nokv.ChangeEvent, roundTrip(workbench.ParseChangeEventKey)},
-	{"OperationKey", nokv.Operation, roundTrip(workbench.ParseOperationKey)},
-	{"StagedObjectKey", nokv.StagedObject, roundTrip(workbench.ParseStagedObjectKey)},
-	{"SecondaryIndexKey", nokv.SecondaryIndex, roundTrip(workbench.ParseSecondaryIndexKey)},
+	{"WorkspaceCurrent", 0, roundTrip(nokv.DecodeWorkspaceCurrent)},
+	{"WorkspaceIncarnationClaim", 0, roundTrip(nokv.DecodeWorkspaceIncarnationClaim)},
+	{"PathEntry", 0, roundTrip(nokv.DecodePathEntry)},
+	{"ArtifactRevision", 0, roundTrip(nokv.DecodeArtifactRevision)},
+	{"ArtifactManifestEntry", 0, roundTrip(nokv.DecodeArtifactManifestEntry)},
+	{"RevisionRef", 0, roundTrip(nokv.DecodeRevisionRef)},
+	{"GcCandidate", 0, roundTrip(nokv.DecodeGcCandidate)},
+	{"ChangeEvent", 0, roundTrip(nokv.DecodeChangeEvent)},
+	{"PublishOperation", 0, roundTrip(nokv.DecodePublishOperation)},
+	{"StagedObject", 0, roundTrip(nokv.DecodeStagedObject)},
+	{"SecondaryIndexEntry", 0, roundTrip(nokv.DecodeSecondaryIndexEntry)},
+	{"WorkspaceCurrentKey", nokv.FamilyWorkspaceCurrent, roundTrip(nokv.ParseWorkspaceCurrentKey)},
+	{"WorkspaceIncarnationClaimKey", nokv.FamilyWorkspaceIncarnationClaim, roundTrip(nokv.ParseWorkspaceIncarnationClaimKey)},
+	{"PathCurrentKey", nokv.FamilyPathCurrent, roundTrip(nokv.ParsePathCurrentKey)},
+	{"ArtifactRevisionKey", nokv.FamilyArtifactRevision, roundTrip(nokv.ParseArtifactRevisionKey)},
+	{"ArtifactManifestKey", nokv.FamilyArtifactManifest, roundTrip(nokv.ParseArtifactManifestKey)},
+	{"RevisionRefKey", nokv.FamilyRevisionRef, roundTrip(nokv.ParseRevisionRefKey)},
+	{"GcCandidateKey", nokv.FamilyGcCandidate, roundTrip(nokv.ParseGcCandidateKey)},
+	{"ChangeEventKey", nokv.FamilyChangeEvent, roundTrip(nokv.ParseChangeEventKey)},
+	{"OperationKey", nokv.FamilyOperation, roundTrip(nokv.ParseOperationKey)},
+	{"StagedObjectKey", nokv.FamilyStagedObject, roundTrip(nokv.ParseStagedObjectKey)},
+	{"SecondaryIndexKey", nokv.FamilySecondaryIndex, roundTrip(nokv.ParseSecondaryIndexKey)},
 	{"IndexScalar", 0, func(b []byte) ([]byte, error) {
-		v, n, err := workbench.DecodeIndexScalar(b)
+		v, n, err := nokv.DecodeIndexScalar(b)
 		if err != nil {
 			return nil, err
 		}
@@ -69,7 +68,7 @@ var fuzzTargets = []fuzzTarget{
 			// A scalar reads only its own bytes: what follows is not its.
 			return nil, errTrailing
 		}
-		out, err := workbench.EncodeIndexScalar(v)
+		out, err := nokv.EncodeIndexScalar(v)
 		if err != nil {
 			return nil, errors.Join(errEncode, err)
 		}
@@ -108,7 +107,7 @@ func seedCorpus(t testing.TB) [][]byte {
 		out = append(out, append([]byte{sel[name]}, b...))
 	}
 	for _, k := range kinds {
-		b, err := workbench.EncodeIndexScalar(randScalarFixed(k))
+		b, err := nokv.EncodeIndexScalar(randScalarFixed(k))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +127,7 @@ func checkFuzzInput(t *testing.T, data []byte) {
 		if errors.Is(err, errEncode) {
 			t.Fatalf("%s: decoded %x but could not encode it: %v", ft.name, in, err)
 		}
-		if !errors.Is(err, workbench.ErrBadRecord) && !errors.Is(err, errTrailing) {
+		if !errors.Is(err, nokv.ErrBadRecord) && !errors.Is(err, errTrailing) {
 			t.Fatalf("%s: decode %x: error %v does not wrap ErrBadRecord", ft.name, in, err)
 		}
 		return
@@ -159,19 +158,19 @@ func FuzzDecodeRecords(f *testing.F) {
 func FuzzIndexScalarOrder(f *testing.F) {
 	for _, a := range kinds {
 		for _, b := range kinds {
-			ea, _ := workbench.EncodeIndexScalar(randScalarFixed(a))
-			eb, _ := workbench.EncodeIndexScalar(randScalarFixed(b))
+			ea, _ := nokv.EncodeIndexScalar(randScalarFixed(a))
+			eb, _ := nokv.EncodeIndexScalar(randScalarFixed(b))
 			f.Add(ea, eb)
 		}
 	}
 	f.Fuzz(func(t *testing.T, a, b []byte) {
-		va, na, errA := workbench.DecodeIndexScalar(a)
-		vb, nb, errB := workbench.DecodeIndexScalar(b)
+		va, na, errA := nokv.DecodeIndexScalar(a)
+		vb, nb, errB := nokv.DecodeIndexScalar(b)
 		if errA != nil || errB != nil {
 			return
 		}
 		ea, eb := a[:na], b[:nb]
-		if got, want := bytes.Compare(ea, eb), workbench.CompareIndexScalars(va, vb); got != want {
+		if got, want := bytes.Compare(ea, eb), nokv.CompareIndexScalars(va, vb); got != want {
 			t.Fatalf("%x vs %x: bytes order %d, value order %d", ea, eb, got, want)
 		}
 	})
@@ -208,24 +207,24 @@ func TestFuzzSeedCorpus(t *testing.T) {
 }
 
 // randScalarFixed returns a fixed, non-trivial scalar of kind k.
-func randScalarFixed(k workbench.IndexScalarKind) workbench.IndexScalar {
+func randScalarFixed(k nokv.IndexScalarKind) nokv.IndexScalar {
 	switch k {
-	case workbench.IndexScalarNull:
-		return workbench.NullScalar()
-	case workbench.IndexScalarBool:
-		return workbench.BoolScalar(true)
-	case workbench.IndexScalarSigned:
-		return workbench.SignedScalar(-42)
-	case workbench.IndexScalarUnsigned:
-		return workbench.UnsignedScalar(42)
-	case workbench.IndexScalarFloat:
-		return workbench.FloatScalar(-0.25)
-	case workbench.IndexScalarTimestamp:
-		return workbench.TimestampScalar(fixedTime)
-	case workbench.IndexScalarBytes:
-		return workbench.BytesScalar([]byte{0, 'a', 0})
+	case nokv.IndexScalarNull:
+		return nokv.NullScalar()
+	case nokv.IndexScalarBool:
+		return nokv.BoolScalar(true)
+	case nokv.IndexScalarSigned:
+		return nokv.SignedScalar(-42)
+	case nokv.IndexScalarUnsigned:
+		return nokv.UnsignedScalar(42)
+	case nokv.IndexScalarFloat:
+		return nokv.FloatScalar(-0.25)
+	case nokv.IndexScalarTimestamp:
+		return nokv.TimestampScalar(fixedTime)
+	case nokv.IndexScalarBytes:
+		return nokv.BytesScalar([]byte{0, 'a', 0})
 	default:
-		return workbench.StringScalar("a\x00é")
+		return nokv.StringScalar("a\x00é")
 	}
 }
 

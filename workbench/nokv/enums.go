@@ -1,21 +1,11 @@
-package workbench
+package nokv
 
 import (
 	"errors"
 	"fmt"
 )
 
-// Durable enums.
-//
-// Every enum a durable record stores is a one-byte discriminant with the
-// exact numeric values of the seed schema's "Initial durable enum
-// discriminants". Values are dense from 1; 0 is never valid. Each type has
-// String, Valid and a strict Parse<Type> that fails closed with
-// ErrUnknownEnum on any value the registry does not hold. SeedEnums lists
-// the registry; CairnEnums lists the enums cairn adds where the seed names a
-// typed field without fixing its discriminants (ChangeEventKind). Adding a
-// discriminant is a schema change: it needs golden bytes, reopen and
-// unknown-value rejection tests.
+// Durable enums: see the package comment, # Enums.
 
 // ErrUnknownEnum is wrapped by every error for an enum discriminant the
 // registry does not hold, whether met by Parse<Type> or by a record decoder.
@@ -51,7 +41,7 @@ func (d *enumDef) name(v uint8) string {
 
 func (d *enumDef) check(v uint8) error {
 	if !d.valid(v) {
-		return fmt.Errorf("workbench: parse %s %d: %w", d.typ, v, ErrUnknownEnum)
+		return fmt.Errorf("nokv: parse %s %d: %w", d.typ, v, ErrUnknownEnum)
 	}
 	return nil
 }

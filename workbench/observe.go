@@ -1,0 +1,69 @@
+package workbench
+
+import (
+	"context"
+
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/workbench/nokv"
+)
+
+// observation is what a write saw before it staged anything: the pinned
+// snapshot, the workbench's marker (nil when there is no visible
+// workbench) and the artifact at the path (nil when there is none).
+type observation struct {
+	sn    *head.Snapshot
+	ws    *nokv.WorkspaceCurrent
+	entry *nokv.PathEntry
+}
+
+// observe pins the shard and reads the workbench and the path. A
+// workbench being restored is a Conflict.
+func (s *Service) observe(ctx context.Context, id string, path []string) (observation, *Error) {
+	sn, werr := s.pin(ctx)
+	if werr != nil {
+		return observation{}, werr
+	}
+	o := observation{sn: sn}
+	ws, ok, werr := s.workspace(ctx, snapshotReader(ctx, sn), id)
+	if werr != nil {
+		return observation{}, werr
+	}
+	if ok && ws.State == nokv.WorkspaceStateStaging {
+		return observation{}, workspaceBusy(id)
+	}
+	if !ok || ws.State != nokv.WorkspaceStateVisible {
+		return o, nil
+	}
+	o.ws = &ws
+	v := &view{s: s, sn: sn, id: id, ws: ws}
+	e, found, werr := v.entry(ctx, path)
+	if werr != nil {
+		return observation{}, werr
+	}
+	if found {
+		o.entry = &e
+	}
+	return o, nil
+}
+
+// hasDescendant reports whether the observed workbench has an artifact
+// strictly under path.
+func (o observation) hasDescendant(ctx context.Context, s *Service, id string, path []string) (bool, *Error) {
+	if o.ws == nil {
+		return false, nil
+	}
+	v := &view{s: s, sn: o.sn, id: id, ws: *o.ws}
+	return v.hasDescendant(ctx, path)
+}
+
+// fileResult starts a write tool's result: workbench_id, path, section and
+// relative_path.
+func (s *Service) fileResult(id string, path []string) map[string]any {
+	section, rel := SplitSection(path)
+	return map[string]any{
+		"workbench_id":  id,
+		"path":          PresentationPath(s.logical, id, path),
+		"section":       section,
+		"relative_path": LogicalPath(rel),
+	}
+}

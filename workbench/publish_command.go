@@ -1,0 +1,674 @@
+package workbench
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/wire"
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/workbench/nokv"
+)
+
+// Publication: how put_file, append and edit make a body visible.
+//
+// # Object first, metadata last
+//
+// A publication never names an object before it exists, and never leaves an
+// object it uploaded without a durable owner:
+//
+//  1. It draws a fresh RevisionID and OperationID.
+//  2. It writes a staging ledger (bodies.StagingLedger, shards.Layout.Staging of
+//     the operation id), create-only: the exact list of every block object
+//     the operation may upload, with its length and digest. From here on a
+//     crash leaves every uploaded object named by a ledger.
+//  3. It uploads the body's new blocks (shards.Layout.Block of the root,
+//     the revision and the block's physical index), create-only and in
+//     parallel.
+//
+// Steps 2 and 3, the reading of blocks and the deleting of a staging
+// belong to package manifests/bodies (staging.go converts its blocks to
+// and from ArtifactManifest rows).
+//
+//  4. One engine command checks every predicate against the pinned
+//     snapshot and writes everything at once: the ArtifactRevision
+//     (Available, one strong reference), its ArtifactManifest rows, the
+//     PathCurrent entry, the Path RevisionRef, the RevisionDependency refs
+//     of an append, the release of the replaced revision's Path ref (with a
+//     GcCandidate when its count reaches zero), one StagedObject row per
+//     uploaded block (Uploaded, Owned), the Publish Operation row in phase
+//     Published with its result, the workspace revision, and a ChangeEvent.
+//     A workbench that does not exist yet is created in the same command
+//     (put_file and append admit a missing workbench).
+//
+// The seed's Uploading and Finalizing phases are not written as states:
+// nothing can observe the operation between the ledger and the final
+// command except through the ledger itself, and the final command is the
+// only metadata write. When the command's predicates fail, nothing was
+// applied and the tool deletes the blocks and then the ledger (best
+// effort; a crash in between leaves the ledger naming what remains). When
+// it lands, the StagedObject rows own the blocks and the ledger object is
+// deleted. When the outcome is unknown, everything is left in place: the
+// ledger is the cleanup owner.
+//
+// # Conditions
+//
+// A create-only write (put_file replace=false) fails AlreadyExists when the
+// path holds an artifact or is a directory (it has descendants). A
+// replace (put_file replace=true, edit) names the generation and revision
+// it observed; if the path moved meanwhile the command fails Conflict with
+// conflict "Generation" and the current generation. An append names the
+// generation it extended, or that the path was absent, and retries on that
+// Conflict. A file is never created under a path that is a file (an
+// ancestor is an artifact): NotDirectory with the ancestor's logical path.
+//
+// # Append segments and dependencies
+//
+// An append's revision reuses the rows of the revision it extends, with
+// the same physical owners and object keys (blocks are immutable), and
+// adds rows for the delta's own blocks, marked with an AppendSegment. It
+// holds one RevisionDependency reference on each distinct physical owner of
+// a reused row; its dependency count is the number of owners and its depth
+// one more than the deepest owner's. When the next revision would depend
+// on more than MaxDependencyOwners owners or be deeper than
+// MaxDependencyDepth, the append rematerializes: the whole body is written
+// again as blocks of the new revision, which then has no dependencies.
+//
+// The whole body's digest is kept on every revision. An append computes it
+// from the SHA-256 state of the base body, which a process remembers for
+// the revisions it has written or read (bodyStates), or else by streaming
+// the base's blocks, each checked against its row's digest.
+
+// manifestDigestURI is the digest of a revision's manifest: SHA-256 of
+// "cairn.workbench.artifact_manifest.v1\0" and, for each row in index
+// order, u64(len) and the row's encoded value.
+func manifestDigestURI(rows []nokv.ArtifactManifestEntry) (string, error) {
+	h := sha256.New()
+	h.Write([]byte("cairn.workbench.artifact_manifest.v1\x00"))
+	for _, r := range rows {
+		b, err := r.Encode()
+		if err != nil {
+			return "", err
+		}
+		h.Write(wire.NewWriter(nil).U64(uint64(len(b))).Bytes())
+		h.Write(b)
+	}
+	return digestURIOf(h), nil
+}
+
+// dependencyDigest seals a revision's dependency set: SHA-256 of
+// "cairn.workbench.revision_dependencies.v1\0", u32(count) and the owner
+// ids in ascending order.
+func dependencyDigest(deps []nokv.RevisionID) [32]byte {
+	h := sha256.New()
+	h.Write([]byte("cairn.workbench.revision_dependencies.v1\x00"))
+	h.Write(wire.NewWriter(nil).U32(uint32(len(deps))).Bytes())
+	for _, d := range deps {
+		h.Write(d[:])
+	}
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}
+
+type pubMode uint8
+
+const (
+	// pubCreate is create-only: the path must hold nothing.
+	pubCreate pubMode = iota + 1
+	// pubReplace is replace-if-generation: the path must hold the
+	// observed revision.
+	pubReplace
+	// pubAppend extends the observed revision, or creates the path when
+	// it was observed absent.
+	pubAppend
+)
+
+func (m pubMode) String() string {
+	switch m {
+	case pubCreate:
+		return "create"
+	case pubReplace:
+		return "replace"
+	case pubAppend:
+		return "append"
+	}
+	return "unknown"
+}
+
+// pubPlan is everything one publication command needs; the command is a
+// pure function of the plan and the snapshot.
+type pubPlan struct {
+	tool string
+	mode pubMode
+	id   string
+	path []string
+	// newInc is the incarnation of the workbench if the command has to
+	// create it.
+	newInc nokv.IncarnationID
+	// base is the entry the write observed (replace, append); nil when
+	// it observed no artifact.
+	base        *nokv.PathEntry
+	contentType string
+	size        uint64
+	digest      string // of the whole body
+	rows        []nokv.ArtifactManifestEntry
+	deps        []nokv.RevisionID // distinct physical owners other than the new revision, ascending
+	depth       uint32
+	st          *staging
+}
+
+// pubOutcome is the deterministic result of a publication command.
+type pubOutcome struct {
+	Generation        uint64 `json:"generation"`
+	WorkspaceRevision uint64 `json:"workspace_revision"`
+	CommitVersion     uint64 `json:"commit_version"`
+	Created           bool   `json:"created"`
+	WorkbenchCreated  bool   `json:"workbench_created"`
+}
+
+// pubReject is a predicate failure of a publication command: nothing was
+// applied.
+type pubReject struct{ e *Error }
+
+func (r *pubReject) Error() string { return r.e.Error() }
+
+func (r *pubReject) Unwrap() error { return r.e }
+
+func reject(e *Error) error { return &pubReject{e: e} }
+
+// commandDigest identifies the plan's exact inputs.
+func (p *pubPlan) commandDigest(manifestDigest string) [32]byte {
+	var base []byte
+	if p.base != nil {
+		base = wire.NewWriter(nil).U64(p.base.Generation).Raw(p.base.Revision[:]).Bytes()
+	}
+	var deps []byte
+	for _, d := range p.deps {
+		deps = append(deps, d[:]...)
+	}
+	return head.Digest(
+		[]byte("cairn.workbench.publish.v1"),
+		[]byte(p.tool),
+		[]byte{byte(p.mode)},
+		[]byte(p.id),
+		[]byte(strings.Join(p.path, "\x00")),
+		p.newInc[:],
+		base,
+		[]byte(p.contentType),
+		wire.NewWriter(nil).U64(p.size).Bytes(),
+		[]byte(p.digest),
+		[]byte(manifestDigest),
+		deps,
+		wire.NewWriter(nil).U32(p.depth).Bytes(),
+		p.st.op[:],
+		p.st.rev[:],
+	)
+}
+
+// publish runs the plan's one engine command. A predicate failure comes
+// back with rejected set: nothing was applied, and the caller decides
+// what becomes of the staged objects. On success the ledger is dropped.
+func (s *Service) publish(ctx context.Context, p *pubPlan) (out pubOutcome, werr *Error, rejected bool) {
+	md, err := manifestDigestURI(p.rows)
+	if err != nil {
+		return out, FromError(err), false
+	}
+	digest := p.commandDigest(md)
+	res, err := s.doExact(ctx, head.Command{
+		Namespace: s.root,
+		RequestID: s.requestID(),
+		Digest:    digest,
+		Apply:     func(tx *head.Tx) ([]byte, error) { return s.applyPublish(tx, p, md, digest) },
+	})
+	if err != nil {
+		var rej *pubReject
+		if errors.As(err, &rej) {
+			return out, rej.e, true
+		}
+		return out, FromError(err), false
+	}
+	if err := json.Unmarshal(res.Value, &out); err != nil {
+		return out, FromError(fmt.Errorf("workbench: publish result: %w: %w", err, bucket.ErrIntegrity)), false
+	}
+	// The StagedObject rows own the blocks now. Best effort: a ledger
+	// left behind names only owned objects.
+	_ = s.bodies.DropLedger(ctx, p.st.op)
+	return out, nil, false
+}
+
+// exactRetries bounds the retries of an engine command whose outcome was
+// unknown, with its own request id and digest.
+const exactRetries = 3
+
+// doExact runs cmd and, while its outcome is unknown, runs it again with
+// the same request id and digest: the engine replays it if it landed and
+// applies it if it did not, so it applies at most once.
+func (s *Service) doExact(ctx context.Context, cmd head.Command) (head.Result, error) {
+	for try := 0; ; try++ {
+		res, err := s.store.Do(ctx, cmd)
+		if errors.Is(err, head.ErrUnknownOutcome) && try < exactRetries && ctx.Err() == nil {
+			continue
+		}
+		return res, err
+	}
+}
+
+// applyPublish is the publication command: the predicates first, against
+// the command's snapshot, then every write, each step named after what it
+// does. A predicate failure is a pubReject and nothing is applied.
+func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, digest [32]byte) ([]byte, error) {
+	c := &pubCommand{s: s, tx: tx, p: p, manifestDigest: manifestDigest, digest: digest, seq: tx.Sequence()}
+	c.out.CommitVersion = c.seq
+	for _, step := range []func() error{
+		c.openWorkspace,
+		c.readPath,
+		c.checkCondition,
+		c.checkPlacement,
+		c.checkFreshIDs,
+		c.updateReferences,
+		c.placeRevision,
+		c.movePath,
+		c.recordStaging,
+		c.bumpWorkspace,
+		c.writeOperation,
+		c.recordEvent,
+	} {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	c.out.Generation = c.entry.Generation
+	c.out.WorkspaceRevision = c.ws.WorkspaceRevision
+	return json.Marshal(c.out)
+}
+
+// pubCommand is one run of the publication command: the plan, and what
+// the steps found and wrote so far.
+type pubCommand struct {
+	s              *Service
+	tx             *head.Tx
+	p              *pubPlan
+	manifestDigest string
+	digest         [32]byte
+	seq            uint64 // the commit version
+
+	ws      nokv.WorkspaceCurrent
+	pathKey []byte
+	cur     *nokv.PathEntry // the artifact at the path, nil when none
+	opKey   []byte
+	revKey  []byte
+	entry   nokv.PathEntry // the path's new entry
+	out     pubOutcome
+}
+
+// openWorkspace finds the Visible workbench, or creates it when the mode
+// allows: a replace needs the workbench, and an append that observed an
+// artifact lost its base.
+func (c *pubCommand) openWorkspace() error {
+	ws, ok, werr := c.s.workspace(c.tx.Context(), txReader(c.tx), c.p.id)
+	if werr != nil {
+		return werr
+	}
+	switch {
+	case ok && ws.State == nokv.WorkspaceStateStaging:
+		return reject(workspaceBusy(c.p.id))
+	case !ok || ws.State != nokv.WorkspaceStateVisible:
+		if c.p.mode == pubReplace {
+			return reject(NotFound(LogicalPath(c.p.path)))
+		}
+		if c.p.mode == pubAppend && c.p.base != nil {
+			return reject(generationConflict(c.p.path, c.p.base, nil))
+		}
+		var err error
+		if ws, err = c.s.createWorkspace(c.tx, c.p.id, c.p.newInc); err != nil {
+			return err
+		}
+		c.out.WorkbenchCreated = true
+	}
+	c.ws = ws
+	return nil
+}
+
+// readPath reads the artifact at the path, if any.
+func (c *pubCommand) readPath() error {
+	var err error
+	c.pathKey, err = nokv.PathCurrentKey{Root: c.s.root, Incarnation: c.ws.Incarnation, Path: c.p.path}.Encode()
+	if err != nil {
+		return err
+	}
+	b, exists, err := c.tx.Get(nokv.FamilyPathCurrent, c.pathKey)
+	if err != nil || !exists {
+		return err
+	}
+	e, err := nokv.DecodePathEntry(b)
+	if err != nil {
+		return err
+	}
+	c.cur = &e
+	return nil
+}
+
+// checkCondition checks the mode's condition on the path: create-only
+// finds nothing, replace finds the observed revision, append finds what it
+// observed (an artifact or nothing).
+func (c *pubCommand) checkCondition() error {
+	p, cur := c.p, c.cur
+	switch p.mode {
+	case pubCreate:
+		if cur != nil {
+			return reject(AlreadyExists(fmt.Sprintf("%s already exists", LogicalPath(p.path))))
+		}
+	case pubReplace:
+		if cur == nil {
+			dir, err := txHasDescendant(c.tx, c.s.root, c.ws.Incarnation, p.path)
+			if err != nil {
+				return err
+			}
+			if dir {
+				return reject(NotArtifact(LogicalPath(p.path)))
+			}
+			return reject(NotFound(LogicalPath(p.path)))
+		}
+		if p.base == nil || cur.Generation != p.base.Generation || cur.Revision != p.base.Revision {
+			return reject(generationConflict(p.path, p.base, cur))
+		}
+	case pubAppend:
+		if (p.base == nil) != (cur == nil) || (cur != nil && (cur.Generation != p.base.Generation || cur.Revision != p.base.Revision)) {
+			return reject(generationConflict(p.path, p.base, cur))
+		}
+	}
+	return nil
+}
+
+// checkPlacement checks that a new path lies under no file and is not a
+// directory.
+func (c *pubCommand) checkPlacement() error {
+	if c.cur != nil {
+		return nil
+	}
+	p := c.p
+	for i := 1; i < len(p.path); i++ {
+		k, err := nokv.PathCurrentKey{Root: c.s.root, Incarnation: c.ws.Incarnation, Path: p.path[:i]}.Encode()
+		if err != nil {
+			return err
+		}
+		if _, isFile, err := c.tx.Get(nokv.FamilyPathCurrent, k); err != nil {
+			return err
+		} else if isFile {
+			return reject(underFile(p.path[:i]))
+		}
+	}
+	dir, err := txHasDescendant(c.tx, c.s.root, c.ws.Incarnation, p.path)
+	if err != nil {
+		return err
+	}
+	if dir {
+		if p.mode == pubCreate {
+			return reject(AlreadyExists(fmt.Sprintf("%s already exists as a directory", LogicalPath(p.path))))
+		}
+		return reject(NotArtifact(LogicalPath(p.path)))
+	}
+	return nil
+}
+
+// checkFreshIDs checks that the operation and revision ids are unused.
+func (c *pubCommand) checkFreshIDs() error {
+	st := c.p.st
+	var err error
+	c.opKey, err = nokv.OperationKey{Root: c.s.root, Kind: nokv.OperationKindPublish, ID: st.op}.Encode()
+	if err != nil {
+		return err
+	}
+	if err := txAbsent(c.tx, nokv.FamilyOperation, c.opKey, "publish operation "+st.op.String()+" already exists"); err != nil {
+		return err
+	}
+	c.revKey, err = nokv.ArtifactRevisionKey{Root: c.s.root, Revision: st.rev}.Encode()
+	if err != nil {
+		return err
+	}
+	return txAbsent(c.tx, nokv.FamilyArtifactRevision, c.revKey, "artifact revision "+st.rev.String()+" already exists")
+}
+
+// txAbsent checks that key holds no record of family f; a fresh id that is
+// taken is Internal with message msg, and nothing is applied.
+func txAbsent(tx *head.Tx, f shards.Family, key []byte, msg string) error {
+	if _, taken, err := tx.Get(f, key); err != nil {
+		return err
+	} else if taken {
+		return reject(Internal(msg))
+	}
+	return nil
+}
+
+// updateReferences takes the new revision's dependency references and
+// releases the replaced revision's path reference.
+func (c *pubCommand) updateReferences() error {
+	rc := &refs{s: c.s, tx: c.tx, revs: map[nokv.RevisionID]*nokv.ArtifactRevision{}}
+	for _, owner := range c.p.deps {
+		epoch, err := rc.add(owner)
+		if err != nil {
+			return err
+		}
+		k, err := nokv.DependencyRefKey(c.s.root, c.p.st.rev, owner).Encode()
+		if err != nil {
+			return err
+		}
+		v, err := nokv.RevisionRef{ReferenceEpochAtAdd: epoch, CreatedVersion: c.seq}.Encode()
+		if err != nil {
+			return err
+		}
+		if err := c.tx.Put(nokv.FamilyRevisionRef, k, v); err != nil {
+			return err
+		}
+	}
+	if c.cur != nil {
+		k, err := nokv.PathRefKey(c.s.root, c.ws.Incarnation, c.p.path, c.cur.Revision).Encode()
+		if err != nil {
+			return err
+		}
+		if err := c.tx.Delete(nokv.FamilyRevisionRef, k); err != nil {
+			return err
+		}
+		if err := rc.remove(c.cur.Revision); err != nil {
+			return err
+		}
+	}
+	return rc.flush()
+}
+
+// placeRevision writes the new revision, its manifest and its path
+// reference.
+func (c *pubCommand) placeRevision() error {
+	p := c.p
+	rev := nokv.ArtifactRevision{
+		LogicalSize:          p.size,
+		BodyDigestURI:        p.digest,
+		ManifestDigestURI:    c.manifestDigest,
+		BlockCount:           uint64(len(p.rows)),
+		DependencyCount:      uint32(len(p.deps)),
+		DependencyDepth:      p.depth,
+		DependencyDigest:     dependencyDigest(p.deps),
+		ContentType:          p.contentType,
+		State:                nokv.RevisionStateAvailable,
+		ReferenceEpoch:       1,
+		StrongReferenceCount: 1,
+		CreatedVersion:       c.seq,
+	}
+	if err := putRecord(c.tx, nokv.FamilyArtifactRevision, c.revKey, rev.Encode); err != nil {
+		return err
+	}
+	for i, r := range p.rows {
+		k, err := nokv.ArtifactManifestKey{Root: c.s.root, Revision: p.st.rev, ObjectIndex: uint64(i)}.Encode()
+		if err != nil {
+			return err
+		}
+		if err := putRecord(c.tx, nokv.FamilyArtifactManifest, k, r.Encode); err != nil {
+			return err
+		}
+	}
+	refKey, err := nokv.PathRefKey(c.s.root, c.ws.Incarnation, p.path, p.st.rev).Encode()
+	if err != nil {
+		return err
+	}
+	return putRecord(c.tx, nokv.FamilyRevisionRef, refKey, nokv.RevisionRef{ReferenceEpochAtAdd: 1, CreatedVersion: c.seq}.Encode)
+}
+
+// movePath points the path at the new revision: the next generation of an
+// existing path, keeping its creation version, or generation 1.
+func (c *pubCommand) movePath() error {
+	p := c.p
+	c.entry = nokv.PathEntry{
+		Generation:        1,
+		Revision:          p.st.rev,
+		LogicalSize:       p.size,
+		BodyDigestURI:     p.digest,
+		ManifestDigestURI: c.manifestDigest,
+		DependencyCount:   uint32(len(p.deps)),
+		DependencyDepth:   p.depth,
+		ContentType:       p.contentType,
+		CreatedVersion:    c.seq,
+		ModifiedVersion:   c.seq,
+	}
+	if c.cur != nil {
+		c.entry.Generation = c.cur.Generation + 1
+		c.entry.CreatedVersion = c.cur.CreatedVersion
+	} else {
+		c.out.Created = true
+	}
+	return putRecord(c.tx, nokv.FamilyPathCurrent, c.pathKey, c.entry.Encode)
+}
+
+// recordStaging writes the staging ledger's rows: the StagedObject rows
+// own the uploaded blocks from now on.
+func (c *pubCommand) recordStaging() error {
+	st := c.p.st
+	for i, b := range st.blocks {
+		k, err := nokv.StagedObjectKey{Root: c.s.root, Operation: st.op, Sequence: uint64(i)}.Encode()
+		if err != nil {
+			return err
+		}
+		so := nokv.StagedObject{
+			Revision:          st.rev,
+			ObjectKey:         b.Key,
+			ExpectedLength:    b.Size,
+			ExpectedDigestURI: b.Digest.URI(),
+			Provider:          nokv.StagedProviderStateUploaded,
+			Cleanup:           nokv.StagedCleanupStateOwned,
+		}
+		if err := putRecord(c.tx, nokv.FamilyStagedObject, k, so.Encode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bumpWorkspace moves the workspace revision on.
+func (c *pubCommand) bumpWorkspace() error {
+	c.ws.WorkspaceRevision++
+	c.ws.ModifiedVersion = c.seq
+	return c.s.putWorkspace(c.tx, c.p.id, c.ws)
+}
+
+// writeOperation writes the Publish operation, Published with its result.
+func (c *pubCommand) writeOperation() error {
+	p := c.p
+	op := nokv.PublishOperation{
+		Phase:         nokv.PublishPhasePublished,
+		InputDigest:   c.digest,
+		WorkbenchID:   p.id,
+		Incarnation:   c.ws.Incarnation,
+		Path:          p.path,
+		Revision:      p.st.rev,
+		ObjectCount:   uint64(len(p.st.blocks)),
+		CleanupCursor: 0,
+		Result:        &nokv.PublishResult{Generation: c.entry.Generation, WorkspaceRevision: c.ws.WorkspaceRevision, CommitVersion: c.seq},
+	}
+	if p.base != nil {
+		g := p.base.Generation
+		op.ExpectedGeneration = &g
+	}
+	return putRecord(c.tx, nokv.FamilyOperation, c.opKey, op.Encode)
+}
+
+// recordEvent appends the path's ChangeEvent: PathCreated, or
+// PathReplaced or PathAppended with the state before.
+func (c *pubCommand) recordEvent() error {
+	p, cur := c.p, c.cur
+	ev := nokv.ChangeEvent{
+		WorkbenchID: p.id,
+		Incarnation: c.ws.Incarnation,
+		Kind:        nokv.ChangeEventKindPathCreated,
+		Path:        p.path,
+		After:       &nokv.EventProjection{Generation: c.entry.Generation, Revision: p.st.rev, LogicalSize: p.size, DigestURI: p.digest},
+	}
+	if cur != nil {
+		ev.Kind = nokv.ChangeEventKindPathReplaced
+		if p.mode == pubAppend {
+			ev.Kind = nokv.ChangeEventKindPathAppended
+		}
+		ev.Before = &nokv.EventProjection{Generation: cur.Generation, Revision: cur.Revision, LogicalSize: cur.LogicalSize, DigestURI: cur.BodyDigestURI}
+	}
+	return writeChangeEvent(c.tx, c.s.root, ev)
+}
+
+// putRecord encodes a value and puts it.
+func putRecord(tx *head.Tx, f shards.Family, key []byte, encode func() ([]byte, error)) error {
+	v, err := encode()
+	if err != nil {
+		return err
+	}
+	return tx.Put(f, key, v)
+}
+
+// txHasDescendant reports whether any artifact lies strictly under path.
+func txHasDescendant(tx *head.Tx, root nokv.RootID, inc nokv.IncarnationID, path []string) (bool, error) {
+	prefix, err := nokv.PathCurrentPrefix(root, inc, path)
+	if err != nil {
+		return false, err
+	}
+	recs, err := tx.Scan(nokv.FamilyPathCurrent, prefix, nil, 1)
+	if err != nil {
+		return false, err
+	}
+	return len(recs) > 0, nil
+}
+
+// NotDirectory under a file: a write whose path lies below an artifact.
+func underFile(parent []string) *Error {
+	return &Error{
+		Code:    CodeNotDirectory,
+		Message: fmt.Sprintf("%s is an artifact; nothing can be created under it", LogicalPath(parent)),
+		Details: map[string]any{"path": LogicalPath(parent)},
+	}
+}
+
+// generationConflict reports a path that moved after the write observed
+// it: current is its generation now, nil when it holds no artifact.
+func generationConflict(path []string, observed *nokv.PathEntry, current *nokv.PathEntry) *Error {
+	var was, now string
+	if observed != nil {
+		was = fmt.Sprintf("generation %d", observed.Generation)
+	} else {
+		was = "no artifact"
+	}
+	var cur *uint64
+	if current != nil {
+		g := current.Generation
+		cur = &g
+		now = fmt.Sprintf("generation %d", g)
+	} else {
+		now = "no artifact"
+	}
+	return Conflict(fmt.Sprintf("%s changed: observed %s, found %s", LogicalPath(path), was, now), "Generation", cur)
+}
+
+// isGenerationConflict reports whether e is a lost generation CAS.
+func isGenerationConflict(e *Error) bool {
+	return e != nil && e.Code == CodeConflict && e.Details["conflict"] == "Generation"
+}
