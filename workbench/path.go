@@ -61,7 +61,7 @@ func IsSection(s string) bool {
 // invalid byte 0x2e at offset 3").
 func ParseWorkbenchID(s string) (string, *Error) {
 	if err := nokv.CheckWorkbenchID(s); err != nil {
-		return "", InvalidArguments(err.Reason)
+		return "", InvalidArguments(err.Error())
 	}
 	return s, nil
 }
@@ -77,7 +77,7 @@ func ParseWorkbenchID(s string) (string, *Error) {
 func NormalizePath(p string) ([]string, *Error) {
 	c, err := nokv.SplitPath(p)
 	if err != nil {
-		return nil, InvalidArguments(err.Reason)
+		return nil, InvalidArguments(err.Error())
 	}
 	return c, nil
 }

@@ -88,12 +88,12 @@ func InputSchema(tool string) (json.RawMessage, bool) {
 // canonical text: an integer as plain decimal, anything else with a '.' or
 // an exponent ("1.0", "1e21"). Other values are string, bool, nil,
 // []any and map[string]any.
-func ValidateInput(tool string, raw []byte) (Args, *Error) {
+func ValidateInput(tool string, raw []byte) (map[string]any, *Error) {
 	obj, _, werr := validateInput(tool, raw)
 	if werr != nil {
 		return nil, werr
 	}
-	return Args(obj), nil
+	return obj, nil
 }
 
 // validateInput is ValidateInput returning the arguments both decoded and
@@ -140,77 +140,6 @@ func canonicalArguments(raw []byte) ([]byte, any, error) {
 		return nil, nil, err
 	}
 	return canon, v, nil
-}
-
-// Args are validated arguments as generic JSON values, what ValidateInput
-// gives callers outside the tools (the tools themselves decode their
-// arguments into typed inputs, input.go). The accessors apply the same
-// rules: an optional member given as JSON null is exactly like an absent
-// one, and a wrong type is InvalidArguments naming the member.
-type Args map[string]any
-
-// Has reports whether name is present and not null.
-func (a Args) Has(name string) bool {
-	v, ok := a[name]
-	return ok && v != nil
-}
-
-// String returns a required string member ("<name> must be a string").
-func (a Args) String(name string) (string, *Error) {
-	s, ok := a[name].(string)
-	if !ok {
-		return "", InvalidArguments(name + " must be a string")
-	}
-	return s, nil
-}
-
-// OptString returns an optional string member and whether it was given
-// ("<name> must be a string or null").
-func (a Args) OptString(name string) (string, bool, *Error) {
-	switch v := a[name].(type) {
-	case nil:
-		return "", false, nil
-	case string:
-		return v, true, nil
-	}
-	return "", false, InvalidArguments(name + " must be a string or null")
-}
-
-// Bool returns a required boolean member ("<name> must be a boolean").
-func (a Args) Bool(name string) (bool, *Error) {
-	b, ok := a[name].(bool)
-	if !ok {
-		return false, InvalidArguments(name + " must be a boolean")
-	}
-	return b, nil
-}
-
-// OptBool returns an optional boolean member and whether it was given
-// ("<name> must be a boolean or null").
-func (a Args) OptBool(name string) (bool, bool, *Error) {
-	switch v := a[name].(type) {
-	case nil:
-		return false, false, nil
-	case bool:
-		return v, true, nil
-	}
-	return false, false, InvalidArguments(name + " must be a boolean or null")
-}
-
-// OptUint returns an optional non-negative integer member and whether it
-// was given ("<name> must be a non-negative integer"; 1.0 is not an
-// integer).
-func (a Args) OptUint(name string) (uint64, bool, *Error) {
-	v, present := a[name]
-	if !present || v == nil {
-		return 0, false, nil
-	}
-	if n, ok := v.(json.Number); ok {
-		if u, err := strconv.ParseUint(string(n), 10, 64); err == nil {
-			return u, true, nil
-		}
-	}
-	return 0, false, InvalidArguments(name + " must be a non-negative integer")
 }
 
 // The validator.

@@ -14,13 +14,6 @@ import (
 // write tools cannot: an artifact outside the five sections, at a
 // section's own name, or at a name that also has artifacts below it.
 
-// SeedWorkbenchForTest makes workbench id exist (Visible) with a fresh
-// incarnation, unless it exists already.
-func SeedWorkbenchForTest(tb testing.TB, s *Service, id string) {
-	tb.Helper()
-	seedQueryWorkbench(tb, s, id, nokv.WorkspaceStateVisible, nil)
-}
-
 // SeedFile is one artifact for SeedFilesForTest.
 type SeedFile struct {
 	Path        string // stored path, e.g. "outputs/a.txt"

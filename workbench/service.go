@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
-	"time"
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/head"
@@ -202,10 +201,3 @@ func (s *Service) call(ctx context.Context, name string, input []byte) (map[stri
 	return res, nil
 }
 
-// now is the service clock in Unix milliseconds.
-func (s *Service) now() time.Time {
-	if s.opts.Engine.Now != nil {
-		return s.opts.Engine.Now()
-	}
-	return time.Now()
-}

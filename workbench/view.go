@@ -150,29 +150,6 @@ type child struct {
 	entry *nokv.PathEntry
 }
 
-// children returns the direct children of dir in path order. Directories
-// are implicit: a name with descendants is a directory. (A name cannot be
-// both: publication keeps files and directories apart.)
-func (v *view) children(ctx context.Context, dir []string) ([]child, *Error) {
-	var out []child
-	werr := v.scan(ctx, dir, nil, func(path []string, e nokv.PathEntry) bool {
-		name := path[len(dir)]
-		if n := len(out); n > 0 && out[n-1].name == name {
-			if len(path) == len(dir)+1 {
-				out[n-1].entry = &e
-			}
-			return true
-		}
-		c := child{name: name, path: append(append([]string(nil), dir...), name)}
-		if len(path) == len(dir)+1 {
-			c.entry = &e
-		}
-		out = append(out, c)
-		return true
-	})
-	return out, werr
-}
-
 // hasDescendant reports whether any artifact lies strictly under dir.
 func (v *view) hasDescendant(ctx context.Context, dir []string) (bool, *Error) {
 	prefix, err := nokv.PathCurrentPrefix(v.s.root, v.ws.Incarnation, dir)

@@ -49,7 +49,7 @@ func ruleErrorf(format string, args ...any) *RuleError {
 // first an ASCII letter or digit, the others ASCII letters, digits, '_' or
 // '-'. Ids are case-sensitive. The error names the first offending byte
 // ("workbench id contains invalid byte 0x2e at offset 3").
-func CheckWorkbenchID(s string) *RuleError {
+func CheckWorkbenchID(s string) error {
 	switch {
 	case s == "":
 		return &RuleError{Reason: "workbench id is empty"}
@@ -89,7 +89,7 @@ func isAlnum(c byte) bool {
 // a bad component before the 65th is reported instead of the count. Nothing
 // else is changed: no case folding, no Unicode normalization, no cleanup.
 // strings.Join(components, "/") is always p.
-func SplitPath(p string) ([]string, *RuleError) {
+func SplitPath(p string) ([]string, error) {
 	switch {
 	case p == "":
 		return nil, &RuleError{Reason: "relative path is empty"}
@@ -131,7 +131,7 @@ func SplitPath(p string) ([]string, *RuleError) {
 // workbenchIDReason returns why s is not a workbench id, or "".
 func workbenchIDReason(s string) string {
 	if err := CheckWorkbenchID(s); err != nil {
-		return err.Reason
+		return err.Error()
 	}
 	return ""
 }
@@ -145,7 +145,7 @@ func pathReason(p []string) string {
 	}
 	c, err := SplitPath(strings.Join(p, "/"))
 	if err != nil {
-		return err.Reason
+		return err.Error()
 	}
 	if !slices.Equal(c, p) {
 		return "a path component contains '/'"
