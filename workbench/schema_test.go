@@ -380,4 +380,3 @@ func TestDecodedArguments(t *testing.T) {
 		t.Errorf("manifest.b = %#v", got)
 	}
 }
-

@@ -200,4 +200,3 @@ func (s *Service) call(ctx context.Context, name string, input []byte) (map[stri
 	res["status"] = "success"
 	return res, nil
 }
-
