@@ -159,7 +159,7 @@ func TestCheckFindsCorruptObjects(t *testing.T) {
 	}
 }
 
-// sameShardKeys returns n artifact_revision keys of one shard.
+// sameShardKeys returns n keys of one shard of the Fixed32 test family.
 func sameShardKeys(t *testing.T, n int) ([][]byte, uint8) {
 	t.Helper()
 	groups := map[uint8][][]byte{}

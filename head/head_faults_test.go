@@ -18,7 +18,7 @@ import (
 // Deterministic reproductions of fault paths the store conformance suite
 // (conformance/storesuite/store.go) exercises at random.
 
-// faultKey is an artifact_revision key: a fixed root id and revision i.
+// faultKey is a key of the Fixed32 test family: a fixed id and i.
 func faultKey(i byte) []byte {
 	k := make([]byte, 32)
 	k[0], k[31] = 0xfa, i

@@ -18,7 +18,7 @@ import (
 
 var fam = shardstest.Fixed32
 
-// key returns an artifact_revision key: a zero root id and revision i.
+// key returns a key of the Fixed32 test family: a zero id and i.
 func key(i int) []byte {
 	k := make([]byte, 32)
 	binary.BigEndian.PutUint64(k[24:], uint64(i))

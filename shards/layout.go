@@ -98,7 +98,7 @@ func (l Layout) Shard(f Family, idx uint8, h digest.Hash) string {
 func (l Layout) ArtifactsPrefix() string { return "artifacts/" + l.id.String() + "/" }
 
 // Block returns the key of block objectIndex of an artifact revision:
-// "artifacts/{lsid}/{root_id}/{artifact_revision_id}/blocks/{object_index}"
+// "artifacts/{lsid}/{root_id}/{revision_id}/blocks/{object_index}"
 // with ids in lowercase hex and the index as 16 lowercase hex digits.
 func (l Layout) Block(rootID, revisionID [16]byte, objectIndex uint64) string {
 	return fmt.Sprintf("%s%x/%x/blocks/%016x", l.ArtifactsPrefix(), rootID, revisionID, objectIndex)
