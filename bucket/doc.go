@@ -38,7 +38,8 @@
 // conditional write on its own, because a retry of a write that landed
 // answers "precondition failed" and would turn a success into an apparent
 // loss; they report ErrAmbiguous instead and leave reconciliation to the
-// caller (cairn's head re-reads itself and looks for its own receipt).
+// caller (cairn's head re-reads itself and looks for its own attempt's
+// nonce).
 //
 // # Retrying
 //

@@ -58,8 +58,8 @@ func benchOpen(b *testing.B, bk bucket.Bucket, id shards.ShardID, opts head.Opti
 
 // benchFilled returns a mem store holding one shard whose family
 // rqFamilies[0] has n records, written by one bulk commit, and the shard's
-// id. MaxReceipts one-record commits follow, so that the head carries as
-// many receipts as it does in steady state.
+// id. MaxRecentNonces one-record commits follow, so that the head carries as
+// many recent nonces as it does in steady state.
 func benchFilled(b *testing.B, n int) (*mem.Store, shards.ShardID) {
 	b.Helper()
 	store := mem.NewStore()
@@ -69,7 +69,7 @@ func benchFilled(b *testing.B, n int) (*mem.Store, shards.ShardID) {
 	defer w.Close()
 	f := rqFamilies[0]
 	rqFill(b, w, []shards.Family{f}, n)
-	for i := range head.MaxReceipts {
+	for i := range head.MaxRecentNonces {
 		if _, err := w.Do(context.Background(), rqPut(f, i, 1)); err != nil {
 			b.Fatal(err)
 		}

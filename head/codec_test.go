@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/bucket"
-	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/manifests"
 	"github.com/cairnstore/cairn/roots"
@@ -20,10 +19,8 @@ import (
 
 var goldenShardID = shards.ShardID{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
 
-// emptyDigest is the receipt digest of an empty result.
-const emptyDigest = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-
-// goldenHeadValue is a head at sequence 7 with two receipts.
+// goldenHeadValue is a head at sequence 7 that remembers the nonces of
+// sequences 6 and 5.
 func goldenHeadValue() *Head {
 	return &Head{
 		Marker:    testSchema.Marker,
@@ -33,10 +30,7 @@ func goldenHeadValue() *Head {
 		RootSize:  181,
 		Nonce:     "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf",
 		Committed: 1767225600000,
-		Receipts: []Receipt{
-			{Nonce: "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf", Sequence: 7, Requests: []RequestReceipt{{ID: "req-1", Result: emptyDigest}}},
-			{Nonce: "b0b1b2b3b4b5b6b7b8b9babbbcbdbebf", Sequence: 6, Requests: []RequestReceipt{}},
-		},
+		Recent:    []string{"b0b1b2b3b4b5b6b7b8b9babbbcbdbebf", "c0c1c2c3c4c5c6c7c8c9cacbcccdcecf"},
 	}
 }
 
@@ -46,18 +40,13 @@ const goldenHead = `{"committed_at_unix_ms":1767225600000,` +
 	`"logical_shard_id":"000102030405060708090a0b0c0d0e0f",` +
 	`"marker":{"format_version":8,"schema_id":"test_workspace","value_format_version":1},` +
 	`"nonce":"a0a1a2a3a4a5a6a7a8a9aaabacadaeaf",` +
-	`"receipts":[` +
-	`{"nonce":"a0a1a2a3a4a5a6a7a8a9aaabacadaeaf","requests":[{"id":"req-1","result":"` + emptyDigest + `"}],"sequence":7},` +
-	`{"nonce":"b0b1b2b3b4b5b6b7b8b9babbbcbdbebf","requests":[],"sequence":6}],` +
+	`"recent_nonces":["b0b1b2b3b4b5b6b7b8b9babbbcbdbebf","c0c1c2c3c4c5c6c7c8c9cacbcccdcecf"],` +
 	`"root":"1111111111111111111111111111111111111111111111111111111111111111",` +
 	`"root_size":181,` +
-	`"schema":"cairn.head.v1",` +
+	`"schema":"cairn.head.v2",` +
 	`"sequence":7}`
 
 func TestHeadGolden(t *testing.T) {
-	if got := digest.Sum(nil).URI(); got != emptyDigest {
-		t.Fatalf("digest of an empty result = %s", got)
-	}
 	b, err := encodeHead(goldenHeadValue())
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +59,7 @@ func TestHeadGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := goldenHeadValue()
-	want.Format = "cairn.head.v1"
+	want.Format = "cairn.head.v2"
 	if fmt.Sprintf("%+v", h) != fmt.Sprintf("%+v", want) {
 		t.Fatalf("decoded %+v\nwant    %+v", h, want)
 	}
@@ -78,13 +67,76 @@ func TestHeadGolden(t *testing.T) {
 		t.Fatalf("root = %s", root)
 	}
 	if seq, ok := h.landedIn("b0b1b2b3b4b5b6b7b8b9babbbcbdbebf"); !ok || seq != 6 {
-		t.Fatalf("landedIn(receipt) = %d, %v", seq, ok)
+		t.Fatalf("landedIn(recent 0) = %d, %v", seq, ok)
+	}
+	if seq, ok := h.landedIn("c0c1c2c3c4c5c6c7c8c9cacbcccdcecf"); !ok || seq != 5 {
+		t.Fatalf("landedIn(recent 1) = %d, %v", seq, ok)
 	}
 	if seq, ok := h.landedIn(h.Nonce); !ok || seq != 7 {
 		t.Fatalf("landedIn(head nonce) = %d, %v", seq, ok)
 	}
-	if _, ok := h.landedIn("c0c1c2c3c4c5c6c7c8c9cacbcccdcecf"); ok {
+	if _, ok := h.landedIn("d0d1d2d3d4d5d6d7d8d9dadbdcdddedf"); ok {
 		t.Fatal("landedIn found an unknown nonce")
+	}
+}
+
+// goldenHeadV1 is a head as cairn.head.v1 wrote it, with receipts.
+const goldenHeadV1 = `{"committed_at_unix_ms":1767225600000,` +
+	`"logical_shard_id":"000102030405060708090a0b0c0d0e0f",` +
+	`"marker":{"format_version":8,"schema_id":"test_workspace","value_format_version":1},` +
+	`"nonce":"a0a1a2a3a4a5a6a7a8a9aaabacadaeaf",` +
+	`"receipts":[` +
+	`{"nonce":"a0a1a2a3a4a5a6a7a8a9aaabacadaeaf","requests":[{"id":"req-1","result":"sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}],"sequence":7},` +
+	`{"nonce":"b0b1b2b3b4b5b6b7b8b9babbbcbdbebf","requests":[],"sequence":6}],` +
+	`"root":"1111111111111111111111111111111111111111111111111111111111111111",` +
+	`"root_size":181,` +
+	`"schema":"cairn.head.v1",` +
+	`"sequence":7}`
+
+// TestHeadOldFormat: a head of the previous format is refused with
+// ErrOldFormat (also ErrBadHead) and a message that names both formats;
+// it is never read as an empty shard.
+func TestHeadOldFormat(t *testing.T) {
+	h, _, err := decodeHead([]byte(goldenHeadV1), goldenShardID, testSchema.Marker)
+	if h != nil || !errors.Is(err, ErrOldFormat) || !errors.Is(err, ErrBadHead) {
+		t.Fatalf("decodeHead(v1) = %+v, %v; want ErrOldFormat", h, err)
+	}
+	const msg = "head format cairn.head.v1 is from an older cairn; this version reads cairn.head.v2"
+	if !strings.Contains(err.Error(), msg) {
+		t.Fatalf("error %q does not say %q", err, msg)
+	}
+	t.Log(err)
+}
+
+// TestHeadSize: the head every request reads stays under MaxHeadBytes:
+// typical (the golden head; a head with a full list of recent nonces) and
+// maximal (every number at its largest, the longest schema id, a full
+// list).
+func TestHeadSize(t *testing.T) {
+	full := goldenHeadValue()
+	full.Sequence = 1 << 40
+	full.Recent = nil
+	for i := range MaxRecentNonces {
+		full.Recent = append(full.Recent, fmt.Sprintf("%032x", i))
+	}
+	max := *full
+	max.Recent = full.Recent
+	max.Sequence = 1<<53 - 1 // the largest integer canonical JSON holds exactly
+	max.Committed = 1<<53 - 1
+	max.RootSize = 1<<53 - 1
+	max.Marker = Marker{SchemaID: strings.Repeat("x", MaxSchemaID), FormatVersion: 1<<53 - 1, ValueFormatVersion: 1<<53 - 1}
+	for _, c := range []struct {
+		name string
+		h    *Head
+	}{{"golden", goldenHeadValue()}, {"full", full}, {"maximal", &max}} {
+		b, err := encodeHead(c.h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s head: %d bytes", c.name, len(b))
+		if len(b) >= MaxHeadBytes {
+			t.Errorf("%s head is %d bytes, want under %d", c.name, len(b), MaxHeadBytes)
+		}
 	}
 }
 
@@ -106,11 +158,12 @@ func TestDecodeHeadRejects(t *testing.T) {
 		}
 		return []byte(strings.Replace(goldenHead, old, new, 1))
 	}
-	manyReceipts := func(n int) []byte {
+	manyRecent := func(n int, seq uint64) []byte {
 		h := goldenHeadValue()
-		h.Receipts = nil
+		h.Sequence = seq
+		h.Recent = nil
 		for i := range n {
-			h.Receipts = append(h.Receipts, Receipt{Nonce: fmt.Sprintf("%032x", i), Sequence: uint64(i + 1), Requests: []RequestReceipt{}})
+			h.Recent = append(h.Recent, fmt.Sprintf("%032x", i))
 		}
 		b, err := encodeHead(h)
 		if err != nil {
@@ -124,9 +177,9 @@ func TestDecodeHeadRejects(t *testing.T) {
 		b    []byte
 		want error
 	}{
-		{"unknown schema version", edit(`"cairn.head.v1"`, `"cairn.head.v2"`), manifests.ErrSchema},
-		{"no schema member", edit(`"schema":"cairn.head.v1",`, ``), manifests.ErrSchema},
-		{"schema not a string", edit(`"cairn.head.v1"`, `1`), manifests.ErrSchema},
+		{"unknown schema version", edit(`"cairn.head.v2"`, `"cairn.head.v3"`), manifests.ErrSchema},
+		{"no schema member", edit(`"schema":"cairn.head.v2",`, ``), manifests.ErrSchema},
+		{"schema not a string", edit(`"cairn.head.v2"`, `1`), manifests.ErrSchema},
 		{"format_version 7", edit(`"format_version":8`, `"format_version":7`), ErrSchemaMismatch},
 		{"format_version 9", edit(`"format_version":8`, `"format_version":9`), ErrSchemaMismatch},
 		{"value_format_version 2", edit(`"value_format_version":1`, `"value_format_version":2`), ErrSchemaMismatch},
@@ -140,16 +193,19 @@ func TestDecodeHeadRejects(t *testing.T) {
 		{"short root", edit(root, root[:62]), ErrBadHead},
 		{"root_size 0", edit(`"root_size":181`, `"root_size":0`), ErrBadHead},
 		{"negative root_size", edit(`"root_size":181`, `"root_size":-1`), ErrBadHead},
-		{"sequence 0", edit(`"schema":"cairn.head.v1","sequence":7`, `"schema":"cairn.head.v1","sequence":0`), ErrBadHead},
-		{"negative sequence", edit(`"schema":"cairn.head.v1","sequence":7`, `"schema":"cairn.head.v1","sequence":-7`), manifests.ErrInvalid},
-		{"upper-case nonce", edit(`"nonce":"a0a1a2a3a4a5a6a7a8a9aaabacadaeaf","receipts"`, `"nonce":"A0A1A2A3A4A5A6A7A8A9AAABACADAEAF","receipts"`), ErrBadHead},
-		{"short nonce", edit(`"nonce":"a0a1a2a3a4a5a6a7a8a9aaabacadaeaf","receipts"`, `"nonce":"a0a1","receipts"`), ErrBadHead},
-		{"empty nonce", edit(`"nonce":"a0a1a2a3a4a5a6a7a8a9aaabacadaeaf","receipts"`, `"nonce":"","receipts"`), ErrBadHead},
-		{"33 receipts", manyReceipts(MaxReceipts + 1), ErrBadHead},
+		{"sequence 0", edit(`"schema":"cairn.head.v2","sequence":7`, `"schema":"cairn.head.v2","sequence":0`), ErrBadHead},
+		{"negative sequence", edit(`"schema":"cairn.head.v2","sequence":7`, `"schema":"cairn.head.v2","sequence":-7`), manifests.ErrInvalid},
+		{"upper-case nonce", edit(`"nonce":"a0a1a2a3a4a5a6a7a8a9aaabacadaeaf","recent_nonces"`, `"nonce":"A0A1A2A3A4A5A6A7A8A9AAABACADAEAF","recent_nonces"`), ErrBadHead},
+		{"short nonce", edit(`"nonce":"a0a1a2a3a4a5a6a7a8a9aaabacadaeaf","recent_nonces"`, `"nonce":"a0a1","recent_nonces"`), ErrBadHead},
+		{"empty nonce", edit(`"nonce":"a0a1a2a3a4a5a6a7a8a9aaabacadaeaf","recent_nonces"`, `"nonce":"","recent_nonces"`), ErrBadHead},
+		{"too many recent nonces", manyRecent(MaxRecentNonces+1, 100), ErrBadHead},
+		{"more recent nonces than earlier sequences", manyRecent(3, 3), ErrBadHead},
+		{"bad recent nonce", edit(`"c0c1c2c3c4c5c6c7c8c9cacbcccdcecf"`, `"C0C1C2C3C4C5C6C7C8C9CACBCCCDCECF"`), ErrBadHead},
+		{"recent nonces null", edit(`"recent_nonces":["b0b1b2b3b4b5b6b7b8b9babbbcbdbebf","c0c1c2c3c4c5c6c7c8c9cacbcccdcecf"]`, `"recent_nonces":null`), ErrBadHead},
 		{"unknown member", edit(`{"committed`, `{"aaa":1,"committed`), manifests.ErrUnknownField},
 		{"whitespace", edit(`,"root_size"`, `, "root_size"`), manifests.ErrNotCanonical},
-		{"members unsorted", edit(`"root_size":181,"schema":"cairn.head.v1"`, `"schema":"cairn.head.v1","root_size":181`), manifests.ErrNotCanonical},
-		{"float sequence", edit(`"schema":"cairn.head.v1","sequence":7`, `"schema":"cairn.head.v1","sequence":7.0`), manifests.ErrInvalid},
+		{"members unsorted", edit(`"root_size":181,"schema":"cairn.head.v2"`, `"schema":"cairn.head.v2","root_size":181`), manifests.ErrNotCanonical},
+		{"float sequence", edit(`"schema":"cairn.head.v2","sequence":7`, `"schema":"cairn.head.v2","sequence":7.0`), manifests.ErrInvalid},
 		{"trailing data", []byte(goldenHead + "{}"), manifests.ErrInvalid},
 		{"not JSON", []byte("{"), manifests.ErrInvalid},
 		{"empty", nil, manifests.ErrInvalid},
@@ -168,9 +224,12 @@ func TestDecodeHeadRejects(t *testing.T) {
 			}
 		})
 	}
-	// The limit itself decodes.
-	if _, _, err := decodeHead(manyReceipts(MaxReceipts), goldenShardID, testSchema.Marker); err != nil {
-		t.Fatalf("%d receipts: %v", MaxReceipts, err)
+	// The limits themselves decode.
+	if _, _, err := decodeHead(manyRecent(MaxRecentNonces, 100), goldenShardID, testSchema.Marker); err != nil {
+		t.Fatalf("%d recent nonces: %v", MaxRecentNonces, err)
+	}
+	if _, _, err := decodeHead(manyRecent(2, 3), goldenShardID, testSchema.Marker); err != nil {
+		t.Fatalf("2 recent nonces at sequence 3: %v", err)
 	}
 	// The golden head is refused for any other shard id.
 	if _, _, err := decodeHead([]byte(goldenHead), shards.ShardID{1}, testSchema.Marker); !errors.Is(err, ErrBadHead) {
@@ -254,14 +313,14 @@ func (c *crafted) root(seq uint64, recs map[shards.Family][]shards.Record) shard
 func (c *crafted) head(seq uint64, root shards.Ref, edit func(*Head)) {
 	c.t.Helper()
 	h := &Head{
-		Format:   "cairn.head.v1",
+		Format:   HeadFormat,
 		Marker:   testSchema.Marker,
 		ShardID:  c.layout.ID().String(),
 		Sequence: seq,
 		Root:     root.Hash.String(),
 		RootSize: root.Size,
 		Nonce:    nonceString(roots.Nonce{byte(seq)}),
-		Receipts: []Receipt{},
+		Recent:   []string{},
 	}
 	if edit != nil {
 		edit(h)
@@ -300,7 +359,8 @@ func TestOpenSchemaGate(t *testing.T) {
 			return map[shards.Family][]shards.Record{shards.System: {good(t)}, shardstest.Fixed32: {revision}}
 		}},
 		{name: "another logical shard id", edit: func(h *Head) { h.ShardID = shards.NewShardID().String() }, want: ErrBadHead},
-		{name: "unknown head schema", edit: func(h *Head) { h.Format = "cairn.head.v2" }, want: ErrBadHead},
+		{name: "unknown head schema", edit: func(h *Head) { h.Format = "cairn.head.v3" }, want: ErrBadHead},
+		{name: "head of an older format", edit: func(h *Head) { h.Format = "cairn.head.v1" }, want: ErrOldFormat},
 		{name: "head marker format_version 7", edit: func(h *Head) { h.Marker.FormatVersion = 7 }, want: ErrSchemaMismatch},
 		{name: "head sequence differs from the root's", seq: 4, want: ErrBadHead},
 		{name: "no system family", recs: func(t *testing.T) map[shards.Family][]shards.Record {
@@ -350,30 +410,54 @@ func TestOpenSchemaGate(t *testing.T) {
 			}
 			cr.head(seq, root, c.edit)
 			before := countKeys(t, cr.b)
+			// Open does no I/O: the gate is met by the first read (the
+			// head's checks by the Pin, the system record's by the read)
+			// and by the first commit.
 			s, err := Open(ctx, cr.b, id, testSchema, Options{Check: true})
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			defer s.Close()
+			if after := countKeys(t, cr.b); after != before {
+				t.Fatalf("Open wrote %d objects", after-before)
+			}
+			read := func() error {
+				sn, err := s.Pin(ctx)
+				if err != nil {
+					return err
+				}
+				if sn.Sequence() != 3 || sn.RootHash() != root.Hash {
+					t.Fatalf("Pin = %v", sn)
+				}
+				v, ok, err := sn.Get(ctx, shardstest.Fixed32, revision.Key)
+				if err == nil && (!ok || string(v) != "r") && c.want == nil {
+					t.Fatalf("Get = %q, %v", v, ok)
+				}
+				return err
+			}
+			err = read()
 			if c.want == nil {
 				if err != nil {
-					t.Fatalf("Open: %v", err)
-				}
-				defer s.Close()
-				sn, err := s.Pin(ctx)
-				if err != nil || sn.Sequence() != 3 || sn.RootHash() != root.Hash {
-					t.Fatalf("Pin = %v, %v", sn, err)
-				}
-				if v, ok, err := sn.Get(ctx, shardstest.Fixed32, revision.Key); err != nil || !ok || string(v) != "r" {
-					t.Fatalf("Get = %q, %v, %v", v, ok, err)
+					t.Fatalf("read: %v", err)
 				}
 				return
 			}
-			if err == nil {
-				s.Close()
-				t.Fatal("opened a shard that fails the gate")
-			}
 			if !errors.Is(err, c.want) {
-				t.Fatalf("Open: %v, want %v", err, c.want)
+				t.Fatalf("read: %v, want %v", err, c.want)
+			}
+			// The refusal holds for later reads and for commits, and
+			// nothing is written.
+			if err := read(); !errors.Is(err, c.want) {
+				t.Fatalf("second read: %v, want %v", err, c.want)
+			}
+			_, err = s.Do(ctx, Command{Apply: func(tx *Tx) ([]byte, error) {
+				return nil, tx.Put(shardstest.Fixed32, revision.Key, []byte("w"))
+			}})
+			if !errors.Is(err, c.want) {
+				t.Fatalf("commit: %v, want %v", err, c.want)
 			}
 			if after := countKeys(t, cr.b); after != before {
-				t.Fatalf("a refused Open wrote %d objects", after-before)
+				t.Fatalf("a refused shard got %d objects written", after-before)
 			}
 		})
 	}
@@ -388,8 +472,9 @@ func countKeys(t *testing.T, b bucket.Bucket) int {
 	return len(objs)
 }
 
-// TestOpenGenesis: an empty shard is initialized with the marker in its
-// system family and a head at sequence 1, and opening it again reads it.
+// TestOpenGenesis: Open does no I/O; an empty shard is initialized by its
+// first commit with the marker in its system family and a head at
+// sequence 1, and opening it again reads it.
 func TestOpenGenesis(t *testing.T) {
 	ctx := context.Background()
 	b := mem.NewBucket()
@@ -398,11 +483,22 @@ func TestOpenGenesis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A read of a shard without a head fails and writes nothing; the
+	// first commit (here one that changes nothing) initializes it.
+	if _, err := s.Pin(ctx); !errors.Is(err, ErrNoHead) {
+		t.Fatalf("Pin of an empty shard: %v, want ErrNoHead", err)
+	}
+	if n := countKeys(t, b); n != 0 {
+		t.Fatalf("Open and a read of an empty shard wrote %d objects", n)
+	}
+	if res, err := s.Do(ctx, Command{Apply: func(*Tx) ([]byte, error) { return nil, nil }}); err != nil || res.Sequence != 1 {
+		t.Fatalf("first commit = %+v, %v", res, err)
+	}
 	sn, err := s.Pin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sn.Sequence() != 1 || sn.Head().Sequence != 1 || len(sn.Head().Receipts) != 0 || !sn.Root().Parent.IsZero() {
+	if sn.Sequence() != 1 || sn.Head().Sequence != 1 || len(sn.Head().Recent) != 0 || !sn.Root().Parent.IsZero() {
 		t.Fatalf("genesis head %+v, root %+v", sn.Head(), sn.Root())
 	}
 	if len(sn.Root().Families) != 1 || sn.Root().Families[0].Family != shards.System || sn.Root().Families[0].Records != 1 {
@@ -437,7 +533,7 @@ func TestOpenGenesis(t *testing.T) {
 	}
 }
 
-// TestOpenHeadWithMissingRoot: a head whose root is gone is damage: Open
+// TestOpenHeadWithMissingRoot: a head whose root is gone is damage: a Pin
 // fails closed and does not take the shard for an empty one (it writes
 // nothing).
 func TestOpenHeadWithMissingRoot(t *testing.T) {
@@ -451,12 +547,12 @@ func TestOpenHeadWithMissingRoot(t *testing.T) {
 	}
 	before := countKeys(t, cr.b)
 	s, err := Open(ctx, cr.b, id, testSchema, Options{})
-	if err == nil {
-		s.Close()
-		t.Fatal("opened a shard whose root is missing")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !errors.Is(err, bucket.ErrIntegrity) || !errors.Is(err, bucket.ErrNotExist) {
-		t.Fatalf("Open: %v, want ErrIntegrity for the missing root", err)
+	defer s.Close()
+	if _, err := s.Pin(ctx); !errors.Is(err, bucket.ErrIntegrity) || !errors.Is(err, bucket.ErrNotExist) {
+		t.Fatalf("Pin: %v, want ErrIntegrity for the missing root", err)
 	}
 	if after := countKeys(t, cr.b); after != before {
 		t.Errorf("Open of a shard whose head exists wrote %d objects (a genesis root for an empty shard)", after-before)

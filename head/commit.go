@@ -232,7 +232,7 @@ func (s *Store) commitBatch(calls []*call, refill func(n int) []*call) {
 // every call is finished; otherwise the batch is retried after a wait that
 // err (throttled or not) decides.
 func (s *Store) attempt(ctx context.Context, calls []*call) (done bool, err error) {
-	sn, err := s.Pin(ctx)
+	sn, err := s.pinOrInitialize(ctx)
 	if err != nil {
 		if bucket.Transient(err) {
 			return false, err
@@ -280,7 +280,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call) (done bool, err erro
 		RootSize:  cand.rootRef.Size,
 		Nonce:     nonceString(nonce),
 		Committed: now.UnixMilli(),
-		Receipts:  receipts(sn.head, nonceString(nonce), seq, calls, outs),
+		Recent:    recentNonces(sn.head),
 	}
 	if cand.headBytes, err = encodeHead(cand.head); err != nil {
 		for _, c := range calls {
@@ -388,26 +388,6 @@ func replay(v []byte, cmd Command) outcome {
 	return outcome{res: Result{Value: bytes.Clone(result), Sequence: seq, Replayed: true}}
 }
 
-// receipts returns the new head's receipts: this commit's first, then the
-// parent's, up to MaxReceipts.
-func receipts(parent *Head, nonce string, seq uint64, calls []*call, outs []outcome) []Receipt {
-	r := Receipt{Nonce: nonce, Sequence: seq, Requests: []RequestReceipt{}}
-	for i, c := range calls {
-		if c.cmd.RequestID == "" || outs[i].err != nil || outs[i].res.Replayed || len(r.Requests) == MaxReceiptRequests {
-			continue
-		}
-		r.Requests = append(r.Requests, RequestReceipt{ID: c.cmd.RequestID, Result: digest.Sum(outs[i].res.Value).URI()})
-	}
-	out := []Receipt{r}
-	for _, p := range parent.Receipts {
-		if len(out) == MaxReceipts {
-			break
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
 // candidate is an attempt's staged state: the objects to write, then the
 // head that commits them.
 type candidate struct {
@@ -429,6 +409,11 @@ type write struct {
 // first root): new shard objects for the shards it changes, new tables for
 // the families it changes, a new root. Nothing is written.
 func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonce roots.Nonce) (*candidate, error) {
+	if sn != nil {
+		if err := sn.gate(ctx); err != nil { // nothing is committed past a failed gate
+			return nil, err
+		}
+	}
 	c := &candidate{objects: map[digest.Hash]*shards.Object{}, tables: map[digest.Hash]*roots.Table{}}
 	root := &roots.Root{Nonce: nonce, Sequence: 1}
 	if sn != nil {
@@ -671,8 +656,8 @@ func (s *Store) putImmutable(ctx context.Context, key string, body []byte) error
 // cas writes the candidate head conditional on the pinned one and learns
 // whether it landed. A precondition failure, an ambiguous outcome or an
 // unreachable store is never taken at face value: the head is read again,
-// and the attempt's nonce in it, in its receipts or in the chain of roots
-// back to the pinned sequence means it landed. While the head has not
+// and the attempt's nonce in it, in its recent nonces or in the chain of
+// roots back to the pinned sequence means it landed. While the head has not
 // moved, the identical candidate is written again (never a rebuilt one: a
 // write of this attempt that is still in flight could land late, and only
 // this attempt's head can land on the pinned version). Once the head has
@@ -719,10 +704,10 @@ func (s *Store) cas(ctx context.Context, sn *Snapshot, c *candidate, nonce roots
 		if cur.head.Sequence <= sn.head.Sequence {
 			continue // the head has not moved: write the same candidate again
 		}
-		// The head moved past the pinned version without our nonce in its
-		// receipts. Receipts cover the last MaxReceipts commits; beyond
-		// them the chain of roots tells.
-		if cur.head.Sequence-sn.head.Sequence <= MaxReceipts-1 {
+		// The head moved past the pinned version without our nonce in it
+		// or its recent nonces. They cover the last len(Recent)+1
+		// commits; beyond them the chain of roots tells.
+		if cur.head.Sequence-(sn.head.Sequence+1) <= uint64(len(cur.head.Recent)) {
 			return false, nil
 		}
 		ok, werr := s.landedInChain(ctx, cur, sn.head.Sequence+1, nonce)

@@ -4,13 +4,16 @@
 // # The head
 //
 // Each logical shard has exactly one mutable object, its head
-// (shards.Layout.Head), a canonical JSON document (schema "cairn.head.v1")
-// holding the schema marker, the logical shard id, the commit sequence, the
-// hash and size of the current root, the nonce of the attempt that wrote it,
-// the commit time and receipts of the last MaxReceipts commits (their
-// nonces, sequences and up to MaxReceiptRequests request ids with result
-// digests). The nonce makes every head's bytes unique, so S3's content
-// ETags never repeat for one head.
+// (shards.Layout.Head), a canonical JSON document (schema "cairn.head.v2")
+// holding only what every request needs: the schema marker, the logical
+// shard id, the commit sequence, the hash and size of the current root,
+// the nonce of the attempt that wrote it, the commit time and the nonces
+// of the MaxRecentNonces attempts that wrote the heads before it. It stays
+// under MaxHeadBytes (1 KiB). Request receipts live in the command_dedupe
+// family only. The nonce makes every head's bytes unique, so S3's content
+// ETags never repeat for one head. A head of the previous format
+// ("cairn.head.v1") is refused with ErrOldFormat, never read as empty or
+// overwritten.
 //
 // # The schema gate
 //
@@ -21,11 +24,16 @@
 // format version). Every shard object, table and root is decoded against
 // that registry, and a family tag it does not hold fails closed.
 //
-// Open initializes an empty shard with the schema's marker, in both the
-// head and the System("schema") record of the first root. A shard whose
-// head or system record differs in any way, or whose head names another
-// shard, does not open (ErrSchemaMismatch, ErrBadHead), and a replica that
-// cannot validate the head serves nothing.
+// Open does no I/O. The first commit of a shard without a head
+// initializes it (create-only) with the schema's marker, in both the head
+// and the System("schema") record of the first root; a read of a shard
+// without a head fails with ErrNoHead and writes nothing (a read cannot
+// tell a shard never written from one whose head was lost). Every Pin
+// checks the head's marker and shard id (ErrSchemaMismatch, ErrBadHead);
+// the system record is checked once per Store, beside the first
+// snapshot's own reads, and every read and commit waits for that check
+// before it returns, so a replica that cannot validate the shard serves
+// nothing, yet the check adds no round.
 //
 // # Reads
 //
@@ -34,7 +42,9 @@
 // each of them arrived, so no Pin returns a state older than its call. An
 // unchanged head version reuses the decoded snapshot; a changed one loads
 // the new root, and tables and shard objects load lazily through caches of
-// immutable objects keyed by hash and bounded in bytes. Every object is
+// immutable objects keyed by hash and bounded in bytes. Prefetch loads the
+// tables of several families in one parallel round and named shards in a
+// second, for a caller that knows what it will read. Every object is
 // verified against its hash before it is used or cached. At returns a
 // frozen snapshot of a held root.
 //
@@ -56,7 +66,7 @@
 //
 // A precondition failure, an ambiguous write or an unreachable store at
 // step 5 is never taken at face value: the head is read again, and the
-// attempt's nonce in it, in its receipts or in the chain of roots back to
+// attempt's nonce in it, in its recent nonces or in the chain of roots back to
 // the pinned sequence means the commit landed. Otherwise the attempt is
 // rebuilt from step 1 after a jittered exponential backoff (at least
 // ThrottleBackoff when the store throttled), up to MaxAttempts, then

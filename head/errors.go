@@ -2,6 +2,15 @@ package head
 
 import "errors"
 
+// kindOf is a sentinel that is also another: errors.Is finds both.
+type kindOf struct {
+	msg    string
+	parent error
+}
+
+func (e *kindOf) Error() string { return e.msg }
+func (e *kindOf) Unwrap() error { return e.parent }
+
 var (
 	// ErrSchemaMismatch: the shard's schema marker is not the one it was
 	// opened with. The store refuses to open or serve it.
@@ -9,6 +18,16 @@ var (
 
 	// ErrBadHead: the head object is malformed or names another shard.
 	ErrBadHead = errors.New("head: malformed head")
+
+	// ErrOldFormat: the head is of a format an earlier cairn wrote
+	// ("cairn.head.v1"). It is also ErrBadHead: the shard is refused, never
+	// read as empty or overwritten.
+	ErrOldFormat error = &kindOf{"head: head of an older format", ErrBadHead}
+
+	// ErrNoHead: the shard has no head. A read cannot tell a shard never
+	// written from one whose head was lost, so it fails with ErrNoHead and
+	// writes nothing; the first commit initializes the shard (create-only).
+	ErrNoHead = errors.New("head: shard has no head")
 
 	// ErrRetryable: the command did not commit within the attempt budget
 	// (contention, throttling, an unreachable store). Nothing of it is
@@ -31,7 +50,4 @@ var (
 
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("head: store closed")
-
-	// errNoHead: the shard has no head yet; Open initializes it.
-	errNoHead = errors.New("no head")
 )

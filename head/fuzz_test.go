@@ -14,13 +14,14 @@ import (
 func FuzzDecodeHead(f *testing.F) {
 	f.Add([]byte(goldenHead))
 	f.Add([]byte(`{}`))
-	f.Add([]byte(`{"schema":"cairn.head.v1"}`))
+	f.Add([]byte(`{"schema":"cairn.head.v2"}`))
+	f.Add([]byte(goldenHeadV1))
 	f.Add([]byte(`[]`))
 	f.Add([]byte(`{"committed_at_unix_ms":0,"logical_shard_id":"000102030405060708090a0b0c0d0e0f",` +
 		`"marker":{"format_version":8,"schema_id":"test_workspace","value_format_version":1},` +
-		`"nonce":"00000000000000000000000000000000","receipts":null,` +
+		`"nonce":"00000000000000000000000000000000","recent_nonces":[],` +
 		`"root":"0101010101010101010101010101010101010101010101010101010101010101",` +
-		`"root_size":1,"schema":"cairn.head.v1","sequence":1}`))
+		`"root_size":1,"schema":"cairn.head.v2","sequence":1}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, root, err := decodeHead(b, goldenShardID, testSchema.Marker)
 		if err != nil {
@@ -33,11 +34,14 @@ func FuzzDecodeHead(f *testing.F) {
 			return
 		}
 		if h.Marker != testSchema.Marker || h.ShardID != goldenShardID.String() || root.IsZero() ||
-			root.String() != h.Root || h.Sequence == 0 || h.RootSize <= 0 || len(h.Receipts) > MaxReceipts {
+			root.String() != h.Root || h.Sequence == 0 || h.RootSize <= 0 || len(h.Recent) > MaxRecentNonces ||
+			uint64(len(h.Recent)) >= h.Sequence || len(b) >= MaxHeadBytes {
 			t.Fatalf("accepted %+v", h)
 		}
-		if _, err := parseNonce(h.Nonce); err != nil {
-			t.Fatalf("accepted nonce %q", h.Nonce)
+		for _, n := range append([]string{h.Nonce}, h.Recent...) {
+			if _, err := parseNonce(n); err != nil {
+				t.Fatalf("accepted nonce %q", n)
+			}
 		}
 		again, err := encodeHead(h)
 		if err != nil {

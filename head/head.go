@@ -3,7 +3,9 @@ package head
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/manifests"
@@ -32,61 +34,73 @@ func (sc Schema) check() error {
 	if sc.Families == nil || sc.Marker.SchemaID == "" {
 		return fmt.Errorf("head: schema %+v: needs families and a schema id", sc.Marker)
 	}
+	if len(sc.Marker.SchemaID) > MaxSchemaID {
+		return fmt.Errorf("head: schema id %q: longer than %d bytes", sc.Marker.SchemaID, MaxSchemaID)
+	}
 	return nil
 }
 
 // SchemaKey is the system family's key of the schema marker record.
 var SchemaKey = []byte("schema")
 
-// Limits of the head's receipts.
-const (
-	// MaxReceipts is how many recent commits the head remembers.
-	MaxReceipts = 32
-	// MaxReceiptRequests is how many request ids one receipt lists; a
-	// larger group commit is still found by its commit nonce.
-	MaxReceiptRequests = 16
-)
+// MaxSchemaID bounds a marker's schema id, so that a head stays under
+// MaxHeadBytes whatever its numbers.
+const MaxSchemaID = 32
 
-// Head is the one mutable object of a logical shard.
+// MaxRecentNonces is how many landed attempts before the head's own the
+// head remembers (their nonces, newest first). Reconciliation settles an
+// ambiguous head write from them while the head has moved by at most this
+// many commits; beyond, it walks the chain of roots.
+const MaxRecentNonces = 16
+
+// MaxHeadBytes bounds the encoded head: every request reads it.
+const MaxHeadBytes = 1024
+
+// HeadFormat is the schema string of the head this version writes and
+// reads; olderHeadFormats are those of earlier versions, refused with
+// ErrOldFormat.
+const HeadFormat = "cairn.head.v2"
+
+var olderHeadFormats = []string{"cairn.head.v1"}
+
+// Head is the one mutable object of a logical shard. It holds only what
+// every request needs: request receipts live in the command_dedupe
+// family.
 type Head struct {
-	Format    string    `json:"schema"` // "cairn.head.v1"
-	Marker    Marker    `json:"marker"`
-	ShardID   string    `json:"logical_shard_id"`
-	Sequence  uint64    `json:"sequence"`
-	Root      string    `json:"root"`
-	RootSize  int64     `json:"root_size"`
-	Nonce     string    `json:"nonce"` // the committing attempt's; unique per write
-	Committed int64     `json:"committed_at_unix_ms"`
-	Receipts  []Receipt `json:"receipts"`
-}
-
-// Receipt records one recent commit: its attempt nonce, its sequence, and
-// the requests it applied (up to MaxReceiptRequests of them).
-type Receipt struct {
-	Nonce    string           `json:"nonce"`
-	Sequence uint64           `json:"sequence"`
-	Requests []RequestReceipt `json:"requests"`
-}
-
-// RequestReceipt is one applied request and the digest of its result.
-type RequestReceipt struct {
-	ID     string `json:"id"`
-	Result string `json:"result"` // "sha256:…" of the stored result bytes
+	Format    string `json:"schema"` // HeadFormat
+	Marker    Marker `json:"marker"`
+	ShardID   string `json:"logical_shard_id"`
+	Sequence  uint64 `json:"sequence"`
+	Root      string `json:"root"`
+	RootSize  int64  `json:"root_size"`
+	Nonce     string `json:"nonce"` // the committing attempt's; unique per write
+	Committed int64  `json:"committed_at_unix_ms"`
+	// Recent are the nonces of the attempts that wrote the previous heads,
+	// newest first: Recent[i] wrote sequence Sequence-1-i. At most
+	// MaxRecentNonces, and never more than Sequence-1.
+	Recent []string `json:"recent_nonces"`
 }
 
 // Schema implements manifests.Document.
-func (*Head) Schema() string { return "cairn.head.v1" }
+func (*Head) Schema() string { return HeadFormat }
 
 func encodeHead(h *Head) ([]byte, error) {
 	h.Format = h.Schema()
+	if h.Recent == nil {
+		h.Recent = []string{}
+	}
 	return manifests.Encode(h)
 }
 
 // decodeHead strictly decodes a head and checks the schema gate and the
-// shard id. Anything unexpected fails closed.
+// shard id. Anything unexpected fails closed; a head of an older format
+// is ErrOldFormat.
 func decodeHead(b []byte, id shards.ShardID, want Marker) (*Head, digest.Hash, error) {
 	h := &Head{}
 	if err := manifests.Decode(b, h); err != nil {
+		if old := olderFormat(b); old != "" {
+			return nil, digest.Hash{}, fmt.Errorf("%w: head format %s is from an older cairn; this version reads %s", ErrOldFormat, old, HeadFormat)
+		}
 		return nil, digest.Hash{}, fmt.Errorf("%w: %w", ErrBadHead, err)
 	}
 	if h.Marker != want {
@@ -102,10 +116,40 @@ func decodeHead(b []byte, id shards.ShardID, want Marker) (*Head, digest.Hash, e
 	if _, err := parseNonce(h.Nonce); err != nil {
 		return nil, digest.Hash{}, fmt.Errorf("%w: %w", ErrBadHead, err)
 	}
-	if len(h.Receipts) > MaxReceipts {
-		return nil, digest.Hash{}, fmt.Errorf("%w: %d receipts", ErrBadHead, len(h.Receipts))
+	if h.Recent == nil || len(h.Recent) > MaxRecentNonces || uint64(len(h.Recent)) > h.Sequence-1 {
+		return nil, digest.Hash{}, fmt.Errorf("%w: %d recent nonces at sequence %d", ErrBadHead, len(h.Recent), h.Sequence)
+	}
+	for _, n := range h.Recent {
+		if _, err := parseNonce(n); err != nil {
+			return nil, digest.Hash{}, fmt.Errorf("%w: recent nonces: %w", ErrBadHead, err)
+		}
 	}
 	return h, root, nil
+}
+
+// olderFormat returns the schema member of b when it names a head format
+// of an earlier version, else "".
+func olderFormat(b []byte) string {
+	var probe struct {
+		Schema string `json:"schema"`
+	}
+	if json.Unmarshal(b, &probe) != nil || !slices.Contains(olderHeadFormats, probe.Schema) {
+		return ""
+	}
+	return probe.Schema
+}
+
+// recentNonces returns the Recent list of the head that follows parent.
+func recentNonces(parent *Head) []string {
+	out := make([]string, 0, MaxRecentNonces)
+	out = append(out, parent.Nonce)
+	for _, n := range parent.Recent {
+		if len(out) == MaxRecentNonces {
+			break
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func newNonce() roots.Nonce {
@@ -128,14 +172,15 @@ func parseNonce(s string) (roots.Nonce, error) {
 	return n, nil
 }
 
-// landedIn reports whether the head's receipts show the commit of nonce.
+// landedIn reports whether the head or its recent nonces show the commit
+// of nonce, and at which sequence.
 func (h *Head) landedIn(nonce string) (uint64, bool) {
 	if h.Nonce == nonce {
 		return h.Sequence, true
 	}
-	for _, r := range h.Receipts {
-		if r.Nonce == nonce {
-			return r.Sequence, true
+	for i, n := range h.Recent {
+		if n == nonce {
+			return h.Sequence - 1 - uint64(i), true
 		}
 	}
 	return 0, false

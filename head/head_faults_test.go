@@ -37,6 +37,9 @@ func faultOpen(t *testing.T, b bucket.Bucket, id shards.ShardID, opts head.Optio
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := s.Initialize(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { s.Close() })
 	return s
 }

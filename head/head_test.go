@@ -32,6 +32,9 @@ func open(t testing.TB, b bucket.Bucket, id shards.ShardID, opts head.Options) *
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := s.Initialize(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { s.Close() })
 	return s
 }
@@ -108,12 +111,20 @@ func TestSchemaGateFailsClosed(t *testing.T) {
 			if _, err := bad.Put(ctx, layout.Head(), edit(body), bucket.Unconditional); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := head.Open(ctx, bad, id, head.SchemaForTest, head.Options{}); err == nil {
-				t.Fatal("opened a shard with a bad head")
+			s, err := head.Open(ctx, bad, id, head.SchemaForTest, head.Options{})
+			if err != nil {
+				t.Fatal(err) // Open does no I/O; the first Pin meets the gate
+			}
+			if _, err := s.Pin(ctx); err == nil {
+				t.Fatal("pinned a shard with a bad head")
 			}
 		})
 	}
-	if _, err := head.Open(ctx, b, shards.NewShardID(), head.SchemaForTest, head.Options{}); err != nil {
+	other, err := head.Open(ctx, b, shards.NewShardID(), head.SchemaForTest, head.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Initialize(ctx); err != nil {
 		t.Fatalf("another shard in the same bucket: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/cairnstore/cairn/bucket"
@@ -101,7 +102,7 @@ func (s *Store) runFlights(f *headFlight) {
 func (s *Store) readHead(ctx context.Context) (*Snapshot, error) {
 	b, attrs, err := s.b.Get(ctx, s.layout.Head())
 	if errors.Is(err, bucket.ErrNotExist) {
-		return nil, fmt.Errorf("head: read head: %w: %w", errNoHead, err)
+		return nil, fmt.Errorf("head: read head of shard %s: %w: %w", s.id, ErrNoHead, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("head: read head: %w", err)
@@ -129,6 +130,7 @@ func (s *Store) readHead(ctx context.Context) (*Snapshot, error) {
 	}
 	sn := &Snapshot{s: s, head: h, version: attrs.Version, rootHash: rootHash, root: root}
 	s.remember(sn)
+	s.startGate(sn) // beside the caller's first reads, not before them
 	return sn, nil
 }
 
@@ -210,6 +212,17 @@ func (s *Store) loadShard(ctx context.Context, f shards.Family, idx uint8, ref s
 
 // Get returns the value of key in family f, and whether it exists.
 func (sn *Snapshot) Get(ctx context.Context, f shards.Family, key []byte) ([]byte, bool, error) {
+	v, ok, err := sn.get(ctx, f, key)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := sn.gate(ctx); err != nil {
+		return nil, false, err
+	}
+	return v, ok, nil
+}
+
+func (sn *Snapshot) get(ctx context.Context, f shards.Family, key []byte) ([]byte, bool, error) {
 	idx, err := sn.s.fams.ShardOf(f, key)
 	if err != nil {
 		return nil, false, err
@@ -233,6 +246,9 @@ func (sn *Snapshot) Scan(ctx context.Context, f shards.Family, prefix, after []b
 	}
 	seq, err := shards.Merge(objs, prefix, after, limit)
 	if err != nil {
+		return nil, err
+	}
+	if err := sn.gate(ctx); err != nil {
 		return nil, err
 	}
 	var out []shards.Record
@@ -274,4 +290,69 @@ func (sn *Snapshot) scanShards(ctx context.Context, f shards.Family, prefix []by
 		return nil, err
 	}
 	return slices.DeleteFunc(objs, func(o *shards.Object) bool { return o == nil }), nil
+}
+
+// ShardRef names one shard of a family.
+type ShardRef struct {
+	Family shards.Family
+	Index  uint8
+}
+
+// ShardOf returns the reference of the shard that holds key of family f.
+func (sn *Snapshot) ShardOf(f shards.Family, key []byte) (ShardRef, error) {
+	idx, err := sn.s.fams.ShardOf(f, key)
+	return ShardRef{Family: f, Index: idx}, err
+}
+
+// Prefetch loads, through the caches, the tables of fams and of the
+// families refs name in one parallel round, then the shards refs name
+// (those that exist) in a second one, so that later reads of them cost no
+// request. A caller that will read several families names them together
+// instead of paying a round per object each read discovers. What is
+// cached already costs nothing.
+func (sn *Snapshot) Prefetch(ctx context.Context, fams []shards.Family, refs []ShardRef) error {
+	want := slices.Clone(fams)
+	for _, r := range refs {
+		want = append(want, r.Family)
+	}
+	slices.Sort(want)
+	want = slices.Compact(want)
+	tables := make([]*roots.Table, len(want))
+	if err := sn.parallel(len(want), func(i int) (err error) {
+		tables[i], err = sn.table(ctx, want[i])
+		return err
+	}); err != nil {
+		return err
+	}
+	return sn.parallel(len(refs), func(i int) error {
+		t := tables[slices.Index(want, refs[i].Family)]
+		if t == nil {
+			return nil
+		}
+		ref, ok := t.Lookup(refs[i].Index)
+		if !ok {
+			return nil
+		}
+		_, err := sn.s.loadShard(ctx, refs[i].Family, refs[i].Index, ref)
+		return err
+	})
+}
+
+// parallel runs fn(0..n-1) at most StageConcurrency at a time and joins
+// their errors.
+func (sn *Snapshot) parallel(n int, fn func(i int) error) error {
+	errs := make([]error, n)
+	sem := make(chan struct{}, sn.s.opts.StageConcurrency)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			errs[i] = fn(i)
+			<-sem
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

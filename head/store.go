@@ -110,19 +110,24 @@ type Store struct {
 	leader     bool        // a group-commit leader is running
 	lastCommit time.Time   // when this Store's last head write landed
 	closed     bool
+	gatePassed bool  // the system record carries the marker
+	gateRun    *gate // the system-record check in progress, or failed for good
 
 	retry bucket.RetryPolicy // spaces the commit's attempts and repeated requests
 }
 
-// Open opens logical shard id in b under schema sc. An empty shard is
-// initialized with sc's marker; an existing one opens only if its head and
-// its system record carry exactly that marker. Anything else fails closed.
-func Open(ctx context.Context, b bucket.Bucket, id shards.ShardID, sc Schema, opts Options) (*Store, error) {
+// Open returns a Store for logical shard id in b under schema sc. It does
+// no I/O: the first Pin reads the head, and the schema gate is checked
+// then (the head's marker on every Pin; the system record once, beside
+// the first reads of the first snapshot, see gate). A shard without a
+// head is initialized by its first commit (create-only); reading it fails
+// with ErrNoHead and writes nothing.
+func Open(_ context.Context, b bucket.Bucket, id shards.ShardID, sc Schema, opts Options) (*Store, error) {
 	if err := sc.check(); err != nil {
 		return nil, err
 	}
 	opts.fill()
-	s := &Store{
+	return &Store{
 		b:       b,
 		id:      id,
 		schema:  sc,
@@ -133,29 +138,110 @@ func Open(ctx context.Context, b bucket.Bucket, id shards.ShardID, sc Schema, op
 		tables:  shards.NewCache(opts.CacheBytes/16, tableSize),
 		roots:   shards.NewCache(opts.CacheBytes/16, rootSize),
 		retry:   opts.retryPolicy(),
-	}
+	}, nil
+}
+
+// pinOrInitialize pins the head for a commit; a shard without a head is
+// initialized first (create-only: if another process initialized it
+// meanwhile, its head is pinned).
+func (s *Store) pinOrInitialize(ctx context.Context) (*Snapshot, error) {
 	sn, err := s.Pin(ctx)
-	if errors.Is(err, errNoHead) {
-		err = s.initialize(ctx)
-		if err == nil || errors.Is(err, bucket.ErrPrecondition) {
-			sn, err = s.Pin(ctx)
+	if !errors.Is(err, ErrNoHead) {
+		return sn, err
+	}
+	if err := s.initialize(ctx); err != nil && !errors.Is(err, bucket.ErrPrecondition) {
+		return nil, fmt.Errorf("head: initialize shard %s: %w", s.id, err)
+	}
+	return s.Pin(ctx)
+}
+
+// Initialize makes sure the shard has a head, as the first commit would:
+// it reads the head and, if there is none, creates the genesis state
+// (create-only; a concurrent initialization wins harmlessly). Then it
+// checks the schema gate. Tools and tests that want an initialized shard
+// before the first command call it; serving needs no call.
+func (s *Store) Initialize(ctx context.Context) error {
+	sn, err := s.pinOrInitialize(ctx)
+	if err != nil {
+		return err
+	}
+	return sn.gate(ctx)
+}
+
+// gate is the check of the system family's schema record, run once per
+// Store beside the first reads of its first snapshot: Pin starts it, and
+// every read of a snapshot (and every commit) waits for it before it
+// returns, so nothing is served or committed before it passed, yet it
+// adds no round of its own. The record is written only when the shard is
+// initialized, and every head carries the marker too (checked on every
+// Pin), so one check per Store suffices. A mismatch is final; any other
+// failure lets the next read try again.
+type gate struct {
+	done chan struct{}
+	err  error
+}
+
+// startGate starts the system-record check on sn unless it has passed or
+// is running, and returns the check to wait for (nil once it passed).
+func (s *Store) startGate(sn *Snapshot) *gate {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gatePassed {
+		return nil
+	}
+	if s.gateRun != nil {
+		return s.gateRun
+	}
+	g := &gate{done: make(chan struct{})}
+	s.gateRun = g
+	go func() {
+		// The check serves every request of the Store, so no one
+		// caller's cancellation may fail it.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		g.err = sn.checkSchemaRecord(ctx)
+		cancel()
+		s.mu.Lock()
+		switch {
+		case g.err == nil:
+			s.gatePassed, s.gateRun = true, nil
+		case !errors.Is(g.err, ErrSchemaMismatch):
+			s.gateRun = nil
 		}
+		s.mu.Unlock()
+		close(g.done)
+	}()
+	return g
+}
+
+// gate waits for the Store's schema gate, starting it on sn if need be.
+func (sn *Snapshot) gate(ctx context.Context) error {
+	g := sn.s.startGate(sn)
+	if g == nil {
+		return nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("head: open shard %s: %w", id, err)
+	select {
+	case <-g.done:
+		return g.err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	v, ok, err := sn.Get(ctx, shards.System, SchemaKey)
+}
+
+// checkSchemaRecord reads System("schema") and requires exactly the
+// Store's marker.
+func (sn *Snapshot) checkSchemaRecord(ctx context.Context) error {
+	v, ok, err := sn.get(ctx, shards.System, SchemaKey)
 	if err != nil {
-		return nil, fmt.Errorf("head: open shard %s: read schema record: %w", id, err)
+		return fmt.Errorf("head: shard %s: read schema record: %w", sn.s.id, err)
+	}
+	if !ok {
+		return fmt.Errorf("head: shard %s: %w: no system schema record", sn.s.id, ErrSchemaMismatch)
 	}
 	var m Marker
-	if !ok {
-		return nil, fmt.Errorf("head: open shard %s: %w: no system schema record", id, ErrSchemaMismatch)
+	if err := manifests.DecodeStrict(v, &m); err != nil || m != sn.s.schema.Marker {
+		return fmt.Errorf("head: shard %s: %w: system record %q", sn.s.id, ErrSchemaMismatch, v)
 	}
-	if err := manifests.DecodeStrict(v, &m); err != nil || m != s.schema.Marker {
-		return nil, fmt.Errorf("head: open shard %s: %w: system record %q", id, ErrSchemaMismatch, v)
-	}
-	return s, nil
+	return nil
 }
 
 // initialize writes the first root, holding only the schema marker in the
@@ -185,7 +271,7 @@ func (s *Store) initialize(ctx context.Context) error {
 		RootSize:  c.rootRef.Size,
 		Nonce:     nonceString(nonce),
 		Committed: s.opts.Now().UnixMilli(),
-		Receipts:  []Receipt{},
+		Recent:    []string{},
 	}
 	b, err := encodeHead(h)
 	if err != nil {

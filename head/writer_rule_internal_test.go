@@ -101,6 +101,9 @@ func TestCheckWriterRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	if err := s.Initialize(ctx); err != nil {
+		t.Fatal(err)
+	}
 	x := ruleKey(1)
 	xi, _ := testSchema.Families.ShardOf(ruleFam, x)
 	genesis := rulePin(t, s)

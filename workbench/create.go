@@ -48,7 +48,7 @@ func (s *Service) createTool(ctx context.Context, in *createInput) (map[string]a
 // createWorkbench makes sure workbench id exists and is Visible.
 func (s *Service) createWorkbench(ctx context.Context, id string) *Error {
 	// An existing workbench needs no commit at all.
-	sn, werr := s.pin(ctx)
+	sn, werr := s.pinForWrite(ctx)
 	if werr != nil {
 		return werr
 	}

@@ -422,6 +422,8 @@ func FromError(err error) *Error {
 		e = ObjectUnavailable("the object store throttled the request", true)
 	case errors.Is(err, bucket.ErrUnavailable):
 		e = ObjectUnavailable("the object store is unavailable", true)
+	case errors.Is(err, head.ErrNoHead):
+		e = ObjectUnavailable("the deployment's store has no head: nothing was written to it yet, or its head is lost; the first write creates it", false)
 	case errors.Is(err, bucket.ErrNotExist):
 		e = ObjectUnavailable("a stored object is missing", false)
 	case errors.Is(err, bucket.ErrIntegrity):

@@ -17,7 +17,8 @@ func newService(t testing.TB) *workbench.Service {
 	return newServiceOn(t, mem.NewBucket(), workbench.Options{})
 }
 
-// newServiceOn opens a Service over b; several on one bucket are replicas.
+// newServiceOn opens a Service over b and initializes its store; several
+// on one bucket are replicas.
 func newServiceOn(t testing.TB, b bucket.Bucket, opts workbench.Options) *workbench.Service {
 	t.Helper()
 	if opts.AgentID == "" {
@@ -29,6 +30,11 @@ func newServiceOn(t testing.TB, b bucket.Bucket, opts workbench.Options) *workbe
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
+	// Open does no I/O and a read of a store without a head fails; tests
+	// begin from an initialized deployment, as after its first write.
+	if err := s.Store().Initialize(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	return s
 }
 

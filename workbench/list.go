@@ -70,7 +70,7 @@ func (in *listInput) resolve(s *Service) *Error {
 // is no cursor; any string, "" included, must be a valid one.
 func (s *Service) listTool(ctx context.Context, in *listInput) (map[string]any, *Error) {
 	sc := in.scope
-	v, werr := s.openView(ctx, sc.id, sc.at)
+	v, werr := s.openViewFor(ctx, sc.id, sc.at, entryReads(sc.comps))
 	if werr != nil {
 		return nil, werr
 	}

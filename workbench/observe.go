@@ -19,7 +19,7 @@ type observation struct {
 // observe pins the shard and reads the workbench and the path. A
 // workbench being restored is a Conflict.
 func (s *Service) observe(ctx context.Context, id string, path []string) (observation, *Error) {
-	sn, werr := s.pin(ctx)
+	sn, werr := s.pinForWrite(ctx)
 	if werr != nil {
 		return observation{}, werr
 	}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/cairnstore/cairn/workbench/nokv"
+
 	"go.yaml.in/yaml/v3"
 )
 
@@ -131,7 +133,7 @@ func (in *readInput) resolve(*Service) *Error {
 // bytes_encoding are null for structured; at_snapshot only when given.
 func (s *Service) readTool(ctx context.Context, in *readInput) (map[string]any, *Error) {
 	sc, format, limit, start := in.scope, in.format, in.limit, in.start
-	v, werr := s.openScopeView(ctx, sc)
+	v, werr := s.openScopeView(ctx, sc, entryReads(sc.comps, nokv.FamilyArtifactManifest))
 	if werr != nil {
 		return nil, werr
 	}

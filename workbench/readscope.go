@@ -55,8 +55,8 @@ func (in *scopeInput) resolve(*Service) *Error {
 // report any miss, the workbench's own included, as the tool-level
 // NotFound naming the logical path they were asked about; a snapshot
 // view's errors pass through unchanged.
-func (s *Service) openScopeView(ctx context.Context, sc readScope) (*view, *Error) {
-	v, werr := s.openView(ctx, sc.id, sc.at)
+func (s *Service) openScopeView(ctx context.Context, sc readScope, reads viewReads) (*view, *Error) {
+	v, werr := s.openViewFor(ctx, sc.id, sc.at, reads)
 	if werr != nil {
 		if sc.at == nil && werr.Code == CodeNotFound {
 			return nil, NotFound(sc.logical())

@@ -20,7 +20,7 @@ type statInput struct {
 // path.
 func (s *Service) statTool(ctx context.Context, in *statInput) (map[string]any, *Error) {
 	sc := in.scope
-	v, werr := s.openScopeView(ctx, sc)
+	v, werr := s.openScopeView(ctx, sc, entryReads(sc.comps))
 	if werr != nil {
 		return nil, werr
 	}

@@ -419,7 +419,8 @@ func TestReadScopeRequestCounts(t *testing.T) {
 		}
 	}
 
-	// A cold Service on the same bucket loads what it needs once.
+	// A Service that has served one request on the same bucket loads
+	// what each tool needs once.
 	cold := newServiceOn(t, cb, workbench.Options{BlockSize: 8})
 	for _, tc := range []struct{ tool, input string }{
 		{"workbench_stat", `{"id":"wb","section":"outputs","path":"a.txt"}`},
@@ -433,4 +434,83 @@ func TestReadScopeRequestCounts(t *testing.T) {
 		st := cb.Snapshot()
 		t.Logf("cold %s %s: %d requests, %d rounds", tc.tool, tc.input, st.Total().Requests, st.Rounds)
 	}
+}
+
+// TestColdStartRequestCounts: a new process, from workbench.Open through
+// its first request, with nothing cached. Open does no I/O. The first
+// stat of a file is the head, the root, the tables (workspace_current,
+// path_current) and the shards (the workbench's marker and the shard of
+// the file's directory, which path_current's shard key lets it name
+// before it knows the incarnation): 4 rounds; the schema gate's system
+// table and shard ride along in the last two. The first read adds the
+// artifact_manifest table to the tables' round, then the manifest's shard
+// and the blocks.
+func TestColdStartRequestCounts(t *testing.T) {
+	store := mem.NewStore()
+	wb, _ := mem.New(store, "")
+	w := newServiceOn(t, wb, workbench.Options{BlockSize: 8})
+	putFiles(t, w, "wb",
+		workbench.SeedFile{Path: "outputs/a.txt", ContentType: "text/plain", Body: []byte(strings.Repeat("0123456789abcdef\n", 3))},
+		workbench.SeedFile{Path: "outputs/d/b.txt", ContentType: "text/plain", Body: []byte("b")},
+	)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		tool, input string
+		rounds      int64 // at most
+	}{
+		{"workbench_stat", `{"id":"wb","section":"outputs","path":"a.txt"}`, 4},
+		{"workbench_stat", `{"id":"wb"}`, 4},
+		{"workbench_stat", `{"id":"nope"}`, 4},
+		{"workbench_stat", `{"id":"wb","section":"outputs","path":"d"}`, 5},     // + every path_current shard, for the directory
+		{"workbench_read", `{"id":"wb","section":"outputs","path":"a.txt"}`, 6}, // + the manifest's shard, + the blocks
+		{"workbench_list", `{"id":"wb","section":"outputs"}`, 5},
+	} {
+		mb, _ := mem.New(store, "")
+		cb := counting.New(latency.New(mb, latency.Options{PerRequest: 3 * time.Millisecond}))
+		s, err := workbench.Open(ctx, cb, workbench.Options{AgentID: "test", BlockSize: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := cb.Snapshot().Total().Requests; n != 0 {
+			t.Fatalf("workbench.Open made %d requests, want none", n)
+		}
+		out, _ := s.Call(ctx, tc.tool, []byte(tc.input))
+		st := cb.Snapshot()
+		t.Logf("new process, Open + first %s %s: %d requests in %d rounds (%s)", tc.tool, tc.input, st.Total().Requests, st.Rounds, out[:min(len(out), 40)])
+		if st.Rounds > tc.rounds {
+			t.Errorf("Open + first %s %s: %d rounds, want at most %d", tc.tool, tc.input, st.Rounds, tc.rounds)
+		}
+		if st.Put.Requests+st.Delete.Requests != 0 {
+			t.Errorf("a read wrote: %+v", st)
+		}
+		s.Close()
+	}
+}
+
+// TestReadOfStoreWithoutHead: a read of a deployment whose store has no
+// head fails (the store cannot tell a store never written from one whose
+// head is lost) and writes nothing; the first write creates the store.
+func TestReadOfStoreWithoutHead(t *testing.T) {
+	ctx := context.Background()
+	cb := counting.New(mem.NewBucket())
+	s, err := workbench.Open(ctx, cb, workbench.Options{AgentID: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, tc := range []struct{ tool, input string }{
+		{"workbench_stat", `{"id":"wb"}`},
+		{"workbench_list", `{"id":"wb"}`},
+		{"workbench_catalog", `{}`},
+	} {
+		r, ok := call(t, s, tc.tool, tc.input)
+		if ok || r["code"] != "ObjectUnavailable" || r["retryable"] != false {
+			t.Fatalf("%s of a store without a head: %v", tc.tool, r)
+		}
+	}
+	if st := cb.Snapshot(); st.Put.Requests+st.Delete.Requests != 0 {
+		t.Fatalf("reads of a store without a head wrote: %+v", st)
+	}
+	mustCall(t, s, "workbench_create", `{"id":"wb"}`)
+	mustCall(t, s, "workbench_stat", `{"id":"wb"}`)
 }

@@ -25,13 +25,27 @@ type view struct {
 	at any
 }
 
-// pin reads the head and returns the current snapshot.
+// pin reads the head and returns the current snapshot. A deployment
+// whose store has no head fails (head.ErrNoHead): a read cannot tell a
+// store never written from one whose head was lost, and never takes it
+// for an empty one.
 func (s *Service) pin(ctx context.Context) (*head.Snapshot, *Error) {
 	sn, err := s.store.Pin(ctx)
 	if err != nil {
 		return nil, FromError(err)
 	}
 	return sn, nil
+}
+
+// pinForWrite is pin for a tool about to commit: a store without a head
+// is initialized first (create-only), as the engine's first commit would.
+func (s *Service) pinForWrite(ctx context.Context) (*head.Snapshot, *Error) {
+	if _, err := s.store.Pin(ctx); errors.Is(err, head.ErrNoHead) {
+		if err := s.store.Initialize(ctx); err != nil {
+			return nil, FromError(err)
+		}
+	}
+	return s.pin(ctx)
 }
 
 // workspace reads the marker of workbench id; ok is false when there is
@@ -55,19 +69,70 @@ func (s *Service) workspace(ctx context.Context, read func(f shards.Family, key 
 	return ws, true, nil
 }
 
+// prefetch loads, in two parallel rounds, the tables and shards a view of
+// workbench id will read first (see viewReads).
+func (s *Service) prefetch(ctx context.Context, sn *head.Snapshot, id string, reads viewReads) *Error {
+	wsKey, err := nokv.WorkspaceCurrentKey{Root: s.root, WorkbenchID: id}.Encode()
+	if err != nil {
+		return FromError(err)
+	}
+	wsShard, err := sn.ShardOf(nokv.FamilyWorkspaceCurrent, wsKey)
+	if err != nil {
+		return FromError(err)
+	}
+	refs := []head.ShardRef{wsShard}
+	if reads.dir != nil {
+		sk, err := nokv.PathCurrentShardKey(s.root, reads.dir)
+		if err != nil {
+			return FromError(err)
+		}
+		refs = append(refs, head.ShardRef{Family: nokv.FamilyPathCurrent, Index: shards.HashShardKey(nokv.FamilyPathCurrent, sk)})
+	}
+	fams := append([]shards.Family{nokv.FamilyPathCurrent}, reads.fams...)
+	return FromError(sn.Prefetch(ctx, fams, refs))
+}
+
 func snapshotReader(ctx context.Context, sn *head.Snapshot) func(shards.Family, []byte) ([]byte, bool, error) {
 	return func(f shards.Family, key []byte) ([]byte, bool, error) { return sn.Get(ctx, f, key) }
+}
+
+// viewReads names what a tool will read through its view beyond the
+// workbench's marker, so that openView fetches it together with the
+// marker: the tables of fams and of path_current in one round, then the
+// marker's shard and the shard of the entries directly in dir in a
+// second. (path_current's shard key leaves out the incarnation, so that
+// shard is known before the marker is read.)
+type viewReads struct {
+	dir  []string // a directory whose direct entries the tool reads; nil: none
+	fams []shards.Family
+}
+
+// entryReads are the reads of a tool that looks up the entry at path.
+func entryReads(path []string, fams ...shards.Family) viewReads {
+	if len(path) == 0 {
+		return viewReads{fams: fams}
+	}
+	return viewReads{dir: path[: len(path)-1 : len(path)-1], fams: fams}
 }
 
 // openView pins the shard and finds workbench id, live (at == nil) or at
 // a snapshot. A workbench that does not exist, or is not yet Visible, is
 // NotFound.
 func (s *Service) openView(ctx context.Context, id string, at any) (*view, *Error) {
+	return s.openViewFor(ctx, id, at, viewReads{})
+}
+
+// openViewFor is openView that fetches what reads names in the rounds of
+// the marker (see viewReads).
+func (s *Service) openViewFor(ctx context.Context, id string, at any, reads viewReads) (*view, *Error) {
 	if at != nil {
 		return s.snapshotView(ctx, id, at)
 	}
 	sn, werr := s.pin(ctx)
 	if werr != nil {
+		return nil, werr
+	}
+	if werr := s.prefetch(ctx, sn, id, reads); werr != nil {
 		return nil, werr
 	}
 	ws, ok, werr := s.workspace(ctx, snapshotReader(ctx, sn), id)

@@ -158,6 +158,11 @@ func (r *storeRun) setup(seed uint64) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	// Open does no I/O; the shard is created here, before any fault is
+	// armed, as a first commit would create it.
+	if err := r.replicas[0].st.Initialize(r.ctx); err != nil {
+		return fmt.Errorf("conformance: initialize the new shard: %w", err)
+	}
 	sn, err := r.replicas[0].st.Pin(r.ctx)
 	if err != nil {
 		return fmt.Errorf("conformance: pin the new shard: %w", err)
@@ -176,8 +181,8 @@ func (rep *storeReplica) current() (*head.Store, context.Context, error) {
 	rep.mu.Lock()
 	defer rep.mu.Unlock()
 	if rep.st == nil {
-		// The shard exists, so Open only reads: no conditional put, and
-		// no crash fault, can fire under rep.mu.
+		// Open does no I/O: no conditional put, and no crash fault, can
+		// fire under rep.mu.
 		st, err := head.Open(rep.ctx, rep.fb, rep.run.id, storeSchema(), rep.run.opts.Head)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: %w", errStoreReopen, err)

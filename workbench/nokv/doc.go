@@ -33,8 +33,8 @@
 //	family                       tag   shard key                                   reads served by one shard
 //	root_fence                   0x01  whole key (root_id)                         point read of the fence
 //	workspace_current            0x02  whole key                                   point read of a workbench marker
-//	path_current                 0x03  root_id|incarnation|parent directory        point read of a path; the files
-//	                                   (ordered components, each followed by NUL)  directly in one directory
+//	path_current                 0x03  root_id|parent directory (ordered           point read of a path; the files
+//	                                   components, each followed by NUL)           directly in one directory
 //	artifact_revision            0x04  whole key                                   point read of a revision
 //	artifact_manifest            0x05  root_id|artifact_revision_id                a revision's whole manifest
 //	revision_ref                 0x06  root_id|reference_kind|reference_owner_id   every reference one owner holds
@@ -64,7 +64,11 @@
 //   - path_current: a point read and the files of a direct-child listing
 //     each touch one shard. Directories are implicit, so the subdirectories
 //     a listing rolls up have their records in their own shards; naming
-//     them, like a recursive listing, merges shards.
+//     them, like a recursive listing, merges shards. The shard key leaves
+//     out the incarnation (format 9): a reader names a path's shard before
+//     it has read the workbench's marker, and fetches both in one round;
+//     incarnations of one workbench share a directory's shard, and the
+//     incarnation stays in the record key, so their rows never mix.
 //   - revision_ref: the owner's encoding is discriminated by the kind
 //     (Path: incarnation | u32 length | ordered NUL-separated path bytes;
 //     Commit: commit_id; RevisionDependency: child revision id), and the

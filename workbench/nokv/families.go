@@ -40,7 +40,7 @@ const (
 // The schema marker: the seed's System("schema") record.
 const (
 	SchemaID           = "nokv_workspace"
-	FormatVersion      = 8
+	FormatVersion      = 9 // 9: path_current's shard key leaves out the incarnation
 	ValueFormatVersion = 1
 )
 
@@ -116,7 +116,7 @@ var registry = sync.OnceValue(func() *shards.Schema {
 func Families() *shards.Schema { return registry() }
 
 // Schema returns what a Workbench shard is opened with: the NoKV families
-// under the marker nokv_workspace, format 8, value format 1.
+// under the marker nokv_workspace, format 9, value format 1.
 func Schema() head.Schema {
 	return head.Schema{
 		Marker:   head.Marker{SchemaID: SchemaID, FormatVersion: FormatVersion, ValueFormatVersion: ValueFormatVersion},
@@ -186,19 +186,34 @@ func checkExactPath(key []byte, off int) (lastSep int, reason string) {
 	return lastSep, ""
 }
 
-// pathCurrentShardKey: root_id | incarnation | the ordered components of
-// the parent directory, each followed by NUL. That is the key up to and
-// including the path's last separator, or root_id | incarnation for a
-// top-level entry.
+// pathCurrentShardKey: root_id | the ordered components of the parent
+// directory, each followed by NUL (the key without its incarnation, up to
+// and including the path's last separator; root_id alone for a top-level
+// entry). The incarnation is left out so that a reader can fetch a path's
+// shard in the same round as the workbench's marker, before it knows the
+// incarnation (format 9; format 8 included it).
 func pathCurrentShardKey(key []byte) ([]byte, string) {
 	lastSep, reason := checkExactPath(key, 2*idLen)
 	if reason != "" {
 		return nil, reason
 	}
-	if lastSep < 0 {
-		return key[:2*idLen], ""
+	sk := append(make([]byte, 0, idLen+max(lastSep+1-2*idLen, 0)), key[:idLen]...)
+	if lastSep >= 0 {
+		sk = append(sk, key[2*idLen:lastSep+1]...)
 	}
-	return key[:lastSep+1], ""
+	return sk, ""
+}
+
+// PathCurrentShardKey returns the path_current shard key of the entries
+// directly in directory dir (nil: the top level) of any incarnation of
+// root: the shard a point read of dir's children reads.
+func PathCurrentShardKey(root RootID, dir []string) ([]byte, error) {
+	if len(dir) > 0 {
+		if reason := pathReason(dir); reason != "" {
+			return nil, keyFail("encode", "path_current shard key", 0, reason)
+		}
+	}
+	return shards.NewKey().ID16(root).PathPrefix(dir).Build()
 }
 
 // commitMemberCheck checks the member's exact-row path.

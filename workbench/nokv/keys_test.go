@@ -40,7 +40,7 @@ func keyCases() []keyCase {
 		{"PathCurrent", nokv.PathCurrentKey{Root: tRoot, Incarnation: tInc, Path: tPath},
 			func(t testing.TB) []byte { return hx(t, root, rep("22", 16), orderedPath, "01") },
 			func(b []byte) (any, error) { return nokv.ParsePathCurrentKey(b) },
-			func(t testing.TB) []byte { return hx(t, root, rep("22", 16), "70767571767574 00") }},
+			func(t testing.TB) []byte { return hx(t, root, "70767571767574 00") }},
 		{"ArtifactRevision", nokv.ArtifactRevisionKey{Root: tRoot, Revision: tRev},
 			func(t testing.TB) []byte { return hx(t, root, rep("33", 16)) },
 			func(b []byte) (any, error) { return nokv.ParseArtifactRevisionKey(b) }, nil},
@@ -223,13 +223,16 @@ func TestScanPrefixes(t *testing.T) {
 			t.Errorf("%v under outputs/: %t, want %t", c.path, got, c.in)
 		}
 	}
-	// The direct children of a directory share the directory prefix's shard.
-	idx, ok := nokv.Families().PrefixShard(nokv.FamilyPathCurrent, pre)
-	_ = idx
+	// The direct children of a directory share the shard of the
+	// directory's shard key, which leaves out the incarnation.
 	k, _ := nokv.PathCurrentKey{Root: tRoot, Incarnation: tInc, Path: tPath}.Encode()
 	want, _ := nokv.Families().ShardOf(nokv.FamilyPathCurrent, k)
-	if got := shards.HashShardKey(nokv.FamilyPathCurrent, pre); got != want {
-		t.Errorf("direct child in shard %d, directory prefix hashes to %d (prefix shard %d %t)", want, got, idx, ok)
+	sk, err := nokv.PathCurrentShardKey(tRoot, tPath[:len(tPath)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := shards.HashShardKey(nokv.FamilyPathCurrent, sk); got != want {
+		t.Errorf("direct child in shard %d, its directory's shard key hashes to %d", want, got)
 	}
 	whole, err := nokv.PathCurrentPrefix(tRoot, tInc, nil)
 	if err != nil || !bytes.Equal(whole, hx(t, rep("11", 16), rep("22", 16))) {

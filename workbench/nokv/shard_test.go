@@ -20,7 +20,7 @@ func TestShardOfGolden(t *testing.T) {
 		key string
 		idx uint8
 	}{
-		{nokv.FamilyPathCurrent, "0000000000007007000000000000005a0000000000000001000000000000005a707675717675740065340067342f75797501", 0xb2},
+		{nokv.FamilyPathCurrent, "0000000000007007000000000000005a0000000000000001000000000000005a707675717675740065340067342f75797501", 0x8d},
 		{nokv.FamilyArtifactManifest, "0000000000007007000000000000005a0000000000000002000000000000005a0000000000000002", 0x19},
 		{nokv.FamilyArtifactManifest, "0000000000007007000000000000005a0000000000000003000000000000005a0000000000000003", 0xe7},
 		{nokv.FamilyRevisionRef, "0000000000007007000000000000005a010000000000000001000000000000005a0000000a707675717675740067310000000000000000000000000000005a", 0x8e},
@@ -85,7 +85,14 @@ func TestPathCurrentShardsByParentDirectory(t *testing.T) {
 		return mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).Path(p))
 	}
 	dirShard := func(p ...string) uint8 {
-		return shards.HashShardKey(nokv.FamilyPathCurrent, mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).PathPrefix(p)))
+		sk, err := nokv.PathCurrentShardKey(testRoot, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := mustKey(t, shards.NewKey().ID16(testRoot).PathPrefix(p)); !bytes.Equal(sk, want) {
+			t.Fatalf("PathCurrentShardKey = %x, want root | directory prefix %x", sk, want)
+		}
+		return shards.HashShardKey(nokv.FamilyPathCurrent, sk)
 	}
 	// Every file of one directory lives in the directory's shard.
 	for i := 0; i < 50; i++ {
@@ -93,17 +100,22 @@ func TestPathCurrentShardsByParentDirectory(t *testing.T) {
 			t.Fatalf("outputs/run/f%d in shard %02x, directory shard %02x", i, got, want)
 		}
 	}
-	// Top-level entries live in the shard of root_id | incarnation.
+	// Top-level entries live in the shard of root_id alone.
 	if got, want := shardOf(t, nokv.FamilyPathCurrent, key("notes")), dirShard(); got != want {
 		t.Fatalf("top-level entry in shard %02x, want %02x", got, want)
 	}
-	// The shard key of a/b is root|inc|ordered(a)|NUL.
+	// The shard key of a/b is root|ordered(a)|NUL: no incarnation, so
+	// every incarnation of a workbench keeps a directory in one shard.
 	sk, err := fams.ShardKey(nokv.FamilyPathCurrent, key("a", "b"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).U8('a'+1).U8(0)); !bytes.Equal(sk, want) {
+	if want := mustKey(t, shards.NewKey().ID16(testRoot).U8('a'+1).U8(0)); !bytes.Equal(sk, want) {
 		t.Fatalf("shard key %x, want %x", sk, want)
+	}
+	other := mustKey(t, shards.NewKey().ID16(testRoot).ID16(id16(5)).Path([]string{"a", "b"}))
+	if got, want := shardOf(t, nokv.FamilyPathCurrent, other), shardOf(t, nokv.FamilyPathCurrent, key("a", "b")); got != want {
+		t.Fatalf("a/b of another incarnation in shard %02x, want %02x", got, want)
 	}
 	// A subtree prefix spans shards: PrefixShard declines it.
 	pre := mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).PathPrefix([]string{"outputs"}))
