@@ -23,6 +23,7 @@ type Snapshot struct {
 	version  bucket.Version // the head object's version
 	rootHash digest.Hash
 	root     *roots.Root
+	empty    bool // the shard was never written (PinOrEmpty)
 }
 
 // Sequence is the commit sequence of the snapshot's root.
@@ -37,6 +38,31 @@ func (sn *Snapshot) Root() *roots.Root { return sn.root }
 // Head returns the head the snapshot was pinned from, or nil for a frozen
 // snapshot.
 func (sn *Snapshot) Head() *Head { return sn.head }
+
+// PinOrEmpty is Pin for a reader that may meet a shard never written. When
+// the head is missing it lists the shard's prefix: if nothing is there,
+// the shard was never written (or was wholly removed) and PinOrEmpty
+// returns an empty snapshot, in which every read finds nothing; it writes
+// nothing. If anything is there, the head was lost and the error wraps
+// ErrNoHead: a lost head is never taken for an empty shard. The listing
+// costs one request, only when the head is missing.
+func (s *Store) PinOrEmpty(ctx context.Context) (*Snapshot, error) {
+	sn, err := s.Pin(ctx)
+	if !errors.Is(err, ErrNoHead) {
+		return sn, err
+	}
+	page, lerr := s.b.List(ctx, bucket.ListOptions{Prefix: s.layout.Prefix(), PageSize: 1})
+	if lerr != nil {
+		return nil, fmt.Errorf("head: shard %s has no head; list its objects: %w", s.id, lerr)
+	}
+	if len(page.Objects) > 0 || len(page.Prefixes) > 0 {
+		return nil, fmt.Errorf("head: shard %s has objects but no head: %w", s.id, err)
+	}
+	return &Snapshot{s: s, root: &roots.Root{}, empty: true}, nil
+}
+
+// Empty reports whether the snapshot is of a shard never written.
+func (sn *Snapshot) Empty() bool { return sn.empty }
 
 // headFlight is one head read that several Pins may share.
 type headFlight struct {

@@ -120,8 +120,9 @@ type Store struct {
 // no I/O: the first Pin reads the head, and the schema gate is checked
 // then (the head's marker on every Pin; the system record once, beside
 // the first reads of the first snapshot, see gate). A shard without a
-// head is initialized by its first commit (create-only); reading it fails
-// with ErrNoHead and writes nothing.
+// head is initialized by its first commit (create-only) if nothing else is
+// stored under its prefix; PinOrEmpty reads such a shard as empty, and a
+// shard whose head is lost fails with ErrNoHead and is never written.
 func Open(_ context.Context, b bucket.Bucket, id shards.ShardID, sc Schema, opts Options) (*Store, error) {
 	if err := sc.check(); err != nil {
 		return nil, err
@@ -141,12 +142,22 @@ func Open(_ context.Context, b bucket.Bucket, id shards.ShardID, sc Schema, opts
 	}, nil
 }
 
-// pinOrInitialize pins the head for a commit; a shard without a head is
-// initialized first (create-only: if another process initialized it
-// meanwhile, its head is pinned).
+// pinOrInitialize pins the head for a commit. A shard never written (no
+// head and no object under its prefix) is initialized first (create-only:
+// if another process initialized it meanwhile, its head is pinned). A
+// shard with objects but no head is not: its head is lost, or another
+// process is initializing it this moment, so the head is read again a few
+// times; if it stays missing the error wraps ErrNoHead and nothing is
+// written. A lost head never becomes an empty shard.
 func (s *Store) pinOrInitialize(ctx context.Context) (*Snapshot, error) {
-	sn, err := s.Pin(ctx)
-	if !errors.Is(err, ErrNoHead) {
+	sn, err := s.PinOrEmpty(ctx)
+	for try := 0; errors.Is(err, ErrNoHead) && try < 5; try++ {
+		if werr := s.retry.Wait(ctx, try+3, nil); werr != nil {
+			return nil, err
+		}
+		sn, err = s.PinOrEmpty(ctx)
+	}
+	if err != nil || !sn.empty {
 		return sn, err
 	}
 	if err := s.initialize(ctx); err != nil && !errors.Is(err, bucket.ErrPrecondition) {
@@ -215,6 +226,9 @@ func (s *Store) startGate(sn *Snapshot) *gate {
 
 // gate waits for the Store's schema gate, starting it on sn if need be.
 func (sn *Snapshot) gate(ctx context.Context) error {
+	if sn.empty {
+		return nil // nothing stored, nothing to check
+	}
 	g := sn.s.startGate(sn)
 	if g == nil {
 		return nil

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/counting"
 	"github.com/cairnstore/cairn/bucket/latency"
 	"github.com/cairnstore/cairn/bucket/mem"
@@ -487,9 +488,9 @@ func TestColdStartRequestCounts(t *testing.T) {
 	}
 }
 
-// TestReadOfStoreWithoutHead: a read of a deployment whose store has no
-// head fails (the store cannot tell a store never written from one whose
-// head is lost) and writes nothing; the first write creates the store.
+// TestReadOfStoreWithoutHead: a deployment never written reads as empty
+// (NotFound, an empty catalog) and the reads write nothing; the first
+// write creates the store.
 func TestReadOfStoreWithoutHead(t *testing.T) {
 	ctx := context.Background()
 	cb := counting.New(mem.NewBucket())
@@ -501,16 +502,56 @@ func TestReadOfStoreWithoutHead(t *testing.T) {
 	for _, tc := range []struct{ tool, input string }{
 		{"workbench_stat", `{"id":"wb"}`},
 		{"workbench_list", `{"id":"wb"}`},
-		{"workbench_catalog", `{}`},
 	} {
 		r, ok := call(t, s, tc.tool, tc.input)
-		if ok || r["code"] != "ObjectUnavailable" || r["retryable"] != false {
-			t.Fatalf("%s of a store without a head: %v", tc.tool, r)
+		if ok || r["code"] != "NotFound" {
+			t.Fatalf("%s of a store never written: %v", tc.tool, r)
 		}
 	}
+	if r, ok := call(t, s, "workbench_catalog", `{}`); !ok {
+		t.Fatalf("workbench_catalog of a store never written: %v", r)
+	}
 	if st := cb.Snapshot(); st.Put.Requests+st.Delete.Requests != 0 {
-		t.Fatalf("reads of a store without a head wrote: %+v", st)
+		t.Fatalf("reads of a store never written wrote: %+v", st)
 	}
 	mustCall(t, s, "workbench_create", `{"id":"wb"}`)
 	mustCall(t, s, "workbench_stat", `{"id":"wb"}`)
+}
+
+// TestLostHeadIsNotEmpty: a store whose head object is deleted while its
+// other objects remain is never taken for an empty one: reads fail with
+// a non-retryable ObjectUnavailable, writes fail the same way, and
+// nothing is written (no new genesis head over the lost state).
+func TestLostHeadIsNotEmpty(t *testing.T) {
+	ctx := context.Background()
+	mb := mem.NewBucket()
+	s := newServiceOn(t, mb, workbench.Options{})
+	mustCall(t, s, "workbench_create", `{"id":"wb"}`)
+	mustCall(t, s, "workbench_put_file", `{"id":"wb","section":"outputs","path":"a.txt","text":"a"}`)
+	if err := mb.Delete(ctx, s.Store().Layout().Head(), bucket.IfAbsent()); err == nil {
+		t.Fatal("delete with IfAbsent succeeded")
+	}
+	if err := mb.Delete(ctx, s.Store().Layout().Head(), bucket.Unconditional); err != nil {
+		t.Fatal(err)
+	}
+	cb := counting.New(mb)
+	r, err := workbench.Open(ctx, cb, workbench.Options{AgentID: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, tc := range []struct{ tool, input string }{
+		{"workbench_stat", `{"id":"wb"}`},
+		{"workbench_read", `{"id":"wb","section":"outputs","path":"a.txt"}`},
+		{"workbench_put_file", `{"id":"wb","section":"outputs","path":"b.txt","text":"b"}`},
+		{"workbench_create", `{"id":"wb2"}`},
+	} {
+		res, ok := call(t, r, tc.tool, tc.input)
+		if ok || res["code"] != "ObjectUnavailable" || res["retryable"] != false {
+			t.Fatalf("%s with a lost head: %v", tc.tool, res)
+		}
+	}
+	if st := cb.Snapshot(); st.Put.Requests+st.Delete.Requests != 0 {
+		t.Fatalf("calls on a store with a lost head wrote: %+v", st)
+	}
 }

@@ -25,25 +25,34 @@ type view struct {
 	at any
 }
 
-// pin reads the head and returns the current snapshot. A deployment
-// whose store has no head fails (head.ErrNoHead): a read cannot tell a
-// store never written from one whose head was lost, and never takes it
-// for an empty one.
+// pin reads the head and returns the current snapshot. A deployment never
+// written reads as empty (every workbench NotFound) and nothing is
+// written; one whose head is lost while other objects remain fails
+// (head.ErrNoHead) and is never taken for an empty one.
 func (s *Service) pin(ctx context.Context) (*head.Snapshot, *Error) {
-	sn, err := s.store.Pin(ctx)
+	sn, err := s.store.PinOrEmpty(ctx)
 	if err != nil {
 		return nil, FromError(err)
 	}
 	return sn, nil
 }
 
-// pinForWrite is pin for a tool about to commit: a store without a head
-// is initialized first (create-only), as the engine's first commit would.
+// pinForWrite is pin for a tool about to commit: a store never written is
+// initialized first (create-only), as the engine's first commit would; a
+// store whose head is lost fails and is not.
 func (s *Service) pinForWrite(ctx context.Context) (*head.Snapshot, *Error) {
-	if _, err := s.store.Pin(ctx); errors.Is(err, head.ErrNoHead) {
-		if err := s.store.Initialize(ctx); err != nil {
-			return nil, FromError(err)
-		}
+	sn, err := s.store.PinOrEmpty(ctx)
+	if err == nil && !sn.Empty() {
+		return sn, nil
+	}
+	if err != nil && !errors.Is(err, head.ErrNoHead) {
+		return nil, FromError(err)
+	}
+	// Never written, or objects but no head yet: Initialize tells a
+	// concurrent initialization from a lost head, and creates the head
+	// only for a shard that holds nothing.
+	if err := s.store.Initialize(ctx); err != nil {
+		return nil, FromError(err)
 	}
 	return s.pin(ctx)
 }

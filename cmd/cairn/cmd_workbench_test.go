@@ -97,11 +97,10 @@ func TestWorkbenchCommand(t *testing.T) {
 				t.Fatalf("bad JSON: exit %d, %v", code, r)
 			}
 			// Another agent has its own root, whose store nothing has
-			// written yet: a read cannot tell that from a lost head, so it
-			// fails and writes nothing; once the agent writes, its own
-			// root is empty of wb1.
+			// written yet: it reads as empty, and once the agent writes,
+			// its own root is still empty of wb1.
 			code, out, _ = runWith(t, `{"id":"wb1"}`, "workbench", "--bucket", url, "--agent", "other", "workbench_stat")
-			if r := decodeLine(t, out); code != 1 || r["code"] != "ObjectUnavailable" {
+			if r := decodeLine(t, out); code != 1 || r["code"] != "NotFound" {
 				t.Fatalf("other agent before its first write: exit %d, %v", code, r)
 			}
 			if code, out, _ = runWith(t, `{"id":"wb2"}`, "workbench", "--bucket", url, "--agent", "other", "workbench_create"); code != 0 {
