@@ -48,8 +48,17 @@ func (s *Store) Stream(ctx context.Context, blocks []Block, fn func([]byte) erro
 	return nil
 }
 
-// fetch reads one block and checks it.
+// fetch reads one block, or takes the bytes it holds, and checks it.
 func (s *Store) fetch(ctx context.Context, blk Block) ([]byte, error) {
+	if blk.Data != nil {
+		if uint64(len(blk.Data)) != blk.Size {
+			return nil, fmt.Errorf("bodies: inline block %d: %d bytes, want %d: %w", blk.Index, len(blk.Data), blk.Size, bucket.ErrIntegrity)
+		}
+		if err := digest.Verify(blk.Data, blk.Digest); err != nil {
+			return nil, fmt.Errorf("bodies: inline block %d: %w", blk.Index, err)
+		}
+		return blk.Data, nil
+	}
 	obj, _, err := s.b.Get(ctx, blk.Key)
 	if err != nil {
 		return nil, err
@@ -62,4 +71,46 @@ func (s *Store) fetch(ctx context.Context, blk Block) ([]byte, error) {
 		return nil, fmt.Errorf("bodies: block %s: %w", blk.Key, err)
 	}
 	return b, nil
+}
+
+// Fetch is the read of one block object started before its Block is
+// known: a caller that can derive a block's key (shards.Layout.Block of
+// the revision and index 0) fetches it in the same round as the metadata
+// that describes it, then checks it against that metadata (Use).
+type Fetch struct {
+	key  string
+	done chan struct{}
+	obj  []byte
+	err  error
+}
+
+// Prefetch starts reading the object at key. The read ends with ctx.
+func (s *Store) Prefetch(ctx context.Context, key string) *Fetch {
+	f := &Fetch{key: key, done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		f.obj, _, f.err = s.b.Get(ctx, key)
+	}()
+	return f
+}
+
+// BlockKey returns the key of block index of revision rev of root.
+func (s *Store) BlockKey(root, rev [16]byte, index uint64) string {
+	return s.layout.Block(root, rev, index)
+}
+
+// Use returns blk holding the prefetched bytes when blk names the
+// prefetched object and the read succeeded; otherwise blk unchanged, to be
+// fetched as usual. It waits for the read. The bytes are checked against
+// blk's size and digest when the block is streamed, like any other.
+func (f *Fetch) Use(blk Block) Block {
+	if f == nil || blk.Data != nil || blk.Key != f.key {
+		return blk
+	}
+	<-f.done
+	if f.err != nil || blk.Offset > uint64(len(f.obj)) || blk.Size > uint64(len(f.obj))-blk.Offset {
+		return blk
+	}
+	blk.Data = f.obj[blk.Offset : blk.Offset+blk.Size]
+	return blk
 }

@@ -71,20 +71,33 @@ func (s *Store) WriteLedger(ctx context.Context, st *Staging) error {
 	return s.put(ctx, s.layout.Staging(st.Operation), b)
 }
 
-// Stage writes st's ledger and then uploads its blocks, cut from data.
+// Stage writes st's ledger and uploads its blocks, cut from data, in the
+// same round: the ledger is sent beside the blocks, not before them (see
+// the package documentation for why that is safe). A failed block does not
+// cancel the ledger's write, so short of a crash whatever was uploaded is
+// named by a ledger when Stage returns.
 func (s *Store) Stage(ctx context.Context, st *Staging, data []byte) error {
-	if err := s.WriteLedger(ctx, st); err != nil {
-		return err
+	return s.StageStream(ctx, st, func(write func([]byte) error) error { return write(data) })
+}
+
+// StageStream is Stage for a body that produce writes, as Upload takes it.
+func (s *Store) StageStream(ctx context.Context, st *Staging, produce func(write func([]byte) error) error) error {
+	ledger := make(chan error, 1)
+	go func() { ledger <- s.WriteLedger(ctx, st) }()
+	uerr := s.Upload(ctx, st, produce)
+	lerr := <-ledger
+	if lerr != nil {
+		return lerr
 	}
-	return s.Upload(ctx, st, func(write func([]byte) error) error { return write(data) })
+	return uerr
 }
 
 // Upload uploads st's blocks create-only and in parallel, cut from the
 // stream produce writes, which must be the bytes st.Blocks were planned
 // from: a block whose size or digest differs from its plan, or a stream
 // of more or fewer blocks, fails with an error wrapping
-// bucket.ErrIntegrity. The ledger must have been written first. write
-// may keep the slices it is given until Upload returns.
+// bucket.ErrIntegrity. Upload writes no ledger (StageStream writes both).
+// write may keep the slices it is given until Upload returns.
 func (s *Store) Upload(ctx context.Context, st *Staging, produce func(write func([]byte) error) error) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.opts.Parallel)
