@@ -41,7 +41,7 @@ const (
 const (
 	SchemaID           = "nokv_workspace"
 	FormatVersion      = 8
-	ValueFormatVersion = 1
+	ValueFormatVersion = 2
 )
 
 // Lengths of the seed's fixed-width ids.
