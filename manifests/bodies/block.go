@@ -10,9 +10,9 @@ import "github.com/cairnstore/cairn/bucket/digest"
 //
 // A block whose Data is not nil already holds its bytes: a small body
 // kept inline in its caller's metadata, which has no object (Key is
-// empty), or an object fetched ahead (Prefetch). Stream checks Data
-// against Size and Digest and sends no request for it. Blocks with Data
-// are never staged, uploaded or discarded.
+// empty). Stream checks Data against Size and Digest and sends no request
+// for it. Blocks with Data are never staged, uploaded or discarded. A
+// block may also be read ahead (Fetch.Use).
 type Block struct {
 	Index  uint64
 	Key    string
@@ -20,6 +20,8 @@ type Block struct {
 	Size   uint64
 	Digest digest.Hash
 	Data   []byte
+
+	pre *Fetch // a read of Key already under way
 }
 
 // Origin is what a ledger records about the call that staged its blocks,

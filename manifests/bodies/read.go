@@ -59,9 +59,21 @@ func (s *Store) fetch(ctx context.Context, blk Block) ([]byte, error) {
 		}
 		return blk.Data, nil
 	}
-	obj, _, err := s.b.Get(ctx, blk.Key)
-	if err != nil {
-		return nil, err
+	var obj []byte
+	var err error
+	if f := blk.pre; f != nil {
+		select {
+		case <-f.done:
+			obj, err = f.obj, f.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if obj == nil || err != nil {
+		// Not fetched ahead, or the read ahead failed: read it now.
+		if obj, _, err = s.b.Get(ctx, blk.Key); err != nil {
+			return nil, err
+		}
 	}
 	if blk.Offset > uint64(len(obj)) || blk.Size > uint64(len(obj))-blk.Offset {
 		return nil, fmt.Errorf("bodies: block %s: %d bytes, want [%d, %d): %w", blk.Key, len(obj), blk.Offset, blk.Offset+blk.Size, bucket.ErrIntegrity)
@@ -99,18 +111,14 @@ func (s *Store) BlockKey(root, rev [16]byte, index uint64) string {
 	return s.layout.Block(root, rev, index)
 }
 
-// Use returns blk holding the prefetched bytes when blk names the
-// prefetched object and the read succeeded; otherwise blk unchanged, to be
-// fetched as usual. It waits for the read. The bytes are checked against
-// blk's size and digest when the block is streamed, like any other.
+// Use returns blk to be read by f when blk names the object f reads (and
+// holds no bytes); otherwise blk unchanged. It does not wait: Stream takes
+// the bytes when f's read ends, reads the object again if it failed, and
+// checks them against blk's size and digest like any other.
 func (f *Fetch) Use(blk Block) Block {
 	if f == nil || blk.Data != nil || blk.Key != f.key {
 		return blk
 	}
-	<-f.done
-	if f.err != nil || blk.Offset > uint64(len(f.obj)) || blk.Size > uint64(len(f.obj))-blk.Offset {
-		return blk
-	}
-	blk.Data = f.obj[blk.Offset : blk.Offset+blk.Size]
+	blk.pre = f
 	return blk
 }
