@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -81,10 +82,15 @@ func (s *Store) Stage(ctx context.Context, st *Staging, data []byte) error {
 }
 
 // StageStream is Stage for a body that produce writes, as Upload takes it.
+// The ledger is sent with the first block, once that block is checked
+// against its plan, so that the two share a round however long the check
+// takes.
 func (s *Store) StageStream(ctx context.Context, st *Staging, produce func(write func([]byte) error) error) error {
 	ledger := make(chan error, 1)
-	go func() { ledger <- s.WriteLedger(ctx, st) }()
-	uerr := s.Upload(ctx, st, produce)
+	var once sync.Once
+	send := func() { once.Do(func() { go func() { ledger <- s.WriteLedger(ctx, st) }() }) }
+	uerr := s.upload(ctx, st, produce, send)
+	send() // a stream that emitted nothing, or failed before its first block
 	lerr := <-ledger
 	if lerr != nil {
 		return lerr
@@ -99,6 +105,11 @@ func (s *Store) StageStream(ctx context.Context, st *Staging, produce func(write
 // bucket.ErrIntegrity. Upload writes no ledger (StageStream writes both).
 // write may keep the slices it is given until Upload returns.
 func (s *Store) Upload(ctx context.Context, st *Staging, produce func(write func([]byte) error) error) error {
+	return s.upload(ctx, st, produce, func() {})
+}
+
+// upload is Upload, calling sent as each block's write is started.
+func (s *Store) upload(ctx context.Context, st *Staging, produce func(write func([]byte) error) error, sent func()) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.opts.Parallel)
 	n := 0
@@ -113,6 +124,7 @@ func (s *Store) Upload(ctx context.Context, st *Staging, produce func(write func
 		}
 		key := st.Blocks[i].Key
 		g.Go(func() error { return s.put(gctx, key, b) })
+		sent()
 		return nil
 	}}
 	perr := produce(cut.write)
