@@ -36,6 +36,13 @@ type Command struct {
 	// mutations and is returned to the caller as is; the result bytes are
 	// stored for replay when RequestID is set.
 	Apply func(tx *Tx) ([]byte, error)
+	// At, if set, is a snapshot of this Store the caller pinned after its
+	// request began (typically the one it read to check its predicates).
+	// The first attempt builds on it, or on a newer snapshot the Store
+	// holds, instead of reading the head: the conditional head write
+	// proves the snapshot was still current, and a lost race rebuilds from
+	// a fresh pin. A frozen snapshot (Store.At) is ignored.
+	At *Snapshot
 }
 
 // Result is a committed (or replayed) command's outcome.
@@ -217,7 +224,7 @@ func (s *Store) commitBatch(calls []*call, refill func(n int) []*call) {
 			}
 			return
 		}
-		done, err := s.attempt(ctx, calls)
+		done, err := s.attempt(ctx, calls, attempt == 0)
 		if done {
 			return
 		}
@@ -230,9 +237,18 @@ func (s *Store) commitBatch(calls []*call, refill func(n int) []*call) {
 
 // attempt pins, applies every call, and commits. It reports done when
 // every call is finished; otherwise the batch is retried after a wait that
-// err (throttled or not) decides.
-func (s *Store) attempt(ctx context.Context, calls []*call) (done bool, err error) {
-	sn, err := s.pinOrInitialize(ctx)
+// err (throttled or not) decides. A first attempt may build on a snapshot
+// a call brought instead of pinning (observed).
+func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bool, err error) {
+	var sn *Snapshot
+	reused := false
+	if first {
+		sn = s.observed(calls)
+		reused = sn != nil
+	}
+	if sn == nil {
+		sn, err = s.pinOrInitialize(ctx)
+	}
 	if err != nil {
 		if bucket.Transient(err) {
 			return false, err
@@ -254,6 +270,11 @@ func (s *Store) attempt(ctx context.Context, calls []*call) (done bool, err erro
 		outs[i] = s.apply(ctx, sn, state, c.cmd, seq, now)
 	}
 	if state.empty() {
+		if reused {
+			// Nothing to commit, so no head write validates a snapshot
+			// that may predate a call: decide again at a fresh pin.
+			return s.attempt(ctx, calls, false)
+		}
 		// Nothing to commit: every outcome holds at the pinned head, which
 		// was read after each call arrived.
 		for i, c := range calls {
@@ -317,6 +338,32 @@ func (s *Store) attempt(ctx context.Context, calls []*call) (done bool, err erro
 		c.finish(outs[i].res, outs[i].err)
 	}
 	return true, nil
+}
+
+// observed returns the snapshot a first attempt may build on instead of
+// reading the head: the newest of those the calls brought (Command.At) and
+// the newest this Store holds, or nil when no call brought one. Building
+// on it is safe for the same reason a rebuilt attempt is: the head write
+// is conditional on its version, so the commit lands only if it is still
+// current, and the outcomes then hold at the commit. A commit that has
+// nothing to write validates nothing, so attempt pins again then.
+func (s *Store) observed(calls []*call) *Snapshot {
+	var sn *Snapshot
+	for _, c := range calls {
+		if at := c.cmd.At; at != nil && at.s == s && at.head != nil && (sn == nil || at.head.Sequence > sn.head.Sequence) {
+			sn = at
+		}
+	}
+	if sn == nil {
+		return nil
+	}
+	s.mu.Lock()
+	latest := s.latest
+	s.mu.Unlock()
+	if latest != nil && latest.head.Sequence > sn.head.Sequence {
+		sn = latest
+	}
+	return sn
 }
 
 // checkLanded runs the strict Check of Options.Check on a root that has

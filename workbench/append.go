@@ -128,6 +128,7 @@ func (as *appendState) plan(ctx context.Context, obs observation, deltaDigest, c
 	s := as.s
 	p := &pubPlan{
 		tool:        "workbench_append",
+		sn:          obs.sn,
 		mode:        pubAppend,
 		id:          as.id,
 		path:        as.path,
@@ -239,7 +240,7 @@ func (s *Service) baseHash(ctx context.Context, base *nokv.PathEntry, rows []nok
 	}
 	h := newBodyHash(nil)
 	var n uint64
-	err := s.streamBody(ctx, rows, func(b []byte) error {
+	err := s.streamBody(ctx, rows, nil, func(b []byte) error {
 		h.Write(b)
 		n += uint64(len(b))
 		return nil
@@ -254,10 +255,11 @@ func (s *Service) baseHash(ctx context.Context, base *nokv.PathEntry, rows []nok
 	return h, nil
 }
 
-// stageRemat stages the whole body, base then delta, as new blocks of a
-// fresh revision: a first pass over the base plans the blocks (their
-// lengths and digests, which the ledger needs before any upload), a second
-// uploads them. It returns the hash of the whole body.
+// stageRemat stages the whole body, base then delta, as a fresh revision:
+// inline when the whole is small, else as new blocks. For blocks a first
+// pass over the base plans them (their lengths and digests, which the
+// ledger needs), a second uploads them beside the ledger. It returns the
+// hash of the whole body.
 func (as *appendState) stageRemat(ctx context.Context, base *nokv.PathEntry, rows []nokv.ArtifactManifestEntry) (hash.Hash, *Error) {
 	s := as.s
 	if as.remat != nil && as.rematBase == base.Revision && as.remat.staged {
@@ -273,15 +275,21 @@ func (as *appendState) stageRemat(ctx context.Context, base *nokv.PathEntry, row
 	}
 	st := newStaging("workbench_append", as.id, as.path)
 	as.remat, as.rematBase = st, base.Revision
+	inline := base.LogicalSize+uint64(len(as.delta)) <= uint64(max(s.opts.InlineMax, 0))
 
-	// Pass one: plan the blocks and hash the body.
+	// Pass one: plan the blocks (or gather the bytes) and hash the body.
 	h := newBodyHash(nil)
 	var n uint64
+	var whole []byte
 	plan := s.bodies.NewPlanner(s.root, st.rev)
-	err := s.streamBody(ctx, rows, func(b []byte) error {
+	err := s.streamBody(ctx, rows, nil, func(b []byte) error {
 		h.Write(b)
 		n += uint64(len(b))
-		plan.Write(b)
+		if inline {
+			whole = append(whole, b...)
+		} else {
+			plan.Write(b)
+		}
 		return nil
 	})
 	if err != nil {
@@ -292,15 +300,17 @@ func (as *appendState) stageRemat(ctx context.Context, base *nokv.PathEntry, row
 	}
 	rememberBody(s.root, base.Revision, h, n)
 	h.Write(as.delta)
+	if inline {
+		st.inline = append(whole, as.delta...)
+		st.staged = true
+		return h, nil
+	}
 	plan.Write(as.delta)
 	st.blocks = plan.Blocks()
 
-	// Pass two: the ledger, then the blocks, cut from the body read again.
-	if err := s.bodies.WriteLedger(ctx, s.objects(st)); err != nil {
-		return nil, FromError(err)
-	}
-	err = s.bodies.Upload(ctx, s.objects(st), func(write func([]byte) error) error {
-		if err := s.streamBody(ctx, rows, write); err != nil {
+	// Pass two: the ledger and the blocks, cut from the body read again.
+	err = s.bodies.StageStream(ctx, s.objects(st), func(write func([]byte) error) error {
+		if err := s.streamBody(ctx, rows, nil, write); err != nil {
 			return err
 		}
 		return write(as.delta)

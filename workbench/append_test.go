@@ -3,6 +3,7 @@ package workbench_test
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -62,7 +63,7 @@ func TestAppendReusesSegments(t *testing.T) {
 	base, _ := workbench.PathForTest(t, s, "wb", "logs/a.log")
 	mustCall(t, s, "workbench_append", appendInput("wb", "logs", "a.log", `"text":"def"`))
 	st, _ := workbench.PathForTest(t, s, "wb", "logs/a.log")
-	if len(st.Rows) != 2 || st.Rows[0] != base.Rows[0] {
+	if len(st.Rows) != 2 || !reflect.DeepEqual(st.Rows[0], base.Rows[0]) {
 		t.Fatalf("rows %+v, base rows %+v", st.Rows, base.Rows)
 	}
 	d := st.Rows[1]
@@ -206,7 +207,11 @@ func TestAppendConcurrent(t *testing.T) {
 		t.Errorf("entry %+v", st.Entry)
 	}
 	workbench.CheckReferencesForTest(t, services[2])
-	// Retries reused their delta's blocks; nothing unowned is left.
+	// Retries reused their delta's blocks; nothing unowned is left once
+	// the background cleanup ran.
+	for _, s := range services {
+		workbench.FlushCleanupForTest(s)
+	}
 	b, _ := mem.New(store, "")
 	if keys := listKeys(t, b, services[0].Store().Layout().StagingPrefix()); len(keys) != 0 {
 		t.Errorf("ledgers left: %v", keys)

@@ -106,6 +106,7 @@ func (s *Service) editFile(ctx context.Context, id string, path []string, oldB, 
 		h := newBodyHash(next)
 		p := &pubPlan{
 			tool:        "workbench_edit",
+			sn:          v.sn,
 			mode:        pubReplace,
 			id:          id,
 			path:        path,

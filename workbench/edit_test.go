@@ -170,12 +170,13 @@ func TestEditConflictAfterAttempts(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs := fault.New(fb)
-	s := newServiceOn(t, fs, workbench.Options{})
+	// Bodies in blocks, so that every attempt uploads.
+	s := newServiceOn(t, fs, workbench.Options{InlineMax: -1})
 	other, err := mem.New(store, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	replica := newServiceOn(t, other, workbench.Options{})
+	replica := newServiceOn(t, other, workbench.Options{InlineMax: -1})
 	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "e.txt", `"text":"old 0"`))
 
 	var replaces atomic.Int64
@@ -199,7 +200,10 @@ func TestEditConflictAfterAttempts(t *testing.T) {
 	if b := workbench.BodyForTest(t, s, "wb", "outputs/e.txt"); string(b) != "old 5" {
 		t.Fatalf("body %q", b)
 	}
-	// Only the six replaced generations' blocks remain, and no ledger.
+	// Only the six replaced generations' blocks remain, and no ledger
+	// once the background cleanup ran.
+	workbench.FlushCleanupForTest(s)
+	workbench.FlushCleanupForTest(replica)
 	if keys := listKeys(t, other, s.Store().Layout().ArtifactsPrefix()); len(keys) != 6 {
 		t.Fatalf("blocks %v", keys)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // Error codes. The first group is minted by the tool layer itself, the
@@ -431,7 +432,8 @@ func FromError(err error) *Error {
 	case errors.Is(err, head.ErrRequestReused):
 		e = InvalidState("a request id was reused with different inputs")
 	case errors.Is(err, head.ErrSchemaMismatch), errors.Is(err, head.ErrBadHead):
-		e = InvalidState("the store's schema or head is not one this version of cairn serves")
+		e = InvalidState(fmt.Sprintf("the store was written in another format than this version's (%s format %d, value format %d, head %s); open it with the version that wrote it",
+			nokv.SchemaID, nokv.FormatVersion, nokv.ValueFormatVersion, head.HeadFormat))
 	case errors.Is(err, head.ErrClosed):
 		e = newError(CodeInternal, "the store is closed", true, sourceDetails())
 	default:

@@ -23,21 +23,27 @@ import (
 // object it uploaded without a durable owner:
 //
 //  1. It draws a fresh RevisionID and OperationID.
-//  2. It writes a staging ledger (bodies.StagingLedger, shards.Layout.Staging of
-//     the operation id), create-only: the exact list of every block object
-//     the operation may upload, with its length and digest. From here on a
-//     crash leaves every uploaded object named by a ledger.
-//  3. It uploads the body's new blocks (shards.Layout.Block of the root,
-//     the revision and the block's physical index), create-only and in
-//     parallel.
+//  2. A body of at most Options.InlineMax bytes (and one block) has no
+//     object at all: its bytes go into its one ArtifactManifest row, and
+//     step 3 is skipped.
+//  3. A larger body is uploaded as block objects (shards.Layout.Block of
+//     the root, the revision and the block's physical index), create-only
+//     and in parallel, in the same round as its staging ledger
+//     (bodies.StagingLedger, shards.Layout.Staging of the operation id):
+//     the exact list of every block object the operation may upload. A
+//     crash in that round may leave blocks no ledger names; no root
+//     references them, so they are the sweep's garbage, and nothing is
+//     committed before both are in the bucket.
 //
-// Steps 2 and 3, the reading of blocks and the deleting of a staging
-// belong to package manifests/bodies (staging.go converts its blocks to
-// and from ArtifactManifest rows).
+// Staging, the reading of blocks and the deleting of a staging belong to
+// package manifests/bodies (staging.go converts its blocks to and from
+// ArtifactManifest rows).
 //
-//  4. One engine command checks every predicate against the pinned
-//     snapshot and writes everything at once: the ArtifactRevision
-//     (Available, one strong reference), its ArtifactManifest rows, the
+//  4. One engine command checks every predicate and writes everything at
+//     once (its first attempt builds on the snapshot the tool observed,
+//     head.Command.At, which the conditional head write validates): the
+//     ArtifactRevision (Available, one strong reference), its
+//     ArtifactManifest rows, the
 //     PathCurrent entry, the Path RevisionRef, the RevisionDependency refs
 //     of an append, the release of the replaced revision's Path ref (with a
 //     GcCandidate when its count reaches zero), one StagedObject row per
@@ -52,9 +58,9 @@ import (
 // only metadata write. When the command's predicates fail, nothing was
 // applied and the tool deletes the blocks and then the ledger (best
 // effort; a crash in between leaves the ledger naming what remains). When
-// it lands, the StagedObject rows own the blocks and the ledger object is
-// deleted. When the outcome is unknown, everything is left in place: the
-// ledger is the cleanup owner.
+// it lands, the StagedObject rows own the blocks and the ledger is
+// deleted in the background (cleanup.go). When the outcome is unknown,
+// everything is left in place: the ledger is the cleanup owner.
 //
 // # Conditions
 //
@@ -145,6 +151,9 @@ func (m pubMode) String() string {
 // pure function of the plan and the snapshot.
 type pubPlan struct {
 	tool string
+	// sn is the snapshot the write observed; the command's first attempt
+	// builds on it (head.Command.At).
+	sn   *head.Snapshot
 	mode pubMode
 	id   string
 	path []string
@@ -225,6 +234,7 @@ func (s *Service) publish(ctx context.Context, p *pubPlan) (out pubOutcome, werr
 		RequestID: s.requestID(),
 		Digest:    digest,
 		Apply:     func(tx *head.Tx) ([]byte, error) { return s.applyPublish(tx, p, md, digest) },
+		At:        p.sn,
 	})
 	if err != nil {
 		var rej *pubReject
@@ -236,9 +246,12 @@ func (s *Service) publish(ctx context.Context, p *pubPlan) (out pubOutcome, werr
 	if err := json.Unmarshal(res.Value, &out); err != nil {
 		return out, FromError(fmt.Errorf("workbench: publish result: %w: %w", err, bucket.ErrIntegrity)), false
 	}
-	// The StagedObject rows own the blocks now. Best effort: a ledger
-	// left behind names only owned objects.
-	_ = s.bodies.DropLedger(ctx, p.st.op)
+	// The StagedObject rows own the blocks now: the ledger goes in the
+	// background, once past the store's write budget for its name
+	// (cleanup.go). A ledger left behind names only owned objects.
+	if p.st.hasLedger() {
+		s.cleanup.add(p.st.op)
+	}
 	return out, nil, false
 }
 
@@ -253,6 +266,7 @@ func (s *Service) doExact(ctx context.Context, cmd head.Command) (head.Result, e
 	for try := 0; ; try++ {
 		res, err := s.store.Do(ctx, cmd)
 		if errors.Is(err, head.ErrUnknownOutcome) && try < exactRetries && ctx.Err() == nil {
+			cmd.At = nil // settle it at a fresh pin
 			continue
 		}
 		return res, err

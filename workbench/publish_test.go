@@ -116,6 +116,10 @@ func BodyForTest(tb testing.TB, s *Service, id, path string) []byte {
 	return b
 }
 
+// FlushCleanupForTest sends the Service's queued ledger deletes now and
+// waits for them (cleanup.go).
+func FlushCleanupForTest(s *Service) { s.cleanup.flush() }
+
 // ForgetBodiesForTest drops every remembered body digest state, so that
 // the next append streams its base.
 func ForgetBodiesForTest() {
@@ -309,7 +313,9 @@ func TestPublishLargeBodyInBlocks(t *testing.T) {
 		t.Fatal("whole body differs")
 	}
 
-	// The ledger is gone; the StagedObject rows own the blocks.
+	// Once the background cleanup ran, the ledger is gone; the
+	// StagedObject rows own the blocks.
+	s.cleanup.flush()
 	page, err := b.List(ctx, bucket.ListOptions{Prefix: s.store.Layout().StagingPrefix()})
 	if err != nil {
 		t.Fatal(err)
@@ -415,7 +421,7 @@ func TestAppendDependenciesStayBounded(t *testing.T) {
 func TestAppendChecksItsBase(t *testing.T) {
 	ctx := context.Background()
 	b := mem.NewBucket()
-	s := openInternal(t, b, Options{})
+	s := openInternal(t, b, Options{InlineMax: -1}) // the base in a block
 	path := []string{"outputs", "a.txt"}
 	if _, werr := s.putFile(ctx, "wb", path, []byte("hello"), TextContentType, false); werr != nil {
 		t.Fatal(werr)

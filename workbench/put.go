@@ -68,6 +68,7 @@ func (s *Service) putFile(ctx context.Context, id string, path []string, body []
 	h := newBodyHash(body)
 	p := &pubPlan{
 		tool:        "workbench_put_file",
+		sn:          obs.sn,
 		mode:        mode,
 		id:          id,
 		path:        path,

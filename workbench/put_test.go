@@ -293,7 +293,8 @@ func TestPutFileBase64IsStrict(t *testing.T) {
 // in one Service and across replicas over one store: exactly one wins, the
 // others get AlreadyExists, and the stored body is the winner's.
 func TestPutFileCreateRace(t *testing.T) {
-	store, services := newReplicas(t, 3, workbench.Options{})
+	// Bodies in blocks, so that the losers have staged objects to discard.
+	store, services := newReplicas(t, 3, workbench.Options{InlineMax: -1})
 	const perService = 5
 	type result struct {
 		m    map[string]any
@@ -332,8 +333,11 @@ func TestPutFileCreateRace(t *testing.T) {
 		}
 	}
 	workbench.CheckReferencesForTest(t, services[0])
-	// The losers' staged objects are gone: only the winner's block and no
-	// ledger remain.
+	// The losers' staged objects are gone: only the winner's block and,
+	// once the background cleanup ran, no ledger remain.
+	for _, s := range services {
+		workbench.FlushCleanupForTest(s)
+	}
 	b, _ := mem.New(store, "")
 	if keys := listKeys(t, b, services[0].Store().Layout().ArtifactsPrefix()); len(keys) != 1 {
 		t.Fatalf("blocks left: %v", keys)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"time"
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/head"
@@ -24,6 +25,9 @@ const (
 	DefaultBlockSize = 4 << 20
 	// DefaultAgentID is the agent whose root a Service serves by default.
 	DefaultAgentID = "default"
+	// DefaultInlineMax is the largest body kept inline in its manifest
+	// row instead of a block object (see docs/workbench.md, section 4).
+	DefaultInlineMax = 4 << 10
 )
 
 // Options configure a Service.
@@ -36,6 +40,18 @@ type Options struct {
 	// BlockSize is the size of the blocks a body is stored in. Default
 	// DefaultBlockSize.
 	BlockSize int
+	// InlineMax is the largest body, or appended delta, kept inline in its
+	// manifest row: no ledger, no block object, no round of its own. A
+	// body of one block only is inlined: the threshold is the smaller of
+	// InlineMax and BlockSize. Default DefaultInlineMax (at most
+	// nokv.MaxInlineBytes); negative inlines nothing.
+	InlineMax int
+	// CleanupDelay is how long after a publication landed its staging
+	// ledger is deleted, in the background. Default DefaultCleanupDelay.
+	CleanupDelay time.Duration
+	// CloseTimeout bounds the time Close spends on queued ledger deletes.
+	// Default DefaultCloseTimeout.
+	CloseTimeout time.Duration
 	// Engine tunes the commit engine.
 	Engine head.Options
 }
@@ -46,6 +62,7 @@ type Options struct {
 type Service struct {
 	store   *head.Store
 	bodies  *bodies.Store
+	cleanup *ledgerCleanup
 	root    nokv.RootID
 	logical string // the deployment root, "/agents/{agent}/wb"
 	opts    Options
@@ -75,6 +92,16 @@ func Open(ctx context.Context, b bucket.Bucket, opts Options) (*Service, error) 
 	if opts.BlockSize <= 0 {
 		opts.BlockSize = DefaultBlockSize
 	}
+	if opts.InlineMax == 0 {
+		opts.InlineMax = DefaultInlineMax
+	}
+	opts.InlineMax = min(opts.InlineMax, opts.BlockSize, nokv.MaxInlineBytes)
+	if opts.CleanupDelay <= 0 {
+		opts.CleanupDelay = DefaultCleanupDelay
+	}
+	if opts.CloseTimeout <= 0 {
+		opts.CloseTimeout = DefaultCloseTimeout
+	}
 	logical, werr := AgentRoot(opts.AgentID)
 	if werr != nil {
 		return nil, werr
@@ -84,21 +111,33 @@ func Open(ctx context.Context, b bucket.Bucket, opts Options) (*Service, error) 
 	if err != nil {
 		return nil, err
 	}
+	bs := bodies.New(b, store.Layout(), bodies.Options{BlockSize: opts.BlockSize})
 	s := &Service{
 		store:   store,
-		bodies:  bodies.New(b, store.Layout(), bodies.Options{BlockSize: opts.BlockSize}),
+		bodies:  bs,
+		cleanup: newLedgerCleanup(bs, opts.CleanupDelay, opts.CloseTimeout),
 		root:    nokv.RootID(derive16("root", opts.AgentID)),
 		logical: logical,
 		opts:    opts,
 	}
 	if _, err := rand.Read(s.seed[:]); err != nil {
+		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// Close releases the Service.
-func (s *Service) Close() error { return s.store.Close() }
+// Close releases the Service. It first tries the queued deletes of landed
+// publications' staging ledgers, for at most Options.CloseTimeout; what
+// remains is garbage the sweep owns.
+func (s *Service) Close() error {
+	s.cleanup.close()
+	return s.store.Close()
+}
+
+// inlines reports whether a body (or an appended delta) of n bytes is kept
+// inline in its manifest row.
+func (s *Service) inlines(n int) bool { return n > 0 && n <= s.opts.InlineMax }
 
 // Store returns the engine store under the Service.
 func (s *Service) Store() *head.Store { return s.store }

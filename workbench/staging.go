@@ -7,6 +7,7 @@ package workbench
 // bucket yet, and how its blocks become ArtifactManifest rows and back.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -17,14 +18,20 @@ import (
 )
 
 // staging is one publication's objects: the ledger and the blocks it
-// names, with the ids they are keyed by.
+// names, with the ids they are keyed by. A small body has neither: it is
+// kept inline, in its one manifest row.
 type staging struct {
 	op     nokv.OperationID
 	rev    nokv.RevisionID
 	origin bodies.Origin
 	blocks []bodies.Block
-	staged bool // the ledger and every block are in the bucket
+	inline []byte // the whole body, when it is kept inline
+	staged bool   // the ledger and every block are in the bucket
 }
+
+// hasLedger reports whether st has objects and so a ledger to stage and,
+// once published, to delete.
+func (st *staging) hasLedger() bool { return len(st.blocks) > 0 }
 
 // newStaging draws the ids of a publication of path in workbench id by
 // tool; its blocks are planned by the caller.
@@ -36,9 +43,14 @@ func newStaging(tool, id string, path []string) *staging {
 	}
 }
 
-// planStaging returns a new staging whose blocks hold data.
+// planStaging returns a new staging of data: inline when it is small
+// (Service.inlines), else in blocks.
 func (s *Service) planStaging(tool, id string, path []string, data []byte) *staging {
 	st := newStaging(tool, id, path)
+	if s.inlines(len(data)) {
+		st.inline = bytes.Clone(data)
+		return st
+	}
 	st.blocks = s.bodies.Plan(s.root, st.rev, data)
 	return st
 }
@@ -49,9 +61,14 @@ func (s *Service) objects(st *staging) *bodies.Staging {
 }
 
 // stageBytes writes st's ledger and uploads its blocks, cut from data,
-// once.
+// once, in one round. A staging without blocks (inline, or an empty
+// body) writes nothing.
 func (s *Service) stageBytes(ctx context.Context, st *staging, data []byte) *Error {
 	if st.staged {
+		return nil
+	}
+	if !st.hasLedger() {
+		st.staged = true
 		return nil
 	}
 	if err := s.bodies.Stage(ctx, s.objects(st), data); err != nil {
@@ -65,7 +82,7 @@ func (s *Service) stageBytes(ctx context.Context, st *staging, data []byte) *Err
 // the blocks, then the ledger. Best effort: whatever a failure leaves
 // behind is still named by the ledger.
 func (s *Service) discardStaging(ctx context.Context, st *staging) {
-	if st == nil {
+	if st == nil || !st.hasLedger() {
 		return
 	}
 	_ = s.bodies.Discard(ctx, s.objects(st))
@@ -73,8 +90,22 @@ func (s *Service) discardStaging(ctx context.Context, st *staging) {
 }
 
 // ownRows returns the manifest rows of st's blocks, which hold the body's
-// bytes from logical offset off on.
+// bytes from logical offset off on: one inline row for an inline body.
 func ownRows(st *staging, off uint64, seg *nokv.AppendSegment) []nokv.ArtifactManifestEntry {
+	if st.inline != nil {
+		row := nokv.ArtifactManifestEntry{
+			PhysicalOwner: st.rev,
+			LogicalOffset: off,
+			Length:        uint64(len(st.inline)),
+			DigestURI:     DigestURI(st.inline),
+			Inline:        st.inline,
+		}
+		if seg != nil {
+			c := *seg
+			row.Append = &c
+		}
+		return []nokv.ArtifactManifestEntry{row}
+	}
 	rows := make([]nokv.ArtifactManifestEntry, len(st.blocks))
 	for i, b := range st.blocks {
 		rows[i] = nokv.ArtifactManifestEntry{
@@ -107,7 +138,7 @@ func rowBlocks(rows []nokv.ArtifactManifestEntry) ([]bodies.Block, error) {
 		if err != nil {
 			return nil, fmt.Errorf("workbench: manifest row %d: %w: %w", i, err, bucket.ErrIntegrity)
 		}
-		out[i] = bodies.Block{Index: r.PhysicalObjectIndex, Key: r.ObjectKey, Offset: r.ObjectOffset, Size: r.Length, Digest: d}
+		out[i] = bodies.Block{Index: r.PhysicalObjectIndex, Key: r.ObjectKey, Offset: r.ObjectOffset, Size: r.Length, Digest: d, Data: r.Inline}
 		off += r.Length
 	}
 	return out, nil
@@ -115,10 +146,28 @@ func rowBlocks(rows []nokv.ArtifactManifestEntry) ([]bodies.Block, error) {
 
 // streamBody calls fn with the body rows describe, slice by slice in
 // order, each checked against its row's digest (bodies.Store.Stream).
-func (s *Service) streamBody(ctx context.Context, rows []nokv.ArtifactManifestEntry, fn func([]byte) error) error {
+// Inline rows cost no request; a first block fetched ahead (pre, may be
+// nil) is used if the first row names it.
+func (s *Service) streamBody(ctx context.Context, rows []nokv.ArtifactManifestEntry, pre *bodies.Fetch, fn func([]byte) error) error {
 	blocks, err := rowBlocks(rows)
 	if err != nil {
 		return err
 	}
+	if len(blocks) > 0 {
+		blocks[0] = pre.Use(blocks[0])
+	}
 	return s.bodies.Stream(ctx, blocks, fn)
+}
+
+// prefetchFirstBlock starts reading the first block of e's body in the
+// same round as its manifest rows, when its key can be derived: a
+// revision without dependencies owns every block it names, so its first
+// block is shards.Layout.Block(root, revision, 0). A body small enough to
+// be inline has no block and is not fetched. It returns nil when there is
+// nothing to fetch ahead. The read ends with ctx.
+func (s *Service) prefetchFirstBlock(ctx context.Context, e nokv.PathEntry) *bodies.Fetch {
+	if e.DependencyCount != 0 || e.LogicalSize <= uint64(max(s.opts.InlineMax, 0)) {
+		return nil
+	}
+	return s.bodies.Prefetch(ctx, s.bodies.BlockKey(s.root, e.Revision, 0))
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench/nokv"
 )
@@ -267,24 +268,28 @@ func (v *view) body(ctx context.Context, e nokv.PathEntry) ([]byte, *Error) {
 	if int64(e.LogicalSize) > v.s.opts.MaxBytes {
 		return nil, ResourceExhausted(fmt.Sprintf("artifact of %d bytes exceeds the %d-byte limit", e.LogicalSize, v.s.opts.MaxBytes))
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends a read ahead that no row named
+	pre := v.s.prefetchFirstBlock(ctx, e)
 	rows, werr := v.s.manifest(ctx, func(f shards.Family, prefix, after []byte) ([]shards.Record, error) {
 		return v.sn.Scan(ctx, f, prefix, after, 0)
 	}, e.Revision)
 	if werr != nil {
 		return nil, werr
 	}
-	return v.s.assemble(ctx, rows, e.LogicalSize, e.BodyDigestURI)
+	return v.s.assemble(ctx, rows, e.LogicalSize, e.BodyDigestURI, pre)
 }
 
-// assemble fetches and checks the blocks that rows name and joins them.
-func (s *Service) assemble(ctx context.Context, rows []nokv.ArtifactManifestEntry, size uint64, digest string) ([]byte, *Error) {
+// assemble fetches and checks the blocks that rows name (the first one
+// perhaps already under way, pre) and joins them.
+func (s *Service) assemble(ctx context.Context, rows []nokv.ArtifactManifestEntry, size uint64, digest string, pre *bodies.Fetch) ([]byte, *Error) {
 	for i, r := range rows {
 		if r.LogicalOffset+r.Length > size {
 			return nil, InvalidState(fmt.Sprintf("manifest row %d overruns the %d-byte body", i, size))
 		}
 	}
 	body := make([]byte, 0, size)
-	err := s.streamBody(ctx, rows, func(b []byte) error {
+	err := s.streamBody(ctx, rows, pre, func(b []byte) error {
 		body = append(body, b...)
 		return nil
 	})

@@ -185,7 +185,7 @@ func (r *storeRun) appendOp(client int, home *storeReplica, rng *rand.Rand, k in
 		if attempt > 1 && rng.IntN(2) == 0 {
 			rep = r.replicas[rng.IntN(len(r.replicas))]
 		}
-		res, err := r.do(rep, cmd)
+		res, err := r.do(rep, cmd, rng.IntN(2) == 0)
 		if err == nil {
 			ret := r.now()
 			r.record(porcupine.Operation{ClientId: client, Input: in, Call: call, Output: storeOutput{List: string(res.Value)}, Return: ret})
@@ -225,14 +225,23 @@ func (r *storeRun) appendOp(client int, home *storeReplica, rng *rand.Rand, k in
 	}
 }
 
-// do runs cmd once on rep.
-func (r *storeRun) do(rep *storeReplica, cmd head.Command) (head.Result, error) {
+// do runs cmd once on rep. With observe, it first pins a snapshot, as a
+// tool that checks its predicates does, and the command brings it
+// (Command.At): the first attempt builds on it without reading the head.
+func (r *storeRun) do(rep *storeReplica, cmd head.Command, observe bool) (head.Result, error) {
 	st, gen, err := rep.current()
 	if err != nil {
 		return head.Result{}, err
 	}
 	ctx, cancel := context.WithTimeout(gen, r.opts.OpTimeout)
 	defer cancel()
+	if observe {
+		sn, err := st.Pin(ctx)
+		if err != nil {
+			return head.Result{}, err
+		}
+		cmd.At = sn
+	}
 	return st.Do(ctx, cmd)
 }
 
@@ -277,6 +286,6 @@ func (r *storeRun) readCommand(rep *storeReplica, k int) (string, error) {
 	res, err := r.do(rep, head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
 		v, _, err := tx.Get(storeFamily, r.keys[k])
 		return v, err
-	}})
+	}}, k%2 == 0)
 	return string(res.Value), err
 }

@@ -7,12 +7,21 @@ import "github.com/cairnstore/cairn/bucket/digest"
 // the objects of the revision that owns it (shards.Layout.Block). The
 // blocks a Store plans start at Offset zero and fill their object; a block
 // read back from a manifest may name a slice of its object.
+//
+// A block whose Data is not nil already holds its bytes: a small body
+// kept inline in its caller's metadata, which has no object (Key is
+// empty). Stream checks Data against Size and Digest and sends no request
+// for it. Blocks with Data are never staged, uploaded or discarded. A
+// block may also be read ahead (Fetch.Use).
 type Block struct {
 	Index  uint64
 	Key    string
 	Offset uint64
 	Size   uint64
 	Digest digest.Hash
+	Data   []byte
+
+	pre *Fetch // a read of Key already under way
 }
 
 // Origin is what a ledger records about the call that staged its blocks,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -193,8 +194,9 @@ func TestRetryGivesUp(t *testing.T) {
 	if err := s.Stage(t.Context(), st, []byte("x")); !errors.Is(err, bucket.ErrUnavailable) {
 		t.Fatalf("stage: %v, want ErrUnavailable", err)
 	}
-	if got := cb.Snapshot().Put.Requests; got != int64(fastRetry.Attempts) {
-		t.Fatalf("%d PUTs, want %d", got, fastRetry.Attempts)
+	// The ledger and the block, each up to the policy's tries.
+	if got := cb.Snapshot().Put.Requests; got != 2*int64(fastRetry.Attempts) {
+		t.Fatalf("%d PUTs, want %d", got, 2*fastRetry.Attempts)
 	}
 }
 
@@ -260,7 +262,7 @@ func TestPlannerMatchesPlan(t *testing.T) {
 		for i := 0; i < len(body); i += piece {
 			p.Write(body[i:min(i+piece, len(body))])
 		}
-		if got, want := p.Blocks(), s.Plan(root, rev, body); !slices.Equal(got, want) {
+		if got, want := p.Blocks(), s.Plan(root, rev, body); !reflect.DeepEqual(got, want) {
 			t.Fatalf("pieces of %d: %+v, want %+v", piece, got, want)
 		}
 	}
@@ -434,5 +436,83 @@ func TestStreamChecks(t *testing.T) {
 	})
 	if !errors.Is(err, stop) || n != 1 {
 		t.Fatalf("caller's error: %v after %d blocks", err, n)
+	}
+}
+
+// TestStageOneRound: the ledger is sent beside the blocks, so a staging
+// of a body of at most Parallel blocks costs one round.
+func TestStageOneRound(t *testing.T) {
+	cb := counting.New(latency.New(mem.NewBucket(), latency.Options{PerRequest: 3 * time.Millisecond}))
+	s := bodies.New(cb, newLayout(t), bodies.Options{BlockSize: 4})
+	body := []byte("0123456789abcdef") // 4 blocks
+	if err := s.Stage(t.Context(), staging(s, body), body); err != nil {
+		t.Fatal(err)
+	}
+	if st := cb.Snapshot(); st.Put.Requests != 5 || st.Rounds != 1 {
+		t.Fatalf("%d PUTs in %d rounds, want the ledger and 4 blocks in 1", st.Put.Requests, st.Rounds)
+	}
+}
+
+// TestStageFailedBlockKeepsLedger: a block that fails does not cancel the
+// ledger, so whatever was uploaded is named when Stage returns.
+func TestStageFailedBlockKeepsLedger(t *testing.T) {
+	b := mem.NewBucket()
+	fb := fault.New(b)
+	layout := newLayout(t)
+	s := bodies.New(fb, layout, bodies.Options{BlockSize: 2, Retry: fastRetry})
+	body := []byte("aabbccdd")
+	st := staging(s, body)
+	fb.Inject(fault.Rule{Op: fault.OpPut, Key: st.Blocks[0].Key, Fault: fault.FailBefore(errors.New("boom"))})
+	if err := s.Stage(t.Context(), st, body); err == nil {
+		t.Fatal("stage succeeded")
+	}
+	if _, _, err := b.Get(t.Context(), layout.Staging(op)); err != nil {
+		t.Fatalf("ledger: %v", err)
+	}
+}
+
+// TestInlineAndPrefetchedBlocks: a block that holds its bytes is checked
+// and streamed without a request; a prefetched object is used only for
+// the block that names it, and checked like any other.
+func TestInlineAndPrefetchedBlocks(t *testing.T) {
+	ctx := t.Context()
+	b := mem.NewBucket()
+	cb := counting.New(b)
+	s := bodies.New(cb, newLayout(t), bodies.Options{BlockSize: 4})
+	body := []byte("0123456789")
+	st := staging(s, body)
+	if err := s.Stage(ctx, st, body); err != nil {
+		t.Fatal(err)
+	}
+	inline := bodies.Block{Size: 3, Digest: digest.Sum([]byte("xyz")), Data: []byte("xyz")}
+	cb.Reset()
+	got, err := collect(ctx, s, []bodies.Block{inline})
+	if err != nil || string(got) != "xyz" || cb.Snapshot().Total().Requests != 0 {
+		t.Fatalf("inline: %q %v, %+v", got, err, cb.Snapshot())
+	}
+	bad := inline
+	bad.Data = []byte("xyZ")
+	if _, err := collect(ctx, s, []bodies.Block{bad}); !errors.Is(err, bucket.ErrIntegrity) {
+		t.Fatalf("tampered inline block: %v, want ErrIntegrity", err)
+	}
+
+	cb.Reset()
+	f := s.Prefetch(ctx, s.BlockKey(root, rev, 0))
+	blocks := slices.Clone(st.Blocks)
+	blocks[0] = f.Use(blocks[0])
+	blocks[1] = f.Use(blocks[1]) // names another object: no effect
+	if got, err := collect(ctx, s, blocks); err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("stream %q, %v", got, err)
+	}
+	// The prefetch was the only read of block 0.
+	if got := cb.Snapshot().Get.Requests; got != 3 {
+		t.Fatalf("%d GETs with the prefetch, want 3", got)
+	}
+	// A prefetch of another object is checked against the block's digest.
+	wrong := s.Prefetch(ctx, st.Blocks[1].Key)
+	w := st.Blocks[0]
+	w.Key = st.Blocks[1].Key
+	if _, err := collect(ctx, s, []bodies.Block{wrong.Use(w)}); !errors.Is(err, bucket.ErrIntegrity) {
+		t.Fatalf("mismatched prefetch: %v, want ErrIntegrity", err)
 	}
 }

@@ -16,16 +16,29 @@
 // written. A Block names its key, its index, its size and the SHA-256 of
 // its bytes.
 //
-// Before the first block of a Staging is uploaded, its ledger is written
-// create-only under shards.Layout.Staging(operation): a canonical
-// manifests document, schema "cairn.staging_ledger.v1" (StagingLedger),
-// naming every block the staging may upload with its length and digest,
-// and the call that staged it (Origin). From then on every uploaded block
-// is named by a ledger. Stage writes the ledger and then the blocks;
-// WriteLedger and Upload do the same in two steps, for a body that is
-// planned from one pass over a stream and uploaded from a second. Blocks
-// are uploaded create-only, Options.Parallel at a time, each checked
-// against its planned size and digest before it is sent.
+// A Staging's ledger is written create-only under
+// shards.Layout.Staging(operation): a canonical manifests document, schema
+// "cairn.staging_ledger.v1" (StagingLedger), naming every block the
+// staging may upload with its length and digest, and the call that staged
+// it (Origin). Stage and StageStream send the ledger in the same round as
+// the blocks, not before them, and a failed block does not cancel the
+// ledger's write. Blocks are uploaded create-only, Options.Parallel at a
+// time, each checked against its planned size and digest before it is
+// sent; Upload sends blocks alone.
+//
+// Sending the ledger beside the blocks is safe because nothing reachable
+// ever depends on a block before its publication lands, and a publication
+// is committed only after Stage returned, with the ledger and every block
+// in the bucket. A crash in that round can leave blocks that no ledger
+// names: no root references them either, so they are unreachable objects
+// that the shard's sweep, which owns everything not reachable from a root
+// once it is older than the grace period, deletes. The ledger is a
+// shortcut for cleanup, not what makes it safe.
+//
+// A Block may hold its bytes (Block.Data): a small body that the caller
+// keeps inline in its own metadata, with no object, or an object fetched
+// ahead with Prefetch before the metadata naming it arrived. Stream checks
+// such a block like any other and sends no request for it.
 //
 // # What is retried
 //
@@ -57,11 +70,12 @@
 // Discard deletes a staging that was not published: its blocks, then,
 // only when every block delete succeeded, its ledger. DropLedger deletes
 // the ledger of a staging that was published, whose blocks the caller's
-// metadata owns now. Both are best effort for their callers. What a crash
-// or a failed delete leaves behind is always named by a ledger:
+// metadata owns now; the caller decides when (the Workbench does it in the
+// background, past the store's write budget for one object). Both are best
+// effort for their callers. What a crash or a failed delete leaves behind:
 //
-//   - a crash after the ledger, or during the upload: the ledger and the
-//     blocks uploaded so far;
+//   - a crash while staging: the ledger, if it landed, and the blocks
+//     uploaded so far, which the ledger names if it landed;
 //   - a failed block delete in Discard: the ledger and what remains;
 //   - a crash after publication, before DropLedger: the ledger alone, its
 //     blocks owned by the published metadata.

@@ -48,11 +48,32 @@ func (s *Store) Stream(ctx context.Context, blocks []Block, fn func([]byte) erro
 	return nil
 }
 
-// fetch reads one block and checks it.
+// fetch reads one block, or takes the bytes it holds, and checks it.
 func (s *Store) fetch(ctx context.Context, blk Block) ([]byte, error) {
-	obj, _, err := s.b.Get(ctx, blk.Key)
-	if err != nil {
-		return nil, err
+	if blk.Data != nil {
+		if uint64(len(blk.Data)) != blk.Size {
+			return nil, fmt.Errorf("bodies: inline block %d: %d bytes, want %d: %w", blk.Index, len(blk.Data), blk.Size, bucket.ErrIntegrity)
+		}
+		if err := digest.Verify(blk.Data, blk.Digest); err != nil {
+			return nil, fmt.Errorf("bodies: inline block %d: %w", blk.Index, err)
+		}
+		return blk.Data, nil
+	}
+	var obj []byte
+	var err error
+	if f := blk.pre; f != nil {
+		select {
+		case <-f.done:
+			obj, err = f.obj, f.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if obj == nil || err != nil {
+		// Not fetched ahead, or the read ahead failed: read it now.
+		if obj, _, err = s.b.Get(ctx, blk.Key); err != nil {
+			return nil, err
+		}
 	}
 	if blk.Offset > uint64(len(obj)) || blk.Size > uint64(len(obj))-blk.Offset {
 		return nil, fmt.Errorf("bodies: block %s: %d bytes, want [%d, %d): %w", blk.Key, len(obj), blk.Offset, blk.Offset+blk.Size, bucket.ErrIntegrity)
@@ -62,4 +83,42 @@ func (s *Store) fetch(ctx context.Context, blk Block) ([]byte, error) {
 		return nil, fmt.Errorf("bodies: block %s: %w", blk.Key, err)
 	}
 	return b, nil
+}
+
+// Fetch is the read of one block object started before its Block is
+// known: a caller that can derive a block's key (shards.Layout.Block of
+// the revision and index 0) fetches it in the same round as the metadata
+// that describes it, then checks it against that metadata (Use).
+type Fetch struct {
+	key  string
+	done chan struct{}
+	obj  []byte
+	err  error
+}
+
+// Prefetch starts reading the object at key. The read ends with ctx.
+func (s *Store) Prefetch(ctx context.Context, key string) *Fetch {
+	f := &Fetch{key: key, done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		f.obj, _, f.err = s.b.Get(ctx, key)
+	}()
+	return f
+}
+
+// BlockKey returns the key of block index of revision rev of root.
+func (s *Store) BlockKey(root, rev [16]byte, index uint64) string {
+	return s.layout.Block(root, rev, index)
+}
+
+// Use returns blk to be read by f when blk names the object f reads (and
+// holds no bytes); otherwise blk unchanged. It does not wait: Stream takes
+// the bytes when f's read ends, reads the object again if it failed, and
+// checks them against blk's size and digest like any other.
+func (f *Fetch) Use(blk Block) Block {
+	if f == nil || blk.Data != nil || blk.Key != f.key {
+		return blk
+	}
+	blk.pre = f
+	return blk
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -71,21 +72,44 @@ func (s *Store) WriteLedger(ctx context.Context, st *Staging) error {
 	return s.put(ctx, s.layout.Staging(st.Operation), b)
 }
 
-// Stage writes st's ledger and then uploads its blocks, cut from data.
+// Stage writes st's ledger and uploads its blocks, cut from data, in the
+// same round: the ledger is sent beside the blocks, not before them (see
+// the package documentation for why that is safe). A failed block does not
+// cancel the ledger's write, so short of a crash whatever was uploaded is
+// named by a ledger when Stage returns.
 func (s *Store) Stage(ctx context.Context, st *Staging, data []byte) error {
-	if err := s.WriteLedger(ctx, st); err != nil {
-		return err
+	return s.StageStream(ctx, st, func(write func([]byte) error) error { return write(data) })
+}
+
+// StageStream is Stage for a body that produce writes, as Upload takes it.
+// The ledger is sent with the first block, once that block is checked
+// against its plan, so that the two share a round however long the check
+// takes.
+func (s *Store) StageStream(ctx context.Context, st *Staging, produce func(write func([]byte) error) error) error {
+	ledger := make(chan error, 1)
+	var once sync.Once
+	send := func() { once.Do(func() { go func() { ledger <- s.WriteLedger(ctx, st) }() }) }
+	uerr := s.upload(ctx, st, produce, send)
+	send() // a stream that emitted nothing, or failed before its first block
+	lerr := <-ledger
+	if lerr != nil {
+		return lerr
 	}
-	return s.Upload(ctx, st, func(write func([]byte) error) error { return write(data) })
+	return uerr
 }
 
 // Upload uploads st's blocks create-only and in parallel, cut from the
 // stream produce writes, which must be the bytes st.Blocks were planned
 // from: a block whose size or digest differs from its plan, or a stream
 // of more or fewer blocks, fails with an error wrapping
-// bucket.ErrIntegrity. The ledger must have been written first. write
-// may keep the slices it is given until Upload returns.
+// bucket.ErrIntegrity. Upload writes no ledger (StageStream writes both).
+// write may keep the slices it is given until Upload returns.
 func (s *Store) Upload(ctx context.Context, st *Staging, produce func(write func([]byte) error) error) error {
+	return s.upload(ctx, st, produce, func() {})
+}
+
+// upload is Upload, calling sent as each block's write is started.
+func (s *Store) upload(ctx context.Context, st *Staging, produce func(write func([]byte) error) error, sent func()) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.opts.Parallel)
 	n := 0
@@ -100,6 +124,7 @@ func (s *Store) Upload(ctx context.Context, st *Staging, produce func(write func
 		}
 		key := st.Blocks[i].Key
 		g.Go(func() error { return s.put(gctx, key, b) })
+		sent()
 		return nil
 	}}
 	perr := produce(cut.write)

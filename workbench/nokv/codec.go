@@ -16,7 +16,7 @@ const (
 	WorkspaceIncarnationClaimVersion = 1
 	PathEntryVersion                 = 2
 	ArtifactRevisionVersion          = 2
-	ArtifactManifestVersion          = 1
+	ArtifactManifestVersion          = 2
 	RevisionRefVersion               = 1
 	GcCandidateVersion               = 1
 	ChangeEventVersion               = 2

@@ -115,8 +115,9 @@
 //
 // Every value begins with a one-byte value format version, the seed's
 // Durable Format Registry: 2 for the publication-owned workspace, path and
-// revision records (WorkspaceCurrent, PathCurrent, ArtifactRevision) and
-// for ChangeEvent; 1 for the other ordinary records. The fields follow in
+// revision records (WorkspaceCurrent, PathCurrent, ArtifactRevision), for
+// ChangeEvent, and for ArtifactManifest, whose rows may carry a small body
+// inline (value format 2 of the marker); 1 for the other ordinary records. The fields follow in
 // a fixed order: integers unsigned big-endian, enums one byte, ids at
 // their fixed width, variable bytes and strings a four-byte big-endian
 // length and the exact bytes, an optional field a presence byte (0 absent,

@@ -41,7 +41,7 @@ const (
 const (
 	SchemaID           = "nokv_workspace"
 	FormatVersion      = 9 // 9: path_current's shard key leaves out the incarnation
-	ValueFormatVersion = 1
+	ValueFormatVersion = 2 // 2: a manifest row may carry its body inline
 )
 
 // Lengths of the seed's fixed-width ids.

@@ -148,8 +148,8 @@ func TestFamiliesReturnsCopy(t *testing.T) {
 
 func TestSchemaMarker(t *testing.T) {
 	sc := nokv.Schema()
-	if sc.Marker.SchemaID != "nokv_workspace" || sc.Marker.FormatVersion != 9 || sc.Marker.ValueFormatVersion != 1 {
-		t.Fatalf("marker = %+v, want nokv_workspace 9/1", sc.Marker)
+	if sc.Marker.SchemaID != "nokv_workspace" || sc.Marker.FormatVersion != 9 || sc.Marker.ValueFormatVersion != 2 {
+		t.Fatalf("marker = %+v, want nokv_workspace 9/2", sc.Marker)
 	}
 	if sc.Families != fams {
 		t.Fatal("Schema().Families is not Families()")

@@ -187,7 +187,7 @@ func records() []record {
 		}),
 		newRecord("ArtifactManifestEntry", fxManifest, nokv.DecodeArtifactManifestEntry, func(t testing.TB) []byte {
 			return hx(t,
-				"01",
+				"02",
 				rep("66", 16),      // physical owner
 				"0000000000000002", // physical_object_index
 				lp("artifacts/x/blocks/2"),
@@ -199,7 +199,9 @@ func records() []record {
 				"0000000000000004", // base_generation
 				"0000000000001000", // delta_offset
 				"0000000000000064", // delta_length
-				lp(digestEF))
+				lp(digestEF),
+				"00", // no inline body
+			)
 		}),
 		newRecord("RevisionRef", fxRef, nokv.DecodeRevisionRef, func(t testing.TB) []byte {
 			return hx(t, "01", "0000000000000004", "0000000000000009")
@@ -273,6 +275,8 @@ func variants() []record {
 	}
 	man := fxManifest
 	man.Append = nil
+	inl := fxManifest
+	inl.ObjectKey, inl.Length, inl.Inline = "", 3, []byte("abc")
 	gc := fxGcCandidate
 	gc.Evidence, gc.Claim = nil, nokv.GcClaimStateCandidate
 	pub := fxPublish
@@ -285,7 +289,7 @@ func variants() []record {
 	snap := nokv.SnapshotID(1 << 60)
 	out := []record{
 		with("WorkspaceCurrent", ws), with("PathEntry", pe), with("PathEntry", pe2),
-		with("ArtifactManifestEntry", man), with("GcCandidate", gc),
+		with("ArtifactManifestEntry", man), with("ArtifactManifestEntry", inl), with("GcCandidate", gc),
 		with("PublishOperation", pub), with("PublishOperation", pub2), with("StagedObject", st),
 		with("ChangeEvent", nokv.ChangeEvent{WorkbenchID: "w", Incarnation: tInc, Kind: nokv.ChangeEventKindWorkspaceCreated}),
 		with("ChangeEvent", nokv.ChangeEvent{WorkbenchID: "w", Incarnation: tInc, Kind: nokv.ChangeEventKindPathCreated, Path: tPath,
@@ -346,7 +350,7 @@ func TestRecordGolden(t *testing.T) {
 func TestValueVersions(t *testing.T) {
 	want := map[string]byte{
 		"WorkspaceCurrent": 2, "PathEntry": 2, "ArtifactRevision": 2, "ChangeEvent": 2,
-		"WorkspaceIncarnationClaim": 1, "ArtifactManifestEntry": 1, "RevisionRef": 1,
+		"WorkspaceIncarnationClaim": 1, "ArtifactManifestEntry": 2, "RevisionRef": 1,
 		"GcCandidate": 1, "PublishOperation": 1, "StagedObject": 1, "SecondaryIndexEntry": 1,
 	}
 	for _, r := range records() {
@@ -629,9 +633,17 @@ func TestDecodeRejectsBrokenRules(t *testing.T) {
 			func(b []byte) error { _, err := nokv.DecodeWorkspaceIncarnationClaim(b); return err }},
 		{"claim id length overruns", hx(t, "01", "00000009 6162"),
 			func(b []byte) error { _, err := nokv.DecodeWorkspaceIncarnationClaim(b); return err }},
-		{"manifest bad digest", hx(t, "01", rep("66", 16), "0000000000000002", lp("k"), rep("00", 24), lp("sha256:00"), "00"),
+		{"manifest bad digest", hx(t, "02", rep("66", 16), "0000000000000002", lp("k"), rep("00", 24), lp("sha256:00"), "00", "00"),
 			func(b []byte) error { _, err := nokv.DecodeArtifactManifestEntry(b); return err }},
-		{"manifest key not UTF-8", hx(t, "01", rep("66", 16), "0000000000000002", "00000001 ff", rep("00", 24), lp(digestAB), "00"),
+		{"manifest key not UTF-8", hx(t, "02", rep("66", 16), "0000000000000002", "00000001 ff", rep("00", 24), lp(digestAB), "00", "00"),
+			func(b []byte) error { _, err := nokv.DecodeArtifactManifestEntry(b); return err }},
+		{"manifest without key or inline body", hx(t, "02", rep("66", 16), "0000000000000002", lp(""), rep("00", 16), "0000000000000003", lp(digestAB), "00", "00"),
+			func(b []byte) error { _, err := nokv.DecodeArtifactManifestEntry(b); return err }},
+		{"manifest inline body and key", hx(t, "02", rep("66", 16), "0000000000000002", lp("k"), rep("00", 16), "0000000000000003", lp(digestAB), "00", "01", "00000003 616263"),
+			func(b []byte) error { _, err := nokv.DecodeArtifactManifestEntry(b); return err }},
+		{"manifest inline body shorter than length", hx(t, "02", rep("66", 16), "0000000000000002", lp(""), rep("00", 16), "0000000000000004", lp(digestAB), "00", "01", "00000003 616263"),
+			func(b []byte) error { _, err := nokv.DecodeArtifactManifestEntry(b); return err }},
+		{"manifest empty inline body", hx(t, "02", rep("66", 16), "0000000000000002", lp(""), rep("00", 16), "0000000000000000", lp(digestAB), "00", "01", "00000000"),
 			func(b []byte) error { _, err := nokv.DecodeArtifactManifestEntry(b); return err }},
 		{"event unordered path byte", hx(t, "02", lp("w"), rep("22", 16), "02", "01", "00000002 6101", "00", "01", rep("00", 32), lp(""), "00", "00"),
 			func(b []byte) error { _, err := nokv.DecodeChangeEvent(b); return err }},

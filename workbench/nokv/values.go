@@ -260,14 +260,19 @@ type AppendSegment struct {
 	DeltaDigestURI string
 }
 
-// ArtifactManifestEntry is the value of an ArtifactManifest row (version 1):
+// ArtifactManifestEntry is the value of an ArtifactManifest row (version 2):
 //
 //	physical_owner_revision_id [16] | physical_object_index u64 | object_key str |
 //	logical_offset u64 | object_offset u64 | length u64 | digest_uri str |
-//	append? (base_generation u64 | delta_offset u64 | delta_length u64 | delta_digest_uri str)
+//	append? (base_generation u64 | delta_offset u64 | delta_length u64 | delta_digest_uri str) |
+//	inline? (u32 len | bytes)
 //
 // PhysicalOwner and PhysicalObjectIndex name the block that holds the
-// bytes; the key's object_index is only the row's position.
+// bytes; the key's object_index is only the row's position. An inline row
+// is a block whose bytes live in the row instead of an object: Inline
+// holds exactly Length (1 to MaxInlineBytes) bytes, ObjectKey is empty
+// and ObjectOffset zero. Everything else (owner, index, offsets, digest,
+// append segment) means what it means for a block.
 type ArtifactManifestEntry struct {
 	PhysicalOwner       RevisionID
 	PhysicalObjectIndex uint64
@@ -277,14 +282,37 @@ type ArtifactManifestEntry struct {
 	Length              uint64
 	DigestURI           string
 	Append              *AppendSegment
+	Inline              []byte
 }
 
+// MaxInlineBytes bounds the bytes one inline ArtifactManifest row holds.
+// Writers choose a smaller threshold (the Workbench inlines bodies of at
+// most a few KiB); this is what a decoder accepts.
+const MaxInlineBytes = 64 << 10
+
 const recArtifactManifest = "artifact_manifest value"
+
+// inlineReason checks the shape of a row's inline bytes against its other
+// fields.
+func (v ArtifactManifestEntry) inlineReason() string {
+	if v.Inline == nil {
+		return objectKeyReason(v.ObjectKey)
+	}
+	switch {
+	case len(v.Inline) == 0 || len(v.Inline) > MaxInlineBytes:
+		return fmt.Sprintf("inline body of %d bytes, want 1 to %d", len(v.Inline), MaxInlineBytes)
+	case uint64(len(v.Inline)) != v.Length:
+		return fmt.Sprintf("inline body of %d bytes, length says %d", len(v.Inline), v.Length)
+	case v.ObjectKey != "" || v.ObjectOffset != 0:
+		return "an inline row names an object"
+	}
+	return ""
+}
 
 // Encode returns the value's bytes.
 func (v ArtifactManifestEntry) Encode() ([]byte, error) {
 	w := newValueWriter(recArtifactManifest, ArtifactManifestVersion)
-	w.check(firstReason(objectKeyReason(v.ObjectKey), digestURIReason("digest uri", v.DigestURI)))
+	w.check(firstReason(v.inlineReason(), digestURIReason("digest uri", v.DigestURI)))
 	w.id16(v.PhysicalOwner)
 	w.u64(v.PhysicalObjectIndex)
 	w.str("object key", v.ObjectKey)
@@ -300,6 +328,10 @@ func (v ArtifactManifestEntry) Encode() ([]byte, error) {
 		w.u64(a.DeltaLength)
 		w.str("delta digest uri", a.DeltaDigestURI)
 	}
+	w.present(v.Inline != nil)
+	if v.Inline != nil {
+		w.w.Bytes32(v.Inline)
+	}
 	return w.finish()
 }
 
@@ -309,15 +341,11 @@ func DecodeArtifactManifestEntry(b []byte) (ArtifactManifestEntry, error) {
 	var v ArtifactManifestEntry
 	v.PhysicalOwner = r.id16()
 	v.PhysicalObjectIndex = r.u64()
-	off := r.offset()
 	v.ObjectKey = r.str("object key")
-	if r.err == nil {
-		r.check(off, objectKeyReason(v.ObjectKey))
-	}
 	v.LogicalOffset = r.u64()
 	v.ObjectOffset = r.u64()
 	v.Length = r.u64()
-	off = r.offset()
+	off := r.offset()
 	v.DigestURI = r.str("digest uri")
 	if r.err == nil {
 		r.check(off, digestURIReason("digest uri", v.DigestURI))
@@ -330,6 +358,14 @@ func DecodeArtifactManifestEntry(b []byte) (ArtifactManifestEntry, error) {
 			r.check(off, digestURIReason("delta digest uri", a.DeltaDigestURI))
 		}
 		v.Append = a
+	}
+	off = r.offset()
+	if r.present() {
+		b, _ := r.lenPrefixed("inline body")
+		v.Inline = append([]byte{}, b...)
+	}
+	if r.err == nil {
+		r.check(off, v.inlineReason())
 	}
 	if err := r.end(); err != nil {
 		return ArtifactManifestEntry{}, err

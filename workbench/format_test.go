@@ -1,0 +1,41 @@
+package workbench
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/cairnstore/cairn/bucket/mem"
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/workbench/nokv"
+)
+
+// TestOpenRefusesValueFormat1: a store written in value format 1 (before
+// small bodies moved inline into their manifest rows) fails closed at
+// open, with an error that says so.
+func TestOpenRefusesValueFormat1(t *testing.T) {
+	ctx := context.Background()
+	b := mem.NewBucket()
+	old := nokv.Schema()
+	old.Marker.ValueFormatVersion = 1
+	st, err := head.Open(ctx, b, shards.ShardID(derive16("shard", "test")), old, head.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Initialize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	s, err := Open(ctx, b, Options{AgentID: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, werr := s.call(ctx, "workbench_stat", []byte(`{"id":"wb"}`))
+	if werr == nil || werr.Code != "InvalidState" || !strings.Contains(werr.Message, "another format") || !errors.Is(werr.cause, head.ErrSchemaMismatch) {
+		t.Fatalf("stat of a value format 1 store: %v, want InvalidState from a schema mismatch", werr)
+	}
+	t.Log(werr.Message)
+}
