@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -25,6 +26,9 @@ type Snapshot struct {
 	version  bucket.Version // the head object's version
 	rootHash digest.Hash
 	root     *roots.Root
+
+	dmu    sync.Mutex
+	deltas []*shards.Delta // the root's deltas once loaded, newest first
 }
 
 // Sequence is the commit sequence of the snapshot's root.
@@ -217,21 +221,26 @@ func (s *Store) loadDelta(ctx context.Context, dr roots.DeltaRef) (*shards.Delta
 	if err != nil {
 		return nil, fmt.Errorf("head: load delta %s: %w", h, err)
 	}
+	return d, checkDeltaRef(d, dr)
+}
+
+// checkDeltaRef checks a loaded delta against the root's reference to it.
+func checkDeltaRef(d *shards.Delta, dr roots.DeltaRef) error {
+	h := dr.Ref.Hash
 	if d.Len() != int(dr.Ref.Count) || d.EncodedSize() != dr.Ref.Size || d.Sequence() != dr.Sequence {
-		return nil, fmt.Errorf("head: delta %s: %d records of %d bytes at sequence %d, root says %d of %d at %d: %w",
+		return fmt.Errorf("head: delta %s: %d records of %d bytes at sequence %d, root says %d of %d at %d: %w",
 			h, d.Len(), d.EncodedSize(), d.Sequence(), dr.Ref.Count, dr.Ref.Size, dr.Sequence, bucket.ErrIntegrity)
 	}
-	return d, nil
+	return nil
 }
 
 // overlay returns the root's delta segments, newest first, and family
 // f's table (nil if f has no base records), all fetched in one parallel
 // round when they are not cached.
 func (sn *Snapshot) overlay(ctx context.Context, f shards.Family) ([]*shards.Delta, *roots.Table, error) {
-	refs := sn.root.Deltas
-	if len(refs) == 0 {
+	if ds, ok := sn.loadedDeltas(); ok {
 		t, err := sn.table(ctx, f)
-		return nil, t, err
+		return ds, t, err
 	}
 	var ds []*shards.Delta
 	var t *roots.Table
@@ -250,9 +259,32 @@ func (sn *Snapshot) overlay(ctx context.Context, f shards.Family) ([]*shards.Del
 	return ds, t, nil
 }
 
+// loadedDeltas returns the root's deltas without a request, if the
+// snapshot has them or the cache holds them all.
+func (sn *Snapshot) loadedDeltas() ([]*shards.Delta, bool) {
+	sn.dmu.Lock()
+	defer sn.dmu.Unlock()
+	if sn.deltas != nil || len(sn.root.Deltas) == 0 {
+		return sn.deltas, true
+	}
+	ds := make([]*shards.Delta, len(sn.root.Deltas))
+	for i, dr := range sn.root.Deltas {
+		d, ok := sn.s.deltas.Get(dr.Ref.Hash)
+		if !ok || checkDeltaRef(d, dr) != nil {
+			return nil, false
+		}
+		ds[i] = d
+	}
+	sn.deltas = ds
+	return ds, true
+}
+
 // loadDeltas returns the root's delta segments, newest first, loaded in
-// parallel through the delta cache.
+// parallel through the delta cache, and keeps them on the snapshot.
 func (sn *Snapshot) loadDeltas(ctx context.Context) ([]*shards.Delta, error) {
+	if ds, ok := sn.loadedDeltas(); ok {
+		return ds, nil
+	}
 	refs := sn.root.Deltas
 	ds := make([]*shards.Delta, len(refs))
 	g, gctx := errgroup.WithContext(ctx)
@@ -265,6 +297,9 @@ func (sn *Snapshot) loadDeltas(ctx context.Context) ([]*shards.Delta, error) {
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	sn.dmu.Lock()
+	sn.deltas = ds
+	sn.dmu.Unlock()
 	return ds, nil
 }
 
