@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -315,9 +316,13 @@ var benchFixtures = map[int]struct {
 
 // BenchmarkOneRecordCommitBytes: a family of n records, built with one
 // bulk commit; a writer updates one record per commit and a replica that
-// has read the whole family reads it back. It reports the bytes the
-// commit writes (shard + table + root + head) and the bytes the replica
-// reads to catch up (head + root + table + shard), and their parts.
+// has read the whole family reads it back. It reports the bytes each
+// commit writes (delta + root + head) and the bytes the replica reads to
+// catch up, and their parts. Every MaxDeltas+1 commits the writer folds
+// the deltas into the base in a commit of its own (shards + table + root
+// + head): fold-B/fold is what one fold writes, fold-B/commit the same
+// spread over the commits, total-B/commit the two together. Run it with
+// -benchtime=340x (20 folds) for stable fold figures.
 func BenchmarkOneRecordCommitBytes(b *testing.B) {
 	for _, n := range []int{1_000, 10_000, 100_000} {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
@@ -348,9 +353,37 @@ func BenchmarkOneRecordCommitBytes(b *testing.B) {
 			}
 			wrec.take()
 			rrec.take()
-			written := map[string]int{}
+			written := map[string]int{} // by kind, commits only
+			var foldBytes, folds int
 			read := map[string]int{}
 			var wrote, gets int
+			var pending []rqCall // writes since the last head write
+			account := func(calls []rqCall) {
+				for _, c := range calls {
+					if c.Op != "put" {
+						continue
+					}
+					pending = append(pending, c)
+					if c.Kind != "head" {
+						continue
+					}
+					// A head write ends a commit: a fold if it wrote no
+					// delta (a fold commit carries no command).
+					fold := !slices.ContainsFunc(pending, func(c rqCall) bool { return c.Kind == "delta" })
+					for _, p := range pending {
+						if fold {
+							foldBytes += p.Bytes
+						} else {
+							written[p.Kind] += p.Bytes
+							wrote++
+						}
+					}
+					if fold {
+						folds++
+					}
+					pending = pending[:0]
+				}
+			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				k := (i * 7919) % n
@@ -365,12 +398,7 @@ func BenchmarkOneRecordCommitBytes(b *testing.B) {
 					b.Fatalf("get: %v, %v", ok, err)
 				}
 				b.StopTimer()
-				for _, c := range wrec.take() {
-					if c.Op == "put" {
-						written[c.Kind] += c.Bytes
-						wrote++
-					}
-				}
+				account(wrec.take())
 				for _, c := range rrec.take() {
 					if c.Op == "get" {
 						read[c.Kind] += c.Bytes
@@ -388,15 +416,94 @@ func BenchmarkOneRecordCommitBytes(b *testing.B) {
 			}
 			per := func(v int) float64 { return float64(v) / float64(b.N) }
 			b.ReportMetric(per(sum(written)), "B-written/commit")
+			b.ReportMetric(per(sum(written)+foldBytes), "total-B/commit")
+			b.ReportMetric(per(foldBytes), "fold-B/commit")
+			if folds > 0 {
+				b.ReportMetric(float64(foldBytes)/float64(folds), "fold-B/fold")
+			}
+			b.ReportMetric(per(folds), "folds/commit")
 			b.ReportMetric(per(sum(read)), "B-read/catchup")
 			b.ReportMetric(per(wrote), "puts/commit")
 			b.ReportMetric(per(gets), "gets/catchup")
-			for _, k := range []string{"shard", "table", "root", "head"} {
+			for _, k := range []string{"delta", "root", "head"} {
 				b.ReportMetric(per(written[k]), k+"-B")
 			}
-			if read["shard"] != written["shard"] || read["table"] != written["table"] || read["root"] != written["root"] {
-				b.Logf("the replica read other objects than the writer wrote: wrote %v, read %v", written, read)
-			}
 		})
+	}
+}
+
+// BenchmarkThousandCommandCommitBytes: 1,000 one-record commands, each
+// updating a record of a family of 100,000, gathered into one group commit
+// (MinCommitInterval holds the leader until all have queued). It reports
+// the bytes the commit writes and their parts: one delta of 1,000 records,
+// the root and the head.
+func BenchmarkThousandCommandCommitBytes(b *testing.B) {
+	const n, cmds = 100_000, 1000
+	ctx := context.Background()
+	fx, ok := benchFixtures[n]
+	if !ok {
+		fx.store, fx.id = benchFilled(b, n)
+		benchFixtures[n] = fx
+	}
+	f := rqFamilies[0]
+	written := map[string]int{}
+	var puts int
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		// Start from a root without deltas: a Store that folds every
+		// commit inline commits first, so that no fold joins the
+		// measurement (the commit adds the second delta of the root).
+		fb, _ := mem.New(fx.store, "")
+		folder := benchOpen(b, fb, fx.id, head.Options{MaxDeltaBytes: 1})
+		if _, err := folder.Do(ctx, rqPut(f, 1, 1)); err != nil {
+			b.Fatal(err)
+		}
+		folder.Close()
+		mb, _ := mem.New(fx.store, "")
+		rec := &rqRecorder{Bucket: mb}
+		s := benchOpen(b, rec, fx.id, head.Options{MinCommitInterval: time.Second, MaxBatch: cmds})
+		if _, err := s.Do(ctx, rqPut(f, 0, 1)); err != nil { // starts the interval
+			b.Fatal(err)
+		}
+		rec.take()
+		b.StartTimer()
+		seqs := make([]uint64, cmds)
+		var wg sync.WaitGroup
+		for j := range cmds {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := s.Do(ctx, rqPut(f, (j*7919+i)%n, 3+i))
+				if err != nil {
+					b.Error(err)
+				}
+				seqs[j] = r.Sequence
+			}()
+		}
+		wg.Wait()
+		b.StopTimer()
+		for _, q := range seqs {
+			if q != seqs[0] {
+				b.Fatalf("the commands landed in several commits: sequences %d and %d", seqs[0], q)
+			}
+		}
+		for _, c := range rec.take() {
+			if c.Op == "put" {
+				written[c.Kind] += c.Bytes
+				puts++
+			}
+		}
+		s.Close()
+		b.StartTimer()
+	}
+	per := func(v int) float64 { return float64(v) / float64(b.N) }
+	total := 0
+	for _, v := range written {
+		total += v
+	}
+	b.ReportMetric(per(total), "B-written/commit")
+	b.ReportMetric(per(puts), "puts/commit")
+	for _, k := range []string{"delta", "root", "head"} {
+		b.ReportMetric(per(written[k]), k+"-B")
 	}
 }

@@ -23,8 +23,10 @@ type CheckOptions struct {
 // Check verifies the snapshot a root names, reading straight from the
 // bucket (no cache): every reachable object exists and hashes to its name,
 // each decodes canonically, every record sits in the shard its key
-// selects, and every table agrees with its root entry (shard count, record
-// count, sizes). It returns nil or an error joining every finding.
+// selects (or, in a delta segment, passes its family's key check), every
+// table agrees with its root entry (shard count, record count, sizes) and
+// every delta segment with its root's reference (size, records,
+// sequence). It returns nil or an error joining every finding.
 func Check(ctx context.Context, b bucket.Bucket, layout shards.Layout, root digest.Hash, opts CheckOptions) error {
 	if opts.MaxFindings <= 0 {
 		opts.MaxFindings = 100
@@ -74,6 +76,9 @@ func (c *checker) root(ctx context.Context, h digest.Hash, deep bool) {
 	}
 	for _, fr := range r.Families {
 		c.table(ctx, fr)
+	}
+	for _, dr := range r.Deltas {
+		c.delta(ctx, h, dr)
 	}
 	for _, hold := range r.Holds {
 		if deep {
@@ -128,5 +133,27 @@ func (c *checker) shard(ctx context.Context, f shards.Family, e roots.Entry) {
 	}
 	if o.Len() != int(e.Ref.Count) || int64(len(body)) != e.Ref.Size {
 		c.add("shard %s/%02x %s: %d records in %d bytes, table says %d in %d", f, e.Shard, e.Ref.Hash, o.Len(), len(body), e.Ref.Count, e.Ref.Size)
+	}
+}
+
+func (c *checker) delta(ctx context.Context, root digest.Hash, dr roots.DeltaRef) {
+	if c.seen[dr.Ref.Hash] {
+		return // shared with a held root already checked
+	}
+	c.seen[dr.Ref.Hash] = true
+	body, ok := c.get(ctx, c.layout.Delta(dr.Ref.Hash))
+	if !ok {
+		return
+	}
+	// DecodeDelta checks the hash, the canonical form, and every record's
+	// family and key against the schema.
+	d, err := shards.DecodeDelta(c.layout.Schema(), body, dr.Ref.Hash)
+	if err != nil {
+		c.add("root %s: delta %s: %w", root, dr.Ref.Hash, err)
+		return
+	}
+	if d.Len() != int(dr.Ref.Count) || int64(len(body)) != dr.Ref.Size || d.Sequence() != dr.Sequence {
+		c.add("root %s: delta %s: %d records in %d bytes at sequence %d, root says %d in %d at %d",
+			root, dr.Ref.Hash, d.Len(), len(body), d.Sequence(), dr.Ref.Count, dr.Ref.Size, dr.Sequence)
 	}
 }

@@ -26,12 +26,22 @@ func checkBoth(b bucket.Bucket, layout shards.Layout, root digest.Hash) (strict,
 		head.Check(ctx, b, layout, root, head.CheckOptions{})
 }
 
+// foldEvery makes every commit fold inline (a delta of any size is over
+// twice MaxDeltaBytes), so that tests of the base's tables and shard
+// objects see every commit write them.
+const foldEvery = 1
+
 // busyShard commits a few states: puts over many shards, overwrites,
 // deletes, a shard emptied, and a second family filled then emptied.
+// Every commit folds inline, so its objects are base tables and shards.
 func busyShard(t *testing.T, b bucket.Bucket) (*head.Store, shards.Layout) {
+	return busyShardWith(t, b, head.Options{NoGroupCommit: true, MaxDeltaBytes: foldEvery})
+}
+
+func busyShardWith(t *testing.T, b bucket.Bucket, opts head.Options) (*head.Store, shards.Layout) {
 	t.Helper()
 	ctx := context.Background()
-	s := open(t, b, shards.NewShardID(), head.Options{NoGroupCommit: true})
+	s := open(t, b, shards.NewShardID(), opts)
 	do := func(apply func(tx *head.Tx) error) {
 		t.Helper()
 		if _, err := s.Do(ctx, head.Command{Apply: func(tx *head.Tx) ([]byte, error) { return nil, apply(tx) }}); err != nil {
@@ -371,7 +381,7 @@ func TestCheckFindsMissingHoldRoot(t *testing.T) {
 	// Through the engine: hold a root, then lose one of its objects that
 	// only it reaches. Strict mode walks into the held root.
 	b := mem.NewBucket()
-	s := open(t, b, shards.NewShardID(), head.Options{NoGroupCommit: true})
+	s := open(t, b, shards.NewShardID(), head.Options{NoGroupCommit: true, MaxDeltaBytes: foldEvery})
 	layout := s.Layout()
 	if _, err := s.Do(ctx, put(1, "old")); err != nil {
 		t.Fatal(err)
@@ -459,5 +469,54 @@ func TestCheckStopsAtMaxFindings(t *testing.T) {
 	count := func(err error) int { return len(err.(interface{ Unwrap() []error }).Unwrap()) }
 	if count(all) < 3 || count(two) != 2 {
 		t.Fatalf("%d findings, %d with MaxFindings 2", count(all), count(two))
+	}
+}
+
+// TestCheckDeltas: a shard whose root lists delta segments passes Check;
+// a missing delta, a corrupt read of one, and a delta whose bytes decode
+// but disagree with the root's reference are each found.
+func TestCheckDeltas(t *testing.T) {
+	ctx := context.Background()
+	b := mem.NewBucket()
+	_, layout := busyShardWith(t, b, head.Options{NoGroupCommit: true})
+	root := headRoot(t, b, layout)
+	r := readRoot(t, b, layout, root)
+	if len(r.Deltas) < 5 {
+		t.Fatalf("the root lists %d deltas, want every commit's", len(r.Deltas))
+	}
+	if strict, loose := checkBoth(b, layout, root); strict != nil || loose != nil {
+		t.Fatalf("healthy: strict %v; default %v", strict, loose)
+	}
+	key := layout.Delta(r.Deltas[1].Ref.Hash)
+
+	fb := fault.New(b)
+	fb.Inject(fault.Rule{Op: fault.OpGet, Key: key, Fault: fault.CorruptRead()})
+	if err := head.Check(ctx, fb, layout, root, head.CheckOptions{}); !errors.Is(err, bucket.ErrIntegrity) || !strings.Contains(err.Error(), r.Deltas[1].Ref.Hash.String()) {
+		t.Fatalf("corrupt delta read: %v", err)
+	}
+
+	// A root that names a real delta under the wrong record count.
+	lying := *r
+	lying.Deltas = append([]roots.DeltaRef(nil), r.Deltas...)
+	lying.Deltas[1].Ref.Count++
+	lb, lref, err := lying.Encode(layout.Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Put(ctx, layout.Root(lref.Hash), lb, bucket.Unconditional); err != nil {
+		t.Fatal(err)
+	}
+	if err := head.Check(ctx, b, layout, lref.Hash, head.CheckOptions{}); err == nil || !strings.Contains(err.Error(), "root says") {
+		t.Fatalf("delta with a wrong count: %v", err)
+	}
+
+	if err := b.Delete(ctx, key, bucket.Unconditional); err != nil {
+		t.Fatal(err)
+	}
+	strict, loose := checkBoth(b, layout, root)
+	for _, err := range []error{strict, loose} {
+		if !errors.Is(err, bucket.ErrNotExist) || !strings.Contains(err.Error(), key) {
+			t.Fatalf("Check = %v, want the missing %s", err, key)
+		}
 	}
 }

@@ -501,8 +501,10 @@ func TestOpenGenesis(t *testing.T) {
 	if sn.Sequence() != 1 || sn.Head().Sequence != 1 || len(sn.Head().Recent) != 0 || !sn.Root().Parent.IsZero() {
 		t.Fatalf("genesis head %+v, root %+v", sn.Head(), sn.Root())
 	}
-	if len(sn.Root().Families) != 1 || sn.Root().Families[0].Family != shards.System || sn.Root().Families[0].Records != 1 {
-		t.Fatalf("genesis families %+v", sn.Root().Families)
+	// The genesis commit is a commit like any other: one delta segment
+	// holding the schema record, no base tables yet.
+	if len(sn.Root().Families) != 0 || len(sn.Root().Deltas) != 1 || sn.Root().Deltas[0].Ref.Count != 1 || sn.Root().Deltas[0].Sequence != 1 {
+		t.Fatalf("genesis families %+v, deltas %+v", sn.Root().Families, sn.Root().Deltas)
 	}
 	v, ok, err := sn.Get(ctx, shards.System, SchemaKey)
 	if err != nil || !ok || string(v) != `{"format_version":8,"schema_id":"test_workspace","value_format_version":1}` {
@@ -518,9 +520,9 @@ func TestOpenGenesis(t *testing.T) {
 	if err := manifests.CheckCanonical(body); err != nil {
 		t.Fatalf("head not canonical: %v", err)
 	}
-	// Genesis head: root, 3 objects (root, system table, system shard).
-	if n := countKeys(t, b); n != 4 {
-		t.Fatalf("genesis wrote %d objects, want 4", n)
+	// Genesis: the head and 2 objects (root, delta).
+	if n := countKeys(t, b); n != 3 {
+		t.Fatalf("genesis wrote %d objects, want 3", n)
 	}
 	s.Close()
 	again, err := Open(ctx, b, id, testSchema, Options{Check: true})
@@ -528,7 +530,7 @@ func TestOpenGenesis(t *testing.T) {
 		t.Fatal(err)
 	}
 	again.Close()
-	if n := countKeys(t, b); n != 4 {
+	if n := countKeys(t, b); n != 3 {
 		t.Fatalf("reopening wrote objects: %d", n)
 	}
 }

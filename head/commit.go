@@ -87,6 +87,7 @@ func (s *Store) Do(ctx context.Context, cmd Command) (Result, error) {
 type call struct {
 	ctx  context.Context
 	cmd  Command
+	fold bool // the Store's own fold: no command, see runFold
 	done chan struct{}
 	once sync.Once
 	res  Result
@@ -113,6 +114,10 @@ func (c *call) finished() bool {
 func (s *Store) lead() {
 	for {
 		s.pace()
+		if s.takeFold() {
+			s.runFold()
+			continue
+		}
 		batch := s.take(s.opts.MaxBatch)
 		if batch == nil {
 			return
@@ -262,14 +267,19 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 	outs := make([]outcome, len(calls))
 	now := s.opts.Now()
 	seq := sn.head.Sequence + 1
+	fold := false
 	for i, c := range calls {
 		if err := c.ctx.Err(); err != nil {
 			outs[i] = outcome{err: err}
 			continue
 		}
+		if c.fold {
+			fold = s.overDeltas(sn.root, 1)
+			continue
+		}
 		outs[i] = s.apply(ctx, sn, state, c.cmd, seq, now)
 	}
-	if state.empty() {
+	if state.empty() && !fold {
 		if reused {
 			// Nothing to commit, so no head write validates a snapshot
 			// that may predate a call: decide again at a fresh pin.
@@ -286,7 +296,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		return true, nil
 	}
 	nonce := newNonce()
-	cand, err := s.build(ctx, sn, state, nonce)
+	cand, err := s.build(ctx, sn, state, nonce, fold)
 	if err != nil {
 		for _, c := range calls {
 			c.finish(Result{}, err)
@@ -326,6 +336,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 	if !landed {
 		return false, fmt.Errorf("head: lost the race for sequence %d", seq)
 	}
+	s.noticeDeltas(cand.root)
 	if s.opts.Check {
 		if err := s.checkLanded(ctx, cand.rootRef.Hash); err != nil {
 			for _, c := range calls {
@@ -445,6 +456,7 @@ type candidate struct {
 	headBytes []byte
 	objects   map[digest.Hash]*shards.Object
 	tables    map[digest.Hash]*roots.Table
+	deltas    map[digest.Hash]*shards.Delta
 }
 
 type write struct {
@@ -453,41 +465,44 @@ type write struct {
 }
 
 // build computes the candidate root of state applied to sn (nil for the
-// first root): new shard objects for the shards it changes, new tables for
-// the families it changes, a new root. Nothing is written.
-func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonce roots.Nonce) (*candidate, error) {
+// first root). Unless fold is set, the batch's record changes become one
+// new delta segment that the root lists first, before the parent's, and
+// the parent's tables are kept; if that root would list more than twice
+// Options.MaxDeltas deltas or twice Options.MaxDeltaBytes of them, build
+// folds instead. A fold applies the union of the parent's deltas and the
+// batch (the newest change of a key wins) to the base: new shard objects
+// for the shards it changes, new tables for the families it changes, and
+// a root with no deltas. Nothing is written.
+func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonce roots.Nonce, fold bool) (*candidate, error) {
 	if sn != nil {
 		if err := sn.gate(ctx); err != nil { // nothing is committed past a failed gate
 			return nil, err
 		}
 	}
-	c := &candidate{objects: map[digest.Hash]*shards.Object{}, tables: map[digest.Hash]*roots.Table{}}
+	c := &candidate{objects: map[digest.Hash]*shards.Object{}, tables: map[digest.Hash]*roots.Table{}, deltas: map[digest.Hash]*shards.Delta{}}
 	root := &roots.Root{Nonce: nonce, Sequence: 1}
 	if sn != nil {
 		root.Parent = sn.rootHash
 		root.Sequence = sn.root.Sequence + 1
 		root.Families = append(root.Families, sn.root.Families...)
 		root.Holds = append(root.Holds, sn.root.Holds...)
+		root.Deltas = append(root.Deltas, sn.root.Deltas...)
 	}
-	fams := make([]shards.Family, 0, len(state.muts))
-	for f := range state.muts {
-		fams = append(fams, f)
-	}
-	sort.Slice(fams, func(i, j int) bool { return fams[i] < fams[j] })
-	for _, f := range fams {
-		fr, ok, err := s.buildFamily(ctx, sn, f, state.sorted(f), nonce, c)
+	if !fold {
+		ok, err := s.buildDelta(state, nonce, root, c)
 		if err != nil {
 			return nil, err
 		}
-		i := sort.Search(len(root.Families), func(i int) bool { return root.Families[i].Family >= f })
-		present := i < len(root.Families) && root.Families[i].Family == f
-		switch {
-		case ok && present:
-			root.Families[i] = fr
-		case ok:
-			root.Families = append(root.Families[:i], append([]roots.FamilyRef{fr}, root.Families[i:]...)...)
-		case present:
-			root.Families = append(root.Families[:i], root.Families[i+1:]...)
+		fold = !ok
+	}
+	if fold {
+		muts, err := s.foldDeltas(ctx, sn, state)
+		if err != nil {
+			return nil, err
+		}
+		root.Deltas = nil
+		if err := s.buildBase(ctx, sn, muts, nonce, root, c); err != nil {
+			return nil, err
 		}
 	}
 	if len(state.holds) > 0 {
@@ -518,6 +533,101 @@ func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonc
 		return nil, err
 	}
 	return c, nil
+}
+
+// buildDelta makes the batch's record changes one delta segment, listed
+// first in root. It reports false, changing nothing, when the root would
+// then exceed the hard bounds (twice MaxDeltas or MaxDeltaBytes): the
+// commit must fold. A batch without record changes writes no delta.
+func (s *Store) buildDelta(state *batchState, nonce roots.Nonce, root *roots.Root, c *candidate) (bool, error) {
+	var recs []shards.DeltaRecord
+	for f, m := range state.muts {
+		for _, mut := range m {
+			recs = append(recs, shards.DeltaRecord{Family: f, Mutation: mut})
+		}
+	}
+	if len(recs) == 0 {
+		return true, nil
+	}
+	d, err := shards.NewDelta(s.fams, shards.Salt(nonce), root.Sequence, recs)
+	if err != nil {
+		return false, err
+	}
+	body, ref, err := d.Encode()
+	if err != nil {
+		return false, err
+	}
+	deltas := append([]roots.DeltaRef{{Ref: ref, Sequence: root.Sequence}}, root.Deltas...)
+	if s.overDeltas(&roots.Root{Deltas: deltas}, 2) {
+		return false, nil
+	}
+	root.Deltas = deltas
+	c.deltas[ref.Hash] = d
+	c.writes = append(c.writes, write{s.layout.Delta(ref.Hash), body})
+	return true, nil
+}
+
+// overDeltas reports whether r lists more than factor × MaxDeltas delta
+// segments or more than factor × MaxDeltaBytes of them: factor 1 asks
+// for a fold in the background, factor 2 forces one inline.
+func (s *Store) overDeltas(r *roots.Root, factor int) bool {
+	return len(r.Deltas) > factor*s.opts.MaxDeltas || r.DeltaBytes() > int64(factor)*s.opts.MaxDeltaBytes
+}
+
+// foldDeltas returns the union of the record changes of sn's delta
+// segments and of state, the newest change of each key winning: what a
+// fold applies to the base. The same root and batch always give the same
+// union.
+func (s *Store) foldDeltas(ctx context.Context, sn *Snapshot, state *batchState) (*batchState, error) {
+	if sn == nil || len(sn.root.Deltas) == 0 {
+		return state, nil
+	}
+	ds, err := sn.loadDeltas(ctx)
+	if err != nil {
+		return nil, err
+	}
+	merged := newBatchState(s.fams)
+	for i := len(ds) - 1; i >= 0; i-- { // oldest first, so newer changes overwrite
+		for j := range ds[i].Len() {
+			r := ds[i].At(j)
+			m := merged.muts[r.Family]
+			if m == nil {
+				m = map[string]shards.Mutation{}
+				merged.muts[r.Family] = m
+			}
+			m[string(r.Key)] = r.Mutation
+		}
+	}
+	merged.merge(&batchState{muts: state.muts})
+	return merged, nil
+}
+
+// buildBase applies muts to sn's base: new shard objects for the shards
+// they change and new tables for the families they change, entered into
+// root.
+func (s *Store) buildBase(ctx context.Context, sn *Snapshot, muts *batchState, nonce roots.Nonce, root *roots.Root, c *candidate) error {
+	fams := make([]shards.Family, 0, len(muts.muts))
+	for f := range muts.muts {
+		fams = append(fams, f)
+	}
+	sort.Slice(fams, func(i, j int) bool { return fams[i] < fams[j] })
+	for _, f := range fams {
+		fr, ok, err := s.buildFamily(ctx, sn, f, muts.sorted(f), nonce, c)
+		if err != nil {
+			return err
+		}
+		i := sort.Search(len(root.Families), func(i int) bool { return root.Families[i].Family >= f })
+		present := i < len(root.Families) && root.Families[i].Family == f
+		switch {
+		case ok && present:
+			root.Families[i] = fr
+		case ok:
+			root.Families = append(root.Families[:i], append([]roots.FamilyRef{fr}, root.Families[i:]...)...)
+		case present:
+			root.Families = append(root.Families[:i], root.Families[i+1:]...)
+		}
+	}
+	return nil
 }
 
 // buildFamily applies one family's sorted mutations and returns its new
@@ -614,6 +724,8 @@ func (s *Store) buildFamily(ctx context.Context, sn *Snapshot, f shards.Family, 
 // checkWriterRule enforces the rule that keeps GC safe: the candidate root
 // references only objects reachable from its parent root or written by
 // this attempt. Everything else could be an orphan a sweep is deleting.
+// Each delta segment is one of the parent root's (the same reference) or
+// the one this attempt wrote, at the candidate's sequence.
 func (s *Store) checkWriterRule(ctx context.Context, sn *Snapshot, c *candidate) error {
 	written := map[string]bool{}
 	for _, w := range c.writes {
@@ -650,6 +762,15 @@ func (s *Store) checkWriterRule(ctx context.Context, sn *Snapshot, c *candidate)
 			return fmt.Errorf("%w: table %s of %s is not the parent's", ErrWriterRule, fr.Table.Hash, fr.Family)
 		}
 	}
+	for _, dr := range c.root.Deltas {
+		if written[s.layout.Delta(dr.Ref.Hash)] && dr.Sequence == c.root.Sequence && c.deltas[dr.Ref.Hash] != nil {
+			continue
+		}
+		if sn != nil && slices.Contains(sn.root.Deltas, dr) {
+			continue
+		}
+		return fmt.Errorf("%w: delta %s of sequence %d is neither the parent's nor written by this attempt", ErrWriterRule, dr.Ref.Hash, dr.Sequence)
+	}
 	for _, h := range c.root.Holds {
 		if sn != nil && (h.Root == sn.rootHash || heldBy(sn.root, h.Root)) {
 			continue
@@ -684,6 +805,9 @@ func (s *Store) stage(ctx context.Context, c *candidate) error {
 	}
 	for h, t := range c.tables {
 		s.tables.Add(h, t)
+	}
+	for h, d := range c.deltas {
+		s.deltas.Add(h, d)
 	}
 	s.roots.Add(c.rootRef.Hash, c.root)
 	return nil
@@ -794,4 +918,63 @@ func Digest(parts ...[]byte) [32]byte {
 	var d [32]byte
 	h.Sum(d[:0])
 	return d
+}
+
+// noticeDeltas schedules a fold when r, a root this Store just committed,
+// lists more deltas than Options.MaxDeltas or more bytes of them than
+// Options.MaxDeltaBytes. At most one fold of a Store is pending at a time.
+// With group commit the leader runs it between batches; without, it runs
+// on a goroutine of its own.
+func (s *Store) noticeDeltas(r *roots.Root) {
+	if !s.overDeltas(r, 1) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.folding || s.closed {
+		return
+	}
+	s.folding = true
+	if s.opts.NoGroupCommit {
+		go s.runFold()
+	} else {
+		s.foldDue = true
+	}
+}
+
+// takeFold reports whether the leader should run a fold now.
+func (s *Store) takeFold() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	due := s.foldDue
+	s.foldDue = false
+	if due && s.closed {
+		s.folding = false
+		return false
+	}
+	return due
+}
+
+// runFold folds the deltas of the current root into the base in a commit
+// of its own, with no command: it pins, builds in fold mode, stages and
+// writes the head like any commit, and retries on a lost race, so it is
+// linearizable and a race it loses is harmless. If by the time it pins the
+// root is back within the bounds (another replica folded), it writes
+// nothing. A failed fold leaves the deltas for the next commit to notice.
+func (s *Store) runFold() {
+	defer func() {
+		s.mu.Lock()
+		s.folding = false
+		s.mu.Unlock()
+	}()
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.MaxAttemptAge)
+	defer cancel()
+	c := &call{ctx: ctx, fold: true, done: make(chan struct{})}
+	s.commitBatch([]*call{c}, nil)
 }

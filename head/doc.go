@@ -41,10 +41,13 @@
 // Concurrent Pins of one Store share a head read only if it was sent after
 // each of them arrived, so no Pin returns a state older than its call. An
 // unchanged head version reuses the decoded snapshot; a changed one loads
-// the new root, and tables and shard objects load lazily through caches of
-// immutable objects keyed by hash and bounded in bytes. Prefetch loads the
-// tables of several families in one parallel round and named shards in a
-// second, for a caller that knows what it will read. Every object is
+// the new root, and tables, delta segments and shard objects load lazily
+// through caches of immutable objects keyed by hash and bounded in bytes.
+// A read overlays the root's deltas, newest first, on the base shards
+// (a tombstone hides a key); it fetches the deltas in the same round as
+// the table it needs. Prefetch loads the tables of several families (and
+// the deltas) in one parallel round and named shards in a second, for a
+// caller that knows what it will read. Every object is
 // verified against its hash before it is used or cached. At returns a
 // frozen snapshot of a held root.
 //
@@ -57,12 +60,19 @@
 //  2. apply the command (and the others of its group commit, in order) to
 //     an overlay of the snapshot; a command that returns an error applies
 //     nothing;
-//  3. build the new shard objects of the shards that changed, the tables of
-//     the families that changed and a new root, all salted with a fresh
-//     attempt nonce, and check the writer rule;
+//  3. build one delta segment holding every record change and a new root
+//     listing it before the parent's deltas (or, when folding, the new
+//     shard objects and tables of the parent's deltas and the batch
+//     applied to the base, and a root without deltas), all salted with a
+//     fresh attempt nonce, and check the writer rule;
 //  4. write them all in one parallel round;
 //  5. write the new head (sequence + 1) conditional on the pinned head's
 //     version.
+//
+// A Store whose commit lands a root with more than Options.MaxDeltas
+// deltas (or MaxDeltaBytes of them) folds them in a commit of its own, in
+// the background; a commit whose root would pass twice either bound folds
+// inline.
 //
 // A precondition failure, an ambiguous write or an unreachable store at
 // step 5 is never taken at face value: the head is read again, and the

@@ -82,12 +82,14 @@ func (c rqCall) String() string {
 }
 
 // rqRecorder logs every call to its inner bucket. If gate is set,
-// unconditional puts wait at it (see rqGate).
+// unconditional puts wait at it (see rqGate); if getGate is set, so do
+// GETs of tables and delta segments.
 type rqRecorder struct {
 	bucket.Bucket
-	mu    sync.Mutex
-	calls []rqCall
-	gate  *rqGate
+	mu      sync.Mutex
+	calls   []rqCall
+	gate    *rqGate
+	getGate *rqGate
 }
 
 func (r *rqRecorder) log(c rqCall) {
@@ -113,6 +115,12 @@ func (r *rqRecorder) setGate(g *rqGate) {
 }
 
 func (r *rqRecorder) Get(ctx context.Context, key string) ([]byte, bucket.Attrs, error) {
+	r.mu.Lock()
+	g := r.getGate
+	r.mu.Unlock()
+	if k := rqKind(key); g != nil && (k == "table" || k == "delta") {
+		g.wait()
+	}
 	b, a, err := r.Bucket.Get(ctx, key)
 	r.log(rqCall{Op: "get", Key: key, Bytes: len(b), Err: err})
 	return b, a, err
@@ -219,12 +227,20 @@ func newRQReplica(t testing.TB, store *mem.Store, id shards.ShardID, opts head.O
 }
 
 // rqFill commits n records into each of the families, one commit per
-// family, and returns the sequence of the last commit.
+// family, and returns the sequence of the last commit. It commits through
+// a Store of its own over s's bucket that folds every commit inline, so
+// the records land in the base shards (and with them every delta before):
+// the tests that fill measure reads and commits over a filled base.
 func rqFill(t testing.TB, s *head.Store, fams []shards.Family, n int) uint64 {
 	t.Helper()
+	filler, err := head.Open(context.Background(), s.Bucket(), s.ID(), head.SchemaForTest, head.Options{MaxDeltaBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer filler.Close()
 	var seq uint64
 	for _, f := range fams {
-		r, err := s.Do(context.Background(), head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
+		r, err := filler.Do(context.Background(), head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
 			for i := range n {
 				if err := tx.Put(f, rqKey(f, i), rqValue(f, i, 0)); err != nil {
 					return nil, err
@@ -358,19 +374,17 @@ func TestRequestsWarmPointRead(t *testing.T) {
 }
 
 // TestRequestsColdPointRead: a new process pays for what it has not
-// decoded yet, one object at a time, since each object names the next.
+// decoded yet, one round at a time, since each object names the next.
 //
 //   - head.Open does no I/O.
 //   - The first point read pins (head, then the root it names) and reads
-//     the table and the shard; the schema gate's system record (the system
-//     family's table, then its shard) is read beside them, in the same
-//     rounds: 6 requests in 4 sequential hops from nothing to the first
-//     value. (The counter may report 3 rounds: the gate's two requests
-//     start as soon as the root is in, a little before the read's, and the
-//     overlap joins the table and shard rounds into one group.)
-//   - A second new process whose head moved between its first read and
-//     the next pays head + root + table + shard: 4 requests in 4 rounds.
-//     This is the cold point read proper.
+//     the table and the shard (and the root's delta segments, beside the
+//     table); the schema gate's system record is read beside them, in the
+//     same rounds: from nothing to the first value in 4 sequential hops.
+//   - If another replica committed between a process's reads, the root is
+//     new too, and lists that commit's delta segment: head + root + (table
+//     and delta together) + shard, 5 requests in 4 rounds. This is the
+//     cold point read proper: nothing cached that the read needs.
 func TestRequestsColdPointRead(t *testing.T) {
 	store := mem.NewStore()
 	id := shards.NewShardID()
@@ -423,32 +437,44 @@ func TestRequestsColdPointRead(t *testing.T) {
 	}
 	rec.take()
 
-	// Another new process; the head moves (a commit to another family)
-	// between its first read and the next.
+	// Another new process; the head moves (a commit to another family,
+	// which the root lists as a delta segment) between its Open and its
+	// first read. The read fetches the family's table and the delta
+	// together (the gate holds both until both are in flight), then the
+	// shard.
 	r2 := newRQReplica(t, store, id, head.Options{})
 	rqMustGet(t, rqPin(t, r2.s), rqFamilies[2], 1, rqValue(rqFamilies[2], 1, 0))
 	if _, err := w.s.Do(context.Background(), rqPut(rqFamilies[2], 5, 1)); err != nil {
 		t.Fatal(err)
 	}
 	r2.reset()
+	gate := newRQGate(2)
+	r2.rec.getGate = gate
 	sn := rqPin(t, r2.s)
 	rqMustGet(t, sn, f, 3, rqValue(f, 3, 0))
+	r2.rec.getGate = nil
 	st, calls = r2.cb.Snapshot(), r2.rec.take()
-	want := []string{"get head", "get root", "get table", "get shard"}
-	if got := rqSeq(calls); !slices.Equal(got, want) || st.Total().Requests != 4 || st.Rounds != 4 {
-		t.Fatalf("cold point read: %d requests in %d rounds %v, want %v in 4 rounds", st.Total().Requests, st.Rounds, got, want)
+	if arrived, timedOut := gate.result(); arrived != 2 || timedOut {
+		t.Fatalf("%d of the table and delta GETs reached the gate, timed out %v: want both sent together", arrived, timedOut)
+	}
+	if got := rqKinds(calls); fmt.Sprint(got) != fmt.Sprint(map[string]int{"get head": 1, "get root": 1, "get table": 1, "get delta": 1, "get shard": 1}) ||
+		st.Total().Requests != 5 || st.Rounds != 4 {
+		t.Fatalf("cold point read: %d requests in %d rounds %v, want head, root, table + delta, shard in 4 rounds", st.Total().Requests, st.Rounds, got)
+	}
+	if len(sn.Root().Deltas) != 1 {
+		t.Fatalf("the root lists %d deltas, want 1", len(sn.Root().Deltas))
 	}
 	tab := rqExpectTable(t, mb, sn, layout, f)
 	wantKeys := []string{
-		layout.Head(),
-		layout.Root(sn.RootHash()),
-		layout.Table(mustFamily(t, sn, f).Table.Hash),
-		rqShardKey(t, tab, layout, f, rqShardOf(t, f, rqKey(f, 3))),
+		"get " + layout.Head(),
+		"get " + layout.Root(sn.RootHash()),
+		"get " + layout.Table(mustFamily(t, sn, f).Table.Hash),
+		"get " + layout.Delta(sn.Root().Deltas[0].Ref.Hash),
+		"get " + rqShardKey(t, tab, layout, f, rqShardOf(t, f, rqKey(f, 3))),
 	}
-	for i, c := range calls {
-		if c.Key != wantKeys[i] {
-			t.Fatalf("cold read %d fetched %s, want %s", i, c.Key, wantKeys[i])
-		}
+	sort.Strings(wantKeys)
+	if got := rqKeys(calls); !slices.Equal(got, wantKeys) {
+		t.Fatalf("cold read fetched\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantKeys, "\n"))
 	}
 }
 
@@ -515,9 +541,8 @@ func rqSeq(calls []rqCall) []string {
 
 // TestRequestsCatchUpFetchesOnlyChanges: a replica that has read
 // everything, after another replica commits, fetches the head, the new
-// root, the changed tables and the changed shards, and nothing else: not
-// the unchanged shards of the changed family, nor anything of the other
-// families.
+// root and the commit's delta segment, and nothing else: the base's
+// tables and shards did not change.
 func TestRequestsCatchUpFetchesOnlyChanges(t *testing.T) {
 	ctx := context.Background()
 	store := mem.NewStore()
@@ -558,15 +583,13 @@ func TestRequestsCatchUpFetchesOnlyChanges(t *testing.T) {
 	sn = rqPin(t, r.s)
 	rqMustGet(t, sn, f, 42, rqValue(f, 42, 1))
 	st, calls := r.cb.Snapshot(), r.rec.take()
-	tab := rqExpectTable(t, r.rec.Bucket, sn, layout, f)
 	want := []string{
 		"get " + layout.Head(),
 		"get " + layout.Root(sn.RootHash()),
-		"get " + layout.Table(mustFamily(t, sn, f).Table.Hash),
-		"get " + rqShardKey(t, tab, layout, f, rqShardOf(t, f, rqKey(f, 42))),
+		"get " + layout.Delta(sn.Root().Deltas[0].Ref.Hash),
 	}
 	sort.Strings(want)
-	if got := rqKeys(calls); !slices.Equal(got, want) || st.Rounds != 4 || st.Get.Requests != 4 || st.Total().Requests != 4 {
+	if got := rqKeys(calls); !slices.Equal(got, want) || st.Rounds != 3 || st.Get.Requests != 3 || st.Total().Requests != 3 {
 		t.Fatalf("catch-up point read after a one-key commit: %d requests (%d GETs) in %d rounds, fetched\n%s\nwant\n%s",
 			st.Total().Requests, st.Get.Requests, st.Rounds, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -600,19 +623,13 @@ func TestRequestsCatchUpFetchesOnlyChanges(t *testing.T) {
 	sn = rqPin(t, r.s)
 	all := readAll(sn)
 	st, calls = r.cb.Snapshot(), r.rec.take()
-	if st.Get.Requests != 7 || st.Total().Requests != 7 {
-		t.Fatalf("reading everything after a three-shard commit took %d requests (%d GETs), want 7 GETs", st.Total().Requests, st.Get.Requests)
+	if st.Get.Requests != 3 || st.Total().Requests != 3 {
+		t.Fatalf("reading everything after a three-shard commit took %d requests (%d GETs), want 3 GETs", st.Total().Requests, st.Get.Requests)
 	}
-	tab1 := rqExpectTable(t, r.rec.Bucket, sn, layout, f)
-	tab2 := rqExpectTable(t, r.rec.Bucket, sn, layout, f2)
 	want = []string{
 		"get " + layout.Head(),
 		"get " + layout.Root(sn.RootHash()),
-		"get " + layout.Table(mustFamily(t, sn, f).Table.Hash),
-		"get " + layout.Table(mustFamily(t, sn, f2).Table.Hash),
-		"get " + rqShardKey(t, tab1, layout, f, rqShardOf(t, f, rqKey(f, a))),
-		"get " + rqShardKey(t, tab1, layout, f, rqShardOf(t, f, rqKey(f, b))),
-		"get " + rqShardKey(t, tab2, layout, f2, rqShardOf(t, f2, rqKey(f2, 9))),
+		"get " + layout.Delta(sn.Root().Deltas[0].Ref.Hash),
 	}
 	sort.Strings(want)
 	if got := rqKeys(calls); !slices.Equal(got, want) {
@@ -632,9 +649,11 @@ func TestRequestsCatchUpFetchesOnlyChanges(t *testing.T) {
 }
 
 // TestRequestsSmallCommit: a one-key commit by a warm writer pins (the
-// head's GET), writes its new shard object, table and root together in
-// one round, then the head with one conditional put: 1 GET and 3 + 1 PUTs
-// in 3 rounds, the PUTs in exactly 2 of them. The gate in the recorder
+// head's GET), writes its delta segment and root together in one round,
+// then the head with one conditional put: 1 GET and 2 + 1 PUTs in 3
+// rounds, the PUTs in exactly 2 of them. However many keys and families
+// the commit changes, and whether a dedupe record joins them, it stages
+// one delta and one root. The gate in the recorder
 // holds the staging writes until all of them are in flight, so the test
 // fails if they were sent one after another.
 func TestRequestsSmallCommit(t *testing.T) {
@@ -646,17 +665,16 @@ func TestRequestsSmallCommit(t *testing.T) {
 		staging map[string]int // staging puts by kind
 	}{
 		{"one key", head.Options{}, func(i int) head.Command { return rqPut(rqFamilies[0], i, 1) },
-			map[string]int{"shard": 1, "table": 1, "root": 1}},
+			map[string]int{"delta": 1, "root": 1}},
 		{"one key without group commit", head.Options{NoGroupCommit: true}, func(i int) head.Command { return rqPut(rqFamilies[0], i, 1) },
-			map[string]int{"shard": 1, "table": 1, "root": 1}},
-		// A request id adds the command_dedupe record: its shard and
-		// table are staged in the same round.
+			map[string]int{"delta": 1, "root": 1}},
+		// A request id adds the command_dedupe record to the same delta.
 		{"one key with request id", head.Options{}, func(i int) head.Command {
 			c := rqPut(rqFamilies[0], i, 1)
 			c.RequestID = fmt.Sprintf("req-%d", i)
 			c.Digest = head.Digest([]byte(c.RequestID))
 			return c
-		}, map[string]int{"shard": 2, "table": 2, "root": 1}},
+		}, map[string]int{"delta": 1, "root": 1}},
 		{"three keys in two families", head.Options{}, func(i int) head.Command {
 			return head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
 				for _, k := range []struct {
@@ -669,7 +687,7 @@ func TestRequestsSmallCommit(t *testing.T) {
 				}
 				return nil, nil
 			}}
-		}, nil}, // computed below: the keys' distinct shards
+		}, map[string]int{"delta": 1, "root": 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := mem.NewStore()
@@ -683,11 +701,7 @@ func TestRequestsSmallCommit(t *testing.T) {
 			}
 			staging := tc.staging
 			const i = 200
-			if staging == nil {
-				s0 := map[uint8]bool{rqShardOf(t, rqFamilies[0], rqKey(rqFamilies[0], i)): true, rqShardOf(t, rqFamilies[0], rqKey(rqFamilies[0], i+1)): true}
-				staging = map[string]int{"shard": len(s0) + 1, "table": 2, "root": 1}
-			}
-			n := staging["shard"] + staging["table"] + staging["root"]
+			n := staging["delta"] + staging["root"]
 			gate := newRQGate(n)
 			w.rec.setGate(gate)
 			w.reset()
@@ -741,7 +755,8 @@ func TestRequestsSmallCommit(t *testing.T) {
 }
 
 // TestRequestsBulkCommit: one command putting 100,000 records of one family
-// commits as one sequence increment, and every record reads back.
+// commits as one sequence increment, straight into the base, and every
+// record reads back.
 func TestRequestsBulkCommit(t *testing.T) {
 	ctx := context.Background()
 	store := mem.NewStore()
@@ -768,8 +783,12 @@ func TestRequestsBulkCommit(t *testing.T) {
 	if res.Sequence != before+1 {
 		t.Fatalf("bulk commit landed at sequence %d, want %d", res.Sequence, before+1)
 	}
+	// The records would make a delta of several MB, over twice
+	// MaxDeltaBytes: the commit folds inline, writing the family's 256
+	// shards and its table, and with them the genesis delta's schema
+	// record into the system family's shard and table.
 	kinds := rqKinds(calls)
-	want := map[string]int{"get head": 1, "put shard": shards.Shards, "put table": 1, "put root": 1, "put head": 1}
+	want := map[string]int{"get head": 1, "put shard": shards.Shards + 1, "put table": 2, "put root": 1, "put head": 1}
 	if fmt.Sprint(kinds) != fmt.Sprint(want) {
 		t.Fatalf("bulk commit requests %v, want %v", kinds, want)
 	}

@@ -1,12 +1,15 @@
 package head
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/digest"
@@ -24,6 +27,9 @@ type Snapshot struct {
 	rootHash digest.Hash
 	root     *roots.Root
 	empty    bool // the shard was never written (PinOrEmpty)
+
+	dmu    sync.Mutex
+	deltas []*shards.Delta // the root's deltas once loaded, newest first
 }
 
 // Sequence is the commit sequence of the snapshot's root.
@@ -236,7 +242,97 @@ func (s *Store) loadShard(ctx context.Context, f shards.Family, idx uint8, ref s
 	return o, nil
 }
 
-// Get returns the value of key in family f, and whether it exists.
+func (s *Store) loadDelta(ctx context.Context, dr roots.DeltaRef) (*shards.Delta, error) {
+	h := dr.Ref.Hash
+	d, err := shards.LoadDelta(ctx, s.deltas, s.fams, h, s.fetch(s.layout.Delta(h)))
+	if err != nil {
+		return nil, fmt.Errorf("head: load delta %s: %w", h, err)
+	}
+	return d, checkDeltaRef(d, dr)
+}
+
+// checkDeltaRef checks a loaded delta against the root's reference to it.
+func checkDeltaRef(d *shards.Delta, dr roots.DeltaRef) error {
+	h := dr.Ref.Hash
+	if d.Len() != int(dr.Ref.Count) || d.EncodedSize() != dr.Ref.Size || d.Sequence() != dr.Sequence {
+		return fmt.Errorf("head: delta %s: %d records of %d bytes at sequence %d, root says %d of %d at %d: %w",
+			h, d.Len(), d.EncodedSize(), d.Sequence(), dr.Ref.Count, dr.Ref.Size, dr.Sequence, bucket.ErrIntegrity)
+	}
+	return nil
+}
+
+// overlay returns the root's delta segments, newest first, and family
+// f's table (nil if f has no base records), all fetched in one parallel
+// round when they are not cached.
+func (sn *Snapshot) overlay(ctx context.Context, f shards.Family) ([]*shards.Delta, *roots.Table, error) {
+	if ds, ok := sn.loadedDeltas(); ok {
+		t, err := sn.table(ctx, f)
+		return ds, t, err
+	}
+	var ds []*shards.Delta
+	var t *roots.Table
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		t, err = sn.table(gctx, f)
+		return err
+	})
+	g.Go(func() (err error) {
+		ds, err = sn.loadDeltas(gctx)
+		return err
+	})
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+	return ds, t, nil
+}
+
+// loadedDeltas returns the root's deltas without a request, if the
+// snapshot has them or the cache holds them all.
+func (sn *Snapshot) loadedDeltas() ([]*shards.Delta, bool) {
+	sn.dmu.Lock()
+	defer sn.dmu.Unlock()
+	if sn.deltas != nil || len(sn.root.Deltas) == 0 {
+		return sn.deltas, true
+	}
+	ds := make([]*shards.Delta, len(sn.root.Deltas))
+	for i, dr := range sn.root.Deltas {
+		d, ok := sn.s.deltas.Get(dr.Ref.Hash)
+		if !ok || checkDeltaRef(d, dr) != nil {
+			return nil, false
+		}
+		ds[i] = d
+	}
+	sn.deltas = ds
+	return ds, true
+}
+
+// loadDeltas returns the root's delta segments, newest first, loaded in
+// parallel through the delta cache, and keeps them on the snapshot.
+func (sn *Snapshot) loadDeltas(ctx context.Context) ([]*shards.Delta, error) {
+	if ds, ok := sn.loadedDeltas(); ok {
+		return ds, nil
+	}
+	refs := sn.root.Deltas
+	ds := make([]*shards.Delta, len(refs))
+	g, gctx := errgroup.WithContext(ctx)
+	for i, dr := range refs {
+		g.Go(func() (err error) {
+			ds[i], err = sn.s.loadDelta(gctx, dr)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	sn.dmu.Lock()
+	sn.deltas = ds
+	sn.dmu.Unlock()
+	return ds, nil
+}
+
+// Get returns the value of key in family f, and whether it exists: the
+// newest delta segment that changes key decides (a tombstone means
+// absent); if none does, the base shard.
 func (sn *Snapshot) Get(ctx context.Context, f shards.Family, key []byte) ([]byte, bool, error) {
 	v, ok, err := sn.get(ctx, f, key)
 	if err != nil {
@@ -253,8 +349,27 @@ func (sn *Snapshot) get(ctx context.Context, f shards.Family, key []byte) ([]byt
 	if err != nil {
 		return nil, false, err
 	}
-	o, err := sn.shard(ctx, f, idx)
-	if err != nil || o == nil {
+	ds, t, err := sn.overlay(ctx, f)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, d := range ds {
+		if v, del, ok := d.Get(f, key); ok {
+			if del {
+				return nil, false, nil
+			}
+			return v, true, nil
+		}
+	}
+	if t == nil {
+		return nil, false, nil
+	}
+	ref, ok := t.Lookup(idx)
+	if !ok {
+		return nil, false, nil
+	}
+	o, err := sn.s.loadShard(ctx, f, idx, ref)
+	if err != nil {
 		return nil, false, err
 	}
 	v, ok := o.Get(key)
@@ -264,13 +379,24 @@ func (sn *Snapshot) get(ctx context.Context, f shards.Family, key []byte) ([]byt
 // Scan returns up to limit records of family f whose keys begin with
 // prefix and come after after (exclusive; nil starts at the prefix), in
 // key order (limit <= 0: all). A prefix that determines one shard reads
-// that shard; any other merges every non-empty shard of the family.
+// that shard; any other merges every non-empty shard of the family. The
+// delta segments' changes in range overlay the base: the newest change of
+// a key wins and a tombstone drops it.
 func (sn *Snapshot) Scan(ctx context.Context, f shards.Family, prefix, after []byte, limit int) ([]shards.Record, error) {
+	ds, _, err := sn.overlay(ctx, f)
+	if err != nil {
+		return nil, err
+	}
 	objs, err := sn.scanShards(ctx, f, prefix)
 	if err != nil {
 		return nil, err
 	}
-	seq, err := shards.Merge(objs, prefix, after, limit)
+	over := deltaChanges(ds, f, prefix, after)
+	baseLimit := limit
+	if len(over) > 0 {
+		baseLimit = 0 // the overlay may drop or add records; stop by hand
+	}
+	base, err := shards.Merge(objs, prefix, after, baseLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -278,10 +404,55 @@ func (sn *Snapshot) Scan(ctx context.Context, f shards.Family, prefix, after []b
 		return nil, err
 	}
 	var out []shards.Record
-	for k, v := range seq {
-		out = append(out, shards.Record{Key: k, Value: v})
+	full := func() bool { return limit > 0 && len(out) >= limit }
+	emit := func(m shards.Mutation) {
+		if !m.Delete {
+			out = append(out, shards.Record{Key: m.Key, Value: m.Value})
+		}
+	}
+	j := 0
+	for k, v := range base {
+		for j < len(over) && bytes.Compare(over[j].Key, k) < 0 && !full() {
+			emit(over[j])
+			j++
+		}
+		if full() {
+			break
+		}
+		if j < len(over) && bytes.Equal(over[j].Key, k) {
+			emit(over[j])
+			j++
+		} else {
+			out = append(out, shards.Record{Key: k, Value: v})
+		}
+		if full() {
+			break
+		}
+	}
+	for ; j < len(over) && !full(); j++ {
+		emit(over[j])
 	}
 	return out, nil
+}
+
+// deltaChanges returns, in key order, the newest change each of the
+// deltas ds (newest first) makes to a key of family f in the range of a
+// scan, tombstones included.
+func deltaChanges(ds []*shards.Delta, f shards.Family, prefix, after []byte) []shards.Mutation {
+	var out []shards.Mutation
+	seen := map[string]bool{}
+	for _, d := range ds {
+		for r := range d.Scan(f, prefix, after) {
+			if !seen[string(r.Key)] {
+				seen[string(r.Key)] = true
+				out = append(out, r.Mutation)
+			}
+		}
+	}
+	if len(ds) > 1 {
+		slices.SortFunc(out, func(a, b shards.Mutation) int { return bytes.Compare(a.Key, b.Key) })
+	}
+	return out
 }
 
 // scanShards loads the shards a scan of prefix must read.

@@ -15,9 +15,19 @@ import (
 
 // Options tune a Store. The zero value is usable.
 type Options struct {
-	// CacheBytes bounds the decoded immutable objects (shards, tables,
-	// roots) this Store keeps. Default 256 MiB.
+	// CacheBytes bounds the decoded immutable objects (shards, delta
+	// segments, tables, roots) this Store keeps. Default 256 MiB.
 	CacheBytes int64
+	// MaxDeltas and MaxDeltaBytes bound the delta segments a root lists
+	// before they are folded into the base shards. When a commit of this
+	// Store lands a root with more than MaxDeltas deltas, or more than
+	// MaxDeltaBytes bytes of them, the Store folds them in a commit of its
+	// own, in the background. A commit whose root would exceed twice
+	// either bound folds inline instead, so reads never consult more than
+	// 2 × MaxDeltas segments. Defaults 16 and 1 MiB; MaxDeltas is at most
+	// roots.MaxDeltas / 2.
+	MaxDeltas     int
+	MaxDeltaBytes int64
 	// NoGroupCommit makes every command commit on its own, in its caller's
 	// goroutine. By default concurrent commands of one Store share a CAS.
 	NoGroupCommit bool
@@ -61,6 +71,13 @@ func (o *Options) fill() {
 	if o.CacheBytes <= 0 {
 		o.CacheBytes = 256 << 20
 	}
+	if o.MaxDeltas <= 0 {
+		o.MaxDeltas = 16
+	}
+	o.MaxDeltas = min(o.MaxDeltas, roots.MaxDeltas/2)
+	if o.MaxDeltaBytes <= 0 {
+		o.MaxDeltaBytes = 1 << 20
+	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 256
 	}
@@ -99,6 +116,7 @@ type Store struct {
 	opts   Options
 
 	objects *shards.Cache[*shards.Object]
+	deltas  *shards.Cache[*shards.Delta]
 	tables  *shards.Cache[*roots.Table]
 	roots   *shards.Cache[*roots.Root]
 
@@ -109,6 +127,8 @@ type Store struct {
 	queue      []*call     // commands waiting for group commit
 	leader     bool        // a group-commit leader is running
 	lastCommit time.Time   // when this Store's last head write landed
+	foldDue    bool        // a landed root of this Store wants folding
+	folding    bool        // a fold of this Store is queued or running
 	closed     bool
 	gatePassed bool  // the system record carries the marker
 	gateRun    *gate // the system-record check in progress, or failed for good
@@ -135,7 +155,8 @@ func Open(_ context.Context, b bucket.Bucket, id shards.ShardID, sc Schema, opts
 		fams:    sc.Families,
 		layout:  shards.NewLayout(sc.Families, id),
 		opts:    opts,
-		objects: shards.NewObjectCache(opts.CacheBytes * 7 / 8),
+		objects: shards.NewObjectCache(opts.CacheBytes * 3 / 4),
+		deltas:  shards.NewCache(opts.CacheBytes/8, (*shards.Delta).MemSize),
 		tables:  shards.NewCache(opts.CacheBytes/16, tableSize),
 		roots:   shards.NewCache(opts.CacheBytes/16, rootSize),
 		retry:   opts.retryPolicy(),
@@ -270,7 +291,7 @@ func (s *Store) initialize(ctx context.Context) error {
 		return err
 	}
 	nonce := newNonce()
-	c, err := s.build(ctx, nil, tx, nonce)
+	c, err := s.build(ctx, nil, tx, nonce, false)
 	if err != nil {
 		return err
 	}

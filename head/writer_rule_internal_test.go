@@ -96,7 +96,9 @@ func setEntry(tbl *roots.Table, e roots.Entry) {
 // the parent already reaches.
 func TestCheckWriterRule(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, mem.NewBucket(), shards.NewShardID(), testSchema, Options{Check: true})
+	// MaxDeltaBytes 1 folds every commit inline: this test is about the
+	// base's tables and shards; TestCheckWriterRuleDeltas covers deltas.
+	s, err := Open(ctx, mem.NewBucket(), shards.NewShardID(), testSchema, Options{Check: true, MaxDeltaBytes: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +130,7 @@ func TestCheckWriterRule(t *testing.T) {
 		if err := st.put(ruleFam, x, []byte("A")); err != nil {
 			t.Fatal(err)
 		}
-		c, err := s.build(ctx, sn, st, newNonce())
+		c, err := s.build(ctx, sn, st, newNonce(), false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -261,15 +263,15 @@ func TestBuildSaltsEveryObject(t *testing.T) {
 		return st
 	}
 	n1, n2 := newNonce(), newNonce()
-	a, err := s.build(ctx, sn, state(), n1)
+	a, err := s.build(ctx, sn, state(), n1, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := s.build(ctx, sn, state(), n2)
+	b, err := s.build(ctx, sn, state(), n2, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := s.build(ctx, sn, state(), n1)
+	again, err := s.build(ctx, sn, state(), n1, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,5 +295,80 @@ func TestBuildSaltsEveryObject(t *testing.T) {
 	// Shards, tables and the root: one write each, every key distinct.
 	if len(keysA) != len(a.writes) {
 		t.Fatalf("%d writes, %d distinct keys", len(a.writes), len(keysA))
+	}
+}
+
+// TestCheckWriterRuleDeltas: a candidate root may list the parent's delta
+// segments (the same references) and the one delta its attempt wrote, at
+// its own sequence; any other delta is refused.
+func TestCheckWriterRuleDeltas(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, mem.NewBucket(), shards.NewShardID(), testSchema, Options{Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ruleDo(t, s, func(tx *Tx) error { return tx.Put(ruleFam, ruleKey(1), []byte("A")) })
+	ruleDo(t, s, func(tx *Tx) error { return tx.Put(ruleFam, ruleKey(1), []byte("B")) })
+	sn := rulePin(t, s)
+	if len(sn.root.Deltas) < 2 {
+		t.Fatalf("the parent lists %d deltas", len(sn.root.Deltas))
+	}
+	st := newBatchState(testSchema.Families)
+	if err := st.put(ruleFam, ruleKey(2), []byte("C")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.build(ctx, sn, st, newNonce(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(c.root.Deltas), len(sn.root.Deltas)+1; got != want {
+		t.Fatalf("built root lists %d deltas, want %d", got, want)
+	}
+	if c.root.Deltas[0].Sequence != c.root.Sequence || len(c.root.Families) != len(sn.root.Families) {
+		t.Fatalf("built root %+v", c.root)
+	}
+	if err := s.checkWriterRule(ctx, sn, c); err != nil {
+		t.Fatalf("built candidate: %v", err)
+	}
+
+	edit := func(f func(r *roots.Root)) *candidate {
+		r := *c.root
+		r.Deltas = append([]roots.DeltaRef(nil), c.root.Deltas...)
+		f(&r)
+		return &candidate{root: &r, writes: c.writes, deltas: c.deltas}
+	}
+	if err := s.checkWriterRule(ctx, sn, edit(func(r *roots.Root) { r.Deltas = r.Deltas[1:] })); err != nil {
+		t.Fatalf("only the parent's deltas: %v", err)
+	}
+	orphan := roots.DeltaRef{Ref: shards.Ref{Hash: digest.Sum([]byte("an orphaned delta")), Size: 80, Count: 1}, Sequence: sn.root.Sequence}
+	refused := map[string]*candidate{
+		"a delta neither written nor the parent's": edit(func(r *roots.Root) { r.Deltas[1] = orphan }),
+		"the parent's delta under another count":   edit(func(r *roots.Root) { r.Deltas[1].Ref.Count++ }),
+		"the written delta at another sequence":    edit(func(r *roots.Root) { r.Deltas[0].Sequence-- }),
+	}
+	// Another attempt's delta of the same changes: not written by this one.
+	sibling, err := s.build(ctx, sn, st, newNonce(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused["another attempt's delta"] = edit(func(r *roots.Root) { r.Deltas[0] = sibling.root.Deltas[0] })
+	// A fold lists no delta and writes the base objects.
+	folded, err := s.build(ctx, sn, newBatchState(testSchema.Families), newNonce(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(folded.root.Deltas) != 0 || len(folded.writes) < 3 {
+		t.Fatalf("a fold built %d deltas and %d writes", len(folded.root.Deltas), len(folded.writes))
+	}
+	if err := s.checkWriterRule(ctx, sn, folded); err != nil {
+		t.Fatalf("fold: %v", err)
+	}
+	for name, c := range refused {
+		t.Run(name, func(t *testing.T) {
+			if err := s.checkWriterRule(ctx, sn, c); !errors.Is(err, ErrWriterRule) {
+				t.Fatalf("checkWriterRule = %v, want ErrWriterRule", err)
+			}
+		})
 	}
 }

@@ -239,8 +239,9 @@ func sweepDuringPausedWriter(t *testing.T, headMoves bool) {
 	fb := fault.New(writerInner)
 	id := shards.NewShardID()
 	layout := shards.NewLayout(head.SchemaForTest.Families, id)
-	other := open(t, otherBucket, id, head.Options{NoGroupCommit: true})
-	writer := open(t, fb, id, head.Options{NoGroupCommit: true})
+	// Every commit folds inline: the scenario is about base shard objects.
+	other := open(t, otherBucket, id, head.Options{NoGroupCommit: true, MaxDeltaBytes: foldEvery})
+	writer := open(t, fb, id, head.Options{NoGroupCommit: true, MaxDeltaBytes: foldEvery})
 
 	x := key(1)
 	xi, err := head.SchemaForTest.Families.ShardOf(fam, x)

@@ -12,10 +12,11 @@ import (
 	"github.com/cairnstore/cairn/shards"
 )
 
-// Format versions written into tables and roots.
+// Format versions written into tables and roots. Root format 2 added the
+// delta list; a root of format 1 is refused, not migrated.
 const (
 	TableFormat = 1
-	RootFormat  = 1
+	RootFormat  = 2
 )
 
 const (
@@ -25,9 +26,14 @@ const (
 	// MaxOwnerLen bounds a hold's owner name, in bytes.
 	MaxOwnerLen = 256
 
+	// MaxDeltas bounds a root's delta list. The engine folds long before
+	// (head.Options.MaxDeltas); this is the format's own bound.
+	MaxDeltas = 64
+
 	// Sizes beyond these are refused by encoders and decoders alike.
 	maxShardSize = 1 << 40
 	maxTableSize = 1 << 30
+	maxDeltaSize = 1 << 40
 )
 
 // ErrMalformed is returned for bytes that hash correctly but are not a
@@ -152,13 +158,33 @@ type Hold struct {
 	Root  digest.Hash
 }
 
-// Root is one committed state of a logical shard.
+// DeltaRef is a root's reference to one delta segment: the hash, size and
+// record count of the segment (Ref.Count) and the sequence of the commit
+// that wrote it.
+type DeltaRef struct {
+	Ref      shards.Ref
+	Sequence uint64
+}
+
+// Root is one committed state of a logical shard: the base (a table per
+// non-empty family) overlaid by the delta segments of the commits not yet
+// folded into it, newest first.
 type Root struct {
 	Nonce    Nonce
 	Parent   digest.Hash // zero for the first root
 	Sequence uint64      // the head sequence of the commit that wrote it
 	Families []FamilyRef // Family strictly ascending
 	Holds    []Hold      // Owner strictly ascending
+	Deltas   []DeltaRef  // Sequence strictly descending, each at most Sequence
+}
+
+// DeltaBytes is the total size of the root's delta segments.
+func (r *Root) DeltaBytes() int64 {
+	var n int64
+	for _, d := range r.Deltas {
+		n += d.Ref.Size
+	}
+	return n
 }
 
 // Family returns the reference to family f's table, if f has records.
@@ -179,7 +205,26 @@ func (r *Root) Hold(owner string) (digest.Hash, bool) {
 	return r.Holds[i].Root, true
 }
 
-const familyRefLen = 1 + 32 + 8 + 2 + 8
+const (
+	familyRefLen = 1 + 32 + 8 + 2 + 8
+	deltaRefLen  = 32 + 8 + 4 + 8
+)
+
+// checkDelta reports what is wrong with delta reference i of a root of
+// sequence seq, whose previous reference is prev (nil for the first).
+func checkDelta(seq uint64, prev *DeltaRef, d DeltaRef) string {
+	switch {
+	case d.Ref.Hash.IsZero():
+		return "names no delta"
+	case d.Ref.Size <= 0 || d.Ref.Size > maxDeltaSize || d.Ref.Count == 0:
+		return fmt.Sprintf("bad size %d or count %d", d.Ref.Size, d.Ref.Count)
+	case d.Sequence == 0 || d.Sequence > seq:
+		return fmt.Sprintf("sequence %d outside 1..%d", d.Sequence, seq)
+	case prev != nil && prev.Sequence <= d.Sequence:
+		return "sequences not descending"
+	}
+	return ""
+}
 
 // CheckOwner reports whether owner is a valid hold owner name.
 func CheckOwner(owner string) error {
@@ -195,7 +240,7 @@ func (r *Root) Encode(s *shards.Schema) ([]byte, shards.Ref, error) {
 	if len(r.Families) > 255 {
 		return nil, shards.Ref{}, fmt.Errorf("roots: encode root: %d families: %w", len(r.Families), ErrMalformed)
 	}
-	w := wire.NewWriter(make([]byte, 0, 4+1+16+32+8+1+len(r.Families)*familyRefLen+4+len(r.Holds)*64)).
+	w := wire.NewWriter(make([]byte, 0, 4+1+16+32+8+1+len(r.Families)*familyRefLen+4+len(r.Holds)*64+1+len(r.Deltas)*deltaRefLen)).
 		Raw([]byte(rootMagic)).U8(RootFormat).Raw(r.Nonce[:]).Raw(r.Parent[:]).U64(r.Sequence).
 		U8(uint8(len(r.Families)))
 	for i, f := range r.Families {
@@ -220,6 +265,20 @@ func (r *Root) Encode(s *shards.Schema) ([]byte, shards.Ref, error) {
 		}
 		w.Bytes16([]byte(h.Owner)).Raw(h.Root[:])
 	}
+	if len(r.Deltas) > MaxDeltas {
+		return nil, shards.Ref{}, fmt.Errorf("roots: encode root: %d deltas: %w", len(r.Deltas), ErrMalformed)
+	}
+	w.U8(uint8(len(r.Deltas)))
+	for i, d := range r.Deltas {
+		var prev *DeltaRef
+		if i > 0 {
+			prev = &r.Deltas[i-1]
+		}
+		if why := checkDelta(r.Sequence, prev, d); why != "" {
+			return nil, shards.Ref{}, fmt.Errorf("roots: encode root: delta %d: %s: %w", i, why, ErrMalformed)
+		}
+		w.Raw(d.Ref.Hash[:]).U64(uint64(d.Ref.Size)).U32(d.Ref.Count).U64(d.Sequence)
+	}
 	b := w.Bytes()
 	return b, shards.Ref{Hash: digest.Sum(b), Size: int64(len(b))}, nil
 }
@@ -236,6 +295,9 @@ func DecodeRoot(s *shards.Schema, b []byte, want digest.Hash) (*Root, error) {
 // parseRoot decodes the root b, whose hash h the caller has verified.
 func parseRoot(s *shards.Schema, b []byte, h digest.Hash) (*Root, error) {
 	r := wire.NewReader(b)
+	if len(b) > len(rootMagic) && string(b[:len(rootMagic)]) == rootMagic && b[len(rootMagic)] == 1 {
+		return nil, fmt.Errorf("roots: decode root %s: root format 1 (before delta segments) is no longer read; this store needs format %d: %w", h, RootFormat, ErrMalformed)
+	}
 	readMagic(r, rootMagic, RootFormat)
 	root := &Root{}
 	r.Copy(root.Nonce[:])
@@ -279,6 +341,25 @@ func parseRoot(s *shards.Schema, b []byte, h digest.Hash) (*Root, error) {
 			r.Fail("hold", fmt.Sprintf("hold %q names no root", hd.Owner))
 		}
 		root.Holds = append(root.Holds, hd)
+	}
+	nd := int(r.U8())
+	if r.Err() == nil && (nd > MaxDeltas || r.Len() != nd*deltaRefLen) {
+		r.Fail("deltas", fmt.Sprintf("%d deltas in %d bytes", nd, r.Len()))
+	}
+	for i := 0; i < nd && r.Err() == nil; i++ {
+		var d DeltaRef
+		r.Copy(d.Ref.Hash[:])
+		d.Ref.Size = int64(r.U64())
+		d.Ref.Count = r.U32()
+		d.Sequence = r.U64()
+		var prev *DeltaRef
+		if i > 0 {
+			prev = &root.Deltas[i-1]
+		}
+		if why := checkDelta(root.Sequence, prev, d); r.Err() == nil && why != "" {
+			r.Fail("delta", fmt.Sprintf("delta %d: %s", i, why))
+		}
+		root.Deltas = append(root.Deltas, d)
 	}
 	if err := r.End(); err != nil {
 		return nil, fmt.Errorf("roots: decode root %s: %w: %w", h, err, ErrMalformed)

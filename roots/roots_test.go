@@ -65,10 +65,14 @@ func goldenRootValue() *roots.Root {
 			{Owner: "op/1", Root: fill(0x66)},
 			{Owner: "snap", Root: fill(0x77)},
 		},
+		Deltas: []roots.DeltaRef{
+			{Ref: shards.Ref{Hash: fill(0x88), Size: 200, Count: 3}, Sequence: 7},
+			{Ref: shards.Ref{Hash: fill(0x99), Size: 100, Count: 1}, Sequence: 5},
+		},
 	}
 }
 
-var goldenRoot = "43524e52" + "01" + // magic "CRNR", version 1
+var goldenRoot = "43524e52" + "02" + // magic "CRNR", version 2
 	"f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff" + // nonce
 	rep("33", 32) + // parent
 	"0000000000000007" + // sequence
@@ -77,7 +81,10 @@ var goldenRoot = "43524e52" + "01" + // magic "CRNR", version 1
 	"f0" + rep("55", 32) + "0000000000000045" + "0001" + "0000000000000001" + // system
 	"00000002" + // 2 holds
 	"0004" + "6f702f31" + rep("66", 32) + // "op/1"
-	"0004" + "736e6170" + rep("77", 32) // "snap"
+	"0004" + "736e6170" + rep("77", 32) + // "snap"
+	"02" + // 2 deltas, newest first
+	rep("88", 32) + "00000000000000c8" + "00000003" + "0000000000000007" + // 200 bytes, 3 records, sequence 7
+	rep("99", 32) + "0000000000000064" + "00000001" + "0000000000000005" // 100 bytes, 1 record, sequence 5
 
 func unhex(t testing.TB, s string) []byte {
 	t.Helper()
@@ -163,8 +170,13 @@ func TestGoldenSizesMatch(t *testing.T) {
 
 func rootsEqual(a, b *roots.Root) bool {
 	if a.Nonce != b.Nonce || a.Parent != b.Parent || a.Sequence != b.Sequence ||
-		len(a.Families) != len(b.Families) || len(a.Holds) != len(b.Holds) {
+		len(a.Families) != len(b.Families) || len(a.Holds) != len(b.Holds) || len(a.Deltas) != len(b.Deltas) {
 		return false
+	}
+	for i := range a.Deltas {
+		if a.Deltas[i] != b.Deltas[i] {
+			return false
+		}
 	}
 	for i := range a.Families {
 		if a.Families[i] != b.Families[i] {
@@ -247,6 +259,16 @@ func randomRoot(r *rand.Rand) *roots.Root {
 		h[r.IntN(32)] = 1 + byte(r.IntN(255))
 		root.Holds = append(root.Holds, roots.Hold{Owner: o, Root: h})
 	}
+	seq := root.Sequence
+	for n := r.IntN(5); n > 0 && seq > 0; n-- {
+		var h digest.Hash
+		h[r.IntN(32)] = 1 + byte(r.IntN(255))
+		root.Deltas = append(root.Deltas, roots.DeltaRef{
+			Ref:      shards.Ref{Hash: h, Size: 1 + r.Int64N(1<<40), Count: 1 + r.Uint32N(1<<31)},
+			Sequence: seq,
+		})
+		seq -= 1 + min(seq-1, r.Uint64N(3))
+	}
 	return root
 }
 
@@ -296,14 +318,14 @@ func TestEmptyRootRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := len(b), 4+1+16+32+8+1+4; got != want {
+	if got, want := len(b), 4+1+16+32+8+1+4+1; got != want {
 		t.Fatalf("empty root is %d bytes, want %d", got, want)
 	}
 	d, err := roots.DecodeRoot(schema, b, ref.Hash)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !d.Parent.IsZero() || len(d.Families) != 0 || len(d.Holds) != 0 || d.Sequence != 1 {
+	if !d.Parent.IsZero() || len(d.Families) != 0 || len(d.Holds) != 0 || len(d.Deltas) != 0 || d.Sequence != 1 {
 		t.Fatalf("decoded %+v", d)
 	}
 }
@@ -426,12 +448,15 @@ type rootBuilder struct {
 	nf       int // family count written; -1: len(families)
 	holds    []roots.Hold
 	nh       int64 // hold count written; -1: len(holds)
+	deltas   []roots.DeltaRef
+	nd       int    // delta count written; -1: len(deltas)
+	seq      uint64 // 0: the golden root's
 	trailing []byte
 }
 
 func newRootBuilder() *rootBuilder {
 	r := goldenRootValue()
-	return &rootBuilder{magic: "CRNR", version: 1, families: r.Families, nf: -1, holds: r.Holds, nh: -1}
+	return &rootBuilder{magic: "CRNR", version: 2, families: r.Families, nf: -1, holds: r.Holds, nh: -1, deltas: r.Deltas, nd: -1}
 }
 
 func (rb *rootBuilder) bytes() []byte {
@@ -440,7 +465,11 @@ func (rb *rootBuilder) bytes() []byte {
 	b = append(b, rb.version)
 	b = append(b, g.Nonce[:]...)
 	b = append(b, g.Parent[:]...)
-	b = binary.BigEndian.AppendUint64(b, g.Sequence)
+	seq := g.Sequence
+	if rb.seq != 0 {
+		seq = rb.seq
+	}
+	b = binary.BigEndian.AppendUint64(b, seq)
 	nf := rb.nf
 	if nf < 0 {
 		nf = len(rb.families)
@@ -463,12 +492,41 @@ func (rb *rootBuilder) bytes() []byte {
 		b = append(b, h.Owner...)
 		b = append(b, h.Root[:]...)
 	}
+	if rb.version >= 2 {
+		nd := rb.nd
+		if nd < 0 {
+			nd = len(rb.deltas)
+		}
+		b = append(b, byte(nd))
+		for _, d := range rb.deltas {
+			b = append(b, d.Ref.Hash[:]...)
+			b = binary.BigEndian.AppendUint64(b, uint64(d.Ref.Size))
+			b = binary.BigEndian.AppendUint32(b, d.Ref.Count)
+			b = binary.BigEndian.AppendUint64(b, d.Sequence)
+		}
+	}
 	return append(b, rb.trailing...)
 }
 
 func TestRootBuilderMatchesGolden(t *testing.T) {
 	if got := newRootBuilder().bytes(); !bytes.Equal(got, unhex(t, goldenRoot)) {
 		t.Fatalf("rootBuilder = %x", got)
+	}
+}
+
+func delta(seq uint64, b byte) roots.DeltaRef {
+	return roots.DeltaRef{Ref: shards.Ref{Hash: fill(b), Size: 10, Count: 1}, Sequence: seq}
+}
+
+// TestRootFormat1FailsClosed: a root of the format before delta segments
+// is refused with an error that says so.
+func TestRootFormat1FailsClosed(t *testing.T) {
+	rb := newRootBuilder()
+	rb.version = 1
+	b := rb.bytes()
+	_, err := roots.DecodeRoot(schema, b, digest.Sum(b))
+	if !errors.Is(err, roots.ErrMalformed) || !strings.Contains(err.Error(), "root format 1") {
+		t.Fatalf("DecodeRoot of format 1: %v; want ErrMalformed naming format 1", err)
 	}
 }
 
@@ -487,7 +545,8 @@ func TestDecodeRootRejects(t *testing.T) {
 		{name: "bad magic", edit: func(r *rootBuilder) { r.magic = "CRNS" }},
 		{name: "table magic", edit: func(r *rootBuilder) { r.magic = "CRNT" }},
 		{name: "version 0", edit: func(r *rootBuilder) { r.version = 0 }},
-		{name: "version 2", edit: func(r *rootBuilder) { r.version = 2 }},
+		{name: "version 1", edit: func(r *rootBuilder) { r.version = 1 }},
+		{name: "version 3", edit: func(r *rootBuilder) { r.version = 3 }},
 		{name: "unknown family", edit: func(r *rootBuilder) { r.families = []roots.FamilyRef{fr(0x99, 10, 1)} }},
 		{name: "families unsorted", edit: func(r *rootBuilder) {
 			r.families = []roots.FamilyRef{fr(shards.System, 10, 1), fr(shardstest.Fixed48, 10, 1)}
@@ -513,6 +572,22 @@ func TestDecodeRootRejects(t *testing.T) {
 		{name: "owners unsorted", edit: func(r *rootBuilder) { r.holds = []roots.Hold{hold("b", fill(1)), hold("a", fill(1))} }},
 		{name: "duplicate owner", edit: func(r *rootBuilder) { r.holds = []roots.Hold{hold("a", fill(1)), hold("a", fill(2))} }},
 		{name: "trailing byte", edit: func(r *rootBuilder) { r.trailing = []byte{0} }},
+		{name: "delta count above bytes", edit: func(r *rootBuilder) { r.nd = 3 }},
+		{name: "delta count below bytes", edit: func(r *rootBuilder) { r.nd = 1 }},
+		{name: "delta count above MaxDeltas", edit: func(r *rootBuilder) {
+			r.deltas = make([]roots.DeltaRef, roots.MaxDeltas+1)
+			for i := range r.deltas {
+				r.deltas[i] = delta(7, 0x10+byte(i))
+			}
+		}},
+		{name: "zero delta hash", edit: func(r *rootBuilder) { r.deltas = []roots.DeltaRef{delta(7, 0)} }},
+		{name: "zero delta size", edit: func(r *rootBuilder) { r.deltas[0].Ref.Size = 0 }},
+		{name: "delta size above 1 TiB", edit: func(r *rootBuilder) { r.deltas[0].Ref.Size = 1<<40 + 1 }},
+		{name: "zero delta count", edit: func(r *rootBuilder) { r.deltas[0].Ref.Count = 0 }},
+		{name: "delta after the root", edit: func(r *rootBuilder) { r.deltas = []roots.DeltaRef{delta(8, 1)} }},
+		{name: "delta of sequence 0", edit: func(r *rootBuilder) { r.deltas = []roots.DeltaRef{delta(0, 1)} }},
+		{name: "deltas ascending", edit: func(r *rootBuilder) { r.deltas = []roots.DeltaRef{delta(5, 1), delta(7, 2)} }},
+		{name: "deltas of one sequence", edit: func(r *rootBuilder) { r.deltas = []roots.DeltaRef{delta(7, 1), delta(7, 2)} }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -533,6 +608,11 @@ func TestDecodeRootRejects(t *testing.T) {
 	}
 	// The limits themselves decode.
 	rb := newRootBuilder()
+	rb.deltas = nil
+	rb.seq = roots.MaxDeltas
+	for i := range roots.MaxDeltas {
+		rb.deltas = append(rb.deltas, roots.DeltaRef{Ref: shards.Ref{Hash: fill(1), Size: 1 << 40, Count: 1<<32 - 1}, Sequence: uint64(roots.MaxDeltas - i)})
+	}
 	rb.families = []roots.FamilyRef{fr(shardstest.Fixed48, 1<<30, 256)}
 	rb.holds = []roots.Hold{hold(strings.Repeat("o", roots.MaxOwnerLen), fill(1))}
 	if b := rb.bytes(); func() error { _, err := roots.DecodeRoot(schema, b, digest.Sum(b)); return err }() != nil {
@@ -567,6 +647,11 @@ func TestEncodeRefuses(t *testing.T) {
 		"zero hold root":    func(r *roots.Root) { r.Holds[0].Root = digest.Hash{} },
 		"empty owner":       func(r *roots.Root) { r.Holds[0].Owner = "" },
 		"bad UTF-8 owner":   func(r *roots.Root) { r.Holds[0].Owner = "\xff" },
+		"deltas ascending":  func(r *roots.Root) { r.Deltas[0], r.Deltas[1] = r.Deltas[1], r.Deltas[0] },
+		"zero delta":        func(r *roots.Root) { r.Deltas[0].Ref.Hash = digest.Hash{} },
+		"empty delta":       func(r *roots.Root) { r.Deltas[0].Ref.Count = 0 },
+		"delta too new":     func(r *roots.Root) { r.Deltas[0].Sequence = 8 },
+		"too many deltas":   func(r *roots.Root) { r.Deltas = make([]roots.DeltaRef, roots.MaxDeltas+1) },
 	}
 	for name, edit := range rootsBad {
 		r := goldenRootValue()

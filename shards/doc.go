@@ -1,6 +1,7 @@
 // Package shards is the bottom layer of cairn's engine: the registry of
 // metadata families, the encoding of record keys, the 256-way hash sharding
-// of every family, the canonical shard object codec, ordered scans across
+// of every family, the canonical shard object and delta segment codecs,
+// ordered scans across
 // shards, the key layout of the bucket and a byte-bounded cache of decoded
 // immutable objects.
 //
@@ -105,6 +106,15 @@
 // A one-record change rewrites the whole shard: BenchmarkApplyOneRecord
 // measures it for a shard of 400 records (a family of 100,000 records).
 //
+// # Delta segments
+//
+// A Delta ("CRND", format 1) holds every record change of one commit,
+// across families: puts and tombstones sorted by (family, key), each key
+// once per family, every key checked against its family's shape. The
+// engine writes one per commit and folds them into shard objects later;
+// NewDelta, Encode, DecodeDelta (hash first, then one canonical encoding)
+// and LoadDelta through a Cache, as for objects.
+//
 // # Bucket layout
 //
 // Layout formats every key of one logical shard (ShardID, 32 lowercase hex
@@ -114,6 +124,7 @@
 //	shards/{lsid}/head                                  the one mutable object
 //	shards/{lsid}/roots/{hash}                          roots
 //	shards/{lsid}/tables/{hash}                         tables
+//	shards/{lsid}/deltas/{hash}                         delta segments
 //	shards/{lsid}/objects/{family}/{idx}/{hash}         shard objects, idx as 2 hex digits
 //	artifacts/{lsid}/{root_id}/{revision_id}/blocks/{object_index}
 //	                                                    artifact blocks, ids in 32 hex digits,
@@ -121,7 +132,7 @@
 //	pins/{lsid}/{name}                                  pins
 //
 // Hashes are 64 lowercase hex digits. ParseObjectKey accepts only the
-// canonical keys of roots, tables and shard objects of families its
+// canonical keys of roots, tables, delta segments and shard objects of families its
 // schema holds, the hash-named immutable objects, and rejects everything
 // else with ErrInvalidObjectKey.
 //

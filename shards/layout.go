@@ -87,6 +87,9 @@ func (l Layout) Root(h digest.Hash) string { return l.prefix + "roots/" + h.Stri
 // Table returns the key of the table with hash h.
 func (l Layout) Table(h digest.Hash) string { return l.prefix + "tables/" + h.String() }
 
+// Delta returns the key of the delta segment with hash h.
+func (l Layout) Delta(h digest.Hash) string { return l.prefix + "deltas/" + h.String() }
+
 // Shard returns the key of the shard object with hash h, shard idx of
 // family f; the family appears under its schema name.
 func (l Layout) Shard(f Family, idx uint8, h digest.Hash) string {
@@ -147,6 +150,7 @@ const (
 	KindRoot ObjectKind = iota + 1
 	KindTable
 	KindShard
+	KindDelta
 )
 
 func (k ObjectKind) String() string {
@@ -157,6 +161,8 @@ func (k ObjectKind) String() string {
 		return "table"
 	case KindShard:
 		return "shard"
+	case KindDelta:
+		return "delta"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -181,12 +187,14 @@ func (k ObjectKey) Key(s *Schema) string {
 		return l.Table(k.Hash)
 	case KindShard:
 		return l.Shard(k.Family, k.Index, k.Hash)
+	case KindDelta:
+		return l.Delta(k.Hash)
 	}
 	return ""
 }
 
 // ParseObjectKey parses the key of an immutable, hash-named engine object
-// (root, table or shard object) in its one canonical spelling, and rejects
+// (root, table, delta segment or shard object) in its one canonical spelling, and rejects
 // every other key, the head, pins, artifact blocks and shard objects of a
 // family schema s does not name included, with ErrInvalidObjectKey.
 func ParseObjectKey(s *Schema, key string) (ObjectKey, error) {
@@ -211,6 +219,8 @@ func ParseObjectKey(s *Schema, key string) (ObjectKey, error) {
 		k.Kind = KindRoot
 	case len(parts) == 4 && parts[2] == "tables":
 		k.Kind = KindTable
+	case len(parts) == 4 && parts[2] == "deltas":
+		k.Kind = KindDelta
 	case len(parts) == 6 && parts[2] == "objects":
 		k.Kind = KindShard
 		if k.Family, err = s.ByName(parts[3]); err != nil {

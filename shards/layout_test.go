@@ -76,6 +76,7 @@ func TestParseObjectKeyRoundTrip(t *testing.T) {
 	}{
 		{l.Root(hash), shards.ObjectKey{Shard: l.ID(), Kind: shards.KindRoot, Hash: hash}},
 		{l.Table(hash), shards.ObjectKey{Shard: l.ID(), Kind: shards.KindTable, Hash: hash}},
+		{l.Delta(hash), shards.ObjectKey{Shard: l.ID(), Kind: shards.KindDelta, Hash: hash}},
 		{l.Shard(shardstest.Fixed32C, 0x7b, hash), shards.ObjectKey{Shard: l.ID(), Kind: shards.KindShard, Hash: hash, Family: shardstest.Fixed32C, Index: 0x7b}},
 	} {
 		got, err := shards.ParseObjectKey(schema, c.key)
@@ -117,6 +118,8 @@ func TestParseObjectKeyRejects(t *testing.T) {
 		"shards/" + lsid + "/objects/history/00/" + hx,
 		"shards/" + lsid + "/objects/fixed32/00/x/" + hx,
 		"shards/" + lsid + "/tables/" + hx + "/roots/" + hx,
+		"shards/" + lsid + "/deltas/" + hx[:63],
+		"shards/" + lsid + "/deltas/00/" + hx,
 		"prefix/shards/" + lsid + "/roots/" + hx,
 	} {
 		if k, err := shards.ParseObjectKey(schema, key); !errors.Is(err, shards.ErrInvalidObjectKey) {
