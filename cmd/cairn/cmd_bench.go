@@ -37,6 +37,8 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	duration := fs.Duration("duration", bench.DefaultDuration, "how long the throughput scenarios offer calls")
 	replicas := fs.Int("replicas", bench.DefaultReplicas, "replicas of throughput-8")
 	dirEntries := fs.Int("dir-entries", bench.DefaultDirEntries, "entries of the directory listed and grepped")
+	seedBatch := fs.Int("seed-batch", bench.DefaultSeedBatch, "commands per group commit while seeding")
+	seedConcurrency := fs.Int("seed-concurrency", bench.DefaultSeedConcurrency, "concurrent put_file calls while seeding")
 	extrapolate := fs.String("extrapolate", "", "sizes to extrapolate to from the two largest measured, comma-separated (rows marked *)")
 	fs.Usage = func() {
 		fmt.Fprintln(e.stderr, "usage: cairn bench [--files N[,N…]] [--rtt 20ms] [--write-rate 1] [--scenarios a,b] [--json]")
@@ -64,14 +66,16 @@ func runBench(ctx context.Context, e *env, args []string) int {
 		}
 	}
 	cfg := bench.Config{
-		Files:      sizes,
-		RTT:        *rtt,
-		WriteRate:  *writeRate,
-		Rate:       *rate,
-		Duration:   *duration,
-		Replicas:   *replicas,
-		DirEntries: *dirEntries,
-		Progress:   e.stderr,
+		Files:           sizes,
+		RTT:             *rtt,
+		WriteRate:       *writeRate,
+		Rate:            *rate,
+		Duration:        *duration,
+		Replicas:        *replicas,
+		DirEntries:      *dirEntries,
+		SeedBatch:       *seedBatch,
+		SeedConcurrency: *seedConcurrency,
+		Progress:        e.stderr,
 	}
 	if *scenarios != "" {
 		cfg.Scenarios = strings.Split(*scenarios, ",")

@@ -65,6 +65,13 @@ type Config struct {
 	// SeedConcurrency is the number of concurrent put_file calls the
 	// default seeder makes. Default 512.
 	SeedConcurrency int
+	// SeedBatch is head.Options.MaxBatch of the Service that seeds the
+	// workbench and then serves the warm scenarios (their calls are
+	// single commands, which the bound does not touch). Default 1,024:
+	// in the current format a commit rewrites every shard it touches, so
+	// fewer commits write less, but a batch's cost grows faster than its
+	// size; at 10,000 files 1,024 seeded faster than 256 or 4,096.
+	SeedBatch int
 	// Seeder fills a workbench; nil is PutFileSeeder.
 	Seeder Seeder
 	// Progress, if not nil, receives a line per phase (seeding, each
@@ -79,7 +86,8 @@ const (
 	DefaultDuration        = 10 * time.Second
 	DefaultDrain           = 30 * time.Second
 	DefaultReplicas        = 8
-	DefaultSeedConcurrency = 512
+	DefaultSeedConcurrency = 1024
+	DefaultSeedBatch       = 1024
 )
 
 func (c *Config) fill() {
@@ -107,8 +115,11 @@ func (c *Config) fill() {
 	if c.SeedConcurrency <= 0 {
 		c.SeedConcurrency = DefaultSeedConcurrency
 	}
+	if c.SeedBatch <= 0 {
+		c.SeedBatch = DefaultSeedBatch
+	}
 	if c.Seeder == nil {
-		c.Seeder = PutFileSeeder{Concurrency: c.SeedConcurrency}
+		c.Seeder = PutFileSeeder{Concurrency: c.SeedConcurrency, Progress: c.Progress}
 	}
 }
 

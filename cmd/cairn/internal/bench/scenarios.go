@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/counting"
+	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/workbench"
 )
 
@@ -32,7 +33,7 @@ func runSize(ctx context.Context, cfg Config, n int) ([]Row, *Seeding, error) {
 
 	cfg.progress("%d files: seeding", n)
 	st.sw.bypass.Store(true)
-	warm, _, err := st.open(ctx, workbench.Options{})
+	warm, _, err := st.open(ctx, workbench.Options{Engine: head.Options{MaxBatch: cfg.SeedBatch}})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/cairnstore/cairn/workbench"
 )
@@ -80,6 +83,8 @@ func seedText(i int) string {
 // Concurrency calls at a time, so that group commit batches them.
 type PutFileSeeder struct {
 	Concurrency int
+	// Progress, if not nil, receives a line at each tenth of the files.
+	Progress io.Writer
 }
 
 // Seed implements Seeder.
@@ -88,11 +93,17 @@ func (p PutFileSeeder) Seed(ctx context.Context, svc *workbench.Service, files [
 	defer cancel(nil)
 	work := make(chan File)
 	var wg sync.WaitGroup
+	var done atomic.Int64
+	start := time.Now()
 	for range max(1, p.Concurrency) {
 		wg.Go(func() {
 			for f := range work {
 				if err := putRetrying(ctx, svc, f); err != nil {
 					cancel(err)
+				}
+				n := done.Add(1)
+				if tenth := max(1, int64(len(files))/10); p.Progress != nil && n%tenth == 0 {
+					fmt.Fprintf(p.Progress, "bench: seeded %d/%d files in %s\n", n, len(files), time.Since(start).Round(time.Second))
 				}
 			}
 		})
