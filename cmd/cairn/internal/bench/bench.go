@@ -263,12 +263,18 @@ func (t *Table) WriteText(w io.Writer) error {
 		if r.Extrapolated {
 			name += "*"
 		}
-		cpu := "-"
+		head, wall, cpu := "-", "-", "-"
+		if r.HeadBytes > 0 {
+			head = size(r.HeadBytes)
+		}
+		if r.Wall > 0 {
+			wall = dur(r.Wall)
+		}
 		if r.CPU > 0 {
 			cpu = dur(r.CPU)
 		}
 		lines = append(lines, []string{name, fmt.Sprint(r.Files), fmt.Sprint(r.Requests), fmt.Sprint(r.Rounds),
-			size(r.BytesRead), size(r.BytesWritten), size(r.HeadBytes), dur(r.Wall), cpu, r.Notes})
+			size(r.BytesRead), size(r.BytesWritten), head, wall, cpu, r.Notes})
 	}
 	width := make([]int, len(lines[0]))
 	for _, l := range lines {

@@ -99,8 +99,8 @@ func TestConfigValidate(t *testing.T) {
 func TestExtrapolate(t *testing.T) {
 	tab := &bench.Table{Rows: []bench.Row{
 		{Scenario: bench.PutNewWarm, Files: 10, Requests: 20, BytesWritten: 1000, Wall: time.Second},
-		{Scenario: bench.PutNewWarm, Files: 100, Requests: 20, BytesWritten: 10000, Wall: 2 * time.Second},
-		{Scenario: bench.PutNewWarm, Files: 1000, Requests: 30, BytesWritten: 100000, Wall: 3 * time.Second},
+		{Scenario: bench.PutNewWarm, Files: 100, Requests: 20, BytesRead: 9, BytesWritten: 10000, Wall: 2 * time.Second},
+		{Scenario: bench.PutNewWarm, Files: 1000, Requests: 30, BytesRead: 5, BytesWritten: 100000, Wall: 3 * time.Second},
 		{Scenario: bench.Throughput1, Files: 100, Requests: 1},
 		{Scenario: bench.Throughput1, Files: 1000, Requests: 2},
 	}}
@@ -109,15 +109,19 @@ func TestExtrapolate(t *testing.T) {
 	if !ok || !r.Extrapolated || !strings.Contains(r.Notes, "extrapolated") {
 		t.Fatalf("no extrapolated row: %+v", tab.Rows)
 	}
-	// Fitted through the two largest sizes, 100 and 1000.
+	// Fitted through the two largest sizes, 100 and 1000; a figure that
+	// fell is carried flat; times are not extrapolated.
 	if got, want := r.Requests, int64(130); got != want {
 		t.Errorf("requests %d, want %d", got, want)
 	}
 	if got, want := r.BytesWritten, int64(1000000); got != want {
 		t.Errorf("bytes written %d, want %d", got, want)
 	}
-	if got, want := r.Wall, 13*time.Second; got != want {
-		t.Errorf("wall %s, want %s", got, want)
+	if got, want := r.BytesRead, int64(5); got != want {
+		t.Errorf("bytes read %d, want %d (flat)", got, want)
+	}
+	if r.Wall != 0 || r.CPU != 0 || r.HeadBytes != 0 {
+		t.Errorf("extrapolated times or head: %+v", r)
 	}
 	if _, ok := tab.Row(bench.PutNewWarm, 500); ok {
 		t.Error("extrapolated below the largest measured size")
