@@ -79,6 +79,10 @@ func seedText(i int) string {
 	return b.String()
 }
 
+// progressMu serialises progress lines written from concurrent seeders;
+// the writer need not be safe for concurrent use.
+var progressMu sync.Mutex
+
 // PutFileSeeder writes each file with one workbench_put_file call,
 // Concurrency calls at a time, so that group commit batches them.
 type PutFileSeeder struct {
@@ -103,7 +107,9 @@ func (p PutFileSeeder) Seed(ctx context.Context, svc *workbench.Service, files [
 				}
 				n := done.Add(1)
 				if tenth := max(1, int64(len(files))/10); p.Progress != nil && n%tenth == 0 {
+					progressMu.Lock()
 					fmt.Fprintf(p.Progress, "bench: seeded %d/%d files in %s\n", n, len(files), time.Since(start).Round(time.Second))
+					progressMu.Unlock()
 				}
 			}
 		})
