@@ -1,6 +1,7 @@
 // Command cairn is cairn's one binary: the tools, the operator CLI and the
 // developer harness.
 //
+//	cairn bench                  measure Workbench calls over an emulated remote bucket
 //	cairn conformance URL        check a bucket before trusting it
 //	cairn fake-gcs --addr A      run a local fake GCS for development
 //	cairn workbench TOOL         run one Workbench tool on a JSON input

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cairnstore/cairn/cmd/cairn/internal/bench"
+)
+
+func init() {
+	register("bench", "measure Workbench calls over an emulated remote bucket", runBench)
+}
+
+// runBench runs the bench's scenarios and prints one table:
+//
+//	cairn bench [--files N[,N…]] [--rtt 20ms] [--write-rate 1] [--scenarios a,b] [--json]
+//
+// Every scenario calls the Workbench tools over an in-memory bucket behind
+// the latency wrapper (--rtt before every request, --write-rate writes per
+// second to one object) and the counting wrapper, at each workbench size
+// of --files. Progress goes to standard error, the table to standard
+// output. Exit status: 0 when every scenario ran, 1 when one failed (the
+// rows measured so far are printed), 2 for a usage error.
+func runBench(ctx context.Context, e *env, args []string) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	files := fs.String("files", "1000,10000", "workbench sizes in files, comma-separated")
+	rtt := fs.Duration("rtt", 20*time.Millisecond, "delay before every request")
+	writeRate := fs.Float64("write-rate", 1, "writes per second allowed to one object (0: no limit)")
+	scenarios := fs.String("scenarios", "", "scenarios to run, comma-separated (default: all)")
+	asJSON := fs.Bool("json", false, "print the table as JSON")
+	rate := fs.Float64("rate", bench.DefaultRate, "put_file calls per second offered by the throughput scenarios, in total")
+	duration := fs.Duration("duration", bench.DefaultDuration, "how long the throughput scenarios offer calls")
+	replicas := fs.Int("replicas", bench.DefaultReplicas, "replicas of throughput-8")
+	dirEntries := fs.Int("dir-entries", bench.DefaultDirEntries, "entries of the directory listed and grepped")
+	seedBatch := fs.Int("seed-batch", bench.DefaultSeedBatch, "commands per group commit while seeding")
+	seedConcurrency := fs.Int("seed-concurrency", bench.DefaultSeedConcurrency, "concurrent put_file calls while seeding")
+	extrapolate := fs.String("extrapolate", "", "sizes to extrapolate to from the two largest measured, comma-separated (rows marked *)")
+	fs.Usage = func() {
+		fmt.Fprintln(e.stderr, "usage: cairn bench [--files N[,N…]] [--rtt 20ms] [--write-rate 1] [--scenarios a,b] [--json]")
+		fs.PrintDefaults()
+		fmt.Fprintln(e.stderr, "\nscenarios:\n  "+strings.Join(bench.Scenarios(), "\n  "))
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintf(e.stderr, "cairn bench: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return 2
+	}
+	sizes, err := parseSizes(*files)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cairn bench: --files: %v\n", err)
+		return 2
+	}
+	var extra []int
+	if *extrapolate != "" {
+		if extra, err = parseSizes(*extrapolate); err != nil {
+			fmt.Fprintf(e.stderr, "cairn bench: --extrapolate: %v\n", err)
+			return 2
+		}
+	}
+	cfg := bench.Config{
+		Files:           sizes,
+		RTT:             *rtt,
+		WriteRate:       *writeRate,
+		Rate:            *rate,
+		Duration:        *duration,
+		Replicas:        *replicas,
+		DirEntries:      *dirEntries,
+		SeedBatch:       *seedBatch,
+		SeedConcurrency: *seedConcurrency,
+		Progress:        e.stderr,
+	}
+	if *scenarios != "" {
+		cfg.Scenarios = strings.Split(*scenarios, ",")
+	}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(e.stderr, "cairn bench: %v\n", err)
+		return 2
+	}
+	if len(extra) > 0 && len(sizes) < 2 {
+		fmt.Fprintln(e.stderr, "cairn bench: --extrapolate needs two measured sizes in --files")
+		return 2
+	}
+	t, runErr := bench.Run(ctx, cfg)
+	if t == nil {
+		fmt.Fprintf(e.stderr, "cairn bench: %v\n", runErr)
+		return 1
+	}
+	if runErr == nil && len(extra) > 0 {
+		t.Extrapolate(extra)
+	}
+	if *asJSON {
+		err = t.WriteJSON(e.stdout)
+	} else {
+		err = t.WriteText(e.stdout)
+	}
+	if err != nil || runErr != nil {
+		fmt.Fprintf(e.stderr, "cairn bench: %v\n", cmpNil(runErr, err))
+		return 1
+	}
+	return 0
+}
+
+// parseSizes parses "1000,10000" (underscores allowed: 100_000).
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.ReplaceAll(strings.TrimSpace(f), "_", ""))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive number of files", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// cmpNil returns the first non-nil error.
+func cmpNil(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

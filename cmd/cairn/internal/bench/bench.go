@@ -1,0 +1,341 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/cairnstore/cairn/bucket/counting"
+)
+
+// Scenario names, in the order a run prints them.
+const (
+	PutNewWarm     = "put-new-warm"
+	PutReplaceWarm = "put-replace-warm"
+	ColdStat       = "cold-stat"
+	ColdRead       = "cold-read"
+	ListCold       = "list-cold"
+	ListWarm       = "list-warm"
+	Grep           = "grep-1000"
+	SearchAll      = "search-all"
+	ReplicaMemory  = "replica-memory"
+	Throughput1    = "throughput-1"
+	Throughput8    = "throughput-8"
+)
+
+// Scenarios returns every scenario's name in run order.
+func Scenarios() []string {
+	return []string{PutNewWarm, PutReplaceWarm, ColdStat, ColdRead, ListCold, ListWarm,
+		Grep, SearchAll, ReplicaMemory, Throughput1, Throughput8}
+}
+
+// Config is one run of the bench. The zero value of a field means its
+// default (see Defaults); RTT and WriteRate are taken as given, so zero
+// turns them off.
+type Config struct {
+	// Files are the workbench sizes to run every scenario at.
+	Files []int
+	// Scenarios to run; empty means all.
+	Scenarios []string
+	// RTT is the delay before every request.
+	RTT time.Duration
+	// WriteRate is the writes per second allowed to one object; 0 is no
+	// limit.
+	WriteRate float64
+	// DirEntries is the size of the directory that list and grep read
+	// (capped at the size of the workbench). Default 1,000.
+	DirEntries int
+	// Rate is the put_file rate offered by the throughput scenarios, in
+	// total over their replicas. Default 100/s.
+	Rate float64
+	// Duration is how long the throughput scenarios offer puts. Default
+	// 10 s.
+	Duration time.Duration
+	// Drain bounds the wait for calls still running after Duration;
+	// calls still running then are cancelled and counted unfinished.
+	// Default 30 s.
+	Drain time.Duration
+	// Replicas is the number of Services of throughput-8. Default 8.
+	Replicas int
+	// SeedConcurrency is the number of concurrent put_file calls the
+	// default seeder makes. Default 512.
+	SeedConcurrency int
+	// SeedBatch is head.Options.MaxBatch of the Service that seeds the
+	// workbench and then serves the warm scenarios (their calls are
+	// single commands, which the bound does not touch). Default 1,024:
+	// in the current format a commit rewrites every shard it touches, so
+	// fewer commits write less, but a batch's cost grows faster than its
+	// size; at 10,000 files 1,024 seeded faster than 256 or 4,096.
+	SeedBatch int
+	// Seeder fills a workbench; nil is PutFileSeeder.
+	Seeder Seeder
+	// Progress, if not nil, receives a line per phase (seeding, each
+	// scenario) as the run goes.
+	Progress io.Writer
+}
+
+// Defaults of a Config.
+const (
+	DefaultDirEntries      = 1000
+	DefaultRate            = 100
+	DefaultDuration        = 10 * time.Second
+	DefaultDrain           = 30 * time.Second
+	DefaultReplicas        = 8
+	DefaultSeedConcurrency = 1024
+	DefaultSeedBatch       = 1024
+)
+
+func (c *Config) fill() {
+	if len(c.Files) == 0 {
+		c.Files = []int{1000, 10000}
+	}
+	if len(c.Scenarios) == 0 {
+		c.Scenarios = Scenarios()
+	}
+	if c.DirEntries <= 0 {
+		c.DirEntries = DefaultDirEntries
+	}
+	if c.Rate <= 0 {
+		c.Rate = DefaultRate
+	}
+	if c.Duration <= 0 {
+		c.Duration = DefaultDuration
+	}
+	if c.Drain <= 0 {
+		c.Drain = DefaultDrain
+	}
+	if c.Replicas <= 0 {
+		c.Replicas = DefaultReplicas
+	}
+	if c.SeedConcurrency <= 0 {
+		c.SeedConcurrency = DefaultSeedConcurrency
+	}
+	if c.SeedBatch <= 0 {
+		c.SeedBatch = DefaultSeedBatch
+	}
+	if c.Seeder == nil {
+		c.Seeder = PutFileSeeder{Concurrency: c.SeedConcurrency, Progress: c.Progress}
+	}
+}
+
+func (c *Config) wants(name string) bool { return slices.Contains(c.Scenarios, name) }
+
+// Validate reports a Config that cannot run.
+func (c Config) Validate() error {
+	for _, n := range c.Files {
+		if n < 1 {
+			return fmt.Errorf("bench: files %d: must be at least 1", n)
+		}
+	}
+	for _, s := range c.Scenarios {
+		if !slices.Contains(Scenarios(), s) {
+			return fmt.Errorf("bench: unknown scenario %q (known: %s)", s, strings.Join(Scenarios(), ", "))
+		}
+	}
+	if c.RTT < 0 || c.WriteRate < 0 {
+		return fmt.Errorf("bench: rtt and write rate must not be negative")
+	}
+	return nil
+}
+
+// Row is one scenario at one size.
+type Row struct {
+	Scenario string `json:"scenario"`
+	Files    int    `json:"files"`
+	// Requests, Rounds and the bytes are the bucket/counting figures of
+	// the measured replica (of all replicas, for throughput-8).
+	Requests     int64 `json:"requests"`
+	Rounds       int64 `json:"rounds"`
+	BytesRead    int64 `json:"bytes_read"`
+	BytesWritten int64 `json:"bytes_written"`
+	// HeadBytes is the head's size after the scenario.
+	HeadBytes int64 `json:"head_bytes"`
+	// Wall is the scenario's elapsed time with latency emulated.
+	Wall time.Duration `json:"wall_ns"`
+	// CPU is the process's CPU time during the scenario, where measured.
+	CPU time.Duration `json:"cpu_ns,omitempty"`
+	// Metrics are the scenario's own figures (latency percentiles,
+	// acknowledged rate, heap, ...), also summarised in Notes.
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+	Notes   string             `json:"notes"`
+	// Extrapolated rows are fitted, not measured.
+	Extrapolated bool `json:"extrapolated,omitempty"`
+}
+
+// Table is what a run prints.
+type Table struct {
+	Config struct {
+		RTT       time.Duration `json:"rtt_ns"`
+		WriteRate float64       `json:"write_rate"`
+		Rate      float64       `json:"rate"`
+		Duration  time.Duration `json:"duration_ns"`
+	} `json:"config"`
+	// Seeding is how long each size took to seed, without latency.
+	Seeding []Seeding `json:"seeding"`
+	Rows    []Row     `json:"rows"`
+}
+
+// Seeding is the cost of filling one size.
+type Seeding struct {
+	Files        int           `json:"files"`
+	Wall         time.Duration `json:"wall_ns"`
+	BytesWritten int64         `json:"bytes_written"`
+	StoreBytes   int64         `json:"store_bytes"`
+	Objects      int           `json:"objects"`
+}
+
+// Row returns the row of scenario at files, if any.
+func (t *Table) Row(scenario string, files int) (Row, bool) {
+	for _, r := range t.Rows {
+		if r.Scenario == scenario && r.Files == files {
+			return r, true
+		}
+	}
+	return Row{}, false
+}
+
+func fromStats(s counting.Stats) Row {
+	t := s.Total()
+	return Row{Requests: t.Requests, Rounds: s.Rounds, BytesRead: t.BytesRead, BytesWritten: t.BytesWritten}
+}
+
+// add adds the counts of s to r.
+func (r *Row) add(s counting.Stats) {
+	o := fromStats(s)
+	r.Requests += o.Requests
+	r.Rounds += o.Rounds
+	r.BytesRead += o.BytesRead
+	r.BytesWritten += o.BytesWritten
+}
+
+func (r *Row) metric(name string, v float64) {
+	if r.Metrics == nil {
+		r.Metrics = map[string]float64{}
+	}
+	r.Metrics[name] = v
+}
+
+func (r *Row) note(format string, args ...any) {
+	if r.Notes != "" {
+		r.Notes += "; "
+	}
+	r.Notes += fmt.Sprintf(format, args...)
+}
+
+// Run seeds each size and runs the scenarios, in order.
+func Run(ctx context.Context, cfg Config) (*Table, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.fill()
+	t := &Table{}
+	t.Config.RTT, t.Config.WriteRate, t.Config.Rate, t.Config.Duration = cfg.RTT, cfg.WriteRate, cfg.Rate, cfg.Duration
+	for _, n := range cfg.Files {
+		rows, seed, err := runSize(ctx, cfg, n)
+		t.Rows = append(t.Rows, rows...)
+		if seed != nil {
+			t.Seeding = append(t.Seeding, *seed)
+		}
+		if err != nil {
+			return t, err
+		}
+	}
+	return t, nil
+}
+
+func (c Config) progress(format string, args ...any) {
+	if c.Progress != nil {
+		fmt.Fprintf(c.Progress, "bench: "+format+"\n", args...)
+	}
+}
+
+// WriteText prints the table as aligned columns (scenario and notes
+// left-aligned, figures right-aligned), then the seeding times.
+func (t *Table) WriteText(w io.Writer) error {
+	lines := [][]string{{"scenario", "files", "requests", "rounds", "read", "written", "head", "wall", "cpu", "notes"}}
+	for _, r := range t.Rows {
+		name := r.Scenario
+		if r.Extrapolated {
+			name += "*"
+		}
+		head, wall, cpu := "-", "-", "-"
+		if r.HeadBytes > 0 {
+			head = size(r.HeadBytes)
+		}
+		if r.Wall > 0 {
+			wall = dur(r.Wall)
+		}
+		if r.CPU > 0 {
+			cpu = dur(r.CPU)
+		}
+		lines = append(lines, []string{name, fmt.Sprint(r.Files), fmt.Sprint(r.Requests), fmt.Sprint(r.Rounds),
+			size(r.BytesRead), size(r.BytesWritten), head, wall, cpu, r.Notes})
+	}
+	width := make([]int, len(lines[0]))
+	for _, l := range lines {
+		for i, c := range l {
+			width[i] = max(width[i], utf8.RuneCountInString(c))
+		}
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		for i, c := range l {
+			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
+			switch {
+			case i == 0:
+				b.WriteString(c + pad)
+			case i == len(l)-1:
+				b.WriteString("  " + c)
+			default:
+				b.WriteString("  " + pad + c)
+			}
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "\nrtt %s, write rate %g/s per object; sizes in bytes, K = KiB, M = MiB; q/r = requests/rounds",
+		t.Config.RTT, t.Config.WriteRate)
+	if slices.ContainsFunc(t.Rows, func(r Row) bool { return r.Extrapolated }) {
+		b.WriteString("; * extrapolated, not measured")
+	}
+	b.WriteString("\n")
+	for _, s := range t.Seeding {
+		fmt.Fprintf(&b, "seeded %d files in %s without latency: %s written, store %s in %d objects\n",
+			s.Files, dur(s.Wall), size(s.BytesWritten), size(s.StoreBytes), s.Objects)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteJSON prints the table as one JSON document.
+func (t *Table) WriteJSON(w io.Writer) error {
+	e := json.NewEncoder(w)
+	e.SetIndent("", "  ")
+	return e.Encode(t)
+}
+
+func size(n int64) string {
+	switch {
+	case n < 10<<10:
+		return fmt.Sprintf("%dB", n)
+	case n < 10<<20:
+		return fmt.Sprintf("%.1fK", float64(n)/(1<<10))
+	default:
+		return fmt.Sprintf("%.1fM", float64(n)/(1<<20))
+	}
+}
+
+func dur(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%dµs", d.Microseconds())
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
+	default:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+}

@@ -1,0 +1,139 @@
+package bench_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/cmd/cairn/internal/bench"
+)
+
+// TestRunTiny runs every scenario at a tiny size without latency and
+// checks that the table has every row with plausible figures. It proves
+// the bench runs; it asserts no performance.
+func TestRunTiny(t *testing.T) {
+	cfg := bench.Config{
+		Files:      []int{20},
+		DirEntries: 10,
+		Rate:       200,
+		Duration:   200 * time.Millisecond,
+		Drain:      10 * time.Second,
+		Replicas:   3,
+	}
+	tab, err := bench.Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(tab.Rows), len(bench.Scenarios()); got != want {
+		t.Fatalf("%d rows, want %d", got, want)
+	}
+	if got, want := len(tab.Seeding), 1; got != want {
+		t.Fatalf("%d seeding lines, want %d", got, want)
+	}
+	for _, name := range bench.Scenarios() {
+		r, ok := tab.Row(name, 20)
+		if !ok {
+			t.Fatalf("no row %s", name)
+		}
+		if r.Requests <= 0 || r.Rounds <= 0 || r.Rounds > r.Requests || r.Wall <= 0 || r.HeadBytes <= 0 {
+			t.Errorf("%s: implausible row %+v", name, r)
+		}
+		if r.Extrapolated {
+			t.Errorf("%s: measured row marked extrapolated", name)
+		}
+	}
+	for _, name := range []string{bench.PutNewWarm, bench.PutReplaceWarm, bench.Throughput1, bench.Throughput8} {
+		if r, _ := tab.Row(name, 20); r.BytesWritten <= 2048 {
+			t.Errorf("%s wrote %d bytes, less than its body", name, r.BytesWritten)
+		}
+	}
+	for _, name := range []string{bench.ColdRead, bench.ListCold, bench.Grep} {
+		if r, _ := tab.Row(name, 20); r.BytesRead <= 0 {
+			t.Errorf("%s read nothing", name)
+		}
+	}
+	// A cold read follows the cold stat on the same replica.
+	st, _ := tab.Row(bench.ColdStat, 20)
+	rd, _ := tab.Row(bench.ColdRead, 20)
+	if rd.Requests <= st.Requests {
+		t.Errorf("cold read %d requests, not more than the stat's %d", rd.Requests, st.Requests)
+	}
+	for _, name := range []string{bench.Throughput1, bench.Throughput8} {
+		r, _ := tab.Row(name, 20)
+		if r.Metrics["acked"] <= 0 || r.Metrics["lost"] != 0 || r.Metrics["duplicated"] != 0 {
+			t.Errorf("%s: %v", name, r.Metrics)
+		}
+	}
+	if r, _ := tab.Row(bench.ReplicaMemory, 20); r.Metrics["heap_bytes"] == 0 {
+		t.Errorf("replica memory: %v", r.Metrics)
+	}
+
+	var text, js bytes.Buffer
+	if err := tab.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if err := tab.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range bench.Scenarios() {
+		if !strings.Contains(text.String(), name) || !strings.Contains(js.String(), `"`+name+`"`) {
+			t.Errorf("output lacks %s:\n%s", name, text.String())
+		}
+	}
+	t.Log("\n" + text.String())
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, cfg := range []bench.Config{
+		{Files: []int{0}},
+		{Scenarios: []string{"no-such"}},
+		{RTT: -time.Millisecond},
+	} {
+		if err := cfg.Validate(); err == nil {
+			t.Errorf("%+v: valid, want an error", cfg)
+		}
+	}
+}
+
+func TestExtrapolate(t *testing.T) {
+	tab := &bench.Table{Rows: []bench.Row{
+		{Scenario: bench.PutNewWarm, Files: 10, Requests: 20, BytesWritten: 1000, Wall: time.Second},
+		{Scenario: bench.PutNewWarm, Files: 100, Requests: 20, BytesRead: 9, BytesWritten: 10000, Wall: 2 * time.Second},
+		{Scenario: bench.PutNewWarm, Files: 1000, Requests: 30, BytesRead: 5, BytesWritten: 100000, Wall: 3 * time.Second},
+		{Scenario: bench.Throughput1, Files: 100, Requests: 1},
+		{Scenario: bench.Throughput1, Files: 1000, Requests: 2},
+	}}
+	tab.Extrapolate([]int{500, 10000})
+	r, ok := tab.Row(bench.PutNewWarm, 10000)
+	if !ok || !r.Extrapolated || !strings.Contains(r.Notes, "extrapolated") {
+		t.Fatalf("no extrapolated row: %+v", tab.Rows)
+	}
+	// Fitted through the two largest sizes, 100 and 1000; a figure that
+	// fell is carried flat; times are not extrapolated.
+	if got, want := r.Requests, int64(130); got != want {
+		t.Errorf("requests %d, want %d", got, want)
+	}
+	if got, want := r.BytesWritten, int64(1000000); got != want {
+		t.Errorf("bytes written %d, want %d", got, want)
+	}
+	if got, want := r.BytesRead, int64(5); got != want {
+		t.Errorf("bytes read %d, want %d (flat)", got, want)
+	}
+	if r.Wall != 0 || r.CPU != 0 || r.HeadBytes != 0 {
+		t.Errorf("extrapolated times or head: %+v", r)
+	}
+	if _, ok := tab.Row(bench.PutNewWarm, 500); ok {
+		t.Error("extrapolated below the largest measured size")
+	}
+	if _, ok := tab.Row(bench.Throughput1, 10000); ok {
+		t.Error("throughput extrapolated")
+	}
+	var text bytes.Buffer
+	if err := tab.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "put-new-warm*") || !strings.Contains(text.String(), "extrapolated, not measured") {
+		t.Errorf("extrapolated row not marked:\n%s", text.String())
+	}
+}

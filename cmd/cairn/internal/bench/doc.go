@@ -1,0 +1,34 @@
+// Package bench runs cairn's user-level scenarios and prints one table:
+// what a Workbench tool call costs in requests, sequential rounds, bytes
+// and time, measured as a user would meet it, through
+// workbench.Service.Call.
+//
+// # The store under measurement
+//
+// Every scenario runs over one in-memory store (bucket/mem) behind
+// bucket/latency (Config.RTT before every request and, with
+// Config.WriteRate, GCS's limit of writes per second to one object), and
+// every Service gets its own bucket/counting wrapper on top, so a row's
+// requests and rounds are those of one replica. The latency wrapper can be
+// bypassed: seeding a workbench of N files runs without it, and nothing
+// seeded is counted. The latency wrapper is shared by all Services, as a
+// bucket's write limit is.
+//
+// # Sizes and seeding
+//
+// For each size in Config.Files a fresh store is seeded with a workbench
+// of that many small files: a directory of Config.DirEntries files (the
+// one listed and grepped) and the rest in directories of 100. A Seeder
+// does it; the default one calls workbench_put_file concurrently on the
+// Service that the warm scenarios then use, so that Service has served
+// every write (it is warm). Seeding is the slow part at large sizes: its
+// time is reported, never counted in a row.
+//
+// # Rows
+//
+// A row is one scenario at one size. Measured rows are never mixed with
+// extrapolated ones: Extrapolate adds rows fitted on the two largest
+// measured sizes, marked "extrapolated" in their notes and in Row.Extrapolated.
+//
+// The package does not import testing; cmd/cairn links it.
+package bench

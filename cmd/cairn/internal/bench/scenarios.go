@@ -1,0 +1,306 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/counting"
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/workbench"
+)
+
+// sizeRun is the state shared by the scenarios of one size.
+type sizeRun struct {
+	cfg  Config
+	st   *stack
+	sh   shape
+	warm *replica // seeded the workbench and has served a call since
+}
+
+// putBody is the body of the measured single puts: 2 KiB of text.
+var putBody = strings.Repeat("0123456789abcdef0123456789abcde\n", 64)
+
+func runSize(ctx context.Context, cfg Config, n int) ([]Row, *Seeding, error) {
+	st, err := newStack(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	r := &sizeRun{cfg: cfg, st: st, sh: newShape(n, cfg.DirEntries)}
+
+	cfg.progress("%d files: seeding", n)
+	st.sw.bypass.Store(true)
+	warm, _, err := st.open(ctx, workbench.Options{Engine: head.Options{MaxBatch: cfg.SeedBatch}})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer warm.Close()
+	r.warm = warm
+	start := time.Now()
+	if err := cfg.Seeder.Seed(ctx, warm.svc, r.sh.list()); err != nil {
+		return nil, nil, err
+	}
+	seed := &Seeding{Files: n, Wall: time.Since(start), BytesWritten: warm.cnt.Snapshot().Total().BytesWritten}
+	objs, _, err := bucket.ListAll(ctx, st.raw, bucket.ListOptions{})
+	if err != nil {
+		return nil, seed, err
+	}
+	seed.Objects = len(objs)
+	for _, o := range objs {
+		seed.StoreBytes += o.Size
+	}
+	cfg.progress("%d files: seeded in %s", n, seed.Wall.Round(time.Millisecond))
+	st.sw.bypass.Store(false)
+
+	// The warm replica serves one call over the emulated latency before
+	// anything is measured.
+	if _, err := call(ctx, warm.svc, "workbench_stat", map[string]any{"id": WorkbenchID}); err != nil {
+		return nil, seed, err
+	}
+
+	var rows []Row
+	for _, sc := range []struct {
+		names []string
+		run   func(context.Context) ([]Row, error)
+	}{
+		{[]string{PutNewWarm}, r.putNew},
+		{[]string{PutReplaceWarm}, r.putReplace},
+		{[]string{ColdStat, ColdRead}, r.cold},
+		{[]string{ListCold, ListWarm}, r.list},
+		{[]string{Grep}, r.grep},
+		{[]string{SearchAll}, r.search},
+		{[]string{ReplicaMemory}, r.memory},
+		{[]string{Throughput1}, func(ctx context.Context) ([]Row, error) { return r.throughput(ctx, Throughput1, 1) }},
+		{[]string{Throughput8}, func(ctx context.Context) ([]Row, error) {
+			return r.throughput(ctx, Throughput8, cfg.Replicas)
+		}},
+	} {
+		wanted := false
+		for _, name := range sc.names {
+			wanted = wanted || cfg.wants(name)
+		}
+		if !wanted {
+			continue
+		}
+		cfg.progress("%d files: %s", n, strings.Join(sc.names, ", "))
+		got, err := sc.run(ctx)
+		if err != nil {
+			return rows, seed, fmt.Errorf("bench: %s at %d files: %w", strings.Join(sc.names, ", "), n, err)
+		}
+		for _, row := range got {
+			if cfg.wants(row.Scenario) {
+				row.Files = n
+				rows = append(rows, row)
+			}
+		}
+	}
+	return rows, seed, nil
+}
+
+// measure runs f on rep after a Reset of its counts and returns the row.
+func (r *sizeRun) measure(ctx context.Context, name string, rep *replica, f func() (map[string]any, error)) (Row, map[string]any, error) {
+	rep.cnt.Reset()
+	cpu, start := processCPU(), time.Now()
+	res, err := f()
+	wall, cpu := time.Since(start), processCPU()-cpu
+	if err != nil {
+		return Row{}, nil, err
+	}
+	row := fromStats(rep.cnt.Snapshot())
+	row.Scenario, row.Wall, row.CPU, row.HeadBytes = name, wall, cpu, r.st.headBytes(ctx)
+	return row, res, nil
+}
+
+func (r *sizeRun) putNew(ctx context.Context) ([]Row, error) {
+	if err := pace(ctx, r.cfg); err != nil {
+		return nil, err
+	}
+	row, _, err := r.measure(ctx, PutNewWarm, r.warm, func() (map[string]any, error) {
+		return call(ctx, r.warm.svc, "workbench_put_file", map[string]any{
+			"id": WorkbenchID, "section": section, "path": "new/put-new.txt", "text": putBody})
+	})
+	if err != nil {
+		return nil, err
+	}
+	row.note("%s besides the 2 KiB body", size(row.BytesWritten-int64(len(putBody))))
+	return []Row{row}, nil
+}
+
+func (r *sizeRun) putReplace(ctx context.Context) ([]Row, error) {
+	if err := pace(ctx, r.cfg); err != nil {
+		return nil, err
+	}
+	path := r.sh.someFile(1)
+	row, res, err := r.measure(ctx, PutReplaceWarm, r.warm, func() (map[string]any, error) {
+		return call(ctx, r.warm.svc, "workbench_put_file", map[string]any{
+			"id": WorkbenchID, "section": section, "path": path, "text": putBody, "replace": true})
+	})
+	if err != nil {
+		return nil, err
+	}
+	row.note("%s besides the 2 KiB body; generation %v", size(row.BytesWritten-int64(len(putBody))), res["generation"])
+	return []Row{row}, nil
+}
+
+// steps reads a replica's counts after each step of a cold start.
+type steps struct {
+	start time.Time
+	prev  counting.Stats
+	parts []string
+}
+
+func (s *steps) step(name string, now counting.Stats) {
+	d := fromStats(now)
+	p := fromStats(s.prev)
+	s.parts = append(s.parts, fmt.Sprintf("%s %dq/%dr", name, d.Requests-p.Requests, d.Rounds-p.Rounds))
+	s.prev = now
+}
+
+// cold opens a new replica (a new process over the same bucket) and runs
+// its first stat, then its first read of another small file.
+func (r *sizeRun) cold(ctx context.Context) ([]Row, error) {
+	s := steps{start: time.Now()}
+	cpu := processCPU()
+	rep, opened, err := r.st.open(ctx, workbench.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer rep.Close()
+	s.step("open", opened)
+	if _, err := call(ctx, rep.svc, "workbench_stat", map[string]any{
+		"id": WorkbenchID, "section": section, "path": r.sh.someFile(2)}); err != nil {
+		return nil, err
+	}
+	statRow := fromStats(rep.cnt.Snapshot())
+	statRow.Scenario, statRow.Wall, statRow.HeadBytes = ColdStat, time.Since(s.start), r.st.headBytes(ctx)
+	statRow.CPU = processCPU() - cpu
+	s.step("stat", rep.cnt.Snapshot())
+	statRow.note("from Open: %s", strings.Join(s.parts, ", "))
+
+	res, err := call(ctx, rep.svc, "workbench_read", map[string]any{
+		"id": WorkbenchID, "section": section, "path": r.sh.someFile(3)})
+	if err != nil {
+		return nil, err
+	}
+	readRow := fromStats(rep.cnt.Snapshot())
+	readRow.Scenario, readRow.Wall, readRow.HeadBytes = ColdRead, time.Since(s.start), r.st.headBytes(ctx)
+	readRow.CPU = processCPU() - cpu
+	s.step("read", rep.cnt.Snapshot())
+	readRow.note("from Open: %s; %v records", strings.Join(s.parts, ", "), res["record_count"])
+	return []Row{statRow, readRow}, nil
+}
+
+// list lists the first page of the big directory from a new replica
+// (cold, counting its Open), then again from the same replica (warm).
+func (r *sizeRun) list(ctx context.Context) ([]Row, error) {
+	in := map[string]any{"id": WorkbenchID, "section": section, "path": bigDir, "limit": 100}
+	start, cpu := time.Now(), processCPU()
+	rep, opened, err := r.st.open(ctx, workbench.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer rep.Close()
+	res, err := call(ctx, rep.svc, "workbench_list", in)
+	if err != nil {
+		return nil, err
+	}
+	cold := fromStats(rep.cnt.Snapshot())
+	cold.Scenario, cold.Wall, cold.HeadBytes = ListCold, time.Since(start), r.st.headBytes(ctx)
+	cold.CPU = processCPU() - cpu
+	o := fromStats(opened)
+	cold.note("from Open (open %dq/%dr, %s read); page of %v of %d entries",
+		o.Requests, o.Rounds, size(o.BytesRead), res["entry_count"], r.sh.dirEntries)
+
+	warm, res, err := r.measure(ctx, ListWarm, rep, func() (map[string]any, error) {
+		return call(ctx, rep.svc, "workbench_list", in)
+	})
+	if err != nil {
+		return nil, err
+	}
+	warm.note("page of %v of %d entries", res["entry_count"], r.sh.dirEntries)
+	return []Row{cold, warm}, nil
+}
+
+func (r *sizeRun) grep(ctx context.Context) ([]Row, error) {
+	row, res, err := r.measure(ctx, Grep, r.warm, func() (map[string]any, error) {
+		return call(ctx, r.warm.svc, "workbench_grep", map[string]any{
+			"id": WorkbenchID, "section": section, "path": bigDir, "pattern": "no line holds this", "recursive": false})
+	})
+	if err != nil {
+		return nil, err
+	}
+	row.note("%v files scanned, no match", res["files_scanned"])
+	return []Row{row}, nil
+}
+
+func (r *sizeRun) search(ctx context.Context) ([]Row, error) {
+	row, res, err := r.measure(ctx, SearchAll, r.warm, func() (map[string]any, error) {
+		return call(ctx, r.warm.svc, "workbench_search", map[string]any{
+			"id": WorkbenchID, "limit": 10,
+			"predicates": []any{map[string]any{"field": "logical_size", "op": "gte", "value": 0}},
+			"sort":       []any{map[string]any{"field": "logical_size", "direction": "desc"}}})
+	})
+	if err != nil {
+		return nil, err
+	}
+	row.note("logical_size >= 0 sorted: %v matches", res["match_count"])
+	return []Row{row}, nil
+}
+
+// memory measures the live heap a new replica adds once it has read
+// everything: every path row (search) and every body (grep over the whole
+// workbench). Latency is bypassed while it loads; memory does not depend
+// on it.
+func (r *sizeRun) memory(ctx context.Context) ([]Row, error) {
+	before := liveHeap()
+	r.st.sw.bypass.Store(true)
+	defer r.st.sw.bypass.Store(false)
+	start, cpu := time.Now(), processCPU()
+	rep, _, err := r.st.open(ctx, workbench.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer rep.Close()
+	if _, err := call(ctx, rep.svc, "workbench_search", map[string]any{"id": WorkbenchID, "limit": 1,
+		"predicates": []any{map[string]any{"field": "logical_size", "op": "gte", "value": 0}}}); err != nil {
+		return nil, err
+	}
+	scanned := 0
+	var cursor any
+	for {
+		in := map[string]any{"id": WorkbenchID, "pattern": "no line holds this", "recursive": true}
+		if cursor != nil {
+			in["cursor"] = cursor
+		}
+		res, err := call(ctx, rep.svc, "workbench_grep", in)
+		if err != nil {
+			return nil, err
+		}
+		if n, ok := res["files_scanned"].(float64); ok {
+			scanned += int(n)
+		}
+		if cursor = res["next_cursor"]; cursor == nil {
+			break
+		}
+	}
+	after := liveHeap()
+	runtime.KeepAlive(rep)
+	row := fromStats(rep.cnt.Snapshot())
+	row.Scenario, row.Wall, row.HeadBytes = ReplicaMemory, time.Since(start), r.st.headBytes(ctx)
+	row.CPU = processCPU() - cpu
+	row.metric("heap_bytes", float64(after-before))
+	row.note("heap %s after search + grep of %d files (no latency)", size(after-before), scanned)
+	return []Row{row}, nil
+}
+
+// liveHeap is the heap in use after a full collection.
+func liveHeap() int64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}

@@ -1,0 +1,178 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairnstore/cairn/workbench"
+)
+
+// WorkbenchID is the workbench every scenario works in.
+const WorkbenchID = "bench"
+
+// File is one file a Seeder writes.
+type File struct {
+	Section, Path, Text string
+}
+
+// Seeder fills the bench's workbench with files through svc. The default
+// writes them with workbench_put_file; a bulk import can take its place.
+type Seeder interface {
+	Seed(ctx context.Context, svc *workbench.Service, files []File) error
+}
+
+// shape names the seeded paths of one size.
+type shape struct {
+	files      int
+	dirEntries int // files in bigDir
+}
+
+const (
+	section  = "outputs"
+	bigDir   = "big"
+	smallDir = 100 // files per other directory
+)
+
+func newShape(files, dirEntries int) shape {
+	return shape{files: files, dirEntries: min(files, dirEntries)}
+}
+
+// path is the i-th seeded path (in its section): first the big
+// directory's entries, then directories of smallDir.
+func (s shape) path(i int) string {
+	if i < s.dirEntries {
+		return fmt.Sprintf("%s/f%06d.txt", bigDir, i)
+	}
+	j := i - s.dirEntries
+	return fmt.Sprintf("d%04d/f%06d.txt", j/smallDir, j)
+}
+
+// someFile is a seeded file outside the big directory when there is one.
+func (s shape) someFile(k int) string {
+	rest := s.files - s.dirEntries
+	if rest == 0 {
+		return s.path(k % s.files)
+	}
+	return s.path(s.dirEntries + (k*smallDir+k)%rest)
+}
+
+func (s shape) list() []File {
+	fs := make([]File, s.files)
+	for i := range fs {
+		fs[i] = File{Section: section, Path: s.path(i), Text: seedText(i)}
+	}
+	return fs
+}
+
+// seedText is a small body of a few lines, about 200 bytes.
+func seedText(i int) string {
+	var b strings.Builder
+	for l := range 4 {
+		fmt.Fprintf(&b, "file %d line %d: the quick brown fox jumps over the lazy dog\n", i, l)
+	}
+	return b.String()
+}
+
+// progressMu serialises progress lines written from concurrent seeders;
+// the writer need not be safe for concurrent use.
+var progressMu sync.Mutex
+
+// PutFileSeeder writes each file with one workbench_put_file call,
+// Concurrency calls at a time, so that group commit batches them.
+type PutFileSeeder struct {
+	Concurrency int
+	// Progress, if not nil, receives a line at each tenth of the files.
+	Progress io.Writer
+}
+
+// Seed implements Seeder.
+func (p PutFileSeeder) Seed(ctx context.Context, svc *workbench.Service, files []File) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	work := make(chan File)
+	var wg sync.WaitGroup
+	var done atomic.Int64
+	start := time.Now()
+	for range max(1, p.Concurrency) {
+		wg.Go(func() {
+			for f := range work {
+				if err := putRetrying(ctx, svc, f); err != nil {
+					cancel(err)
+				}
+				n := done.Add(1)
+				if tenth := max(1, int64(len(files))/10); p.Progress != nil && n%tenth == 0 {
+					progressMu.Lock()
+					fmt.Fprintf(p.Progress, "bench: seeded %d/%d files in %s\n", n, len(files), time.Since(start).Round(time.Second))
+					progressMu.Unlock()
+				}
+			}
+		})
+	}
+	for _, f := range files {
+		select {
+		case work <- f:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	close(work)
+	wg.Wait()
+	return context.Cause(ctx)
+}
+
+// putRetrying puts f, retrying retryable errors a few times.
+func putRetrying(ctx context.Context, svc *workbench.Service, f File) error {
+	in, err := json.Marshal(map[string]any{"id": WorkbenchID, "section": f.Section, "path": f.Path, "text": f.Text})
+	if err != nil {
+		return err
+	}
+	var last error
+	for range 5 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		out, ok := svc.Call(ctx, "workbench_put_file", in)
+		if ok {
+			return nil
+		}
+		r, err := decode(out)
+		if err != nil {
+			return err
+		}
+		last = fmt.Errorf("bench: seed %s/%s: %s", f.Section, f.Path, out)
+		if r["retryable"] != true {
+			return last
+		}
+	}
+	return last
+}
+
+// decode decodes a tool's result.
+func decode(out []byte) (map[string]any, error) {
+	var m map[string]any
+	if err := json.Unmarshal(out, &m); err != nil {
+		return nil, fmt.Errorf("bench: result is not JSON: %w: %q", err, out)
+	}
+	return m, nil
+}
+
+// call calls a tool and fails on an error result.
+func call(ctx context.Context, svc *workbench.Service, tool string, in map[string]any) (map[string]any, error) {
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	out, ok := svc.Call(ctx, tool, raw)
+	if !ok {
+		return nil, fmt.Errorf("bench: %s %s: %s", tool, raw, out)
+	}
+	return decode(out)
+}
