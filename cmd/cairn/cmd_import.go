@@ -47,6 +47,9 @@ const (
 	importAttempts = 3
 	// importListedExisting is how many existing paths the summary names.
 	importListedExisting = 20
+	// importGrace is how long the puts in flight may take to finish after
+	// an interrupt before they are cancelled too.
+	importGrace = 10 * time.Second
 )
 
 // runImport imports a directory tree into a workbench:
@@ -178,9 +181,11 @@ func runImport(ctx context.Context, e *env, args []string) int {
 		meter.Stop()
 	}
 	wall := time.Since(start)
-	after, err := s.Store().Pin(ctx)
+	// After an interruption too: the commits made are worth printing.
+	pinCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	after, err := s.Store().Pin(pinCtx)
+	cancel()
 	if err != nil {
-		// The context may be done; the counts are still worth printing.
 		after = before
 	}
 	im.summary(e.stdout, files, before.Sequence(), after.Sequence(), wall)
@@ -311,8 +316,23 @@ func specialKind(m fs.FileMode) string {
 }
 
 // run puts the files from a pool of im.parallel workers. A store failure
-// stops the dispatch; the puts in flight finish.
+// or the end of ctx (an interrupt) stops the dispatch; the puts in flight
+// finish, so that an interrupted import leaves no outcome unknown, unless
+// they take longer than importGrace after ctx ended.
 func (im *importer) run(ctx context.Context, files []*importFile, meter *progress.Meter) {
+	putCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	finished := make(chan struct{})
+	defer close(finished)
+	defer context.AfterFunc(ctx, func() {
+		msg := "interrupted"
+		im.abort.CompareAndSwap(nil, &msg)
+		select {
+		case <-time.After(importGrace):
+			cancel()
+		case <-finished:
+		}
+	})()
 	budget := semaphore.NewWeighted(importBytesInFlight)
 	work := make(chan *importFile)
 	var wg sync.WaitGroup
@@ -320,12 +340,10 @@ func (im *importer) run(ctx context.Context, files []*importFile, meter *progres
 		wg.Go(func() {
 			for f := range work {
 				w := min(max(f.size, 1), importBytesInFlight)
-				if err := budget.Acquire(ctx, w); err != nil {
-					msg := "interrupted: " + err.Error()
-					im.abort.CompareAndSwap(nil, &msg)
+				if im.abort.Load() != nil || budget.Acquire(putCtx, w) != nil {
 					continue
 				}
-				n := im.put(ctx, f)
+				n := im.put(putCtx, f)
 				budget.Release(w)
 				if meter != nil {
 					meter.Add(1, n)
@@ -333,6 +351,7 @@ func (im *importer) run(ctx context.Context, files []*importFile, meter *progres
 			}
 		})
 	}
+dispatch:
 	for _, f := range files {
 		if f.outcome != pending {
 			if f.outcome == refused {
@@ -343,10 +362,14 @@ func (im *importer) run(ctx context.Context, files []*importFile, meter *progres
 			}
 			continue
 		}
-		if im.abort.Load() != nil || ctx.Err() != nil {
+		if im.abort.Load() != nil {
 			break
 		}
-		work <- f
+		select {
+		case work <- f:
+		case <-ctx.Done():
+			break dispatch
+		}
 	}
 	close(work)
 	wg.Wait()
