@@ -157,7 +157,7 @@ func runImport(ctx context.Context, e *env, args []string) int {
 		replace: *replace, parallel: *parallel, maxBytes: workbench.DefaultMaxBytes,
 	}
 	start := time.Now()
-	before, err := s.Store().Pin(ctx)
+	before, err := s.Store().PinOrEmpty(ctx)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cairn import: read head: %v\n", err)
 		return 1
