@@ -103,7 +103,9 @@ func (c *cutter) write(p []byte) error {
 			continue
 		}
 		if c.buf == nil {
-			c.buf = make([]byte, 0, c.size)
+			// Sized to what is at hand, not to a whole block: most
+			// bodies are far smaller than one.
+			c.buf = make([]byte, 0, min(c.size, len(p)))
 		}
 		n := min(c.size-len(c.buf), len(p))
 		c.buf = append(c.buf, p[:n]...)
