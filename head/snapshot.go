@@ -270,6 +270,29 @@ func (sn *Snapshot) Scan(ctx context.Context, f shards.Family, prefix, after []b
 	if err != nil {
 		return nil, err
 	}
+	return sn.scanObjects(ctx, objs, prefix, after, limit)
+}
+
+// ScanShard is Scan over one shard only: the records of shard ref whose
+// keys begin with prefix. It serves a family whose frequent read is one
+// shard that no key prefix names on its own (the rows whose shard key is
+// one directory, among deeper rows that share their prefix but live in
+// other shards); the caller filters what else the shard holds under
+// prefix.
+func (sn *Snapshot) ScanShard(ctx context.Context, ref ShardRef, prefix, after []byte, limit int) ([]shards.Record, error) {
+	o, err := sn.shard(ctx, ref.Family, ref.Index)
+	if err != nil {
+		return nil, err
+	}
+	var objs []*shards.Object
+	if o != nil {
+		objs = []*shards.Object{o}
+	}
+	return sn.scanObjects(ctx, objs, prefix, after, limit)
+}
+
+// scanObjects merges the records of objs in a scan's range.
+func (sn *Snapshot) scanObjects(ctx context.Context, objs []*shards.Object, prefix, after []byte, limit int) ([]shards.Record, error) {
 	seq, err := shards.Merge(objs, prefix, after, limit)
 	if err != nil {
 		return nil, err
