@@ -380,7 +380,7 @@ func grepCandidates(ctx context.Context, v *view, r grepRequest) ([]grepCandidat
 			}
 			return []grepCandidate{{path: r.prefix, e: e}}, nil
 		}
-		has, werr := v.hasDescendant(ctx, r.prefix)
+		has, werr := v.isDirectory(ctx, r.prefix)
 		if werr != nil {
 			return nil, werr
 		}

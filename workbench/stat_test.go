@@ -440,9 +440,9 @@ func TestReadScopeRequestCounts(t *testing.T) {
 // TestColdStartRequestCounts: a new process, from workbench.Open through
 // its first request, with nothing cached. Open does no I/O. The first
 // stat of a file is the head, the root, the tables (workspace_current,
-// path_current) and the shards (the workbench's marker and the shard of
-// the file's directory, which path_current's shard key lets it name
-// before it knows the incarnation): 4 rounds; the schema gate's system
+// path_current, path_directory) and the shards (the workbench's marker
+// and the shards of the file's directory, which the path families' shard
+// key lets it name before it knows the incarnation): 4 rounds; the schema gate's system
 // table and shard ride along in the last two. The first read adds the
 // artifact_manifest table to the tables' round, then the manifest's shard
 // and the blocks.
@@ -462,9 +462,9 @@ func TestColdStartRequestCounts(t *testing.T) {
 		{"workbench_stat", `{"id":"wb","section":"outputs","path":"a.txt"}`, 4},
 		{"workbench_stat", `{"id":"wb"}`, 4},
 		{"workbench_stat", `{"id":"nope"}`, 4},
-		{"workbench_stat", `{"id":"wb","section":"outputs","path":"d"}`, 5},     // + every path_current shard, for the directory
+		{"workbench_stat", `{"id":"wb","section":"outputs","path":"d"}`, 4},     // the directory's row rides with the file's shard
 		{"workbench_read", `{"id":"wb","section":"outputs","path":"a.txt"}`, 6}, // + the manifest's shard, + the blocks
-		{"workbench_list", `{"id":"wb","section":"outputs"}`, 5},
+		{"workbench_list", `{"id":"wb","section":"outputs"}`, 4},                // one shard of path_current and of path_directory
 	} {
 		mb, _ := mem.New(store, "")
 		cb := counting.New(latency.New(mb, latency.Options{PerRequest: 3 * time.Millisecond}))
