@@ -44,7 +44,8 @@ func TestGrepRequestCounts(t *testing.T) {
 		cb.Reset()
 		r := mustCall(t, s, "workbench_grep", in)
 		st := cb.Snapshot()
-		t.Logf("%s grep over 200 one-block files: %d requests in %d rounds, %d bytes read", what, st.Total().Requests, st.Rounds, st.Get.BytesRead)
+		t.Logf("%s grep over 200 one-block files: %d requests in %d rounds (%d in flight at most), %d bytes read",
+			what, st.Total().Requests, st.Rounds, st.MaxInFlight, st.Get.BytesRead)
 		if n := len(r["matches"].([]any)); n != 200 || fmt.Sprint(r["files_scanned"]) != "200" {
 			t.Fatalf("%s: %d matches, %v files scanned", what, n, r["files_scanned"])
 		}
@@ -53,9 +54,13 @@ func TestGrepRequestCounts(t *testing.T) {
 	cold := grep("cold")
 	// The head, the root, the tables (the manifest's with the path
 	// families'), the marker's and the path shards, then every manifest
-	// shard and first block in one round.
-	if cold.Rounds > 4 || cold.Total().Requests > 2*200+20 {
-		t.Errorf("cold grep: %d requests in %d rounds, want at most %d in 4", cold.Total().Requests, cold.Rounds, 2*200+20)
+	// shard and first block in one round: 4 rounds, measured alone. The
+	// bound leaves one round to a loaded machine, where a goroutine that
+	// starts late can open a round of its own; the requests in flight
+	// show that the bodies were fetched together.
+	if cold.Rounds > 5 || cold.Total().Requests > 2*200+20 || cold.MaxInFlight < 100 {
+		t.Errorf("cold grep: %d requests in %d rounds, %d in flight at most; want at most %d in 5, at least 100 at once",
+			cold.Total().Requests, cold.Rounds, cold.MaxInFlight, 2*200+20)
 	}
 	warm := grep("warm")
 	if warm.Total().Requests != 1 {
