@@ -16,7 +16,7 @@ import (
 // object (InlineMax -1), fetches their manifest rows and first blocks
 // together, bounded by bytes in flight rather than a few bodies at a
 // time; run again, it finds the blocks in the cache of small blocks and
-// costs the head read only. At 3 ms per request, so that requests sent
+// costs the head read only. At 20 ms per request, so that requests sent
 // together count as one round.
 func TestGrepRequestCounts(t *testing.T) {
 	store := mem.NewStore()
@@ -31,7 +31,7 @@ func TestGrepRequestCounts(t *testing.T) {
 
 	ctx := context.Background()
 	mb, _ := mem.New(store, "")
-	cb := counting.New(latency.New(mb, latency.Options{PerRequest: 3 * time.Millisecond}))
+	cb := counting.New(latency.New(mb, latency.Options{PerRequest: 20 * time.Millisecond}))
 	opts.AgentID = "test"
 	s, err := workbench.Open(ctx, cb, opts)
 	if err != nil {
