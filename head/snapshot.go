@@ -391,7 +391,40 @@ func (sn *Snapshot) Scan(ctx context.Context, f shards.Family, prefix, after []b
 	if err != nil {
 		return nil, err
 	}
-	over := deltaChanges(ds, f, prefix, after)
+	return sn.scanObjects(ctx, objs, deltaChanges(ds, f, prefix, after), prefix, after, limit)
+}
+
+// ScanShard is Scan over one shard only: the records of shard ref whose
+// keys begin with prefix, the root's deltas overlaid (only their changes
+// to keys of that shard). It serves a family whose frequent read is one
+// shard that no key prefix names on its own (the rows whose shard key is
+// one directory, among deeper rows that share their prefix but live in
+// other shards); the caller filters what else the shard holds under
+// prefix.
+func (sn *Snapshot) ScanShard(ctx context.Context, ref ShardRef, prefix, after []byte, limit int) ([]shards.Record, error) {
+	ds, _, err := sn.overlay(ctx, ref.Family)
+	if err != nil {
+		return nil, err
+	}
+	o, err := sn.shard(ctx, ref.Family, ref.Index)
+	if err != nil {
+		return nil, err
+	}
+	var objs []*shards.Object
+	if o != nil {
+		objs = []*shards.Object{o}
+	}
+	over := slices.DeleteFunc(deltaChanges(ds, ref.Family, prefix, after), func(m shards.Mutation) bool {
+		idx, err := sn.s.fams.ShardOf(ref.Family, m.Key)
+		return err != nil || idx != ref.Index
+	})
+	return sn.scanObjects(ctx, objs, over, prefix, after, limit)
+}
+
+// scanObjects merges the records of objs in a scan's range with the
+// deltas' changes over (in key order, tombstones included; the newest
+// change of a key wins over the base), up to limit records.
+func (sn *Snapshot) scanObjects(ctx context.Context, objs []*shards.Object, over []shards.Mutation, prefix, after []byte, limit int) ([]shards.Record, error) {
 	baseLimit := limit
 	if len(over) > 0 {
 		baseLimit = 0 // the overlay may drop or add records; stop by hand

@@ -139,7 +139,7 @@ func (as *appendState) plan(ctx context.Context, obs observation, deltaDigest, c
 	base := obs.entry
 	if base == nil {
 		// Create the path with the delta as its body.
-		dir, werr := obs.hasDescendant(ctx, s, as.id, as.path)
+		dir, werr := obs.isDirectory(ctx, s, as.id, as.path)
 		if werr != nil {
 			return nil, nil, werr
 		}

@@ -8,6 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
@@ -69,8 +70,14 @@ const (
 	grepDefaultLimit = 100
 	grepMaxPatterns  = 16
 	grepSnippetRunes = 240
-	// grepFetchAhead is how many bodies are read ahead of the scanner.
-	grepFetchAhead = 4
+	// grepFetchBytes bounds the bytes of the bodies read ahead of the
+	// scanner (fetched or in flight, and not yet scanned): small files
+	// are fetched a few hundred at once, their manifest rows and first
+	// blocks in one round, large ones a few at a time. The body the
+	// scanner waits for is always fetched, whatever its size.
+	grepFetchBytes = 8 << 20
+	// grepFetchFiles bounds the bodies read ahead, however small.
+	grepFetchFiles = 512
 )
 
 // The work bounds of one grep call. Variables so that tests can lower
@@ -265,7 +272,9 @@ func (s *Service) grep(ctx context.Context, r grepRequest) (map[string]any, *Err
 			return nil, InvalidState("grep cursor belongs to a different workbench, scope, pattern set, glob, or recursion mode")
 		}
 	}
-	v, werr := s.openView(ctx, r.id, nil)
+	reads := listReads(r.prefix)
+	reads.fams = []shards.Family{nokv.FamilyArtifactManifest}
+	v, werr := s.openViewFor(ctx, r.id, nil, reads)
 	if werr != nil {
 		return nil, werr
 	}
@@ -380,7 +389,7 @@ func grepCandidates(ctx context.Context, v *view, r grepRequest) ([]grepCandidat
 			}
 			return []grepCandidate{{path: r.prefix, e: e}}, nil
 		}
-		has, werr := v.hasDescendant(ctx, r.prefix)
+		has, werr := v.isDirectory(ctx, r.prefix)
 		if werr != nil {
 			return nil, werr
 		}
@@ -392,6 +401,23 @@ func grepCandidates(ctx context.Context, v *view, r grepRequest) ([]grepCandidat
 		}
 	}
 	var out []grepCandidate
+	if !r.recursive {
+		// The files directly in the scope: one shard, in name order,
+		// which is key order among direct children.
+		it, werr := v.childIter(ctx, r.prefix, nil)
+		if werr != nil {
+			return nil, werr
+		}
+		for {
+			c, ok, werr := it.next()
+			if werr != nil || !ok {
+				return out, werr
+			}
+			if c.entry != nil && keep(c.path) {
+				out = append(out, grepCandidate{path: c.path, e: *c.entry})
+			}
+		}
+	}
 	werr := v.scan(ctx, r.prefix, nil, func(path []string, e nokv.PathEntry) bool {
 		if (r.recursive || len(path) == len(r.prefix)+1) && keep(path) {
 			out = append(out, grepCandidate{path: path, e: e})
@@ -401,7 +427,11 @@ func grepCandidates(ctx context.Context, v *view, r grepRequest) ([]grepCandidat
 	return out, werr
 }
 
-// grepFetcher reads the bodies of candidates a few ahead of the scanner.
+// grepFetcher reads the bodies of candidates ahead of the scanner,
+// bounded by grepFetchBytes and grepFetchFiles. Each body's manifest rows
+// and first block are read together (view.body), and the bodies in the
+// window are read in parallel, so a window of small files costs about
+// one round.
 type grepFetcher struct {
 	v      *view
 	cands  []grepCandidate
@@ -409,6 +439,8 @@ type grepFetcher struct {
 	cancel context.CancelFunc
 	slots  []*grepSlot
 	wg     sync.WaitGroup
+	next   int    // the next body to start
+	ahead  uint64 // logical bytes of the bodies started and not yet handed out
 }
 
 type grepSlot struct {
@@ -423,24 +455,30 @@ func newGrepFetcher(ctx context.Context, v *view, cands []grepCandidate) *grepFe
 }
 
 func (f *grepFetcher) start(i int) {
-	if i >= len(f.cands) || f.slots[i] != nil {
-		return
-	}
 	sl := &grepSlot{done: make(chan struct{})}
 	f.slots[i] = sl
+	f.ahead += f.cands[i].e.LogicalSize
 	f.wg.Go(func() {
 		defer close(sl.done)
 		sl.body, sl.err = f.v.body(f.ctx, f.cands[i].e)
 	})
 }
 
-// get returns body i, starting the reads of the next few.
+// get returns body i, having started the reads of the bodies after it
+// that fit the window. Bodies are handed out in order, each once.
 func (f *grepFetcher) get(i int) ([]byte, *Error) {
-	for j := i; j < i+grepFetchAhead; j++ {
-		f.start(j)
+	if i >= f.next {
+		f.start(i)
+		f.next = i + 1
+	}
+	for f.next < len(f.cands) && f.next < i+grepFetchFiles && f.ahead+f.cands[f.next].e.LogicalSize <= grepFetchBytes {
+		f.start(f.next)
+		f.next++
 	}
 	sl := f.slots[i]
 	<-sl.done
+	f.slots[i] = nil
+	f.ahead -= f.cands[i].e.LogicalSize
 	return sl.body, sl.err
 }
 

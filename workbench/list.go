@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench/nokv"
 )
@@ -70,7 +71,7 @@ func (in *listInput) resolve(s *Service) *Error {
 // is no cursor; any string, "" included, must be a valid one.
 func (s *Service) listTool(ctx context.Context, in *listInput) (map[string]any, *Error) {
 	sc := in.scope
-	v, werr := s.openViewFor(ctx, sc.id, sc.at, entryReads(sc.comps))
+	v, werr := s.openViewFor(ctx, sc.id, sc.at, listReads(sc.comps))
 	if werr != nil {
 		return nil, werr
 	}
@@ -160,12 +161,88 @@ func (v *view) listPage(ctx context.Context, dir []string, after *string, limit 
 	return out[:limit], true, nil
 }
 
-// childIterator walks the direct children of one directory in order,
-// reading the path family in bounded batches and skipping each child
-// directory's subtree with one seek.
+// childIterator walks the direct children of one directory in name
+// order: its files from the directory's path_current shard and its
+// subdirectories from its path_directory shard, merged. A file and a
+// directory of the same name (not something the Workbench tools write,
+// but legal in the store) are one child, the file.
 type childIterator struct {
+	files, dirs *shardChildren
+	f, d        *child // the next of each, peeked; nil at the end
+	fDone       bool
+	dDone       bool
+}
+
+// childIter returns an iterator over the children of dir after the child
+// named after (from the first when nil).
+func (v *view) childIter(ctx context.Context, dir []string, after *string) (*childIterator, *Error) {
+	refs, err := dirShards(v.s.root, dir)
+	if err != nil {
+		return nil, FromError(err)
+	}
+	prefix, err := nokv.PathCurrentPrefix(v.s.root, v.ws.Incarnation, dir)
+	if err != nil {
+		return nil, FromError(err)
+	}
+	var start []byte
+	if after != nil {
+		// The exact row of a child sorts after the child's whole
+		// subtree, so starting after it skips the child entirely. A
+		// directory's row has the same key in its family.
+		if start, err = v.exactKey(dir, *after); err != nil {
+			return nil, errCursorMalformed()
+		}
+	}
+	shard := func(ref head.ShardRef) *shardChildren {
+		return &shardChildren{v: v, ctx: ctx, ref: ref, dir: dir, prefix: prefix, after: start}
+	}
+	return &childIterator{files: shard(refs[0]), dirs: shard(refs[1])}, nil
+}
+
+// exactKey is the PathCurrent key of dir/name.
+func (v *view) exactKey(dir []string, name string) ([]byte, error) {
+	return nokv.PathCurrentKey{Root: v.s.root, Incarnation: v.ws.Incarnation, Path: append(slices.Clip(dir), name)}.Encode()
+}
+
+// next returns the next child: an artifact (entry set) or a directory.
+func (it *childIterator) next() (child, bool, *Error) {
+	var werr *Error
+	if it.f == nil && !it.fDone {
+		if it.f, werr = it.files.next(); werr != nil {
+			return child{}, false, werr
+		}
+		it.fDone = it.f == nil
+	}
+	if it.d == nil && !it.dDone {
+		if it.d, werr = it.dirs.next(); werr != nil {
+			return child{}, false, werr
+		}
+		it.dDone = it.d == nil
+	}
+	switch {
+	case it.f != nil && (it.d == nil || it.f.name <= it.d.name):
+		c := *it.f
+		if it.d != nil && it.d.name == c.name {
+			it.d = nil // the file wins
+		}
+		it.f = nil
+		return c, true, nil
+	case it.d != nil:
+		c := *it.d
+		it.d = nil
+		return c, true, nil
+	}
+	return child{}, false, nil
+}
+
+// shardChildren walks the rows of one shard that name direct children of
+// dir, reading it in bounded batches. The shard is dir's in its family,
+// but it may also hold rows of deeper directories that hash to it; those
+// are skipped, each child's subtree with one seek.
+type shardChildren struct {
 	v      *view
 	ctx    context.Context
+	ref    head.ShardRef
 	dir    []string
 	prefix []byte // the scan prefix of everything below dir
 	after  []byte // the next batch starts strictly after this key
@@ -174,36 +251,13 @@ type childIterator struct {
 	last   bool // buf holds every remaining row
 }
 
-// childIter returns an iterator over the children of dir after the child
-// named after (from the first when nil).
-func (v *view) childIter(ctx context.Context, dir []string, after *string) (*childIterator, *Error) {
-	prefix, err := nokv.PathCurrentPrefix(v.s.root, v.ws.Incarnation, dir)
-	if err != nil {
-		return nil, FromError(err)
-	}
-	it := &childIterator{v: v, ctx: ctx, dir: dir, prefix: prefix}
-	if after != nil {
-		// The exact row of a child sorts after the child's whole
-		// subtree, so starting after it skips the child entirely.
-		if it.after, err = v.exactKey(dir, *after); err != nil {
-			return nil, errCursorMalformed()
-		}
-	}
-	return it, nil
-}
-
-// exactKey is the PathCurrent key of dir/name.
-func (v *view) exactKey(dir []string, name string) ([]byte, error) {
-	return nokv.PathCurrentKey{Root: v.s.root, Incarnation: v.ws.Incarnation, Path: append(slices.Clip(dir), name)}.Encode()
-}
-
-// row returns the next row below dir, or ok false at the end.
-func (it *childIterator) row() (shards.Record, bool, *Error) {
+// row returns the shard's next row below dir, or ok false at the end.
+func (it *shardChildren) row() (shards.Record, bool, *Error) {
 	if it.pos >= len(it.buf) {
 		if it.last {
 			return shards.Record{}, false, nil
 		}
-		recs, err := it.v.sn.Scan(it.ctx, nokv.FamilyPathCurrent, it.prefix, it.after, listScanBatch)
+		recs, err := it.v.sn.ScanShard(it.ctx, it.ref, it.prefix, it.after, listScanBatch)
 		if err != nil {
 			return shards.Record{}, false, FromError(err)
 		}
@@ -218,54 +272,61 @@ func (it *childIterator) row() (shards.Record, bool, *Error) {
 	return r, true, nil
 }
 
-// skipTo drops every row up to and including key and continues after it.
-func (it *childIterator) skipTo(key []byte) {
+// skipSubtree drops the rows strictly below dir/name and continues
+// after them: every such key begins with the subtree prefix of dir/name,
+// and the next byte is an ordered component byte (at most 0xf5, UTF-8
+// plus one), so the prefix followed by 0xff sorts after all of them and
+// before the exact row of dir/name.
+func (it *shardChildren) skipSubtree(name string) *Error {
+	sub, err := nokv.PathCurrentPrefix(it.v.s.root, it.v.ws.Incarnation, append(slices.Clip(it.dir), name))
+	if err != nil {
+		return FromError(err)
+	}
+	key := append(sub, 0xff)
 	for it.pos < len(it.buf) && bytes.Compare(it.buf[it.pos].Key, key) <= 0 {
 		it.pos++
 	}
-	it.after = key
+	if bytes.Compare(key, it.after) > 0 {
+		it.after = key
+	}
+	return nil
 }
 
-// next returns the next child: an artifact (entry set) or an implicit
-// directory, which an artifact at the same name (not something the
-// Workbench tools write, but legal in the store) overrides.
-func (it *childIterator) next() (child, bool, *Error) {
-	r, ok, werr := it.row()
-	if werr != nil || !ok {
-		return child{}, false, werr
-	}
-	k, err := nokv.ParsePathCurrentKey(r.Key)
-	if err != nil {
-		return child{}, false, FromError(err)
-	}
-	if len(k.Path) <= len(it.dir) || !hasPrefixPath(k.Path, it.dir) {
-		return child{}, false, InvalidState("path scan returned a row outside the listed directory")
-	}
-	name := k.Path[len(it.dir)]
-	c := child{name: name, path: append(slices.Clip(it.dir), name)}
-	if len(k.Path) == len(it.dir)+1 {
-		e, err := nokv.DecodePathEntry(r.Value)
-		if err != nil {
-			return child{}, false, FromError(err)
+// next returns the next direct child the shard names, or nil at the end.
+func (it *shardChildren) next() (*child, *Error) {
+	for {
+		r, ok, werr := it.row()
+		if werr != nil || !ok {
+			return nil, werr
 		}
-		c.entry = &e
-		return c, true, nil
+		k, err := nokv.ParsePathCurrentKey(r.Key) // path_directory shares the encoding
+		if err != nil {
+			return nil, FromError(err)
+		}
+		if len(k.Path) <= len(it.dir) || !hasPrefixPath(k.Path, it.dir) {
+			return nil, InvalidState("path scan returned a row outside the listed directory")
+		}
+		name := k.Path[len(it.dir)]
+		if len(k.Path) > len(it.dir)+1 {
+			// A row of a deeper directory that shares the shard: skip
+			// the subtree of name, up to (not past) name's own row.
+			if werr := it.skipSubtree(name); werr != nil {
+				return nil, werr
+			}
+			continue
+		}
+		c := &child{name: name, path: append(slices.Clip(it.dir), name)}
+		if it.ref.Family == nokv.FamilyPathCurrent {
+			e, err := nokv.DecodePathEntry(r.Value)
+			if err != nil {
+				return nil, FromError(err)
+			}
+			c.entry = &e
+		} else if _, err := nokv.DecodePathDirectory(r.Value); err != nil {
+			return nil, FromError(err)
+		}
+		return c, nil
 	}
-	// A row deeper down: name is a directory. Its exact row, if any,
-	// follows its subtree; look it up, then skip past both.
-	exact, err := it.v.exactKey(it.dir, name)
-	if err != nil {
-		return child{}, false, FromError(err)
-	}
-	e, found, werr := it.v.entry(it.ctx, c.path)
-	if werr != nil {
-		return child{}, false, werr
-	}
-	if found {
-		c.entry = &e
-	}
-	it.skipTo(exact)
-	return c, true, nil
 }
 
 // sortedSections is the five sections in component byte order, the order

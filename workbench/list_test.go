@@ -395,3 +395,78 @@ func TestListCursors(t *testing.T) {
 		t.Fatalf("replica continuation %v", out)
 	}
 }
+
+// A directory's shard may also hold the rows of a deeper directory whose
+// shard key hashes to the same index: the listing skips them, the
+// subtree of the child they lie under with one seek, and still lists that
+// child and everything after it.
+func TestListSkipsDeeperRowsInTheSameShard(t *testing.T) {
+	s := newService(t)
+	want := workbench.PathShardForTest(t, s, "outputs/p")
+	deep := ""
+	for i := 0; deep == "" && i < 100000; i++ {
+		if d := fmt.Sprintf("outputs/p/m/d%d", i); workbench.PathShardForTest(t, s, d) == want {
+			deep = d
+		}
+	}
+	if deep == "" {
+		t.Fatal("no directory shares the shard")
+	}
+	workbench.SeedFilesForTest(t, s, "wb",
+		workbench.SeedFile{Path: "outputs/p/a.txt", Body: []byte("a")},
+		workbench.SeedFile{Path: deep + "/x.txt", Body: []byte("x")},
+		workbench.SeedFile{Path: deep + "/y.txt", Body: []byte("y")},
+		workbench.SeedFile{Path: "outputs/p/m", Body: []byte("m")}, // a file at the directory's name
+		workbench.SeedFile{Path: "outputs/p/z.txt", Body: []byte("z")},
+	)
+	for _, limit := range []int{1, 2, 100} {
+		names, _ := listAll(t, s, `"id":"wb","section":"outputs","path":"p"`, limit)
+		if got, want := strings.Join(names, ","), "a.txt,m,z.txt"; got != want {
+			t.Fatalf("limit %d: %s, want %s", limit, got, want)
+		}
+	}
+	r := mustCall(t, s, "workbench_list", `{"id":"wb","section":"outputs","path":"p"}`)
+	if kind := r["entries"].([]any)[1].(map[string]any)["kind"]; kind != "file" {
+		t.Fatalf("m is a %v, want the file", kind)
+	}
+}
+
+// Every tool that creates a path leaves the directories above it listed:
+// put_file and append (creating) write the rows of the ancestors that
+// lack one; a replace, an append to an existing file and an edit create
+// none and list the same.
+func TestListDirectoriesOfWrittenPaths(t *testing.T) {
+	s := newService(t)
+	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "a/b/c.txt", `"text":"c"`))
+	mustCall(t, s, "workbench_append", appendInput("wb", "outputs", "a/x/y/z.txt", `"text":"z"`))
+	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "a/b/d.txt", `"text":"d"`))
+	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "a/b/c.txt", `"text":"cc"`, `"replace":true`))
+	mustCall(t, s, "workbench_append", appendInput("wb", "outputs", "a/x/y/z.txt", `"text":"zz"`))
+	mustCall(t, s, "workbench_edit", editInput("wb", "outputs", "a/b/d.txt", "d", "e"))
+	for dir, want := range map[string]string{
+		"":      "a",
+		"a":     "b,x",
+		"a/b":   "c.txt,d.txt",
+		"a/x":   "y",
+		"a/x/y": "z.txt",
+	} {
+		names, _ := listAll(t, s, fmt.Sprintf(`"id":"wb","section":"outputs","path":%q`, dir), 100)
+		if got := strings.Join(names, ","); got != want {
+			t.Errorf("list outputs/%s: %s, want %s", dir, got, want)
+		}
+	}
+	for _, dir := range []string{"a", "a/b", "a/x", "a/x/y"} {
+		r := mustCall(t, s, "workbench_stat", fmt.Sprintf(`{"id":"wb","section":"outputs","path":%q}`, dir))
+		if kind := r["card"].(map[string]any)["kind"]; kind != "directory" {
+			t.Errorf("stat outputs/%s: %v, want a directory", dir, kind)
+		}
+	}
+	// A directory is no file to create, and nothing is created under a
+	// file.
+	if r, ok := call(t, s, "workbench_put_file", putInput("wb", "outputs", "a/x", `"text":"no"`)); ok || r["code"] != "AlreadyExists" {
+		t.Errorf("put over a directory: %v", r)
+	}
+	if r, ok := call(t, s, "workbench_put_file", putInput("wb", "outputs", "a/b/c.txt/n", `"text":"no"`)); ok || r["code"] != "NotDirectory" {
+		t.Errorf("put under a file: %v", r)
+	}
+}

@@ -16,14 +16,18 @@ type observation struct {
 	entry *nokv.PathEntry
 }
 
-// observe pins the shard and reads the workbench and the path. A
-// workbench being restored is a Conflict.
+// observe pins the shard and reads the workbench and the path, having
+// fetched together what the publication command will read of the path's
+// ancestors (pathReads). A workbench being restored is a Conflict.
 func (s *Service) observe(ctx context.Context, id string, path []string) (observation, *Error) {
 	sn, werr := s.pinForWrite(ctx)
 	if werr != nil {
 		return observation{}, werr
 	}
 	o := observation{sn: sn}
+	if werr := s.prefetch(ctx, sn, id, pathReads(path)); werr != nil {
+		return observation{}, werr
+	}
 	ws, ok, werr := s.workspace(ctx, snapshotReader(ctx, sn), id)
 	if werr != nil {
 		return observation{}, werr
@@ -46,14 +50,14 @@ func (s *Service) observe(ctx context.Context, id string, path []string) (observ
 	return o, nil
 }
 
-// hasDescendant reports whether the observed workbench has an artifact
-// strictly under path.
-func (o observation) hasDescendant(ctx context.Context, s *Service, id string, path []string) (bool, *Error) {
+// isDirectory reports whether path is a directory of the observed
+// workbench (an artifact lies strictly under it).
+func (o observation) isDirectory(ctx context.Context, s *Service, id string, path []string) (bool, *Error) {
 	if o.ws == nil {
 		return false, nil
 	}
 	v := &view{s: s, sn: o.sn, id: id, ws: *o.ws}
-	return v.hasDescendant(ctx, path)
+	return v.isDirectory(ctx, path)
 }
 
 // fileResult starts a write tool's result: workbench_id, path, section and

@@ -44,7 +44,8 @@ import (
 //     head.Command.At, which the conditional head write validates): the
 //     ArtifactRevision (Available, one strong reference), its
 //     ArtifactManifest rows, the
-//     PathCurrent entry, the Path RevisionRef, the RevisionDependency refs
+//     PathCurrent entry, the PathDirectory rows of a new path's ancestors
+//     that lack one, the Path RevisionRef, the RevisionDependency refs
 //     of an append, the release of the replaced revision's Path ref (with a
 //     GcCandidate when its count reaches zero), one StagedObject row per
 //     uploaded block (Uploaded, Owned), the Publish Operation row in phase
@@ -288,6 +289,7 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 		c.updateReferences,
 		c.placeRevision,
 		c.movePath,
+		c.placeDirectories,
 		c.recordStaging,
 		c.bumpWorkspace,
 		c.writeOperation,
@@ -380,7 +382,7 @@ func (c *pubCommand) checkCondition() error {
 		}
 	case pubReplace:
 		if cur == nil {
-			dir, err := txHasDescendant(c.tx, c.s.root, c.ws.Incarnation, p.path)
+			dir, err := txIsDirectory(c.tx, c.s.root, c.ws.Incarnation, p.path)
 			if err != nil {
 				return err
 			}
@@ -418,7 +420,7 @@ func (c *pubCommand) checkPlacement() error {
 			return reject(underFile(p.path[:i]))
 		}
 	}
-	dir, err := txHasDescendant(c.tx, c.s.root, c.ws.Incarnation, p.path)
+	dir, err := txIsDirectory(c.tx, c.s.root, c.ws.Incarnation, p.path)
 	if err != nil {
 		return err
 	}
@@ -558,6 +560,16 @@ func (c *pubCommand) movePath() error {
 	return putRecord(c.tx, nokv.FamilyPathCurrent, c.pathKey, c.entry.Encode)
 }
 
+// placeDirectories writes the path_directory rows of a new path's
+// ancestors that lack one (directories.go), so that a listing finds every
+// directory in its parent's shard.
+func (c *pubCommand) placeDirectories() error {
+	if c.cur != nil {
+		return nil // the path existed: its ancestors have their rows
+	}
+	return placeDirectories(c.tx, c.s.root, c.ws.Incarnation, c.p.path, c.seq)
+}
+
 // recordStaging writes the staging ledger's rows: the StagedObject rows
 // own the uploaded blocks from now on.
 func (c *pubCommand) recordStaging() error {
@@ -638,19 +650,6 @@ func putRecord(tx *head.Tx, f shards.Family, key []byte, encode func() ([]byte, 
 		return err
 	}
 	return tx.Put(f, key, v)
-}
-
-// txHasDescendant reports whether any artifact lies strictly under path.
-func txHasDescendant(tx *head.Tx, root nokv.RootID, inc nokv.IncarnationID, path []string) (bool, error) {
-	prefix, err := nokv.PathCurrentPrefix(root, inc, path)
-	if err != nil {
-		return false, err
-	}
-	recs, err := tx.Scan(nokv.FamilyPathCurrent, prefix, nil, 1)
-	if err != nil {
-		return false, err
-	}
-	return len(recs) > 0, nil
 }
 
 // NotDirectory under a file: a write whose path lies below an artifact.

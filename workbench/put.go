@@ -44,7 +44,7 @@ func (s *Service) putFile(ctx context.Context, id string, path []string, body []
 		// Replace-only: refuse before uploading anything.
 		mode = pubReplace
 		if obs.entry == nil {
-			dir, werr := obs.hasDescendant(ctx, s, id, path)
+			dir, werr := obs.isDirectory(ctx, s, id, path)
 			if werr != nil {
 				return nil, werr
 			}
@@ -55,7 +55,7 @@ func (s *Service) putFile(ctx context.Context, id string, path []string, body []
 		}
 	} else if obs.entry != nil {
 		return nil, AlreadyExists(fmt.Sprintf("%s already exists", LogicalPath(path)))
-	} else if dir, werr := obs.hasDescendant(ctx, s, id, path); werr != nil {
+	} else if dir, werr := obs.isDirectory(ctx, s, id, path); werr != nil {
 		return nil, werr
 	} else if dir {
 		return nil, AlreadyExists(fmt.Sprintf("%s already exists as a directory", LogicalPath(path)))

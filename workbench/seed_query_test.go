@@ -191,6 +191,10 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state nokv.Workspac
 				if err := tx.Put(nokv.FamilyPathCurrent, pathKey, entry); err != nil {
 					return nil, err
 				}
+				// As publication does: the new path's directories.
+				if err := placeDirectories(tx, s.root, ws.Incarnation, p.path, tx.Sequence()); err != nil {
+					return nil, err
+				}
 				ws.WorkspaceRevision++
 			}
 			v, err := ws.Encode()
@@ -204,4 +208,22 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state nokv.Workspac
 		t.Fatalf("seed workbench %s: %v", id, err)
 	}
 	return gens
+}
+
+// PathShardForTest returns the index of the path_current shard that holds
+// the entries directly in dir (a section-joined path; "" for the top).
+func PathShardForTest(t testing.TB, s *Service, dir string) uint8 {
+	t.Helper()
+	var comps []string
+	if dir != "" {
+		var werr *Error
+		if comps, werr = NormalizePath(dir); werr != nil {
+			t.Fatal(werr)
+		}
+	}
+	refs, err := dirShards(s.root, comps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return refs[0].Index
 }

@@ -49,6 +49,12 @@ type Options struct {
 	// CleanupDelay is how long after a publication landed its staging
 	// ledger is deleted, in the background. Default DefaultCleanupDelay.
 	CleanupDelay time.Duration
+	// BlockCacheBytes is the budget of the cache of small block objects
+	// (at most bodies.CacheMaxBlock bytes each) that reads fill, so that
+	// a grep over the same small files reads no block again. Default
+	// bodies.DefaultCacheBytes; negative caches no block. The engine's
+	// cache of shards, tables and roots is Engine.CacheBytes.
+	BlockCacheBytes int64
 	// CloseTimeout bounds the time Close spends on queued ledger deletes.
 	// Default DefaultCloseTimeout.
 	CloseTimeout time.Duration
@@ -111,7 +117,7 @@ func Open(ctx context.Context, b bucket.Bucket, opts Options) (*Service, error) 
 	if err != nil {
 		return nil, err
 	}
-	bs := bodies.New(b, store.Layout(), bodies.Options{BlockSize: opts.BlockSize})
+	bs := bodies.New(b, store.Layout(), bodies.Options{BlockSize: opts.BlockSize, CacheBytes: opts.BlockCacheBytes})
 	s := &Service{
 		store:   store,
 		bodies:  bs,

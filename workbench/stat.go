@@ -52,7 +52,7 @@ func (v *view) stat(ctx context.Context, comps []string) (map[string]any, *Error
 	if len(comps) == 1 && IsSection(comps[0]) {
 		return v.s.card(v.id, comps, nil), nil
 	}
-	some, werr := v.hasDescendant(ctx, comps)
+	some, werr := v.isDirectory(ctx, comps)
 	if werr != nil || !some {
 		return nil, werr
 	}

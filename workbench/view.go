@@ -91,14 +91,14 @@ func (s *Service) prefetch(ctx context.Context, sn *head.Snapshot, id string, re
 		return FromError(err)
 	}
 	refs := []head.ShardRef{wsShard}
-	if reads.dir != nil {
-		sk, err := nokv.PathCurrentShardKey(s.root, reads.dir)
+	for _, dir := range reads.dirs {
+		ds, err := dirShards(s.root, dir)
 		if err != nil {
 			return FromError(err)
 		}
-		refs = append(refs, head.ShardRef{Family: nokv.FamilyPathCurrent, Index: shards.HashShardKey(nokv.FamilyPathCurrent, sk)})
+		refs = append(refs, ds[:]...)
 	}
-	fams := append([]shards.Family{nokv.FamilyPathCurrent}, reads.fams...)
+	fams := append([]shards.Family{nokv.FamilyPathCurrent, nokv.FamilyPathDirectory}, reads.fams...)
 	return FromError(sn.Prefetch(ctx, fams, refs))
 }
 
@@ -108,21 +108,48 @@ func snapshotReader(ctx context.Context, sn *head.Snapshot) func(shards.Family, 
 
 // viewReads names what a tool will read through its view beyond the
 // workbench's marker, so that openView fetches it together with the
-// marker: the tables of fams and of path_current in one round, then the
-// marker's shard and the shard of the entries directly in dir in a
-// second. (path_current's shard key leaves out the incarnation, so that
-// shard is known before the marker is read.)
+// marker: the tables of fams, path_current and path_directory in one
+// round, then the marker's shard and, for each of dirs, the shards of its
+// direct entries in both families in a second. (Their shard key leaves
+// out the incarnation, so those shards are known before the marker is
+// read.)
 type viewReads struct {
-	dir  []string // a directory whose direct entries the tool reads; nil: none
+	// dirs are directories whose direct entries (files, subdirectories)
+	// the tool reads: a lookup of dir/name, or a listing of dir.
+	dirs [][]string
 	fams []shards.Family
 }
 
-// entryReads are the reads of a tool that looks up the entry at path.
+// entryReads are the reads of a tool that looks up the entry at path: an
+// artifact, or a directory.
 func entryReads(path []string, fams ...shards.Family) viewReads {
 	if len(path) == 0 {
 		return viewReads{fams: fams}
 	}
-	return viewReads{dir: path[: len(path)-1 : len(path)-1], fams: fams}
+	return viewReads{dirs: [][]string{path[: len(path)-1 : len(path)-1]}, fams: fams}
+}
+
+// listReads are the reads of a listing of dir: the entry at dir itself
+// (a file there is NotDirectory) and dir's direct entries.
+func listReads(dir []string) viewReads {
+	r := entryReads(dir)
+	if len(dir) > 0 {
+		r.dirs = append(r.dirs, dir)
+	} else {
+		r.dirs = [][]string{nil}
+	}
+	return r
+}
+
+// pathReads are the reads of a write that creates or replaces path: the
+// entries of every ancestor directory, where publication checks that no
+// ancestor is a file and finds the directory rows it must add.
+func pathReads(path []string) viewReads {
+	var r viewReads
+	for i := range len(path) {
+		r.dirs = append(r.dirs, path[:i:i])
+	}
+	return r
 }
 
 // openView pins the shard and finds workbench id, live (at == nil) or at
@@ -223,19 +250,6 @@ type child struct {
 	name  string
 	path  []string
 	entry *nokv.PathEntry
-}
-
-// hasDescendant reports whether any artifact lies strictly under dir.
-func (v *view) hasDescendant(ctx context.Context, dir []string) (bool, *Error) {
-	prefix, err := nokv.PathCurrentPrefix(v.s.root, v.ws.Incarnation, dir)
-	if err != nil {
-		return false, FromError(err)
-	}
-	recs, err := v.sn.Scan(ctx, nokv.FamilyPathCurrent, prefix, nil, 1)
-	if err != nil {
-		return false, FromError(err)
-	}
-	return len(recs) > 0, nil
 }
 
 // manifest returns the ArtifactManifest rows of a revision, in object

@@ -516,3 +516,75 @@ func TestInlineAndPrefetchedBlocks(t *testing.T) {
 		t.Fatalf("mismatched prefetch: %v, want ErrIntegrity", err)
 	}
 }
+
+// TestBlockCache: a small block read once is read again from the cache,
+// only by a caller that expects the digest it was checked against; a
+// block that failed its check, a block over CacheMaxBlock and a slice of
+// an object are never cached; a Prefetch of a cached block's key sends
+// nothing; CacheBytes < 0 turns the cache off.
+func TestBlockCache(t *testing.T) {
+	ctx := t.Context()
+	for _, on := range []bool{true, false} {
+		mb := mem.NewBucket()
+		cb := counting.New(mb)
+		opts := bodies.Options{BlockSize: 4}
+		if !on {
+			opts.CacheBytes = -1
+		}
+		s := bodies.New(cb, newLayout(t), opts)
+		body := []byte("aaaabbbbcccc")
+		st := staging(s, body)
+		if err := s.Stage(ctx, st, body); err != nil {
+			t.Fatal(err)
+		}
+		read := func(what string, blocks []bodies.Block, gets int64) {
+			t.Helper()
+			cb.Reset()
+			if _, err := collect(ctx, s, blocks); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if !on {
+				gets = int64(len(blocks))
+			}
+			if got := cb.Snapshot().Get.Requests; got != gets {
+				t.Errorf("cache %v, %s: %d GETs, want %d", on, what, got, gets)
+			}
+		}
+		read("first read", st.Blocks, 3)
+		read("second read", st.Blocks, 0)
+		// Another digest expected under the same key: read, and checked.
+		other := st.Blocks[0]
+		other.Digest = digest.Sum([]byte("zzzz"))
+		cb.Reset()
+		if _, err := collect(ctx, s, []bodies.Block{other}); !errors.Is(err, bucket.ErrIntegrity) || cb.Snapshot().Get.Requests != 1 {
+			t.Errorf("cache %v, other digest: %v after %d GETs", on, err, cb.Snapshot().Get.Requests)
+		}
+		read("after the mismatch", st.Blocks[:1], 0)
+		// A slice of an object is not cached.
+		part := []bodies.Block{{Key: st.Blocks[1].Key, Offset: 1, Size: 2, Digest: digest.Sum([]byte("bb"))}}
+		read("a slice", part, 1)
+		read("a slice again", part, 1)
+		// Prefetch of a cached block's key sends nothing.
+		pctx, cancel := context.WithCancel(ctx)
+		if f := s.Prefetch(pctx, st.Blocks[2].Key); (f == nil) != on {
+			t.Errorf("cache %v: prefetch of a block read before: fetch %v", on, f)
+		}
+		cancel()
+	}
+	// A block over CacheMaxBlock is read every time.
+	cb := counting.New(mem.NewBucket())
+	s := bodies.New(cb, newLayout(t), bodies.Options{BlockSize: bodies.CacheMaxBlock + 1})
+	body := bytes.Repeat([]byte("x"), bodies.CacheMaxBlock+1)
+	st := staging(s, body)
+	if err := s.Stage(ctx, st, body); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := collect(ctx, s, st.Blocks); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := s.CacheStats().Entries; got != 0 {
+		t.Fatalf("%d blocks cached, want none over %d bytes", got, bodies.CacheMaxBlock)
+	}
+}

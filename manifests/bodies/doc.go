@@ -65,6 +65,17 @@
 // bucket.ErrNotExist. The first error ends the stream once the fetches in
 // flight have ended.
 //
+// A block that is a whole object of at most CacheMaxBlock bytes is kept,
+// once checked, in a least-recently-used cache bounded by
+// Options.CacheBytes (DefaultCacheBytes, 32 MiB; negative: none), under
+// its object key; a read finds it there only when it expects the digest
+// it was checked against, so the cache is content-addressed by key and
+// digest. Block objects are immutable, so a cached block never goes
+// stale. Prefetch of a key whose block is cached sends nothing. A block
+// that failed its check, a slice of an object and the blocks of large
+// bodies are never cached; what Stream hands out may be shared with the
+// cache and must not be modified.
+//
 // # Crashes and cleanup
 //
 // Discard deletes a staging that was not published: its blocks, then,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/shards"
 )
 
 // Stream calls fn with the bytes of blocks, block by block in order, each
@@ -59,6 +60,12 @@ func (s *Store) fetch(ctx context.Context, blk Block) ([]byte, error) {
 		}
 		return blk.Data, nil
 	}
+	ck, cacheable := s.cacheKey(blk)
+	if cacheable {
+		if c, ok := s.cache.Get(ck); ok && c.digest == blk.Digest && uint64(len(c.b)) == blk.Size {
+			return c.b, nil
+		}
+	}
 	var obj []byte
 	var err error
 	if f := blk.pre; f != nil {
@@ -82,7 +89,45 @@ func (s *Store) fetch(ctx context.Context, blk Block) ([]byte, error) {
 	if err := digest.Verify(b, blk.Digest); err != nil {
 		return nil, fmt.Errorf("bodies: block %s: %w", blk.Key, err)
 	}
+	if cacheable && blk.Size == uint64(len(obj)) {
+		s.cache.Add(ck, cachedBlock{digest: blk.Digest, b: b})
+	}
 	return b, nil
+}
+
+// cachedBlock is a block in the cache: the whole object read from a key,
+// and the digest it was verified against.
+type cachedBlock struct {
+	digest digest.Hash
+	b      []byte
+}
+
+func (c cachedBlock) size() int64 { return int64(len(c.b)) + 64 }
+
+// cacheKey names a block in the cache by the object key it was read
+// from. Only blocks that are a whole object of at most CacheMaxBlock
+// bytes are cached, after their digest was checked, and a hit counts only
+// when the digest the caller expects is the one they were checked
+// against: the cache is content-addressed by key and digest. Callers must
+// not modify what Stream hands them.
+func (s *Store) cacheKey(blk Block) (digest.Hash, bool) {
+	if s.cache == nil || blk.Offset != 0 || blk.Size > CacheMaxBlock {
+		return digest.Hash{}, false
+	}
+	return objectCacheKey(blk.Key), true
+}
+
+func objectCacheKey(key string) digest.Hash {
+	return digest.Sum(append([]byte("cairn.bodies.block.v1\x00"), key...))
+}
+
+// CacheStats reports the counters of the cache of small blocks (all zero
+// when it is off).
+func (s *Store) CacheStats() shards.CacheStats {
+	if s.cache == nil {
+		return shards.CacheStats{}
+	}
+	return s.cache.Stats()
 }
 
 // Fetch is the read of one block object started before its Block is
@@ -96,8 +141,15 @@ type Fetch struct {
 	err  error
 }
 
-// Prefetch starts reading the object at key. The read ends with ctx.
+// Prefetch starts reading the object at key. The read ends with ctx. It
+// returns nil, and reads nothing, when the cache holds a block read from
+// key: Stream will find it there.
 func (s *Store) Prefetch(ctx context.Context, key string) *Fetch {
+	if s.cache != nil {
+		if _, ok := s.cache.Get(objectCacheKey(key)); ok {
+			return nil
+		}
+	}
 	f := &Fetch{key: key, done: make(chan struct{})}
 	go func() {
 		defer close(f.done)

@@ -22,6 +22,12 @@ const (
 	DefaultBlockSize = 4 << 20
 	// DefaultParallel bounds the block requests one call has in flight.
 	DefaultParallel = 8
+	// DefaultCacheBytes is the budget of the cache of small blocks.
+	DefaultCacheBytes = 32 << 20
+	// CacheMaxBlock is the largest block the cache holds: small files,
+	// which a grep reads again and again, and not the blocks of large
+	// bodies, which would evict them.
+	CacheMaxBlock = 64 << 10
 )
 
 // DefaultRetry is the retry policy of a Store's create-only writes.
@@ -37,6 +43,11 @@ type Options struct {
 	// Retry bounds the tries of one create-only write (see the package
 	// documentation). A zero Attempts takes DefaultRetry.
 	Retry bucket.RetryPolicy
+	// CacheBytes is the budget of the cache of blocks of at most
+	// CacheMaxBlock bytes that reads fill (see Reading in the package
+	// documentation). Zero takes DefaultCacheBytes; negative caches
+	// nothing.
+	CacheBytes int64
 }
 
 // Store stages, reads and discards the artifact bodies of one shard in
@@ -45,6 +56,7 @@ type Store struct {
 	b      bucket.Bucket
 	layout shards.Layout
 	opts   Options
+	cache  *shards.Cache[cachedBlock] // verified small blocks; nil: none
 }
 
 // New returns the Store of the bodies of layout's shard in b.
@@ -58,7 +70,14 @@ func New(b bucket.Bucket, layout shards.Layout, opts Options) *Store {
 	if opts.Retry.Attempts <= 0 {
 		opts.Retry = DefaultRetry
 	}
-	return &Store{b: b, layout: layout, opts: opts}
+	if opts.CacheBytes == 0 {
+		opts.CacheBytes = DefaultCacheBytes
+	}
+	s := &Store{b: b, layout: layout, opts: opts}
+	if opts.CacheBytes > 0 {
+		s.cache = shards.NewCache(opts.CacheBytes, cachedBlock.size)
+	}
+	return s
 }
 
 // WriteLedger writes st's ledger create-only. Writing the same ledger

@@ -23,6 +23,7 @@ const (
 	PublishOperationVersion          = 1
 	StagedObjectVersion              = 1
 	SecondaryIndexVersion            = 1
+	PathDirectoryVersion             = 1
 )
 
 var (

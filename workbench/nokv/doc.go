@@ -1,7 +1,7 @@
 // Package nokv is the NoKV workspace schema as cairn's engine stores it:
 // the seed schema's metadata families with their tags, tree names and
-// shard-key rules, the schema marker (nokv_workspace, format 8, value
-// format 1), and the durable records themselves: ids, the keys and values
+// shard-key rules, cairn's own derived families (path_directory), the
+// schema marker (nokv_workspace, format 10, value format 2), and the durable records themselves: ids, the keys and values
 // of the families the file tools use, the index scalar codec and the enum
 // registry. Package workbench opens its shard with Schema and reads and
 // writes these records; the engine knows none of this.
@@ -57,18 +57,30 @@
 //	gc_candidate                 0x15  whole key                                   point read of a candidate
 //	gc_barrier                   0x16  whole key (root_id)                         point read of the barrier
 //	workspace_incarnation_claim  0x17  whole key                                   point read of a claim
+//	path_directory               0x40  root_id|parent directory (as path_current)  point read of a directory; the
+//	                                                                               subdirectories of one directory
 //	system                       0xf0  whole key                                   point read of the schema marker
 //
 // Notes on the choices:
 //
 //   - path_current: a point read and the files of a direct-child listing
-//     each touch one shard. Directories are implicit, so the subdirectories
-//     a listing rolls up have their records in their own shards; naming
-//     them, like a recursive listing, merges shards. The shard key leaves
-//     out the incarnation (format 9): a reader names a path's shard before
-//     it has read the workbench's marker, and fetches both in one round;
-//     incarnations of one workbench share a directory's shard, and the
-//     incarnation stays in the record key, so their rows never mix.
+//     each touch one shard; a recursive listing merges shards. The shard
+//     key leaves out the incarnation (format 9): a reader names a path's
+//     shard before it has read the workbench's marker, and fetches both in
+//     one round; incarnations of one workbench share a directory's shard,
+//     and the incarnation stays in the record key, so their rows never
+//     mix.
+//   - path_directory (format 10) is not a seed family: it is a cairn
+//     mechanism, a derived index of the seed's PathCurrent like the
+//     engine's own families, under a tag outside the seed's 0x01-0x17
+//     range. One row names each directory that has at least one artifact
+//     below it, keyed root_id | incarnation | the directory's exact-row
+//     path (PathDirectoryKey) and sharded by the directory's parent, so a
+//     directory's files and its subdirectories are found under one shard
+//     key, one shard in each family. The seed's directories stay implicit
+//     in meaning; the rows are kept complete by the commands that create
+//     paths (package workbench) and never removed while nothing removes
+//     an artifact.
 //   - revision_ref: the owner's encoding is discriminated by the kind
 //     (Path: incarnation | u32 length | ordered NUL-separated path bytes;
 //     Commit: commit_id; RevisionDependency: child revision id), and the

@@ -37,11 +37,23 @@ const (
 	FamilyWorkspaceIncarnationClaim shards.Family = 0x17
 )
 
+// Families of cairn's own, outside the seed's tag range: derived indexes
+// of seed families that the engine's layout calls for. The seed's
+// semantics do not change; these rows are kept complete by the same
+// commands that write the rows they index.
+const (
+	// FamilyPathDirectory names each directory that has at least one
+	// artifact below it: a derived index of PathCurrent, sharded like it
+	// by parent directory, so that a direct-child listing reads one shard
+	// of each (format 10).
+	FamilyPathDirectory shards.Family = 0x40
+)
+
 // The schema marker: the seed's System("schema") record.
 const (
 	SchemaID           = "nokv_workspace"
-	FormatVersion      = 9 // 9: path_current's shard key leaves out the incarnation
-	ValueFormatVersion = 2 // 2: a manifest row may carry its body inline
+	FormatVersion      = 10 // 10: path_directory rows name the directories; 9: path_current's shard key leaves out the incarnation
+	ValueFormatVersion = 2  // 2: a manifest row may carry its body inline
 )
 
 // Lengths of the seed's fixed-width ids.
@@ -91,6 +103,7 @@ var families = []struct {
 	{FamilyGcCandidate, "gc_candidate", shape{min: 2*idLen + 1}},
 	{FamilyGcBarrier, "gc_barrier", shape{exact: idLen}},
 	{FamilyWorkspaceIncarnationClaim, "workspace_incarnation_claim", shape{exact: 2 * idLen}},
+	{FamilyPathDirectory, "path_directory", shape{min: 2*idLen + 2, shardKey: pathCurrentShardKey}},
 }
 
 // Specs returns the specs of the NoKV families, in tag order, without the
@@ -116,7 +129,7 @@ var registry = sync.OnceValue(func() *shards.Schema {
 func Families() *shards.Schema { return registry() }
 
 // Schema returns what a Workbench shard is opened with: the NoKV families
-// under the marker nokv_workspace, format 9, value format 1.
+// under the marker nokv_workspace, format 10, value format 2.
 func Schema() head.Schema {
 	return head.Schema{
 		Marker:   head.Marker{SchemaID: SchemaID, FormatVersion: FormatVersion, ValueFormatVersion: ValueFormatVersion},
@@ -186,7 +199,8 @@ func checkExactPath(key []byte, off int) (lastSep int, reason string) {
 	return lastSep, ""
 }
 
-// pathCurrentShardKey: root_id | the ordered components of the parent
+// pathCurrentShardKey (path_current and path_directory): root_id | the
+// ordered components of the parent
 // directory, each followed by NUL (the key without its incarnation, up to
 // and including the path's last separator; root_id alone for a top-level
 // entry). The incarnation is left out so that a reader can fetch a path's
@@ -206,7 +220,8 @@ func pathCurrentShardKey(key []byte) ([]byte, string) {
 
 // PathCurrentShardKey returns the path_current shard key of the entries
 // directly in directory dir (nil: the top level) of any incarnation of
-// root: the shard a point read of dir's children reads.
+// root: the shard a point read of dir's children reads. path_directory
+// shares the rule: it is also the shard key of dir's subdirectories' rows.
 func PathCurrentShardKey(root RootID, dir []string) ([]byte, error) {
 	if len(dir) > 0 {
 		if reason := pathReason(dir); reason != "" {

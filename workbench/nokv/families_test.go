@@ -39,12 +39,13 @@ gc_barrier	0x16
 workspace_incarnation_claim	0x17
 `
 
-// engineFamilies are the families the engine adds to the seed's;
-// command_dedupe is in both.
+// engineFamilies are the families cairn adds to the seed's, in tag
+// order: its own derived indexes, then the engine's; command_dedupe is in
+// both.
 var engineFamilies = []struct {
 	name string
 	tag  uint8
-}{{"system", 0xf0}}
+}{{"path_directory", 0x40}, {"system", 0xf0}}
 
 func TestFamilyTableMatchesSeed(t *testing.T) {
 	type entry struct {
@@ -148,8 +149,8 @@ func TestFamiliesReturnsCopy(t *testing.T) {
 
 func TestSchemaMarker(t *testing.T) {
 	sc := nokv.Schema()
-	if sc.Marker.SchemaID != "nokv_workspace" || sc.Marker.FormatVersion != 9 || sc.Marker.ValueFormatVersion != 2 {
-		t.Fatalf("marker = %+v, want nokv_workspace 9/2", sc.Marker)
+	if sc.Marker.SchemaID != "nokv_workspace" || sc.Marker.FormatVersion != 10 || sc.Marker.ValueFormatVersion != 2 {
+		t.Fatalf("marker = %+v, want nokv_workspace 10/2", sc.Marker)
 	}
 	if sc.Families != fams {
 		t.Fatal("Schema().Families is not Families()")

@@ -35,7 +35,7 @@ func sampleKey(t testing.TB, f shards.Family, i int) []byte {
 		k.ID16(id16(i))
 	case nokv.FamilyWorkspaceCurrent:
 		k.ID16(testRoot).String(fmt.Sprintf("wb-%d", i))
-	case nokv.FamilyPathCurrent:
+	case nokv.FamilyPathCurrent, nokv.FamilyPathDirectory:
 		k.ID16(testRoot).ID16(id16(1)).Path([]string{"outputs", fmt.Sprintf("d%d", i%7), fmt.Sprintf("f%d.txt", i)})
 	case nokv.FamilyArtifactRevision, nokv.FamilyWorkspaceIncarnationClaim, nokv.FamilyWorkbenchCommitHead:
 		k.ID16(testRoot).ID16(id16(i))

@@ -2,6 +2,7 @@ package nokv
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 
 	"github.com/cairnstore/cairn/bucket/wire"
@@ -121,7 +122,8 @@ func ParsePathCurrentKey(b []byte) (PathCurrentKey, error) {
 
 // PathCurrentPrefix returns the scan prefix of the paths strictly below
 // directory dir of one incarnation; an empty dir covers the whole
-// workspace.
+// workspace. PathDirectoryKey shares the encoding, so the prefix serves
+// path_directory too.
 func PathCurrentPrefix(root RootID, inc IncarnationID, dir []string) ([]byte, error) {
 	if len(dir) > 0 {
 		if reason := pathReason(dir); reason != "" {
@@ -129,6 +131,43 @@ func PathCurrentPrefix(root RootID, inc IncarnationID, dir []string) ([]byte, er
 		}
 	}
 	return shards.NewKey().ID16(root).ID16(inc).PathPrefix(dir).Build()
+}
+
+// PathDirectoryKey is root_id | workspace_incarnation_id | the exact-row
+// encoding of a directory's path, the PathCurrentKey encoding: a
+// directory's row and an artifact's row at the same path have equal keys
+// in their two families, and the subdirectories of a directory share a
+// shard key with its files (PathCurrentShardKey).
+type PathDirectoryKey struct {
+	Root        RootID
+	Incarnation IncarnationID
+	Path        []string
+}
+
+const recPathDirectoryKey = "path_directory key"
+
+// Family returns FamilyPathDirectory.
+func (PathDirectoryKey) Family() shards.Family { return FamilyPathDirectory }
+
+// Encode returns the key's bytes.
+func (k PathDirectoryKey) Encode() ([]byte, error) {
+	if reason := pathReason(k.Path); reason != "" {
+		return nil, keyFail("encode", recPathDirectoryKey, 0, reason)
+	}
+	return shards.NewKey().ID16(k.Root).ID16(k.Incarnation).Path(k.Path).Build()
+}
+
+// ParsePathDirectoryKey parses a PathDirectory key.
+func ParsePathDirectoryKey(b []byte) (PathDirectoryKey, error) {
+	k, err := ParsePathCurrentKey(b)
+	if err != nil {
+		var re *RecordError
+		if errors.As(err, &re) {
+			re.Record = recPathDirectoryKey
+		}
+		return PathDirectoryKey{}, err
+	}
+	return PathDirectoryKey(k), nil
 }
 
 // ArtifactRevisionKey is root_id | artifact_revision_id.

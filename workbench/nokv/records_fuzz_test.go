@@ -74,6 +74,8 @@ var fuzzTargets = []fuzzTarget{
 		}
 		return out, nil
 	}},
+	{"PathDirectory", 0, roundTrip(nokv.DecodePathDirectory)},
+	{"PathDirectoryKey", nokv.FamilyPathDirectory, roundTrip(nokv.ParsePathDirectoryKey)},
 }
 
 var errTrailing = errors.New("bytes after the scalar")

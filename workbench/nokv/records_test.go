@@ -147,6 +147,9 @@ func records() []record {
 				"0000000000000003", // created_version
 				"0000000000000009") // modified_version
 		}),
+		newRecord("PathDirectory", nokv.PathDirectory{CreatedVersion: 7}, nokv.DecodePathDirectory, func(t testing.TB) []byte {
+			return hx(t, "01", "0000000000000007")
+		}),
 		newRecord("WorkspaceIncarnationClaim", fxClaim, nokv.DecodeWorkspaceIncarnationClaim, func(t testing.TB) []byte {
 			return hx(t, "01", "00000004 77622d31")
 		}),
@@ -352,6 +355,7 @@ func TestValueVersions(t *testing.T) {
 		"WorkspaceCurrent": 2, "PathEntry": 2, "ArtifactRevision": 2, "ChangeEvent": 2,
 		"WorkspaceIncarnationClaim": 1, "ArtifactManifestEntry": 2, "RevisionRef": 1,
 		"GcCandidate": 1, "PublishOperation": 1, "StagedObject": 1, "SecondaryIndexEntry": 1,
+		"PathDirectory": 1,
 	}
 	for _, r := range records() {
 		b, err := r.encode(r.value)

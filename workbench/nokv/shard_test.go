@@ -117,6 +117,23 @@ func TestPathCurrentShardsByParentDirectory(t *testing.T) {
 	if got, want := shardOf(t, nokv.FamilyPathCurrent, other), shardOf(t, nokv.FamilyPathCurrent, key("a", "b")); got != want {
 		t.Fatalf("a/b of another incarnation in shard %02x, want %02x", got, want)
 	}
+	// A directory's row in path_directory has the shard key of its
+	// parent, as a file there would: a directory's files and
+	// subdirectories are found by one shard key.
+	for _, p := range [][]string{{"outputs", "run"}, {"notes"}} {
+		k := mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).Path(p))
+		got, err := fams.ShardKey(nokv.FamilyPathDirectory, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := nokv.PathCurrentShardKey(testRoot, p[:len(p)-1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("path_directory %v: shard key %x, want %x", p, got, want)
+		}
+	}
 	// A subtree prefix spans shards: PrefixShard declines it.
 	pre := mustKey(t, shards.NewKey().ID16(testRoot).ID16(inc).PathPrefix([]string{"outputs"}))
 	if _, ok := fams.PrefixShard(nokv.FamilyPathCurrent, pre); ok {

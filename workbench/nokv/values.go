@@ -92,6 +92,33 @@ func DecodeWorkspaceIncarnationClaim(b []byte) (WorkspaceIncarnationClaim, error
 	return v, nil
 }
 
+// PathDirectory is the value of a PathDirectory row (version 1): the
+// commit version that first placed an artifact below the directory.
+//
+//	created_version u64
+type PathDirectory struct {
+	CreatedVersion uint64
+}
+
+const recPathDirectory = "path_directory value"
+
+// Encode returns the value's bytes.
+func (v PathDirectory) Encode() ([]byte, error) {
+	w := newValueWriter(recPathDirectory, PathDirectoryVersion)
+	w.u64(v.CreatedVersion)
+	return w.finish()
+}
+
+// DecodePathDirectory decodes a PathDirectory value.
+func DecodePathDirectory(b []byte) (PathDirectory, error) {
+	r := newValueReader(recPathDirectory, b, PathDirectoryVersion)
+	v := PathDirectory{CreatedVersion: r.u64()}
+	if err := r.end(); err != nil {
+		return PathDirectory{}, err
+	}
+	return v, nil
+}
+
 // PathEntry is the value of a PathCurrent row (version 2). It keeps every
 // immutable revision field an exact stat or listing needs:
 //
