@@ -507,3 +507,73 @@ func BenchmarkThousandCommandCommitBytes(b *testing.B) {
 		b.ReportMetric(per(written[k]), k+"-B")
 	}
 }
+
+// BenchmarkThousandRecordFoldBytes: a fold of 1,000 one-record changes to
+// random keys of a family of 100,000 (a group commit's delta reaching the
+// base): one command of 1,000 puts by a Store that folds every commit
+// inline. It reports the bytes the fold writes and their parts. The keys
+// touch nearly every one of the 256 shards, so this is the fold's worst
+// case per record; with pages (the default) it rewrites the touched pages
+// and indexes, with pages=off (PageBytes at 1 TiB: every touched shard
+// becomes one object again) whole shards, as folds did before pages.
+func BenchmarkThousandRecordFoldBytes(b *testing.B) {
+	const n, recs = 100_000, 1000
+	for _, mode := range []struct {
+		name string
+		page int64
+	}{{"pages=on", 0}, {"pages=off", 1 << 40}} {
+		b.Run(mode.name, func(b *testing.B) {
+			ctx := context.Background()
+			store := mem.NewStore()
+			id := shards.NewShardID()
+			mb, _ := mem.New(store, "")
+			filler := benchOpen(b, mb, id, head.Options{PageBytes: mode.page})
+			f := rqFamilies[0]
+			rqFill(b, filler, []shards.Family{f}, n)
+			filler.Close()
+			written := map[string]int{}
+			var puts int
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				rb, _ := mem.New(store, "")
+				rec := &rqRecorder{Bucket: rb}
+				s := benchOpen(b, rec, id, head.Options{MaxDeltaBytes: 1, PageBytes: mode.page})
+				if _, err := s.Pin(ctx); err != nil {
+					b.Fatal(err)
+				}
+				rec.take()
+				b.StartTimer()
+				if _, err := s.Do(ctx, head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
+					for j := range recs {
+						k := (j*7919 + i*104729) % n
+						if err := tx.Put(f, rqKey(f, k), rqValue(f, k, 3+i)); err != nil {
+							return nil, err
+						}
+					}
+					return nil, nil
+				}}); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				for _, c := range rec.take() {
+					if c.Op == "put" {
+						written[c.Kind] += c.Bytes
+						puts++
+					}
+				}
+				s.Close()
+				b.StartTimer()
+			}
+			per := func(v int) float64 { return float64(v) / float64(b.N) }
+			total := 0
+			for _, v := range written {
+				total += v
+			}
+			b.ReportMetric(per(total), "fold-B")
+			b.ReportMetric(per(puts), "puts/fold")
+			for _, k := range []string{"shard", "index", "table", "root", "head"} {
+				b.ReportMetric(per(written[k]), k+"-B")
+			}
+		})
+	}
+}

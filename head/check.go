@@ -23,7 +23,7 @@ type CheckOptions struct {
 // Check verifies the snapshot a root names, reading straight from the
 // bucket (no cache): every reachable object exists and hashes to its name,
 // each decodes canonically, every record sits in the shard its key
-// selects (or, in a delta segment, passes its family's key check), every
+// selects (and, in a page, in the page's key range of its index) (or, in a delta segment, passes its family's key check), every
 // table agrees with its root entry (shard count, record count, sizes) and
 // every delta segment with its root's reference (size, records,
 // sequence). It returns nil or an error joining every finding.
@@ -111,7 +111,49 @@ func (c *checker) table(ctx context.Context, fr roots.FamilyRef) {
 			fr.Table.Hash, t.Family, len(t.Entries), t.Records(), fr.Family, fr.Shards, fr.Records)
 	}
 	for _, e := range t.Entries {
-		c.shard(ctx, t.Family, e)
+		if e.Index {
+			c.index(ctx, t.Family, e)
+		} else {
+			c.shard(ctx, t.Family, e)
+		}
+	}
+}
+
+func (c *checker) index(ctx context.Context, f shards.Family, e roots.Entry) {
+	if c.seen[e.Ref.Hash] {
+		return // shared with a held root already checked
+	}
+	c.seen[e.Ref.Hash] = true
+	body, ok := c.get(ctx, c.layout.Index(f, e.Shard, e.Ref.Hash))
+	if !ok {
+		return
+	}
+	// DecodeIndex checks the hash, the canonical form, the family and
+	// shard index, the page order, and that every first key belongs to
+	// the shard.
+	x, err := shards.DecodeIndex(c.layout.Schema(), body, e.Ref.Hash, f, e.Shard)
+	if err != nil {
+		c.add("index %s/%02x %s: %w", f, e.Shard, e.Ref.Hash, err)
+		return
+	}
+	if x.Records() != e.Ref.Count || int64(len(body)) != e.Ref.Size {
+		c.add("index %s/%02x %s: %d records in %d bytes, table says %d in %d", f, e.Shard, e.Ref.Hash, x.Records(), len(body), e.Ref.Count, e.Ref.Size)
+	}
+	for i := range x.Len() {
+		h := x.Page(i).Ref.Hash
+		body, ok := c.get(ctx, c.layout.Shard(f, e.Shard, h))
+		if !ok {
+			continue
+		}
+		o, err := shards.DecodeShard(c.layout.Schema(), body, h, f, e.Shard)
+		if err != nil {
+			c.add("index %s/%02x %s: page %d %s: %w", f, e.Shard, e.Ref.Hash, i, h, err)
+			continue
+		}
+		// The page's size, count and key range against the index.
+		if err := x.CheckPage(i, o); err != nil {
+			c.add("index %s/%02x %s: %w", f, e.Shard, e.Ref.Hash, err)
+		}
 	}
 }
 

@@ -455,6 +455,7 @@ type candidate struct {
 	head      *Head
 	headBytes []byte
 	objects   map[digest.Hash]*shards.Object
+	indexes   map[digest.Hash]*shards.Index
 	tables    map[digest.Hash]*roots.Table
 	deltas    map[digest.Hash]*shards.Delta
 }
@@ -479,7 +480,7 @@ func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonc
 			return nil, err
 		}
 	}
-	c := &candidate{objects: map[digest.Hash]*shards.Object{}, tables: map[digest.Hash]*roots.Table{}, deltas: map[digest.Hash]*shards.Delta{}}
+	c := &candidate{objects: map[digest.Hash]*shards.Object{}, indexes: map[digest.Hash]*shards.Index{}, tables: map[digest.Hash]*roots.Table{}, deltas: map[digest.Hash]*shards.Delta{}}
 	root := &roots.Root{Nonce: nonce, Sequence: 1}
 	if sn != nil {
 		root.Parent = sn.rootHash
@@ -630,97 +631,6 @@ func (s *Store) buildBase(ctx context.Context, sn *Snapshot, muts *batchState, n
 	return nil
 }
 
-// buildFamily applies one family's sorted mutations and returns its new
-// root entry (ok false when the family becomes empty).
-func (s *Store) buildFamily(ctx context.Context, sn *Snapshot, f shards.Family, muts []shards.Mutation, nonce roots.Nonce, c *candidate) (roots.FamilyRef, bool, error) {
-	byShard := map[uint8][]shards.Mutation{}
-	for _, m := range muts {
-		idx, err := s.fams.ShardOf(f, m.Key)
-		if err != nil {
-			return roots.FamilyRef{}, false, err
-		}
-		byShard[idx] = append(byShard[idx], m)
-	}
-	entries := map[uint8]shards.Ref{}
-	var old *roots.Table
-	if sn != nil {
-		var err error
-		if old, err = sn.table(ctx, f); err != nil {
-			return roots.FamilyRef{}, false, err
-		}
-	}
-	if old != nil {
-		for _, e := range old.Entries {
-			entries[e.Shard] = e.Ref
-		}
-	}
-	idxs := make([]uint8, 0, len(byShard))
-	for idx := range byShard {
-		idxs = append(idxs, idx)
-	}
-	sort.Slice(idxs, func(i, j int) bool { return idxs[i] < idxs[j] })
-	type built struct {
-		obj  *shards.Object
-		body []byte
-		ref  shards.Ref
-	}
-	results := make([]built, len(idxs))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.opts.StageConcurrency)
-	for i, idx := range idxs {
-		g.Go(func() error {
-			base, err := shards.Empty(s.fams, f, idx)
-			if err != nil {
-				return err
-			}
-			if ref, ok := entries[idx]; ok {
-				if base, err = s.loadShard(gctx, f, idx, ref); err != nil {
-					return err
-				}
-			}
-			nu, err := base.Apply(byShard[idx])
-			if err != nil {
-				return err
-			}
-			nu = nu.Salted(shards.Salt(nonce))
-			results[i].obj = nu
-			if nu.Len() == 0 {
-				return nil
-			}
-			results[i].body, results[i].ref, err = nu.Encode()
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return roots.FamilyRef{}, false, err
-	}
-	for i, idx := range idxs {
-		r := results[i]
-		if r.obj.Len() == 0 {
-			delete(entries, idx)
-			continue
-		}
-		entries[idx] = r.ref
-		c.objects[r.ref.Hash] = r.obj
-		c.writes = append(c.writes, write{s.layout.Shard(f, idx, r.ref.Hash), r.body})
-	}
-	if len(entries) == 0 {
-		return roots.FamilyRef{}, false, nil
-	}
-	t := &roots.Table{Nonce: nonce, Family: f}
-	for idx, ref := range entries {
-		t.Entries = append(t.Entries, roots.Entry{Shard: idx, Ref: ref})
-	}
-	sort.Slice(t.Entries, func(i, j int) bool { return t.Entries[i].Shard < t.Entries[j].Shard })
-	b, ref, err := t.Encode(s.fams)
-	if err != nil {
-		return roots.FamilyRef{}, false, err
-	}
-	c.tables[ref.Hash] = t
-	c.writes = append(c.writes, write{s.layout.Table(ref.Hash), b})
-	return roots.FamilyRef{Family: f, Table: ref, Shards: uint16(len(t.Entries)), Records: t.Records()}, true, nil
-}
-
 // checkWriterRule enforces the rule that keeps GC safe: the candidate root
 // references only objects reachable from its parent root or written by
 // this attempt. Everything else could be an orphan a sweep is deleting.
@@ -743,14 +653,8 @@ func (s *Store) checkWriterRule(ctx context.Context, sn *Snapshot, c *candidate)
 				}
 			}
 			for _, e := range t.Entries {
-				if written[s.layout.Shard(fr.Family, e.Shard, e.Ref.Hash)] {
-					continue
-				}
-				if parent == nil {
-					return fmt.Errorf("%w: %s shard %02x %s not written and no parent table", ErrWriterRule, fr.Family, e.Shard, e.Ref.Hash)
-				}
-				if pr, ok := parent.Lookup(e.Shard); !ok || pr != e.Ref {
-					return fmt.Errorf("%w: %s shard %02x %s is not the parent's", ErrWriterRule, fr.Family, e.Shard, e.Ref.Hash)
+				if err := s.checkEntryRule(ctx, fr.Family, e, parent, written, c); err != nil {
+					return err
 				}
 			}
 			continue
@@ -780,6 +684,50 @@ func (s *Store) checkWriterRule(ctx context.Context, sn *Snapshot, c *candidate)
 	return nil
 }
 
+// checkEntryRule applies the writer rule to entry e of a table this
+// attempt wrote: it is exactly the parent table's entry for its shard, or
+// a shard object this attempt wrote, or a page index this attempt wrote
+// whose every page is one this attempt wrote or one the parent's index of
+// that shard names (the same reference).
+func (s *Store) checkEntryRule(ctx context.Context, f shards.Family, e roots.Entry, parent *roots.Table, written map[string]bool, c *candidate) error {
+	var pe roots.Entry
+	var inParent bool
+	if parent != nil {
+		pe, inParent = parent.Entry(e.Shard)
+		if inParent && pe == e {
+			return nil
+		}
+	}
+	if !e.Index {
+		if written[s.layout.Shard(f, e.Shard, e.Ref.Hash)] {
+			return nil
+		}
+		return fmt.Errorf("%w: %s shard %02x %s is neither written by this attempt nor the parent's", ErrWriterRule, f, e.Shard, e.Ref.Hash)
+	}
+	x := c.indexes[e.Ref.Hash]
+	if x == nil || !written[s.layout.Index(f, e.Shard, e.Ref.Hash)] || x.Family() != f || x.Shard() != e.Shard {
+		return fmt.Errorf("%w: %s index %02x %s is neither written by this attempt nor the parent's", ErrWriterRule, f, e.Shard, e.Ref.Hash)
+	}
+	var kept map[digest.Hash]shards.Ref
+	if inParent && pe.Index {
+		px, err := s.loadIndex(ctx, f, pe.Shard, pe.Ref)
+		if err != nil {
+			return err
+		}
+		kept = pageRefs(px)
+	}
+	for i := range x.Len() {
+		r := x.Page(i).Ref
+		if written[s.layout.Shard(f, e.Shard, r.Hash)] {
+			continue
+		}
+		if pr, ok := kept[r.Hash]; !ok || pr != r {
+			return fmt.Errorf("%w: %s shard %02x page %d %s is neither written by this attempt nor a page of the parent's index", ErrWriterRule, f, e.Shard, i, r.Hash)
+		}
+	}
+	return nil
+}
+
 func heldBy(r *roots.Root, h digest.Hash) bool {
 	for _, x := range r.Holds {
 		if x.Root == h {
@@ -802,6 +750,9 @@ func (s *Store) stage(ctx context.Context, c *candidate) error {
 	}
 	for h, o := range c.objects {
 		s.objects.Add(h, o)
+	}
+	for h, x := range c.indexes {
+		s.indexes.Add(h, x)
 	}
 	for h, t := range c.tables {
 		s.tables.Add(h, t)

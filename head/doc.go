@@ -62,8 +62,10 @@
 //     nothing;
 //  3. build one delta segment holding every record change and a new root
 //     listing it before the parent's deltas (or, when folding, the new
-//     shard objects and tables of the parent's deltas and the batch
-//     applied to the base, and a root without deltas), all salted with a
+//     shard objects, pages, page indexes and tables of the parent's deltas
+//     and the batch applied to the base, and a root without deltas: a
+//     shard over Options.PageBytes is rewritten only in the pages the
+//     changes touch), all salted with a
 //     fresh attempt nonce, and check the writer rule;
 //  4. write them all in one parallel round;
 //  5. write the new head (sequence + 1) conditional on the pinned head's

@@ -217,19 +217,6 @@ func (sn *Snapshot) table(ctx context.Context, f shards.Family) (*roots.Table, e
 	return t, nil
 }
 
-// shard returns shard idx of family f, or nil if it is empty.
-func (sn *Snapshot) shard(ctx context.Context, f shards.Family, idx uint8) (*shards.Object, error) {
-	t, err := sn.table(ctx, f)
-	if err != nil || t == nil {
-		return nil, err
-	}
-	ref, ok := t.Lookup(idx)
-	if !ok {
-		return nil, nil
-	}
-	return sn.s.loadShard(ctx, f, idx, ref)
-}
-
 func (s *Store) loadShard(ctx context.Context, f shards.Family, idx uint8, ref shards.Ref) (*shards.Object, error) {
 	o, err := shards.LoadObject(ctx, s.objects, s.fams, ref.Hash, f, idx, s.fetch(s.layout.Shard(f, idx, ref.Hash)))
 	if err != nil {
@@ -364,16 +351,11 @@ func (sn *Snapshot) get(ctx context.Context, f shards.Family, key []byte) ([]byt
 	if t == nil {
 		return nil, false, nil
 	}
-	ref, ok := t.Lookup(idx)
+	e, ok := t.Entry(idx)
 	if !ok {
 		return nil, false, nil
 	}
-	o, err := sn.s.loadShard(ctx, f, idx, ref)
-	if err != nil {
-		return nil, false, err
-	}
-	v, ok := o.Get(key)
-	return v, ok, nil
+	return sn.s.entryGet(ctx, f, e, key)
 }
 
 // Scan returns up to limit records of family f whose keys begin with
@@ -387,7 +369,7 @@ func (sn *Snapshot) Scan(ctx context.Context, f shards.Family, prefix, after []b
 	if err != nil {
 		return nil, err
 	}
-	objs, err := sn.scanShards(ctx, f, prefix)
+	objs, err := sn.scanShards(ctx, f, prefix, after)
 	if err != nil {
 		return nil, err
 	}
@@ -488,38 +470,29 @@ func deltaChanges(ds []*shards.Delta, f shards.Family, prefix, after []byte) []s
 	return out
 }
 
-// scanShards loads the shards a scan of prefix must read.
-func (sn *Snapshot) scanShards(ctx context.Context, f shards.Family, prefix []byte) ([]*shards.Object, error) {
-	if idx, ok := sn.s.fams.PrefixShard(f, prefix); ok {
-		o, err := sn.shard(ctx, f, idx)
-		if err != nil || o == nil {
-			return nil, err
-		}
-		return []*shards.Object{o}, nil
-	}
+// scanShards loads the shards a scan of prefix after after must read: of
+// a paged shard, the pages in range.
+func (sn *Snapshot) scanShards(ctx context.Context, f shards.Family, prefix, after []byte) ([]*shards.Object, error) {
 	t, err := sn.table(ctx, f)
 	if err != nil || t == nil {
 		return nil, err
 	}
-	objs := make([]*shards.Object, len(t.Entries))
-	errs := make([]error, len(t.Entries))
-	sem := make(chan struct{}, sn.s.opts.StageConcurrency)
-	done := make(chan struct{})
-	for i, e := range t.Entries {
-		go func() {
-			sem <- struct{}{}
-			objs[i], errs[i] = sn.s.loadShard(ctx, f, e.Shard, e.Ref)
-			<-sem
-			done <- struct{}{}
-		}()
+	entries := t.Entries
+	if idx, ok := sn.s.fams.PrefixShard(f, prefix); ok {
+		e, ok := t.Entry(idx)
+		if !ok {
+			return nil, nil
+		}
+		entries = []roots.Entry{e}
 	}
-	for range t.Entries {
-		<-done
-	}
-	if err := errors.Join(errs...); err != nil {
+	objs := make([][]*shards.Object, len(entries))
+	if err := sn.parallel(len(entries), func(i int) (err error) {
+		objs[i], err = sn.s.entryScan(ctx, f, entries[i], prefix, after)
+		return err
+	}); err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(objs, func(o *shards.Object) bool { return o == nil }), nil
+	return slices.Concat(objs...), nil
 }
 
 // ShardRef names one shard of a family.
@@ -537,7 +510,8 @@ func (sn *Snapshot) ShardOf(f shards.Family, key []byte) (ShardRef, error) {
 // Prefetch loads, through the caches, the tables of fams and of the
 // families refs name in one parallel round, then the shards refs name
 // (those that exist) in a second one, so that later reads of them cost no
-// request. A caller that will read several families names them together
+// request; of a paged shard it loads the page index, and a read then
+// fetches the one page it needs. A caller that will read several families names them together
 // instead of paying a round per object each read discovers. What is
 // cached already costs nothing.
 func (sn *Snapshot) Prefetch(ctx context.Context, fams []shards.Family, refs []ShardRef) error {
@@ -559,11 +533,16 @@ func (sn *Snapshot) Prefetch(ctx context.Context, fams []shards.Family, refs []S
 		if t == nil {
 			return nil
 		}
-		ref, ok := t.Lookup(refs[i].Index)
+		e, ok := t.Entry(refs[i].Index)
 		if !ok {
 			return nil
 		}
-		_, err := sn.s.loadShard(ctx, refs[i].Family, refs[i].Index, ref)
+		var err error
+		if e.Index {
+			_, err = sn.s.loadIndex(ctx, refs[i].Family, e.Shard, e.Ref)
+		} else {
+			_, err = sn.s.loadShard(ctx, refs[i].Family, e.Shard, e.Ref)
+		}
 		return err
 	})
 }

@@ -15,8 +15,9 @@ import (
 
 // Options tune a Store. The zero value is usable.
 type Options struct {
-	// CacheBytes bounds the decoded immutable objects (shards, delta
-	// segments, tables, roots) this Store keeps. Default 256 MiB.
+	// CacheBytes bounds the decoded immutable objects (shards and pages,
+	// page indexes, delta segments, tables, roots) this Store keeps.
+	// Default 256 MiB.
 	CacheBytes int64
 	// MaxDeltas and MaxDeltaBytes bound the delta segments a root lists
 	// before they are folded into the base shards. When a commit of this
@@ -28,6 +29,17 @@ type Options struct {
 	// roots.MaxDeltas / 2.
 	MaxDeltas     int
 	MaxDeltaBytes int64
+	// PageBytes bounds a base shard object. A fold that would write a
+	// shard larger than this writes it as pages of at most PageBytes
+	// (each a shard object of one key range) named by a small page index,
+	// and later folds rewrite only the pages they change: a fold's bytes
+	// grow with the pages it touches, not with the family. A page under a
+	// quarter of PageBytes is merged with a neighbour. Smaller shards stay
+	// one object. A point read of a paged shard costs one round more (the
+	// index, then the page). Default 16 KiB; at least 256 bytes. Stores
+	// with different PageBytes may share a shard: the bound shapes only
+	// what a fold writes.
+	PageBytes int64
 	// NoGroupCommit makes every command commit on its own, in its caller's
 	// goroutine. By default concurrent commands of one Store share a CAS.
 	NoGroupCommit bool
@@ -78,6 +90,10 @@ func (o *Options) fill() {
 	if o.MaxDeltaBytes <= 0 {
 		o.MaxDeltaBytes = 1 << 20
 	}
+	if o.PageBytes <= 0 {
+		o.PageBytes = 16 << 10
+	}
+	o.PageBytes = max(o.PageBytes, 256)
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 256
 	}
@@ -116,6 +132,7 @@ type Store struct {
 	opts   Options
 
 	objects *shards.Cache[*shards.Object]
+	indexes *shards.Cache[*shards.Index]
 	deltas  *shards.Cache[*shards.Delta]
 	tables  *shards.Cache[*roots.Table]
 	roots   *shards.Cache[*roots.Root]
@@ -155,7 +172,8 @@ func Open(_ context.Context, b bucket.Bucket, id shards.ShardID, sc Schema, opts
 		fams:    sc.Families,
 		layout:  shards.NewLayout(sc.Families, id),
 		opts:    opts,
-		objects: shards.NewObjectCache(opts.CacheBytes * 3 / 4),
+		objects: shards.NewObjectCache(opts.CacheBytes * 11 / 16),
+		indexes: shards.NewCache(opts.CacheBytes/16, (*shards.Index).MemSize),
 		deltas:  shards.NewCache(opts.CacheBytes/8, (*shards.Delta).MemSize),
 		tables:  shards.NewCache(opts.CacheBytes/16, tableSize),
 		roots:   shards.NewCache(opts.CacheBytes/16, rootSize),

@@ -2,12 +2,13 @@
 // it names.
 //
 // A root is one committed state of a logical shard. For each family that
-// has records it names one table object; a table names the current shard
-// object of each non-empty shard of that family: the base. A root (format
+// has records it names one table object; a table (format 2) names, for
+// each non-empty shard of that family, its current shard object or, for a
+// large shard, its page index (shards.Index): the base. A root (format
 // 2) also lists, newest first, the delta segments (shards.Delta) of the
 // commits not yet folded into the base; readers overlay them on it. A
 // commit writes a delta and a new root that lists it; a fold writes new
-// shard objects for the shards it changed, new tables for the families it
+// shard objects (or pages and indexes) for the shards it changed, new tables for the families it
 // changed, and a root with fewer deltas; everything unchanged is
 // referenced as it was.
 // Keeping tables apart keeps the root small (about 50 bytes a family), and

@@ -13,10 +13,18 @@ import (
 )
 
 // Format versions written into tables and roots. Root format 2 added the
-// delta list; a root of format 1 is refused, not migrated.
+// delta list; table format 2 the kind of each entry (a shard object or a
+// page index). Roots of format 1 and tables of format 1 are refused, not
+// migrated.
 const (
-	TableFormat = 1
+	TableFormat = 2
 	RootFormat  = 2
+)
+
+// Kinds of a table entry, as encoded.
+const (
+	entryLeaf  = 1 // a shard object
+	entryIndex = 2 // a page index naming the shard's pages
 )
 
 const (
@@ -43,9 +51,13 @@ var ErrMalformed = errors.New("malformed root object")
 // Nonce is a committing attempt's random identity.
 type Nonce [16]byte
 
-// Entry is one non-empty shard of a table.
+// Entry is one non-empty shard of a table: a shard object, or, with Index
+// set, a page index whose pages are shard objects. Ref names the object
+// or the index (its hash and size) and Count is the shard's record count
+// either way.
 type Entry struct {
 	Shard uint8
+	Index bool
 	Ref   shards.Ref
 }
 
@@ -58,11 +70,17 @@ type Table struct {
 
 // Lookup returns the reference of shard idx, if the shard is non-empty.
 func (t *Table) Lookup(idx uint8) (shards.Ref, bool) {
+	e, ok := t.Entry(idx)
+	return e.Ref, ok
+}
+
+// Entry returns the entry of shard idx, if the shard is non-empty.
+func (t *Table) Entry(idx uint8) (Entry, bool) {
 	i, ok := slices.BinarySearchFunc(t.Entries, idx, func(e Entry, idx uint8) int { return int(e.Shard) - int(idx) })
 	if !ok {
-		return shards.Ref{}, false
+		return Entry{}, false
 	}
-	return t.Entries[i].Ref, true
+	return t.Entries[i], true
 }
 
 // Records is the number of records in all the table's shards.
@@ -74,7 +92,7 @@ func (t *Table) Records() uint64 {
 	return n
 }
 
-const tableEntryLen = 1 + 32 + 8 + 4
+const tableEntryLen = 1 + 1 + 32 + 8 + 4
 
 // Encode returns the table's canonical bytes and reference. A table has at
 // least one entry: a family without records has no table. The family must
@@ -95,7 +113,11 @@ func (t *Table) Encode(s *shards.Schema) ([]byte, shards.Ref, error) {
 		if e.Ref.Count == 0 || e.Ref.Size <= 0 || e.Ref.Size > maxShardSize {
 			return nil, shards.Ref{}, fmt.Errorf("roots: encode table %s: shard %02x is empty: %w", s.Name(t.Family), e.Shard, ErrMalformed)
 		}
-		w.U8(e.Shard).Raw(e.Ref.Hash[:]).U64(uint64(e.Ref.Size)).U32(e.Ref.Count)
+		kind := uint8(entryLeaf)
+		if e.Index {
+			kind = entryIndex
+		}
+		w.U8(e.Shard).U8(kind).Raw(e.Ref.Hash[:]).U64(uint64(e.Ref.Size)).U32(e.Ref.Count)
 	}
 	b := w.Bytes()
 	return b, shards.Ref{Hash: digest.Sum(b), Size: int64(len(b)), Count: uint32(len(t.Entries))}, nil
@@ -112,6 +134,9 @@ func DecodeTable(s *shards.Schema, b []byte, want digest.Hash) (*Table, error) {
 
 // parseTable decodes the table b, whose hash h the caller has verified.
 func parseTable(s *shards.Schema, b []byte, h digest.Hash) (*Table, error) {
+	if len(b) > len(tableMagic) && string(b[:len(tableMagic)]) == tableMagic && b[len(tableMagic)] == 1 {
+		return nil, fmt.Errorf("roots: decode table %s: table format 1 (before paged shards) is no longer read; this store needs format %d: %w", h, TableFormat, ErrMalformed)
+	}
 	r := wire.NewReader(b)
 	readMagic(r, tableMagic, TableFormat)
 	t := &Table{}
@@ -127,6 +152,11 @@ func parseTable(s *shards.Schema, b []byte, h digest.Hash) (*Table, error) {
 	for i := 0; i < n && r.Err() == nil; i++ {
 		var e Entry
 		e.Shard = r.U8()
+		kind := r.U8()
+		e.Index = kind == entryIndex
+		if r.Err() == nil && kind != entryLeaf && kind != entryIndex {
+			r.Fail("entry", fmt.Sprintf("entry %d: kind %d", i, kind))
+		}
 		r.Copy(e.Ref.Hash[:])
 		e.Ref.Size = int64(r.U64())
 		e.Ref.Count = r.U32()

@@ -39,17 +39,17 @@ func goldenTableValue() *roots.Table {
 		Family: shardstest.Fixed32,
 		Entries: []roots.Entry{
 			{Shard: 0x01, Ref: shards.Ref{Hash: fill(0x11), Size: 100, Count: 2}},
-			{Shard: 0x80, Ref: shards.Ref{Hash: fill(0x22), Size: 50, Count: 1}},
+			{Shard: 0x80, Index: true, Ref: shards.Ref{Hash: fill(0x22), Size: 50, Count: 1}},
 		},
 	}
 }
 
 // goldenTable is goldenTableValue's canonical encoding.
-var goldenTable = "43524e54" + "01" + // magic "CRNT", version 1
+var goldenTable = "43524e54" + "02" + // magic "CRNT", version 2
 	"000102030405060708090a0b0c0d0e0f" + // nonce
 	"04" + "0002" + // family fixed32, 2 entries
-	"01" + rep("11", 32) + "0000000000000064" + "00000002" + // shard 01: 100 bytes, 2 records
-	"80" + rep("22", 32) + "0000000000000032" + "00000001" // shard 80: 50 bytes, 1 record
+	"01" + "01" + rep("11", 32) + "0000000000000064" + "00000002" + // shard 01, a shard object: 100 bytes, 2 records
+	"80" + "02" + rep("22", 32) + "0000000000000032" + "00000001" // shard 80, a page index: 50 bytes, 1 record
 
 // goldenRootValue is the root of the golden bytes.
 func goldenRootValue() *roots.Root {
@@ -58,7 +58,7 @@ func goldenRootValue() *roots.Root {
 		Parent:   fill(0x33),
 		Sequence: 7,
 		Families: []roots.FamilyRef{
-			{Family: shardstest.Fixed32, Table: shards.Ref{Hash: fill(0x44), Size: 114, Count: 2}, Shards: 2, Records: 3},
+			{Family: shardstest.Fixed32, Table: shards.Ref{Hash: fill(0x44), Size: 116, Count: 2}, Shards: 2, Records: 3},
 			{Family: shards.System, Table: shards.Ref{Hash: fill(0x55), Size: 69, Count: 1}, Shards: 1, Records: 1},
 		},
 		Holds: []roots.Hold{
@@ -77,7 +77,7 @@ var goldenRoot = "43524e52" + "02" + // magic "CRNR", version 2
 	rep("33", 32) + // parent
 	"0000000000000007" + // sequence
 	"02" + // 2 families
-	"04" + rep("44", 32) + "0000000000000072" + "0002" + "0000000000000003" + // fixed32
+	"04" + rep("44", 32) + "0000000000000074" + "0002" + "0000000000000003" + // fixed32
 	"f0" + rep("55", 32) + "0000000000000045" + "0001" + "0000000000000001" + // system
 	"00000002" + // 2 holds
 	"0004" + "6f702f31" + rep("66", 32) + // "op/1"
@@ -218,7 +218,7 @@ func randomTable(r *rand.Rand) *roots.Table {
 		for i := range h {
 			h[i] = byte(r.Uint32())
 		}
-		t.Entries = append(t.Entries, roots.Entry{Shard: uint8(idx), Ref: shards.Ref{
+		t.Entries = append(t.Entries, roots.Entry{Shard: uint8(idx), Index: r.IntN(2) == 0, Ref: shards.Ref{
 			Hash: h, Size: 1 + r.Int64N(1<<40), Count: 1 + r.Uint32N(1<<31),
 		}})
 	}
@@ -339,10 +339,23 @@ func rawTable(magic string, version, family byte, n uint16, entries []roots.Entr
 	b = binary.BigEndian.AppendUint16(b, n)
 	for _, e := range entries {
 		b = append(b, e.Shard)
+		if version != 1 {
+			kind := byte(1)
+			if e.Index {
+				kind = 2
+			}
+			b = append(b, kind)
+		}
 		b = append(b, e.Ref.Hash[:]...)
 		b = binary.BigEndian.AppendUint64(b, uint64(e.Ref.Size))
 		b = binary.BigEndian.AppendUint32(b, e.Ref.Count)
 	}
+	return b
+}
+
+// kindAt sets the kind byte of the first entry of a raw table.
+func kindAt(b []byte, kind byte) []byte {
+	b[4+1+16+1+2+1] = kind
 	return b
 }
 
@@ -352,7 +365,7 @@ func entry(idx uint8, size int64, count uint32) roots.Entry {
 
 func TestRawTableMatchesGolden(t *testing.T) {
 	tbl := goldenTableValue()
-	if got := rawTable("CRNT", 1, byte(tbl.Family), 2, tbl.Entries); !bytes.Equal(got, unhex(t, goldenTable)) {
+	if got := rawTable("CRNT", 2, byte(tbl.Family), 2, tbl.Entries); !bytes.Equal(got, unhex(t, goldenTable)) {
 		t.Fatalf("rawTable = %x", got)
 	}
 }
@@ -365,25 +378,28 @@ func TestDecodeTableRejects(t *testing.T) {
 		b    []byte
 	}{
 		{"empty input", nil},
-		{"truncated header", []byte("CRNT\x01")},
-		{"bad magic", rawTable("CRNX", 1, fam, 2, two)},
-		{"root magic", rawTable("CRNR", 1, fam, 2, two)},
+		{"truncated header", []byte("CRNT\x02")},
+		{"bad magic", rawTable("CRNX", 2, fam, 2, two)},
+		{"root magic", rawTable("CRNR", 2, fam, 2, two)},
 		{"version 0", rawTable("CRNT", 0, fam, 2, two)},
-		{"version 2", rawTable("CRNT", 2, fam, 2, two)},
-		{"unknown family", rawTable("CRNT", 1, 0x99, 2, two)},
-		{"family zero", rawTable("CRNT", 1, 0x00, 2, two)},
-		{"no entries", rawTable("CRNT", 1, fam, 0, nil)},
-		{"count above bytes", rawTable("CRNT", 1, fam, 3, two)},
-		{"count below bytes", rawTable("CRNT", 1, fam, 1, two)},
-		{"count above 256", rawTable("CRNT", 1, fam, 257, nil)},
-		{"trailing byte", append(rawTable("CRNT", 1, fam, 2, two), 0)},
-		{"truncated entry", rawTable("CRNT", 1, fam, 2, two)[:4+1+16+1+2+45+44]},
-		{"unsorted shards", rawTable("CRNT", 1, fam, 2, []roots.Entry{entry(2, 10, 1), entry(1, 10, 1)})},
-		{"duplicate shards", rawTable("CRNT", 1, fam, 2, []roots.Entry{entry(1, 10, 1), entry(1, 10, 1)})},
-		{"zero record count", rawTable("CRNT", 1, fam, 2, []roots.Entry{entry(1, 10, 1), entry(2, 10, 0)})},
-		{"zero size", rawTable("CRNT", 1, fam, 1, []roots.Entry{entry(1, 0, 1)})},
-		{"negative size", rawTable("CRNT", 1, fam, 1, []roots.Entry{entry(1, -1, 1)})},
-		{"size above 1 TiB", rawTable("CRNT", 1, fam, 1, []roots.Entry{entry(1, 1<<40+1, 1)})},
+		{"version 1 (before paged shards)", rawTable("CRNT", 1, fam, 2, two)},
+		{"version 3", rawTable("CRNT", 3, fam, 2, two)},
+		{"unknown family", rawTable("CRNT", 2, 0x99, 2, two)},
+		{"family zero", rawTable("CRNT", 2, 0x00, 2, two)},
+		{"no entries", rawTable("CRNT", 2, fam, 0, nil)},
+		{"count above bytes", rawTable("CRNT", 2, fam, 3, two)},
+		{"count below bytes", rawTable("CRNT", 2, fam, 1, two)},
+		{"count above 256", rawTable("CRNT", 2, fam, 257, nil)},
+		{"trailing byte", append(rawTable("CRNT", 2, fam, 2, two), 0)},
+		{"truncated entry", rawTable("CRNT", 2, fam, 2, two)[:4+1+16+1+2+46+45]},
+		{"kind 0", kindAt(rawTable("CRNT", 2, fam, 2, two), 0)},
+		{"kind 3", kindAt(rawTable("CRNT", 2, fam, 2, two), 3)},
+		{"unsorted shards", rawTable("CRNT", 2, fam, 2, []roots.Entry{entry(2, 10, 1), entry(1, 10, 1)})},
+		{"duplicate shards", rawTable("CRNT", 2, fam, 2, []roots.Entry{entry(1, 10, 1), entry(1, 10, 1)})},
+		{"zero record count", rawTable("CRNT", 2, fam, 2, []roots.Entry{entry(1, 10, 1), entry(2, 10, 0)})},
+		{"zero size", rawTable("CRNT", 2, fam, 1, []roots.Entry{entry(1, 0, 1)})},
+		{"negative size", rawTable("CRNT", 2, fam, 1, []roots.Entry{entry(1, -1, 1)})},
+		{"size above 1 TiB", rawTable("CRNT", 2, fam, 1, []roots.Entry{entry(1, 1<<40+1, 1)})},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -401,7 +417,7 @@ func TestDecodeTableRejects(t *testing.T) {
 	for i := range full {
 		full[i] = entry(uint8(i), 1<<40, 1)
 	}
-	b := rawTable("CRNT", 1, fam, shards.Shards, full)
+	b := rawTable("CRNT", 2, fam, shards.Shards, full)
 	if _, err := roots.DecodeTable(schema, b, digest.Sum(b)); err != nil {
 		t.Fatalf("full table: %v", err)
 	}

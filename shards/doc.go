@@ -103,8 +103,9 @@
 // is immutable: Get is a binary search, Scan yields the
 // records under a prefix strictly after a start key, and Apply returns a
 // new object from sorted puts and deletes, sharing the unchanged records.
-// A one-record change rewrites the whole shard: BenchmarkApplyOneRecord
-// measures it for a shard of 400 records (a family of 100,000 records).
+// A one-record change rewrites the whole object (shard or page):
+// BenchmarkApplyOneRecord measures it for a shard of 400 records (a family
+// of 100,000 records).
 //
 // # Delta segments
 //
@@ -114,6 +115,18 @@
 // engine writes one per commit and folds them into shard objects later;
 // NewDelta, Encode, DecodeDelta (hash first, then one canonical encoding)
 // and LoadDelta through a Cache, as for objects.
+//
+// # Pages
+//
+// A shard too large for one object is stored as pages: shard objects in
+// the same format, each holding the shard's records of one key range,
+// named in key order by an Index ("CRNX", format 1: salt, family, shard,
+// then per page its first key, hash, size and record count; the first
+// page's key empty, the others strictly ascending and of the shard; at
+// least two pages). Index.Find names the page of a key, Range the pages
+// a scan needs, CheckPage checks a page against its place. Object.Split,
+// Join and Slice cut and join pages without checking keys again; Merge
+// accepts pages of one shard in key order beside other shards.
 //
 // # Bucket layout
 //
@@ -125,14 +138,15 @@
 //	shards/{lsid}/roots/{hash}                          roots
 //	shards/{lsid}/tables/{hash}                         tables
 //	shards/{lsid}/deltas/{hash}                         delta segments
-//	shards/{lsid}/objects/{family}/{idx}/{hash}         shard objects, idx as 2 hex digits
+//	shards/{lsid}/objects/{family}/{idx}/{hash}         shard objects and pages, idx as 2 hex digits
+//	shards/{lsid}/indexes/{family}/{idx}/{hash}         page indexes
 //	artifacts/{lsid}/{root_id}/{revision_id}/blocks/{object_index}
 //	                                                    artifact blocks, ids in 32 hex digits,
 //	                                                    object_index in 16
 //	pins/{lsid}/{name}                                  pins
 //
 // Hashes are 64 lowercase hex digits. ParseObjectKey accepts only the
-// canonical keys of roots, tables, delta segments and shard objects of families its
+// canonical keys of roots, tables, delta segments, shard objects and page indexes of families its
 // schema holds, the hash-named immutable objects, and rejects everything
 // else with ErrInvalidObjectKey.
 //

@@ -96,6 +96,12 @@ func (l Layout) Shard(f Family, idx uint8, h digest.Hash) string {
 	return fmt.Sprintf("%sobjects/%s/%02x/%s", l.prefix, l.schema.Name(f), idx, h)
 }
 
+// Index returns the key of the page index with hash h of shard idx of
+// family f. Its pages are shard objects (Shard).
+func (l Layout) Index(f Family, idx uint8, h digest.Hash) string {
+	return fmt.Sprintf("%sindexes/%s/%02x/%s", l.prefix, l.schema.Name(f), idx, h)
+}
+
 // ArtifactsPrefix returns "artifacts/{lsid}/", under which the shard's
 // artifact blocks live.
 func (l Layout) ArtifactsPrefix() string { return "artifacts/" + l.id.String() + "/" }
@@ -151,6 +157,7 @@ const (
 	KindTable
 	KindShard
 	KindDelta
+	KindIndex
 )
 
 func (k ObjectKind) String() string {
@@ -163,6 +170,8 @@ func (k ObjectKind) String() string {
 		return "shard"
 	case KindDelta:
 		return "delta"
+	case KindIndex:
+		return "index"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -172,8 +181,8 @@ type ObjectKey struct {
 	Shard  ShardID
 	Kind   ObjectKind
 	Hash   digest.Hash
-	Family Family // for KindShard
-	Index  uint8  // for KindShard
+	Family Family // for KindShard and KindIndex
+	Index  uint8  // for KindShard and KindIndex
 }
 
 // Key formats the key under schema s; it is the inverse of
@@ -189,12 +198,14 @@ func (k ObjectKey) Key(s *Schema) string {
 		return l.Shard(k.Family, k.Index, k.Hash)
 	case KindDelta:
 		return l.Delta(k.Hash)
+	case KindIndex:
+		return l.Index(k.Family, k.Index, k.Hash)
 	}
 	return ""
 }
 
 // ParseObjectKey parses the key of an immutable, hash-named engine object
-// (root, table, delta segment or shard object) in its one canonical spelling, and rejects
+// (root, table, delta segment, shard object or page index) in its one canonical spelling, and rejects
 // every other key, the head, pins, artifact blocks and shard objects of a
 // family schema s does not name included, with ErrInvalidObjectKey.
 func ParseObjectKey(s *Schema, key string) (ObjectKey, error) {
@@ -221,8 +232,11 @@ func ParseObjectKey(s *Schema, key string) (ObjectKey, error) {
 		k.Kind = KindTable
 	case len(parts) == 4 && parts[2] == "deltas":
 		k.Kind = KindDelta
-	case len(parts) == 6 && parts[2] == "objects":
+	case len(parts) == 6 && (parts[2] == "objects" || parts[2] == "indexes"):
 		k.Kind = KindShard
+		if parts[2] == "indexes" {
+			k.Kind = KindIndex
+		}
 		if k.Family, err = s.ByName(parts[3]); err != nil {
 			return bad()
 		}

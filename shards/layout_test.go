@@ -37,6 +37,7 @@ func TestLayoutKeys(t *testing.T) {
 		{l.Table(hash), "shards/" + lsid + "/tables/" + hx},
 		{l.Shard(shardstest.Fixed32, 0x0a, hash), "shards/" + lsid + "/objects/fixed32/0a/" + hx},
 		{l.Shard(shards.System, 0xff, hash), "shards/" + lsid + "/objects/system/ff/" + hx},
+		{l.Index(shardstest.Fixed32, 0x0a, hash), "shards/" + lsid + "/indexes/fixed32/0a/" + hx},
 		{l.Block(root, rev, 0x1f), "artifacts/" + lsid + "/ab000000000000000000000000000001/0f0000000000000000000000000000f0/blocks/000000000000001f"},
 		{pin, "pins/" + lsid + "/backup-2024.01_a"},
 		{l.Prefix(), "shards/" + lsid + "/"},
@@ -77,6 +78,7 @@ func TestParseObjectKeyRoundTrip(t *testing.T) {
 		{l.Root(hash), shards.ObjectKey{Shard: l.ID(), Kind: shards.KindRoot, Hash: hash}},
 		{l.Table(hash), shards.ObjectKey{Shard: l.ID(), Kind: shards.KindTable, Hash: hash}},
 		{l.Delta(hash), shards.ObjectKey{Shard: l.ID(), Kind: shards.KindDelta, Hash: hash}},
+		{l.Index(shardstest.Fixed32, 0x0a, hash), shards.ObjectKey{Shard: l.ID(), Kind: shards.KindIndex, Hash: hash, Family: shardstest.Fixed32, Index: 0x0a}},
 		{l.Shard(shardstest.Fixed32C, 0x7b, hash), shards.ObjectKey{Shard: l.ID(), Kind: shards.KindShard, Hash: hash, Family: shardstest.Fixed32C, Index: 0x7b}},
 	} {
 		got, err := shards.ParseObjectKey(schema, c.key)
@@ -112,6 +114,8 @@ func TestParseObjectKeyRejects(t *testing.T) {
 		"/shards/" + lsid + "/roots/" + hx,
 		"shards/" + lsid + "/blobs/" + hx,
 		"shards/" + lsid + "/objects/fixed32/" + hx,
+		"shards/" + lsid + "/indexes/fixed32/" + hx,
+		"shards/" + lsid + "/indexes/fixed32/0A/" + hx,
 		"shards/" + lsid + "/objects/fixed32/a/" + hx,
 		"shards/" + lsid + "/objects/fixed32/0A/" + hx,
 		"shards/" + lsid + "/objects/fixed32/100/" + hx,

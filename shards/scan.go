@@ -8,18 +8,22 @@ import (
 	"iter"
 )
 
-// ErrMixedObjects is returned by Merge for objects that are not distinct
-// shards of one family.
+// ErrMixedObjects is returned by Merge for objects that are not disjoint
+// parts of one family: distinct shards, or pages of one shard in key
+// order.
 var ErrMixedObjects = errors.New("objects are not distinct shards of one family")
 
 // Merge yields, in key order, the records of several shards of one family
 // whose keys begin with prefix and come strictly after after (an empty
 // after starts at the prefix), stopping after limit records (limit <= 0
 // means no limit). It is the scan of a prefix that does not determine one
-// shard; the caller passes every non-empty shard the prefix may reach.
-// Shards of one family hold disjoint keys, so the merge never meets a key
-// twice. Nil objects (absent shards) are skipped.
+// shard; the caller passes every non-empty shard the prefix may reach, or,
+// for a paged shard, its pages in range, in key order. Shards of one
+// family hold disjoint keys, and pages of one shard disjoint ranges (each
+// page of a shard must begin after the previous one ends), so the merge
+// never meets a key twice. Nil objects (absent shards) are skipped.
 func Merge(objs []*Object, prefix, after []byte, limit int) (iter.Seq2[[]byte, []byte], error) {
+	var last [Shards][]byte // the largest key seen of each shard
 	var seen [Shards]bool
 	var fam Family
 	var cs cursors
@@ -30,10 +34,13 @@ func Merge(objs []*Object, prefix, after []byte, limit int) (iter.Seq2[[]byte, [
 		if len(cs) == 0 {
 			fam = o.family
 		}
-		if o.family != fam || seen[o.shard] {
+		if o.family != fam || seen[o.shard] && (len(o.recs) == 0 || bytes.Compare(last[o.shard], o.First()) >= 0) {
 			return nil, fmt.Errorf("shards: merge %s/%02x with %s: %w", o.name(), o.shard, o.schema.Name(fam), ErrMixedObjects)
 		}
 		seen[o.shard] = true
+		if len(o.recs) > 0 {
+			last[o.shard] = o.Last()
+		}
 		cs = append(cs, &cursor{o: o, i: o.seek(prefix, after)})
 	}
 	return func(yield func([]byte, []byte) bool) {

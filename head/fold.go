@@ -1,0 +1,395 @@
+package head
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/roots"
+	"github.com/cairnstore/cairn/shards"
+)
+
+// A fold applies record changes to the base shards. A shard whose
+// encoding stays within Options.PageBytes is one shard object (a leaf);
+// a larger one is a page index naming pages, each a shard object of one
+// key range. A fold rewrites only the pages its changes touch, splitting
+// a page over the bound and merging a page under a quarter of it with a
+// neighbour, then the index, the table and the root: its bytes grow with
+// the pages it touches, not with the family.
+
+// buildFamily applies one family's sorted mutations and returns its new
+// root entry (ok false when the family becomes empty).
+func (s *Store) buildFamily(ctx context.Context, sn *Snapshot, f shards.Family, muts []shards.Mutation, nonce roots.Nonce, c *candidate) (roots.FamilyRef, bool, error) {
+	byShard := map[uint8][]shards.Mutation{}
+	for _, m := range muts {
+		idx, err := s.fams.ShardOf(f, m.Key)
+		if err != nil {
+			return roots.FamilyRef{}, false, err
+		}
+		byShard[idx] = append(byShard[idx], m)
+	}
+	entries := map[uint8]roots.Entry{}
+	if sn != nil {
+		old, err := sn.table(ctx, f)
+		if err != nil {
+			return roots.FamilyRef{}, false, err
+		}
+		if old != nil {
+			for _, e := range old.Entries {
+				entries[e.Shard] = e
+			}
+		}
+	}
+	idxs := make([]uint8, 0, len(byShard))
+	for idx := range byShard {
+		idxs = append(idxs, idx)
+	}
+	sort.Slice(idxs, func(i, j int) bool { return idxs[i] < idxs[j] })
+	results := make([]shardBuild, len(idxs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.opts.StageConcurrency)
+	for i, idx := range idxs {
+		g.Go(func() (err error) {
+			old, present := entries[idx]
+			results[i], err = s.buildShard(gctx, f, idx, old, present, byShard[idx], shards.Salt(nonce))
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return roots.FamilyRef{}, false, err
+	}
+	for i, idx := range idxs {
+		r := results[i]
+		if !r.ok {
+			delete(entries, idx)
+			continue
+		}
+		entries[idx] = r.entry
+		for _, o := range r.objects {
+			c.objects[o.ref.Hash] = o.obj
+			c.writes = append(c.writes, write{s.layout.Shard(f, idx, o.ref.Hash), o.body})
+		}
+		if r.index != nil {
+			c.indexes[r.entry.Ref.Hash] = r.index
+			c.writes = append(c.writes, write{s.layout.Index(f, idx, r.entry.Ref.Hash), r.indexBody})
+		}
+	}
+	if len(entries) == 0 {
+		return roots.FamilyRef{}, false, nil
+	}
+	t := &roots.Table{Nonce: nonce, Family: f}
+	for _, e := range entries {
+		t.Entries = append(t.Entries, e)
+	}
+	sort.Slice(t.Entries, func(i, j int) bool { return t.Entries[i].Shard < t.Entries[j].Shard })
+	b, ref, err := t.Encode(s.fams)
+	if err != nil {
+		return roots.FamilyRef{}, false, err
+	}
+	c.tables[ref.Hash] = t
+	c.writes = append(c.writes, write{s.layout.Table(ref.Hash), b})
+	return roots.FamilyRef{Family: f, Table: ref, Shards: uint16(len(t.Entries)), Records: t.Records()}, true, nil
+}
+
+// shardBuild is one shard's share of a fold: its new table entry (ok
+// false: the shard is now empty), the shard objects (the leaf, or the new
+// pages) and the index to write.
+type shardBuild struct {
+	entry     roots.Entry
+	ok        bool
+	objects   []builtObject
+	index     *shards.Index
+	indexBody []byte
+}
+
+type builtObject struct {
+	obj  *shards.Object
+	body []byte
+	ref  shards.Ref
+}
+
+// part is one page of a shard being rebuilt: a new object (obj), or a
+// page of the old index kept as it is (at, its position there).
+type part struct {
+	obj     *shards.Object
+	at      int
+	settled bool // produced by a merge that did not shrink the page count
+}
+
+// buildShard applies muts to shard idx of family f, whose table entry is
+// old (if present).
+func (s *Store) buildShard(ctx context.Context, f shards.Family, idx uint8, old roots.Entry, present bool, muts []shards.Mutation, salt shards.Salt) (shardBuild, error) {
+	bound := s.opts.PageBytes
+	var parts []part
+	var x *shards.Index
+	if !present || !old.Index {
+		base, err := shards.Empty(s.fams, f, idx)
+		if err != nil {
+			return shardBuild{}, err
+		}
+		if present {
+			if base, err = s.loadShard(ctx, f, idx, old.Ref); err != nil {
+				return shardBuild{}, err
+			}
+		}
+		nu, err := base.Apply(muts)
+		if err != nil {
+			return shardBuild{}, err
+		}
+		parts = newParts(nu, bound)
+	} else {
+		var err error
+		if x, err = s.loadIndex(ctx, f, idx, old.Ref); err != nil {
+			return shardBuild{}, err
+		}
+		if parts, err = s.applyPages(ctx, x, muts, bound); err != nil {
+			return shardBuild{}, err
+		}
+		if parts, err = s.mergeSmall(ctx, x, parts, bound); err != nil {
+			return shardBuild{}, err
+		}
+	}
+	var out shardBuild
+	if len(parts) == 0 {
+		return out, nil
+	}
+	add := func(o *shards.Object) (shards.Ref, error) {
+		o = o.Salted(salt)
+		body, ref, err := o.Encode()
+		if err != nil {
+			return shards.Ref{}, err
+		}
+		out.objects = append(out.objects, builtObject{obj: o, body: body, ref: ref})
+		return ref, nil
+	}
+	if len(parts) == 1 {
+		o := parts[0].obj
+		if o == nil { // the one page left of an index becomes a leaf, written anew
+			var err error
+			if o, err = s.loadPage(ctx, x, parts[0].at); err != nil {
+				return shardBuild{}, err
+			}
+		}
+		ref, err := add(o)
+		if err != nil {
+			return shardBuild{}, err
+		}
+		out.entry, out.ok = roots.Entry{Shard: idx, Ref: ref}, true
+		return out, nil
+	}
+	pages := make([]shards.PageRef, len(parts))
+	for i, p := range parts {
+		if p.obj == nil {
+			pages[i] = x.Page(p.at)
+		} else {
+			ref, err := add(p.obj)
+			if err != nil {
+				return shardBuild{}, err
+			}
+			pages[i] = shards.PageRef{First: p.obj.First(), Ref: ref}
+		}
+		if i == 0 {
+			pages[i].First = nil
+		}
+	}
+	nx, err := shards.NewIndex(s.fams, f, idx, salt, pages)
+	if err != nil {
+		return shardBuild{}, err
+	}
+	body, ref, err := nx.Encode()
+	if err != nil {
+		return shardBuild{}, err
+	}
+	out.entry, out.ok = roots.Entry{Shard: idx, Index: true, Ref: ref}, true
+	out.index, out.indexBody = nx, body
+	return out, nil
+}
+
+// newParts returns o split into pages of at most bound bytes (one part if
+// it fits), none if o is empty.
+func newParts(o *shards.Object, bound int64) []part {
+	if o.Len() == 0 {
+		return nil
+	}
+	var parts []part
+	for _, p := range o.Split(bound) {
+		parts = append(parts, part{obj: p})
+	}
+	return parts
+}
+
+// applyPages applies muts to the pages of x they fall in, loading those
+// pages in parallel, and returns the shard's pages in key order: the
+// untouched ones as they are, each touched one as its new records, split
+// if over bound, dropped if empty.
+func (s *Store) applyPages(ctx context.Context, x *shards.Index, muts []shards.Mutation, bound int64) ([]part, error) {
+	byPage := map[int][]shards.Mutation{}
+	for _, m := range muts {
+		i := x.Find(m.Key)
+		byPage[i] = append(byPage[i], m)
+	}
+	changed := make([]*shards.Object, x.Len())
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.opts.StageConcurrency)
+	for i, pm := range byPage {
+		g.Go(func() error {
+			o, err := s.loadPage(gctx, x, i)
+			if err != nil {
+				return err
+			}
+			changed[i], err = o.Apply(pm)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	var parts []part
+	for i := range x.Len() {
+		if changed[i] == nil {
+			parts = append(parts, part{at: i})
+			continue
+		}
+		parts = append(parts, newParts(changed[i], bound)...)
+	}
+	return parts, nil
+}
+
+// mergeSmall joins each new page under a quarter of bound with a
+// neighbour (the next, or the previous for the last page), splitting the
+// result again if it is over bound. Untouched pages are loaded only when
+// a new neighbour merges into them, so a fold reads and writes at most
+// one page more per page it changed.
+func (s *Store) mergeSmall(ctx context.Context, x *shards.Index, parts []part, bound int64) ([]part, error) {
+	obj := func(p part) (*shards.Object, error) {
+		if p.obj != nil {
+			return p.obj, nil
+		}
+		return s.loadPage(ctx, x, p.at)
+	}
+	for i := 0; i < len(parts); i++ {
+		p := parts[i]
+		if len(parts) == 1 || p.obj == nil || p.settled || p.obj.EncodedSize() >= bound/4 {
+			continue
+		}
+		a := i
+		if i+1 == len(parts) {
+			a = i - 1
+		}
+		left, err := obj(parts[a])
+		if err != nil {
+			return nil, err
+		}
+		right, err := obj(parts[a+1])
+		if err != nil {
+			return nil, err
+		}
+		joined, err := shards.Join(left, right)
+		if err != nil {
+			return nil, err
+		}
+		pieces := newParts(joined, bound)
+		for j := range pieces {
+			pieces[j].settled = len(pieces) > 1
+		}
+		parts = append(parts[:a], append(pieces, parts[a+2:]...)...)
+		i = a - 1 // look at the merged pages again
+	}
+	return parts, nil
+}
+
+// loadIndex loads the page index a table entry names and checks it
+// against the entry: its family and shard, size and record count.
+func (s *Store) loadIndex(ctx context.Context, f shards.Family, idx uint8, ref shards.Ref) (*shards.Index, error) {
+	x, err := shards.LoadIndex(ctx, s.indexes, s.fams, ref.Hash, f, idx, s.fetch(s.layout.Index(f, idx, ref.Hash)))
+	if err != nil {
+		return nil, fmt.Errorf("head: load index %s/%02x: %w", f, idx, err)
+	}
+	if x.Records() != ref.Count || x.EncodedSize() != ref.Size {
+		return nil, fmt.Errorf("head: index %s/%02x %s: %d records in %d bytes, table says %d in %d: %w",
+			f, idx, ref.Hash, x.Records(), x.EncodedSize(), ref.Count, ref.Size, bucket.ErrIntegrity)
+	}
+	return x, nil
+}
+
+// loadPage loads page i of index x and checks it against its reference
+// there: family, shard, size, record count and key range.
+func (s *Store) loadPage(ctx context.Context, x *shards.Index, i int) (*shards.Object, error) {
+	f, idx, h := x.Family(), x.Shard(), x.Page(i).Ref.Hash
+	o, err := shards.LoadObject(ctx, s.objects, s.fams, h, f, idx, s.fetch(s.layout.Shard(f, idx, h)))
+	if err != nil {
+		return nil, fmt.Errorf("head: load page %d of %s/%02x: %w", i, f, idx, err)
+	}
+	if err := x.CheckPage(i, o); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// entryGet returns the value of key in the shard a table entry names: a
+// leaf answers directly; an index names the one page to read.
+func (s *Store) entryGet(ctx context.Context, f shards.Family, e roots.Entry, key []byte) ([]byte, bool, error) {
+	if !e.Index {
+		o, err := s.loadShard(ctx, f, e.Shard, e.Ref)
+		if err != nil {
+			return nil, false, err
+		}
+		v, ok := o.Get(key)
+		return v, ok, nil
+	}
+	x, err := s.loadIndex(ctx, f, e.Shard, e.Ref)
+	if err != nil {
+		return nil, false, err
+	}
+	o, err := s.loadPage(ctx, x, x.Find(key))
+	if err != nil {
+		return nil, false, err
+	}
+	v, ok := o.Get(key)
+	return v, ok, nil
+}
+
+// entryScan returns the objects a scan of prefix after after must read in
+// the shard a table entry names: the leaf, or the pages in range, loaded
+// in parallel, in key order.
+func (s *Store) entryScan(ctx context.Context, f shards.Family, e roots.Entry, prefix, after []byte) ([]*shards.Object, error) {
+	if !e.Index {
+		o, err := s.loadShard(ctx, f, e.Shard, e.Ref)
+		if err != nil {
+			return nil, err
+		}
+		return []*shards.Object{o}, nil
+	}
+	x, err := s.loadIndex(ctx, f, e.Shard, e.Ref)
+	if err != nil {
+		return nil, err
+	}
+	lo, hi := x.Range(prefix, after)
+	objs := make([]*shards.Object, hi-lo)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.opts.StageConcurrency)
+	for i := lo; i < hi; i++ {
+		g.Go(func() (err error) {
+			objs[i-lo], err = s.loadPage(gctx, x, i)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return objs, nil
+}
+
+// pageRefs returns the references of x's pages, for the writer rule.
+func pageRefs(x *shards.Index) map[digest.Hash]shards.Ref {
+	m := make(map[digest.Hash]shards.Ref, x.Len())
+	for i := range x.Len() {
+		r := x.Page(i).Ref
+		m[r.Hash] = r
+	}
+	return m
+}

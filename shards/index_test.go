@@ -1,0 +1,246 @@
+package shards_test
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/shards/shardstest"
+)
+
+func fillHash(b byte) (h digest.Hash) {
+	for i := range h {
+		h[i] = b
+	}
+	return h
+}
+
+// goldenIndex is the index of system shard 0x3a with salt 00…0f naming two
+// pages: everything below "mo", and "mo" onwards.
+const goldenIndex = "43524e58" + "01" + // magic "CRNX", version 1
+	"000102030405060708090a0b0c0d0e0f" + // salt
+	"f0" + "3a" + "00000002" + // family system, shard 3a, 2 pages
+	"00000000" + "1111111111111111111111111111111111111111111111111111111111111111" + "0000000000000064" + "00000003" + // page 0: no first key, 100 bytes, 3 records
+	"00000002" + "6d6f" + "2222222222222222222222222222222222222222222222222222222222222222" + "0000000000000032" + "00000001" // page 1: "mo", 50 bytes, 1 record
+
+func goldenIndexPages() []shards.PageRef {
+	return []shards.PageRef{
+		{Ref: shards.Ref{Hash: fillHash(0x11), Size: 100, Count: 3}},
+		{First: []byte("mo"), Ref: shards.Ref{Hash: fillHash(0x22), Size: 50, Count: 1}},
+	}
+}
+
+func TestIndexGolden(t *testing.T) {
+	want, err := hex.DecodeString(goldenIndex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := shards.NewIndex(schema, shards.System, 0x3a, goldenSalt, goldenIndexPages())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, ref, err := x.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b, want) {
+		t.Fatalf("encoded %x\nwant    %x", b, want)
+	}
+	if got, want := ref, (shards.Ref{Hash: digest.Sum(want), Size: int64(len(want)), Count: 4}); got != want {
+		t.Fatalf("ref = %+v, want %+v", got, want)
+	}
+	if got := x.EncodedSize(); got != int64(len(want)) {
+		t.Fatalf("EncodedSize = %d, want %d", got, len(want))
+	}
+	d, err := shards.DecodeIndex(schema, want, ref.Hash, shards.System, 0x3a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Len() != 2 || d.Salt() != goldenSalt || d.Records() != 4 || !bytes.Equal(d.Page(1).First, []byte("mo")) || d.Page(0).Ref != goldenIndexPages()[0].Ref {
+		t.Fatalf("decoded %+v", d)
+	}
+	if _, err := shards.DecodeIndex(schema, want, ref.Hash, shards.System, 0x3b); !errors.Is(err, shards.ErrMalformedObject) {
+		t.Fatalf("DecodeIndex as another shard: %v, want ErrMalformedObject", err)
+	}
+	if _, err := shards.DecodeIndex(schema, want, fillHash(1), shards.System, 0x3a); !errors.Is(err, bucket.ErrIntegrity) || errors.Is(err, shards.ErrMalformedObject) {
+		t.Fatalf("DecodeIndex under another hash: %v, want only ErrIntegrity", err)
+	}
+	for key, page := range map[string]int{"": 0, "a": 0, "mn": 0, "mo": 1, "mo\x00": 1, "z": 1} {
+		if got := d.Find([]byte(key)); got != page {
+			t.Errorf("Find(%q) = %d, want %d", key, got, page)
+		}
+	}
+}
+
+func TestIndexRejects(t *testing.T) {
+	golden, _ := hex.DecodeString(goldenIndex)
+	edit := func(f func(b []byte) []byte) []byte { return f(bytes.Clone(golden)) }
+	const pagesAt = 4 + 1 + 16 + 1 + 1 + 4
+	cases := []struct {
+		name string
+		b    []byte
+	}{
+		{"empty", nil},
+		{"short header", golden[:10]},
+		{"bad magic", edit(func(b []byte) []byte { b[3] = 'S'; return b })},
+		{"version 2", edit(func(b []byte) []byte { b[4] = 2; return b })},
+		{"unknown family", edit(func(b []byte) []byte { b[21] = 0x99; return b })},
+		{"one page", edit(func(b []byte) []byte { b[pagesAt-1] = 1; return b[:pagesAt+4+32+8+4] })},
+		{"count above bytes", edit(func(b []byte) []byte { b[pagesAt-1] = 3; return b })},
+		{"trailing byte", append(bytes.Clone(golden), 0)},
+		{"truncated", golden[:len(golden)-1]},
+		{"first page with a key", edit(func(b []byte) []byte {
+			return slices.Concat(b[:pagesAt], []byte{0, 0, 0, 1, 'a'}, b[pagesAt+4:])
+		})},
+		{"zero records", edit(func(b []byte) []byte { b[pagesAt+4+32+8+3] = 0; return b })},
+		{"zero hash", edit(func(b []byte) []byte { clear(b[pagesAt+4 : pagesAt+4+32]); return b })},
+		{"size below a shard header", edit(func(b []byte) []byte { b[pagesAt+4+32+7] = 27; return b })},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			x, err := shards.DecodeIndex(schema, c.b, digest.Sum(c.b), shards.System, 0x3a)
+			if !errors.Is(err, shards.ErrMalformedObject) || x != nil {
+				t.Fatalf("DecodeIndex = %v, %v; want ErrMalformedObject", x, err)
+			}
+		})
+	}
+	// NewIndex refuses what the decoder refuses.
+	pages := goldenIndexPages()
+	for name, ps := range map[string][]shards.PageRef{
+		"one page":        pages[:1],
+		"unsorted":        {pages[0], pages[1], {First: []byte("ma"), Ref: pages[1].Ref}},
+		"empty later key": {pages[0], {Ref: pages[1].Ref}},
+	} {
+		if _, err := shards.NewIndex(schema, shards.System, 0x3a, goldenSalt, ps); err == nil {
+			t.Errorf("NewIndex %s: no error", name)
+		}
+	}
+	// A first key of another shard.
+	keys, idx := oneShardKeys(t, shardstest.Fixed32, 2)
+	other := sampleKey(t, shardstest.Fixed32, 0)
+	for i := 1; shardOf(t, shardstest.Fixed32, other) == idx; i++ {
+		other = sampleKey(t, shardstest.Fixed32, i)
+	}
+	ref := shards.Ref{Hash: fillHash(1), Size: 100, Count: 1}
+	if _, err := shards.NewIndex(schema, shardstest.Fixed32, idx, goldenSalt, []shards.PageRef{{Ref: ref}, {First: keys[1], Ref: ref}}); err != nil {
+		t.Fatalf("NewIndex of the shard's keys: %v", err)
+	}
+	if _, err := shards.NewIndex(schema, shardstest.Fixed32, idx, goldenSalt, []shards.PageRef{{Ref: ref}, {First: other, Ref: ref}}); !errors.Is(err, shards.ErrWrongShard) {
+		t.Fatalf("NewIndex with a key of another shard: %v, want ErrWrongShard", err)
+	}
+}
+
+// TestSplitJoinAndPages: Split cuts a shard into pages within the bound,
+// none under a quarter of it; Join puts them back; an index over the pages
+// finds each key's page, names the pages a scan needs, and CheckPage
+// accepts each page and refuses it in another place.
+func TestSplitJoinAndPages(t *testing.T) {
+	const n, bound = 300, 1024
+	keys, idx := oneShardKeys(t, shardstest.Grouped, n)
+	recs := make([]shards.Record, n)
+	for i, k := range keys {
+		recs[i] = shards.Record{Key: k, Value: bytes.Repeat([]byte{byte(i)}, i%40)}
+	}
+	o, err := shards.NewObject(schema, shardstest.Grouped, idx, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pieces := o.Split(bound)
+	if len(pieces) < 2 {
+		t.Fatalf("Split of %d bytes at %d: %d pieces", o.EncodedSize(), bound, len(pieces))
+	}
+	joined := pieces[0]
+	var pages []shards.PageRef
+	total := 0
+	for i, p := range pieces {
+		if p.EncodedSize() > bound || p.EncodedSize() < bound/4 {
+			t.Fatalf("piece %d: %d bytes, want %d..%d", i, p.EncodedSize(), bound/4, bound)
+		}
+		total += p.Len()
+		if i > 0 {
+			if joined, err = shards.Join(joined, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, ref, err := p.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr := shards.PageRef{First: p.First(), Ref: ref}
+		if i == 0 {
+			pr.First = nil
+		}
+		pages = append(pages, pr)
+	}
+	if total != n || joined.Len() != n || joined.EncodedSize() != o.EncodedSize() {
+		t.Fatalf("pieces hold %d records, joined %d of %d bytes; want %d of %d", total, joined.Len(), joined.EncodedSize(), n, o.EncodedSize())
+	}
+	if _, err := shards.Join(pieces[1], pieces[0]); !errors.Is(err, shards.ErrUnsorted) {
+		t.Fatalf("Join out of order: %v, want ErrUnsorted", err)
+	}
+	x, err := shards.NewIndex(schema, shardstest.Grouped, idx, goldenSalt, pages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range pieces {
+		if err := x.CheckPage(i, p); err != nil {
+			t.Fatalf("CheckPage(%d): %v", i, err)
+		}
+		for j := range p.Len() {
+			if got := x.Find(p.At(j).Key); got != i {
+				t.Fatalf("Find(record %d of page %d) = %d", j, i, got)
+			}
+		}
+	}
+	if err := x.CheckPage(1, pieces[0]); !errors.Is(err, bucket.ErrIntegrity) {
+		t.Fatalf("CheckPage of page 0 as page 1: %v, want ErrIntegrity", err)
+	}
+	// Range: the pages whose keys may begin with a prefix, after a key.
+	for _, c := range []struct {
+		prefix, after []byte
+	}{
+		{nil, nil}, {keys[0][:16], nil}, {keys[0][:32], nil}, {keys[0][:16], keys[n/2]}, {nil, keys[n-1]},
+	} {
+		lo, hi := x.Range(c.prefix, c.after)
+		for i, p := range pieces {
+			needed := false
+			for r := range p.Scan(c.prefix, c.after) {
+				_ = r
+				needed = true
+				break
+			}
+			if needed && (i < lo || i >= hi) {
+				t.Fatalf("Range(%x, %x) = [%d, %d) misses page %d", c.prefix, c.after, lo, hi, i)
+			}
+		}
+	}
+	// A small object stays whole.
+	if got := pieces[0].Split(bound); len(got) != 1 {
+		t.Fatalf("Split of a page: %d pieces", len(got))
+	}
+}
+
+// FuzzDecodeIndex: no input panics the decoder; what decodes is canonical.
+func FuzzDecodeIndex(f *testing.F) {
+	golden, _ := hex.DecodeString(goldenIndex)
+	f.Add(golden)
+	f.Add([]byte("CRNX\x01"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		x, err := shards.DecodeIndex(schema, b, digest.Sum(b), shards.System, 0x3a)
+		if err != nil {
+			if !errors.Is(err, shards.ErrMalformedObject) {
+				t.Fatalf("error %v is not ErrMalformedObject", err)
+			}
+			return
+		}
+		again, ref, err := x.Encode()
+		if err != nil || !bytes.Equal(again, b) || ref.Hash != digest.Sum(b) {
+			t.Fatalf("encode(decode(b)) differs: %v", err)
+		}
+	})
+}

@@ -1,0 +1,97 @@
+package shards
+
+import (
+	"bytes"
+	"fmt"
+)
+
+// Pages of a shard. A shard object whose encoding exceeds a page bound is
+// stored as pages: shard objects in the same format, each holding the
+// records of one key range of the shard, named by an Index. The helpers
+// here cut and join objects without checking keys again: every record
+// they move was checked when its object was built or decoded.
+
+// Slice returns the shard object holding o's records i..j-1, sharing
+// them.
+func (o *Object) Slice(i, j int) *Object {
+	out := &Object{schema: o.schema, family: o.family, shard: o.shard, salt: o.salt, size: headerLen, recs: o.recs[i:j:j]}
+	for _, r := range out.recs {
+		out.size += recordFrame + int64(len(r.Key)+len(r.Value))
+	}
+	return out
+}
+
+// Join returns the shard object holding a's records and then b's. Both
+// must be of one family and shard, and every key of a must sort before
+// every key of b (ErrUnsorted otherwise). It shares their records.
+func Join(a, b *Object) (*Object, error) {
+	if a.family != b.family || a.shard != b.shard || a.schema != b.schema {
+		return nil, fmt.Errorf("shards: join %s/%02x with %s/%02x: %w", a.name(), a.shard, b.name(), b.shard, ErrMixedObjects)
+	}
+	if len(a.recs) > 0 && len(b.recs) > 0 && bytes.Compare(a.recs[len(a.recs)-1].Key, b.recs[0].Key) >= 0 {
+		return nil, fmt.Errorf("shards: join %s/%02x: %w", a.name(), a.shard, ErrUnsorted)
+	}
+	out := &Object{schema: a.schema, family: a.family, shard: a.shard, salt: a.salt, size: a.size + b.size - headerLen}
+	out.recs = make([]Record, 0, len(a.recs)+len(b.recs))
+	out.recs = append(append(out.recs, a.recs...), b.recs...)
+	return out, nil
+}
+
+// Split cuts o into the fewest pieces of about equal size, in key order,
+// whose encodings are at most bound bytes each; a record too large for
+// any page gets a page of its own. An object within the bound, or of one
+// record, is returned whole. Every piece of a split is more than a
+// quarter of the bound, unless a record alone exceeds it.
+func (o *Object) Split(bound int64) []*Object {
+	if o.size <= bound || len(o.recs) <= 1 {
+		return []*Object{o}
+	}
+	payload := o.size - headerLen
+	room := max(bound-headerLen, 1)
+	for n := (payload + room - 1) / room; ; n++ {
+		pieces := o.cut(n)
+		ok := true
+		for _, p := range pieces {
+			if p.size > bound && len(p.recs) > 1 {
+				ok = false
+				break
+			}
+		}
+		if ok || n >= int64(len(o.recs)) {
+			return pieces
+		}
+	}
+}
+
+// cut divides o's records into at most n runs of about equal payload.
+func (o *Object) cut(n int64) []*Object {
+	payload := o.size - headerLen
+	var out []*Object
+	start := 0
+	var acc int64
+	for i, r := range o.recs {
+		acc += recordFrame + int64(len(r.Key)+len(r.Value))
+		// Cut after record i once the runs so far hold their share.
+		if int64(len(out)+1) < n && acc*n >= payload*int64(len(out)+1) && i+1 < len(o.recs) {
+			out = append(out, o.Slice(start, i+1))
+			start = i + 1
+		}
+	}
+	return append(out, o.Slice(start, len(o.recs)))
+}
+
+// First returns the object's smallest key, or nil if it is empty.
+func (o *Object) First() []byte {
+	if len(o.recs) == 0 {
+		return nil
+	}
+	return o.recs[0].Key
+}
+
+// Last returns the object's largest key, or nil if it is empty.
+func (o *Object) Last() []byte {
+	if len(o.recs) == 0 {
+		return nil
+	}
+	return o.recs[len(o.recs)-1].Key
+}
