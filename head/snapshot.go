@@ -388,13 +388,15 @@ func (sn *Snapshot) ScanShard(ctx context.Context, ref ShardRef, prefix, after [
 	if err != nil {
 		return nil, err
 	}
-	o, err := sn.shard(ctx, ref.Family, ref.Index)
-	if err != nil {
-		return nil, err
-	}
 	var objs []*shards.Object
-	if o != nil {
-		objs = []*shards.Object{o}
+	if t, err := sn.table(ctx, ref.Family); err != nil {
+		return nil, err
+	} else if t != nil {
+		if e, ok := t.Entry(ref.Index); ok {
+			if objs, err = sn.s.entryScan(ctx, ref.Family, e, prefix, after); err != nil {
+				return nil, err
+			}
+		}
 	}
 	over := slices.DeleteFunc(deltaChanges(ds, ref.Family, prefix, after), func(m shards.Mutation) bool {
 		idx, err := sn.s.fams.ShardOf(ref.Family, m.Key)
