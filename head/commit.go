@@ -296,7 +296,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		return true, nil
 	}
 	nonce := newNonce()
-	cand, err := s.build(ctx, sn, state, nonce, fold)
+	cand, err := s.build(ctx, sn, state, nonce, fold, now)
 	if err != nil {
 		for _, c := range calls {
 			c.finish(Result{}, err)
@@ -430,6 +430,22 @@ func encodeDedupe(cmdDigest [32]byte, seq uint64, result []byte) []byte {
 		U8(dedupeFormat).Raw(cmdDigest[:]).U64(seq).Raw(result).Bytes()
 }
 
+// dedupeExpired is the engine's expiry rule for command_dedupe (see
+// Options.DedupeWindow): a record written more than at.DedupeWindow
+// commits before the fold that asks. Its age comes from the commit
+// sequence the record carries, so every attempt of a fold agrees. A
+// record that does not decode never expires: replay and Check report it.
+func dedupeExpired(_, v []byte, at shards.ExpiryClock) bool {
+	r := wire.NewReader(v)
+	format := r.U8()
+	r.Take(32) // the command digest
+	seq := r.U64()
+	if r.Err() != nil || format != dedupeFormat {
+		return false
+	}
+	return seq < at.Sequence && at.Sequence-seq > at.DedupeWindow
+}
+
 func replay(v []byte, cmd Command) outcome {
 	r := wire.NewReader(v)
 	format := r.U8()
@@ -473,8 +489,10 @@ type write struct {
 // folds instead. A fold applies the union of the parent's deltas and the
 // batch (the newest change of a key wins) to the base: new shard objects
 // for the shards it changes, new tables for the families it changes, and
-// a root with no deltas. Nothing is written.
-func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonce roots.Nonce, fold bool) (*candidate, error) {
+// a root with no deltas; it leaves out of every object it rewrites the
+// records that have expired at its sequence and at now, the commit's
+// time (see expiry). Nothing is written.
+func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonce roots.Nonce, fold bool, now time.Time) (*candidate, error) {
 	if sn != nil {
 		if err := sn.gate(ctx); err != nil { // nothing is committed past a failed gate
 			return nil, err
@@ -502,7 +520,8 @@ func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonc
 			return nil, err
 		}
 		root.Deltas = nil
-		if err := s.buildBase(ctx, sn, muts, nonce, root, c); err != nil {
+		at := shards.ExpiryClock{Sequence: root.Sequence, Time: now, DedupeWindow: s.opts.DedupeWindow}
+		if err := s.buildBase(ctx, sn, muts, nonce, root, c, at); err != nil {
 			return nil, err
 		}
 	}
@@ -605,15 +624,15 @@ func (s *Store) foldDeltas(ctx context.Context, sn *Snapshot, state *batchState)
 
 // buildBase applies muts to sn's base: new shard objects for the shards
 // they change and new tables for the families they change, entered into
-// root.
-func (s *Store) buildBase(ctx context.Context, sn *Snapshot, muts *batchState, nonce roots.Nonce, root *roots.Root, c *candidate) error {
+// root. The records expired at at are left out of every object it writes.
+func (s *Store) buildBase(ctx context.Context, sn *Snapshot, muts *batchState, nonce roots.Nonce, root *roots.Root, c *candidate, at shards.ExpiryClock) error {
 	fams := make([]shards.Family, 0, len(muts.muts))
 	for f := range muts.muts {
 		fams = append(fams, f)
 	}
 	sort.Slice(fams, func(i, j int) bool { return fams[i] < fams[j] })
 	for _, f := range fams {
-		fr, ok, err := s.buildFamily(ctx, sn, f, muts.sorted(f), nonce, c)
+		fr, ok, err := s.buildFamily(ctx, sn, f, muts.sorted(f), nonce, c, s.expiry(f, at))
 		if err != nil {
 			return err
 		}

@@ -88,6 +88,15 @@
 // command_dedupe family in the same commit, so an exact retry replays it
 // and a reuse with other inputs is ErrRequestReused.
 //
+// Dedupe records expire: a fold that rewrites the shard object or page
+// holding one leaves it out once its commit sequence is more than
+// Options.DedupeWindow commits (default 1,000,000) before the fold's.
+// A retry of a request id older than the window may therefore apply
+// again, as a new request; within the window it always replays. A fold
+// never rewrites a page only to expire records, so a record may outlive
+// its window. A product family may carry its own expiry rule
+// (shards.FamilySpec.Expire), applied the same way.
+//
 // Group commit: commands that arrive together at one Store are applied in
 // order to one pinned snapshot and land with one CAS. Their results, and
 // the errors of commands whose predicates failed, are delivered once the

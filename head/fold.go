@@ -20,10 +20,44 @@ import (
 // a page over the bound and merging a page under a quarter of it with a
 // neighbour, then the index, the table and the root: its bytes grow with
 // the pages it touches, not with the family.
+//
+// Expiry. A fold leaves out of every object it writes (a leaf, a new
+// page, a page merged with a neighbour) the records its family's rule
+// says have expired, and so drops a delta's record it applies that has
+// already expired. It never rewrites an object only to expire records: an
+// untouched shard or page keeps its expired records until a later fold
+// changes it. The rule sees each key's newest value, after the fold's
+// changes, so a record a later delta overwrote is judged by the new
+// value.
+
+// expiry is one family's expiry rule at one fold; the zero value expires
+// nothing.
+type expiry struct {
+	rule shards.ExpireFunc
+	at   shards.ExpiryClock
+}
+
+// expiry returns family f's rule at the fold at: the engine's own for
+// command_dedupe, else the schema's.
+func (s *Store) expiry(f shards.Family, at shards.ExpiryClock) expiry {
+	if f == shards.CommandDedupe {
+		return expiry{rule: dedupeExpired, at: at}
+	}
+	return expiry{rule: s.fams.Expiry(f), at: at}
+}
+
+// drop returns o without its expired records (o itself when none is).
+func (e expiry) drop(o *shards.Object) *shards.Object {
+	if e.rule == nil {
+		return o
+	}
+	return o.Drop(func(k, v []byte) bool { return e.rule(k, v, e.at) })
+}
 
 // buildFamily applies one family's sorted mutations and returns its new
-// root entry (ok false when the family becomes empty).
-func (s *Store) buildFamily(ctx context.Context, sn *Snapshot, f shards.Family, muts []shards.Mutation, nonce roots.Nonce, c *candidate) (roots.FamilyRef, bool, error) {
+// root entry (ok false when the family becomes empty), leaving out the
+// records ex says have expired from every object it writes.
+func (s *Store) buildFamily(ctx context.Context, sn *Snapshot, f shards.Family, muts []shards.Mutation, nonce roots.Nonce, c *candidate, ex expiry) (roots.FamilyRef, bool, error) {
 	byShard := map[uint8][]shards.Mutation{}
 	for _, m := range muts {
 		idx, err := s.fams.ShardOf(f, m.Key)
@@ -55,7 +89,7 @@ func (s *Store) buildFamily(ctx context.Context, sn *Snapshot, f shards.Family, 
 	for i, idx := range idxs {
 		g.Go(func() (err error) {
 			old, present := entries[idx]
-			results[i], err = s.buildShard(gctx, f, idx, old, present, byShard[idx], shards.Salt(nonce))
+			results[i], err = s.buildShard(gctx, f, idx, old, present, byShard[idx], shards.Salt(nonce), ex)
 			return err
 		})
 	}
@@ -121,8 +155,8 @@ type part struct {
 }
 
 // buildShard applies muts to shard idx of family f, whose table entry is
-// old (if present).
-func (s *Store) buildShard(ctx context.Context, f shards.Family, idx uint8, old roots.Entry, present bool, muts []shards.Mutation, salt shards.Salt) (shardBuild, error) {
+// old (if present), leaving expired records out of what it rewrites.
+func (s *Store) buildShard(ctx context.Context, f shards.Family, idx uint8, old roots.Entry, present bool, muts []shards.Mutation, salt shards.Salt, ex expiry) (shardBuild, error) {
 	bound := s.opts.PageBytes
 	var parts []part
 	var x *shards.Index
@@ -140,16 +174,16 @@ func (s *Store) buildShard(ctx context.Context, f shards.Family, idx uint8, old 
 		if err != nil {
 			return shardBuild{}, err
 		}
-		parts = newParts(nu, bound)
+		parts = newParts(ex.drop(nu), bound)
 	} else {
 		var err error
 		if x, err = s.loadIndex(ctx, f, idx, old.Ref); err != nil {
 			return shardBuild{}, err
 		}
-		if parts, err = s.applyPages(ctx, x, muts, bound); err != nil {
+		if parts, err = s.applyPages(ctx, x, muts, bound, ex); err != nil {
 			return shardBuild{}, err
 		}
-		if parts, err = s.mergeSmall(ctx, x, parts, bound); err != nil {
+		if parts, err = s.mergeSmall(ctx, x, parts, bound, ex); err != nil {
 			return shardBuild{}, err
 		}
 	}
@@ -172,6 +206,9 @@ func (s *Store) buildShard(ctx context.Context, f shards.Family, idx uint8, old 
 			var err error
 			if o, err = s.loadPage(ctx, x, parts[0].at); err != nil {
 				return shardBuild{}, err
+			}
+			if o = ex.drop(o); o.Len() == 0 {
+				return out, nil
 			}
 		}
 		ref, err := add(o)
@@ -225,8 +262,8 @@ func newParts(o *shards.Object, bound int64) []part {
 // applyPages applies muts to the pages of x they fall in, loading those
 // pages in parallel, and returns the shard's pages in key order: the
 // untouched ones as they are, each touched one as its new records, split
-// if over bound, dropped if empty.
-func (s *Store) applyPages(ctx context.Context, x *shards.Index, muts []shards.Mutation, bound int64) ([]part, error) {
+// if over bound, dropped if empty, without its expired records.
+func (s *Store) applyPages(ctx context.Context, x *shards.Index, muts []shards.Mutation, bound int64, ex expiry) ([]part, error) {
 	byPage := map[int][]shards.Mutation{}
 	for _, m := range muts {
 		i := x.Find(m.Key)
@@ -241,8 +278,11 @@ func (s *Store) applyPages(ctx context.Context, x *shards.Index, muts []shards.M
 			if err != nil {
 				return err
 			}
-			changed[i], err = o.Apply(pm)
-			return err
+			if changed[i], err = o.Apply(pm); err != nil {
+				return err
+			}
+			changed[i] = ex.drop(changed[i])
+			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -263,8 +303,9 @@ func (s *Store) applyPages(ctx context.Context, x *shards.Index, muts []shards.M
 // neighbour (the next, or the previous for the last page), splitting the
 // result again if it is over bound. Untouched pages are loaded only when
 // a new neighbour merges into them, so a fold reads and writes at most
-// one page more per page it changed.
-func (s *Store) mergeSmall(ctx context.Context, x *shards.Index, parts []part, bound int64) ([]part, error) {
+// one page more per page it changed. A neighbour rewritten by a merge
+// loses its expired records too.
+func (s *Store) mergeSmall(ctx context.Context, x *shards.Index, parts []part, bound int64, ex expiry) ([]part, error) {
 	obj := func(p part) (*shards.Object, error) {
 		if p.obj != nil {
 			return p.obj, nil
@@ -292,7 +333,7 @@ func (s *Store) mergeSmall(ctx context.Context, x *shards.Index, parts []part, b
 		if err != nil {
 			return nil, err
 		}
-		pieces := newParts(joined, bound)
+		pieces := newParts(ex.drop(joined), bound)
 		for j := range pieces {
 			pieces[j].settled = len(pieces) > 1
 		}

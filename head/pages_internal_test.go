@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/counting"
@@ -286,7 +287,7 @@ func TestWriterRulePages(t *testing.T) {
 		if err := st.put(ruleFam, x, []byte("C")); err != nil {
 			t.Fatal(err)
 		}
-		c, err := s.build(ctx, sn, st, newNonce(), false)
+		c, err := s.build(ctx, sn, st, newNonce(), false, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -40,6 +40,16 @@ type Options struct {
 	// with different PageBytes may share a shard: the bound shapes only
 	// what a fold writes.
 	PageBytes int64
+	// DedupeWindow is how many commits a command_dedupe record is kept:
+	// a record whose commit sequence is more than DedupeWindow commits
+	// older than a fold that rewrites its shard object or page is left
+	// out of it. Within the window an exact retry of a request id always
+	// replays its result; after it, a retry may find the record gone and
+	// apply again, as a new request. Records are dropped only by folds
+	// that rewrite their page anyway, so a record may outlive the window.
+	// Default 1,000,000 commits (at least 11 days at one commit a second,
+	// GCS's write rate for the head); math.MaxUint64 keeps every record.
+	DedupeWindow uint64
 	// NoGroupCommit makes every command commit on its own, in its caller's
 	// goroutine. By default concurrent commands of one Store share a CAS.
 	NoGroupCommit bool
@@ -72,6 +82,9 @@ type Options struct {
 	Now func() time.Time
 }
 
+// DefaultDedupeWindow is Options.DedupeWindow's default, in commits.
+const DefaultDedupeWindow = 1_000_000
+
 // retryPolicy is the backoff the options describe: full jitter over a
 // bound from BackoffBase doubling up to BackoffMax, and ThrottleBackoff
 // plus jitter after the store throttled, for up to MaxAttempts tries.
@@ -94,6 +107,9 @@ func (o *Options) fill() {
 		o.PageBytes = 16 << 10
 	}
 	o.PageBytes = max(o.PageBytes, 256)
+	if o.DedupeWindow == 0 {
+		o.DedupeWindow = DefaultDedupeWindow
+	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 256
 	}
@@ -309,7 +325,7 @@ func (s *Store) initialize(ctx context.Context) error {
 		return err
 	}
 	nonce := newNonce()
-	c, err := s.build(ctx, nil, tx, nonce, false)
+	c, err := s.build(ctx, nil, tx, nonce, false, s.opts.Now())
 	if err != nil {
 		return err
 	}

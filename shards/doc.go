@@ -42,6 +42,14 @@
 // a scan prefix determines one shard; if not, the scan merges the
 // family's shards (Merge).
 //
+// # Expiry
+//
+// A FamilySpec may carry an Expire rule for records that only serve
+// exact retries; Schema.Expiry returns it. The engine asks it, with an
+// ExpiryClock (the fold's commit sequence and time), only of records in
+// objects a fold rewrites anyway, and Object.Drop leaves the expired ones
+// out. The engine's own command_dedupe rule is package head's.
+//
 // CheckJoinedPath and CheckExactPath check the byte structure of encoded
 // paths without decoding them, for shard-key rules that end at a path or
 // its parent directory.

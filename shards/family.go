@@ -3,6 +3,7 @@ package shards
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Family is a metadata family, identified by its one-byte tag. Which tags
@@ -75,6 +76,45 @@ type FamilySpec struct {
 	// ShardKey. Nil: no prefix does, and every scan merges the family's
 	// shards.
 	PrefixKey func(prefix []byte) ([]byte, bool)
+	// Expire, if set, says whether a record of the family has expired: a
+	// row that only serves exact retries, past the window its product
+	// documents. The engine asks it only when a fold rewrites the shard
+	// object or page that holds the record anyway (and of a delta's
+	// record the fold applies), and leaves an expired record out of what
+	// it writes. It never rewrites an object only to expire records, and
+	// reads never ask it, so a record stays visible after its window
+	// until a fold rewrites its page: a window is a least lifetime, not
+	// an exact one. The rule sees the newest value of the key (a delete
+	// or a later put in a delta has already replaced an older one). It
+	// must be a pure function of its arguments, and should use only
+	// at.Sequence so that a fold of one root and batch writes the same
+	// records on every attempt. Nil: the family's records never expire.
+	// The engine's own command_dedupe rule is package head's.
+	Expire ExpireFunc
+}
+
+// ExpireFunc reports whether the record (key, value) of a family has
+// expired at the fold described by at. It must not modify key or value.
+type ExpireFunc func(key, value []byte, at ExpiryClock) bool
+
+// ExpiryClock is what an expiry rule knows of the fold that asks it.
+// The engine keeps no time per record: a record that needs its own age
+// carries it in its value (a commit sequence, Tx.Sequence in package
+// head, or a time, Tx.Now), written by the command that writes it.
+type ExpiryClock struct {
+	// Sequence is the commit sequence of the fold: the sequence of the
+	// root it writes. A record carrying the sequence that wrote it is
+	// Sequence - that many commits old.
+	Sequence uint64
+	// Time is the fold commit's time: the committed_at of the head it
+	// writes, read from the writer's clock. Clocks of replicas differ, so
+	// a rule over Time should allow for skew.
+	Time time.Time
+	// DedupeWindow is the number of commits for which the engine keeps
+	// a command_dedupe record (head.Options.DedupeWindow): how long an
+	// exact retry is recognized. A product rule for rows that serve only
+	// exact retries can keep them for the same window.
+	DedupeWindow uint64
 }
 
 // Schema is an immutable registry of families: the engine's own and those
@@ -156,6 +196,15 @@ func (s *Schema) Name(f Family) string {
 		return spec.Name
 	}
 	return fmt.Sprintf("family(0x%02x)", uint8(f))
+}
+
+// Expiry returns the expiry rule of family f, nil if it has none or the
+// schema does not hold f.
+func (s *Schema) Expiry(f Family) ExpireFunc {
+	if spec := s.specs[f]; spec != nil {
+		return spec.Expire
+	}
+	return nil
 }
 
 // ParseFamily returns the family with tag t, failing closed with

@@ -466,3 +466,64 @@ func BenchmarkApplyOneRecord(b *testing.B) {
 	b.SetBytes(int64(encoded))
 	b.ReportMetric(float64(encoded), "encoded-bytes/op")
 }
+
+// TestObjectDrop: Drop leaves out exactly the records its predicate
+// names, keeps the others in order with a size that encodes, returns the
+// object itself when it drops nothing, and may empty it.
+func TestObjectDrop(t *testing.T) {
+	var recs []shards.Record
+	for i := range 6 {
+		recs = append(recs, shards.Record{Key: sampleKey(t, shardstest.Grouped, 5*i), Value: []byte{byte(i)}}) // one group: one shard
+	}
+	idx, err := schema.ShardOf(shardstest.Grouped, recs[0].Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := shards.NewObject(schema, shardstest.Grouped, idx, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := o.Drop(func(k, v []byte) bool { return false }); got != o {
+		t.Fatal("Drop of nothing returned a new object")
+	}
+	odd := o.Drop(func(_, v []byte) bool { return v[0]%2 == 1 })
+	if got, want := odd.Len(), 3; got != want {
+		t.Fatalf("after dropping the odd values %d records, want %d", got, want)
+	}
+	for i := range odd.Len() {
+		if r := odd.At(i); r.Value[0] != byte(2*i) {
+			t.Fatalf("record %d = %q=%v, want value %d", i, r.Key, r.Value, 2*i)
+		}
+	}
+	b, _, err := odd.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := int64(len(b)), odd.EncodedSize(); got != want {
+		t.Fatalf("encoded %d bytes, EncodedSize says %d", got, want)
+	}
+	if o.Len() != 6 {
+		t.Fatalf("Drop changed its receiver: %d records", o.Len())
+	}
+	if got := o.Drop(func(k, v []byte) bool { return true }).Len(); got != 0 {
+		t.Fatalf("dropping every record left %d", got)
+	}
+}
+
+// TestSchemaExpiry: a schema returns a family's expiry rule, and none
+// for a family without one or a tag it does not hold.
+func TestSchemaExpiry(t *testing.T) {
+	rule := func(_, v []byte, at shards.ExpiryClock) bool { return at.Sequence > 7 }
+	s, err := shards.NewSchema(shards.FamilySpec{Family: 0x30, Name: "expiring", Expire: rule}, shards.FamilySpec{Family: 0x31, Name: "kept"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Expiry(0x30); r == nil || !r(nil, nil, shards.ExpiryClock{Sequence: 8}) || r(nil, nil, shards.ExpiryClock{Sequence: 7}) {
+		t.Fatal("the expiring family's rule is not the spec's")
+	}
+	for _, f := range []shards.Family{0x31, 0x32, shards.CommandDedupe, shards.System} {
+		if s.Expiry(f) != nil {
+			t.Fatalf("family %v has a rule", f)
+		}
+	}
+}

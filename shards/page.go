@@ -37,6 +37,31 @@ func Join(a, b *Object) (*Object, error) {
 	return out, nil
 }
 
+// Drop returns the shard object holding o's records for which drop
+// reports false, sharing them; o itself if it drops none. The result may
+// be empty. A fold uses it to leave expired records out of an object it
+// rewrites.
+func (o *Object) Drop(drop func(key, value []byte) bool) *Object {
+	var out *Object
+	for i, r := range o.recs {
+		if !drop(r.Key, r.Value) {
+			if out != nil {
+				out.recs = append(out.recs, r)
+				out.size += recordFrame + int64(len(r.Key)+len(r.Value))
+			}
+			continue
+		}
+		if out == nil {
+			out = o.Slice(0, i)
+			out.recs = append(make([]Record, 0, len(o.recs)-1), out.recs...)
+		}
+	}
+	if out == nil {
+		return o
+	}
+	return out
+}
+
 // Split cuts o into the fewest pieces of about equal size, in key order,
 // whose encodings are at most bound bytes each; a record too large for
 // any page gets a page of its own. An object within the bound, or of one
