@@ -324,8 +324,8 @@ func (s *Store) initialize(ctx context.Context) error {
 	if err := tx.put(shards.System, SchemaKey, marker); err != nil {
 		return err
 	}
-	nonce := newNonce()
-	c, err := s.build(ctx, nil, tx, nonce, false, s.opts.Now())
+	nonce, now := newNonce(), s.opts.Now()
+	c, err := s.build(ctx, nil, tx, nonce, false, now)
 	if err != nil {
 		return err
 	}
@@ -339,7 +339,7 @@ func (s *Store) initialize(ctx context.Context) error {
 		Root:      c.rootRef.Hash.String(),
 		RootSize:  c.rootRef.Size,
 		Nonce:     nonceString(nonce),
-		Committed: s.opts.Now().UnixMilli(),
+		Committed: now.UnixMilli(),
 		Recent:    []string{},
 	}
 	b, err := encodeHead(h)

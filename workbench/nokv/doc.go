@@ -109,6 +109,18 @@
 // command_dedupe (a 16-byte namespace and a request id) and system (any
 // non-empty key) are checked by the engine.
 //
+// # Expiry
+//
+// Two families carry expiry rules (expiry.go; shards.FamilySpec.Expire),
+// applied by the engine when a fold rewrites a row's page anyway: a
+// Published Publish Operation row expires once its result's commit
+// version is more than the engine's dedupe window of commits old (unless
+// it published metadata/run_manifest.json or metadata/restore_manifest.json,
+// which a commit's or restore's exact replay needs); an Uploaded, Owned
+// StagedObject row expires at the first fold that rewrites it, because
+// the manifest rows written in the same command own its block. Every
+// other row, and every row a rule cannot decode, is kept.
+//
 // # Records
 //
 // The record layer covers the key and value of WorkspaceCurrent,

@@ -112,6 +112,7 @@ func Specs() []shards.FamilySpec {
 	out := make([]shards.FamilySpec, len(families))
 	for i, fam := range families {
 		out[i] = fam.spec(fam.f, fam.name)
+		out[i].Expire = expiryRules[fam.f]
 	}
 	return out
 }
