@@ -57,6 +57,15 @@ func TestStoreMemNoGroupCommit(t *testing.T) {
 		storesuite.Options{Scenarios: []string{"mixed"}, Ops: 25, Head: head.Options{NoGroupCommit: true}})
 }
 
+// TestStoreMemDedupeWindow runs the mixed scenario with dedupe records
+// expiring after 32 commits and folds every few commits, so that folds
+// drop records while clients still retry: a client retries at once, well
+// within the window, so no append may apply twice.
+func TestStoreMemDedupeWindow(t *testing.T) {
+	conformancetest.RunStoreSuite(t, func(*testing.T) bucket.Bucket { return mem.NewBucket() },
+		storesuite.Options{Scenarios: []string{"mixed"}, Head: head.Options{DedupeWindow: 32, MaxDeltas: 2}})
+}
+
 // TestStoreFile runs every scenario over bucket/file, each replica opening
 // the directory itself, so that the conditional writes are arbitrated by
 // the file locks, as between processes.
