@@ -21,7 +21,7 @@ func dedupeShard(id string) uint8 {
 	return shards.HashShardKey(shards.CommandDedupe, append(make([]byte, 16), id...))
 }
 
-// requestsIn returns n request ids, other than skip, whose dedupe records
+// requestsIn returns n request ids beginning with prefix whose dedupe records
 // land in shard idx.
 func requestsIn(idx uint8, prefix string, n int) []string {
 	var out []string
