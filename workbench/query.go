@@ -181,8 +181,11 @@ type queryData struct {
 }
 
 // loadQuery reads the rows of a scope from one pinned snapshot and types
-// their fields. A missing workbench (id given) is NotFound.
-func (s *Service) loadQuery(ctx context.Context, q queryScope) (*queryData, *Error) {
+// their fields. A missing workbench (id given) is NotFound. When an index
+// can answer one of preds, the rows are only those its range names
+// (query_index.go): a superset of the rows that satisfy preds, which the
+// caller still applies.
+func (s *Service) loadQuery(ctx context.Context, q queryScope, preds []queryPredicate) (*queryData, *Error) {
 	var views []*view
 	var sn *head.Snapshot
 	if q.id != "" {
@@ -202,9 +205,31 @@ func (s *Service) loadQuery(ctx context.Context, q queryScope) (*queryData, *Err
 		}
 	}
 	d := &queryData{sn: sn}
+	rows, indexed, werr := s.indexedRows(ctx, sn, views, q, preds)
+	if werr != nil {
+		return nil, werr
+	}
+	if indexed {
+		d.rows = rows
+	} else if d.rows, werr = scanQueryRows(ctx, views, q); werr != nil {
+		return nil, werr
+	}
+	slices.SortStableFunc(d.rows, compareRowIdentity)
+	types, werr := queryFieldTypes(d.rows)
+	if werr != nil {
+		return nil, werr
+	}
+	d.types = types
+	return d, nil
+}
+
+// scanQueryRows reads every row of scope q from the PathCurrent rows of
+// views.
+func scanQueryRows(ctx context.Context, views []*view, q queryScope) ([]*queryRow, *Error) {
+	var rows []*queryRow
 	for _, v := range views {
 		werr := v.scan(ctx, q.prefix, nil, func(path []string, e nokv.PathEntry) bool {
-			d.rows = append(d.rows, &queryRow{wb: v.id, path: path, e: e})
+			rows = append(rows, &queryRow{wb: v.id, path: path, e: e})
 			return true
 		})
 		if werr != nil {
@@ -216,17 +241,11 @@ func (s *Service) loadQuery(ctx context.Context, q queryScope) (*queryData, *Err
 				return nil, werr
 			}
 			if ok {
-				d.rows = append(d.rows, &queryRow{wb: v.id, path: slices.Clone(q.prefix), e: e})
+				rows = append(rows, &queryRow{wb: v.id, path: slices.Clone(q.prefix), e: e})
 			}
 		}
 	}
-	slices.SortStableFunc(d.rows, compareRowIdentity)
-	types, werr := queryFieldTypes(d.rows)
-	if werr != nil {
-		return nil, werr
-	}
-	d.types = types
-	return d, nil
+	return rows, nil
 }
 
 // visibleViews returns a view of every Visible workbench of the root at

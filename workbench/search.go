@@ -133,7 +133,7 @@ func (s *Service) searchTool(ctx context.Context, in *searchInput) (map[string]a
 		}
 	}
 
-	d, werr := s.loadQuery(ctx, scope)
+	d, werr := s.loadQuery(ctx, scope, preds)
 	if werr != nil {
 		return nil, werr
 	}
