@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
@@ -188,8 +189,18 @@ type queryData struct {
 func (s *Service) loadQuery(ctx context.Context, q queryScope, preds []queryPredicate) (*queryData, *Error) {
 	var views []*view
 	var sn *head.Snapshot
+	plan, indexable, err := planQueryIndex(s.root, preds)
+	if err != nil {
+		return nil, FromError(err)
+	}
+	indexable = indexable && !s.queryScanOnly
 	if q.id != "" {
-		v, werr := s.openView(ctx, q.id, nil)
+		var reads viewReads
+		if indexable {
+			// The index's table comes in the marker's round.
+			reads.fams = []shards.Family{nokv.FamilySecondaryIndex}
+		}
+		v, werr := s.openViewFor(ctx, q.id, nil, reads)
 		if werr != nil {
 			return nil, werr
 		}
@@ -205,14 +216,18 @@ func (s *Service) loadQuery(ctx context.Context, q queryScope, preds []queryPred
 		}
 	}
 	d := &queryData{sn: sn}
-	rows, indexed, werr := s.indexedRows(ctx, sn, views, q, preds)
-	if werr != nil {
-		return nil, werr
+	indexed := false
+	if indexable {
+		var werr *Error
+		if d.rows, indexed, werr = s.indexedRows(ctx, sn, views, q, plan); werr != nil {
+			return nil, werr
+		}
 	}
-	if indexed {
-		d.rows = rows
-	} else if d.rows, werr = scanQueryRows(ctx, views, q); werr != nil {
-		return nil, werr
+	if !indexed {
+		var werr *Error
+		if d.rows, werr = scanQueryRows(ctx, views, q); werr != nil {
+			return nil, werr
+		}
 	}
 	slices.SortStableFunc(d.rows, compareRowIdentity)
 	types, werr := queryFieldTypes(d.rows)

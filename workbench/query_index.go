@@ -5,6 +5,8 @@ import (
 	"context"
 	"slices"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/workbench/nokv"
 )
@@ -48,6 +50,9 @@ import (
 // queryIndexMaxHits bounds the hits an index range may yield before the
 // query falls back to the scan.
 const queryIndexMaxHits = 2048
+
+// queryRecheckConcurrency bounds the recheck's point reads in flight.
+const queryRecheckConcurrency = 32
 
 // indexRange is one key range of an index: the keys that begin with
 // prefix, come after lo (exclusive; nil: from the prefix on) and before hi
@@ -215,18 +220,11 @@ type indexHit struct {
 	row  nokv.SecondaryIndexEntry
 }
 
-// indexedRows returns the rows of scope q (over views, at sn) that an
-// index range answering one of preds names, rechecked against their
-// markers and PathCurrent rows, in no particular order. ok is false when
-// no index can answer, and the caller scans.
-func (s *Service) indexedRows(ctx context.Context, sn *head.Snapshot, views []*view, q queryScope, preds []queryPredicate) (rows []*queryRow, ok bool, werr *Error) {
-	if s.queryScanOnly {
-		return nil, false, nil
-	}
-	plan, ok, err := planQueryIndex(s.root, preds)
-	if err != nil || !ok {
-		return nil, false, FromError(err)
-	}
+// indexedRows returns the rows of scope q (over views, at sn) that the
+// index ranges of plan name, rechecked against their markers and
+// PathCurrent rows, in no particular order. ok is false when the index
+// cannot answer after all, and the caller scans.
+func (s *Service) indexedRows(ctx context.Context, sn *head.Snapshot, views []*view, q queryScope, plan indexPlan) (rows []*queryRow, ok bool, werr *Error) {
 	byInc := make(map[nokv.IncarnationID]*view, len(views))
 	for _, v := range views {
 		byInc[v.ws.Incarnation] = v
@@ -280,8 +278,10 @@ func (s *Service) indexedRows(ctx context.Context, sn *head.Snapshot, views []*v
 		}
 	}
 
-	// The recheck: every hit's PathCurrent row at sn, their shards
-	// fetched together first.
+	// The recheck: every hit's PathCurrent row at sn. The shards (of a
+	// paged shard, its page index) are fetched together first, then the
+	// point reads run in parallel, so the pages they need come in one
+	// round more.
 	var refs []head.ShardRef
 	for _, h := range hits {
 		ref, err := sn.ShardOf(nokv.FamilyPathCurrent, h.key)
@@ -297,24 +297,29 @@ func (s *Service) indexedRows(ctx context.Context, sn *head.Snapshot, views []*v
 			return nil, false, FromError(err)
 		}
 	}
-	rows = make([]*queryRow, 0, len(hits))
-	for _, h := range hits {
-		b, exists, err := sn.Get(ctx, nokv.FamilyPathCurrent, h.key)
-		if err != nil {
-			return nil, false, FromError(err)
-		}
-		if !exists {
-			continue
-		}
-		e, err := nokv.DecodePathEntry(b)
-		if err != nil {
-			return nil, false, FromError(err)
-		}
-		if e.Generation != h.row.PathGeneration || e.Revision != h.row.Revision {
-			continue
-		}
-		rows = append(rows, &queryRow{wb: h.v.id, path: h.path, e: e})
+	found := make([]*queryRow, len(hits))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(queryRecheckConcurrency)
+	for i, h := range hits {
+		g.Go(func() error {
+			b, exists, err := sn.Get(gctx, nokv.FamilyPathCurrent, h.key)
+			if err != nil || !exists {
+				return err
+			}
+			e, err := nokv.DecodePathEntry(b)
+			if err != nil {
+				return err
+			}
+			if e.Generation == h.row.PathGeneration && e.Revision == h.row.Revision {
+				found[i] = &queryRow{wb: h.v.id, path: h.path, e: e}
+			}
+			return nil
+		})
 	}
+	if err := g.Wait(); err != nil {
+		return nil, false, FromError(err)
+	}
+	rows = slices.DeleteFunc(found, func(r *queryRow) bool { return r == nil })
 	s.queryIndexAnswers.Add(1)
 	return rows, true, nil
 }
