@@ -32,16 +32,15 @@ import (
 // built-in id is shadowed by the built-in. Built-in producer and
 // manifest_id yield an explicit null when unset, so they always exist.
 //
-// Rows come from a scan of the scope's PathCurrent rows, not from the
-// SecondaryIndex family: the Workbench tools attach no custom index
-// fields, every built-in field lives in PathEntry itself, and one
-// PathCurrent scan per workbench yields every row with all its fields. The
-// cost is a scope scan per query (every artifact of the scope is read and
-// filtered in memory; for a root-scoped query, every artifact of every
-// visible workbench). A later change can answer selective predicates from
-// SecondaryIndex rows (root | index_id | encoded value | incarnation |
-// path) and recheck each hit against its workspace marker and PathCurrent
-// row at the same read version, as the seed prescribes.
+// Rows come from a scan of the scope's PathCurrent rows: one scan per
+// workbench yields every row with all its fields, and every artifact of
+// the scope is read and filtered in memory (for a root-scoped query,
+// every artifact of every visible workbench). When a predicate on an
+// indexed built-in field is selective, search and aggregate read the
+// rows that SecondaryIndex range names instead, and recheck each hit
+// against its workspace marker and PathCurrent row at the same read
+// version, as the seed prescribes (query_index.go); the results are the
+// scan's.
 //
 // # Field types
 //
