@@ -164,7 +164,7 @@ func (s *Service) aggregateTool(ctx context.Context, in *aggregateInput) (map[st
 		}
 	}
 
-	d, werr := s.loadQuery(ctx, scope)
+	d, werr := s.loadQuery(ctx, scope, preds)
 	if werr != nil {
 		return nil, werr
 	}

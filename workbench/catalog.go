@@ -46,7 +46,7 @@ func (in *catalogInput) resolve(*Service) *Error { return in.queryScopeInput.res
 
 func (s *Service) catalogTool(ctx context.Context, in *catalogInput) (map[string]any, *Error) {
 	scope, fieldPrefix := in.scope, in.FieldPrefix
-	d, werr := s.loadQuery(ctx, scope)
+	d, werr := s.loadQuery(ctx, scope, nil)
 	if werr != nil {
 		return nil, werr
 	}

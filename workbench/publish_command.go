@@ -44,8 +44,9 @@ import (
 //     head.Command.At, which the conditional head write validates): the
 //     ArtifactRevision (Available, one strong reference), its
 //     ArtifactManifest rows, the
-//     PathCurrent entry, the PathDirectory rows of a new path's ancestors
-//     that lack one, the Path RevisionRef, the RevisionDependency refs
+//     PathCurrent entry, its SecondaryIndex rows (path_index.go), the
+//     PathDirectory rows of a new path's ancestors that lack one, the Path
+//     RevisionRef, the RevisionDependency refs
 //     of an append, the release of the replaced revision's Path ref (with a
 //     GcCandidate when its count reaches zero), one StagedObject row per
 //     uploaded block (Uploaded, Owned), the Publish Operation row in phase
@@ -289,6 +290,7 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 		c.updateReferences,
 		c.placeRevision,
 		c.movePath,
+		c.indexPath,
 		c.placeDirectories,
 		c.recordStaging,
 		c.bumpWorkspace,
@@ -558,6 +560,13 @@ func (c *pubCommand) movePath() error {
 		c.out.Created = true
 	}
 	return putRecord(c.tx, nokv.FamilyPathCurrent, c.pathKey, c.entry.Encode)
+}
+
+// indexPath writes the path's SecondaryIndex rows for its new entry and
+// deletes those of the entry it replaced whose value changed
+// (path_index.go).
+func (c *pubCommand) indexPath() error {
+	return writePathIndex(c.tx, c.s.root, c.ws.Incarnation, c.p.path, c.cur, &c.entry)
 }
 
 // placeDirectories writes the path_directory rows of a new path's

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
@@ -31,16 +32,15 @@ import (
 // built-in id is shadowed by the built-in. Built-in producer and
 // manifest_id yield an explicit null when unset, so they always exist.
 //
-// Rows come from a scan of the scope's PathCurrent rows, not from the
-// SecondaryIndex family: the Workbench tools attach no custom index
-// fields, every built-in field lives in PathEntry itself, and one
-// PathCurrent scan per workbench yields every row with all its fields. The
-// cost is a scope scan per query (every artifact of the scope is read and
-// filtered in memory; for a root-scoped query, every artifact of every
-// visible workbench). A later change can answer selective predicates from
-// SecondaryIndex rows (root | index_id | encoded value | incarnation |
-// path) and recheck each hit against its workspace marker and PathCurrent
-// row at the same read version, as the seed prescribes.
+// Rows come from a scan of the scope's PathCurrent rows: one scan per
+// workbench yields every row with all its fields, and every artifact of
+// the scope is read and filtered in memory (for a root-scoped query,
+// every artifact of every visible workbench). When a predicate on an
+// indexed built-in field is selective, search and aggregate read the
+// rows that SecondaryIndex range names instead, and recheck each hit
+// against its workspace marker and PathCurrent row at the same read
+// version, as the seed prescribes (query_index.go); the results are the
+// scan's.
 //
 // # Field types
 //
@@ -181,12 +181,25 @@ type queryData struct {
 }
 
 // loadQuery reads the rows of a scope from one pinned snapshot and types
-// their fields. A missing workbench (id given) is NotFound.
-func (s *Service) loadQuery(ctx context.Context, q queryScope) (*queryData, *Error) {
+// their fields. A missing workbench (id given) is NotFound. When an index
+// can answer one of preds, the rows are only those its range names
+// (query_index.go): a superset of the rows that satisfy preds, which the
+// caller still applies.
+func (s *Service) loadQuery(ctx context.Context, q queryScope, preds []queryPredicate) (*queryData, *Error) {
 	var views []*view
 	var sn *head.Snapshot
+	plan, indexable, err := planQueryIndex(s.root, preds)
+	if err != nil {
+		return nil, FromError(err)
+	}
+	indexable = indexable && !s.queryScanOnly
 	if q.id != "" {
-		v, werr := s.openView(ctx, q.id, nil)
+		var reads viewReads
+		if indexable {
+			// The index's table comes in the marker's round.
+			reads.fams = []shards.Family{nokv.FamilySecondaryIndex}
+		}
+		v, werr := s.openViewFor(ctx, q.id, nil, reads)
 		if werr != nil {
 			return nil, werr
 		}
@@ -202,9 +215,35 @@ func (s *Service) loadQuery(ctx context.Context, q queryScope) (*queryData, *Err
 		}
 	}
 	d := &queryData{sn: sn}
+	indexed := false
+	if indexable {
+		var werr *Error
+		if d.rows, indexed, werr = s.indexedRows(ctx, sn, views, q, plan); werr != nil {
+			return nil, werr
+		}
+	}
+	if !indexed {
+		var werr *Error
+		if d.rows, werr = scanQueryRows(ctx, views, q); werr != nil {
+			return nil, werr
+		}
+	}
+	slices.SortStableFunc(d.rows, compareRowIdentity)
+	types, werr := queryFieldTypes(d.rows)
+	if werr != nil {
+		return nil, werr
+	}
+	d.types = types
+	return d, nil
+}
+
+// scanQueryRows reads every row of scope q from the PathCurrent rows of
+// views.
+func scanQueryRows(ctx context.Context, views []*view, q queryScope) ([]*queryRow, *Error) {
+	var rows []*queryRow
 	for _, v := range views {
 		werr := v.scan(ctx, q.prefix, nil, func(path []string, e nokv.PathEntry) bool {
-			d.rows = append(d.rows, &queryRow{wb: v.id, path: path, e: e})
+			rows = append(rows, &queryRow{wb: v.id, path: path, e: e})
 			return true
 		})
 		if werr != nil {
@@ -216,17 +255,11 @@ func (s *Service) loadQuery(ctx context.Context, q queryScope) (*queryData, *Err
 				return nil, werr
 			}
 			if ok {
-				d.rows = append(d.rows, &queryRow{wb: v.id, path: slices.Clone(q.prefix), e: e})
+				rows = append(rows, &queryRow{wb: v.id, path: slices.Clone(q.prefix), e: e})
 			}
 		}
 	}
-	slices.SortStableFunc(d.rows, compareRowIdentity)
-	types, werr := queryFieldTypes(d.rows)
-	if werr != nil {
-		return nil, werr
-	}
-	d.types = types
-	return d, nil
+	return rows, nil
 }
 
 // visibleViews returns a view of every Visible workbench of the root at

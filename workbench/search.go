@@ -19,9 +19,9 @@ import (
 // to the shard fails with ReadFenceChanged (retryable) instead of mixing
 // versions, and the caller starts over without a cursor.
 //
-// Every page re-reads the scope's PathCurrent rows and filters, sorts and
-// counts them in memory (query.go explains why search scans PathCurrent
-// rather than SecondaryIndex rows, and what that costs).
+// Every page re-reads the scope's rows (a PathCurrent scan, or the
+// SecondaryIndex range of a selective predicate; see query.go) and
+// filters, sorts and counts them in memory.
 
 func init() { registerTool("workbench_search", (*Service).searchTool) }
 
@@ -133,7 +133,7 @@ func (s *Service) searchTool(ctx context.Context, in *searchInput) (map[string]a
 		}
 	}
 
-	d, werr := s.loadQuery(ctx, scope)
+	d, werr := s.loadQuery(ctx, scope, preds)
 	if werr != nil {
 		return nil, werr
 	}

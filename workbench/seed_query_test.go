@@ -137,6 +137,7 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state nokv.Workspac
 				}
 				gen := uint64(1)
 				created := tx.Sequence()
+				var prev *nokv.PathEntry
 				if old, ok, err := tx.Get(nokv.FamilyPathCurrent, pathKey); err != nil {
 					return nil, err
 				} else if ok {
@@ -146,6 +147,7 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state nokv.Workspac
 					}
 					gen = e.Generation + 1
 					created = e.CreatedVersion
+					prev = &e
 				}
 				gens[i] = gen
 				size := uint64(len(p.file.Body))
@@ -178,17 +180,22 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state nokv.Workspac
 				if err := tx.Put(nokv.FamilyArtifactRevision, revKey, rev); err != nil {
 					return nil, err
 				}
-				entry, err := nokv.PathEntry{
+				pe := nokv.PathEntry{
 					Generation: gen, Revision: p.rev, LogicalSize: size,
 					BodyDigestURI: digest, ManifestDigestURI: p.manifest,
 					ContentType: p.file.ContentType, Producer: p.file.Producer, ManifestID: p.file.ManifestID,
 					CreatedVersion: created, ModifiedVersion: tx.Sequence(),
 					Index: nokv.SortedIndexProjection(p.file.Index),
-				}.Encode()
+				}
+				entry, err := pe.Encode()
 				if err != nil {
 					return nil, err
 				}
 				if err := tx.Put(nokv.FamilyPathCurrent, pathKey, entry); err != nil {
+					return nil, err
+				}
+				// As publication does: the path's index rows.
+				if err := writePathIndex(tx, s.root, ws.Incarnation, p.path, prev, &pe); err != nil {
 					return nil, err
 				}
 				// As publication does: the new path's directories.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairnstore/cairn/bucket"
@@ -76,6 +77,12 @@ type Service struct {
 	seqMu sync.Mutex
 	seq   uint64 // request ids of this Service
 	seed  [16]byte
+
+	// queryScanOnly makes every query scan its scope (tests compare the
+	// index-answered results with it); queryIndexAnswers counts the
+	// queries an index answered (query_index.go).
+	queryScanOnly     bool
+	queryIndexAnswers atomic.Int64
 }
 
 // derive16 derives a stable 16-byte id from an agent id, so that every

@@ -1,7 +1,7 @@
 // Package nokv is the NoKV workspace schema as cairn's engine stores it:
 // the seed schema's metadata families with their tags, tree names and
 // shard-key rules, cairn's own derived families (path_directory), the
-// schema marker (nokv_workspace, format 10, value format 2), and the durable records themselves: ids, the keys and values
+// schema marker (nokv_workspace, format 11, value format 2), and the durable records themselves: ids, the keys and values
 // of the families the file tools use, the index scalar codec and the enum
 // registry. Package workbench opens its shard with Schema and reads and
 // writes these records; the engine knows none of this.
