@@ -25,7 +25,9 @@ type Options struct {
 	// MaxDeltaBytes bytes of them, the Store folds them in a commit of its
 	// own, in the background. A commit whose root would exceed twice
 	// either bound folds inline instead, so reads never consult more than
-	// 2 × MaxDeltas segments. Defaults 16 and 1 MiB; MaxDeltas is at most
+	// 2 × MaxDeltas segments, nor a new process more than 2 ×
+	// MaxDeltaBytes of them. Defaults 16 and 256 KiB (so a cold read
+	// stays under about half a MiB of deltas); MaxDeltas is at most
 	// roots.MaxDeltas / 2.
 	MaxDeltas     int
 	MaxDeltaBytes int64
@@ -101,7 +103,7 @@ func (o *Options) fill() {
 	}
 	o.MaxDeltas = min(o.MaxDeltas, roots.MaxDeltas/2)
 	if o.MaxDeltaBytes <= 0 {
-		o.MaxDeltaBytes = 1 << 20
+		o.MaxDeltaBytes = 256 << 10
 	}
 	if o.PageBytes <= 0 {
 		o.PageBytes = 16 << 10
