@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
+	"strings"
 	"strconv"
 	"sync"
 	"time"
@@ -57,6 +58,12 @@ type Store struct {
 	mu      sync.RWMutex
 	objects map[string]object
 	next    uint64 // last version handed out
+
+	// keys is every key in order, built by List when a Put or Delete
+	// has changed the set since (nil), so that paging through a large
+	// store that is not changing sorts it once, not once a page.
+	keysMu sync.Mutex
+	keys   []string
 }
 
 type object struct {
@@ -164,6 +171,9 @@ func (b *Bucket) Put(ctx context.Context, key string, body []byte, cond bucket.C
 	}
 	b.s.next++
 	o.version = bucket.Version(strconv.FormatUint(b.s.next, 10))
+	if _, exists := b.s.objects[k]; !exists {
+		b.s.dropKeys()
+	}
 	b.s.objects[k] = o
 	return b.attrs(k, o), nil
 }
@@ -182,8 +192,33 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond bucket.Condition) 
 	if err := b.check("delete", key, k, cond); err != nil {
 		return err
 	}
+	if _, exists := b.s.objects[k]; exists {
+		b.s.dropKeys()
+	}
 	delete(b.s.objects, k)
 	return nil
+}
+
+// dropKeys forgets the ordered keys; the caller holds s.mu for writing.
+func (s *Store) dropKeys() {
+	s.keysMu.Lock()
+	s.keys = nil
+	s.keysMu.Unlock()
+}
+
+// sortedKeys returns every key in order; the caller holds s.mu for
+// reading, so the set cannot change meanwhile.
+func (s *Store) sortedKeys() []string {
+	s.keysMu.Lock()
+	defer s.keysMu.Unlock()
+	if s.keys == nil {
+		s.keys = make([]string, 0, len(s.objects))
+		for k := range s.objects {
+			s.keys = append(s.keys, k)
+		}
+		sort.Strings(s.keys)
+	}
+	return s.keys
 }
 
 // List implements bucket.Bucket.
@@ -192,15 +227,28 @@ func (b *Bucket) List(ctx context.Context, opts bucket.ListOptions) (bucket.List
 		return bucket.ListPage{}, err
 	}
 	full := b.prefix + opts.Prefix
+	// Keys at or before the page's start are never listed: begin there.
+	from := full
+	if after := b.prefix + opts.StartAfter; opts.StartAfter != "" && after > from {
+		from = after
+	}
+	if tok := opts.PageToken; len(tok) > 1 && (tok[0] == 'k' || tok[0] == 'p') && b.prefix+tok[1:] > from {
+		from = b.prefix + tok[1:]
+	}
 	b.s.mu.RLock()
+	keys := b.s.sortedKeys()
+	// Without a delimiter a page needs at most its size, one more to
+	// tell that more follow, and the key it starts after (listed again
+	// and skipped); with one, folded prefixes may skip any number.
+	limit := len(keys)
+	if opts.Delimiter == "" {
+		limit = bucket.PageSize(opts.PageSize) + 2
+	}
 	var all []bucket.Attrs
-	for k, o := range b.s.objects {
-		if len(k) >= len(full) && k[:len(full)] == full {
-			all = append(all, b.attrs(k, o))
-		}
+	for i := sort.SearchStrings(keys, from); i < len(keys) && len(all) < limit && strings.HasPrefix(keys[i], full); i++ {
+		all = append(all, b.attrs(keys[i], b.s.objects[keys[i]]))
 	}
 	b.s.mu.RUnlock()
-	sort.Slice(all, func(i, j int) bool { return all[i].Key < all[j].Key })
 	return bucket.ListSorted(all, opts)
 }
 
