@@ -22,7 +22,11 @@ func TestGrepRequestCounts(t *testing.T) {
 	store := mem.NewStore()
 	wb, _ := mem.New(store, "")
 	opts := workbench.Options{InlineMax: -1}
-	w := newServiceOn(t, wb, opts)
+	// The seeding commit folds at once (MaxDeltaBytes 1), so the reader
+	// below meets the steady state and no background fold races it.
+	seedOpts := opts
+	seedOpts.Engine.MaxDeltaBytes = 1
+	w := newServiceOn(t, wb, seedOpts)
 	var files []workbench.SeedFile
 	for i := range 200 {
 		files = append(files, workbench.SeedFile{Path: fmt.Sprintf("outputs/g/f%03d.txt", i), Body: fmt.Appendf(nil, "line one\nneedle %d\n", i)})
@@ -54,13 +58,15 @@ func TestGrepRequestCounts(t *testing.T) {
 	cold := grep("cold")
 	// The head, the root, the tables (the manifest's with the path
 	// families'), the marker's and the path shards, then every manifest
-	// shard and first block in one round: 4 rounds. The bound leaves one
+	// shard and first block in one round: 4 rounds. The directory's
+	// path_current shard (200 entries, about 60 KB) is over the page
+	// bound, so its page index costs one more; the bound leaves one
 	// round to the engine's schema gate, whose system shard is fetched
 	// beside the first reads and now and then lands in a round of its
-	// own; the requests in flight show that the bodies were fetched
+	// own. The requests in flight show that the bodies were fetched
 	// together.
-	if cold.Rounds > 5 || cold.Total().Requests > 2*200+20 || cold.MaxInFlight < 100 {
-		t.Errorf("cold grep: %d requests in %d rounds, %d in flight at most; want at most %d in 5, at least 100 at once",
+	if cold.Rounds > 6 || cold.Total().Requests > 2*200+20 || cold.MaxInFlight < 100 {
+		t.Errorf("cold grep: %d requests in %d rounds, %d in flight at most; want at most %d in 6, at least 100 at once",
 			cold.Total().Requests, cold.Rounds, cold.MaxInFlight, 2*200+20)
 	}
 	warm := grep("warm")

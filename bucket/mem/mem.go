@@ -15,8 +15,8 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
-	"strings"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
