@@ -434,3 +434,62 @@ func pageRefs(x *shards.Index) map[digest.Hash]shards.Ref {
 	}
 	return m
 }
+
+// noticeDeltas schedules a fold when r, a root this Store just committed,
+// lists more deltas than Options.MaxDeltas or more bytes of them than
+// Options.MaxDeltaBytes. At most one fold of a Store is pending at a time.
+// With group commit the leader runs it between batches; without, it runs
+// on a goroutine of its own.
+func (s *Store) noticeDeltas(r *roots.Root) {
+	if !s.overDeltas(r, 1) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.folding || s.closed {
+		return
+	}
+	s.folding = true
+	if s.opts.NoGroupCommit {
+		go s.runFold()
+	} else {
+		s.foldDue = true
+	}
+}
+
+// takeFold reports whether the leader should run a fold now.
+func (s *Store) takeFold() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	due := s.foldDue
+	s.foldDue = false
+	if due && s.closed {
+		s.folding = false
+		return false
+	}
+	return due
+}
+
+// runFold folds the deltas of the current root into the base in a commit
+// of its own, with no command: it pins, builds in fold mode, stages and
+// writes the head like any commit, and retries on a lost race, so it is
+// linearizable and a race it loses is harmless. If by the time it pins the
+// root is back within the bounds (another replica folded), it writes
+// nothing. A failed fold leaves the deltas for the next commit to notice.
+func (s *Store) runFold() {
+	defer func() {
+		s.mu.Lock()
+		s.folding = false
+		s.mu.Unlock()
+	}()
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.MaxAttemptAge)
+	defer cancel()
+	c := &call{ctx: ctx, fold: true, done: make(chan struct{})}
+	s.commitBatch([]*call{c}, nil)
+}

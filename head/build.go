@@ -1,0 +1,310 @@
+package head
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/roots"
+	"github.com/cairnstore/cairn/shards"
+)
+
+// Building a commit's candidate: its delta segment or fold, the new
+// root, and the writer rule that vets it. Nothing here writes.
+
+// candidate is an attempt's staged state: the objects to write, then the
+// head that commits them.
+type candidate struct {
+	writes    []write
+	root      *roots.Root
+	rootRef   shards.Ref
+	head      *Head
+	headBytes []byte
+	objects   map[digest.Hash]*shards.Object
+	indexes   map[digest.Hash]*shards.Index
+	tables    map[digest.Hash]*roots.Table
+	deltas    map[digest.Hash]*shards.Delta
+}
+
+type write struct {
+	key  string
+	body []byte
+}
+
+// build computes the candidate root of state applied to sn (nil for the
+// first root). Unless fold is set, the batch's record changes become one
+// new delta segment that the root lists first, before the parent's, and
+// the parent's tables are kept; if that root would list more than twice
+// Options.MaxDeltas deltas or twice Options.MaxDeltaBytes of them, build
+// folds instead. A fold applies the union of the parent's deltas and the
+// batch (the newest change of a key wins) to the base: new shard objects
+// for the shards it changes, new tables for the families it changes, and
+// a root with no deltas; it leaves out of every object it rewrites the
+// records that have expired at its sequence and at now, the commit's
+// time (see expiry). Nothing is written.
+func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonce roots.Nonce, fold bool, now time.Time) (*candidate, error) {
+	if sn != nil {
+		if err := sn.gate(ctx); err != nil { // nothing is committed past a failed gate
+			return nil, err
+		}
+	}
+	c := &candidate{objects: map[digest.Hash]*shards.Object{}, indexes: map[digest.Hash]*shards.Index{}, tables: map[digest.Hash]*roots.Table{}, deltas: map[digest.Hash]*shards.Delta{}}
+	root := &roots.Root{Nonce: nonce, Sequence: 1}
+	if sn != nil {
+		root.Parent = sn.rootHash
+		root.Sequence = sn.root.Sequence + 1
+		root.Families = append(root.Families, sn.root.Families...)
+		root.Holds = append(root.Holds, sn.root.Holds...)
+		root.Deltas = append(root.Deltas, sn.root.Deltas...)
+	}
+	if !fold {
+		ok, err := s.buildDelta(state, nonce, root, c)
+		if err != nil {
+			return nil, err
+		}
+		fold = !ok
+	}
+	if fold {
+		muts, err := s.foldDeltas(ctx, sn, state)
+		if err != nil {
+			return nil, err
+		}
+		root.Deltas = nil
+		at := shards.ExpiryClock{Sequence: root.Sequence, Time: now, DedupeWindow: s.opts.DedupeWindow}
+		if err := s.buildBase(ctx, sn, muts, nonce, root, c, at); err != nil {
+			return nil, err
+		}
+	}
+	if len(state.holds) > 0 {
+		held := map[string]digest.Hash{}
+		for _, h := range root.Holds {
+			held[h.Owner] = h.Root
+		}
+		for owner, h := range state.holds {
+			if h == nil {
+				delete(held, owner)
+			} else {
+				held[owner] = *h
+			}
+		}
+		root.Holds = root.Holds[:0:0]
+		for owner, h := range held {
+			root.Holds = append(root.Holds, roots.Hold{Owner: owner, Root: h})
+		}
+		sort.Slice(root.Holds, func(i, j int) bool { return root.Holds[i].Owner < root.Holds[j].Owner })
+	}
+	b, ref, err := root.Encode(s.fams)
+	if err != nil {
+		return nil, err
+	}
+	c.root, c.rootRef = root, ref
+	c.writes = append(c.writes, write{s.layout.Root(ref.Hash), b})
+	if err := s.checkWriterRule(ctx, sn, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// buildDelta makes the batch's record changes one delta segment, listed
+// first in root. It reports false, changing nothing, when the root would
+// then exceed the hard bounds (twice MaxDeltas or MaxDeltaBytes): the
+// commit must fold. A batch without record changes writes no delta.
+func (s *Store) buildDelta(state *batchState, nonce roots.Nonce, root *roots.Root, c *candidate) (bool, error) {
+	var recs []shards.DeltaRecord
+	for f, m := range state.muts {
+		for _, mut := range m {
+			recs = append(recs, shards.DeltaRecord{Family: f, Mutation: mut})
+		}
+	}
+	if len(recs) == 0 {
+		return true, nil
+	}
+	d, err := shards.NewDelta(s.fams, shards.Salt(nonce), root.Sequence, recs)
+	if err != nil {
+		return false, err
+	}
+	body, ref, err := d.Encode()
+	if err != nil {
+		return false, err
+	}
+	deltas := append([]roots.DeltaRef{{Ref: ref, Sequence: root.Sequence}}, root.Deltas...)
+	if s.overDeltas(&roots.Root{Deltas: deltas}, 2) {
+		return false, nil
+	}
+	root.Deltas = deltas
+	c.deltas[ref.Hash] = d
+	c.writes = append(c.writes, write{s.layout.Delta(ref.Hash), body})
+	return true, nil
+}
+
+// overDeltas reports whether r lists more than factor × MaxDeltas delta
+// segments or more than factor × MaxDeltaBytes of them: factor 1 asks
+// for a fold in the background, factor 2 forces one inline.
+func (s *Store) overDeltas(r *roots.Root, factor int) bool {
+	return len(r.Deltas) > factor*s.opts.MaxDeltas || r.DeltaBytes() > int64(factor)*s.opts.MaxDeltaBytes
+}
+
+// foldDeltas returns the union of the record changes of sn's delta
+// segments and of state, the newest change of each key winning: what a
+// fold applies to the base. The same root and batch always give the same
+// union.
+func (s *Store) foldDeltas(ctx context.Context, sn *Snapshot, state *batchState) (*batchState, error) {
+	if sn == nil || len(sn.root.Deltas) == 0 {
+		return state, nil
+	}
+	ds, err := sn.loadDeltas(ctx)
+	if err != nil {
+		return nil, err
+	}
+	merged := newBatchState(s.fams)
+	for i := len(ds) - 1; i >= 0; i-- { // oldest first, so newer changes overwrite
+		for j := range ds[i].Len() {
+			r := ds[i].At(j)
+			m := merged.muts[r.Family]
+			if m == nil {
+				m = map[string]shards.Mutation{}
+				merged.muts[r.Family] = m
+			}
+			m[string(r.Key)] = r.Mutation
+		}
+	}
+	merged.merge(&batchState{muts: state.muts})
+	return merged, nil
+}
+
+// buildBase applies muts to sn's base: new shard objects for the shards
+// they change and new tables for the families they change, entered into
+// root. The records expired at at are left out of every object it writes.
+func (s *Store) buildBase(ctx context.Context, sn *Snapshot, muts *batchState, nonce roots.Nonce, root *roots.Root, c *candidate, at shards.ExpiryClock) error {
+	fams := make([]shards.Family, 0, len(muts.muts))
+	for f := range muts.muts {
+		fams = append(fams, f)
+	}
+	sort.Slice(fams, func(i, j int) bool { return fams[i] < fams[j] })
+	for _, f := range fams {
+		fr, ok, err := s.buildFamily(ctx, sn, f, muts.sorted(f), nonce, c, s.expiry(f, at))
+		if err != nil {
+			return err
+		}
+		i := sort.Search(len(root.Families), func(i int) bool { return root.Families[i].Family >= f })
+		present := i < len(root.Families) && root.Families[i].Family == f
+		switch {
+		case ok && present:
+			root.Families[i] = fr
+		case ok:
+			root.Families = append(root.Families[:i], append([]roots.FamilyRef{fr}, root.Families[i:]...)...)
+		case present:
+			root.Families = append(root.Families[:i], root.Families[i+1:]...)
+		}
+	}
+	return nil
+}
+
+// checkWriterRule enforces the rule that keeps GC safe: the candidate root
+// references only objects reachable from its parent root or written by
+// this attempt. Everything else could be an orphan a sweep is deleting.
+// Each delta segment is one of the parent root's (the same reference) or
+// the one this attempt wrote, at the candidate's sequence.
+func (s *Store) checkWriterRule(ctx context.Context, sn *Snapshot, c *candidate) error {
+	written := map[string]bool{}
+	for _, w := range c.writes {
+		written[w.key] = true
+	}
+	for _, fr := range c.root.Families {
+		key := s.layout.Table(fr.Table.Hash)
+		if written[key] {
+			t := c.tables[fr.Table.Hash]
+			var parent *roots.Table
+			if sn != nil {
+				var err error
+				if parent, err = sn.table(ctx, fr.Family); err != nil {
+					return err
+				}
+			}
+			for _, e := range t.Entries {
+				if err := s.checkEntryRule(ctx, fr.Family, e, parent, written, c); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if sn == nil {
+			return fmt.Errorf("%w: table %s of %s not written and no parent", ErrWriterRule, fr.Table.Hash, fr.Family)
+		}
+		if pf, ok := sn.root.Family(fr.Family); !ok || pf.Table != fr.Table {
+			return fmt.Errorf("%w: table %s of %s is not the parent's", ErrWriterRule, fr.Table.Hash, fr.Family)
+		}
+	}
+	for _, dr := range c.root.Deltas {
+		if written[s.layout.Delta(dr.Ref.Hash)] && dr.Sequence == c.root.Sequence && c.deltas[dr.Ref.Hash] != nil {
+			continue
+		}
+		if sn != nil && slices.Contains(sn.root.Deltas, dr) {
+			continue
+		}
+		return fmt.Errorf("%w: delta %s of sequence %d is neither the parent's nor written by this attempt", ErrWriterRule, dr.Ref.Hash, dr.Sequence)
+	}
+	for _, h := range c.root.Holds {
+		if sn != nil && (h.Root == sn.rootHash || heldBy(sn.root, h.Root)) {
+			continue
+		}
+		return fmt.Errorf("%w: hold %q names root %s, neither the parent nor held by it", ErrWriterRule, h.Owner, h.Root)
+	}
+	return nil
+}
+
+// checkEntryRule applies the writer rule to entry e of a table this
+// attempt wrote: it is exactly the parent table's entry for its shard, or
+// a shard object this attempt wrote, or a page index this attempt wrote
+// whose every page is one this attempt wrote or one the parent's index of
+// that shard names (the same reference).
+func (s *Store) checkEntryRule(ctx context.Context, f shards.Family, e roots.Entry, parent *roots.Table, written map[string]bool, c *candidate) error {
+	var pe roots.Entry
+	var inParent bool
+	if parent != nil {
+		pe, inParent = parent.Entry(e.Shard)
+		if inParent && pe == e {
+			return nil
+		}
+	}
+	if !e.Index {
+		if written[s.layout.Shard(f, e.Shard, e.Ref.Hash)] {
+			return nil
+		}
+		return fmt.Errorf("%w: %s shard %02x %s is neither written by this attempt nor the parent's", ErrWriterRule, f, e.Shard, e.Ref.Hash)
+	}
+	x := c.indexes[e.Ref.Hash]
+	if x == nil || !written[s.layout.Index(f, e.Shard, e.Ref.Hash)] || x.Family() != f || x.Shard() != e.Shard {
+		return fmt.Errorf("%w: %s index %02x %s is neither written by this attempt nor the parent's", ErrWriterRule, f, e.Shard, e.Ref.Hash)
+	}
+	var kept map[digest.Hash]shards.Ref
+	if inParent && pe.Index {
+		px, err := s.loadIndex(ctx, f, pe.Shard, pe.Ref)
+		if err != nil {
+			return err
+		}
+		kept = pageRefs(px)
+	}
+	for i := range x.Len() {
+		r := x.Page(i).Ref
+		if written[s.layout.Shard(f, e.Shard, r.Hash)] {
+			continue
+		}
+		if pr, ok := kept[r.Hash]; !ok || pr != r {
+			return fmt.Errorf("%w: %s shard %02x page %d %s is neither written by this attempt nor a page of the parent's index", ErrWriterRule, f, e.Shard, i, r.Hash)
+		}
+	}
+	return nil
+}
+
+func heldBy(r *roots.Root, h digest.Hash) bool {
+	for _, x := range r.Holds {
+		if x.Root == h {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,136 @@
+package head
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/roots"
+)
+
+// Landing a candidate: staging its objects, the conditional head write
+// and the reconciliation of an ambiguous one.
+
+// stage writes the candidate's objects, all at once: they are immutable
+// and nothing references them until the head does.
+func (s *Store) stage(ctx context.Context, c *candidate) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.opts.StageConcurrency)
+	for _, w := range c.writes {
+		g.Go(func() error { return s.putImmutable(gctx, w.key, w.body) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for h, o := range c.objects {
+		s.objects.Add(h, o)
+	}
+	for h, x := range c.indexes {
+		s.indexes.Add(h, x)
+	}
+	for h, t := range c.tables {
+		s.tables.Add(h, t)
+	}
+	for h, d := range c.deltas {
+		s.deltas.Add(h, d)
+	}
+	s.roots.Add(c.rootRef.Hash, c.root)
+	return nil
+}
+
+// putImmutable writes a new immutable object, retrying what a retry cannot
+// make worse: the key is new and its bytes are fixed.
+func (s *Store) putImmutable(ctx context.Context, key string, body []byte) error {
+	p := s.retry
+	p.Attempts = putAttempts
+	return bucket.Retry(ctx, p, func(ctx context.Context) error {
+		_, err := s.b.Put(ctx, key, body, bucket.Unconditional)
+		return err
+	})
+}
+
+// cas writes the candidate head conditional on the pinned one and learns
+// whether it landed. A precondition failure, an ambiguous outcome or an
+// unreachable store is never taken at face value: the head is read again,
+// and the attempt's nonce in it, in its recent nonces or in the chain of
+// roots back to the pinned sequence means it landed. While the head has not
+// moved, the identical candidate is written again (never a rebuilt one: a
+// write of this attempt that is still in flight could land late, and only
+// this attempt's head can land on the pinned version). Once the head has
+// moved past the pinned version without the nonce, no write of this
+// attempt can land any more, and cas reports not landed. It returns an
+// error only when the outcome stays unknown.
+func (s *Store) cas(ctx context.Context, sn *Snapshot, c *candidate, nonce roots.Nonce, staged time.Time) (landed bool, err error) {
+	want := nonceString(nonce)
+	var lastErr error
+	sent := false // a write of this attempt may have taken effect
+	for try := 0; try < s.opts.MaxAttempts; try++ {
+		if try > 0 {
+			if !sent && time.Since(staged) > s.opts.MaxAttemptAge {
+				return false, nil // nothing of this attempt can land; rebuild
+			}
+			if berr := s.retry.Wait(ctx, try-1, lastErr); berr != nil {
+				break
+			}
+		}
+		attrs, err := s.b.Put(ctx, s.layout.Head(), c.headBytes, bucket.IfVersion(sn.version))
+		if err == nil {
+			s.remember(&Snapshot{s: s, head: c.head, version: attrs.Version, rootHash: c.rootRef.Hash, root: c.root})
+			s.mu.Lock()
+			s.lastCommit = time.Now()
+			s.mu.Unlock()
+			return true, nil
+		}
+		lastErr = err
+		if errors.Is(err, bucket.ErrThrottled) && !sent {
+			continue // refused before it took effect; the head may still be ours to write
+		}
+		sent = sent || !errors.Is(err, bucket.ErrThrottled)
+		cur, rerr := s.Pin(ctx)
+		if rerr != nil {
+			lastErr = rerr
+			continue
+		}
+		if _, ok := cur.head.landedIn(want); ok {
+			s.mu.Lock()
+			s.lastCommit = time.Now()
+			s.mu.Unlock()
+			return true, nil
+		}
+		if cur.head.Sequence <= sn.head.Sequence {
+			continue // the head has not moved: write the same candidate again
+		}
+		// The head moved past the pinned version without our nonce in it
+		// or its recent nonces. They cover the last len(Recent)+1
+		// commits; beyond them the chain of roots tells.
+		if cur.head.Sequence-(sn.head.Sequence+1) <= uint64(len(cur.head.Recent)) {
+			return false, nil
+		}
+		ok, werr := s.landedInChain(ctx, cur, sn.head.Sequence+1, nonce)
+		if werr == nil {
+			return ok, nil
+		}
+		lastErr = werr
+	}
+	if !sent {
+		return false, nil
+	}
+	return false, fmt.Errorf("%w: sequence %d (%v)", ErrUnknownOutcome, sn.head.Sequence+1, lastErr)
+}
+
+// landedInChain walks back from cur's root to the root of sequence seq and
+// reports whether the attempt of nonce wrote it.
+func (s *Store) landedInChain(ctx context.Context, cur *Snapshot, seq uint64, nonce roots.Nonce) (bool, error) {
+	r := cur.root
+	for r.Sequence > seq {
+		var err error
+		if r, err = s.loadRoot(ctx, r.Parent); err != nil {
+			return false, err
+		}
+	}
+	return r.Sequence == seq && r.Nonce == nonce, nil
+}
