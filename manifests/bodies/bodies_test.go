@@ -442,7 +442,7 @@ func TestStreamChecks(t *testing.T) {
 // TestStageOneRound: the ledger is sent beside the blocks, so a staging
 // of a body of at most Parallel blocks costs one round.
 func TestStageOneRound(t *testing.T) {
-	cb := counting.New(latency.New(mem.NewBucket(), latency.Options{PerRequest: 3 * time.Millisecond}))
+	cb := counting.New(latency.New(mem.NewBucket(), latency.Options{PerRequest: 20 * time.Millisecond}))
 	s := bodies.New(cb, newLayout(t), bodies.Options{BlockSize: 4})
 	body := []byte("0123456789abcdef") // 4 blocks
 	if err := s.Stage(t.Context(), staging(s, body), body); err != nil {
