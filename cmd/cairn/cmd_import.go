@@ -21,7 +21,6 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
-	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/counting"
 	"github.com/cairnstore/cairn/cmd/cairn/internal/progress"
 	"github.com/cairnstore/cairn/head"
@@ -120,18 +119,9 @@ func runImport(ctx context.Context, e *env, args []string) int {
 		return 2
 	}
 
-	url := *bucketURL
-	if url == "" {
-		dir, err := filepath.Abs(defaultDataDir)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "cairn import: %v\n", err)
-			return 2
-		}
-		url = "file://" + filepath.ToSlash(dir)
-	}
-	inner, err := bucket.Open(ctx, url)
+	inner, url, err := openBucket(ctx, *bucketURL)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "cairn import: open bucket: %v\n", err)
+		fmt.Fprintf(e.stderr, "cairn import: %v\n", err)
 		return 2
 	}
 	b := counting.New(inner)

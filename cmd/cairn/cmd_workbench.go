@@ -23,6 +23,23 @@ func init() {
 // to the working directory.
 const defaultDataDir = "cairn-data"
 
+// openBucket opens the bucket at url, or the embedded local-file bucket in
+// ./cairn-data when url is empty, and returns the URL it opened.
+func openBucket(ctx context.Context, url string) (bucket.Bucket, string, error) {
+	if url == "" {
+		dir, err := filepath.Abs(defaultDataDir)
+		if err != nil {
+			return nil, "", err
+		}
+		url = "file://" + filepath.ToSlash(dir)
+	}
+	b, err := bucket.Open(ctx, url)
+	if err != nil {
+		return nil, url, fmt.Errorf("open bucket: %w", err)
+	}
+	return b, url, nil
+}
+
 // runWorkbench runs one Workbench tool:
 //
 //	cairn workbench [--bucket URL] [--agent ID] [--input FILE] TOOL
@@ -93,18 +110,9 @@ func runWorkbench(ctx context.Context, e *env, args []string) int {
 		raw = []byte("{}")
 	}
 
-	url := *bucketURL
-	if url == "" {
-		dir, err := filepath.Abs(defaultDataDir)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "cairn workbench: %v\n", err)
-			return 2
-		}
-		url = "file://" + filepath.ToSlash(dir)
-	}
-	b, err := bucket.Open(ctx, url)
+	b, url, err := openBucket(ctx, *bucketURL)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "cairn workbench: open bucket: %v\n", err)
+		fmt.Fprintf(e.stderr, "cairn workbench: %v\n", err)
 		return 2
 	}
 	defer b.Close()
