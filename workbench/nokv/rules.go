@@ -181,6 +181,15 @@ func indexFieldIDReason(s string) string {
 	return ""
 }
 
+// bodyReason checks the body fields PathEntry and ArtifactRevision share:
+// the body and manifest digest URIs and the content type.
+func bodyReason(bodyDigestURI, manifestDigestURI, contentType string) string {
+	return firstReason(
+		digestURIReason("body digest uri", bodyDigestURI),
+		digestURIReason("manifest digest uri", manifestDigestURI),
+		contentTypeReason(contentType))
+}
+
 // firstReason returns the first non-empty reason.
 func firstReason(reasons ...string) string {
 	for _, r := range reasons {

@@ -147,10 +147,7 @@ const recPathEntry = "path_current value"
 // Encode returns the value's bytes.
 func (v PathEntry) Encode() ([]byte, error) {
 	w := newValueWriter(recPathEntry, PathEntryVersion)
-	w.check(firstReason(
-		digestURIReason("body digest uri", v.BodyDigestURI),
-		digestURIReason("manifest digest uri", v.ManifestDigestURI),
-		contentTypeReason(v.ContentType)))
+	w.check(bodyReason(v.BodyDigestURI, v.ManifestDigestURI, v.ContentType))
 	w.u64(v.Generation)
 	w.id16(v.Revision)
 	w.u64(v.LogicalSize)
@@ -181,10 +178,7 @@ func DecodePathEntry(b []byte) (PathEntry, error) {
 	v.DependencyDepth = r.u32()
 	v.ContentType = r.str("content type")
 	if r.err == nil {
-		r.check(off, firstReason(
-			digestURIReason("body digest uri", v.BodyDigestURI),
-			digestURIReason("manifest digest uri", v.ManifestDigestURI),
-			contentTypeReason(v.ContentType)))
+		r.check(off, bodyReason(v.BodyDigestURI, v.ManifestDigestURI, v.ContentType))
 	}
 	v.Producer = r.optStr("producer")
 	v.ManifestID = r.optStr("manifest id")
@@ -227,10 +221,7 @@ const recArtifactRevision = "artifact_revision value"
 // Encode returns the value's bytes.
 func (v ArtifactRevision) Encode() ([]byte, error) {
 	w := newValueWriter(recArtifactRevision, ArtifactRevisionVersion)
-	w.check(firstReason(
-		digestURIReason("body digest uri", v.BodyDigestURI),
-		digestURIReason("manifest digest uri", v.ManifestDigestURI),
-		contentTypeReason(v.ContentType)))
+	w.check(bodyReason(v.BodyDigestURI, v.ManifestDigestURI, v.ContentType))
 	w.u64(v.LogicalSize)
 	w.str("body digest uri", v.BodyDigestURI)
 	w.str("manifest digest uri", v.ManifestDigestURI)
@@ -261,10 +252,7 @@ func DecodeArtifactRevision(b []byte) (ArtifactRevision, error) {
 	v.DependencyDigest = r.id32()
 	v.ContentType = r.str("content type")
 	if r.err == nil {
-		r.check(off, firstReason(
-			digestURIReason("body digest uri", v.BodyDigestURI),
-			digestURIReason("manifest digest uri", v.ManifestDigestURI),
-			contentTypeReason(v.ContentType)))
+		r.check(off, bodyReason(v.BodyDigestURI, v.ManifestDigestURI, v.ContentType))
 	}
 	v.State = RevisionState(r.enum("state", &revisionStateDef))
 	v.ReferenceEpoch = r.u64()
