@@ -258,9 +258,10 @@ func (s *Store) checkWriterRule(ctx context.Context, sn *Snapshot, c *candidate)
 
 // checkEntryRule applies the writer rule to entry e of a table this
 // attempt wrote: it is exactly the parent table's entry for its shard, or
-// a shard object this attempt wrote, or a page index this attempt wrote
-// whose every page is one this attempt wrote or one the parent's index of
-// that shard names (the same reference).
+// a shard object this attempt wrote or carries inline, or a page index
+// this attempt wrote or carries inline whose every page is one this
+// attempt wrote or one the parent's index of that shard names (the same
+// reference).
 func (s *Store) checkEntryRule(ctx context.Context, f shards.Family, e roots.Entry, parent *roots.Table, written map[string]bool, c *candidate) error {
 	var pe roots.Entry
 	var inParent bool
@@ -271,18 +272,18 @@ func (s *Store) checkEntryRule(ctx context.Context, f shards.Family, e roots.Ent
 		}
 	}
 	if !e.Index {
-		if written[s.layout.Shard(f, e.Shard, e.Ref.Hash)] {
-			return nil
+		if e.Inline != "" || written[s.layout.Shard(f, e.Shard, e.Ref.Hash)] {
+			return nil // inline: the object is in the table this attempt wrote
 		}
 		return fmt.Errorf("%w: %s shard %02x %s is neither written by this attempt nor the parent's", ErrWriterRule, f, e.Shard, e.Ref.Hash)
 	}
 	x := c.indexes[e.Ref.Hash]
-	if x == nil || !written[s.layout.Index(f, e.Shard, e.Ref.Hash)] || x.Family() != f || x.Shard() != e.Shard {
+	if x == nil || (e.Inline == "" && !written[s.layout.Index(f, e.Shard, e.Ref.Hash)]) || x.Family() != f || x.Shard() != e.Shard {
 		return fmt.Errorf("%w: %s index %02x %s is neither written by this attempt nor the parent's", ErrWriterRule, f, e.Shard, e.Ref.Hash)
 	}
 	var kept map[digest.Hash]shards.Ref
 	if inParent && pe.Index {
-		px, err := s.loadIndex(ctx, f, pe.Shard, pe.Ref)
+		px, err := s.loadIndex(ctx, f, pe)
 		if err != nil {
 			return err
 		}

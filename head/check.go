@@ -51,6 +51,15 @@ func (c *checker) add(format string, args ...any) bool {
 	return len(c.findings) < c.opts.MaxFindings
 }
 
+// entryBody returns the bytes of the object table entry e names: its
+// inline bytes, or the object under key.
+func (c *checker) entryBody(ctx context.Context, e roots.Entry, key string) ([]byte, bool) {
+	if e.Inline != "" {
+		return []byte(e.Inline), true
+	}
+	return c.get(ctx, key)
+}
+
 func (c *checker) get(ctx context.Context, key string) ([]byte, bool) {
 	body, _, err := c.b.Get(ctx, key)
 	if err != nil {
@@ -124,7 +133,7 @@ func (c *checker) index(ctx context.Context, f shards.Family, e roots.Entry) {
 		return // shared with a held root already checked
 	}
 	c.seen[e.Ref.Hash] = true
-	body, ok := c.get(ctx, c.layout.Index(f, e.Shard, e.Ref.Hash))
+	body, ok := c.entryBody(ctx, e, c.layout.Index(f, e.Shard, e.Ref.Hash))
 	if !ok {
 		return
 	}
@@ -162,7 +171,7 @@ func (c *checker) shard(ctx context.Context, f shards.Family, e roots.Entry) {
 		return // shared with a held root already checked
 	}
 	c.seen[e.Ref.Hash] = true
-	body, ok := c.get(ctx, c.layout.Shard(f, e.Shard, e.Ref.Hash))
+	body, ok := c.entryBody(ctx, e, c.layout.Shard(f, e.Shard, e.Ref.Hash))
 	if !ok {
 		return
 	}

@@ -35,7 +35,7 @@ const foldEvery = 1
 // deletes, a shard emptied, and a second family filled then emptied.
 // Every commit folds inline, so its objects are base tables and shards.
 func busyShard(t *testing.T, b bucket.Bucket) (*head.Store, shards.Layout) {
-	return busyShardWith(t, b, head.Options{NoGroupCommit: true, MaxDeltaBytes: foldEvery})
+	return busyShardWith(t, b, head.Options{NoGroupCommit: true, MaxDeltaBytes: foldEvery, InlineBytes: -1})
 }
 
 func busyShardWith(t *testing.T, b bucket.Bucket, opts head.Options) (*head.Store, shards.Layout) {
@@ -381,7 +381,7 @@ func TestCheckFindsMissingHoldRoot(t *testing.T) {
 	// Through the engine: hold a root, then lose one of its objects that
 	// only it reaches. Strict mode walks into the held root.
 	b := mem.NewBucket()
-	s := open(t, b, shards.NewShardID(), head.Options{NoGroupCommit: true, MaxDeltaBytes: foldEvery})
+	s := open(t, b, shards.NewShardID(), head.Options{NoGroupCommit: true, MaxDeltaBytes: foldEvery, InlineBytes: -1})
 	layout := s.Layout()
 	if _, err := s.Do(ctx, put(1, "old")); err != nil {
 		t.Fatal(err)
@@ -478,7 +478,7 @@ func TestCheckStopsAtMaxFindings(t *testing.T) {
 func TestCheckDeltas(t *testing.T) {
 	ctx := context.Background()
 	b := mem.NewBucket()
-	_, layout := busyShardWith(t, b, head.Options{NoGroupCommit: true})
+	_, layout := busyShardWith(t, b, head.Options{NoGroupCommit: true, InlineBytes: -1})
 	root := headRoot(t, b, layout)
 	r := readRoot(t, b, layout, root)
 	if len(r.Deltas) < 5 {

@@ -103,13 +103,19 @@ func (s *Store) buildFamily(ctx context.Context, sn *Snapshot, f shards.Family, 
 			continue
 		}
 		entries[idx] = r.entry
+		// An object the table carries inline is cached but not written.
+		inline := r.entry.Inline != ""
 		for _, o := range r.objects {
 			c.objects[o.ref.Hash] = o.obj
-			c.writes = append(c.writes, write{s.layout.Shard(f, idx, o.ref.Hash), o.body})
+			if !inline || r.entry.Index || o.ref != r.entry.Ref {
+				c.writes = append(c.writes, write{s.layout.Shard(f, idx, o.ref.Hash), o.body})
+			}
 		}
 		if r.index != nil {
 			c.indexes[r.entry.Ref.Hash] = r.index
-			c.writes = append(c.writes, write{s.layout.Index(f, idx, r.entry.Ref.Hash), r.indexBody})
+			if !inline {
+				c.writes = append(c.writes, write{s.layout.Index(f, idx, r.entry.Ref.Hash), r.indexBody})
+			}
 		}
 	}
 	if len(entries) == 0 {
@@ -166,7 +172,7 @@ func (s *Store) buildShard(ctx context.Context, f shards.Family, idx uint8, old 
 			return shardBuild{}, err
 		}
 		if present {
-			if base, err = s.loadShard(ctx, f, idx, old.Ref); err != nil {
+			if base, err = s.loadShard(ctx, f, old); err != nil {
 				return shardBuild{}, err
 			}
 		}
@@ -177,7 +183,7 @@ func (s *Store) buildShard(ctx context.Context, f shards.Family, idx uint8, old 
 		parts = newParts(ex.drop(nu), bound)
 	} else {
 		var err error
-		if x, err = s.loadIndex(ctx, f, idx, old.Ref); err != nil {
+		if x, err = s.loadIndex(ctx, f, old); err != nil {
 			return shardBuild{}, err
 		}
 		if parts, err = s.applyPages(ctx, x, muts, bound, ex); err != nil {
@@ -215,7 +221,7 @@ func (s *Store) buildShard(ctx context.Context, f shards.Family, idx uint8, old 
 		if err != nil {
 			return shardBuild{}, err
 		}
-		out.entry, out.ok = roots.Entry{Shard: idx, Ref: ref}, true
+		out.entry, out.ok = roots.Entry{Shard: idx, Ref: ref, Inline: s.inline(out.objects[len(out.objects)-1].body)}, true
 		return out, nil
 	}
 	pages := make([]shards.PageRef, len(parts))
@@ -241,9 +247,18 @@ func (s *Store) buildShard(ctx context.Context, f shards.Family, idx uint8, old 
 	if err != nil {
 		return shardBuild{}, err
 	}
-	out.entry, out.ok = roots.Entry{Shard: idx, Index: true, Ref: ref}, true
+	out.entry, out.ok = roots.Entry{Shard: idx, Index: true, Ref: ref, Inline: s.inline(body)}, true
 	out.index, out.indexBody = nx, body
 	return out, nil
+}
+
+// inline returns body as a table entry's inline bytes if it is within
+// Options.InlineBytes, else "".
+func (s *Store) inline(body []byte) string {
+	if int64(len(body)) > s.opts.InlineBytes {
+		return ""
+	}
+	return string(body)
 }
 
 // newParts returns o split into pages of at most bound bytes (one part if
@@ -343,10 +358,12 @@ func (s *Store) mergeSmall(ctx context.Context, x *shards.Index, parts []part, b
 	return parts, nil
 }
 
-// loadIndex loads the page index a table entry names and checks it
-// against the entry: its family and shard, size and record count.
-func (s *Store) loadIndex(ctx context.Context, f shards.Family, idx uint8, ref shards.Ref) (*shards.Index, error) {
-	x, err := shards.LoadIndex(ctx, s.indexes, s.fams, ref.Hash, f, idx, s.fetch(s.layout.Index(f, idx, ref.Hash)))
+// loadIndex loads the page index a table entry names, from the entry's
+// inline bytes or the bucket, and checks it against the entry: its family
+// and shard, size and record count.
+func (s *Store) loadIndex(ctx context.Context, f shards.Family, e roots.Entry) (*shards.Index, error) {
+	idx, ref := e.Shard, e.Ref
+	x, err := shards.LoadIndex(ctx, s.indexes, s.fams, ref.Hash, f, idx, s.entryFetch(e, s.layout.Index(f, idx, ref.Hash)))
 	if err != nil {
 		return nil, fmt.Errorf("head: load index %s/%02x: %w", f, idx, err)
 	}
@@ -375,14 +392,14 @@ func (s *Store) loadPage(ctx context.Context, x *shards.Index, i int) (*shards.O
 // leaf answers directly; an index names the one page to read.
 func (s *Store) entryGet(ctx context.Context, f shards.Family, e roots.Entry, key []byte) ([]byte, bool, error) {
 	if !e.Index {
-		o, err := s.loadShard(ctx, f, e.Shard, e.Ref)
+		o, err := s.loadShard(ctx, f, e)
 		if err != nil {
 			return nil, false, err
 		}
 		v, ok := o.Get(key)
 		return v, ok, nil
 	}
-	x, err := s.loadIndex(ctx, f, e.Shard, e.Ref)
+	x, err := s.loadIndex(ctx, f, e)
 	if err != nil {
 		return nil, false, err
 	}
@@ -399,13 +416,13 @@ func (s *Store) entryGet(ctx context.Context, f shards.Family, e roots.Entry, ke
 // in parallel, in key order.
 func (s *Store) entryScan(ctx context.Context, f shards.Family, e roots.Entry, prefix, after []byte) ([]*shards.Object, error) {
 	if !e.Index {
-		o, err := s.loadShard(ctx, f, e.Shard, e.Ref)
+		o, err := s.loadShard(ctx, f, e)
 		if err != nil {
 			return nil, err
 		}
 		return []*shards.Object{o}, nil
 	}
-	x, err := s.loadIndex(ctx, f, e.Shard, e.Ref)
+	x, err := s.loadIndex(ctx, f, e)
 	if err != nil {
 		return nil, err
 	}

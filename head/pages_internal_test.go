@@ -55,7 +55,7 @@ func shardShape(t *testing.T, sn *Snapshot, f shards.Family) map[uint8]int {
 	for _, e := range tbl.Entries {
 		out[e.Shard] = 1
 		if e.Index {
-			x, err := sn.s.loadIndex(ctx, f, e.Shard, e.Ref)
+			x, err := sn.s.loadIndex(ctx, f, e)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -214,7 +214,7 @@ func pageModelScan(m map[string]string, prefix, after []byte, limit int) []strin
 func pagedStore(t *testing.T, b *mem.Bucket) (*Store, uint8, *shards.Index) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := Open(ctx, b, shards.NewShardID(), testSchema, Options{Check: true, MaxDeltaBytes: 1, PageBytes: 256})
+	s, err := Open(ctx, b, shards.NewShardID(), testSchema, Options{Check: true, MaxDeltaBytes: 1, PageBytes: 256, InlineBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func pagedStore(t *testing.T, b *mem.Bucket) (*Store, uint8, *shards.Index) {
 		if !e.Index {
 			continue
 		}
-		x, err := s.loadIndex(ctx, ruleFam, e.Shard, e.Ref)
+		x, err := s.loadIndex(ctx, ruleFam, e)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,7 +273,7 @@ func TestWriterRulePages(t *testing.T) {
 	sn := rulePin(t, s)
 	parentTable := ruleTable(t, sn)
 	pe, _ := parentTable.Entry(xi)
-	parent, err := s.loadIndex(ctx, ruleFam, xi, pe.Ref)
+	parent, err := s.loadIndex(ctx, ruleFam, pe)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,7 +490,7 @@ func TestRequestsPagedRead(t *testing.T) {
 	for _, e := range ruleTable(t, sn).Entries {
 		objects++
 		if e.Index {
-			ix, err := s.loadIndex(ctx, ruleFam, e.Shard, e.Ref)
+			ix, err := s.loadIndex(ctx, ruleFam, e)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/counting"
+	"github.com/cairnstore/cairn/bucket/latency"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/roots"
@@ -219,6 +220,25 @@ func newRQReplica(t testing.TB, store *mem.Store, id shards.ShardID, opts head.O
 	return &rqReplica{s: s, cb: cb, rec: rec}
 }
 
+// newRQCold opens a replica in a new process: nothing read yet, every
+// request from Open on counted. Each request takes a little while, so
+// that requests sent together overlap and count as one round.
+func newRQCold(t testing.TB, store *mem.Store, id shards.ShardID) *rqReplica {
+	t.Helper()
+	mb, err := mem.New(store, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &rqRecorder{Bucket: latency.New(mb, latency.Options{PerRequest: 3 * time.Millisecond})}
+	cb := counting.New(rec)
+	s, err := head.Open(context.Background(), cb, id, head.SchemaForTest, head.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return &rqReplica{s: s, cb: cb, rec: rec}
+}
+
 // rqFill commits n records into each of the families, one commit per
 // family, and returns the sequence of the last commit. It commits through
 // a Store of its own over s's bucket that folds every commit inline, so
@@ -226,7 +246,14 @@ func newRQReplica(t testing.TB, store *mem.Store, id shards.ShardID, opts head.O
 // the tests that fill measure reads and commits over a filled base.
 func rqFill(t testing.TB, s *head.Store, fams []shards.Family, n int) uint64 {
 	t.Helper()
-	filler, err := head.Open(context.Background(), s.Bucket(), s.ID(), head.SchemaForTest, head.Options{MaxDeltaBytes: 1})
+	return rqFillWith(t, s, fams, n, head.Options{})
+}
+
+// rqFillWith is rqFill through a Store of opts (MaxDeltaBytes set to 1).
+func rqFillWith(t testing.TB, s *head.Store, fams []shards.Family, n int, opts head.Options) uint64 {
+	t.Helper()
+	opts.MaxDeltaBytes = 1
+	filler, err := head.Open(context.Background(), s.Bucket(), s.ID(), head.SchemaForTest, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

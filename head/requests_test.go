@@ -79,8 +79,8 @@ func TestRequestsWarmPointRead(t *testing.T) {
 func TestRequestsColdPointRead(t *testing.T) {
 	store := mem.NewStore()
 	id := shards.NewShardID()
-	w := newRQReplica(t, store, id, head.Options{})
-	rqFill(t, w.s, rqFamilies, 1000)
+	w := newRQReplica(t, store, id, head.Options{InlineBytes: -1})
+	rqFillWith(t, w.s, rqFamilies, 1000, head.Options{InlineBytes: -1}) // every shard an object of its own
 	f := rqFamilies[1]
 	layout := shards.NewLayout(head.SchemaForTest.Families, id)
 
@@ -169,14 +169,74 @@ func TestRequestsColdPointRead(t *testing.T) {
 	}
 }
 
+// TestRequestsColdPointReadInline: with the engine's defaults, shards
+// within Options.InlineBytes travel in their table, so the first read of
+// a new process is the head, the root and the tables (the family's and
+// the gate's system table) in 3 rounds; and a paged shard whose index is
+// inline costs its page only.
+func TestRequestsColdPointReadInline(t *testing.T) {
+	store := mem.NewStore()
+	id := shards.NewShardID()
+	w := newRQReplica(t, store, id, head.Options{})
+	rqFill(t, w.s, rqFamilies, 1000)
+	f := rqFamilies[1]
+
+	r := newRQCold(t, store, id)
+	rqMustGet(t, rqPin(t, r.s), f, 3, rqValue(f, 3, 0))
+	st, calls := r.cb.Snapshot(), r.rec.take()
+	if got := rqKinds(calls); fmt.Sprint(got) != fmt.Sprint(map[string]int{"get head": 1, "get root": 1, "get table": 2}) || st.Rounds != 3 {
+		t.Fatalf("first read of a new process: %v in %d rounds, want head, root and two tables in 3", got, st.Rounds)
+	}
+
+	// One shard grown past PageBytes: its index is inline, its pages are
+	// objects. A cold read of it is head, root, table, page.
+	big := newRQReplica(t, store, id, head.Options{PageBytes: 256, MaxDeltaBytes: 1})
+	idx := rqShardOf(t, f, rqKey(f, 3))
+	var keys []int
+	for i := 1000; len(keys) < 40; i++ {
+		if rqShardOf(t, f, rqKey(f, i)) == idx {
+			keys = append(keys, i)
+		}
+	}
+	if _, err := big.s.Do(context.Background(), head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
+		for _, i := range keys {
+			if err := tx.Put(f, rqKey(f, i), rqValue(f, i, 0)); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	cold := newRQCold(t, store, id)
+	sn := rqPin(t, cold.s)
+	mb, _ := mem.New(store, "")
+	tab := rqExpectTable(t, mb, sn, shards.NewLayout(head.SchemaForTest.Families, id), f)
+	if e, ok := tab.Entry(idx); !ok || !e.Index || e.Inline == "" {
+		t.Fatalf("shard %02x: entry %+v, want an inline page index", idx, e)
+	}
+	// A first read of another shard loads the tables (and passes the
+	// schema gate); then the paged shard's read fetches its page alone.
+	other := 0
+	for rqShardOf(t, f, rqKey(f, other)) == idx {
+		other++
+	}
+	rqMustGet(t, sn, f, other, rqValue(f, other, 0))
+	cold.reset()
+	rqMustGet(t, sn, f, keys[len(keys)-1], rqValue(f, keys[len(keys)-1], 0))
+	if got := rqKinds(cold.rec.take()); fmt.Sprint(got) != fmt.Sprint(map[string]int{"get shard": 1}) {
+		t.Fatalf("read of a paged shard with its table cached: %v, want the page alone", got)
+	}
+}
+
 // TestRequestsPrefetch: Prefetch loads the tables of several families in
 // one round and the shards it names in a second, after which reads of
 // them cost no request.
 func TestRequestsPrefetch(t *testing.T) {
 	store := mem.NewStore()
 	id := shards.NewShardID()
-	w := newRQReplica(t, store, id, head.Options{})
-	rqFill(t, w.s, rqFamilies, 1000)
+	w := newRQReplica(t, store, id, head.Options{InlineBytes: -1})
+	rqFillWith(t, w.s, rqFamilies, 1000, head.Options{InlineBytes: -1}) // every shard an object of its own
 	mb, _ := mem.New(store, "")
 	cb := counting.New(latency.New(mb, latency.Options{PerRequest: 3 * time.Millisecond}))
 	r, err := head.Open(context.Background(), cb, id, head.SchemaForTest, head.Options{})
@@ -480,7 +540,9 @@ func TestRequestsBulkCommit(t *testing.T) {
 	// record into the system family's shard and table. A shard of
 	// about 390 records (18.8 KB) is over the default PageBytes (16 KiB),
 	// so it is written as the fewest pages within the bound plus a page
-	// index; the few shards within the bound stay one object.
+	// index, which the table carries inline (a 2-page index is far within
+	// InlineBytes); the few shards within the bound stay one object, and
+	// the system family's one small shard travels inline in its table.
 	const pageBytes = 16 << 10
 	perShard := map[uint8]int64{}
 	for i := range n {
@@ -497,7 +559,10 @@ func TestRequestsBulkCommit(t *testing.T) {
 		}
 	}
 	kinds := rqKinds(calls)
-	want := map[string]int{"get head": 1, "put index": indexes, "put shard": leaves + pages + 1, "put table": 2, "put root": 1, "put head": 1}
+	want := map[string]int{"get head": 1, "put shard": leaves + pages, "put table": 2, "put root": 1, "put head": 1}
+	if indexes == 0 {
+		t.Fatal("no shard is paged; the test no longer covers inline indexes")
+	}
 	if fmt.Sprint(kinds) != fmt.Sprint(want) {
 		t.Fatalf("bulk commit requests %v, want %v", kinds, want)
 	}

@@ -192,6 +192,15 @@ func (s *Store) fetch(key string) func(context.Context) ([]byte, error) {
 	}
 }
 
+// entryFetch returns the bytes of the object table entry e names: the
+// entry's inline bytes, or a Get of key.
+func (s *Store) entryFetch(e roots.Entry, key string) func(context.Context) ([]byte, error) {
+	if e.Inline != "" {
+		return func(context.Context) ([]byte, error) { return []byte(e.Inline), nil }
+	}
+	return s.fetch(key)
+}
+
 func (s *Store) loadRoot(ctx context.Context, h digest.Hash) (*roots.Root, error) {
 	r, err := roots.LoadRoot(ctx, s.roots, s.fams, h, s.fetch(s.layout.Root(h)))
 	if err != nil {
@@ -217,8 +226,12 @@ func (sn *Snapshot) table(ctx context.Context, f shards.Family) (*roots.Table, e
 	return t, nil
 }
 
-func (s *Store) loadShard(ctx context.Context, f shards.Family, idx uint8, ref shards.Ref) (*shards.Object, error) {
-	o, err := shards.LoadObject(ctx, s.objects, s.fams, ref.Hash, f, idx, s.fetch(s.layout.Shard(f, idx, ref.Hash)))
+// loadShard loads the shard object a table entry names (not an index),
+// from the entry's inline bytes or the bucket, and checks it against the
+// entry: family, shard, size and record count.
+func (s *Store) loadShard(ctx context.Context, f shards.Family, e roots.Entry) (*shards.Object, error) {
+	idx, ref := e.Shard, e.Ref
+	o, err := shards.LoadObject(ctx, s.objects, s.fams, ref.Hash, f, idx, s.entryFetch(e, s.layout.Shard(f, idx, ref.Hash)))
 	if err != nil {
 		return nil, fmt.Errorf("head: load shard %s/%02x: %w", f, idx, err)
 	}
@@ -541,9 +554,9 @@ func (sn *Snapshot) Prefetch(ctx context.Context, fams []shards.Family, refs []S
 		}
 		var err error
 		if e.Index {
-			_, err = sn.s.loadIndex(ctx, refs[i].Family, e.Shard, e.Ref)
+			_, err = sn.s.loadIndex(ctx, refs[i].Family, e)
 		} else {
-			_, err = sn.s.loadShard(ctx, refs[i].Family, e.Shard, e.Ref)
+			_, err = sn.s.loadShard(ctx, refs[i].Family, e)
 		}
 		return err
 	})

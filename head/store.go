@@ -42,6 +42,14 @@ type Options struct {
 	// with different PageBytes may share a shard: the bound shapes only
 	// what a fold writes.
 	PageBytes int64
+	// InlineBytes bounds the shard objects and page indexes a table
+	// carries inline: a fold writes one of at most InlineBytes bytes into
+	// its table instead of as an object of its own, so that a reader
+	// that has the table needs no request for it (a cold point read of a
+	// paged shard then takes the page's round only). It bounds a table at
+	// 256 × (46 + InlineBytes) bytes. Default 2 KiB; negative inlines
+	// nothing; at most roots.MaxInline.
+	InlineBytes int64
 	// DedupeWindow is how many commits a command_dedupe record is kept:
 	// a record whose commit sequence is more than DedupeWindow commits
 	// older than a fold that rewrites its shard object or page is left
@@ -109,6 +117,10 @@ func (o *Options) fill() {
 		o.PageBytes = 16 << 10
 	}
 	o.PageBytes = max(o.PageBytes, 256)
+	if o.InlineBytes == 0 {
+		o.InlineBytes = 2 << 10
+	}
+	o.InlineBytes = min(o.InlineBytes, roots.MaxInline)
 	if o.DedupeWindow == 0 {
 		o.DedupeWindow = DefaultDedupeWindow
 	}

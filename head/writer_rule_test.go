@@ -240,8 +240,8 @@ func sweepDuringPausedWriter(t *testing.T, headMoves bool) {
 	id := shards.NewShardID()
 	layout := shards.NewLayout(head.SchemaForTest.Families, id)
 	// Every commit folds inline: the scenario is about base shard objects.
-	other := open(t, otherBucket, id, head.Options{NoGroupCommit: true, MaxDeltaBytes: foldEvery})
-	writer := open(t, fb, id, head.Options{NoGroupCommit: true, MaxDeltaBytes: foldEvery})
+	other := open(t, otherBucket, id, head.Options{NoGroupCommit: true, MaxDeltaBytes: foldEvery, InlineBytes: -1})
+	writer := open(t, fb, id, head.Options{NoGroupCommit: true, MaxDeltaBytes: foldEvery, InlineBytes: -1})
 
 	x := key(1)
 	xi, err := head.SchemaForTest.Families.ShardOf(fam, x)

@@ -14,18 +14,27 @@ import (
 
 // Format versions written into tables and roots. Root format 2 added the
 // delta list; table format 2 the kind of each entry (a shard object or a
-// page index). Roots of format 1 and tables of format 1 are refused, not
+// page index); table format 3 entries that carry their object inline.
+// Roots of format 1 and tables of formats 1 and 2 are refused, not
 // migrated.
 const (
-	TableFormat = 2
+	TableFormat = 3
 	RootFormat  = 2
 )
 
-// Kinds of a table entry, as encoded.
+// Kinds of a table entry, as encoded. An inline entry is followed by the
+// object's bytes, which hash to the entry's hash.
 const (
-	entryLeaf  = 1 // a shard object
-	entryIndex = 2 // a page index naming the shard's pages
+	entryLeaf        = 1 // a shard object
+	entryIndex       = 2 // a page index naming the shard's pages
+	entryInlineLeaf  = 3 // a shard object, inline
+	entryInlineIndex = 4 // a page index, inline
 )
+
+// MaxInline bounds the bytes of an object a table carries inline. The
+// engine inlines far smaller ones (head.Options.InlineBytes); this is the
+// format's own bound.
+const MaxInline = 64 << 10
 
 const (
 	tableMagic = "CRNT"
@@ -54,11 +63,15 @@ type Nonce [16]byte
 // Entry is one non-empty shard of a table: a shard object, or, with Index
 // set, a page index whose pages are shard objects. Ref names the object
 // or the index (its hash and size) and Count is the shard's record count
-// either way.
+// either way. A small object or index may travel inside the table: Inline
+// then holds its bytes (which hash to Ref.Hash), and it is not an object
+// of the bucket. A reader of the table then needs no request for it, which
+// saves a round on a cold read.
 type Entry struct {
-	Shard uint8
-	Index bool
-	Ref   shards.Ref
+	Shard  uint8
+	Index  bool
+	Ref    shards.Ref
+	Inline string
 }
 
 // Table names the current object of each non-empty shard of one family.
@@ -92,7 +105,30 @@ func (t *Table) Records() uint64 {
 	return n
 }
 
+// tableEntryLen is the length of an entry without inline bytes.
 const tableEntryLen = 1 + 1 + 32 + 8 + 4
+
+// kind returns the entry's kind byte.
+func (e Entry) kind() uint8 {
+	switch {
+	case e.Index && e.Inline != "":
+		return entryInlineIndex
+	case e.Index:
+		return entryIndex
+	case e.Inline != "":
+		return entryInlineLeaf
+	}
+	return entryLeaf
+}
+
+// encodedLen is the length of the table's encoding.
+func (t *Table) encodedLen() int {
+	n := 4 + 1 + 16 + 1 + 2
+	for _, e := range t.Entries {
+		n += tableEntryLen + len(e.Inline)
+	}
+	return n
+}
 
 // Encode returns the table's canonical bytes and reference. A table has at
 // least one entry: a family without records has no table. The family must
@@ -104,7 +140,7 @@ func (t *Table) Encode(s *shards.Schema) ([]byte, shards.Ref, error) {
 	if !s.Known(t.Family) {
 		return nil, shards.Ref{}, fmt.Errorf("roots: encode table: %w", shards.ErrUnknownFamily)
 	}
-	w := wire.NewWriter(make([]byte, 0, 4+1+16+1+2+len(t.Entries)*tableEntryLen)).
+	w := wire.NewWriter(make([]byte, 0, t.encodedLen())).
 		Raw([]byte(tableMagic)).U8(TableFormat).Raw(t.Nonce[:]).U8(byte(t.Family)).U16(uint16(len(t.Entries)))
 	for i, e := range t.Entries {
 		if i > 0 && t.Entries[i-1].Shard >= e.Shard {
@@ -113,11 +149,10 @@ func (t *Table) Encode(s *shards.Schema) ([]byte, shards.Ref, error) {
 		if e.Ref.Count == 0 || e.Ref.Size <= 0 || e.Ref.Size > maxShardSize {
 			return nil, shards.Ref{}, fmt.Errorf("roots: encode table %s: shard %02x is empty: %w", s.Name(t.Family), e.Shard, ErrMalformed)
 		}
-		kind := uint8(entryLeaf)
-		if e.Index {
-			kind = entryIndex
+		if e.Inline != "" && (int64(len(e.Inline)) != e.Ref.Size || len(e.Inline) > MaxInline || digest.Sum([]byte(e.Inline)) != e.Ref.Hash) {
+			return nil, shards.Ref{}, fmt.Errorf("roots: encode table %s: shard %02x: inline bytes do not match the reference or pass %d bytes: %w", s.Name(t.Family), e.Shard, MaxInline, ErrMalformed)
 		}
-		w.U8(e.Shard).U8(kind).Raw(e.Ref.Hash[:]).U64(uint64(e.Ref.Size)).U32(e.Ref.Count)
+		w.U8(e.Shard).U8(e.kind()).Raw(e.Ref.Hash[:]).U64(uint64(e.Ref.Size)).U32(e.Ref.Count).Raw([]byte(e.Inline))
 	}
 	b := w.Bytes()
 	return b, shards.Ref{Hash: digest.Sum(b), Size: int64(len(b)), Count: uint32(len(t.Entries))}, nil
@@ -134,8 +169,8 @@ func DecodeTable(s *shards.Schema, b []byte, want digest.Hash) (*Table, error) {
 
 // parseTable decodes the table b, whose hash h the caller has verified.
 func parseTable(s *shards.Schema, b []byte, h digest.Hash) (*Table, error) {
-	if len(b) > len(tableMagic) && string(b[:len(tableMagic)]) == tableMagic && b[len(tableMagic)] == 1 {
-		return nil, fmt.Errorf("roots: decode table %s: table format 1 (before paged shards) is no longer read; this store needs format %d: %w", h, TableFormat, ErrMalformed)
+	if len(b) > len(tableMagic) && string(b[:len(tableMagic)]) == tableMagic && (b[len(tableMagic)] == 1 || b[len(tableMagic)] == 2) {
+		return nil, fmt.Errorf("roots: decode table %s: table format %d (before inline entries) is no longer read; this store needs format %d: %w", h, b[len(tableMagic)], TableFormat, ErrMalformed)
 	}
 	r := wire.NewReader(b)
 	readMagic(r, tableMagic, TableFormat)
@@ -146,15 +181,16 @@ func parseTable(s *shards.Schema, b []byte, h digest.Hash) (*Table, error) {
 	if r.Err() == nil && !s.Known(t.Family) {
 		r.Fail("family", fmt.Sprintf("unknown family tag 0x%02x", uint8(t.Family)))
 	}
-	if r.Err() == nil && (n == 0 || n > shards.Shards || r.Len() != n*tableEntryLen) {
+	if r.Err() == nil && (n == 0 || n > shards.Shards || r.Len() < n*tableEntryLen) {
 		r.Fail("entries", fmt.Sprintf("%d entries in %d bytes", n, r.Len()))
 	}
 	for i := 0; i < n && r.Err() == nil; i++ {
 		var e Entry
 		e.Shard = r.U8()
 		kind := r.U8()
-		e.Index = kind == entryIndex
-		if r.Err() == nil && kind != entryLeaf && kind != entryIndex {
+		e.Index = kind == entryIndex || kind == entryInlineIndex
+		inline := kind == entryInlineLeaf || kind == entryInlineIndex
+		if r.Err() == nil && (kind < entryLeaf || kind > entryInlineIndex) {
 			r.Fail("entry", fmt.Sprintf("entry %d: kind %d", i, kind))
 		}
 		r.Copy(e.Ref.Hash[:])
@@ -163,8 +199,15 @@ func parseTable(s *shards.Schema, b []byte, h digest.Hash) (*Table, error) {
 		if i > 0 && t.Entries[i-1].Shard >= e.Shard {
 			r.Fail("entry", fmt.Sprintf("shards not ascending at entry %d", i))
 		}
-		if e.Ref.Count == 0 || e.Ref.Size <= 0 || e.Ref.Size > maxShardSize {
+		if e.Ref.Count == 0 || e.Ref.Size <= 0 || e.Ref.Size > maxShardSize || (inline && e.Ref.Size > MaxInline) {
 			r.Fail("entry", fmt.Sprintf("entry %d: bad size %d or count %d", i, e.Ref.Size, e.Ref.Count))
+		}
+		if inline && r.Err() == nil {
+			b := r.Take(int(e.Ref.Size))
+			if r.Err() == nil && digest.Sum(b) != e.Ref.Hash {
+				r.Fail("entry", fmt.Sprintf("entry %d: inline bytes do not hash to %s", i, e.Ref.Hash))
+			}
+			e.Inline = string(b)
 		}
 		t.Entries = append(t.Entries, e)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,16 +41,21 @@ func goldenTableValue() *roots.Table {
 		Entries: []roots.Entry{
 			{Shard: 0x01, Ref: shards.Ref{Hash: fill(0x11), Size: 100, Count: 2}},
 			{Shard: 0x80, Index: true, Ref: shards.Ref{Hash: fill(0x22), Size: 50, Count: 1}},
+			{Shard: 0x90, Ref: shards.Ref{Hash: digest.Sum([]byte(goldenInline)), Size: int64(len(goldenInline)), Count: 4}, Inline: goldenInline},
 		},
 	}
 }
 
+// goldenInline stands for the bytes of a small object a table carries.
+const goldenInline = "tiny"
+
 // goldenTable is goldenTableValue's canonical encoding.
-var goldenTable = "43524e54" + "02" + // magic "CRNT", version 2
+var goldenTable = "43524e54" + "03" + // magic "CRNT", version 3
 	"000102030405060708090a0b0c0d0e0f" + // nonce
-	"04" + "0002" + // family fixed32, 2 entries
+	"04" + "0003" + // family fixed32, 3 entries
 	"01" + "01" + rep("11", 32) + "0000000000000064" + "00000002" + // shard 01, a shard object: 100 bytes, 2 records
-	"80" + "02" + rep("22", 32) + "0000000000000032" + "00000001" // shard 80, a page index: 50 bytes, 1 record
+	"80" + "02" + rep("22", 32) + "0000000000000032" + "00000001" + // shard 80, a page index: 50 bytes, 1 record
+	"90" + "03" + digest.Sum([]byte(goldenInline)).String() + "0000000000000004" + "00000004" + "74696e79" // shard 90, inline: "tiny", 4 records
 
 // goldenRootValue is the root of the golden bytes.
 func goldenRootValue() *roots.Root {
@@ -58,7 +64,7 @@ func goldenRootValue() *roots.Root {
 		Parent:   fill(0x33),
 		Sequence: 7,
 		Families: []roots.FamilyRef{
-			{Family: shardstest.Fixed32, Table: shards.Ref{Hash: fill(0x44), Size: 116, Count: 2}, Shards: 2, Records: 3},
+			{Family: shardstest.Fixed32, Table: shards.Ref{Hash: fill(0x44), Size: 166, Count: 3}, Shards: 3, Records: 7},
 			{Family: shards.System, Table: shards.Ref{Hash: fill(0x55), Size: 69, Count: 1}, Shards: 1, Records: 1},
 		},
 		Holds: []roots.Hold{
@@ -77,7 +83,7 @@ var goldenRoot = "43524e52" + "02" + // magic "CRNR", version 2
 	rep("33", 32) + // parent
 	"0000000000000007" + // sequence
 	"02" + // 2 families
-	"04" + rep("44", 32) + "0000000000000074" + "0002" + "0000000000000003" + // fixed32
+	"04" + rep("44", 32) + "00000000000000a6" + "0003" + "0000000000000007" + // fixed32
 	"f0" + rep("55", 32) + "0000000000000045" + "0001" + "0000000000000001" + // system
 	"00000002" + // 2 holds
 	"0004" + "6f702f31" + rep("66", 32) + // "op/1"
@@ -105,17 +111,17 @@ func TestTableGolden(t *testing.T) {
 	if !bytes.Equal(b, want) {
 		t.Fatalf("encoded %x\nwant    %x", b, want)
 	}
-	if got, want := ref, (shards.Ref{Hash: digest.Sum(want), Size: int64(len(want)), Count: 2}); got != want {
+	if got, want := ref, (shards.Ref{Hash: digest.Sum(want), Size: int64(len(want)), Count: 3}); got != want {
 		t.Fatalf("ref = %+v, want %+v", got, want)
 	}
 	d, err := roots.DecodeTable(schema, want, ref.Hash)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Nonce != tbl.Nonce || d.Family != tbl.Family || len(d.Entries) != 2 || d.Entries[0] != tbl.Entries[0] || d.Entries[1] != tbl.Entries[1] {
+	if d.Nonce != tbl.Nonce || d.Family != tbl.Family || !slices.Equal(d.Entries, tbl.Entries) {
 		t.Fatalf("decoded %+v, want %+v", d, tbl)
 	}
-	if got, want := d.Records(), uint64(3); got != want {
+	if got, want := d.Records(), uint64(7); got != want {
 		t.Fatalf("Records = %d, want %d", got, want)
 	}
 	if r, ok := d.Lookup(0x80); !ok || r != tbl.Entries[1].Ref {
@@ -344,11 +350,15 @@ func rawTable(magic string, version, family byte, n uint16, entries []roots.Entr
 			if e.Index {
 				kind = 2
 			}
+			if e.Inline != "" {
+				kind += 2
+			}
 			b = append(b, kind)
 		}
 		b = append(b, e.Ref.Hash[:]...)
 		b = binary.BigEndian.AppendUint64(b, uint64(e.Ref.Size))
 		b = binary.BigEndian.AppendUint32(b, e.Ref.Count)
+		b = append(b, e.Inline...)
 	}
 	return b
 }
@@ -359,13 +369,17 @@ func kindAt(b []byte, kind byte) []byte {
 	return b
 }
 
+func inlineEntry(idx uint8, b string) roots.Entry {
+	return roots.Entry{Shard: idx, Ref: shards.Ref{Hash: digest.Sum([]byte(b)), Size: int64(len(b)), Count: 1}, Inline: b}
+}
+
 func entry(idx uint8, size int64, count uint32) roots.Entry {
 	return roots.Entry{Shard: idx, Ref: shards.Ref{Hash: fill(idx), Size: size, Count: count}}
 }
 
 func TestRawTableMatchesGolden(t *testing.T) {
 	tbl := goldenTableValue()
-	if got := rawTable("CRNT", 2, byte(tbl.Family), 2, tbl.Entries); !bytes.Equal(got, unhex(t, goldenTable)) {
+	if got := rawTable("CRNT", 3, byte(tbl.Family), 3, tbl.Entries); !bytes.Equal(got, unhex(t, goldenTable)) {
 		t.Fatalf("rawTable = %x", got)
 	}
 }
@@ -378,28 +392,32 @@ func TestDecodeTableRejects(t *testing.T) {
 		b    []byte
 	}{
 		{"empty input", nil},
-		{"truncated header", []byte("CRNT\x02")},
-		{"bad magic", rawTable("CRNX", 2, fam, 2, two)},
-		{"root magic", rawTable("CRNR", 2, fam, 2, two)},
+		{"truncated header", []byte("CRNT\x03")},
+		{"bad magic", rawTable("CRNX", 3, fam, 2, two)},
+		{"root magic", rawTable("CRNR", 3, fam, 2, two)},
 		{"version 0", rawTable("CRNT", 0, fam, 2, two)},
 		{"version 1 (before paged shards)", rawTable("CRNT", 1, fam, 2, two)},
-		{"version 3", rawTable("CRNT", 3, fam, 2, two)},
-		{"unknown family", rawTable("CRNT", 2, 0x99, 2, two)},
-		{"family zero", rawTable("CRNT", 2, 0x00, 2, two)},
-		{"no entries", rawTable("CRNT", 2, fam, 0, nil)},
-		{"count above bytes", rawTable("CRNT", 2, fam, 3, two)},
-		{"count below bytes", rawTable("CRNT", 2, fam, 1, two)},
-		{"count above 256", rawTable("CRNT", 2, fam, 257, nil)},
-		{"trailing byte", append(rawTable("CRNT", 2, fam, 2, two), 0)},
-		{"truncated entry", rawTable("CRNT", 2, fam, 2, two)[:4+1+16+1+2+46+45]},
-		{"kind 0", kindAt(rawTable("CRNT", 2, fam, 2, two), 0)},
-		{"kind 3", kindAt(rawTable("CRNT", 2, fam, 2, two), 3)},
-		{"unsorted shards", rawTable("CRNT", 2, fam, 2, []roots.Entry{entry(2, 10, 1), entry(1, 10, 1)})},
-		{"duplicate shards", rawTable("CRNT", 2, fam, 2, []roots.Entry{entry(1, 10, 1), entry(1, 10, 1)})},
-		{"zero record count", rawTable("CRNT", 2, fam, 2, []roots.Entry{entry(1, 10, 1), entry(2, 10, 0)})},
-		{"zero size", rawTable("CRNT", 2, fam, 1, []roots.Entry{entry(1, 0, 1)})},
-		{"negative size", rawTable("CRNT", 2, fam, 1, []roots.Entry{entry(1, -1, 1)})},
-		{"size above 1 TiB", rawTable("CRNT", 2, fam, 1, []roots.Entry{entry(1, 1<<40+1, 1)})},
+		{"version 2 (before inline entries)", rawTable("CRNT", 2, fam, 2, two)},
+		{"version 4", rawTable("CRNT", 4, fam, 2, two)},
+		{"unknown family", rawTable("CRNT", 3, 0x99, 2, two)},
+		{"family zero", rawTable("CRNT", 3, 0x00, 2, two)},
+		{"no entries", rawTable("CRNT", 3, fam, 0, nil)},
+		{"count above bytes", rawTable("CRNT", 3, fam, 3, two)},
+		{"count below bytes", rawTable("CRNT", 3, fam, 1, two)},
+		{"count above 256", rawTable("CRNT", 3, fam, 257, nil)},
+		{"trailing byte", append(rawTable("CRNT", 3, fam, 2, two), 0)},
+		{"truncated entry", rawTable("CRNT", 3, fam, 2, two)[:4+1+16+1+2+46+45]},
+		{"kind 0", kindAt(rawTable("CRNT", 3, fam, 2, two), 0)},
+		{"kind 5", kindAt(rawTable("CRNT", 3, fam, 2, two), 5)},
+		{"inline bytes under another hash", rawTable("CRNT", 3, fam, 1, []roots.Entry{{Shard: 1, Ref: shards.Ref{Hash: fill(1), Size: 4, Count: 1}, Inline: "tiny"}})},
+		{"inline bytes truncated", rawTable("CRNT", 3, fam, 1, []roots.Entry{inlineEntry(1, "tiny")})[:4+1+16+1+2+46+3]},
+		{"inline above the bound", rawTable("CRNT", 3, fam, 1, []roots.Entry{inlineEntry(1, strings.Repeat("x", roots.MaxInline+1))})},
+		{"unsorted shards", rawTable("CRNT", 3, fam, 2, []roots.Entry{entry(2, 10, 1), entry(1, 10, 1)})},
+		{"duplicate shards", rawTable("CRNT", 3, fam, 2, []roots.Entry{entry(1, 10, 1), entry(1, 10, 1)})},
+		{"zero record count", rawTable("CRNT", 3, fam, 2, []roots.Entry{entry(1, 10, 1), entry(2, 10, 0)})},
+		{"zero size", rawTable("CRNT", 3, fam, 1, []roots.Entry{entry(1, 0, 1)})},
+		{"negative size", rawTable("CRNT", 3, fam, 1, []roots.Entry{entry(1, -1, 1)})},
+		{"size above 1 TiB", rawTable("CRNT", 3, fam, 1, []roots.Entry{entry(1, 1<<40+1, 1)})},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -417,7 +435,7 @@ func TestDecodeTableRejects(t *testing.T) {
 	for i := range full {
 		full[i] = entry(uint8(i), 1<<40, 1)
 	}
-	b := rawTable("CRNT", 2, fam, shards.Shards, full)
+	b := rawTable("CRNT", 3, fam, shards.Shards, full)
 	if _, err := roots.DecodeTable(schema, b, digest.Sum(b)); err != nil {
 		t.Fatalf("full table: %v", err)
 	}

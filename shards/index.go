@@ -11,16 +11,20 @@ import (
 	"github.com/cairnstore/cairn/bucket/wire"
 )
 
-// Page index format, version 1.
+// Page index format, version 2: version 1 wrote every first key whole and
+// fixed-width sizes; version 2 writes each first key as the length it
+// shares with the previous one and the rest, and sizes and counts as
+// varints, which makes a typical index a third as long, so that a table
+// can carry it inline.
 const (
 	indexMagic = "CRNX"
 	// IndexFormat is the version byte written into every page index.
-	IndexFormat = 1
+	IndexFormat = 2
 	// indexHeaderLen: magic, version, salt, family, shard, page count.
 	indexHeaderLen = 4 + 1 + SaltLen + 1 + 1 + 4
-	// indexPageLen: the fixed part of a page entry: first key length,
-	// hash, size, records.
-	indexPageLen = 4 + 32 + 8 + 4
+	// indexPageMin: the shortest page entry: shared length, suffix
+	// length, hash, size and records, each varint one byte.
+	indexPageMin = 1 + 1 + 32 + 1 + 1
 	// maxPageSize bounds a page's size, as a table bounds a shard's.
 	maxPageSize = 1 << 40
 )
@@ -55,14 +59,14 @@ func NewIndex(s *Schema, f Family, idx uint8, salt Salt, pages []PageRef) (*Inde
 	if !s.Known(f) {
 		return nil, fmt.Errorf("shards: new index: family tag 0x%02x: %w", uint8(f), ErrUnknownFamily)
 	}
-	x := &Index{schema: s, family: f, shard: idx, salt: salt, size: indexHeaderLen, pages: make([]PageRef, len(pages))}
+	x := &Index{schema: s, family: f, shard: idx, salt: salt, pages: make([]PageRef, len(pages))}
 	for i, p := range pages {
 		x.pages[i] = PageRef{First: bytes.Clone(p.First), Ref: p.Ref}
-		x.size += indexPageLen + int64(len(p.First))
 	}
 	if err := x.check(); err != nil {
 		return nil, fmt.Errorf("shards: new index %s/%02x: %w", s.Name(f), idx, err)
 	}
+	x.size = int64(len(x.encode()))
 	return x, nil
 }
 
@@ -185,16 +189,35 @@ func (x *Index) Encode() ([]byte, Ref, error) {
 	if err := x.check(); err != nil {
 		return nil, Ref{}, fmt.Errorf("shards: encode index %s/%02x: %w", x.schema.Name(x.family), x.shard, err)
 	}
+	b := x.encode()
+	return b, Ref{Hash: digest.Sum(b), Size: int64(len(b)), Count: x.Records()}, nil
+}
+
+// encode returns the bytes of x, which check has accepted: each page's
+// first key as the length it shares with the previous page's and the
+// rest, then its hash, size and record count.
+func (x *Index) encode() []byte {
 	w := wire.NewWriter(make([]byte, 0, x.size)).
 		Raw([]byte(indexMagic)).U8(IndexFormat).Raw(x.salt[:]).U8(byte(x.family)).U8(x.shard).U32(uint32(len(x.pages)))
+	var prev []byte
 	for _, p := range x.pages {
-		w.Bytes32(p.First).Raw(p.Ref.Hash[:]).U64(uint64(p.Ref.Size)).U32(p.Ref.Count)
+		n := sharedLen(prev, p.First)
+		w.UVarint(uint64(n)).UVarint(uint64(len(p.First) - n)).Raw(p.First[n:]).
+			Raw(p.Ref.Hash[:]).UVarint(uint64(p.Ref.Size)).UVarint(uint64(p.Ref.Count))
+		prev = p.First
 	}
-	if err := w.Err(); err != nil {
-		return nil, Ref{}, fmt.Errorf("shards: encode index: %w: %w", err, ErrMalformedObject)
+	return w.Bytes()
+}
+
+// sharedLen is the length of the longest common prefix of a and b.
+func sharedLen(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
 	}
-	b := w.Bytes()
-	return b, Ref{Hash: digest.Sum(b), Size: int64(len(b)), Count: x.Records()}, nil
+	return n
 }
 
 // DecodeIndex verifies that b hashes to want (ErrIntegrity otherwise) and
@@ -247,9 +270,11 @@ func parseIndex(s *Schema, b []byte) (*Index, error) {
 		return bad("header: %v", r.Err())
 	case string(magic) != indexMagic:
 		return bad("bad magic %q", magic)
+	case version == 1:
+		return bad("page index format 1 (whole first keys) is no longer read; this store needs format %d", IndexFormat)
 	case version != IndexFormat:
 		return bad("format version %d, want %d", version, IndexFormat)
-	case uint64(count) > uint64(r.Len())/indexPageLen:
+	case uint64(count) > uint64(r.Len())/indexPageMin:
 		return bad("count %d does not fit in %d bytes", count, len(b))
 	}
 	f, err := s.ParseFamily(tag)
@@ -258,12 +283,27 @@ func parseIndex(s *Schema, b []byte) (*Index, error) {
 	}
 	x.family, x.shard = f, shard
 	x.pages = make([]PageRef, count)
+	var prev []byte
 	for i := range x.pages {
 		p := &x.pages[i]
-		p.First = r.Bytes32()
+		shared, rest := r.UVarint(), r.UVarint()
+		if r.Err() == nil && (shared > uint64(len(prev)) || rest > uint64(r.Len())) {
+			return bad("page %d: first key shares %d bytes of %d and has %d more", i, shared, len(prev), rest)
+		}
+		suffix := r.Take(int(rest))
+		// The shared length is the longest one, so that an index has
+		// one encoding.
+		if r.Err() == nil && shared < uint64(len(prev)) && len(suffix) > 0 && suffix[0] == prev[shared] {
+			return bad("page %d: first key shares more than the %d bytes it says", i, shared)
+		}
+		p.First = append(bytes.Clone(prev[:shared:shared]), suffix...)
 		r.Copy(p.Ref.Hash[:])
-		p.Ref.Size = int64(r.U64())
-		p.Ref.Count = r.U32()
+		size, count := r.UVarint(), r.UVarint()
+		if r.Err() == nil && (size > maxPageSize || count > math.MaxUint32) {
+			return bad("page %d: size %d or count %d out of range", i, size, count)
+		}
+		p.Ref.Size, p.Ref.Count = int64(size), uint32(count)
+		prev = p.First
 	}
 	if err := r.End(); err != nil {
 		return bad("%v", err)

@@ -20,18 +20,21 @@ func fillHash(b byte) (h digest.Hash) {
 	return h
 }
 
-// goldenIndex is the index of system shard 0x3a with salt 00…0f naming two
-// pages: everything below "mo", and "mo" onwards.
-const goldenIndex = "43524e58" + "01" + // magic "CRNX", version 1
+// goldenIndex is the index of system shard 0x3a with salt 00…0f naming
+// three pages: everything below "mo", "mo" up to "morl", and "morl"
+// onwards.
+const goldenIndex = "43524e58" + "02" + // magic "CRNX", version 2
 	"000102030405060708090a0b0c0d0e0f" + // salt
-	"f0" + "3a" + "00000002" + // family system, shard 3a, 2 pages
-	"00000000" + "1111111111111111111111111111111111111111111111111111111111111111" + "0000000000000064" + "00000003" + // page 0: no first key, 100 bytes, 3 records
-	"00000002" + "6d6f" + "2222222222222222222222222222222222222222222222222222222222222222" + "0000000000000032" + "00000001" // page 1: "mo", 50 bytes, 1 record
+	"f0" + "3a" + "00000003" + // family system, shard 3a, 3 pages
+	"00" + "00" + "1111111111111111111111111111111111111111111111111111111111111111" + "64" + "03" + // page 0: no first key, 100 bytes, 3 records
+	"00" + "02" + "6d6f" + "2222222222222222222222222222222222222222222222222222222222222222" + "32" + "01" + // page 1: "mo", 50 bytes, 1 record
+	"02" + "02" + "726c" + "3333333333333333333333333333333333333333333333333333333333333333" + "c801" + "02" // page 2: "mo"+"rl", 200 bytes, 2 records
 
 func goldenIndexPages() []shards.PageRef {
 	return []shards.PageRef{
 		{Ref: shards.Ref{Hash: fillHash(0x11), Size: 100, Count: 3}},
 		{First: []byte("mo"), Ref: shards.Ref{Hash: fillHash(0x22), Size: 50, Count: 1}},
+		{First: []byte("morl"), Ref: shards.Ref{Hash: fillHash(0x33), Size: 200, Count: 2}},
 	}
 }
 
@@ -51,7 +54,7 @@ func TestIndexGolden(t *testing.T) {
 	if !bytes.Equal(b, want) {
 		t.Fatalf("encoded %x\nwant    %x", b, want)
 	}
-	if got, want := ref, (shards.Ref{Hash: digest.Sum(want), Size: int64(len(want)), Count: 4}); got != want {
+	if got, want := ref, (shards.Ref{Hash: digest.Sum(want), Size: int64(len(want)), Count: 6}); got != want {
 		t.Fatalf("ref = %+v, want %+v", got, want)
 	}
 	if got := x.EncodedSize(); got != int64(len(want)) {
@@ -61,7 +64,7 @@ func TestIndexGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Len() != 2 || d.Salt() != goldenSalt || d.Records() != 4 || !bytes.Equal(d.Page(1).First, []byte("mo")) || d.Page(0).Ref != goldenIndexPages()[0].Ref {
+	if d.Len() != 3 || d.Salt() != goldenSalt || d.Records() != 6 || !bytes.Equal(d.Page(2).First, []byte("morl")) || !bytes.Equal(d.Page(1).First, []byte("mo")) || d.Page(0).Ref != goldenIndexPages()[0].Ref {
 		t.Fatalf("decoded %+v", d)
 	}
 	if _, err := shards.DecodeIndex(schema, want, ref.Hash, shards.System, 0x3b); !errors.Is(err, shards.ErrMalformedObject) {
@@ -70,7 +73,7 @@ func TestIndexGolden(t *testing.T) {
 	if _, err := shards.DecodeIndex(schema, want, fillHash(1), shards.System, 0x3a); !errors.Is(err, bucket.ErrIntegrity) || errors.Is(err, shards.ErrMalformedObject) {
 		t.Fatalf("DecodeIndex under another hash: %v, want only ErrIntegrity", err)
 	}
-	for key, page := range map[string]int{"": 0, "a": 0, "mn": 0, "mo": 1, "mo\x00": 1, "z": 1} {
+	for key, page := range map[string]int{"": 0, "a": 0, "mn": 0, "mo": 1, "mo\x00": 1, "mor": 1, "morl": 2, "z": 2} {
 		if got := d.Find([]byte(key)); got != page {
 			t.Errorf("Find(%q) = %d, want %d", key, got, page)
 		}
@@ -80,7 +83,11 @@ func TestIndexGolden(t *testing.T) {
 func TestIndexRejects(t *testing.T) {
 	golden, _ := hex.DecodeString(goldenIndex)
 	edit := func(f func(b []byte) []byte) []byte { return f(bytes.Clone(golden)) }
-	const pagesAt = 4 + 1 + 16 + 1 + 1 + 4
+	const (
+		pagesAt = 4 + 1 + 16 + 1 + 1 + 4
+		page1   = pagesAt + 36 // page 0: two empty varints, hash, size, count
+		page2   = page1 + 38   // page 1: first key "mo"
+	)
 	cases := []struct {
 		name string
 		b    []byte
@@ -88,18 +95,26 @@ func TestIndexRejects(t *testing.T) {
 		{"empty", nil},
 		{"short header", golden[:10]},
 		{"bad magic", edit(func(b []byte) []byte { b[3] = 'S'; return b })},
-		{"version 2", edit(func(b []byte) []byte { b[4] = 2; return b })},
+		{"version 1", edit(func(b []byte) []byte { b[4] = 1; return b })},
+		{"version 3", edit(func(b []byte) []byte { b[4] = 3; return b })},
 		{"unknown family", edit(func(b []byte) []byte { b[21] = 0x99; return b })},
-		{"one page", edit(func(b []byte) []byte { b[pagesAt-1] = 1; return b[:pagesAt+4+32+8+4] })},
-		{"count above bytes", edit(func(b []byte) []byte { b[pagesAt-1] = 3; return b })},
+		{"one page", edit(func(b []byte) []byte { b[pagesAt-1] = 1; return b[:page1] })},
+		{"count above bytes", edit(func(b []byte) []byte { b[pagesAt-1] = 4; return b })},
 		{"trailing byte", append(bytes.Clone(golden), 0)},
 		{"truncated", golden[:len(golden)-1]},
 		{"first page with a key", edit(func(b []byte) []byte {
-			return slices.Concat(b[:pagesAt], []byte{0, 0, 0, 1, 'a'}, b[pagesAt+4:])
+			return slices.Concat(b[:pagesAt], []byte{0, 1, 'a'}, b[pagesAt+2:])
 		})},
-		{"zero records", edit(func(b []byte) []byte { b[pagesAt+4+32+8+3] = 0; return b })},
-		{"zero hash", edit(func(b []byte) []byte { clear(b[pagesAt+4 : pagesAt+4+32]); return b })},
-		{"size below a shard header", edit(func(b []byte) []byte { b[pagesAt+4+32+7] = 27; return b })},
+		{"zero records", edit(func(b []byte) []byte { b[pagesAt+35] = 0; return b })},
+		{"zero hash", edit(func(b []byte) []byte { clear(b[pagesAt+2 : pagesAt+34]); return b })},
+		{"size below a shard header", edit(func(b []byte) []byte { b[pagesAt+34] = 27; return b })},
+		{"shares more than the previous key", edit(func(b []byte) []byte { b[page1] = 1; return b })},
+		{"shares less than it could", edit(func(b []byte) []byte {
+			return slices.Concat(b[:page2], []byte{1, 3, 'o', 'r', 'l'}, b[page2+4:])
+		})},
+		{"overlong varint size", edit(func(b []byte) []byte {
+			return slices.Concat(b[:pagesAt+34], []byte{0xe4, 0x00}, b[pagesAt+35:])
+		})},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

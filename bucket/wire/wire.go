@@ -61,6 +61,16 @@ func (w *Writer) U64(v uint64) *Writer {
 	return w
 }
 
+// UVarint appends v as an unsigned varint (7 bits a byte, low groups
+// first), the shortest encoding, which is the only one Reader.UVarint
+// accepts.
+func (w *Writer) UVarint(v uint64) *Writer {
+	if w.err == nil {
+		w.buf = binary.AppendUvarint(w.buf, v)
+	}
+	return w
+}
+
 // Raw appends b as it is: a fixed-width field or one encoded elsewhere.
 func (w *Writer) Raw(b []byte) *Writer { return w.raw(b...) }
 
@@ -171,6 +181,39 @@ func (r *Reader) U64() uint64 {
 		return binary.BigEndian.Uint64(b)
 	}
 	return 0
+}
+
+// UVarint reads an unsigned varint, refusing one longer than the shortest
+// encoding of its value (so that every value has one encoding) or one
+// that overflows 64 bits.
+func (r *Reader) UVarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b[r.off:])
+	switch {
+	case n == 0:
+		r.Fail("uvarint", "truncated")
+		return 0
+	case n < 0:
+		r.Fail("uvarint", "overflows 64 bits")
+		return 0
+	case n != uvarintLen(v):
+		r.Fail("uvarint", fmt.Sprintf("%d bytes for %d, not the shortest encoding", n, v))
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+// uvarintLen is the length of the shortest varint encoding of v.
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
 }
 
 // Bytes16 reads a two-byte length and that many bytes.

@@ -146,3 +146,29 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// TestUVarint: values round-trip in their shortest encoding; a longer
+// encoding of the same value, a truncated one and one past 64 bits are
+// refused.
+func TestUVarint(t *testing.T) {
+	for _, v := range []uint64{0, 1, 127, 128, 16383, 16384, 1<<32 - 1, 1<<64 - 1} {
+		w := wire.NewWriter(nil).UVarint(v)
+		r := wire.NewReader(w.Bytes())
+		if got := r.UVarint(); got != v || r.End() != nil {
+			t.Fatalf("UVarint round trip of %d = %d, %v", v, got, r.End())
+		}
+	}
+	for name, b := range map[string][]byte{
+		"overlong zero": {0x80, 0x00},
+		"overlong one":  {0x81, 0x00},
+		"truncated":     {0x80},
+		"empty":         {},
+		"past 64 bits":  {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02},
+		"eleven bytes":  {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
+	} {
+		r := wire.NewReader(b)
+		if got := r.UVarint(); got != 0 || !errors.Is(r.Err(), wire.ErrMalformed) {
+			t.Errorf("%s: UVarint() = %d, err %v; want 0 and ErrMalformed", name, got, r.Err())
+		}
+	}
+}

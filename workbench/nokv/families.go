@@ -52,7 +52,7 @@ const (
 // The schema marker: the seed's System("schema") record.
 const (
 	SchemaID           = "nokv_workspace"
-	FormatVersion      = 11 // 11: publication writes secondary_index rows of built-in fields; 10: path_directory rows name the directories; 9: path_current's shard key leaves out the incarnation
+	FormatVersion      = 12 // 12: tables carry small shard objects and page indexes inline (table format 3, index format 2); 11: publication writes secondary_index rows of built-in fields; 10: path_directory rows name the directories; 9: path_current's shard key leaves out the incarnation
 	ValueFormatVersion = 2  // 2: a manifest row may carry its body inline
 )
 
