@@ -510,10 +510,15 @@ func (sn *Snapshot) scanShards(ctx context.Context, f shards.Family, prefix, aft
 	return slices.Concat(objs...), nil
 }
 
-// ShardRef names one shard of a family.
+// ShardRef names one shard of a family and, for Prefetch, optionally the
+// keys that will be read there.
 type ShardRef struct {
 	Family shards.Family
 	Index  uint8
+	// Prefix, if not nil, names the keys a caller will scan (or, a whole
+	// key, the one it will look up): Prefetch then loads the pages of a
+	// paged shard that may hold them, not the index alone.
+	Prefix []byte
 }
 
 // ShardOf returns the reference of the shard that holds key of family f.
@@ -525,8 +530,9 @@ func (sn *Snapshot) ShardOf(f shards.Family, key []byte) (ShardRef, error) {
 // Prefetch loads, through the caches, the tables of fams and of the
 // families refs name in one parallel round, then the shards refs name
 // (those that exist) in a second one, so that later reads of them cost no
-// request; of a paged shard it loads the page index, and a read then
-// fetches the one page it needs. A caller that will read several families names them together
+// request; of a paged shard it loads the page index (free when its table
+// carries it inline) and the pages that may hold the ref's Prefix, if it
+// has one. A caller that will read several families names them together
 // instead of paying a round per object each read discovers. What is
 // cached already costs nothing.
 func (sn *Snapshot) Prefetch(ctx context.Context, fams []shards.Family, refs []ShardRef) error {
@@ -552,12 +558,15 @@ func (sn *Snapshot) Prefetch(ctx context.Context, fams []shards.Family, refs []S
 		if !ok {
 			return nil
 		}
-		var err error
-		if e.Index {
-			_, err = sn.s.loadIndex(ctx, refs[i].Family, e)
-		} else {
-			_, err = sn.s.loadShard(ctx, refs[i].Family, e)
+		if !e.Index {
+			_, err := sn.s.loadShard(ctx, refs[i].Family, e)
+			return err
 		}
+		if refs[i].Prefix == nil {
+			_, err := sn.s.loadIndex(ctx, refs[i].Family, e)
+			return err
+		}
+		_, err := sn.s.entryScan(ctx, refs[i].Family, e, refs[i].Prefix, nil)
 		return err
 	})
 }

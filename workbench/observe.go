@@ -25,10 +25,7 @@ func (s *Service) observe(ctx context.Context, id string, path []string) (observ
 		return observation{}, werr
 	}
 	o := observation{sn: sn}
-	if werr := s.prefetch(ctx, sn, id, pathReads(path)); werr != nil {
-		return observation{}, werr
-	}
-	ws, ok, werr := s.workspace(ctx, snapshotReader(ctx, sn), id)
+	ws, ok, werr := s.prefetch(ctx, sn, id, pathReads(path))
 	if werr != nil {
 		return observation{}, werr
 	}

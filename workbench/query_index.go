@@ -288,7 +288,7 @@ func (s *Service) indexedRows(ctx context.Context, sn *head.Snapshot, views []*v
 		if err != nil {
 			return nil, false, FromError(err)
 		}
-		if !slices.Contains(refs, ref) {
+		if !slices.ContainsFunc(refs, func(r head.ShardRef) bool { return r.Family == ref.Family && r.Index == ref.Index }) {
 			refs = append(refs, ref)
 		}
 	}

@@ -79,27 +79,80 @@ func (s *Service) workspace(ctx context.Context, read func(f shards.Family, key 
 	return ws, true, nil
 }
 
-// prefetch loads, in two parallel rounds, the tables and shards a view of
-// workbench id will read first (see viewReads).
-func (s *Service) prefetch(ctx context.Context, sn *head.Snapshot, id string, reads viewReads) *Error {
-	wsKey, err := nokv.WorkspaceCurrentKey{Root: s.root, WorkbenchID: id}.Encode()
-	if err != nil {
-		return FromError(err)
+// prefetch loads what a view of workbench id will read first (see
+// viewReads) and reads the workbench's marker. The tables come first, in
+// one round: they name everything else, and small shards (the marker's,
+// usually) travel inline in them. Then, in one more round, the shards of
+// reads.dirs and, beside them, the marker (free when inline) and, once
+// the marker names the incarnation, the pages of each listed directory.
+func (s *Service) prefetch(ctx context.Context, sn *head.Snapshot, id string, reads viewReads) (nokv.WorkspaceCurrent, bool, *Error) {
+	fams := append([]shards.Family{nokv.FamilyWorkspaceCurrent, nokv.FamilyPathCurrent, nokv.FamilyPathDirectory}, reads.fams...)
+	if err := sn.Prefetch(ctx, fams, nil); err != nil {
+		return nokv.WorkspaceCurrent{}, false, FromError(err)
 	}
-	wsShard, err := sn.ShardOf(nokv.FamilyWorkspaceCurrent, wsKey)
-	if err != nil {
-		return FromError(err)
-	}
-	refs := []head.ShardRef{wsShard}
+	var refs []head.ShardRef
 	for _, dir := range reads.dirs {
 		ds, err := dirShards(s.root, dir)
 		if err != nil {
-			return FromError(err)
+			return nokv.WorkspaceCurrent{}, false, FromError(err)
 		}
 		refs = append(refs, ds[:]...)
 	}
-	fams := append([]shards.Family{nokv.FamilyPathCurrent, nokv.FamilyPathDirectory}, reads.fams...)
-	return FromError(sn.Prefetch(ctx, fams, refs))
+	var (
+		ws      nokv.WorkspaceCurrent
+		ok      bool
+		wsErr   *Error
+		listErr error
+	)
+	dirsDone := make(chan error, 1)
+	go func() { dirsDone <- sn.Prefetch(ctx, nil, refs) }()
+	ws, ok, wsErr = s.workspace(ctx, snapshotReader(ctx, sn), id)
+	if wsErr == nil && ok && ws.State == nokv.WorkspaceStateVisible && len(reads.lists)+len(reads.entries) > 0 {
+		listErr = s.prefetchPages(ctx, sn, ws.Incarnation, reads)
+	}
+	dirsErr := <-dirsDone
+	switch {
+	case wsErr != nil:
+		return ws, false, wsErr
+	case dirsErr != nil:
+		return ws, false, FromError(dirsErr)
+	case listErr != nil:
+		return ws, false, FromError(listErr)
+	}
+	return ws, ok, nil
+}
+
+// prefetchPages loads the path_current pages that hold the direct
+// entries of each directory of reads.lists and the rows of reads.entries,
+// in incarnation inc.
+func (s *Service) prefetchPages(ctx context.Context, sn *head.Snapshot, inc nokv.IncarnationID, reads viewReads) error {
+	var refs []head.ShardRef
+	add := func(dir []string, prefix []byte, err error) error {
+		if err != nil {
+			return err
+		}
+		ds, err := dirShards(s.root, dir)
+		if err != nil {
+			return err
+		}
+		ref := ds[0]
+		ref.Prefix = prefix
+		refs = append(refs, ref)
+		return nil
+	}
+	for _, dir := range reads.lists {
+		prefix, err := nokv.PathCurrentPrefix(s.root, inc, dir)
+		if err := add(dir, prefix, err); err != nil {
+			return err
+		}
+	}
+	for _, p := range reads.entries {
+		key, err := nokv.PathCurrentKey{Root: s.root, Incarnation: inc, Path: p}.Encode()
+		if err := add(p[:len(p)-1:len(p)-1], key, err); err != nil {
+			return err
+		}
+	}
+	return sn.Prefetch(ctx, nil, refs)
 }
 
 func snapshotReader(ctx context.Context, sn *head.Snapshot) func(shards.Family, []byte) ([]byte, bool, error) {
@@ -112,12 +165,19 @@ func snapshotReader(ctx context.Context, sn *head.Snapshot) func(shards.Family, 
 // round, then the marker's shard and, for each of dirs, the shards of its
 // direct entries in both families in a second. (Their shard key leaves
 // out the incarnation, so those shards are known before the marker is
-// read.)
+// read.) The pages of the directories in lists join the second round
+// once the marker names the incarnation, which is at once when the
+// marker's shard is inline in its table.
 type viewReads struct {
 	// dirs are directories whose direct entries (files, subdirectories)
 	// the tool reads: a lookup of dir/name, or a listing of dir.
 	dirs [][]string
-	fams []shards.Family
+	// lists are the directories of dirs the tool lists.
+	lists [][]string
+	// entries are the paths (each in a directory of dirs) whose
+	// path_current row the tool looks up.
+	entries [][]string
+	fams    []shards.Family
 }
 
 // entryReads are the reads of a tool that looks up the entry at path: an
@@ -126,7 +186,7 @@ func entryReads(path []string, fams ...shards.Family) viewReads {
 	if len(path) == 0 {
 		return viewReads{fams: fams}
 	}
-	return viewReads{dirs: [][]string{path[: len(path)-1 : len(path)-1]}, fams: fams}
+	return viewReads{dirs: [][]string{path[: len(path)-1 : len(path)-1]}, entries: [][]string{path}, fams: fams}
 }
 
 // listReads are the reads of a listing of dir: the entry at dir itself
@@ -138,6 +198,7 @@ func listReads(dir []string) viewReads {
 	} else {
 		r.dirs = [][]string{nil}
 	}
+	r.lists = [][]string{dir}
 	return r
 }
 
@@ -148,6 +209,9 @@ func pathReads(path []string) viewReads {
 	var r viewReads
 	for i := range len(path) {
 		r.dirs = append(r.dirs, path[:i:i])
+	}
+	if len(path) > 0 {
+		r.entries = [][]string{path}
 	}
 	return r
 }
@@ -169,10 +233,7 @@ func (s *Service) openViewFor(ctx context.Context, id string, at any, reads view
 	if werr != nil {
 		return nil, werr
 	}
-	if werr := s.prefetch(ctx, sn, id, reads); werr != nil {
-		return nil, werr
-	}
-	ws, ok, werr := s.workspace(ctx, snapshotReader(ctx, sn), id)
+	ws, ok, werr := s.prefetch(ctx, sn, id, reads)
 	if werr != nil {
 		return nil, werr
 	}

@@ -160,37 +160,43 @@ func (s *steps) step(name string, now counting.Stats) {
 }
 
 // cold opens a new replica (a new process over the same bucket) and runs
-// its first stat, then its first read of another small file.
+// its first stat; then another new replica and its first read, of
+// another small file. Each row counts from its replica's Open.
 func (r *sizeRun) cold(ctx context.Context) ([]Row, error) {
+	stat, err := r.coldCall(ctx, ColdStat, "workbench_stat", r.sh.someFile(2))
+	if err != nil {
+		return nil, err
+	}
+	read, err := r.coldCall(ctx, ColdRead, "workbench_read", r.sh.someFile(3))
+	if err != nil {
+		return nil, err
+	}
+	return []Row{stat, read}, nil
+}
+
+// coldCall opens a new replica and makes tool's call on path its first.
+func (r *sizeRun) coldCall(ctx context.Context, name, tool, path string) (Row, error) {
 	s := steps{start: time.Now()}
 	cpu := processCPU()
 	rep, opened, err := r.st.open(ctx, workbench.Options{})
 	if err != nil {
-		return nil, err
+		return Row{}, err
 	}
 	defer rep.Close()
 	s.step("open", opened)
-	if _, err := call(ctx, rep.svc, "workbench_stat", map[string]any{
-		"id": WorkbenchID, "section": section, "path": r.sh.someFile(2)}); err != nil {
-		return nil, err
-	}
-	statRow := fromStats(rep.cnt.Snapshot())
-	statRow.Scenario, statRow.Wall, statRow.HeadBytes = ColdStat, time.Since(s.start), r.st.headBytes(ctx)
-	statRow.CPU = processCPU() - cpu
-	s.step("stat", rep.cnt.Snapshot())
-	statRow.note("from Open: %s", strings.Join(s.parts, ", "))
-
-	res, err := call(ctx, rep.svc, "workbench_read", map[string]any{
-		"id": WorkbenchID, "section": section, "path": r.sh.someFile(3)})
+	res, err := call(ctx, rep.svc, tool, map[string]any{"id": WorkbenchID, "section": section, "path": path})
 	if err != nil {
-		return nil, err
+		return Row{}, err
 	}
-	readRow := fromStats(rep.cnt.Snapshot())
-	readRow.Scenario, readRow.Wall, readRow.HeadBytes = ColdRead, time.Since(s.start), r.st.headBytes(ctx)
-	readRow.CPU = processCPU() - cpu
-	s.step("read", rep.cnt.Snapshot())
-	readRow.note("from Open: %s; %v records", strings.Join(s.parts, ", "), res["record_count"])
-	return []Row{statRow, readRow}, nil
+	row := fromStats(rep.cnt.Snapshot())
+	row.Scenario, row.Wall, row.HeadBytes = name, time.Since(s.start), r.st.headBytes(ctx)
+	row.CPU = processCPU() - cpu
+	s.step(strings.TrimPrefix(tool, "workbench_"), rep.cnt.Snapshot())
+	row.note("from Open: %s", strings.Join(s.parts, ", "))
+	if n, ok := res["record_count"]; ok {
+		row.note("%v records", n)
+	}
+	return row, nil
 }
 
 // list lists the first page of the big directory from a new replica
