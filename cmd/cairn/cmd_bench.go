@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +39,8 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	replicas := fs.Int("replicas", bench.DefaultReplicas, "replicas of throughput-8")
 	dirEntries := fs.Int("dir-entries", bench.DefaultDirEntries, "entries of the directory listed and grepped")
 	seedBatch := fs.Int("seed-batch", bench.DefaultSeedBatch, "commands per group commit while seeding")
+	cacheMiB := fs.Int64("cache-mib", 0, "decoded-object cache of every replica, in MiB (0: the engine's default, 256)")
+	trace := fs.Bool("trace", false, "print every request of the measured scenarios to stderr")
 	seedConcurrency := fs.Int("seed-concurrency", bench.DefaultSeedConcurrency, "concurrent put_file calls while seeding")
 	extrapolate := fs.String("extrapolate", "", "sizes to extrapolate to from the two largest measured, comma-separated (rows marked *)")
 	fs.Usage = func() {
@@ -74,6 +77,8 @@ func runBench(ctx context.Context, e *env, args []string) int {
 		Replicas:        *replicas,
 		DirEntries:      *dirEntries,
 		SeedBatch:       *seedBatch,
+		CacheBytes:      *cacheMiB << 20,
+		Trace:           e.traceTo(*trace),
 		SeedConcurrency: *seedConcurrency,
 		Progress:        e.stderr,
 	}
@@ -129,4 +134,12 @@ func cmpNil(errs ...error) error {
 		}
 	}
 	return nil
+}
+
+// traceTo is where --trace sends the request trace: stderr, or nowhere.
+func (e *env) traceTo(on bool) io.Writer {
+	if !on {
+		return nil
+	}
+	return e.stderr
 }

@@ -72,6 +72,13 @@ type Config struct {
 	// fewer commits write less, but a batch's cost grows faster than its
 	// size; at 10,000 files 1,024 seeded faster than 256 or 4,096.
 	SeedBatch int
+	// CacheBytes is head.Options.CacheBytes of every replica; 0 is the
+	// engine's default.
+	CacheBytes int64
+	// Trace, if not nil, receives a line for every request the measured
+	// scenarios make (not the seeding's): when it began, how long it
+	// took, its size and its key.
+	Trace io.Writer
 	// Seeder fills a workbench; nil is PutFileSeeder.
 	Seeder Seeder
 	// Progress, if not nil, receives a line per phase (seeding, each

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,11 +19,12 @@ import (
 // object is replaced conditionally (the head), and a latency wrapper that
 // a switch can bypass while seeding.
 type stack struct {
-	store *mem.Store
-	raw   *mem.Bucket
-	rec   *recorder
-	lat   *latency.Bucket
-	sw    *toggle
+	cacheBytes int64 // of every replica's engine, 0 for the default
+	store      *mem.Store
+	raw        *mem.Bucket
+	rec        *recorder
+	lat        *latency.Bucket
+	sw         *toggle
 }
 
 func newStack(cfg Config) (*stack, error) {
@@ -35,7 +38,7 @@ func newStack(cfg Config) (*stack, error) {
 		PerRequest:               cfg.RTT,
 		WritesPerSecondPerObject: cfg.WriteRate,
 	})
-	return &stack{store: st, raw: raw, rec: rec, lat: lat, sw: &toggle{fast: rec, slow: lat}}, nil
+	return &stack{cacheBytes: cfg.CacheBytes, store: st, raw: raw, rec: rec, lat: lat, sw: &toggle{fast: rec, slow: traced(lat, cfg.Trace)}}, nil
 }
 
 // replica is one Service with its own counting wrapper.
@@ -46,6 +49,7 @@ type replica struct {
 
 // open opens a Service over the stack, counting from before its Open.
 func (s *stack) open(ctx context.Context, engine workbench.Options) (*replica, counting.Stats, error) {
+	engine.Engine.CacheBytes = s.cacheBytes
 	cnt := counting.New(s.sw)
 	svc, err := workbench.Open(ctx, cnt, engine)
 	if err != nil {
@@ -93,6 +97,61 @@ func (r *recorder) headKey() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.head
+}
+
+// traced returns b, writing a line to w for every Get, Put, Delete and
+// List when w is not nil: its start, duration, size and key.
+func traced(b bucket.Bucket, w io.Writer) bucket.Bucket {
+	if w == nil {
+		return b
+	}
+	return &tracer{Bucket: b, w: w, start: time.Now()}
+}
+
+type tracer struct {
+	bucket.Bucket
+	w     io.Writer
+	start time.Time
+	mu    sync.Mutex
+}
+
+func (t *tracer) log(op, key string, n int, began time.Time, err error) {
+	status := ""
+	if err != nil {
+		status = " " + err.Error()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintf(t.w, "trace %9.1fms %6.1fms %-6s %8d %s%s\n",
+		float64(began.Sub(t.start).Microseconds())/1000, float64(time.Since(began).Microseconds())/1000, op, n, key, status)
+}
+
+func (t *tracer) Get(ctx context.Context, key string) ([]byte, bucket.Attrs, error) {
+	began := time.Now()
+	b, a, err := t.Bucket.Get(ctx, key)
+	t.log("GET", key, len(b), began, err)
+	return b, a, err
+}
+
+func (t *tracer) Put(ctx context.Context, key string, body []byte, cond bucket.Condition) (bucket.Attrs, error) {
+	began := time.Now()
+	a, err := t.Bucket.Put(ctx, key, body, cond)
+	t.log("PUT", key, len(body), began, err)
+	return a, err
+}
+
+func (t *tracer) Delete(ctx context.Context, key string, cond bucket.Condition) error {
+	began := time.Now()
+	err := t.Bucket.Delete(ctx, key, cond)
+	t.log("DELETE", key, 0, began, err)
+	return err
+}
+
+func (t *tracer) List(ctx context.Context, opts bucket.ListOptions) (bucket.ListPage, error) {
+	began := time.Now()
+	p, err := t.Bucket.List(ctx, opts)
+	t.log("LIST", opts.Prefix, len(p.Objects), began, err)
+	return p, err
 }
 
 // toggle forwards to slow (the latency wrapper) unless bypassed.
