@@ -22,7 +22,9 @@ func init() {
 // It grades the store by what cairn relies on: a failed check of a
 // behaviour cairn never uses is a portability note. The verdict line says
 // whether cairn can run on the store; the exit status is 0 when it can
-// (and the cleanup worked), 1 when it cannot, 2 for a usage error.
+// (and the cleanup worked), 1 when it cannot, 2 for a usage error and 3
+// for a bucket that does not exist, cannot be reached or refuses the
+// credentials.
 func runConformance(ctx context.Context, e *env, args []string) int {
 	fs := flag.NewFlagSet("conformance", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
@@ -32,11 +34,15 @@ func runConformance(ctx context.Context, e *env, args []string) int {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return exitUsage
 	}
-	if fs.NArg() != 1 {
+	if fs.NArg() != 1 || fs.Arg(0) == "" {
 		fs.Usage()
-		return 2
+		return exitUsage
+	}
+	if err := nonEmptyFlags(fs, "prefix"); err != nil {
+		fmt.Fprintf(e.stderr, "cairn conformance: %v\n", err)
+		return exitUsage
 	}
 	url := fs.Arg(0)
 	if *prefix == "" {
@@ -44,20 +50,20 @@ func runConformance(ctx context.Context, e *env, args []string) int {
 		rand.Read(r[:])
 		*prefix = "cairn-conformance-" + hex.EncodeToString(r[:]) + "/"
 	}
-	b, err := bucket.Open(ctx, url)
+	b, _, code, err := openBucket(ctx, url)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cairn conformance: %v\n", err)
-		return 2
+		return code
 	}
 	defer b.Close()
 	page, err := b.List(ctx, bucket.ListOptions{Prefix: *prefix, PageSize: 1})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cairn conformance: list %q: %v\n", *prefix, err)
-		return 1
+		return exitStore
 	}
 	if len(page.Objects) > 0 {
 		fmt.Fprintf(e.stderr, "cairn conformance: refusing prefix %q: it already holds objects (first: %q)\n", *prefix, page.Objects[0].Key)
-		return 2
+		return exitUsage
 	}
 
 	fmt.Fprintf(e.stdout, "conformance of %s under %s\n", url, *prefix)
@@ -96,7 +102,7 @@ func runConformance(ctx context.Context, e *env, args []string) int {
 	fmt.Fprintln(e.stdout, sum)
 	fmt.Fprintln(e.stdout, sum.Verdict())
 	if !sum.CanRun() || !cleaned {
-		return 1
+		return exitFailed
 	}
-	return 0
+	return exitOK
 }

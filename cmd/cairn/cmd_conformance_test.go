@@ -52,7 +52,7 @@ func TestConformanceRefusesUsedPrefix(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errOut := runCmd(t, "conformance", "--prefix", "mine/", "mem://conformance-used")
-	if code != 2 || !strings.Contains(errOut, "refusing prefix") {
+	if code != exitUsage || !strings.Contains(errOut, "refusing prefix") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	if got, _, err := b.Get(ctx, "mine/keep"); err != nil || string(got) != "precious" {
@@ -119,7 +119,7 @@ func init() {
 // create-only and replace-if-version conditions cannot run cairn: exit 1.
 func TestConformanceGradesByReliance(t *testing.T) {
 	code, out, errOut := runCmd(t, "conformance", "test-noslash://x")
-	if code != 0 {
+	if code != exitOK {
 		t.Fatalf("exit %d, want 0\n%s%s", code, out, errOut)
 	}
 	for _, want := range []string{"portability note key-and-prefix-coexist: ", "23 passed, 0 failed, 1 portability notes", "verdict: cairn can run on this store"} {
@@ -129,7 +129,7 @@ func TestConformanceGradesByReliance(t *testing.T) {
 	}
 
 	code, out, errOut = runCmd(t, "conformance", "test-nocond://x")
-	if code != 1 {
+	if code != exitFailed {
 		t.Fatalf("exit %d, want 1\n%s%s", code, out, errOut)
 	}
 	for _, want := range []string{"fail      create-only-twice: ", "verdict: cairn cannot run on this store"} {
