@@ -137,8 +137,9 @@ type Capabilities struct {
 	// ConditionalDelete: Delete honours IfVersion.
 	ConditionalDelete bool
 	// KnownGaps names port behaviours this store is known not to honour,
-	// each with why. The conformance suite reports them as known gaps,
-	// never as passes. Production adapters against real stores have none.
+	// each with why. The conformance suite prints the reason with the
+	// check's outcome and never counts it as a pass; only a behaviour cairn
+	// does not rely on can be a known gap. Production adapters against real stores have none.
 	KnownGaps map[string]string
 }
 

@@ -35,4 +35,13 @@ var (
 	// ErrUnsupported: the adapter cannot honour what was asked (for example
 	// a conditional delete) and did nothing.
 	ErrUnsupported = errors.New("not supported by this store")
+
+	// ErrNoBucket: the bucket itself does not exist (a file bucket's
+	// directory, an S3 or GCS bucket). Buckets are not created on demand:
+	// a mistyped URL must not become a new, empty store.
+	ErrNoBucket = errors.New("bucket does not exist")
+
+	// ErrDenied: the store refused the caller: no credentials, credentials
+	// it rejects, or no permission for the request. Retrying will not help.
+	ErrDenied = errors.New("access denied")
 )

@@ -6,15 +6,20 @@
 //
 // BucketChecks lists one check per behaviour of the Bucket port. Each check
 // gets a fresh, empty bucket from a NewBucketFunc and returns an error when
-// the bucket misbehaves. RunBucket runs them all and reports each
-// Outcome (pass, fail or known gap); the `cairn conformance` command
-// points them at a user's bucket under a fresh prefix. RunCheck runs one.
-// Package conformancetest runs them as subtests of a Go test.
+// the bucket misbehaves. Each also says whether cairn relies on the
+// behaviour, and why (BucketCheck.ReliedOn, Why). RunBucket runs them all,
+// reports each Outcome and returns a Summary whose verdict says whether
+// cairn can run on the store; the `cairn conformance` command points them
+// at a user's bucket under a fresh prefix. RunCheck runs one. Package
+// conformancetest runs them as subtests of a Go test.
 //
-// A behaviour a backend is known not to honour (declared in
-// BucketOptions.KnownGaps or in the adapter's Capabilities.KnownGaps) is
-// still run. If it fails it is reported as a known gap, never as a pass;
-// if it passes, it passes.
+// A failed check of a behaviour cairn relies on is a failure (Fail); of
+// one it does not rely on, a portability note (Note). Neither is a pass.
+// A backend may declare a known gap (BucketOptions.KnownGaps, or the
+// adapter's Capabilities.KnownGaps); its reason travels with the outcome
+// and does not change the grade. conformancetest is stricter than the
+// command: there a note must be declared, and a gap may not be declared
+// for a behaviour cairn relies on.
 //
 // The package imports no adapter and not package testing, so a program
 // that runs the suite links neither.

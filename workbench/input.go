@@ -164,9 +164,26 @@ func (p *payloadInput) resolve(maxBytes int64) *Error {
 		if *ct == "" || len(*ct) > nokv.MaxContentTypeBytes || strings.IndexByte(*ct, 0) >= 0 {
 			return InvalidState(fmt.Sprintf("content type of %d bytes is invalid: want 1 to %d bytes without NUL", len(*ct), nokv.MaxContentTypeBytes))
 		}
+		// A content type is served back in headers (Content-Type), where CR
+		// and LF would end the header and other control bytes are invalid.
+		// NUL keeps the reference's InvalidState, above.
+		if i := controlByte(*ct); i >= 0 {
+			return InvalidArgumentsf("content_type has the control character 0x%02x at byte %d", (*ct)[i], i)
+		}
 		p.contentType = *ct
 	}
 	return nil
+}
+
+// controlByte returns the index of the first C0 control or DEL byte in s,
+// or -1.
+func controlByte(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] == 0x7f {
+			return i
+		}
+	}
+	return -1
 }
 
 // decodeBase64Payload decodes standard base64 strictly: padding required,

@@ -255,6 +255,12 @@ func TestPutFileArgumentErrors(t *testing.T) {
 		{"long content type", putInput("wb", "outputs", "a", `"text":"x"`, `"content_type":"`+strings.Repeat("t", 256)+`"`), "InvalidState", `{"source":"cairn"}`, ""},
 		{"NUL content type", putInput("wb", "outputs", "a", `"text":"x"`, `"content_type":"text/\u0000"`), "InvalidState", `{"source":"cairn"}`, ""},
 		{"unknown member", putInput("wb", "outputs", "a", `"text":"x"`, `"mode":1`), "InvalidArguments", `{}`, ""},
+		// A content type is served in headers: control bytes would break them.
+		{"CRLF content type", putInput("wb", "outputs", "a", `"text":"x"`, `"content_type":"text/plain\r\nX-Injected: 1"`), "InvalidArguments", `{}`, "content_type has the control character 0x0d at byte 10"},
+		{"LF content type", putInput("wb", "outputs", "a", `"text":"x"`, `"content_type":"text/plain\n"`), "InvalidArguments", `{}`, "content_type has the control character 0x0a at byte 10"},
+		{"tab content type", putInput("wb", "outputs", "a", `"text":"x"`, `"content_type":"text/plain;\tq=1"`), "InvalidArguments", `{}`, "content_type has the control character 0x09 at byte 11"},
+		{"ESC content type", putInput("wb", "outputs", "a", `"text":"x"`, `"content_type":"\u001btext"`), "InvalidArguments", `{}`, "content_type has the control character 0x1b at byte 0"},
+		{"DEL content type", putInput("wb", "outputs", "a", `"text":"x"`, `"content_type":"text/\u007f"`), "InvalidArguments", `{}`, "content_type has the control character 0x7f at byte 5"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -2,8 +2,13 @@
 // default store.
 //
 // The URL is file:///ABSOLUTE/PATH (file://localhost/ABSOLUTE/PATH is the
-// same); the directory is created if missing and there are no query
-// parameters. New opens a directory directly. The whole directory is the
+// same), with no query parameters. The directory must exist: a missing one
+// is bucket.ErrNoBucket, so a mistyped URL never becomes a new store. The
+// path is decoded once and a "." or ".." segment, encoded or not, is
+// refused, so a URL cannot lead out of the directory it names; the root of
+// the file system is refused too. New opens a directory directly; Create
+// creates it first, for a store whose place the program chooses (cairn's
+// embedded ./cairn-data). The whole directory is the
 // bucket: to keep keys under a prefix, wrap the Bucket with
 // bucket.WithPrefix.
 //

@@ -36,6 +36,13 @@ func open(_ context.Context, u *url.URL) (bucket.Bucket, error) {
 	if u.Fragment != "" {
 		return nil, fmt.Errorf("file: unexpected fragment %q", u.Fragment)
 	}
+	// u.Path is already decoded, once: an encoded "..%2F" is a ".."
+	// segment here, and would lead out of the directory the URL names.
+	for _, seg := range strings.Split(u.Path, "/") {
+		if seg == "." || seg == ".." {
+			return nil, fmt.Errorf("file: path %q has a %q segment: name the directory itself", u.Path, seg)
+		}
+	}
 	return New(u.Path)
 }
 
@@ -58,9 +65,22 @@ type Bucket struct {
 
 var _ bucket.Bucket = (*Bucket)(nil)
 
-// New opens the bucket kept in dir, creating the directory if needed. A
-// relative dir is taken from the working directory.
+// New opens the bucket kept in dir, which must exist: a missing directory
+// is ErrNoBucket, so that a mistyped path does not become a new, empty
+// store. A relative dir is taken from the working directory. The root of
+// the file system is refused.
 func New(dir string) (*Bucket, error) {
+	return openDir(dir, false)
+}
+
+// Create is New, but first creates dir and any missing parents: for a
+// store whose place the program chooses, such as cairn's embedded
+// ./cairn-data.
+func Create(dir string) (*Bucket, error) {
+	return openDir(dir, true)
+}
+
+func openDir(dir string, create bool) (*Bucket, error) {
 	if dir == "" {
 		return nil, errors.New("file: open: empty directory name")
 	}
@@ -68,22 +88,38 @@ func New(dir string) (*Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("file: open %s: %w", dir, err)
 	}
+	if filepath.Dir(abs) == abs {
+		return nil, fmt.Errorf("file: open %s: the root of the file system cannot be a bucket", abs)
+	}
 	b := &Bucket{dir: abs, treeLock: filepath.Join(abs, locksDir, "tree"), syncDir: syncDir}
-	if err := b.makeRoot(); err != nil {
-		return nil, fmt.Errorf("file: open %s: %w", abs, err)
+	if create {
+		if err := b.makeRoot(); err != nil {
+			return nil, fmt.Errorf("file: open %s: %w", abs, classifyOpen(err))
+		}
 	}
 	st, err := os.Stat(abs)
+	if notExist(err) {
+		return nil, fmt.Errorf("file: open %s: %w: %w", abs, bucket.ErrNoBucket, err)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("file: open %s: %w", abs, err)
+		return nil, fmt.Errorf("file: open %s: %w", abs, classifyOpen(err))
 	}
 	if !st.IsDir() {
 		return nil, fmt.Errorf("file: open %s: not a directory", abs)
 	}
 	if err := os.Mkdir(filepath.Join(abs, locksDir), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("file: open %s: %w", abs, err)
+		return nil, fmt.Errorf("file: open %s: %w", abs, classifyOpen(err))
 	}
 	b.cleanTemps()
 	return b, nil
+}
+
+// classifyOpen marks a permission error as the port's ErrDenied.
+func classifyOpen(err error) error {
+	if errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("%w: %w", bucket.ErrDenied, err)
+	}
+	return err
 }
 
 // makeRoot creates the bucket's directory and any missing parents,

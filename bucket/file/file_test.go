@@ -40,11 +40,11 @@ func TestConformanceRoot(t *testing.T) {
 	}, conformance.BucketOptions{})
 }
 
-// TestConformancePrefix opens each bucket through its URL, in a directory
-// that does not exist yet, and keeps the keys under a prefix.
+// TestConformancePrefix opens each bucket through its URL and keeps the
+// keys under a prefix.
 func TestConformancePrefix(t *testing.T) {
 	conformancetest.RunBucketSuite(t, func(ctx context.Context) (bucket.Bucket, error) {
-		b, err := bucket.Open(ctx, "file://"+filepath.Join(t.TempDir(), "not", "yet"))
+		b, err := bucket.Open(ctx, "file://"+t.TempDir())
 		if err != nil {
 			return nil, err
 		}
@@ -70,6 +70,11 @@ func must[T any](v T, err error) T {
 func TestOpenURL(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
+	for _, sub := range []string{"sub", "with space"} {
+		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, u := range []string{"file://" + dir, "file://localhost" + dir + "/sub", "file://" + dir + "/with%20space"} {
 		b, err := bucket.Open(ctx, u)
 		if err != nil {
@@ -91,9 +96,9 @@ func TestOpenURL(t *testing.T) {
 	}
 }
 
-func TestOpenCreatesDirectoryAndRefusesFile(t *testing.T) {
+func TestCreateMakesDirectoryAndRefusesFile(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "a", "b", "c")
-	if _, err := file.New(dir); err != nil {
+	if _, err := file.Create(dir); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
@@ -103,8 +108,70 @@ func TestOpenCreatesDirectoryAndRefusesFile(t *testing.T) {
 	if err := os.WriteFile(f, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := file.New(f); err == nil {
-		t.Fatal("New over a regular file succeeded")
+	for _, open := range []func(string) (*file.Bucket, error){file.New, file.Create} {
+		if _, err := open(f); err == nil {
+			t.Fatal("opening a regular file as a bucket succeeded")
+		}
+	}
+}
+
+// TestOpenNeverCreates: New and a file:// URL open a directory that exists
+// and nothing else; a missing one is ErrNoBucket and stays missing.
+func TestOpenNeverCreates(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "missing", "bucket")
+	if _, err := file.New(dir); !errors.Is(err, bucket.ErrNoBucket) {
+		t.Fatalf("New of a missing directory: %v, want ErrNoBucket", err)
+	}
+	if _, err := bucket.Open(context.Background(), "file://"+dir); !errors.Is(err, bucket.ErrNoBucket) {
+		t.Fatalf("Open of a missing directory: %v, want ErrNoBucket", err)
+	}
+	if _, err := os.Stat(filepath.Dir(dir)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("opening created %s: %v", filepath.Dir(dir), err)
+	}
+}
+
+// TestOpenRefusesRoot: the root of the file system is never a bucket,
+// however it is named.
+func TestOpenRefusesRoot(t *testing.T) {
+	for _, u := range []string{"file:///", "file://localhost/", "file:///./", "file:///tmp/.."} {
+		if b, err := bucket.Open(context.Background(), u); err == nil {
+			b.Close()
+			t.Errorf("Open(%q) succeeded", u)
+		}
+	}
+	for _, open := range []func(string) (*file.Bucket, error){file.New, file.Create} {
+		if b, err := open("/"); err == nil {
+			b.Close()
+			t.Error("opening / as a bucket succeeded")
+		}
+	}
+}
+
+// TestOpenStaysInNamedDirectory: a URL's path is decoded once, and a dot
+// segment, encoded or not, is refused instead of leading out of the
+// directory the URL names.
+func TestOpenStaysInNamedDirectory(t *testing.T) {
+	parent := t.TempDir()
+	named := filepath.Join(parent, "named")
+	if err := os.Mkdir(named, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{
+		"file://" + named + "/..%2F",
+		"file://" + named + "/..%2f",
+		"file://" + named + "/%2E%2E",
+		"file://" + named + "/../named",
+		"file://" + named + "/./",
+		"file://" + named + "%2F..",
+	} {
+		b, err := bucket.Open(context.Background(), u)
+		if err == nil {
+			b.Close()
+			t.Errorf("Open(%q) succeeded", u)
+		}
+	}
+	if ents, err := os.ReadDir(parent); err != nil || len(ents) != 1 {
+		t.Fatalf("the parent directory changed: %v, %v", ents, err)
 	}
 }
 

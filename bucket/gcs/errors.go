@@ -73,6 +73,8 @@ func classify(ctx context.Context, err error, write bool) error {
 		return bucket.ErrThrottled
 	case code == http.StatusRequestTimeout || code >= 500:
 		return lost
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		return bucket.ErrDenied
 	case code != 0:
 		return nil // a definite refusal: 400, 401, 403, …
 	}

@@ -162,7 +162,7 @@ func TestInjectedAnswers(t *testing.T) {
 		{"upload", 429, bucket.ErrThrottled},
 		{"upload", 500, bucket.ErrAmbiguous},
 		{"upload", 408, bucket.ErrAmbiguous},
-		{"upload", 403, nil},
+		{"upload", 403, bucket.ErrDenied},
 		{"upload", 404, nil}, // a missing bucket, not a missing object
 		{"media", 404, bucket.ErrNotExist},
 		{"media", 429, bucket.ErrThrottled},
@@ -172,13 +172,14 @@ func TestInjectedAnswers(t *testing.T) {
 		{"stat", 500, bucket.ErrUnavailable},
 		{"list", 429, bucket.ErrThrottled},
 		{"list", 503, bucket.ErrUnavailable},
-		{"list", 403, nil},
+		{"list", 403, bucket.ErrDenied},
+		{"stat", 401, bucket.ErrDenied},
 		{"delete", 412, bucket.ErrPrecondition},
 		{"delete", 404, bucket.ErrPrecondition}, // conditional delete of a missing object
 		{"delete", 429, bucket.ErrThrottled},
 		{"delete", 503, bucket.ErrAmbiguous},
 	}
-	sentinels := []error{bucket.ErrNotExist, bucket.ErrPrecondition, bucket.ErrThrottled, bucket.ErrUnavailable, bucket.ErrAmbiguous, bucket.ErrIntegrity, bucket.ErrUnsupported}
+	sentinels := []error{bucket.ErrNotExist, bucket.ErrPrecondition, bucket.ErrThrottled, bucket.ErrUnavailable, bucket.ErrAmbiguous, bucket.ErrIntegrity, bucket.ErrUnsupported, bucket.ErrNoBucket, bucket.ErrDenied}
 	for _, c := range cases {
 		before := r.count(c.kind)
 		r.setHook(instead(c.kind, c.code))

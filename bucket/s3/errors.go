@@ -73,6 +73,10 @@ func classify(ctx context.Context, op, key string, kind opKind, err error) error
 		return nil
 	case missing && kind == opRead:
 		return wrap(bucket.ErrNotExist, "")
+	case code == codeNoSuchBucket:
+		return wrap(bucket.ErrNoBucket, "")
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return wrap(bucket.ErrDenied, "")
 	case status == http.StatusTooManyRequests || code == codeSlowDown:
 		return wrap(bucket.ErrThrottled, "")
 	case kind.conditional() && (status == http.StatusNotImplemented || code == codeNotImplemented):

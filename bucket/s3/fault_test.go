@@ -20,7 +20,7 @@ import (
 // exactly one of them (or none).
 var sentinels = []error{
 	bucket.ErrNotExist, bucket.ErrPrecondition, bucket.ErrThrottled, bucket.ErrUnavailable,
-	bucket.ErrAmbiguous, bucket.ErrIntegrity, bucket.ErrInvalidKey, bucket.ErrUnsupported,
+	bucket.ErrAmbiguous, bucket.ErrIntegrity, bucket.ErrInvalidKey, bucket.ErrUnsupported, bucket.ErrNoBucket, bucket.ErrDenied,
 }
 
 // wantSentinel fails t unless err matches want and no other sentinel. A nil
@@ -208,7 +208,7 @@ func TestConditionalWriteAnswers(t *testing.T) {
 		{"409 ConditionalRequestConflict", 409, "ConditionalRequestConflict", "version", bucket.ErrPrecondition},
 		{"409 ConditionalRequestConflict on create", 409, "ConditionalRequestConflict", "absent", bucket.ErrPrecondition},
 		{"404 NoSuchKey on if-match", 404, "NoSuchKey", "version", bucket.ErrPrecondition},
-		{"404 NoSuchBucket on if-match", 404, "NoSuchBucket", "version", nil},
+		{"404 NoSuchBucket on if-match", 404, "NoSuchBucket", "version", bucket.ErrNoBucket},
 		{"503 SlowDown", 503, "SlowDown", "version", bucket.ErrThrottled},
 		{"429", 429, "TooManyRequests", "absent", bucket.ErrThrottled},
 		{"501 NotImplemented on if-none-match", 501, "NotImplemented", "absent", bucket.ErrUnsupported},
@@ -216,7 +216,7 @@ func TestConditionalWriteAnswers(t *testing.T) {
 		{"500 InternalError", 500, "InternalError", "absent", bucket.ErrAmbiguous},
 		{"502 no body", 502, "", "version", bucket.ErrAmbiguous},
 		{"400 BadDigest", 400, "BadDigest", "absent", bucket.ErrIntegrity},
-		{"403 AccessDenied", 403, "AccessDenied", "absent", nil},
+		{"403 AccessDenied", 403, "AccessDenied", "absent", bucket.ErrDenied},
 	}
 	b := f.bucket(0)
 	for _, c := range cases {
@@ -262,7 +262,9 @@ func TestReadAndPlainWriteAnswers(t *testing.T) {
 		want   error
 	}{
 		{"get 404 NoSuchKey", "GET", 404, "NoSuchKey", get, bucket.ErrNotExist},
-		{"get 404 NoSuchBucket", "GET", 404, "NoSuchBucket", get, nil},
+		{"get 404 NoSuchBucket", "GET", 404, "NoSuchBucket", get, bucket.ErrNoBucket},
+		{"list 404 NoSuchBucket", "GET", 404, "NoSuchBucket", list, bucket.ErrNoBucket},
+		{"list 403", "GET", 403, "AccessDenied", list, bucket.ErrDenied},
 		{"stat 404", "HEAD", 404, "", stat, bucket.ErrNotExist},
 		{"get 503 SlowDown", "GET", 503, "SlowDown", get, bucket.ErrThrottled},
 		{"stat 503", "HEAD", 503, "", stat, bucket.ErrUnavailable},
@@ -274,7 +276,7 @@ func TestReadAndPlainWriteAnswers(t *testing.T) {
 		{"put 503 SlowDown", "PUT", 503, "SlowDown", put, bucket.ErrThrottled},
 		{"put 501", "PUT", 501, "NotImplemented", put, bucket.ErrUnsupported},
 		{"delete 500", "DELETE", 500, "InternalError", del, bucket.ErrAmbiguous},
-		{"delete 403", "DELETE", 403, "AccessDenied", del, nil},
+		{"delete 403", "DELETE", 403, "AccessDenied", del, bucket.ErrDenied},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

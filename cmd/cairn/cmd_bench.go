@@ -49,23 +49,23 @@ func runBench(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "\nscenarios:\n  "+strings.Join(bench.Scenarios(), "\n  "))
 	}
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return exitUsage
 	}
 	if fs.NArg() != 0 {
 		fmt.Fprintf(e.stderr, "cairn bench: unexpected argument %q\n", fs.Arg(0))
 		fs.Usage()
-		return 2
+		return exitUsage
 	}
 	sizes, err := parseSizes(*files)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cairn bench: --files: %v\n", err)
-		return 2
+		return exitUsage
 	}
 	var extra []int
 	if *extrapolate != "" {
 		if extra, err = parseSizes(*extrapolate); err != nil {
 			fmt.Fprintf(e.stderr, "cairn bench: --extrapolate: %v\n", err)
-			return 2
+			return exitUsage
 		}
 	}
 	cfg := bench.Config{
@@ -87,16 +87,16 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(e.stderr, "cairn bench: %v\n", err)
-		return 2
+		return exitUsage
 	}
 	if len(extra) > 0 && len(sizes) < 2 {
 		fmt.Fprintln(e.stderr, "cairn bench: --extrapolate needs two measured sizes in --files")
-		return 2
+		return exitUsage
 	}
 	t, runErr := bench.Run(ctx, cfg)
 	if t == nil {
 		fmt.Fprintf(e.stderr, "cairn bench: %v\n", runErr)
-		return 1
+		return exitFailed
 	}
 	if runErr == nil && len(extra) > 0 {
 		t.Extrapolate(extra)
@@ -108,9 +108,9 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	}
 	if err != nil || runErr != nil {
 		fmt.Fprintf(e.stderr, "cairn bench: %v\n", cmpNil(runErr, err))
-		return 1
+		return exitFailed
 	}
-	return 0
+	return exitOK
 }
 
 // parseSizes parses "1000,10000" (underscores allowed: 100_000).

@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/conformance/fakegcs/fakegcstest"
 )
 
@@ -24,7 +27,7 @@ func TestConformanceCommand(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d\n%s%s", code, out, errOut)
 			}
-			if !strings.Contains(out, "24 passed, 0 failed, 0 known gaps") {
+			if !strings.Contains(out, "24 passed, 0 failed, 0 portability notes\nverdict: cairn can run on this store") {
 				t.Fatalf("summary missing:\n%s", out)
 			}
 			b, err := bucket.Open(context.Background(), url)
@@ -49,7 +52,7 @@ func TestConformanceRefusesUsedPrefix(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errOut := runCmd(t, "conformance", "--prefix", "mine/", "mem://conformance-used")
-	if code != 2 || !strings.Contains(errOut, "refusing prefix") {
+	if code != exitUsage || !strings.Contains(errOut, "refusing prefix") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	if got, _, err := b.Get(ctx, "mine/keep"); err != nil || string(got) != "precious" {
@@ -65,8 +68,8 @@ func TestConformanceReportsFailures(t *testing.T) {
 }
 
 // TestConformanceAgainstFakeGCS: against fake-gcs-server, found through its
-// URL, the fake's known gap is reported as a known gap and the command
-// exits 0.
+// URL, the fake's known gap (conditional delete, which cairn does not use)
+// is a portability note that names the gap, and the command exits 0.
 func TestConformanceAgainstFakeGCS(t *testing.T) {
 	srv := fakegcstest.New(t)
 	if err := srv.CreateBucket("conformance"); err != nil {
@@ -76,7 +79,60 @@ func TestConformanceAgainstFakeGCS(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
-	for _, want := range []string{"known gap conditional-delete: fake-gcs-server", "23 passed, 0 failed, 1 known gaps"} {
+	for _, want := range []string{"portability note conditional-delete: ", "known gap: fake-gcs-server", "23 passed, 0 failed, 1 portability notes", "verdict: cairn can run"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// wrapped is a mem bucket that breaks one rule of the port, opened by the
+// conformance command through a scheme of its own.
+type wrapped struct {
+	bucket.Bucket
+	refuseDirKeys    bool
+	ignoreConditions bool
+}
+
+func (w wrapped) Put(ctx context.Context, key string, body []byte, cond bucket.Condition) (bucket.Attrs, error) {
+	if w.refuseDirKeys && strings.HasSuffix(key, "/") {
+		return bucket.Attrs{}, errors.New("wrapped: a key ending in / cannot hold data")
+	}
+	if w.ignoreConditions {
+		cond = bucket.Unconditional
+	}
+	return w.Bucket.Put(ctx, key, body, cond)
+}
+
+func init() {
+	bucket.Register("test-noslash", func(context.Context, *url.URL) (bucket.Bucket, error) {
+		return wrapped{Bucket: mem.NewBucket(), refuseDirKeys: true}, nil
+	})
+	bucket.Register("test-nocond", func(context.Context, *url.URL) (bucket.Bucket, error) {
+		return wrapped{Bucket: mem.NewBucket(), ignoreConditions: true}, nil
+	})
+}
+
+// TestConformanceGradesByReliance: a store that refuses keys ending in "/"
+// (as versitygw does) fails only a check cairn does not rely on: a
+// portability note, the verdict "can run" and exit 0. A store that ignores
+// create-only and replace-if-version conditions cannot run cairn: exit 1.
+func TestConformanceGradesByReliance(t *testing.T) {
+	code, out, errOut := runCmd(t, "conformance", "test-noslash://x")
+	if code != exitOK {
+		t.Fatalf("exit %d, want 0\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"portability note key-and-prefix-coexist: ", "23 passed, 0 failed, 1 portability notes", "verdict: cairn can run on this store"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
+
+	code, out, errOut = runCmd(t, "conformance", "test-nocond://x")
+	if code != exitFailed {
+		t.Fatalf("exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"fail      create-only-twice: ", "verdict: cairn cannot run on this store"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
 		}

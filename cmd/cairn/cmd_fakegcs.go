@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"slices"
 
 	"github.com/cairnstore/cairn/conformance/fakegcs"
 )
@@ -36,11 +38,18 @@ func runFakeGCS(ctx context.Context, e *env, args []string) int {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return exitUsage
 	}
 	if fs.NArg() != 0 {
 		fs.Usage()
-		return 2
+		return exitUsage
+	}
+	if err := nonEmptyFlags(fs, "addr", "dir"); err != nil || slices.Contains(buckets, "") {
+		if err == nil {
+			err = errors.New("--bucket is empty")
+		}
+		fmt.Fprintf(e.stderr, "cairn fake-gcs: %v\n", err)
+		return exitUsage
 	}
 	if len(buckets) == 0 {
 		fmt.Fprintln(e.stderr, "cairn fake-gcs: no --bucket: open buckets you create as gs://NAME?endpoint=URL&emulator=fake-gcs-server")
@@ -48,7 +57,7 @@ func runFakeGCS(ctx context.Context, e *env, args []string) int {
 	opts := fakegcs.Options{Addr: *addr, Dir: *dir}
 	if err := fakegcs.Serve(ctx, opts, buckets, e.stdout); err != nil {
 		fmt.Fprintf(e.stderr, "cairn fake-gcs: %v\n", err)
-		return 1
+		return exitFailed
 	}
-	return 0
+	return exitOK
 }

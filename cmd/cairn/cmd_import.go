@@ -67,9 +67,10 @@ const (
 // body limit and special files are refused too; symbolic links are
 // skipped with a note (never followed).
 //
-// Exit status: 0 when every file was imported or skipped; 1 when some
-// file was refused (0 with --keep-going) or the store failed, which ends
-// the import; 2 for a usage error.
+// Exit status (see exit.go): 0 when every file was imported or skipped; 1
+// when some file was refused (0 with --keep-going) or the store failed,
+// which ends the import; 2 for a usage error; 3 for a bucket that does not
+// exist, cannot be reached or refuses the credentials.
 func runImport(ctx context.Context, e *env, args []string) int {
 	fset := flag.NewFlagSet("import", flag.ContinueOnError)
 	fset.SetOutput(e.stderr)
@@ -90,7 +91,7 @@ func runImport(ctx context.Context, e *env, args []string) int {
 	var pos []string
 	for {
 		if err := fset.Parse(args); err != nil {
-			return 2
+			return exitUsage
 		}
 		if fset.NArg() == 0 {
 			break
@@ -101,7 +102,10 @@ func runImport(ctx context.Context, e *env, args []string) int {
 	usageErr := func(format string, a ...any) int {
 		fmt.Fprintf(e.stderr, "cairn import: "+format+"\n", a...)
 		fset.Usage()
-		return 2
+		return exitUsage
+	}
+	if err := nonEmptyFlags(fset, "bucket", "agent", "workbench", "section"); err != nil {
+		return usageErr("%v", err)
 	}
 	switch {
 	case len(pos) != 1:
@@ -116,13 +120,13 @@ func runImport(ctx context.Context, e *env, args []string) int {
 	root, err := importRoot(pos[0])
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cairn import: %v\n", err)
-		return 2
+		return exitUsage
 	}
 
-	inner, url, err := openBucket(ctx, *bucketURL)
+	inner, url, code, err := openBucket(ctx, *bucketURL)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cairn import: %v\n", err)
-		return 2
+		return code
 	}
 	b := counting.New(inner)
 	defer b.Close()
@@ -135,10 +139,10 @@ func runImport(ctx context.Context, e *env, args []string) int {
 		var werr *workbench.Error
 		if errors.As(err, &werr) && werr.Code == workbench.CodeInvalidArguments {
 			fmt.Fprintf(e.stderr, "cairn import: --agent: %s\n", werr.Message)
-			return 2
+			return exitUsage
 		}
 		fmt.Fprintf(e.stderr, "cairn import: open %s: %v\n", url, err)
-		return 1
+		return exitFailed
 	}
 	defer s.Close()
 
@@ -150,15 +154,15 @@ func runImport(ctx context.Context, e *env, args []string) int {
 	before, err := s.Store().PinOrEmpty(ctx)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cairn import: read head: %v\n", err)
-		return 1
+		return exitFailed
 	}
 	if r := im.call(ctx, "workbench_create", map[string]any{"id": *id}); !r.ok {
 		if r.Code == workbench.CodeInvalidArguments {
 			fmt.Fprintf(e.stderr, "cairn import: --workbench: %s\n", r.Message)
-			return 2
+			return exitUsage
 		}
 		fmt.Fprintf(e.stderr, "cairn import: create workbench %s: %s: %s\n", *id, r.Code, r.Message)
-		return 1
+		return exitFailed
 	}
 
 	files := im.walk()
@@ -182,11 +186,11 @@ func runImport(ctx context.Context, e *env, args []string) int {
 
 	switch {
 	case im.abort.Load() != nil:
-		return 1
+		return exitFailed
 	case im.refused.Load() > 0 && !*keepGoing:
-		return 1
+		return exitFailed
 	}
-	return 0
+	return exitOK
 }
 
 // importRoot resolves DIR: it must name a directory. A symbolic link named

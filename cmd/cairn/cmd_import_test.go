@@ -197,6 +197,10 @@ func TestImportCommandUsage(t *testing.T) {
 		{"import", dir, "--workbench", "w", "--agent", "a/b", "--bucket", mem},
 		{"import", dir, "--workbench", "w", "--bucket", "nope://x"},
 		{"import", "--bogus", dir, "--workbench", "w"},
+		{"import", dir, "--workbench", "", "--bucket", mem},
+		{"import", dir, "--workbench", "w", "--agent", "", "--bucket", mem},
+		{"import", dir, "--workbench", "w", "--section", "", "--bucket", mem},
+		{"import", dir, "--workbench", "w", "--bucket", ""},
 	} {
 		code, out, errOut := runWith(t, "", args...)
 		if code != 2 || out != "" || errOut == "" {

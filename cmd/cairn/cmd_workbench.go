@@ -8,36 +8,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 
-	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/workbench"
 )
 
 func init() {
 	register("workbench", "run one Workbench tool on a JSON input", runWorkbench)
-}
-
-// defaultDataDir is the embedded local-file bucket's directory, relative
-// to the working directory.
-const defaultDataDir = "cairn-data"
-
-// openBucket opens the bucket at url, or the embedded local-file bucket in
-// ./cairn-data when url is empty, and returns the URL it opened.
-func openBucket(ctx context.Context, url string) (bucket.Bucket, string, error) {
-	if url == "" {
-		dir, err := filepath.Abs(defaultDataDir)
-		if err != nil {
-			return nil, "", err
-		}
-		url = "file://" + filepath.ToSlash(dir)
-	}
-	b, err := bucket.Open(ctx, url)
-	if err != nil {
-		return nil, url, fmt.Errorf("open bucket: %w", err)
-	}
-	return b, url, nil
 }
 
 // runWorkbench runs one Workbench tool:
@@ -51,13 +28,14 @@ func openBucket(ctx context.Context, url string) (bucket.Bucket, string, error) 
 // JSON with sorted keys, exactly as the tool returns it. Flags may come
 // before or after TOOL.
 //
-// Exit status: 0 for a success result, 1 for an error result (still
-// printed) or a store that cannot be opened (its error envelope printed),
-// 2 for a usage error.
+// Exit status (see exit.go): 0 for a success result, 1 for an error result
+// (still printed), 2 for a usage error, 3 for a bucket that does not exist,
+// cannot be reached or refuses the credentials.
 //
 // --bucket defaults to the embedded local-file bucket in ./cairn-data,
-// created if missing; --agent (default "default") picks the agent whose
-// deployment root /agents/{agent}/wb the tool serves.
+// created if missing; any other bucket must exist. --agent (default
+// "default") picks the agent whose deployment root /agents/{agent}/wb the
+// tool serves; an empty id is a usage error, never the default.
 func runWorkbench(ctx context.Context, e *env, args []string) int {
 	fs := flag.NewFlagSet("workbench", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
@@ -73,26 +51,30 @@ func runWorkbench(ctx context.Context, e *env, args []string) int {
 		}
 	}
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return exitUsage
 	}
 	if fs.NArg() == 0 {
 		fs.Usage()
-		return 2
+		return exitUsage
 	}
 	tool := fs.Arg(0)
 	// Flags may also follow the tool name.
 	if err := fs.Parse(fs.Args()[1:]); err != nil {
-		return 2
+		return exitUsage
 	}
-	if fs.NArg() != 0 {
-		fmt.Fprintf(e.stderr, "cairn workbench: unexpected argument %q\n", fs.Arg(0))
+	usageErr := func(format string, a ...any) int {
+		fmt.Fprintf(e.stderr, "cairn workbench: "+format+"\n", a...)
 		fs.Usage()
-		return 2
+		return exitUsage
 	}
-	if !slices.Contains(workbench.Tools(), tool) {
-		fmt.Fprintf(e.stderr, "cairn workbench: unknown tool %q\n", tool)
-		fs.Usage()
-		return 2
+	switch {
+	case fs.NArg() != 0:
+		return usageErr("unexpected argument %q", fs.Arg(0))
+	case !slices.Contains(workbench.Tools(), tool):
+		return usageErr("unknown tool %q", tool)
+	}
+	if err := nonEmptyFlags(fs, "agent", "bucket", "input"); err != nil {
+		return usageErr("%v", err)
 	}
 
 	var raw []byte
@@ -104,16 +86,16 @@ func runWorkbench(ctx context.Context, e *env, args []string) int {
 	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cairn workbench: read input: %v\n", err)
-		return 2
+		return exitUsage
 	}
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = []byte("{}")
 	}
 
-	b, url, err := openBucket(ctx, *bucketURL)
+	b, url, code, err := openBucket(ctx, *bucketURL)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cairn workbench: %v\n", err)
-		return 2
+		return code
 	}
 	defer b.Close()
 	s, err := workbench.Open(ctx, b, workbench.Options{AgentID: *agent})
@@ -121,18 +103,18 @@ func runWorkbench(ctx context.Context, e *env, args []string) int {
 		var werr *workbench.Error
 		if errors.As(err, &werr) && werr.Code == workbench.CodeInvalidArguments {
 			fmt.Fprintf(e.stderr, "cairn workbench: --agent: %s\n", werr.Message)
-			return 2
+			return exitUsage
 		}
 		fmt.Fprintf(e.stderr, "cairn workbench: open %s: %v\n", url, err)
 		out, _ := workbench.MarshalResult(workbench.FromError(err).Envelope())
 		fmt.Fprintf(e.stdout, "%s\n", out)
-		return 1
+		return exitFailed
 	}
 	defer s.Close()
 	out, ok := s.Call(ctx, tool, raw)
 	fmt.Fprintf(e.stdout, "%s\n", out)
 	if !ok {
-		return 1
+		return exitFailed
 	}
-	return 0
+	return exitOK
 }

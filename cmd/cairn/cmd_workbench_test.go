@@ -147,6 +147,11 @@ func TestWorkbenchCommandUsage(t *testing.T) {
 		{"workbench", "--bucket", "nope://x", "workbench_stat"},
 		{"workbench", "--bucket", "mem://usage", "--agent", "a/b", "workbench_stat"},
 		{"workbench", "--input", filepath.Join(t.TempDir(), "missing.json"), "--bucket", "mem://usage", "workbench_stat"},
+		// An empty id or URL is a mistake, never the default.
+		{"workbench", "--bucket", "mem://usage", "--agent", "", "workbench_stat"},
+		{"workbench", "--bucket", "mem://usage", "workbench_stat", "--agent="},
+		{"workbench", "--bucket", "", "workbench_stat"},
+		{"workbench", "--bucket", "mem://usage", "--input", "", "workbench_stat"},
 	} {
 		code, out, errOut := runWith(t, `{"id":"x"}`, args...)
 		if code != 2 || out != "" || errOut == "" {

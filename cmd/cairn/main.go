@@ -59,13 +59,13 @@ func main() {
 func run(ctx context.Context, e *env, args []string) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(e.stderr)
-		return 2
+		return exitUsage
 	}
 	c, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(e.stderr, "cairn: unknown command %q\n\n", args[0])
 		usage(e.stderr)
-		return 2
+		return exitUsage
 	}
 	return c.run(ctx, e, args[1:])
 }
