@@ -319,7 +319,7 @@ func TestGrepScope(t *testing.T) {
 		})
 	}
 	m, ok := call(t, s, "workbench_grep", `{"id":"missing","section":"outputs","pattern":"x","recursive":true}`)
-	qErr(t, m, ok, "NotFound", false, "source", "path")
+	qErr(t, m, ok, "NotFound", false, "code", "conflict", "current_generation", "path", "source")
 	if p := m["details"].(map[string]any)["path"]; p != "/agents/test/wb/missing/outputs" {
 		t.Fatalf("details.path %v", p)
 	}

@@ -404,7 +404,7 @@ func TestQueryScope(t *testing.T) {
 	for _, tool := range []string{"workbench_search", "workbench_catalog"} {
 		for _, id := range []string{"wb0", "nope"} {
 			m, ok := call(t, s, tool, `{"id":"`+id+`"}`)
-			qErr(t, m, ok, "NotFound", false, "source", "path")
+			qErr(t, m, ok, "NotFound", false, "code", "conflict", "current_generation", "path", "source")
 		}
 	}
 	// Hits outside the sections have section null and the whole path as
