@@ -20,7 +20,9 @@ import (
 // facetable, are in field id order. A field is sortable unless its type is
 // null; every field is facetable. catalog.facets and child_catalogs are
 // always empty, include_facets notwithstanding. field_prefix keeps the
-// field ids that start with it; catalog_empty says no field is left. The
+// field ids that start with it; catalog_empty says no field is left. A
+// workbench that does not exist is an empty scope whose catalog has no
+// fields (catalog_empty true), not NotFound. The
 // catalog is computed from one read version in one pass, so no cursor is
 // involved.
 
@@ -52,7 +54,7 @@ func (s *Service) catalogTool(ctx context.Context, in *catalogInput) (map[string
 	}
 	var ids []string
 	for id := range d.types {
-		if strings.HasPrefix(id, fieldPrefix) {
+		if !d.absent && strings.HasPrefix(id, fieldPrefix) {
 			ids = append(ids, id)
 		}
 	}

@@ -90,9 +90,7 @@ func TestCatalogFields(t *testing.T) {
 		t.Fatal("a null field_prefix differs from an empty one")
 	}
 	// Errors.
-	m, ok := call(t, s, "workbench_catalog", `{"id":"missing"}`)
-	qErr(t, m, ok, "NotFound", false, "code", "conflict", "current_generation", "path", "source")
-	m, ok = call(t, s, "workbench_catalog", `{"id":"c","section":"bogus"}`)
+	m, ok := call(t, s, "workbench_catalog", `{"id":"c","section":"bogus"}`)
 	qErr(t, m, ok, "InvalidArguments", false)
 	m, ok = call(t, s, "workbench_catalog", `{"include_facets":"yes"}`)
 	qErr(t, m, ok, "InvalidArguments", false)
