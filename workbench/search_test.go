@@ -162,7 +162,7 @@ func TestSearchPaging(t *testing.T) {
 	qErr(t, m, ok, "InvalidState", false, "source")
 	qMessage(t, m, "different operation")
 	m, ok = call(t, s, "workbench_grep", `{"id":"w","pattern":"x","recursive":true,"cursor":"`+c+`"}`)
-	qErr(t, m, ok, "InvalidState", false, "source", "path")
+	qErr(t, m, ok, "InvalidArguments", false)
 	qMessage(t, m, "different operation")
 	// A cursor of another root never decodes.
 	other := newServiceOn(t, mem.NewBucket(), workbench.Options{AgentID: "other"})
