@@ -53,6 +53,9 @@ type readInput struct {
 	format string // "structured" (the default) or "bytes"
 	limit  uint64 // Limit or defaultReadLimit
 	start  uint64 // the page's first record or byte: offset or cursor
+	// pageErr is what is wrong with offset and cursor, held back until
+	// after the not-modified check when if_none_match is given.
+	pageErr *Error
 }
 
 func (in *readInput) resolve(*Service) *Error {
@@ -79,6 +82,16 @@ func (in *readInput) resolve(*Service) *Error {
 	if in.limit == 0 {
 		return InvalidArguments("limit must be positive")
 	}
+	in.pageErr = in.resolvePage()
+	if in.IfNoneMatch == nil {
+		return in.pageErr
+	}
+	return nil
+}
+
+// resolvePage checks offset and cursor against the format and sets start.
+func (in *readInput) resolvePage() *Error {
+	var werr *Error
 	switch in.format {
 	case "structured":
 		if in.Offset != 0 {
@@ -118,8 +131,9 @@ func (in *readInput) resolve(*Service) *Error {
 //
 // if_none_match short-circuits: when the path is an artifact whose
 // generation equals it, the result is only the header, not_modified true
-// and the generation, and no body is fetched. Otherwise the read proceeds
-// as if it were not given.
+// and the generation, and no body is fetched. That check comes first: an
+// offset or cursor the page would refuse does not stop a not-modified
+// answer. Otherwise the read proceeds as if it were not given.
 //
 // A path that is not an artifact (missing, a directory or a section), or
 // a workbench that does not exist, is NotFound with the logical path. A
@@ -149,6 +163,9 @@ func (s *Service) readTool(ctx context.Context, in *readInput) (map[string]any, 
 		res["not_modified"] = true
 		res["generation"] = e.Generation
 		return res, nil
+	}
+	if in.pageErr != nil {
+		return nil, in.pageErr
 	}
 	body, werr := v.body(ctx, e)
 	if werr != nil {

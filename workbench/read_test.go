@@ -386,6 +386,35 @@ func TestReadIfNoneMatch(t *testing.T) {
 	}
 }
 
+// The not-modified check comes first: a matching if_none_match answers
+// not_modified even when the cursor or offset is one the page would
+// refuse; a generation that differs reads the page, and refuses them.
+func TestReadNotModifiedBeforePageChecks(t *testing.T) {
+	s := newService(t)
+	putFiles(t, s, "wb", workbench.SeedFile{Path: "outputs/a.txt", ContentType: "text/plain", Body: []byte("v1\n")})
+	for _, page := range []string{
+		`"cursor":"junk"`,
+		`"cursor":"b:1"`,
+		`"cursor":"r:99"`,
+		`"offset":3`,
+		`"format":"bytes","offset":1,"cursor":"b:1"`,
+		`"format":"bytes","cursor":"r:0"`,
+	} {
+		t.Run(page, func(t *testing.T) {
+			r := mustCall(t, s, "workbench_read", `{"id":"wb","section":"outputs","path":"a.txt","if_none_match":1,`+page+`}`)
+			wantMembers(t, r, map[string]any{"not_modified": true, "generation": 1})
+			rr, ok := call(t, s, "workbench_read", `{"id":"wb","section":"outputs","path":"a.txt","if_none_match":2,`+page+`}`)
+			if ok || rr["code"] != "InvalidArguments" {
+				t.Fatalf("changed generation: %v", rr)
+			}
+			rr, ok = call(t, s, "workbench_read", `{"id":"wb","section":"outputs","path":"a.txt",`+page+`}`)
+			if ok || rr["code"] != "InvalidArguments" {
+				t.Fatalf("no if_none_match: %v", rr)
+			}
+		})
+	}
+}
+
 func TestReadErrors(t *testing.T) {
 	b := mem.NewBucket()
 	s := newServiceOn(t, b, workbench.Options{})
