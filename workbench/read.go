@@ -70,6 +70,9 @@ func (in *readInput) resolve(*Service) *Error {
 	if werr != nil {
 		return werr
 	}
+	if werr := checkAtSnapshot(in.AtSnapshot); werr != nil {
+		return werr
+	}
 	in.scope = readScope{id: id, comps: comps, at: in.AtSnapshot}
 	in.format = "structured"
 	if in.Format != nil {

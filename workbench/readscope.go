@@ -47,7 +47,20 @@ func (in *scopeInput) resolve(*Service) *Error {
 	if werr != nil {
 		return werr
 	}
+	if werr := checkAtSnapshot(in.AtSnapshot); werr != nil {
+		return werr
+	}
 	in.scope = readScope{id: id, comps: comps, at: in.AtSnapshot}
+	return nil
+}
+
+// checkAtSnapshot applies the tool layer's rule to an at_snapshot
+// selector: a snapshot name must not be empty (the schema admits any
+// string; ids are non-negative integers by the schema).
+func checkAtSnapshot(at any) *Error {
+	if name, ok := at.(string); ok && name == "" {
+		return InvalidArguments("at_snapshot name must not be empty")
+	}
 	return nil
 }
 

@@ -571,3 +571,30 @@ func TestLostHeadIsNotEmpty(t *testing.T) {
 		t.Fatalf("calls on a store with a lost head wrote: %+v", st)
 	}
 }
+
+// at_snapshot on the read tools: an empty name is InvalidArguments; a
+// snapshot that resolves to nothing is NotFound with the server's details,
+// as the reference's read paths report the server's miss (SnapshotNotFound
+// belongs to the snapshot tools' own lookups).
+func TestReadToolsAtUnknownSnapshot(t *testing.T) {
+	s := newService(t)
+	putFiles(t, s, "wb", workbench.SeedFile{Path: "outputs/a.txt", ContentType: "text/plain", Body: []byte("a")})
+	for _, tool := range []string{"workbench_stat", "workbench_list", "workbench_read"} {
+		for _, at := range []string{`7`, `"frozen"`} {
+			t.Run(tool+" "+at, func(t *testing.T) {
+				r, ok := call(t, s, tool, `{"id":"wb","section":"outputs","path":"a.txt","at_snapshot":`+at+`}`)
+				if ok || r["code"] != "NotFound" || r["retryable"] != false {
+					t.Fatalf("got %v, want NotFound", r)
+				}
+				d := r["details"].(map[string]any)
+				if d["code"] != "NotFound" || d["source"] != workbench.Source {
+					t.Fatalf("details %v", d)
+				}
+			})
+		}
+		t.Run(tool+" empty name", func(t *testing.T) {
+			r, ok := call(t, s, tool, `{"id":"wb","section":"outputs","path":"a.txt","at_snapshot":""}`)
+			wantToolError(t, r, ok, "InvalidArguments", false, "", map[string]any{})
+		})
+	}
+}
