@@ -222,17 +222,9 @@ func (s *Service) grepTool(ctx context.Context, in *grepInput) (map[string]any, 
 	if werr != nil {
 		return nil, werr.With("path", scopePath)
 	}
-	sec, relParts := SplitSection(prefix)
 	res["workbench_id"] = id
 	res["workbench_path"] = WorkbenchPath(s.logical, id)
-	res["section"] = nil
-	if sec != "" {
-		res["section"] = sec
-	}
-	res["relative_path"] = nil
-	if len(relParts) > 0 {
-		res["relative_path"] = LogicalPath(relParts)
-	}
+	res["section"], res["relative_path"] = requestScope(in.Section, in.Path)
 	res["path"] = scopePath
 	res["pattern"] = in.Pattern
 	res["recursive"] = in.Recursive

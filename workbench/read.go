@@ -73,7 +73,7 @@ func (in *readInput) resolve(*Service) *Error {
 	if werr := checkAtSnapshot(in.AtSnapshot); werr != nil {
 		return werr
 	}
-	in.scope = readScope{id: id, comps: comps, at: in.AtSnapshot}
+	in.scope = readScope{id: id, comps: comps, section: in.Section, rel: in.Path, at: in.AtSnapshot}
 	in.format = "structured"
 	if in.Format != nil {
 		in.format = *in.Format
