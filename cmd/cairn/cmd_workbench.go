@@ -52,8 +52,9 @@ func openBucket(ctx context.Context, url string) (bucket.Bucket, string, error) 
 // before or after TOOL.
 //
 // Exit status: 0 for a success result, 1 for an error result (still
-// printed) or a store that cannot be opened (its error envelope printed),
-// 2 for a usage error.
+// printed; an unknown TOOL is the UnknownTool error result) or a store
+// that cannot be opened (its error envelope printed), 2 for a usage
+// error.
 //
 // --bucket defaults to the embedded local-file bucket in ./cairn-data,
 // created if missing; --agent (default "default") picks the agent whose
@@ -90,9 +91,11 @@ func runWorkbench(ctx context.Context, e *env, args []string) int {
 		return 2
 	}
 	if !slices.Contains(workbench.Tools(), tool) {
-		fmt.Fprintf(e.stderr, "cairn workbench: unknown tool %q\n", tool)
-		fs.Usage()
-		return 2
+		// A tool name is the request, not the command line: an unknown one
+		// is the UnknownTool error result, as the reference's CLI answers.
+		out, _ := workbench.MarshalResult(workbench.UnknownTool(tool).Envelope())
+		fmt.Fprintf(e.stdout, "%s\n", out)
+		return 1
 	}
 
 	var raw []byte
