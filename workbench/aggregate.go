@@ -24,7 +24,10 @@ import (
 // need a sortable field. Measures over no values are null. Groups are in
 // key order (null first) unless sort names group_by fields or measure
 // names; at most limit (1 to 100, default 20) groups are returned,
-// group_count is the number returned, and truncated says more exist.
+// group_count is the number of groups in all (returned or not), and
+// truncated says more exist than were returned. measures must not be
+// empty, and no measure may be named like a group_by field (both would
+// share one name in the result's sort keys).
 // input_match_count and row_count are both the number of matching rows.
 // There is no cursor.
 
@@ -56,6 +59,9 @@ type measureInput struct {
 func parseMeasures(in []measureInput) ([]aggMeasure, *Error) {
 	if in == nil {
 		return nil, InvalidArguments("measures is required")
+	}
+	if len(in) == 0 {
+		return nil, InvalidArguments("measures must not be empty")
 	}
 	out := make([]aggMeasure, 0, len(in))
 	for _, o := range in {
@@ -122,6 +128,11 @@ func (in *aggregateInput) resolve(*Service) *Error {
 	if in.measures, werr = parseMeasures(in.Measures); werr != nil {
 		return werr
 	}
+	for _, m := range in.measures {
+		if slices.Contains(in.groupBy, m.name) {
+			return InvalidArguments("measure name " + m.name + " must differ from the group_by fields")
+		}
+	}
 	if in.keys, werr = parseQuerySort(in.Sort); werr != nil {
 		return werr
 	}
@@ -160,7 +171,7 @@ func (s *Service) aggregateTool(ctx context.Context, in *aggregateInput) (map[st
 	}
 	for _, k := range keys {
 		if !slices.Contains(groupBy, k.field) && !slices.ContainsFunc(measures, func(m aggMeasure) bool { return m.name == k.field }) {
-			return nil, InvalidState("aggregate sort field " + k.field + " is neither a group_by field nor a measure name")
+			return nil, QueryRefused("aggregate sort field " + k.field + " is neither a group_by field nor a measure name")
 		}
 	}
 
@@ -171,19 +182,25 @@ func (s *Service) aggregateTool(ctx context.Context, in *aggregateInput) (map[st
 	if werr := typeCheckPredicates(preds, d.types); werr != nil {
 		return nil, werr
 	}
+	if werr := checkQueryFieldsKnown(groupBy, d.types); werr != nil {
+		return nil, werr
+	}
 	for _, m := range measures {
+		if m.field == "" {
+			continue
+		}
 		t, known := d.types[m.field]
 		if !known {
-			continue
+			return nil, UnknownQueryField(m.field)
 		}
 		switch m.op {
 		case "sum", "avg":
 			if !isNumericScalarKind(t) {
-				return nil, InvalidState(fmt.Sprintf("measure %s: %s requires a numeric field, %s is %s", m.name, m.op, m.field, t))
+				return nil, QueryRefused(fmt.Sprintf("measure %s: %s requires a numeric field, %s is %s", m.name, m.op, m.field, t))
 			}
 		case "min", "max":
 			if t == nokv.IndexScalarNull {
-				return nil, InvalidState(fmt.Sprintf("measure %s: %s requires a sortable field, %s is not sortable", m.name, m.op, m.field))
+				return nil, QueryRefused(fmt.Sprintf("measure %s: %s requires a sortable field, %s is not sortable", m.name, m.op, m.field))
 			}
 		}
 	}
@@ -201,7 +218,8 @@ func (s *Service) aggregateTool(ctx context.Context, in *aggregateInput) (map[st
 		}
 	}
 	sortAggGroups(groups, keys, groupBy, measures)
-	truncated := len(groups) > int(limit)
+	groupCount := len(groups)
+	truncated := groupCount > int(limit)
 	if truncated {
 		groups = groups[:limit]
 	}
@@ -221,7 +239,7 @@ func (s *Service) aggregateTool(ctx context.Context, in *aggregateInput) (map[st
 		"path":              scope.presentation(s),
 		"input_match_count": len(matches),
 		"row_count":         len(matches),
-		"group_count":       len(out),
+		"group_count":       groupCount,
 		"groups":            out,
 		"truncated":         truncated,
 	}, nil
@@ -327,7 +345,7 @@ func aggMeasureValue(m aggMeasure, rows []*queryRow) (nokv.IndexScalar, *Error) 
 		total float64
 	)
 	overflow := func() (nokv.IndexScalar, *Error) {
-		return nokv.IndexScalar{}, InvalidState(fmt.Sprintf("measure %s: sum of %s overflows", m.name, m.field))
+		return nokv.IndexScalar{}, QueryRefused(fmt.Sprintf("measure %s: sum of %s overflows", m.name, m.field))
 	}
 	kind := vals[0].Kind
 	for _, v := range vals {
@@ -363,7 +381,7 @@ func aggMeasureValue(m aggMeasure, rows []*queryRow) (nokv.IndexScalar, *Error) 
 		return nokv.SignedScalar(i), nil
 	}
 	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return nokv.IndexScalar{}, InvalidState(fmt.Sprintf("measure %s: sum of %s is not finite", m.name, m.field))
+		return nokv.IndexScalar{}, QueryRefused(fmt.Sprintf("measure %s: sum of %s is not finite", m.name, m.field))
 	}
 	return nokv.FloatScalar(f), nil
 }

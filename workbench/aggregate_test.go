@@ -54,9 +54,8 @@ func TestAggregateMeasures(t *testing.T) {
 			{"name":"min_size","op":"min","field":"logical_size"},{"name":"max_size","op":"max","field":"logical_size"},
 			{"name":"dsum","op":"sum","field":"d"},{"name":"rsum","op":"sum","field":"r"},{"name":"ravg","op":"avg","field":"r"},
 			{"name":"kmin","op":"min","field":"k"},{"name":"kmax","op":"max","field":"k"},
-			{"name":"usum","op":"sum","field":"u"},{"name":"ucount","op":"count","field":"u"},
-			{"name":"nosum","op":"sum","field":"missing"},{"name":"nocount","op":"count","field":"missing"}]}`,
-			`{"group_count":1,"groups":[{"key":{},"values":{"avg_size":3.0,"dsum":-3,"kmax":"y","kmin":"x","max_size":5,"min_size":1,"nocount":0,"nosum":null,"producers":2,"ravg":1.0,"rows":3,"rsum":2.0,"size":9,"ucount":1,"usum":7}}],"input_match_count":3,"path":"/agents/test/wb/w","row_count":3,"status":"success","truncated":false}`},
+			{"name":"usum","op":"sum","field":"u"},{"name":"ucount","op":"count","field":"u"}]}`,
+			`{"group_count":1,"groups":[{"key":{},"values":{"avg_size":3.0,"dsum":-3,"kmax":"y","kmin":"x","max_size":5,"min_size":1,"producers":2,"ravg":1.0,"rows":3,"rsum":2.0,"size":9,"ucount":1,"usum":7}}],"input_match_count":3,"path":"/agents/test/wb/w","row_count":3,"status":"success","truncated":false}`},
 		{"no match still one group", `{"id":"w","predicates":[{"field":"logical_size","op":"gt","value":100}],"measures":[
 			{"name":"n","op":"count"},{"name":"s","op":"sum","field":"logical_size"},{"name":"a","op":"avg","field":"logical_size"},{"name":"m","op":"min","field":"path"}]}`,
 			`{"group_count":1,"groups":[{"key":{},"values":{"a":null,"m":null,"n":0,"s":null}}],"input_match_count":0,"path":"/agents/test/wb/w","row_count":0,"status":"success","truncated":false}`},
@@ -66,8 +65,8 @@ func TestAggregateMeasures(t *testing.T) {
 			`{"group_count":3,"groups":[{"key":{"producer":null,"u":null},"values":{"n":1}},{"key":{"producer":"p","u":7},"values":{"n":1}},{"key":{"producer":"q","u":null},"values":{"n":1}}],"input_match_count":3,"path":"/agents/test/wb/w","row_count":3,"status":"success","truncated":false}`},
 		{"sort by measure desc", `{"id":"w","group_by":["k"],"measures":[{"name":"n","op":"count"},{"name":"size","op":"sum","field":"logical_size"}],"sort":[{"field":"size","direction":"desc"}]}`,
 			`{"group_count":2,"groups":[{"key":{"k":"x"},"values":{"n":2,"size":8}},{"key":{"k":"y"},"values":{"n":1,"size":1}}],"input_match_count":3,"path":"/agents/test/wb/w","row_count":3,"status":"success","truncated":false}`},
-		{"sort by group field desc, limit", `{"id":"w","group_by":["path"],"measures":[],"sort":[{"field":"path","direction":"desc"}],"limit":2}`,
-			`{"group_count":2,"groups":[{"key":{"path":"outputs/b"},"values":{}},{"key":{"path":"outputs/a"},"values":{}}],"input_match_count":3,"path":"/agents/test/wb/w","row_count":3,"status":"success","truncated":true}`},
+		{"sort by group field desc, limit", `{"id":"w","group_by":["path"],"measures":[{"name":"n","op":"count"}],"sort":[{"field":"path","direction":"desc"}],"limit":2}`,
+			`{"group_count":3,"groups":[{"key":{"path":"outputs/b"},"values":{"n":1}},{"key":{"path":"outputs/a"},"values":{"n":1}}],"input_match_count":3,"path":"/agents/test/wb/w","row_count":3,"status":"success","truncated":true}`},
 		{"root scope section", `{"section":"logs","group_by":["workbench_id"],"measures":[{"name":"n","op":"count"}]}`,
 			`{"group_count":1,"groups":[{"key":{"workbench_id":"w"},"values":{"n":1}}],"input_match_count":1,"path":"/agents/test/wb","row_count":1,"status":"success","truncated":false}`},
 	} {
@@ -84,10 +83,11 @@ func TestAggregateLimits(t *testing.T) {
 	for i := range 30 {
 		qPut(t, s, "w", "outputs", fmt.Sprintf("%02d", i), strings.Repeat("x", i%25))
 	}
-	// Default limit 20 groups; group_count is the number returned.
+	// Default limit 20 groups; group_count is the number of groups in
+	// all, returned or not.
 	m := mustCall(t, s, "workbench_aggregate", `{"group_by":["logical_size"],"measures":[{"name":"n","op":"count"}]}`)
 	groups := m["groups"].([]any)
-	if len(groups) != 20 || qNum(m["group_count"]) != "20" || m["truncated"] != true || qNum(m["input_match_count"]) != "30" {
+	if len(groups) != 20 || qNum(m["group_count"]) != "25" || m["truncated"] != true || qNum(m["input_match_count"]) != "30" {
 		t.Fatalf("default page %v", m)
 	}
 	// Groups are in key order by default.
@@ -130,24 +130,24 @@ func TestAggregateErrors(t *testing.T) {
 		{"min with null field", `{"measures":[{"name":"a","op":"min","field":null}]}`, "InvalidArguments", "requires a field"},
 		{"empty measure field", `{"measures":[{"name":"a","op":"count","field":""}]}`, "InvalidArguments", "field"},
 		{"unknown measure op", `{"measures":[{"name":"a","op":"median","field":"n"}]}`, "InvalidArguments", "op"},
-		{"duplicate group_by", `{"group_by":["path","path"],"measures":[]}`, "InvalidArguments", "duplicate"},
-		{"empty group_by", `{"group_by":[""],"measures":[]}`, "InvalidArguments", "group_by"},
-		{"limit over", `{"measures":[],"limit":101}`, "InvalidArguments", "limit"},
+		{"duplicate group_by", `{"group_by":["path","path"],"measures":[{"name":"c","op":"count"}]}`, "InvalidArguments", "duplicate"},
+		{"empty group_by", `{"group_by":[""],"measures":[{"name":"c","op":"count"}]}`, "InvalidArguments", "group_by"},
+		{"limit over", `{"measures":[{"name":"c","op":"count"}],"limit":101}`, "InvalidArguments", "limit"},
 		{"17 measures", `{"measures":[` + many(17, func(i int) string { return fmt.Sprintf(`{"name":"m%d","op":"count"}`, i) }) + `]}`, "InvalidState", "measures"},
-		{"9 group_by", `{"group_by":[` + many(9, func(i int) string { return fmt.Sprintf(`"g%d"`, i) }) + `],"measures":[]}`, "InvalidState", "group_by"},
+		{"9 group_by", `{"group_by":[` + many(9, func(i int) string { return fmt.Sprintf(`"g%d"`, i) }) + `],"measures":[{"name":"c","op":"count"}]}`, "InvalidState", "group_by"},
 		{"sort by other field", `{"group_by":["path"],"measures":[{"name":"n","op":"count"}],"sort":[{"field":"logical_size"}]}`, "InvalidState", "logical_size"},
 		{"sum of string", `{"measures":[{"name":"s","op":"sum","field":"content_type"}]}`, "InvalidState", "numeric"},
 		{"avg of string", `{"measures":[{"name":"s","op":"avg","field":"path"}]}`, "InvalidState", "numeric"},
 		{"min of null type", `{"measures":[{"name":"s","op":"min","field":"z"}]}`, "InvalidState", "sortable"},
 		{"sum overflows", `{"measures":[{"name":"s","op":"sum","field":"n"}]}`, "InvalidState", "overflows"},
-		{"predicate type", `{"measures":[],"predicates":[{"field":"n","op":"eq","value":"1"}]}`, "InvalidState", "comparison value has a different scalar type"},
+		{"predicate type", `{"measures":[{"name":"c","op":"count"}],"predicates":[{"field":"n","op":"eq","value":"1"}]}`, "InvalidState", "comparison value has a different scalar type"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, ok := call(t, s, "workbench_aggregate", tc.input)
 			if tc.code == "InvalidArguments" {
 				qErr(t, m, ok, tc.code, false)
 			} else {
-				qErr(t, m, ok, tc.code, false, "source")
+				qErr(t, m, ok, tc.code, false, qServerKeys...)
 			}
 			qMessage(t, m, tc.text)
 		})
@@ -155,5 +155,24 @@ func TestAggregateErrors(t *testing.T) {
 	// avg of the same field does not overflow: it is a float.
 	if got := qAggregate(t, s, `{"measures":[{"name":"a","op":"avg","field":"n"}],"predicates":[{"field":"n","op":"gt","value":1}]}`); !strings.Contains(got, `"a":9.223372036854776e18`) {
 		t.Fatalf("avg %s", got)
+	}
+}
+
+// measures must not be empty, and a measure may not take a group_by
+// field's name: both InvalidArguments with details {}.
+func TestAggregateMeasureNames(t *testing.T) {
+	s := newService(t)
+	workbench.SeedQueryWorkbench(t, s, "w", qFile("outputs/a", "x"))
+	for _, tc := range []struct{ name, input, text string }{
+		{"empty measures", `{"measures":[]}`, "measures must not be empty"},
+		{"empty measures with group_by", `{"group_by":["path"],"measures":[]}`, "measures must not be empty"},
+		{"measure named like a group field", `{"group_by":["path"],"measures":[{"name":"path","op":"count"}]}`, "path"},
+		{"measure named like its own group field", `{"group_by":["content_type","logical_size"],"measures":[{"name":"logical_size","op":"max","field":"logical_size"}]}`, "logical_size"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, ok := call(t, s, "workbench_aggregate", tc.input)
+			qErr(t, m, ok, "InvalidArguments", false)
+			qMessage(t, m, tc.text)
+		})
 	}
 }

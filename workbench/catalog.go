@@ -2,6 +2,7 @@ package workbench
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -20,7 +21,11 @@ import (
 // facetable, are in field id order. A field is sortable unless its type is
 // null; every field is facetable. catalog.facets and child_catalogs are
 // always empty, include_facets notwithstanding. field_prefix keeps the
-// field ids that start with it; catalog_empty says no field is left. The
+// field ids that start with it (null and "" keep every field; longer than
+// a field id may be, 128 bytes, is the server's InvalidState);
+// catalog_empty says no field is left. A
+// workbench that does not exist is an empty scope whose catalog has no
+// fields (catalog_empty true), not NotFound. The
 // catalog is computed from one read version in one pass, so no cursor is
 // involved.
 
@@ -46,13 +51,17 @@ func (in *catalogInput) resolve(*Service) *Error { return in.queryScopeInput.res
 
 func (s *Service) catalogTool(ctx context.Context, in *catalogInput) (map[string]any, *Error) {
 	scope, fieldPrefix := in.scope, in.FieldPrefix
+	// The server's bound: a prefix of a field id is no longer than one.
+	if len(fieldPrefix) > nokv.MaxIndexFieldIDBytes {
+		return nil, QueryRefused(fmt.Sprintf("field_prefix of %d bytes exceeds %d bytes", len(fieldPrefix), nokv.MaxIndexFieldIDBytes))
+	}
 	d, werr := s.loadQuery(ctx, scope, nil)
 	if werr != nil {
 		return nil, werr
 	}
 	var ids []string
 	for id := range d.types {
-		if strings.HasPrefix(id, fieldPrefix) {
+		if !d.absent && strings.HasPrefix(id, fieldPrefix) {
 			ids = append(ids, id)
 		}
 	}

@@ -2,6 +2,8 @@ package workbench_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,10 +92,31 @@ func TestCatalogFields(t *testing.T) {
 		t.Fatal("a null field_prefix differs from an empty one")
 	}
 	// Errors.
-	m, ok := call(t, s, "workbench_catalog", `{"id":"missing"}`)
-	qErr(t, m, ok, "NotFound", false, "source", "path")
-	m, ok = call(t, s, "workbench_catalog", `{"id":"c","section":"bogus"}`)
+	m, ok := call(t, s, "workbench_catalog", `{"id":"c","section":"bogus"}`)
 	qErr(t, m, ok, "InvalidArguments", false)
 	m, ok = call(t, s, "workbench_catalog", `{"include_facets":"yes"}`)
 	qErr(t, m, ok, "InvalidArguments", false)
+}
+
+// field_prefix: a string or null (the schema); null and "" keep every
+// field; a prefix longer than a field id may be (128 bytes) is the
+// server's InvalidState; one of 128 bytes keeps the id it equals.
+func TestCatalogFieldPrefixRules(t *testing.T) {
+	s := newService(t)
+	id := strings.Repeat("f", 128)
+	workbench.SeedQueryWorkbench(t, s, "w", qFile("outputs/a", "x", qUint(id, 1)))
+	m, ok := call(t, s, "workbench_catalog", `{"field_prefix":"`+id+`f"}`)
+	qErr(t, m, ok, "InvalidState", false, qServerKeys...)
+	qMessage(t, m, "field_prefix")
+	for _, bad := range []string{`1`, `true`, `["a"]`, `{}`} {
+		m, ok := call(t, s, "workbench_catalog", `{"field_prefix":`+bad+`}`)
+		qErr(t, m, ok, "InvalidArguments", false)
+	}
+	m = mustCall(t, s, "workbench_catalog", `{"field_prefix":"`+id+`"}`)
+	if got := fmt.Sprint(m["catalog"].(map[string]any)["facetable"]); got != "["+id+"]" || m["catalog_empty"] != false {
+		t.Fatalf("128-byte prefix: %v", m)
+	}
+	if qCatalog(t, s, `{"field_prefix":null}`) != qCatalog(t, s, `{}`) {
+		t.Fatal("a null field_prefix differs from an absent one")
+	}
 }

@@ -114,5 +114,7 @@
 // Continuations never mix versions: a list or grep cursor fails
 // ReadFenceChanged after any write to its workbench, a search cursor after
 // any commit to the shard. Reads at a snapshot (at_snapshot) are not built
-// yet and answer SnapshotNotFound.
+// yet: a snapshot name must not be empty (InvalidArguments), and any
+// snapshot answers NotFound, as a read of an unknown snapshot does in the
+// reference.
 package workbench

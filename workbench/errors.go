@@ -117,6 +117,22 @@ func newError(code, msg string, retryable bool, details map[string]any) *Error {
 
 func sourceDetails() map[string]any { return map[string]any{"source": Source} }
 
+// serverDetails are the details of an error that the reference's metadata
+// server reports (its RPC failure mapping): the source, the wire code the
+// server answered (NotFound, AlreadyExists, Conflict, InvalidArgument,
+// PreconditionFailed, ...), the kind of conflict (nil when none) and the
+// generation now stored (nil when not known).
+func serverDetails(wire string, conflict any, currentGeneration *uint64) map[string]any {
+	d := sourceDetails()
+	d["code"] = wire
+	d["conflict"] = conflict
+	d["current_generation"] = nil
+	if currentGeneration != nil {
+		d["current_generation"] = *currentGeneration
+	}
+	return d
+}
+
 // Errors minted by the tool layer.
 
 // InvalidArguments reports input a tool refuses: a schema violation or an
@@ -268,34 +284,31 @@ func GrepScanExhausted(resource string, maximum uint64) *Error {
 		map[string]any{"operation": "grep", "resource": resource, "maximum": maximum})
 }
 
-// Errors reported by the storage side. Unless noted they carry
-// details {"source": "cairn"}.
+// Errors reported by the storage side. Those the reference's server
+// decides carry details {"source": "cairn", "code": <wire code>,
+// "conflict": <kind or null>, "current_generation": <generation or null>}
+// (serverDetails); the others {"source": "cairn"}, as noted.
 
 // Missing reports a NotFound the storage side decides (a workbench, a
 // commit, an unknown snapshot id in a snapshot read). Not retryable. Tool
-// misses with a logical path use NotFound.
+// misses with a logical path use NotFound. Server details, wire code
+// NotFound.
 func Missing(msg string) *Error {
-	return newError(CodeNotFound, msg, false, sourceDetails())
+	return newError(CodeNotFound, msg, false, serverDetails("NotFound", nil, nil))
 }
 
 // AlreadyExists reports a create-only write onto an existing path. Not
-// retryable.
+// retryable. Server details, wire code AlreadyExists.
 func AlreadyExists(msg string) *Error {
-	return newError(CodeAlreadyExists, msg, false, sourceDetails())
+	return newError(CodeAlreadyExists, msg, false, serverDetails("AlreadyExists", nil, nil))
 }
 
 // Conflict reports a lost conditional write: conflict names what moved
 // ("Generation", "Head", "Contention", ...). currentGeneration is the
-// generation now stored, or nil when not known. Retryable.
+// generation now stored, or nil when not known. Retryable. Server
+// details, wire code Conflict.
 func Conflict(msg, conflict string, currentGeneration *uint64) *Error {
-	d := sourceDetails()
-	d["conflict"] = conflict
-	if currentGeneration != nil {
-		d["current_generation"] = *currentGeneration
-	} else {
-		d["current_generation"] = nil
-	}
-	return newError(CodeConflict, msg, true, d)
+	return newError(CodeConflict, msg, true, serverDetails("Conflict", conflict, currentGeneration))
 }
 
 // LifecycleConflict reports a commit or restore that conflicts with what
@@ -320,15 +333,17 @@ func SnapshotNotFound(msg string) *Error {
 	return newError(CodeSnapshotNotFound, msg, false, sourceDetails())
 }
 
-// SnapshotExpired reports a snapshot that is expired or reaped.
+// SnapshotExpired reports a snapshot that is expired or reaped. Server
+// details, wire code SnapshotExpired.
 func SnapshotExpired(msg string) *Error {
-	return newError(CodeSnapshotExpired, msg, false, sourceDetails())
+	return newError(CodeSnapshotExpired, msg, false, serverDetails("SnapshotExpired", nil, nil))
 }
 
 // ForkRetentionActive reports a retirement of a snapshot that a restore
-// still consumes.
+// still consumes. Server details: the reference's server refuses it as
+// PreconditionFailed with conflict SnapshotLifecycle.
 func ForkRetentionActive(msg string) *Error {
-	return newError(CodeForkRetentionActive, msg, false, sourceDetails())
+	return newError(CodeForkRetentionActive, msg, false, serverDetails("PreconditionFailed", "SnapshotLifecycle", nil))
 }
 
 // InvalidState reports a request the stored state or the storage side's
@@ -336,6 +351,20 @@ func ForkRetentionActive(msg string) *Error {
 // retired snapshot's renewal). Not retryable.
 func InvalidState(msg string) *Error {
 	return newError(CodeInvalidState, msg, false, sourceDetails())
+}
+
+// QueryRefused reports a query the server's own validation refuses (a
+// bound exceeded, an unknown field, an operand of another type): the
+// reference's server answers InvalidArgument, which the tools report as
+// InvalidState. Not retryable; server details.
+func QueryRefused(msg string) *Error {
+	return newError(CodeInvalidState, msg, false, serverDetails("InvalidArgument", nil, nil))
+}
+
+// UnknownQueryField reports a field id that the scope's catalog does not
+// hold, in a predicate, sort key, projection, facet, group or measure.
+func UnknownQueryField(id string) *Error {
+	return QueryRefused("unknown query field " + id)
 }
 
 // Uncommitted reports a snapshot of a workbench without a commit head: the

@@ -52,10 +52,13 @@ import (
 // limit (default 100) counts matching lines. One call reads at most
 // grepMaxFiles bodies and grepMaxBytes bytes; reaching a bound ends the
 // page with a cursor. A first candidate over the byte budget on its own
-// is ResourceExhausted. When the limit is reached, the rest of the current
-// body is searched for one more match: the cursor then points at that
-// line, or at the next candidate, and is null when nothing is left. The
-// cursor binds the RootId, the logical root, the workbench, the scope, the
+// is ResourceExhausted. When the limit is reached the scan goes on, within
+// the same bounds, for one more match: the cursor points at that line,
+// and is null (truncated false) when no further match exists; a page that
+// stops at a work bound instead points at the first candidate not read.
+// A cursor that does not decode (not an intact grep cursor of this
+// deployment) is InvalidArguments with details {}, checked before
+// anything is read, as the reference's tool layer does. The cursor binds the RootId, the logical root, the workbench, the scope, the
 // recursion mode, the exact pattern set and the glob, and the workspace
 // incarnation and revision the first page read: a write to the workbench
 // between pages makes the continuation fail ReadFenceChanged (retryable).
@@ -169,7 +172,7 @@ type grepInput struct {
 	req grepRequest
 }
 
-func (in *grepInput) resolve(*Service) *Error {
+func (in *grepInput) resolve(s *Service) *Error {
 	id, werr := ParseWorkbenchID(in.ID)
 	if werr != nil {
 		return werr
@@ -197,7 +200,16 @@ func (in *grepInput) resolve(*Service) *Error {
 	}
 	r.limit = int(limit)
 	if in.Cursor != nil {
-		r.cursor, r.hasCursor = *in.Cursor, true
+		switch s.parseQueryCursor(*in.Cursor, "grep", &r.cursor) {
+		case cursorMalformed:
+			return InvalidArguments("grep cursor is malformed")
+		case cursorForeign:
+			return InvalidArguments("cursor belongs to a different operation")
+		}
+		if r.cursor.Line < 0 || len(r.cursor.Path) == 0 {
+			return InvalidArguments("grep cursor is malformed")
+		}
+		r.hasCursor = true
 	}
 	in.req = r
 	return nil
@@ -210,17 +222,9 @@ func (s *Service) grepTool(ctx context.Context, in *grepInput) (map[string]any, 
 	if werr != nil {
 		return nil, werr.With("path", scopePath)
 	}
-	sec, relParts := SplitSection(prefix)
 	res["workbench_id"] = id
 	res["workbench_path"] = WorkbenchPath(s.logical, id)
-	res["section"] = nil
-	if sec != "" {
-		res["section"] = sec
-	}
-	res["relative_path"] = nil
-	if len(relParts) > 0 {
-		res["relative_path"] = LogicalPath(relParts)
-	}
+	res["section"], res["relative_path"] = requestScope(in.Section, in.Path)
 	res["path"] = scopePath
 	res["pattern"] = in.Pattern
 	res["recursive"] = in.Recursive
@@ -236,7 +240,7 @@ type grepRequest struct {
 	set       []string
 	lower     []string
 	limit     int
-	cursor    string
+	cursor    grepCursor // when hasCursor
 	hasCursor bool
 }
 
@@ -260,14 +264,8 @@ func (s *Service) grepBinding(r grepRequest) string {
 
 func (s *Service) grep(ctx context.Context, r grepRequest) (map[string]any, *Error) {
 	binding := s.grepBinding(r)
-	var cur grepCursor
+	cur := r.cursor
 	if r.hasCursor {
-		if werr := s.decodeQueryCursor(r.cursor, "grep", &cur); werr != nil {
-			return nil, werr
-		}
-		if cur.Line < 0 || len(cur.Path) == 0 {
-			return nil, InvalidState("cursor is malformed")
-		}
 		if cur.Binding != binding {
 			return nil, InvalidState("grep cursor belongs to a different workbench, scope, pattern set, glob, or recursion mode")
 		}
@@ -352,10 +350,6 @@ scan:
 				"line_number":   j + 1,
 				"snippet":       grepSnippet(lines[j]),
 			})
-		}
-		if len(matches) == r.limit && i+1 < len(cands) {
-			next = position(cands[i+1].path, 0)
-			break
 		}
 	}
 	if next == nil && plan < len(cands) {

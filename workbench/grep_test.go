@@ -319,7 +319,7 @@ func TestGrepScope(t *testing.T) {
 		})
 	}
 	m, ok := call(t, s, "workbench_grep", `{"id":"missing","section":"outputs","pattern":"x","recursive":true}`)
-	qErr(t, m, ok, "NotFound", false, "source", "path")
+	qErr(t, m, ok, "NotFound", false, "code", "conflict", "current_generation", "path", "source")
 	if p := m["details"].(map[string]any)["path"]; p != "/agents/test/wb/missing/outputs" {
 		t.Fatalf("details.path %v", p)
 	}
@@ -352,9 +352,9 @@ func TestGrepPagesAndCursor(t *testing.T) {
 		t.Fatalf("pages %q\nwant %q", got, all)
 	}
 	// Pages resume inside a body (a.txt is read by three pages); the page
-	// that takes b.txt's last match points at c.txt, which the last page
-	// reads without a match.
-	if want := []string{"1", "1", "2", "1", "1"}; !slices.Equal(scanned, want) {
+	// that takes b.txt's last match reads c.txt too, for one more match,
+	// finds none and ends the listing.
+	if want := []string{"1", "1", "2", "2"}; !slices.Equal(scanned, want) {
 		t.Fatalf("files_scanned per page %v, want %v", scanned, want)
 	}
 	// limit may change between pages; the default is 100.
@@ -406,8 +406,6 @@ func TestGrepCursorBinding(t *testing.T) {
 		{"recursion", with("recursive", false), "/agents/test/wb/w/outputs", "different", false},
 		{"scope", with("section", "logs"), "/agents/test/wb/w/logs", "different", false},
 		{"workbench", with("id", "v"), "/agents/test/wb/v/outputs", "different", false},
-		{"malformed", with("cursor", "!!"), "/agents/test/wb/w/outputs", "malformed", false},
-		{"edited", with("cursor", qFlip(c)), "/agents/test/wb/w/outputs", "malformed", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, ok := qCall(t, s, "workbench_grep", tc.in)
@@ -532,5 +530,61 @@ func TestGrepArgumentErrors(t *testing.T) {
 	b, _ := json.Marshal(keys)
 	if string(b) != `["files_scanned","matches","next_cursor","path","pattern","recursive","relative_path","section","status","truncated","workbench_id","workbench_path"]` {
 		t.Fatalf("keys %s", b)
+	}
+}
+
+// A page is truncated, with a cursor, only when one more match exists: the
+// scan goes on past the limit for it, as the reference's does (limit + 1).
+func TestGrepTruncatedOnlyWhenMoreMatch(t *testing.T) {
+	s := newService(t)
+	qPut(t, s, "w", "outputs", "a.txt", "hit 1\nhit 2\n")
+	qPut(t, s, "w", "outputs", "b.txt", "nothing\n")
+	qPut(t, s, "w", "outputs", "c.txt", "nothing either\n")
+	m := qGrep(t, s, "w", "hit", map[string]any{"limit": 2})
+	if got := qHits(t, m); len(got) != 2 || m["truncated"] != false || m["next_cursor"] != nil {
+		t.Fatalf("limit reached with nothing after: %v", m)
+	}
+	if got, want := qNum(m["files_scanned"]), "3"; got != want {
+		t.Fatalf("files_scanned %s, want %s", got, want)
+	}
+	// One more match, two files on: truncated, and the cursor resumes at it.
+	qPut(t, s, "w", "outputs", "d.txt", "a last hit\n")
+	m = qGrep(t, s, "w", "hit", map[string]any{"limit": 2})
+	if m["truncated"] != true || m["next_cursor"] == nil {
+		t.Fatalf("one more match: %v", m)
+	}
+	m = qGrep(t, s, "w", "hit", map[string]any{"limit": 2, "cursor": m["next_cursor"]})
+	if got := qHits(t, m); !slices.Equal(got, []string{"outputs/d.txt:1:a last hit"}) || m["truncated"] != false || m["next_cursor"] != nil {
+		t.Fatalf("continuation %q: %v", got, m)
+	}
+}
+
+// A grep cursor that does not decode is the tool layer's InvalidArguments
+// with details {} (no path), checked before anything is read; one that
+// decodes but belongs to another scope stays the storage side's
+// InvalidState (TestGrepCursorBinding).
+func TestGrepMalformedCursor(t *testing.T) {
+	s := newService(t)
+	qPut(t, s, "w", "outputs", "a.txt", "x1\nx2\n")
+	qPut(t, s, "w", "outputs", "b.json", `{"a":1}`)
+	c := qGrep(t, s, "w", "x", map[string]any{"limit": 1})["next_cursor"].(string)
+	searchCursor := qMust(t, s, "workbench_search", map[string]any{"id": "w", "limit": 1})["next_cursor"].(string)
+	for name, cur := range map[string]string{
+		"not base64":     "!!",
+		"empty":          "",
+		"edited":         qFlip(c),
+		"truncated":      c[:len(c)-2],
+		"search cursor":  searchCursor,
+		"read cursor":    "r:1",
+		"missing wb too": "!!",
+	} {
+		t.Run(name, func(t *testing.T) {
+			id := "w"
+			if name == "missing wb too" {
+				id = "missing"
+			}
+			m, ok := qCall(t, s, "workbench_grep", map[string]any{"id": id, "pattern": "x", "recursive": true, "cursor": cur})
+			qErr(t, m, ok, "InvalidArguments", false)
+		})
 	}
 }

@@ -167,7 +167,7 @@ func TestListShapes(t *testing.T) {
 	})
 	t.Run("missing workbench", func(t *testing.T) {
 		r, ok := call(t, s, "workbench_list", `{"id":"nope"}`)
-		wantToolError(t, r, ok, "NotFound", false, "", map[string]any{"source": "cairn", "path": ""})
+		wantToolError(t, r, ok, "NotFound", false, "", map[string]any{"source": "cairn", "path": "", "code": "NotFound", "conflict": nil, "current_generation": nil})
 	})
 	t.Run("invalid arguments", func(t *testing.T) {
 		for _, in := range []string{`{"id":"wb-main","limit":0}`, `{"id":"wb-main","limit":101}`, `{"id":"wb-main","limit":1.0}`,

@@ -280,7 +280,7 @@ func TestUnknownOutcomeRetriedExactly(t *testing.T) {
 	checkAppliedOnce(t, r)
 	// A new call is a new operation: create-only refuses it.
 	got, ok = r.put(t)
-	wantWriteError(t, got, ok, "AlreadyExists", false, `{"source":"cairn"}`, "")
+	wantWriteError(t, got, ok, "AlreadyExists", false, `{"code":"AlreadyExists","conflict":null,"current_generation":null,"source":"cairn"}`, "")
 }
 
 // checkAppliedOnce asserts one publication: one revision, one operation,
@@ -343,7 +343,7 @@ func TestRejectedPublicationCleansUp(t *testing.T) {
 		return nil
 	})})
 	got, ok := r.put(t)
-	wantWriteError(t, got, ok, "AlreadyExists", false, `{"source":"cairn"}`, "")
+	wantWriteError(t, got, ok, "AlreadyExists", false, `{"code":"AlreadyExists","conflict":null,"current_generation":null,"source":"cairn"}`, "")
 	if b := workbench.BodyForTest(t, r.s, "wb", "outputs/c.bin"); string(b) != "winner" {
 		t.Fatalf("body %q", b)
 	}

@@ -197,7 +197,7 @@ func TestPutFileCreateOnlyAndReplaceOnly(t *testing.T) {
 	}
 	// replace=false never replaces.
 	got, ok = put("a.txt", "two", false)
-	wantWriteError(t, got, ok, "AlreadyExists", false, `{"source":"cairn"}`, "outputs/a.txt already exists")
+	wantWriteError(t, got, ok, "AlreadyExists", false, `{"code":"AlreadyExists","conflict":null,"current_generation":null,"source":"cairn"}`, "outputs/a.txt already exists")
 	got, ok = put("a.txt", "three", true)
 	if !ok || num(got["generation"]) != "2" || got["replace"] != true {
 		t.Fatalf("replace: %v", got)
@@ -212,7 +212,7 @@ func TestPutFileCreateOnlyAndReplaceOnly(t *testing.T) {
 	got, ok = put("dir", "x", true)
 	wantWriteError(t, got, ok, "NotArtifact", false, `{"path":"outputs/dir"}`, "")
 	got, ok = put("dir/x", "x", false)
-	wantWriteError(t, got, ok, "AlreadyExists", false, `{"source":"cairn"}`, "outputs/dir/x already exists as a directory")
+	wantWriteError(t, got, ok, "AlreadyExists", false, `{"code":"AlreadyExists","conflict":null,"current_generation":null,"source":"cairn"}`, "outputs/dir/x already exists as a directory")
 	got, ok = put("a.txt/below", "x", false)
 	wantWriteError(t, got, ok, "NotDirectory", false, `{"path":"outputs/a.txt"}`, "")
 	got, ok = put("dir/x/leaf/deeper/still", "x", false)
@@ -328,7 +328,7 @@ func TestPutFileCreateRace(t *testing.T) {
 			winners = append(winners, r.text)
 			continue
 		}
-		wantWriteError(t, r.m, r.ok, "AlreadyExists", false, `{"source":"cairn"}`, "")
+		wantWriteError(t, r.m, r.ok, "AlreadyExists", false, `{"code":"AlreadyExists","conflict":null,"current_generation":null,"source":"cairn"}`, "")
 	}
 	if len(winners) != 1 {
 		t.Fatalf("%d winners: %v", len(winners), winners)

@@ -48,9 +48,11 @@ import (
 // and logical_size). A custom field's type is the scalar kind its non-null
 // values have across the scope; a field seen only with null values has
 // type null; two different non-null kinds for one field are InvalidState.
-// A field id that is neither built-in nor seen in the scope has no type:
-// no row yields it, any operand type is accepted, and every comparison
-// with it is false (not_exists is true).
+// The built-in fields and the custom fields seen in the scope are the
+// scope's catalog. A field id outside it, named by a predicate, sort key,
+// projection, facet, group or measure, is refused: InvalidState "unknown
+// query field", as the reference's server refuses it, rather than an
+// empty or null result.
 //
 // # Predicates
 //
@@ -178,16 +180,22 @@ type queryData struct {
 	sn    *head.Snapshot
 	rows  []*queryRow // in the stable order
 	types map[string]nokv.IndexScalarKind
+	// absent says the scope's workbench (id given) does not exist: the
+	// scope is empty, and its catalog has no fields at all.
+	absent bool
 }
 
 // loadQuery reads the rows of a scope from one pinned snapshot and types
-// their fields. A missing workbench (id given) is NotFound. When an index
+// their fields. A missing workbench (id given) is an empty scope, as in
+// the reference: no rows, only the built-in fields (and in the catalog
+// none). When an index
 // can answer one of preds, the rows are only those its range names
 // (query_index.go): a superset of the rows that satisfy preds, which the
 // caller still applies.
 func (s *Service) loadQuery(ctx context.Context, q queryScope, preds []queryPredicate) (*queryData, *Error) {
 	var views []*view
 	var sn *head.Snapshot
+	absent := false
 	plan, indexable, err := planQueryIndex(s.root, preds)
 	if err != nil {
 		return nil, FromError(err)
@@ -200,11 +208,18 @@ func (s *Service) loadQuery(ctx context.Context, q queryScope, preds []queryPred
 			reads.fams = []shards.Family{nokv.FamilySecondaryIndex}
 		}
 		v, werr := s.openViewFor(ctx, q.id, nil, reads)
-		if werr != nil {
+		switch {
+		case werr == nil:
+			sn = v.sn
+			views = []*view{v}
+		case werr.Code == CodeNotFound:
+			if sn, werr = s.pin(ctx); werr != nil {
+				return nil, werr
+			}
+			absent = true
+		default:
 			return nil, werr
 		}
-		sn = v.sn
-		views = []*view{v}
 	} else {
 		var werr *Error
 		if sn, werr = s.pin(ctx); werr != nil {
@@ -214,9 +229,9 @@ func (s *Service) loadQuery(ctx context.Context, q queryScope, preds []queryPred
 			return nil, werr
 		}
 	}
-	d := &queryData{sn: sn}
+	d := &queryData{sn: sn, absent: absent}
 	indexed := false
-	if indexable {
+	if indexable && len(views) > 0 {
 		var werr *Error
 		if d.rows, indexed, werr = s.indexedRows(ctx, sn, views, q, plan); werr != nil {
 			return nil, werr
@@ -325,7 +340,7 @@ func queryFieldTypes(rows []*queryRow) (map[string]nokv.IndexScalarKind, *Error)
 				types[f.ID] = f.Value.Kind
 			case f.Value.Kind == nokv.IndexScalarNull || f.Value.Kind == have:
 			default:
-				return nil, InvalidState(fmt.Sprintf("index field %s has conflicting scalar types %s and %s", f.ID, have, f.Value.Kind))
+				return nil, QueryRefused(fmt.Sprintf("index field %s has conflicting scalar types %s and %s", f.ID, have, f.Value.Kind))
 			}
 		}
 	}

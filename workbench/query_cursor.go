@@ -16,7 +16,9 @@ import (
 // tag, the RootId and the document. Decoding is strict (canonical
 // base64url, a valid check, a JSON document with only the cursor's own
 // members), so a truncated, corrupted or edited token is "cursor is
-// malformed" (InvalidState) rather than read as something else, and a
+// malformed" rather than read as something else (InvalidState for a
+// search cursor, which the reference's server checks; InvalidArguments
+// with details {} for a grep cursor, which its tool layer checks), and a
 // token minted for another root never decodes. The check is not a keyed
 // MAC; a forged token still has to match the caller's own query binding
 // and the current fence.
@@ -44,34 +46,54 @@ func (s *Service) encodeQueryCursor(v any) string {
 	return base64.RawURLEncoding.EncodeToString(append(doc, s.queryCursorCheck(doc)...))
 }
 
-// decodeQueryCursor checks a token minted for operation op and decodes its
-// document into v: InvalidState "cursor is malformed" for anything that is
-// not an intact token of this root, "cursor belongs to a different
-// operation" for one of another operation.
-func (s *Service) decodeQueryCursor(token, op string, v any) *Error {
-	malformed := InvalidState("cursor is malformed")
+// cursorFault says why a query cursor token does not decode.
+type cursorFault int
+
+const (
+	cursorOK        cursorFault = iota
+	cursorMalformed             // not an intact token of this root
+	cursorForeign               // an intact token of another operation
+)
+
+// parseQueryCursor checks a token minted for operation op and decodes its
+// document into v.
+func (s *Service) parseQueryCursor(token, op string, v any) cursorFault {
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(token)
 	if err != nil || len(raw) <= queryCursorCheckLen {
-		return malformed
+		return cursorMalformed
 	}
 	doc, check := raw[:len(raw)-queryCursorCheckLen], raw[len(raw)-queryCursorCheckLen:]
 	if !bytes.Equal(check, s.queryCursorCheck(doc)) {
-		return malformed
+		return cursorMalformed
 	}
 	var head struct {
 		V  int    `json:"v"`
 		Op string `json:"op"`
 	}
 	if json.Unmarshal(doc, &head) != nil || head.V != queryCursorVersion {
-		return malformed
+		return cursorMalformed
 	}
 	if head.Op != op {
-		return InvalidState("cursor belongs to a different operation")
+		return cursorForeign
 	}
 	d := json.NewDecoder(bytes.NewReader(doc))
 	d.DisallowUnknownFields()
 	if d.Decode(v) != nil || d.More() {
-		return malformed
+		return cursorMalformed
+	}
+	return cursorOK
+}
+
+// decodeQueryCursor is parseQueryCursor with the storage side's errors,
+// as a search cursor is checked: InvalidState "cursor is malformed" for
+// anything that is not an intact token of this root, "cursor belongs to a
+// different operation" for one of another operation.
+func (s *Service) decodeQueryCursor(token, op string, v any) *Error {
+	switch s.parseQueryCursor(token, op, v) {
+	case cursorMalformed:
+		return InvalidState("cursor is malformed")
+	case cursorForeign:
+		return InvalidState("cursor belongs to a different operation")
 	}
 	return nil
 }

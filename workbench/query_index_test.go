@@ -172,7 +172,7 @@ func TestQueryIndexCustomFieldsScan(t *testing.T) {
 	)
 	before := workbench.QueryIndexAnswersForTest(s)
 	m, ok := call(t, s, "workbench_search", `{"id":"w","predicates":[{"field":"content_type","op":"eq","value":"text/rare"}]}`)
-	qErr(t, m, ok, "InvalidState", false, "source")
+	qErr(t, m, ok, "InvalidState", false, qServerKeys...)
 	if n := workbench.QueryIndexAnswersForTest(s) - before; n != 0 {
 		t.Fatalf("the index answered %d queries", n)
 	}

@@ -178,7 +178,7 @@ func parseQuerySort(in []sortInput) ([]querySort, *Error) {
 // checkQueryFieldID applies the server's bound on a field id.
 func checkQueryFieldID(id string) *Error {
 	if len(id) > nokv.MaxIndexFieldIDBytes {
-		return InvalidState(fmt.Sprintf("field id of %d bytes exceeds %d bytes", len(id), nokv.MaxIndexFieldIDBytes))
+		return QueryRefused(fmt.Sprintf("field id of %d bytes exceeds %d bytes", len(id), nokv.MaxIndexFieldIDBytes))
 	}
 	return nil
 }
@@ -186,7 +186,7 @@ func checkQueryFieldID(id string) *Error {
 // checkQueryScalar applies the server's bound on an operand.
 func checkQueryScalar(v nokv.IndexScalar) *Error {
 	if v.Kind == nokv.IndexScalarString && len(v.Text) > nokv.MaxIndexScalarBytes {
-		return InvalidState(fmt.Sprintf("query scalar of %d bytes exceeds %d bytes", len(v.Text), nokv.MaxIndexScalarBytes))
+		return QueryRefused(fmt.Sprintf("query scalar of %d bytes exceeds %d bytes", len(v.Text), nokv.MaxIndexScalarBytes))
 	}
 	return nil
 }
@@ -194,7 +194,7 @@ func checkQueryScalar(v nokv.IndexScalar) *Error {
 // queryBound refuses a list longer than the server allows.
 func queryBound(what string, n, max int) *Error {
 	if n > max {
-		return InvalidState(fmt.Sprintf("query has %d %s, maximum is %d", n, what, max))
+		return QueryRefused(fmt.Sprintf("query has %d %s, maximum is %d", n, what, max))
 	}
 	return nil
 }
@@ -210,7 +210,7 @@ func checkPredicateBounds(preds []queryPredicate) *Error {
 		}
 		if p.op == "in" {
 			if len(p.values) > queryMaxInValues {
-				return InvalidState(fmt.Sprintf("in predicate has %d values, maximum is %d", len(p.values), queryMaxInValues))
+				return QueryRefused(fmt.Sprintf("in predicate has %d values, maximum is %d", len(p.values), queryMaxInValues))
 			}
 			for _, v := range p.values {
 				if werr := checkQueryScalar(v); werr != nil {
@@ -242,12 +242,25 @@ func isNumericScalarKind(k nokv.IndexScalarKind) bool {
 	return k == nokv.IndexScalarSigned || k == nokv.IndexScalarUnsigned || k == nokv.IndexScalarFloat
 }
 
-// typeCheckPredicates checks the predicates against the field types of the scope.
+// checkQueryFieldsKnown refuses any of ids that the scope's catalog
+// (types) does not hold.
+func checkQueryFieldsKnown(ids []string, types map[string]nokv.IndexScalarKind) *Error {
+	for _, id := range ids {
+		if _, known := types[id]; !known {
+			return UnknownQueryField(id)
+		}
+	}
+	return nil
+}
+
+// typeCheckPredicates checks the predicates against the field types of the
+// scope: the field must be known, an operand of its type or null, and a
+// text operator on a text field.
 func typeCheckPredicates(preds []queryPredicate, types map[string]nokv.IndexScalarKind) *Error {
 	for _, p := range preds {
 		t, known := types[p.field]
 		if !known {
-			continue
+			return UnknownQueryField(p.field)
 		}
 		if p.op == "exists" || p.op == "not_exists" {
 			continue
@@ -258,13 +271,13 @@ func typeCheckPredicates(preds []queryPredicate, types map[string]nokv.IndexScal
 		}
 		for _, v := range operands {
 			if v.Kind != nokv.IndexScalarNull && v.Kind != t {
-				return InvalidState(fmt.Sprintf("comparison value has a different scalar type: field %s is %s, value is %s", p.field, t, v.Kind))
+				return QueryRefused(fmt.Sprintf("comparison value has a different scalar type: field %s is %s, value is %s", p.field, t, v.Kind))
 			}
 		}
 		switch p.op {
 		case "prefix", "suffix", "contains":
 			if !isTextScalarKind(t) {
-				return InvalidState(fmt.Sprintf("operator %s is not supported for %s field %s", p.op, t, p.field))
+				return QueryRefused(fmt.Sprintf("operator %s is not supported for %s field %s", p.op, t, p.field))
 			}
 		}
 	}
@@ -356,10 +369,15 @@ func compareOptionalScalars(a nokv.IndexScalar, aok bool, b nokv.IndexScalar, bo
 	return nokv.CompareIndexScalars(a, b)
 }
 
-// checkQuerySortable refuses a sort key on a field whose type is null.
+// checkQuerySortable refuses a sort key on a field the scope does not
+// know or whose type is null.
 func checkQuerySortable(field string, types map[string]nokv.IndexScalarKind) *Error {
-	if t, known := types[field]; known && t == nokv.IndexScalarNull {
-		return InvalidState("field " + field + " is not sortable")
+	t, known := types[field]
+	if !known {
+		return UnknownQueryField(field)
+	}
+	if t == nokv.IndexScalarNull {
+		return QueryRefused("field " + field + " is not sortable")
 	}
 	return nil
 }

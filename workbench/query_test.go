@@ -1,6 +1,7 @@
 package workbench_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -155,6 +156,10 @@ func qErr(t testing.TB, got map[string]any, ok bool, code string, retryable bool
 	}
 }
 
+// qServerKeys are the detail keys of an error the reference's server
+// decides (its RPC failure mapping).
+var qServerKeys = []string{"code", "conflict", "current_generation", "source"}
+
 // qMessage checks that an error's message contains text.
 func qMessage(t testing.TB, got map[string]any, text string) {
 	t.Helper()
@@ -238,8 +243,6 @@ func TestQueryPredicates(t *testing.T) {
 		{"range with null operand", `[{"field":"producer","op":"gt","value":null}]`, nil},
 		{"range over null value", `[{"field":"tag","op":"lt","value":"z"}]`, []string{"wb/outputs/a.txt", "wb/outputs/b.json"}},
 		{"eq null custom", `[{"field":"tag","op":"eq","value":null}]`, []string{"wb/logs/run.log"}},
-		{"unknown field", `[{"field":"nope","op":"eq","value":1}]`, nil},
-		{"unknown field not_exists", `[{"field":"nope","op":"not_exists"}]`, all},
 		{"and", `[{"field":"path","op":"prefix","value":"outputs/"},{"field":"score","op":"gt","value":15}]`, []string{"wb/outputs/b.json"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -318,7 +321,7 @@ func TestQueryArgumentErrors(t *testing.T) {
 			if tc.code == "InvalidArguments" {
 				qErr(t, m, ok, tc.code, false)
 			} else {
-				qErr(t, m, ok, tc.code, false, "source")
+				qErr(t, m, ok, tc.code, false, qServerKeys...)
 			}
 			qMessage(t, m, tc.text)
 		})
@@ -332,10 +335,10 @@ func TestQueryTypeConflictsAndNullTypes(t *testing.T) {
 	// A field seen only as null has type null: not sortable, and only a
 	// null operand compares with it.
 	m, ok := call(t, s, "workbench_search", `{"sort":[{"field":"z"}]}`)
-	qErr(t, m, ok, "InvalidState", false, "source")
+	qErr(t, m, ok, "InvalidState", false, qServerKeys...)
 	qMessage(t, m, "sortable")
 	m, ok = call(t, s, "workbench_search", `{"predicates":[{"field":"z","op":"eq","value":1}]}`)
-	qErr(t, m, ok, "InvalidState", false, "source")
+	qErr(t, m, ok, "InvalidState", false, qServerKeys...)
 	m = mustCall(t, s, "workbench_search", `{"predicates":[{"field":"z","op":"eq","value":null}]}`)
 	if got := qMatchPaths(m); !slices.Equal(got, []string{"a/outputs/x", "b/outputs/y"}) {
 		t.Fatalf("matches %v", got)
@@ -345,11 +348,11 @@ func TestQueryTypeConflictsAndNullTypes(t *testing.T) {
 	workbench.SeedQueryWorkbench(t, s, "c", qFile("outputs/w", "3", qStr("n", "one")))
 	for _, tool := range []string{"workbench_search", "workbench_catalog"} {
 		m, ok := call(t, s, tool, `{}`)
-		qErr(t, m, ok, "InvalidState", false, "source")
+		qErr(t, m, ok, "InvalidState", false, qServerKeys...)
 		qMessage(t, m, "conflicting scalar types")
 	}
 	m, ok = call(t, s, "workbench_aggregate", `{"measures":[{"name":"n","op":"count"}]}`)
-	qErr(t, m, ok, "InvalidState", false, "source")
+	qErr(t, m, ok, "InvalidState", false, qServerKeys...)
 	mustCall(t, s, "workbench_search", `{"id":"c","predicates":[{"field":"n","op":"eq","value":"one"}]}`)
 }
 
@@ -400,11 +403,16 @@ func TestQueryScope(t *testing.T) {
 			}
 		})
 	}
-	// A staging workbench is invisible even by id; so is a missing one.
-	for _, tool := range []string{"workbench_search", "workbench_catalog"} {
-		for _, id := range []string{"wb0", "nope"} {
-			m, ok := call(t, s, tool, `{"id":"`+id+`"}`)
-			qErr(t, m, ok, "NotFound", false, "source", "path")
+	// A staging workbench is invisible even by id; so is a missing one:
+	// both are empty scopes, not NotFound (TestQueryMissingWorkbenchIsEmpty).
+	for _, id := range []string{"wb0", "nope"} {
+		m := mustCall(t, s, "workbench_search", `{"id":"`+id+`"}`)
+		if qNum(m["match_count"]) != "0" {
+			t.Fatalf("search of %s: %v", id, m)
+		}
+		m = mustCall(t, s, "workbench_catalog", `{"id":"`+id+`"}`)
+		if m["catalog_empty"] != true {
+			t.Fatalf("catalog of %s: %v", id, m)
 		}
 	}
 	// Hits outside the sections have section null and the whole path as
@@ -451,7 +459,6 @@ func TestQuerySortOrder(t *testing.T) {
 		{`[{"field":"logical_size","direction":"desc"}]`, []string{"a/outputs/z", "b/outputs/n", "b/outputs/m", "b/outputs/a/x", "b/outputs/a-b/x"}},
 		{`[{"field":"rank","direction":"desc"},{"field":"logical_size"}]`, []string{"b/outputs/a-b/x", "b/outputs/a/x", "a/outputs/z", "b/outputs/n", "b/outputs/m"}},
 		{`[{"field":"path","direction":"desc"}]`, []string{"a/outputs/z", "b/outputs/n", "b/outputs/m", "b/outputs/a/x", "b/outputs/a-b/x"}},
-		{`[{"field":"nope"}]`, []string{"a/outputs/z", "b/outputs/a/x", "b/outputs/a-b/x", "b/outputs/m", "b/outputs/n"}},
 	} {
 		t.Run(tc.sort, func(t *testing.T) {
 			m := mustCall(t, s, "workbench_search", `{"sort":`+tc.sort+`}`)
@@ -460,4 +467,74 @@ func TestQuerySortOrder(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A field id outside the scope's catalog is refused wherever a query
+// names it, as the reference's server refuses it: InvalidState "unknown
+// query field" with the server's details, never an empty or null result.
+func TestQueryUnknownFields(t *testing.T) {
+	s := newService(t)
+	workbench.SeedQueryWorkbench(t, s, "w", qFile("outputs/a", "x", qUint("n", 1)))
+	for _, tc := range []struct{ tool, input string }{
+		{"workbench_search", `{"predicates":[{"field":"nope","op":"eq","value":1}]}`},
+		{"workbench_search", `{"predicates":[{"field":"nope","op":"not_exists"}]}`},
+		{"workbench_search", `{"sort":[{"field":"nope"}]}`},
+		{"workbench_search", `{"fields":["n","nope"]}`},
+		{"workbench_search", `{"facets":["nope"]}`},
+		{"workbench_search", `{"id":"w","fields":["artifact.producer"]}`},
+		{"workbench_aggregate", `{"group_by":["nope"],"measures":[{"name":"c","op":"count"}]}`},
+		{"workbench_aggregate", `{"measures":[{"name":"c","op":"count","field":"nope"}]}`},
+		{"workbench_aggregate", `{"measures":[{"name":"s","op":"sum","field":"nope"}]}`},
+		{"workbench_aggregate", `{"predicates":[{"field":"nope","op":"exists"}],"measures":[{"name":"c","op":"count"}]}`},
+		// A missing workbench is an empty scope: only the built-ins.
+		{"workbench_search", `{"id":"missing","fields":["n"]}`},
+	} {
+		t.Run(tc.tool+" "+tc.input, func(t *testing.T) {
+			m, ok := call(t, s, tc.tool, tc.input)
+			qErr(t, m, ok, "InvalidState", false, qServerKeys...)
+			if msg, _ := m["message"].(string); !strings.HasPrefix(msg, "unknown query field ") {
+				t.Fatalf("message %q", msg)
+			}
+			if d := m["details"].(map[string]any); d["code"] != "InvalidArgument" || d["conflict"] != nil || d["current_generation"] != nil {
+				t.Fatalf("details %v", d)
+			}
+		})
+	}
+	// Known fields, custom and built-in, still work.
+	mustCall(t, s, "workbench_search", `{"fields":["n","path"],"facets":["n"],"sort":[{"field":"n"}],"predicates":[{"field":"n","op":"exists"}]}`)
+}
+
+// A workbench that does not exist is an empty scope for the query tools,
+// as in the reference: search finds nothing, aggregate has its one empty
+// group, the catalog is empty. Not NotFound.
+func TestQueryMissingWorkbenchIsEmpty(t *testing.T) {
+	s := newService(t)
+	workbench.SeedQueryWorkbench(t, s, "w", qFile("outputs/a", "x"))
+	for _, id := range []string{"missing", "never-written"} {
+		got := qSearch(t, s, `{"id":"`+id+`","section":"outputs","predicates":[{"field":"logical_size","op":"gt","value":0}],"fields":["path"],"facets":["content_type"]}`)
+		want := `{"facets":[{"distinct_count":0,"field":"content_type","truncated":false,"values":[]}],"match_count":0,"matches":[],"next_cursor":null,"path":"/agents/test/wb/` + id + `/outputs","status":"success","truncated":false}`
+		if got != want {
+			t.Fatalf("search:\ngot  %s\nwant %s", got, want)
+		}
+		got = qAggregate(t, s, `{"id":"`+id+`","measures":[{"name":"n","op":"count"},{"name":"s","op":"sum","field":"logical_size"}]}`)
+		want = `{"group_count":1,"groups":[{"key":{},"values":{"n":0,"s":null}}],"input_match_count":0,"path":"/agents/test/wb/` + id + `","row_count":0,"status":"success","truncated":false}`
+		if got != want {
+			t.Fatalf("aggregate:\ngot  %s\nwant %s", got, want)
+		}
+		got = qCatalog(t, s, `{"id":"`+id+`"}`)
+		want = `{"catalog":{"facetable":[],"facets":[],"filterable":[],"sortable":[]},"catalog_empty":true,"child_catalogs":[],"path":"/agents/test/wb/` + id + `","status":"success"}`
+		if got != want {
+			t.Fatalf("catalog:\ngot  %s\nwant %s", got, want)
+		}
+	}
+}
+
+// qSearch runs a search and returns its raw result text.
+func qSearch(t *testing.T, s *workbench.Service, input string) string {
+	t.Helper()
+	out, ok := s.Call(context.Background(), "workbench_search", []byte(input))
+	if !ok {
+		t.Fatalf("search %s failed: %s", input, out)
+	}
+	return string(out)
 }

@@ -53,6 +53,9 @@ type readInput struct {
 	format string // "structured" (the default) or "bytes"
 	limit  uint64 // Limit or defaultReadLimit
 	start  uint64 // the page's first record or byte: offset or cursor
+	// pageErr is what is wrong with offset and cursor, held back until
+	// after the not-modified check when if_none_match is given.
+	pageErr *Error
 }
 
 func (in *readInput) resolve(*Service) *Error {
@@ -67,7 +70,10 @@ func (in *readInput) resolve(*Service) *Error {
 	if werr != nil {
 		return werr
 	}
-	in.scope = readScope{id: id, comps: comps, at: in.AtSnapshot}
+	if werr := checkAtSnapshot(in.AtSnapshot); werr != nil {
+		return werr
+	}
+	in.scope = readScope{id: id, comps: comps, section: in.Section, rel: in.Path, at: in.AtSnapshot}
 	in.format = "structured"
 	if in.Format != nil {
 		in.format = *in.Format
@@ -79,6 +85,16 @@ func (in *readInput) resolve(*Service) *Error {
 	if in.limit == 0 {
 		return InvalidArguments("limit must be positive")
 	}
+	in.pageErr = in.resolvePage()
+	if in.IfNoneMatch == nil {
+		return in.pageErr
+	}
+	return nil
+}
+
+// resolvePage checks offset and cursor against the format and sets start.
+func (in *readInput) resolvePage() *Error {
+	var werr *Error
 	switch in.format {
 	case "structured":
 		if in.Offset != 0 {
@@ -118,8 +134,9 @@ func (in *readInput) resolve(*Service) *Error {
 //
 // if_none_match short-circuits: when the path is an artifact whose
 // generation equals it, the result is only the header, not_modified true
-// and the generation, and no body is fetched. Otherwise the read proceeds
-// as if it were not given.
+// and the generation, and no body is fetched. That check comes first: an
+// offset or cursor the page would refuse does not stop a not-modified
+// answer. Otherwise the read proceeds as if it were not given.
 //
 // A path that is not an artifact (missing, a directory or a section), or
 // a workbench that does not exist, is NotFound with the logical path. A
@@ -149,6 +166,9 @@ func (s *Service) readTool(ctx context.Context, in *readInput) (map[string]any, 
 		res["not_modified"] = true
 		res["generation"] = e.Generation
 		return res, nil
+	}
+	if in.pageErr != nil {
+		return nil, in.pageErr
 	}
 	body, werr := v.body(ctx, e)
 	if werr != nil {
@@ -293,8 +313,14 @@ func textLines(s string) []any {
 //   - mapping keys are the text of scalar keys (so `1: x` has key "1"); a
 //     collection as a key is an error; a repeated key keeps its last
 //     value; "<<" is an ordinary key (no merge);
-//   - aliases are expanded, within a bound on nesting depth (128) and on
-//     the number of nodes produced (1,000,000).
+//   - aliases are expanded, within bounds on what the expansion may
+//     produce, so that a small body cannot expand without limit ("billion
+//     laughs"): nesting depth (128), nodes produced (1,000,000), nodes
+//     produced through aliases (100,000), and bytes of scalar and key
+//     text produced (the body's own size or 16 MiB, whichever is more; a
+//     body without aliases never produces more text than it holds). A
+//     body past a bound is StructuredDecodeFailed, never a result of
+//     unbounded size.
 func decodeYAML(body []byte) (any, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(body))
 	var doc yaml.Node
@@ -311,25 +337,52 @@ func decodeYAML(body []byte) (any, error) {
 		}
 		return nil, errors.New("a YAML body must hold exactly one document")
 	}
-	c := &yamlConverter{budget: yamlMaxNodes}
+	c := &yamlConverter{nodes: yamlMaxNodes, aliasNodes: yamlMaxAliasNodes, bytes: max(len(body), yamlMaxBytes)}
 	return c.value(&doc, 0)
 }
 
 const (
-	yamlMaxDepth = 128
-	yamlMaxNodes = 1_000_000
+	yamlMaxDepth      = 128
+	yamlMaxNodes      = 1_000_000
+	yamlMaxAliasNodes = 100_000
+	yamlMaxBytes      = 16 << 20
 )
 
+// yamlConverter turns nodes into values within what is left of its
+// budgets: nodes, nodes reached through an alias, and bytes of scalar and
+// key text.
 type yamlConverter struct {
-	budget int
+	nodes, aliasNodes, bytes int
+	// inAlias counts the aliases being expanded on the current path.
+	inAlias int
+}
+
+// spend charges one node and text bytes of scalar or key text.
+func (c *yamlConverter) spend(text int) error {
+	if c.nodes--; c.nodes < 0 {
+		return fmt.Errorf("YAML expands to more than %d nodes", yamlMaxNodes)
+	}
+	if c.inAlias > 0 {
+		if c.aliasNodes--; c.aliasNodes < 0 {
+			return fmt.Errorf("YAML aliases expand to more than %d nodes", yamlMaxAliasNodes)
+		}
+	}
+	if c.bytes -= text; c.bytes < 0 {
+		return errors.New("YAML expands to more text than the body's size or 16 MiB")
+	}
+	return nil
 }
 
 func (c *yamlConverter) value(n *yaml.Node, depth int) (any, error) {
 	if depth > yamlMaxDepth {
 		return nil, fmt.Errorf("YAML nesting deeper than %d levels", yamlMaxDepth)
 	}
-	if c.budget--; c.budget < 0 {
-		return nil, fmt.Errorf("YAML expands to more than %d nodes", yamlMaxNodes)
+	text := 0
+	if n.Kind == yaml.ScalarNode {
+		text = len(n.Value)
+	}
+	if err := c.spend(text); err != nil {
+		return nil, err
 	}
 	switch n.Kind {
 	case yaml.DocumentNode:
@@ -341,7 +394,10 @@ func (c *yamlConverter) value(n *yaml.Node, depth int) (any, error) {
 		if n.Alias == nil {
 			return nil, fmt.Errorf("line %d: unknown YAML alias", n.Line)
 		}
-		return c.value(n.Alias, depth+1)
+		c.inAlias++
+		v, err := c.value(n.Alias, depth+1)
+		c.inAlias--
+		return v, err
 	case yaml.SequenceNode:
 		if err := yamlCheckTag(n, "!!seq"); err != nil {
 			return nil, err
@@ -363,6 +419,9 @@ func (c *yamlConverter) value(n *yaml.Node, depth int) (any, error) {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, err := yamlKey(n.Content[i])
 			if err != nil {
+				return nil, err
+			}
+			if err := c.spend(len(k)); err != nil {
 				return nil, err
 			}
 			v, err := c.value(n.Content[i+1], depth+1)

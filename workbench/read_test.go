@@ -1,11 +1,14 @@
 package workbench_test
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/workbench"
@@ -383,6 +386,35 @@ func TestReadIfNoneMatch(t *testing.T) {
 	}
 }
 
+// The not-modified check comes first: a matching if_none_match answers
+// not_modified even when the cursor or offset is one the page would
+// refuse; a generation that differs reads the page, and refuses them.
+func TestReadNotModifiedBeforePageChecks(t *testing.T) {
+	s := newService(t)
+	putFiles(t, s, "wb", workbench.SeedFile{Path: "outputs/a.txt", ContentType: "text/plain", Body: []byte("v1\n")})
+	for _, page := range []string{
+		`"cursor":"junk"`,
+		`"cursor":"b:1"`,
+		`"cursor":"r:99"`,
+		`"offset":3`,
+		`"format":"bytes","offset":1,"cursor":"b:1"`,
+		`"format":"bytes","cursor":"r:0"`,
+	} {
+		t.Run(page, func(t *testing.T) {
+			r := mustCall(t, s, "workbench_read", `{"id":"wb","section":"outputs","path":"a.txt","if_none_match":1,`+page+`}`)
+			wantMembers(t, r, map[string]any{"not_modified": true, "generation": 1})
+			rr, ok := call(t, s, "workbench_read", `{"id":"wb","section":"outputs","path":"a.txt","if_none_match":2,`+page+`}`)
+			if ok || rr["code"] != "InvalidArguments" {
+				t.Fatalf("changed generation: %v", rr)
+			}
+			rr, ok = call(t, s, "workbench_read", `{"id":"wb","section":"outputs","path":"a.txt",`+page+`}`)
+			if ok || rr["code"] != "InvalidArguments" {
+				t.Fatalf("no if_none_match: %v", rr)
+			}
+		})
+	}
+}
+
 func TestReadErrors(t *testing.T) {
 	b := mem.NewBucket()
 	s := newServiceOn(t, b, workbench.Options{})
@@ -422,4 +454,92 @@ func TestReadErrors(t *testing.T) {
 	// The cheap paths still work on the big file.
 	mustCall(t, small, "workbench_stat", `{"id":"wb","section":"outputs","path":"big.txt"}`)
 	mustCall(t, small, "workbench_read", `{"id":"wb","section":"outputs","path":"big.txt","if_none_match":1}`)
+}
+
+// yamlLaughs is a "billion laughs" body: nine levels of aliases, each
+// naming the level below nine times, 9^9 (387,420,489) scalars expanded
+// from a few hundred bytes.
+func yamlLaughs() string {
+	body := `a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]` + "\n"
+	for c := 'b'; c <= 'i'; c++ {
+		p := string(c - 1)
+		body += fmt.Sprintf("%c: &%c [*%s, *%s, *%s, *%s, *%s, *%s, *%s, *%s, *%s]\n", c, c, p, p, p, p, p, p, p, p, p)
+	}
+	return body
+}
+
+// yamlRepeat is a body of about 36 KB whose aliases name one 20 KB
+// string 4,000 times: few nodes, 80 MB of text once expanded.
+func yamlRepeat() string {
+	var b strings.Builder
+	b.WriteString("s: &s \"" + strings.Repeat("x", 20<<10) + "\"\nl: [")
+	for i := range 4000 {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("*s")
+	}
+	b.WriteString("]\n")
+	return b.String()
+}
+
+// A YAML body's expansion is bounded in nodes, in nodes reached through
+// aliases and in bytes of text, so a small body that expands without
+// bound is StructuredDecodeFailed, quickly, instead of a result of
+// unbounded size or an exhausted memory. BenchmarkReadYAMLBomb measures
+// the memory a refusal costs.
+func TestReadYAMLBounded(t *testing.T) {
+	s := newService(t)
+	putFiles(t, s, "wb",
+		workbench.SeedFile{Path: "outputs/laughs.yaml", ContentType: "text/yaml", Body: []byte(yamlLaughs())},
+		workbench.SeedFile{Path: "outputs/repeat.yaml", ContentType: "text/yaml", Body: []byte(yamlRepeat())},
+		// Anchors used as configuration files use them still read.
+		workbench.SeedFile{Path: "outputs/anchors.yaml", ContentType: "text/yaml", Body: []byte(
+			"base: &base {image: x, replicas: 2}\nweb: {<<: *base, port: 80}\nworker: *base\nlist: [*base, *base]\n")},
+	)
+	for _, path := range []string{"laughs.yaml", "repeat.yaml"} {
+		t.Run(path, func(t *testing.T) {
+			start := time.Now()
+			r, ok := call(t, s, "workbench_read", `{"id":"wb","section":"outputs","path":"`+path+`"}`)
+			wantToolError(t, r, ok, "StructuredDecodeFailed", false, "", map[string]any{"path": "outputs/" + path, "format": "yaml"})
+			// Generous: the refusal takes milliseconds; without the bounds
+			// it took minutes or ran out of memory.
+			if d := time.Since(start); d > 10*time.Second {
+				t.Fatalf("refusal took %v", d)
+			}
+		})
+	}
+	r := mustCall(t, s, "workbench_read", `{"id":"wb","section":"outputs","path":"anchors.yaml"}`)
+	want := `[{"base":{"image":"x","replicas":2},"list":[{"image":"x","replicas":2},{"image":"x","replicas":2}],"web":{"<<":{"image":"x","replicas":2},"port":80},"worker":{"image":"x","replicas":2}}]`
+	if got := readItems(t, r, 0); got != want {
+		t.Fatalf("anchors:\n got %s\nwant %s", got, want)
+	}
+}
+
+// BenchmarkReadYAMLBomb reads the two expanding bodies of
+// TestReadYAMLBounded and reports the bytes a refusal allocates
+// (alloc-MiB/op, from runtime.ReadMemStats: an upper bound on the heap it
+// can grow by). It fails past 64 MiB.
+func BenchmarkReadYAMLBomb(b *testing.B) {
+	for name, body := range map[string]string{"laughs": yamlLaughs(), "repeat": yamlRepeat()} {
+		b.Run(name, func(b *testing.B) {
+			s := newService(b)
+			putFiles(b, s, "wb", workbench.SeedFile{Path: "outputs/bomb.yaml", ContentType: "text/yaml", Body: []byte(body)})
+			in := []byte(`{"id":"wb","section":"outputs","path":"bomb.yaml"}`)
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for b.Loop() {
+				if _, ok := s.Call(context.Background(), "workbench_read", in); ok {
+					b.Fatal("the bomb was read")
+				}
+			}
+			runtime.ReadMemStats(&after)
+			perOp := float64(after.TotalAlloc-before.TotalAlloc) / float64(b.N) / (1 << 20)
+			b.ReportMetric(perOp, "alloc-MiB/op")
+			if perOp > 64 {
+				b.Fatalf("a refusal allocates %.1f MiB, want under 64 MiB", perOp)
+			}
+		})
+	}
 }

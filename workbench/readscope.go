@@ -16,6 +16,9 @@ import (
 type readScope struct {
 	id    string
 	comps []string
+	// section and rel are the request's section and path ("" when absent
+	// or null), which results echo as their scope.
+	section, rel string
 	// at is at_snapshot as the caller gave it (json.Number or string);
 	// nil for a live read.
 	at any
@@ -47,7 +50,20 @@ func (in *scopeInput) resolve(*Service) *Error {
 	if werr != nil {
 		return werr
 	}
-	in.scope = readScope{id: id, comps: comps, at: in.AtSnapshot}
+	if werr := checkAtSnapshot(in.AtSnapshot); werr != nil {
+		return werr
+	}
+	in.scope = readScope{id: id, comps: comps, section: in.Section, rel: in.Path, at: in.AtSnapshot}
+	return nil
+}
+
+// checkAtSnapshot applies the tool layer's rule to an at_snapshot
+// selector: a snapshot name must not be empty (the schema admits any
+// string; ids are non-negative integers by the schema).
+func checkAtSnapshot(at any) *Error {
+	if name, ok := at.(string); ok && name == "" {
+		return InvalidArguments("at_snapshot name must not be empty")
+	}
 	return nil
 }
 
@@ -67,11 +83,12 @@ func (s *Service) openScopeView(ctx context.Context, sc readScope, reads viewRea
 }
 
 // header returns the members every read-scope result begins with:
-// workbench_id, workbench_path, and the section, relative_path and
-// presentation path of the addressed path, plus at_snapshot when a
-// snapshot was selected.
+// workbench_id, workbench_path, the section and relative_path of the
+// request as given (null when absent: with section null a path's first
+// component is not taken for a section), the presentation path of the
+// addressed path, and at_snapshot when a snapshot was selected.
 func (s *Service) header(sc readScope) map[string]any {
-	section, rel := projection(sc.comps)
+	section, rel := requestScope(sc.section, sc.rel)
 	m := map[string]any{
 		"workbench_id":   sc.id,
 		"workbench_path": WorkbenchPath(s.logical, sc.id),
@@ -83,6 +100,18 @@ func (s *Service) header(sc readScope) map[string]any {
 		m["at_snapshot"] = sc.at
 	}
 	return m
+}
+
+// requestScope returns the section and relative_path a result echoes
+// for a request's section and path: each as given, null when "".
+func requestScope(section, path string) (sec, rel any) {
+	if section != "" {
+		sec = section
+	}
+	if path != "" {
+		rel = path
+	}
+	return sec, rel
 }
 
 // projection returns the section and relative path a result shows for a

@@ -149,6 +149,11 @@ func (s *Service) searchTool(ctx context.Context, in *searchInput) (map[string]a
 			return nil, werr
 		}
 	}
+	for _, ids := range [][]string{fields, facets} {
+		if werr := checkQueryFieldsKnown(ids, d.types); werr != nil {
+			return nil, werr
+		}
+	}
 
 	matches := filterQueryRows(d.rows, preds)
 	sortQueryRows(matches, keys)

@@ -274,9 +274,10 @@ func TestStatCards(t *testing.T) {
 			"relative_path": "report.txt", "kind": "file", "size_bytes": 25, "generation": 1,
 			"content_type": "text/plain", "digest_uri": workbench.DigestURI([]byte("Hello world\nsecond\nthird\n")),
 		})
-		// Addressing the same file without a section projects it the same way.
+		// Addressing the same file without a section gives the same card;
+		// the result echoes the request's scope (TestReadScopeEchoesRequest).
 		r2 := mustCall(t, s, "workbench_stat", `{"id":"wb-main","path":"outputs/report.txt"}`)
-		if fmt.Sprint(r2) != fmt.Sprint(r) {
+		if fmt.Sprint(r2["card"]) != fmt.Sprint(r["card"]) || r2["path"] != r["path"] {
 			t.Errorf("section-less stat\n got %v\nwant %v", r2, r)
 		}
 	})
@@ -569,5 +570,73 @@ func TestLostHeadIsNotEmpty(t *testing.T) {
 	}
 	if st := cb.Snapshot(); st.Put.Requests+st.Delete.Requests != 0 {
 		t.Fatalf("calls on a store with a lost head wrote: %+v", st)
+	}
+}
+
+// at_snapshot on the read tools: an empty name is InvalidArguments; a
+// snapshot that resolves to nothing is NotFound with the server's details,
+// as the reference's read paths report the server's miss (SnapshotNotFound
+// belongs to the snapshot tools' own lookups).
+func TestReadToolsAtUnknownSnapshot(t *testing.T) {
+	s := newService(t)
+	putFiles(t, s, "wb", workbench.SeedFile{Path: "outputs/a.txt", ContentType: "text/plain", Body: []byte("a")})
+	for _, tool := range []string{"workbench_stat", "workbench_list", "workbench_read"} {
+		for _, at := range []string{`7`, `"frozen"`} {
+			t.Run(tool+" "+at, func(t *testing.T) {
+				r, ok := call(t, s, tool, `{"id":"wb","section":"outputs","path":"a.txt","at_snapshot":`+at+`}`)
+				if ok || r["code"] != "NotFound" || r["retryable"] != false {
+					t.Fatalf("got %v, want NotFound", r)
+				}
+				d := r["details"].(map[string]any)
+				if d["code"] != "NotFound" || d["source"] != workbench.Source {
+					t.Fatalf("details %v", d)
+				}
+			})
+		}
+		t.Run(tool+" empty name", func(t *testing.T) {
+			r, ok := call(t, s, tool, `{"id":"wb","section":"outputs","path":"a.txt","at_snapshot":""}`)
+			wantToolError(t, r, ok, "InvalidArguments", false, "", map[string]any{})
+		})
+	}
+}
+
+// With section null, stat, list and grep echo the request's scope:
+// section null and relative_path the path as given, even when its first
+// component names a section; the presentation path, cards and entries are
+// those of the stored path. With a section, both are echoed as given.
+func TestReadScopeEchoesRequest(t *testing.T) {
+	s := newService(t)
+	putFiles(t, s, "wb", workbench.SeedFile{Path: "outputs/dir/a.txt", ContentType: "text/plain", Body: []byte("hit\n")})
+	for _, tc := range []struct {
+		tool, args string
+		section    any
+		rel        any
+		path       string
+	}{
+		{"workbench_stat", `"path":"outputs/dir/a.txt"`, nil, "outputs/dir/a.txt", "/agents/test/wb/wb/outputs/dir/a.txt"},
+		{"workbench_stat", `"section":null,"path":"outputs"`, nil, "outputs", "/agents/test/wb/wb/outputs"},
+		{"workbench_stat", `"section":"outputs","path":"dir"`, "outputs", "dir", "/agents/test/wb/wb/outputs/dir"},
+		{"workbench_list", `"path":"outputs/dir"`, nil, "outputs/dir", "/agents/test/wb/wb/outputs/dir"},
+		{"workbench_list", `"path":"outputs"`, nil, "outputs", "/agents/test/wb/wb/outputs"},
+		{"workbench_list", `"section":"outputs"`, "outputs", nil, "/agents/test/wb/wb/outputs"},
+		{"workbench_grep", `"path":"outputs/dir","pattern":"hit","recursive":true`, nil, "outputs/dir", "/agents/test/wb/wb/outputs/dir"},
+		{"workbench_grep", `"section":null,"path":"outputs","pattern":"hit","recursive":true`, nil, "outputs", "/agents/test/wb/wb/outputs"},
+		{"workbench_grep", `"section":"outputs","pattern":"hit","recursive":true`, "outputs", nil, "/agents/test/wb/wb/outputs"},
+	} {
+		t.Run(tc.tool+" "+tc.args, func(t *testing.T) {
+			r := mustCall(t, s, tc.tool, `{"id":"wb",`+tc.args+`}`)
+			if r["section"] != tc.section || r["relative_path"] != tc.rel || r["path"] != tc.path {
+				t.Fatalf("section %v relative_path %v path %v, want %v %v %s", r["section"], r["relative_path"], r["path"], tc.section, tc.rel, tc.path)
+			}
+		})
+	}
+	// Cards and matches still project the stored path.
+	r := mustCall(t, s, "workbench_stat", `{"id":"wb","path":"outputs/dir/a.txt"}`)
+	if c := r["card"].(map[string]any); c["section"] != "outputs" || c["relative_path"] != "dir/a.txt" {
+		t.Fatalf("card %v", c)
+	}
+	r = mustCall(t, s, "workbench_grep", `{"id":"wb","path":"outputs","pattern":"hit","recursive":true}`)
+	if m := r["matches"].([]any)[0].(map[string]any); m["section"] != "outputs" || m["relative_path"] != "dir/a.txt" {
+		t.Fatalf("match %v", m)
 	}
 }

@@ -29,8 +29,9 @@ func init() {
 // before or after TOOL.
 //
 // Exit status (see exit.go): 0 for a success result, 1 for an error result
-// (still printed), 2 for a usage error, 3 for a bucket that does not exist,
-// cannot be reached or refuses the credentials.
+// (still printed; an unknown TOOL is the UnknownTool error result), 2 for
+// a usage error, 3 for a bucket that does not exist, cannot be reached or
+// refuses the credentials.
 //
 // --bucket defaults to the embedded local-file bucket in ./cairn-data,
 // created if missing; any other bucket must exist. --agent (default
@@ -67,14 +68,18 @@ func runWorkbench(ctx context.Context, e *env, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
-	switch {
-	case fs.NArg() != 0:
+	if fs.NArg() != 0 {
 		return usageErr("unexpected argument %q", fs.Arg(0))
-	case !slices.Contains(workbench.Tools(), tool):
-		return usageErr("unknown tool %q", tool)
 	}
 	if err := nonEmptyFlags(fs, "agent", "bucket", "input"); err != nil {
 		return usageErr("%v", err)
+	}
+	if !slices.Contains(workbench.Tools(), tool) {
+		// A tool name is the request, not the command line: an unknown one
+		// is the UnknownTool error result, as the reference's CLI answers.
+		out, _ := workbench.MarshalResult(workbench.UnknownTool(tool).Envelope())
+		fmt.Fprintf(e.stdout, "%s\n", out)
+		return exitFailed
 	}
 
 	var raw []byte

@@ -141,7 +141,6 @@ func TestWorkbenchCommandDefaultBucket(t *testing.T) {
 func TestWorkbenchCommandUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"workbench"},
-		{"workbench", "workbench_nope"},
 		{"workbench", "--bogus", "workbench_stat"},
 		{"workbench", "workbench_stat", "extra"},
 		{"workbench", "--bucket", "nope://x", "workbench_stat"},
@@ -156,6 +155,25 @@ func TestWorkbenchCommandUsage(t *testing.T) {
 		code, out, errOut := runWith(t, `{"id":"x"}`, args...)
 		if code != 2 || out != "" || errOut == "" {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+	}
+}
+
+// An unknown tool name is the UnknownTool error envelope on standard
+// output, exit 1, before any bucket is opened; not a usage error.
+func TestWorkbenchCommandUnknownTool(t *testing.T) {
+	for _, tool := range []string{"workbench_nope", "stat", "WORKBENCH_STAT"} {
+		code, out, _ := runWith(t, `{"id":"x"}`, "workbench", "--bucket", "nope://x", tool)
+		if code != 1 {
+			t.Fatalf("%s: exit %d, want 1", tool, code)
+		}
+		m := decodeLine(t, out)
+		details, _ := m["details"].(map[string]any)
+		if m["status"] != "error" || m["code"] != "UnknownTool" || m["retryable"] != false || len(details) != 1 || details["tool"] != tool {
+			t.Fatalf("%s: %v", tool, m)
+		}
+		if msg, _ := m["message"].(string); msg == "" {
+			t.Fatalf("%s: empty message", tool)
 		}
 	}
 }
