@@ -27,6 +27,10 @@ type candidate struct {
 	indexes   map[digest.Hash]*shards.Index
 	tables    map[digest.Hash]*roots.Table
 	deltas    map[digest.Hash]*shards.Delta
+	// superseded are the parent's objects (shards, pages, indexes,
+	// tables, deltas) this candidate replaces: once it lands, the caches
+	// drop them (see forget).
+	superseded []digest.Hash
 }
 
 type write struct {
@@ -71,6 +75,11 @@ func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonc
 		muts, err := s.foldDeltas(ctx, sn, state)
 		if err != nil {
 			return nil, err
+		}
+		if sn != nil {
+			for _, d := range sn.root.Deltas {
+				c.superseded = append(c.superseded, d.Ref.Hash)
+			}
 		}
 		root.Deltas = nil
 		at := shards.ExpiryClock{Sequence: root.Sequence, Time: now, DedupeWindow: s.opts.DedupeWindow}

@@ -331,6 +331,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 	if !landed {
 		return false, fmt.Errorf("head: lost the race for sequence %d", seq)
 	}
+	s.forget(cand.superseded)
 	s.noticeDeltas(cand.root)
 	if s.opts.Check {
 		if err := s.checkLanded(ctx, cand.rootRef.Hash); err != nil {

@@ -72,6 +72,9 @@ func (s *Store) buildFamily(ctx context.Context, sn *Snapshot, f shards.Family, 
 		if err != nil {
 			return roots.FamilyRef{}, false, err
 		}
+		if pf, ok := sn.root.Family(f); ok {
+			c.superseded = append(c.superseded, pf.Table.Hash) // a fold of f always writes a new table or none
+		}
 		if old != nil {
 			for _, e := range old.Entries {
 				entries[e.Shard] = e
@@ -98,6 +101,9 @@ func (s *Store) buildFamily(ctx context.Context, sn *Snapshot, f shards.Family, 
 	}
 	for i, idx := range idxs {
 		r := results[i]
+		if old, present := entries[idx]; present {
+			c.superseded = append(c.superseded, s.replaced(old, r)...)
+		}
 		if !r.ok {
 			delete(entries, idx)
 			continue
@@ -133,6 +139,46 @@ func (s *Store) buildFamily(ctx context.Context, sn *Snapshot, f shards.Family, 
 	c.tables[ref.Hash] = t
 	c.writes = append(c.writes, write{s.layout.Table(ref.Hash), b})
 	return roots.FamilyRef{Family: f, Table: ref, Shards: uint16(len(t.Entries)), Records: t.Records()}, true, nil
+}
+
+// replaced returns the hashes of the objects of the old entry of a shard
+// that its rebuild r no longer names: the old leaf, or the old index and
+// those of its pages the new index does not keep. An old index that is
+// not cached any more is left to the LRU.
+func (s *Store) replaced(old roots.Entry, r shardBuild) []digest.Hash {
+	if r.ok && r.entry == old {
+		return nil
+	}
+	if !old.Index {
+		return []digest.Hash{old.Ref.Hash}
+	}
+	out := []digest.Hash{old.Ref.Hash}
+	x, ok := s.indexes.Get(old.Ref.Hash)
+	if !ok {
+		return out
+	}
+	kept := map[digest.Hash]bool{}
+	if r.index != nil {
+		for i := range r.index.Len() {
+			kept[r.index.Page(i).Ref.Hash] = true
+		}
+	}
+	for i := range x.Len() {
+		if h := x.Page(i).Ref.Hash; !kept[h] {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// forget drops from the caches the objects a landed candidate superseded.
+func (s *Store) forget(hs []digest.Hash) {
+	for _, h := range hs {
+		s.objects.Remove(h)
+		s.indexes.Remove(h)
+		s.tables.Remove(h)
+		s.deltas.Remove(h)
+	}
 }
 
 // shardBuild is one shard's share of a fold: its new table entry (ok

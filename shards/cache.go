@@ -109,6 +109,18 @@ func (c *Cache[V]) Add(h digest.Hash, v V) bool {
 	return true
 }
 
+// Remove drops the value cached under h, if any. A writer calls it for
+// objects its commit superseded, so that the budget goes to the live ones;
+// a reader that still needs one loads it again.
+func (c *Cache[V]) Remove(h digest.Hash) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.lru.Peek(h); ok {
+		c.lru.Remove(h)
+		c.used -= e.size
+	}
+}
+
 // Stats returns the cache's counters.
 func (c *Cache[V]) Stats() CacheStats {
 	c.mu.Lock()

@@ -55,6 +55,26 @@ func TestCacheByteBudgetEvictsLRU(t *testing.T) {
 	}
 }
 
+// TestCacheRemove: a removed entry is gone and its bytes are free; removing
+// a missing one changes nothing.
+func TestCacheRemove(t *testing.T) {
+	c := shards.NewCache(100, strSize)
+	a, b := fmt.Sprintf("%030d", 1), fmt.Sprintf("%030d", 2)
+	c.Add(h(a), a)
+	c.Add(h(b), b)
+	c.Remove(h(a))
+	c.Remove(h("absent"))
+	if _, ok := c.Get(h(a)); ok {
+		t.Fatal("removed entry still cached")
+	}
+	if v, ok := c.Get(h(b)); !ok || v != b {
+		t.Fatal("the other entry went too")
+	}
+	if st := c.Stats(); st.Entries != 1 || st.Bytes != 30 || st.Evictions != 0 {
+		t.Fatalf("stats after Remove = %+v", st)
+	}
+}
+
 func TestCacheRefusesValueLargerThanBudget(t *testing.T) {
 	c := shards.NewCache(100, strSize)
 	c.Add(h("small"), "small")
