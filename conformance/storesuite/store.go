@@ -307,6 +307,8 @@ func Run(ctx context.Context, shared bucket.Bucket, scenario string, opts Option
 	// replicas' writes off, let the late writes in flight land, and only
 	// then audit.
 	r.fenced.Store(true)
+	r.fenceInflight.Lock() // the writes already past the fence have finished
+	r.fenceInflight.Unlock()
 	r.late.Wait()
 	err = r.audit()
 	r.close()

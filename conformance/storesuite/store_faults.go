@@ -39,15 +39,22 @@ func (c *storeCASCounter) Put(ctx context.Context, key string, body []byte, cond
 }
 
 // storeFence refuses the replicas' writes once the clients are done, so
-// that nothing lands while the auditor reads.
+// that nothing lands while the auditor reads. A write holds inflight's
+// read lock while it is with the store, so that the closer, which takes
+// the write lock after closing, waits for the writes already past the
+// fence to finish: one of them could otherwise land after the audit's
+// pin.
 type storeFence struct {
 	bucket.Bucket
-	closed *atomic.Bool
+	closed   *atomic.Bool
+	inflight *sync.RWMutex
 }
 
 var errStoreFenced = errors.New("conformance: the run is over")
 
 func (f *storeFence) Put(ctx context.Context, key string, body []byte, cond bucket.Condition) (bucket.Attrs, error) {
+	f.inflight.RLock()
+	defer f.inflight.RUnlock()
 	if f.closed.Load() {
 		return bucket.Attrs{}, fmt.Errorf("conformance: put %q: %w: %w", key, errStoreFenced, bucket.ErrUnavailable)
 	}
@@ -55,6 +62,8 @@ func (f *storeFence) Put(ctx context.Context, key string, body []byte, cond buck
 }
 
 func (f *storeFence) Delete(ctx context.Context, key string, cond bucket.Condition) error {
+	f.inflight.RLock()
+	defer f.inflight.RUnlock()
 	if f.closed.Load() {
 		return fmt.Errorf("conformance: delete %q: %w: %w", key, errStoreFenced, bucket.ErrUnavailable)
 	}

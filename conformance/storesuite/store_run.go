@@ -55,8 +55,9 @@ type storeRun struct {
 	// the fence that stops the replicas' writes once the clients are done.
 	landed, conflicts atomic.Int64
 	fenced            atomic.Bool
-	initial           uint64 // the head sequence before the clients start
-	landed0           int64  // landed conditional head puts before the clients start
+	fenceInflight     sync.RWMutex // see storeFence
+	initial           uint64       // the head sequence before the clients start
+	landed0           int64        // landed conditional head puts before the clients start
 	nextID            atomic.Uint64
 	late              sync.WaitGroup // late-landing writes in flight
 
@@ -137,7 +138,7 @@ func (r *storeRun) setup(seed uint64) error {
 			base = b
 		}
 		rep.cas = &storeCASCounter{Bucket: base, head: rep.head, landed: &r.landed, conflicts: &r.conflicts}
-		rep.fence = &storeFence{Bucket: rep.cas, closed: &r.fenced}
+		rep.fence = &storeFence{Bucket: rep.cas, closed: &r.fenced, inflight: &r.fenceInflight}
 		rep.ctx, rep.cancel = context.WithCancel(r.ctx)
 		rep.arm(false)
 		r.replicas = append(r.replicas, rep)
