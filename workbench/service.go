@@ -252,3 +252,9 @@ func (s *Service) call(ctx context.Context, name string, input []byte) (map[stri
 	res["status"] = "success"
 	return res, nil
 }
+
+// CacheStats reports the engine's caches of decoded objects: shard
+// objects and pages, tables, roots.
+func (s *Service) CacheStats() (objects, tables, roots shards.CacheStats) {
+	return s.store.CacheStats()
+}

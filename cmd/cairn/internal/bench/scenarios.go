@@ -126,6 +126,8 @@ func (r *sizeRun) putNew(ctx context.Context) ([]Row, error) {
 		return nil, err
 	}
 	row.note("%s besides the 2 KiB body", size(row.BytesWritten-int64(len(putBody))))
+	objs, _, _ := r.warm.svc.CacheStats()
+	row.note("cache %s of %s in %d objects, %d evicted", size(objs.Bytes), size(objs.Budget), objs.Entries, objs.Evictions)
 	return []Row{row}, nil
 }
 
