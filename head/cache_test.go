@@ -38,3 +38,36 @@ func TestFoldForgetsWhatItReplaced(t *testing.T) {
 	}
 	rqMustGet(t, rqPin(t, s), f, 7, rqValue(f, 7, 99))
 }
+
+// TestFold: Fold folds a root's deltas however few, and is a no-op on a
+// root without any.
+func TestFold(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, mem.NewBucket(), shards.NewShardID(), head.Options{MaxDeltas: 32, MaxDeltaBytes: 1 << 20})
+	f := rqFamilies[0]
+	for i := range 5 {
+		if _, err := s.Do(ctx, rqPut(f, i, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(rqPin(t, s).Root().Deltas); n == 0 {
+		t.Fatal("no deltas to fold")
+	}
+	if err := s.Fold(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sn := rqPin(t, s)
+	if n := len(sn.Root().Deltas); n != 0 {
+		t.Fatalf("after Fold the root lists %d deltas", n)
+	}
+	seq := sn.Sequence()
+	if err := s.Fold(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := rqPin(t, s).Sequence(); got != seq {
+		t.Fatalf("Fold with nothing to fold committed: sequence %d -> %d", seq, got)
+	}
+	for i := range 5 {
+		rqMustGet(t, rqPin(t, s), f, i, rqValue(f, i, 0))
+	}
+}

@@ -83,6 +83,7 @@ type call struct {
 	ctx  context.Context
 	cmd  Command
 	fold bool // the Store's own fold: no command, see runFold
+	all  bool // with fold: fold whatever deltas the root lists (Fold)
 	done chan struct{}
 	once sync.Once
 	res  Result
@@ -269,7 +270,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 			continue
 		}
 		if c.fold {
-			fold = s.overDeltas(sn.root, 1)
+			fold = s.overDeltas(sn.root, 1) || (c.all && len(sn.root.Deltas) > 0)
 			continue
 		}
 		outs[i] = s.apply(ctx, sn, state, c.cmd, seq, now)

@@ -533,6 +533,24 @@ func (s *Store) takeFold() bool {
 	return due
 }
 
+// Fold folds every delta segment the current root lists into the base, in
+// a commit of its own, and returns when it has landed (or there was
+// nothing to fold). A bulk writer that raised MaxDeltas and MaxDeltaBytes
+// to fold less often calls it at the end, so that readers with the
+// default bounds do not read its long delta list.
+func (s *Store) Fold(ctx context.Context) error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	c := &call{ctx: ctx, fold: true, all: true, done: make(chan struct{})}
+	s.commitBatch([]*call{c}, nil) // finishes c, whatever the outcome
+	<-c.done
+	return c.err
+}
+
 // runFold folds the deltas of the current root into the base in a commit
 // of its own, with no command: it pins, builds in fold mode, stages and
 // writes the head like any commit, and retries on a lost race, so it is

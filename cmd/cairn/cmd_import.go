@@ -36,6 +36,22 @@ const (
 	// puts of an import are independent, so the fewer head writes the
 	// better.
 	importMaxBatch = 1024
+	// importParallel is the default of --parallel: enough puts in flight
+	// that a group commit carries a few hundred of them, so that the
+	// folds below come every few thousand files.
+	importParallel = 512
+	// importMaxDeltas and importDeltaBytes let an import's commits pile
+	// up more delta segments before a fold than the engine's defaults
+	// (16 and 256 KiB): a fold rewrites every page its records touch, and
+	// a batch of new files touches most pages of the lookup families, so
+	// the fewer folds, the fewer bytes. Readers meanwhile consult up to
+	// twice these bounds of deltas; importCacheBytes gives the import's
+	// own delta cache (an eighth of it) room for them. The import folds
+	// what is left when it ends (head.Store.Fold), so that readers with
+	// the default bounds never read the long list.
+	importMaxDeltas  = 32
+	importDeltaBytes = 16 << 20
+	importCacheBytes = 512 << 20
 	// importBytesInFlight bounds the file bytes read and not yet
 	// committed. A put holds about four copies of its body at its peak
 	// (the file, the JSON input, the decoded payload, the staged blocks),
@@ -80,7 +96,7 @@ func runImport(ctx context.Context, e *env, args []string) int {
 	section := fset.String("section", workbench.SectionInput, "section the files go to: "+strings.Join(workbench.Sections(), ", "))
 	replace := fset.Bool("replace", false, "overwrite paths that exist (default: report and skip them)")
 	keepGoing := fset.Bool("keep-going", false, "exit 0 even if some files were refused (they are still reported)")
-	parallel := fset.Int("parallel", 64, "puts in flight at once")
+	parallel := fset.Int("parallel", importParallel, "puts in flight at once")
 	interval := fset.Duration("commit-interval", 0, "least time between two head writes (the store's write rate for one object; GCS: 1s)")
 	quiet := fset.Bool("quiet", false, "no progress report")
 	fset.Usage = func() {
@@ -133,7 +149,8 @@ func runImport(ctx context.Context, e *env, args []string) int {
 	s, err := workbench.Open(ctx, b, workbench.Options{
 		AgentID:  *agent,
 		MaxBytes: workbench.DefaultMaxBytes,
-		Engine:   head.Options{MaxBatch: importMaxBatch, MinCommitInterval: *interval},
+		Engine: head.Options{MaxBatch: importMaxBatch, MinCommitInterval: *interval,
+			MaxDeltas: importMaxDeltas, MaxDeltaBytes: importDeltaBytes, CacheBytes: importCacheBytes},
 	})
 	if err != nil {
 		var werr *workbench.Error
@@ -174,6 +191,13 @@ func runImport(ctx context.Context, e *env, args []string) int {
 	if meter != nil {
 		meter.Stop()
 	}
+	// After an interruption too: fold the import's deltas, so that
+	// readers with the default bounds do not pay for its longer list.
+	foldCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	if err := s.Store().Fold(foldCtx); err != nil {
+		fmt.Fprintf(e.stderr, "cairn import: fold the last commits: %v (the next commit folds them)\n", err)
+	}
+	cancel()
 	wall := time.Since(start)
 	// After an interruption too: the commits made are worth printing.
 	pinCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -154,6 +155,25 @@ func TestImportCommand(t *testing.T) {
 			}
 			if got, gen := read("bin.dat"); string(got) != string(want["bin.dat"]) || gen != "2" {
 				t.Fatalf("bin.dat after --replace: %q generation %s", got, gen)
+			}
+
+			// The import folded its commits' deltas before it ended.
+			b, _, _, err := openBucket(context.Background(), url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			svc, err := workbench.Open(context.Background(), b, workbench.Options{AgentID: "cli"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer svc.Close()
+			sn, err := svc.Store().Pin(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(sn.Root().Deltas); n != 0 {
+				t.Fatalf("after the imports the root lists %d delta segments, want none", n)
 			}
 		})
 	}
