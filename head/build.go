@@ -172,12 +172,7 @@ func (s *Store) foldDeltas(ctx context.Context, sn *Snapshot, state *batchState)
 	for i := len(ds) - 1; i >= 0; i-- { // oldest first, so newer changes overwrite
 		for j := range ds[i].Len() {
 			r := ds[i].At(j)
-			m := merged.muts[r.Family]
-			if m == nil {
-				m = map[string]shards.Mutation{}
-				merged.muts[r.Family] = m
-			}
-			m[string(r.Key)] = r.Mutation
+			merged.set(r.Family, r.Mutation)
 		}
 	}
 	merged.merge(&batchState{muts: state.muts})

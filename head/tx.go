@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/cairnstore/cairn/bucket/digest"
@@ -13,28 +14,73 @@ import (
 )
 
 // batchState is the mutations of a group of commands, not yet committed.
+// Each family's keys are also kept in order (see keyOrder), so that a
+// scan of the pending writes costs the size of its range, not of the
+// batch: a group commit of a thousand commands that each scan what the
+// earlier ones wrote stays linear.
 type batchState struct {
 	fams  *shards.Schema
 	muts  map[shards.Family]map[string]shards.Mutation
+	order map[shards.Family]*keyOrder
 	holds map[string]*digest.Hash // owner → held root; nil releases
 }
 
+// keyOrder is the keys of one family's pending mutations in order: a
+// sorted run and the keys added since, sorted into the run when a reader
+// needs the order.
+type keyOrder struct {
+	sorted []string
+	tail   []string
+}
+
+// keys returns the keys in order.
+func (o *keyOrder) keys() []string {
+	if len(o.tail) > 0 {
+		slices.Sort(o.tail)
+		merged := make([]string, 0, len(o.sorted)+len(o.tail))
+		i, j := 0, 0
+		for i < len(o.sorted) && j < len(o.tail) {
+			if o.sorted[i] < o.tail[j] {
+				merged = append(merged, o.sorted[i])
+				i++
+			} else {
+				merged = append(merged, o.tail[j])
+				j++
+			}
+		}
+		merged = append(append(merged, o.sorted[i:]...), o.tail[j:]...)
+		o.sorted, o.tail = merged, nil
+	}
+	return o.sorted
+}
+
 func newBatchState(fams *shards.Schema) *batchState {
-	return &batchState{fams: fams, muts: map[shards.Family]map[string]shards.Mutation{}, holds: map[string]*digest.Hash{}}
+	return &batchState{fams: fams, muts: map[shards.Family]map[string]shards.Mutation{},
+		order: map[shards.Family]*keyOrder{}, holds: map[string]*digest.Hash{}}
 }
 
 func (b *batchState) empty() bool { return len(b.muts) == 0 && len(b.holds) == 0 }
+
+// set records m as the pending mutation of its key in family f.
+func (b *batchState) set(f shards.Family, m shards.Mutation) {
+	ms := b.muts[f]
+	if ms == nil {
+		ms = map[string]shards.Mutation{}
+		b.muts[f] = ms
+		b.order[f] = &keyOrder{}
+	}
+	k := string(m.Key)
+	if _, ok := ms[k]; !ok {
+		b.order[f].tail = append(b.order[f].tail, k)
+	}
+	ms[k] = m
+}
 
 func (b *batchState) put(f shards.Family, key, value []byte) error {
 	if _, err := b.fams.ShardOf(f, key); err != nil {
 		return err
 	}
-	m := b.muts[f]
-	if m == nil {
-		m = map[string]shards.Mutation{}
-		b.muts[f] = m
-	}
-	m[string(key)] = shards.Mutation{Key: bytes.Clone(key), Value: bytes.Clone(value)}
+	b.set(f, shards.Mutation{Key: bytes.Clone(key), Value: bytes.Clone(value)})
 	return nil
 }
 
@@ -42,12 +88,7 @@ func (b *batchState) del(f shards.Family, key []byte) error {
 	if _, err := b.fams.ShardOf(f, key); err != nil {
 		return err
 	}
-	m := b.muts[f]
-	if m == nil {
-		m = map[string]shards.Mutation{}
-		b.muts[f] = m
-	}
-	m[string(key)] = shards.Mutation{Key: bytes.Clone(key), Delete: true}
+	b.set(f, shards.Mutation{Key: bytes.Clone(key), Delete: true})
 	return nil
 }
 
@@ -60,13 +101,8 @@ func (b *batchState) lookup(f shards.Family, key []byte) (shards.Mutation, bool)
 // merge applies o's mutations on top of b's.
 func (b *batchState) merge(o *batchState) {
 	for f, m := range o.muts {
-		dst := b.muts[f]
-		if dst == nil {
-			dst = map[string]shards.Mutation{}
-			b.muts[f] = dst
-		}
-		for k, v := range m {
-			dst[k] = v
+		for _, v := range m {
+			b.set(f, v)
 		}
 	}
 	for owner, h := range o.holds {
@@ -76,11 +112,42 @@ func (b *batchState) merge(o *batchState) {
 
 // sorted returns family f's mutations in key order.
 func (b *batchState) sorted(f shards.Family) []shards.Mutation {
-	out := make([]shards.Mutation, 0, len(b.muts[f]))
-	for _, m := range b.muts[f] {
-		out = append(out, m)
+	return b.scan(f, nil, nil)
+}
+
+// bounds returns the positions [lo, hi) in keys (family f's keys in
+// order) of the keys that begin with prefix.
+func (b *batchState) bounds(f shards.Family, prefix []byte) (keys []string, lo, hi int) {
+	o := b.order[f]
+	if o == nil {
+		return nil, 0, 0
 	}
-	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].Key, out[j].Key) < 0 })
+	keys = o.keys()
+	lo, _ = slices.BinarySearch(keys, string(prefix))
+	hi = lo
+	for hi < len(keys) && strings.HasPrefix(keys[hi], string(prefix)) {
+		hi++
+	}
+	return keys, lo, hi
+}
+
+// scan returns family f's mutations of keys that begin with prefix and
+// come strictly after after (nil: from the prefix on), in key order.
+func (b *batchState) scan(f shards.Family, prefix, after []byte) []shards.Mutation {
+	o := b.order[f]
+	if o == nil {
+		return nil
+	}
+	keys := o.keys()
+	start := string(prefix)
+	if after != nil && bytes.Compare(after, prefix) >= 0 {
+		start = string(after) + "\x00" // the least key past after
+	}
+	i, _ := slices.BinarySearch(keys, start)
+	var out []shards.Mutation
+	for ; i < len(keys) && strings.HasPrefix(keys[i], string(prefix)); i++ {
+		out = append(out, b.muts[f][keys[i]])
+	}
 	return out
 }
 
@@ -125,19 +192,10 @@ func (tx *Tx) Get(f shards.Family, key []byte) ([]byte, bool, error) {
 	return tx.sn.Get(tx.ctx, f, key)
 }
 
-// Scan is Snapshot.Scan seeing the batch's pending writes.
+// Scan is Snapshot.Scan seeing the batch's pending writes. It costs the
+// records in its range, pending ones included, not the size of the batch.
 func (tx *Tx) Scan(f shards.Family, prefix, after []byte, limit int) ([]shards.Record, error) {
-	var pending []shards.Mutation
-	seen := map[string]bool{}
-	for _, st := range []*batchState{tx.own, tx.base} {
-		for k, m := range st.muts[f] {
-			if seen[k] || !bytes.HasPrefix(m.Key, prefix) || (after != nil && bytes.Compare(m.Key, after) <= 0) {
-				continue
-			}
-			seen[k] = true
-			pending = append(pending, m)
-		}
-	}
+	pending := mergeMutations(tx.own.scan(f, prefix, after), tx.base.scan(f, prefix, after))
 	snapLimit := limit
 	if len(pending) > 0 {
 		snapLimit = 0 // pending deletes may remove records the limit counted
@@ -147,21 +205,102 @@ func (tx *Tx) Scan(f shards.Family, prefix, after []byte, limit int) ([]shards.R
 		return recs, err
 	}
 	out := make([]shards.Record, 0, len(recs)+len(pending))
-	for _, r := range recs {
-		if !seen[string(r.Key)] {
-			out = append(out, r)
-		}
-	}
+	i := 0
 	for _, m := range pending {
+		for ; i < len(recs) && bytes.Compare(recs[i].Key, m.Key) < 0; i++ {
+			out = append(out, recs[i])
+		}
+		if i < len(recs) && bytes.Equal(recs[i].Key, m.Key) {
+			i++ // the pending change wins
+		}
 		if !m.Delete {
 			out = append(out, shards.Record{Key: m.Key, Value: m.Value})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].Key, out[j].Key) < 0 })
+	out = append(out, recs[i:]...)
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]
 	}
 	return out, nil
+}
+
+// Last returns the record of family f with the greatest key that begins
+// with prefix, seeing the batch's pending writes, and whether there is
+// one. A command that numbers what it appends under a prefix (the next
+// sequence after the last) reads one record, not the whole range.
+func (tx *Tx) Last(f shards.Family, prefix []byte) (shards.Record, bool, error) {
+	recs, err := tx.sn.Scan(tx.ctx, f, prefix, nil, 0)
+	if err != nil {
+		return shards.Record{}, false, err
+	}
+	ownKeys, ownLo, ownHi := tx.own.bounds(f, prefix)
+	baseKeys, baseLo, baseHi := tx.base.bounds(f, prefix)
+	i, j, k := len(recs)-1, ownHi-1, baseHi-1
+	for i >= 0 || j >= ownLo || k >= baseLo {
+		// The greatest key still to look at, and the newest change of it.
+		key := ""
+		if i >= 0 {
+			key = string(recs[i].Key)
+		}
+		if j >= ownLo && ownKeys[j] > key {
+			key = ownKeys[j]
+		}
+		if k >= baseLo && baseKeys[k] > key {
+			key = baseKeys[k]
+		}
+		var m shards.Mutation
+		pending := false
+		if j >= ownLo && ownKeys[j] == key {
+			m, pending = tx.own.muts[f][key], true
+			j--
+		}
+		if k >= baseLo && baseKeys[k] == key {
+			if !pending {
+				m, pending = tx.base.muts[f][key], true
+			}
+			k--
+		}
+		var r shards.Record
+		if i >= 0 && string(recs[i].Key) == key {
+			r = recs[i]
+			i--
+		}
+		switch {
+		case pending && !m.Delete:
+			return shards.Record{Key: m.Key, Value: m.Value}, true, nil
+		case !pending:
+			return r, true, nil
+		}
+	}
+	return shards.Record{}, false, nil
+}
+
+// mergeMutations merges two key-ordered lists of mutations; on a key in
+// both, newer's wins.
+func mergeMutations(newer, older []shards.Mutation) []shards.Mutation {
+	if len(newer) == 0 {
+		return older
+	}
+	if len(older) == 0 {
+		return newer
+	}
+	out := make([]shards.Mutation, 0, len(newer)+len(older))
+	i, j := 0, 0
+	for i < len(newer) && j < len(older) {
+		switch c := bytes.Compare(newer[i].Key, older[j].Key); {
+		case c < 0:
+			out = append(out, newer[i])
+			i++
+		case c > 0:
+			out = append(out, older[j])
+			j++
+		default:
+			out = append(out, newer[i])
+			i++
+			j++
+		}
+	}
+	return append(append(out, newer[i:]...), older[j:]...)
 }
 
 // Put writes value under key in family f. The key must fit the family's

@@ -142,13 +142,13 @@ func workspaceBusy(id string) *Error {
 // writeChangeEvent appends ev to the change feed at the command's commit
 // version, after the events earlier commands of the same commit wrote.
 func writeChangeEvent(tx *head.Tx, root nokv.RootID, ev nokv.ChangeEvent) error {
-	recs, err := tx.Scan(nokv.FamilyChangeEvent, nokv.ChangeEventVersionPrefix(root, tx.Sequence()), nil, 0)
+	last, ok, err := tx.Last(nokv.FamilyChangeEvent, nokv.ChangeEventVersionPrefix(root, tx.Sequence()))
 	if err != nil {
 		return err
 	}
 	var next uint32
-	if n := len(recs); n > 0 {
-		k, err := nokv.ParseChangeEventKey(recs[n-1].Key)
+	if ok {
+		k, err := nokv.ParseChangeEventKey(last.Key)
 		if err != nil {
 			return err
 		}
