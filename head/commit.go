@@ -38,6 +38,13 @@ type Command struct {
 	// proves the snapshot was still current, and a lost race rebuilds from
 	// a fresh pin. A frozen snapshot (Store.At) is ignored.
 	At *Snapshot
+	// Reads, if set, names keys the command will read (ShardRef with a
+	// Prefix: the key, or the prefix it scans). Before a group commit
+	// applies its commands one after another, it loads every command's
+	// Reads, and their command_dedupe keys, in one parallel round, so
+	// that a key not cached costs the batch one round instead of one per
+	// command. Naming too much or too little changes only the requests.
+	Reads []ShardRef
 }
 
 // Result is a committed (or replayed) command's outcome.
@@ -106,12 +113,14 @@ func (c *call) finished() bool {
 	}
 }
 
-// lead runs group commits until the queue is empty.
+// lead runs group commits until the queue is empty. It takes a batch as
+// soon as the previous one has landed; the batch is built and staged at
+// once, and only its head write waits for the head's turn (waitTurn).
 func (s *Store) lead() {
 	for {
-		s.pace()
 		if s.takeFold() {
-			s.runFold()
+			// The fold rides with the commands waiting, in one head write.
+			s.runFold(s.takeMore(s.take, s.opts.MaxBatch)...)
 			continue
 		}
 		batch := s.take(s.opts.MaxBatch)
@@ -139,15 +148,20 @@ func (s *Store) take(n int) []*call {
 	return batch
 }
 
-// pace waits until MinCommitInterval has passed since this Store's last
-// landed commit, letting commands gather into the next group meanwhile.
-func (s *Store) pace() {
-	s.mu.Lock()
-	wait := s.opts.MinCommitInterval - time.Since(s.lastCommit)
-	s.mu.Unlock()
-	if s.opts.MinCommitInterval > 0 && wait > 0 {
-		time.Sleep(wait)
+// waitTurn waits, in a group commit, until MinCommitInterval has passed
+// since the last head write this Store knows of (headWritten): its own
+// last one, from when it was sent, or another writer's, from when this
+// Store first saw it. The batch has been built and staged meanwhile, so
+// a commit's own work overlaps the head's interval instead of following
+// it, and commands that arrive meanwhile gather for the next batch.
+func (s *Store) waitTurn(ctx context.Context) error {
+	if s.opts.MinCommitInterval <= 0 || s.opts.NoGroupCommit {
+		return nil
 	}
+	s.mu.Lock()
+	wait := s.opts.MinCommitInterval - time.Since(s.headWritten)
+	s.mu.Unlock()
+	return bucket.Sleep(ctx, wait)
 }
 
 // takeMore is refill that never ends the leader's turn: the leader is
@@ -259,6 +273,12 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		}
 		return true, nil
 	}
+	if err := s.prefetchReads(ctx, sn, calls); err != nil && !bucket.Transient(err) {
+		for _, c := range calls {
+			c.finish(Result{}, err)
+		}
+		return true, nil
+	} // a transient failure is met again, and retried, by the read itself
 	state := newBatchState(s.fams)
 	outs := make([]outcome, len(calls))
 	now := s.opts.Now()
@@ -321,6 +341,9 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 	}
 	if time.Since(staged) > s.opts.MaxAttemptAge {
 		return false, fmt.Errorf("head: staging took %v, more than %v", time.Since(staged), s.opts.MaxAttemptAge)
+	}
+	if err := s.waitTurn(ctx); err != nil {
+		return false, err
 	}
 	landed, err := s.cas(ctx, sn, cand, nonce, staged)
 	if err != nil {
@@ -392,11 +415,37 @@ const (
 	putAttempts   = 4 // writes of one new immutable object
 )
 
+// prefetchReads loads what the calls' commands will read (Command.Reads)
+// and their dedupe records, in one parallel round.
+func (s *Store) prefetchReads(ctx context.Context, sn *Snapshot, calls []*call) error {
+	var refs []ShardRef
+	for _, c := range calls {
+		refs = append(refs, c.cmd.Reads...)
+		if c.cmd.RequestID != "" {
+			ref, err := sn.ShardOf(shards.CommandDedupe, dedupeKey(c.cmd))
+			if err != nil {
+				return err
+			}
+			ref.Prefix = dedupeKey(c.cmd)
+			refs = append(refs, ref)
+		}
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	return sn.Prefetch(ctx, nil, refs)
+}
+
+// dedupeKey is the command_dedupe key of a command with a RequestID.
+func dedupeKey(cmd Command) []byte {
+	return append(append([]byte(nil), cmd.Namespace[:]...), cmd.RequestID...)
+}
+
 // apply runs one command on top of the batch so far.
 func (s *Store) apply(ctx context.Context, sn *Snapshot, state *batchState, cmd Command, seq uint64, now time.Time) outcome {
 	var dkey []byte
 	if cmd.RequestID != "" {
-		dkey = append(append([]byte(nil), cmd.Namespace[:]...), cmd.RequestID...)
+		dkey = dedupeKey(cmd)
 		v, ok, err := (&Tx{ctx: ctx, sn: sn, base: state, own: newBatchState(s.fams)}).Get(shards.CommandDedupe, dkey)
 		if err != nil {
 			return outcome{err: err}

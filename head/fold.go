@@ -557,7 +557,11 @@ func (s *Store) Fold(ctx context.Context) error {
 // linearizable and a race it loses is harmless. If by the time it pins the
 // root is back within the bounds (another replica folded), it writes
 // nothing. A failed fold leaves the deltas for the next commit to notice.
-func (s *Store) runFold() {
+//
+// A group commit's leader passes the commands waiting, so that the fold
+// and they share one head write; calls that arrive meanwhile are left for
+// the next batch.
+func (s *Store) runFold(with ...*call) {
 	defer func() {
 		s.mu.Lock()
 		s.folding = false
@@ -567,10 +571,13 @@ func (s *Store) runFold() {
 	closed := s.closed
 	s.mu.Unlock()
 	if closed {
+		for _, c := range with {
+			c.finish(Result{}, ErrClosed)
+		}
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.MaxAttemptAge)
 	defer cancel()
 	c := &call{ctx: ctx, fold: true, done: make(chan struct{})}
-	s.commitBatch([]*call{c}, nil)
+	s.commitBatch(append(with, c), nil)
 }

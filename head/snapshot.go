@@ -170,6 +170,10 @@ func (s *Store) readHead(ctx context.Context) (*Snapshot, error) {
 func (s *Store) remember(sn *Snapshot) {
 	s.mu.Lock()
 	if s.latest == nil || sn.head.Sequence >= s.latest.head.Sequence {
+		if s.latest != nil && sn.head.Sequence > s.latest.head.Sequence && sn.version != s.ownVersion {
+			// Another writer's head write happened before now.
+			s.headWritten = time.Now()
+		}
 		s.latest = sn
 	}
 	s.mu.Unlock()

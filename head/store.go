@@ -67,7 +67,9 @@ type Options struct {
 	// NoGroupCommit makes every command commit on its own, in its caller's
 	// goroutine. By default concurrent commands of one Store share a CAS.
 	NoGroupCommit bool
-	// MaxBatch bounds the commands one group commit applies. Default 256.
+	// MaxBatch bounds the commands one group commit applies. Default
+	// 4096: at the head's one write a second, a batch carries every
+	// command that arrived in that second.
 	MaxBatch int
 	// MaxAttempts bounds the attempts of one commit. Default 12.
 	MaxAttempts int
@@ -77,13 +79,20 @@ type Options struct {
 	// ThrottleBackoff is the least wait after the store throttled the
 	// head. Default 1 s, GCS's write rate for one object.
 	ThrottleBackoff time.Duration
-	// MinCommitInterval is the least time between two head writes of one
-	// Store's group commits; commands arriving meanwhile join the next
-	// group. Set it to the store's write rate for one object (GCS: one
-	// second) so that group commits are not throttled. Default 0.
+	// MinCommitInterval is the least time between two head writes a
+	// Store's group commits make, counted from the last head write it
+	// knows of: its own (from when it was sent) or another replica's (from
+	// when it first saw it). A group commit builds and stages its batch at
+	// once and only its head write waits; commands arriving meanwhile join
+	// the next group. Set it to the store's write rate for one object
+	// (GCS: one second) so that group commits are not throttled. Default 0.
 	MinCommitInterval time.Duration
-	// StageConcurrency bounds the parallel staging writes. Default 32.
+	// StageConcurrency bounds the parallel reads of one operation (the
+	// pages a fold or a scan loads). Default 32.
 	StageConcurrency int
+	// StageBytes bounds the bytes of the staging writes of one commit in
+	// flight at once (and at most 256 writes). Default 32 MiB.
+	StageBytes int64
 	// MaxAttemptAge abandons an attempt whose staging began longer ago
 	// than this before its CAS, so that a sweep whose grace period is
 	// longer never deletes an object a landing commit references.
@@ -129,7 +138,7 @@ func (o *Options) fill() {
 		o.DedupeWindow = DefaultDedupeWindow
 	}
 	if o.MaxBatch <= 0 {
-		o.MaxBatch = 256
+		o.MaxBatch = 4096
 	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 12
@@ -145,6 +154,9 @@ func (o *Options) fill() {
 	}
 	if o.StageConcurrency <= 0 {
 		o.StageConcurrency = 32
+	}
+	if o.StageBytes <= 0 {
+		o.StageBytes = 32 << 20
 	}
 	if o.MaxAttemptAge <= 0 {
 		o.MaxAttemptAge = 10 * time.Minute
@@ -171,18 +183,23 @@ type Store struct {
 	tables  *shards.Cache[*roots.Table]
 	roots   *shards.Cache[*roots.Root]
 
-	mu         sync.Mutex
-	latest     *Snapshot   // the newest snapshot this Store has seen
-	flight     *headFlight // the head read in progress
-	next       *headFlight // the read that waits for it to end
-	queue      []*call     // commands waiting for group commit
-	leader     bool        // a group-commit leader is running
-	lastCommit time.Time   // when this Store's last head write landed
-	foldDue    bool        // a landed root of this Store wants folding
-	folding    bool        // a fold of this Store is queued or running
-	closed     bool
-	gatePassed bool  // the system record carries the marker
-	gateRun    *gate // the system-record check in progress, or failed for good
+	mu     sync.Mutex
+	latest *Snapshot   // the newest snapshot this Store has seen
+	flight *headFlight // the head read in progress
+	next   *headFlight // the read that waits for it to end
+	queue  []*call     // commands waiting for group commit
+	leader bool        // a group-commit leader is running
+	// headWritten is the latest time a head write is known to have been
+	// made: when this Store sent its last one, or when it first saw a
+	// head another writer wrote. The next group commit's head write waits
+	// until MinCommitInterval after it (waitTurn).
+	headWritten time.Time
+	ownVersion  bucket.Version // the version of this Store's last landed head write
+	foldDue     bool           // a landed root of this Store wants folding
+	folding     bool           // a fold of this Store is queued or running
+	closed      bool
+	gatePassed  bool  // the system record carries the marker
+	gateRun     *gate // the system-record check in progress, or failed for good
 
 	retry bucket.RetryPolicy // spaces the commit's attempts and repeated requests
 }

@@ -33,8 +33,16 @@ type keyOrder struct {
 	tail   []string
 }
 
-// keys returns the keys in order.
+// keys returns the keys in order. A few new keys are inserted in place; a
+// long tail is sorted and merged.
 func (o *keyOrder) keys() []string {
+	if len(o.tail) > 0 && len(o.tail) <= 8 {
+		for _, k := range o.tail {
+			i, _ := slices.BinarySearch(o.sorted, k)
+			o.sorted = slices.Insert(o.sorted, i, k)
+		}
+		o.tail = o.tail[:0]
+	}
 	if len(o.tail) > 0 {
 		slices.Sort(o.tail)
 		merged := make([]string, 0, len(o.sorted)+len(o.tail))
@@ -124,11 +132,25 @@ func (b *batchState) bounds(f shards.Family, prefix []byte) (keys []string, lo, 
 	}
 	keys = o.keys()
 	lo, _ = slices.BinarySearch(keys, string(prefix))
-	hi = lo
-	for hi < len(keys) && strings.HasPrefix(keys[hi], string(prefix)) {
-		hi++
+	hi = len(keys)
+	if end, ok := prefixEnd(prefix); ok {
+		hi, _ = slices.BinarySearch(keys[lo:], end)
+		hi += lo
 	}
 	return keys, lo, hi
+}
+
+// prefixEnd returns the least key greater than every key that begins
+// with prefix, if there is one (none when prefix is all 0xff bytes).
+func prefixEnd(prefix []byte) (string, bool) {
+	end := []byte(prefix)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end = append(end[:i:i], end[i]+1)
+			return string(end), true
+		}
+	}
+	return "", false
 }
 
 // scan returns family f's mutations of keys that begin with prefix and

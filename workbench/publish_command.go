@@ -231,12 +231,17 @@ func (s *Service) publish(ctx context.Context, p *pubPlan) (out pubOutcome, werr
 		return out, FromError(err), false
 	}
 	digest := p.commandDigest(md)
+	reads, err := s.publishReads(p)
+	if err != nil {
+		return out, FromError(err), false
+	}
 	res, err := s.doExact(ctx, head.Command{
 		Namespace: s.root,
 		RequestID: s.requestID(),
 		Digest:    digest,
 		Apply:     func(tx *head.Tx) ([]byte, error) { return s.applyPublish(tx, p, md, digest) },
 		At:        p.sn,
+		Reads:     reads,
 	})
 	if err != nil {
 		var rej *pubReject
@@ -273,6 +278,38 @@ func (s *Service) doExact(ctx context.Context, cmd head.Command) (head.Result, e
 		}
 		return res, err
 	}
+}
+
+// publishReads names, for the group commit to load with the rest of its
+// batch, the records the command reads by keys the observation did not
+// fetch: the fresh operation and revision ids (random, so in pages no
+// earlier read needed) and the replaced revision.
+func (s *Service) publishReads(p *pubPlan) ([]head.ShardRef, error) {
+	var refs []head.ShardRef
+	add := func(f shards.Family, key []byte, err error) error {
+		if err != nil {
+			return err
+		}
+		ref, err := p.sn.ShardOf(f, key)
+		ref.Prefix = key
+		refs = append(refs, ref)
+		return err
+	}
+	op, err := nokv.OperationKey{Root: s.root, Kind: nokv.OperationKindPublish, ID: p.st.op}.Encode()
+	if err := add(nokv.FamilyOperation, op, err); err != nil {
+		return nil, err
+	}
+	rev, err := nokv.ArtifactRevisionKey{Root: s.root, Revision: p.st.rev}.Encode()
+	if err := add(nokv.FamilyArtifactRevision, rev, err); err != nil {
+		return nil, err
+	}
+	if p.base != nil {
+		old, err := nokv.ArtifactRevisionKey{Root: s.root, Revision: p.base.Revision}.Encode()
+		if err := add(nokv.FamilyArtifactRevision, old, err); err != nil {
+			return nil, err
+		}
+	}
+	return refs, nil
 }
 
 // applyPublish is the publication command: the predicates first, against

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +43,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	seedBatch := fs.Int("seed-batch", bench.DefaultSeedBatch, "commands per group commit while seeding")
 	cacheMiB := fs.Int64("cache-mib", 0, "decoded-object cache of every replica, in MiB (0: the engine's default, 256)")
 	trace := fs.Bool("trace", false, "print every request of the measured scenarios to stderr")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	seedConcurrency := fs.Int("seed-concurrency", bench.DefaultSeedConcurrency, "concurrent put_file calls while seeding")
 	extrapolate := fs.String("extrapolate", "", "sizes to extrapolate to from the two largest measured, comma-separated (rows marked *)")
 	fs.Usage = func() {
@@ -92,6 +95,19 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	if len(extra) > 0 && len(sizes) < 2 {
 		fmt.Fprintln(e.stderr, "cairn bench: --extrapolate needs two measured sizes in --files")
 		return exitUsage
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "cairn bench: --cpuprofile: %v\n", err)
+			return exitUsage
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(e.stderr, "cairn bench: --cpuprofile: %v\n", err)
+			return exitUsage
+		}
+		defer pprof.StopCPUProfile()
 	}
 	t, runErr := bench.Run(ctx, cfg)
 	if t == nil {
