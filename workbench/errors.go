@@ -388,6 +388,14 @@ func ResourceExhausted(msg string) *Error {
 	return newError(CodeResourceExhausted, msg, false, sourceDetails())
 }
 
+// ArtifactTooLarge reports an artifact body of size bytes over the
+// limit, maximum: a read, grep or edit of a stored body, or an append
+// whose result would be that large. ResourceExhausted, as the reference's
+// backend refuses an artifact bigger than its max_artifact_bytes.
+func ArtifactTooLarge(size uint64, maximum int64) *Error {
+	return ResourceExhausted(fmt.Sprintf("artifact of %d bytes exceeds the %d-byte limit", size, maximum))
+}
+
 // ObjectUnavailable reports an object-store failure.
 func ObjectUnavailable(msg string, retryable bool) *Error {
 	return newError(CodeObjectUnavailable, msg, retryable, sourceDetails())

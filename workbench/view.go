@@ -344,7 +344,7 @@ func (s *Service) manifest(ctx context.Context, read func(shards.Family, []byte,
 // and the whole against the entry's body digest.
 func (v *view) body(ctx context.Context, e nokv.PathEntry) ([]byte, *Error) {
 	if int64(e.LogicalSize) > v.s.opts.MaxBytes {
-		return nil, ResourceExhausted(fmt.Sprintf("artifact of %d bytes exceeds the %d-byte limit", e.LogicalSize, v.s.opts.MaxBytes))
+		return nil, ArtifactTooLarge(e.LogicalSize, v.s.opts.MaxBytes)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends a read ahead that no row named
