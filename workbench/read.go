@@ -39,15 +39,15 @@ const (
 
 // readInput is workbench_read's input.
 type readInput struct {
-	ID          string  `json:"id"`
-	Section     string  `json:"section"`
-	Path        string  `json:"path"`
-	AtSnapshot  any     `json:"at_snapshot"` // as scopeInput.AtSnapshot
-	Format      *string `json:"format"`
-	Limit       *uint64 `json:"limit"`
-	Offset      uint64  `json:"offset"`
-	Cursor      *string `json:"cursor"`
-	IfNoneMatch *uint64 `json:"if_none_match"`
+	ID          string    `json:"id"`
+	Section     string    `json:"section"`
+	Path        string    `json:"path"`
+	AtSnapshot  jsonValue `json:"at_snapshot"` // as scopeInput.AtSnapshot
+	Format      *string   `json:"format"`
+	Limit       *uint64   `json:"limit"`
+	Offset      uint64    `json:"offset"`
+	Cursor      *string   `json:"cursor"`
+	IfNoneMatch *uint64   `json:"if_none_match"`
 
 	scope  readScope
 	format string // "structured" (the default) or "bytes"
@@ -70,10 +70,10 @@ func (in *readInput) resolve(*Service) *Error {
 	if werr != nil {
 		return werr
 	}
-	if werr := checkAtSnapshot(in.AtSnapshot); werr != nil {
+	if werr := checkAtSnapshot(in.AtSnapshot.V); werr != nil {
 		return werr
 	}
-	in.scope = readScope{id: id, comps: comps, section: in.Section, rel: in.Path, at: in.AtSnapshot}
+	in.scope = readScope{id: id, comps: comps, section: in.Section, rel: in.Path, at: in.AtSnapshot.V}
 	in.format = "structured"
 	if in.Format != nil {
 		in.format = *in.Format
