@@ -15,9 +15,10 @@ import (
 // otherwise appends after a generation CAS: the write names the generation
 // it extended and, when another write moved the path meanwhile, observes
 // again and retries, up to appendMaxAttempts times; then it fails with the
-// last Conflict (retryable). PayloadTooLarge applies to the delta only: the
-// tool sets no bound on the resulting size, although whole-body reads of
-// an artifact larger than MaxBytes fail ResourceExhausted. digest is the
+// last Conflict (retryable). PayloadTooLarge applies to the delta; an
+// append whose result would be larger than MaxBytes is ResourceExhausted
+// (ArtifactTooLarge), as the reference's backend refuses it, and changes
+// nothing, so no artifact outgrows what read, grep and edit serve. digest is the
 // SHA-256 of the appended bytes; the stored revision carries the whole
 // body's digest. An explicit content_type becomes the artifact's content
 // type; without one a new artifact gets the payload's default and an
@@ -159,6 +160,11 @@ func (as *appendState) plan(ctx context.Context, obs observation, deltaDigest, c
 		p.contentType = base.ContentType
 	}
 	p.size = base.LogicalSize + uint64(len(as.delta))
+	if p.size > uint64(s.opts.MaxBytes) {
+		// Refused before anything is staged; a staging of an earlier
+		// attempt is discarded by the caller.
+		return nil, nil, ArtifactTooLarge(p.size, s.opts.MaxBytes)
+	}
 	seg := &nokv.AppendSegment{
 		BaseGeneration: base.Generation,
 		DeltaOffset:    base.LogicalSize,

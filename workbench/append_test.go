@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/workbench"
@@ -119,17 +121,53 @@ func TestAppendErrors(t *testing.T) {
 	got, ok = call(t, s, "workbench_append", appendInput("wb", "outputs", "a", `"text":"x"`, `"content_type":""`))
 	wantWriteError(t, got, ok, "InvalidState", false, `{"source":"cairn"}`, "")
 
-	// The limit is on the delta: the body may grow past it.
-	for range 3 {
-		mustCall(t, s, "workbench_append", appendInput("wb", "logs", "big", `"text":"12345678"`))
-	}
+	// A delta over the limit is PayloadTooLarge, whatever the base.
 	got, ok = call(t, s, "workbench_append", appendInput("wb", "logs", "big", `"text":"123456789"`))
 	wantWriteError(t, got, ok, "PayloadTooLarge", false, `{"actual_bytes":9,"maximum_bytes":8}`, "")
-	st, _ := workbench.PathForTest(t, s, "wb", "logs/big")
-	if st.Entry.LogicalSize != 24 || st.Entry.Generation != 3 {
-		t.Fatalf("entry %+v", st.Entry)
-	}
 	workbench.CheckReferencesForTest(t, s)
+}
+
+// TestAppendPastMaxBytes: an append whose result would be larger than
+// MaxBytes is refused ResourceExhausted, as the reference's backend
+// refuses an artifact over its limit, and writes nothing: no object, no
+// generation. An append that reaches the limit exactly is served, and the
+// result stays readable.
+func TestAppendPastMaxBytes(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts workbench.Options
+	}{
+		{"inline", workbench.Options{MaxBytes: 8}},
+		{"blocks", workbench.Options{MaxBytes: 64, BlockSize: 16, InlineMax: -1, CleanupDelay: time.Hour}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := mem.NewBucket()
+			s := newServiceOn(t, b, c.opts)
+			limit := int(c.opts.MaxBytes)
+			mustCall(t, s, "workbench_append", appendInput("wb", "logs", "l", fmt.Sprintf(`"text":%q`, strings.Repeat("a", limit-3))))
+			before := listKeys(t, b, "")
+			got, ok := call(t, s, "workbench_append", appendInput("wb", "logs", "l", `"text":"1234"`))
+			wantWriteError(t, got, ok, "ResourceExhausted", false, `{"source":"cairn"}`,
+				fmt.Sprintf("artifact of %d bytes exceeds the %d-byte limit", limit+1, limit))
+			if after := listKeys(t, b, ""); !slices.Equal(after, before) {
+				t.Fatalf("a refused append changed the bucket:\n before %v\n after  %v", before, after)
+			}
+			st, _ := workbench.PathForTest(t, s, "wb", "logs/l")
+			if st.Entry.LogicalSize != uint64(limit-3) || st.Entry.Generation != 1 {
+				t.Fatalf("entry %+v", st.Entry)
+			}
+			// Up to the limit exactly is an append like any other.
+			got = mustCall(t, s, "workbench_append", appendInput("wb", "logs", "l", `"text":"123"`))
+			if num(got["size_bytes"]) != fmt.Sprint(limit) {
+				t.Fatalf("append to the limit: %v", got)
+			}
+			r := mustCall(t, s, "workbench_read", `{"id":"wb","section":"logs","path":"l","format":"bytes","limit":300}`)
+			if num(r["total_size_bytes"]) != fmt.Sprint(limit) {
+				t.Fatalf("read %v", r)
+			}
+			workbench.CheckReferencesForTest(t, s)
+		})
+	}
 }
 
 func TestAppendContentType(t *testing.T) {

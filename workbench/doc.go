@@ -106,7 +106,8 @@
 // candidates in one scan and reads their bodies a few ahead. A body is
 // read whole: its manifest rows, then their blocks in parallel, each
 // slice checked against its row's digest and the whole against the body
-// digest. A body larger than Options.MaxBytes is ResourceExhausted before
+// digest. A bytes read fetches only the blocks that hold its range, each
+// checked against its row. A body larger than Options.MaxBytes is ResourceExhausted before
 // any block is fetched. Engine objects are immutable and cached once
 // decoded, so a warm stat, list or query costs the one head read, and a
 // warm read the head read and the body's blocks.

@@ -64,13 +64,13 @@ func TestEditResult(t *testing.T) {
 }
 
 func TestEditErrors(t *testing.T) {
-	s := newServiceOn(t, mem.NewBucket(), workbench.Options{MaxBytes: 8})
+	b := mem.NewBucket()
+	s := newServiceOn(t, b, workbench.Options{MaxBytes: 8})
 	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "a.txt", `"text":"a-b-a"`))
 	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "dir/f", `"text":"x"`))
 	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "bin", `"base64":"/w=="`))
-	for range 2 {
-		mustCall(t, s, "workbench_append", appendInput("wb", "logs", "big", `"text":"12345678"`))
-	}
+	// A body over this Service's limit, written by one with a larger one.
+	mustCall(t, newServiceOn(t, b, workbench.Options{}), "workbench_put_file", putInput("wb", "logs", "big", `"text":"1234567812345678"`))
 	cases := []struct {
 		name, input, code, details, message string
 	}{

@@ -172,6 +172,22 @@ func PayloadTooLarge(actual, maximum uint64) *Error {
 		map[string]any{"actual_bytes": actual, "maximum_bytes": maximum})
 }
 
+// InputTooLarge reports a tool input whose raw JSON, actual bytes, is
+// over the input limit maximum (MaxInputBytes), refused before it is
+// parsed. atLeast says actual is only what was read before refusing (an
+// input from a pipe is not read to its end). The details keys are
+// PayloadTooLarge's; the numbers count the input's JSON text, not a
+// decoded payload.
+func InputTooLarge(actual, maximum uint64, atLeast bool) *Error {
+	what := "is"
+	if atLeast {
+		what = "is at least"
+	}
+	return newError(CodePayloadTooLarge,
+		fmt.Sprintf("tool input %s %d bytes, maximum is %d", what, actual, maximum), false,
+		map[string]any{"actual_bytes": actual, "maximum_bytes": maximum})
+}
+
 // InvalidUTF8 reports an edit of a body that is not UTF-8.
 func InvalidUTF8(path string) *Error {
 	return newError(CodeInvalidUTF8, path+" is not valid UTF-8", false, map[string]any{"path": path})
@@ -386,6 +402,14 @@ func NotDirectory(path string) *Error {
 // retryable.
 func ResourceExhausted(msg string) *Error {
 	return newError(CodeResourceExhausted, msg, false, sourceDetails())
+}
+
+// ArtifactTooLarge reports an artifact body of size bytes over the
+// limit, maximum: a read, grep or edit of a stored body, or an append
+// whose result would be that large. ResourceExhausted, as the reference's
+// backend refuses an artifact bigger than its max_artifact_bytes.
+func ArtifactTooLarge(size uint64, maximum int64) *Error {
+	return ResourceExhausted(fmt.Sprintf("artifact of %d bytes exceeds the %d-byte limit", size, maximum))
 }
 
 // ObjectUnavailable reports an object-store failure.

@@ -17,8 +17,10 @@ import (
 //
 // A tool never sees its arguments as generic JSON: once the schema has
 // checked them (validateInput), they are decoded, once, into the tool's
-// own input type (putFileInput, readInput, ...) with encoding/json over
-// their canonical text, numbers as json.Number. A member given as JSON
+// own input type (putFileInput, readInput, ...) with json.Unmarshal over
+// their canonical text; a member of any JSON type is a jsonValue, whose
+// numbers are json.Number, and a payload is stringBytes, copied once from
+// the text. A member given as JSON
 // null decodes exactly as an absent one (a zero value, a nil pointer);
 // a pointer member tells "given" from "absent" where the tool cares, and
 // jsonValue does so for a member of any type whose null is a value.
@@ -41,11 +43,13 @@ type input interface {
 }
 
 // decodeInput decodes a tool's canonical arguments into its input type.
+// It is json.Unmarshal, which reads the text where it is (a json.Decoder
+// would first copy it into a buffer grown by doubling: 64 MiB for a
+// 16 MiB payload). The schema has refused unknown members and
+// checkInputType matched the type's members to the schema's; members of
+// any JSON type are jsonValue, whose numbers are json.Number.
 func decodeInput(args []byte, in any) error {
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.UseNumber()
-	dec.DisallowUnknownFields()
-	return dec.Decode(in)
+	return json.Unmarshal(args, in)
 }
 
 // checkInputType panics unless the JSON members of input type t (its
@@ -128,9 +132,9 @@ const (
 // padding, no whitespace, zero trailing bits), at most MaxBytes decoded,
 // and its content type.
 type payloadInput struct {
-	Text        *string `json:"text"`
-	Base64      *string `json:"base64"`
-	ContentType *string `json:"content_type"`
+	Text        *stringBytes `json:"text"`
+	Base64      *stringBytes `json:"base64"`
+	ContentType *string      `json:"content_type"`
 
 	body []byte
 	// contentType is content_type when given, else the payload's
@@ -149,7 +153,7 @@ func (p *payloadInput) resolve(maxBytes int64) *Error {
 	case p.Text == nil && p.Base64 == nil:
 		return InvalidArguments("exactly one of text or base64 is required")
 	case p.Text != nil:
-		p.body = []byte(*p.Text)
+		p.body = *p.Text
 	default:
 		var err error
 		if p.body, err = decodeBase64Payload(*p.Base64); err != nil {
@@ -189,14 +193,37 @@ func controlByte(s string) int {
 // decodeBase64Payload decodes standard base64 strictly: padding required,
 // no line breaks or other bytes outside the alphabet, and no non-zero bits
 // after the last encoded byte.
-func decodeBase64Payload(s string) ([]byte, error) {
+func decodeBase64Payload(s []byte) ([]byte, error) {
 	// The standard decoder skips '\r' and '\n'; the payload rule does not.
-	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+	if i := bytes.IndexAny(s, "\r\n"); i >= 0 {
 		return nil, fmt.Errorf("invalid byte 0x%02x at offset %d", s[i], i)
 	}
-	b, err := base64.StdEncoding.Strict().DecodeString(s)
+	enc := base64.StdEncoding.Strict()
+	b := make([]byte, enc.DecodedLen(len(s)))
+	n, err := enc.Decode(b, s)
 	if err != nil {
 		return nil, err
 	}
-	return b, nil
+	return b[:n], nil
+}
+
+// stringBytes is a JSON string member decoded to the bytes of its UTF-8
+// text, without a Go string between: a payload (text, base64) of 16 MiB
+// is copied once, from the arguments' canonical text when it holds no
+// escape (the canonical form holds only valid UTF-8).
+type stringBytes []byte
+
+// UnmarshalJSON implements json.Unmarshaler. b is a JSON string: the
+// schema checked the member's type.
+func (p *stringBytes) UnmarshalJSON(b []byte) error {
+	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' && bytes.IndexByte(b, '\\') < 0 {
+		*p = bytes.Clone(b[1 : len(b)-1])
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*p = []byte(s)
+	return nil
 }

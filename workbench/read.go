@@ -39,15 +39,15 @@ const (
 
 // readInput is workbench_read's input.
 type readInput struct {
-	ID          string  `json:"id"`
-	Section     string  `json:"section"`
-	Path        string  `json:"path"`
-	AtSnapshot  any     `json:"at_snapshot"` // as scopeInput.AtSnapshot
-	Format      *string `json:"format"`
-	Limit       *uint64 `json:"limit"`
-	Offset      uint64  `json:"offset"`
-	Cursor      *string `json:"cursor"`
-	IfNoneMatch *uint64 `json:"if_none_match"`
+	ID          string    `json:"id"`
+	Section     string    `json:"section"`
+	Path        string    `json:"path"`
+	AtSnapshot  jsonValue `json:"at_snapshot"` // as scopeInput.AtSnapshot
+	Format      *string   `json:"format"`
+	Limit       *uint64   `json:"limit"`
+	Offset      uint64    `json:"offset"`
+	Cursor      *string   `json:"cursor"`
+	IfNoneMatch *uint64   `json:"if_none_match"`
 
 	scope  readScope
 	format string // "structured" (the default) or "bytes"
@@ -70,10 +70,10 @@ func (in *readInput) resolve(*Service) *Error {
 	if werr != nil {
 		return werr
 	}
-	if werr := checkAtSnapshot(in.AtSnapshot); werr != nil {
+	if werr := checkAtSnapshot(in.AtSnapshot.V); werr != nil {
 		return werr
 	}
-	in.scope = readScope{id: id, comps: comps, section: in.Section, rel: in.Path, at: in.AtSnapshot}
+	in.scope = readScope{id: id, comps: comps, section: in.Section, rel: in.Path, at: in.AtSnapshot.V}
 	in.format = "structured"
 	if in.Format != nil {
 		in.format = *in.Format
@@ -123,8 +123,10 @@ func (in *readInput) resolvePage() *Error {
 
 // readTool serves workbench_read: one page of an artifact's body, shaped as
 // records (format "structured", the default) or as a base64 byte range
-// (format "bytes"). The whole body is always fetched, checked and then
-// sliced, so the size limit applies to small ranges too.
+// (format "bytes"). A structured read fetches and checks the whole body;
+// a bytes read fetches only the blocks that hold its range (bodyRange),
+// each checked against its manifest row. The size limit applies to small
+// ranges too, from the stored size, as the reference's backend checks it.
 //
 // Arguments are checked before anything is read: path must be non-empty
 // ("path is required"); offset other than 0 is for bytes reads only; a
@@ -170,10 +172,6 @@ func (s *Service) readTool(ctx context.Context, in *readInput) (map[string]any, 
 	if in.pageErr != nil {
 		return nil, in.pageErr
 	}
-	body, werr := v.body(ctx, e)
-	if werr != nil {
-		return nil, werr
-	}
 	res["generation"] = e.Generation
 	res["total_size_bytes"] = e.LogicalSize
 	res["format"] = format
@@ -184,20 +182,31 @@ func (s *Service) readTool(ctx context.Context, in *readInput) (map[string]any, 
 	}
 	var next any
 	if format == "bytes" {
-		size := uint64(len(body))
+		size := e.LogicalSize
+		if int64(size) > s.opts.MaxBytes {
+			return nil, ArtifactTooLarge(size, s.opts.MaxBytes)
+		}
 		if start > size {
 			return nil, InvalidArguments("byte offset is past the end of the artifact")
 		}
 		end := start + min(limit, size-start)
+		page, werr := v.bodyRange(ctx, e, start, end)
+		if werr != nil {
+			return nil, werr
+		}
 		if end < size {
 			next = readCursor("b", end)
 		}
 		res["record_type"] = nil
 		res["record_count"] = nil
 		res["items"] = []any{}
-		res["bytes"] = base64.StdEncoding.EncodeToString(body[start:end])
+		res["bytes"] = base64.StdEncoding.EncodeToString(page)
 		res["bytes_encoding"] = "base64"
 	} else {
+		body, werr := v.body(ctx, e)
+		if werr != nil {
+			return nil, werr
+		}
 		recordType, records, werr := structuredRecords(sc.logical(), e.ContentType, body)
 		if werr != nil {
 			return nil, werr

@@ -34,9 +34,9 @@ type scopeInput struct {
 	ID      string `json:"id"`
 	Section string `json:"section"`
 	Path    string `json:"path"`
-	// AtSnapshot is a json.Number snapshot id or a string name; nil when
-	// absent or null.
-	AtSnapshot any `json:"at_snapshot"`
+	// AtSnapshot is a json.Number snapshot id or a string name; V is nil
+	// when absent or null.
+	AtSnapshot jsonValue `json:"at_snapshot"`
 
 	scope readScope
 }
@@ -50,10 +50,10 @@ func (in *scopeInput) resolve(*Service) *Error {
 	if werr != nil {
 		return werr
 	}
-	if werr := checkAtSnapshot(in.AtSnapshot); werr != nil {
+	if werr := checkAtSnapshot(in.AtSnapshot.V); werr != nil {
 		return werr
 	}
-	in.scope = readScope{id: id, comps: comps, section: in.Section, rel: in.Path, at: in.AtSnapshot}
+	in.scope = readScope{id: id, comps: comps, section: in.Section, rel: in.Path, at: in.AtSnapshot.V}
 	return nil
 }
 

@@ -234,7 +234,36 @@ func (s *Service) Call(ctx context.Context, name string, input []byte) ([]byte, 
 	return b, true
 }
 
+// MaxInputBytes is the largest raw JSON input of tool that a Service
+// whose body limit is maxBytes (Options.MaxBytes; zero or less: the
+// default) parses. A larger input is refused, unparsed, with
+// InputTooLarge. The bound is what the largest input that can succeed may
+// take: a payload of maxBytes written as JSON text can take 6 bytes per
+// byte (a control byte written \u0001; base64 takes 4/3), so 6 × maxBytes,
+// plus inputSlack for the other members. An edit carries two strings
+// (old_string and new_string, neither useful past maxBytes), so its bound
+// is 12 × maxBytes + inputSlack.
+func MaxInputBytes(tool string, maxBytes int64) int64 {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytes
+	}
+	per := int64(6)
+	if tool == "workbench_edit" {
+		per = 12
+	}
+	return per*maxBytes + inputSlack
+}
+
+// inputSlack is what MaxInputBytes allows beyond the payload: ids, paths,
+// content types and the JSON around them.
+const inputSlack = 64 << 10
+
 func (s *Service) call(ctx context.Context, name string, input []byte) (map[string]any, *Error) {
+	if _, known := contract.schemas[name]; known {
+		if limit := MaxInputBytes(name, s.opts.MaxBytes); int64(len(input)) > limit {
+			return nil, InputTooLarge(uint64(len(input)), uint64(limit), false)
+		}
+	}
 	_, args, werr := validateInput(name, input)
 	if werr != nil {
 		return nil, werr

@@ -166,8 +166,16 @@ func (s *Service) streamBody(ctx context.Context, rows []nokv.ArtifactManifestEn
 // be inline has no block and is not fetched. It returns nil when there is
 // nothing to fetch ahead. The read ends with ctx.
 func (s *Service) prefetchFirstBlock(ctx context.Context, e nokv.PathEntry) *bodies.Fetch {
-	if e.DependencyCount != 0 || e.LogicalSize <= uint64(max(s.opts.InlineMax, 0)) {
+	return s.prefetchBlockAt(ctx, e, 0)
+}
+
+// prefetchBlockAt is prefetchFirstBlock for the block that holds byte off
+// of e's body, its index guessed from this Service's BlockSize: the one
+// the writer used unless a Service with another BlockSize wrote the body.
+// A wrong guess costs one GET that nothing uses (Fetch.Use matches keys).
+func (s *Service) prefetchBlockAt(ctx context.Context, e nokv.PathEntry, off uint64) *bodies.Fetch {
+	if e.DependencyCount != 0 || e.LogicalSize <= uint64(max(s.opts.InlineMax, 0)) || off >= e.LogicalSize {
 		return nil
 	}
-	return s.bodies.Prefetch(ctx, s.bodies.BlockKey(s.root, e.Revision, 0))
+	return s.bodies.Prefetch(ctx, s.bodies.BlockKey(s.root, e.Revision, off/uint64(s.opts.BlockSize)))
 }

@@ -385,7 +385,9 @@ func TestReadScopeRequestCounts(t *testing.T) {
 		{"workbench_list", `{"id":"wb","section":"outputs"}`, 1, 1},
 		// The head, then the seven blocks in parallel.
 		{"workbench_read", `{"id":"wb","section":"outputs","path":"a.txt"}`, 1 + 7, 2},
-		{"workbench_read", `{"id":"wb","section":"outputs","path":"a.txt","format":"bytes","offset":3,"limit":2}`, 1 + 7, 2},
+		// A byte range fetches only the blocks that hold it.
+		{"workbench_read", `{"id":"wb","section":"outputs","path":"a.txt","format":"bytes","offset":3,"limit":2}`, 1 + 1, 2},
+		{"workbench_read", `{"id":"wb","section":"outputs","path":"a.txt","format":"bytes","offset":6,"limit":4}`, 1 + 2, 2},
 		{"workbench_read", `{"id":"wb","section":"outputs","path":"a.txt","if_none_match":1}`, 1, 1},
 	} {
 		// The first call warms the caches; the second is measured.

@@ -344,7 +344,7 @@ func (s *Service) manifest(ctx context.Context, read func(shards.Family, []byte,
 // and the whole against the entry's body digest.
 func (v *view) body(ctx context.Context, e nokv.PathEntry) ([]byte, *Error) {
 	if int64(e.LogicalSize) > v.s.opts.MaxBytes {
-		return nil, ResourceExhausted(fmt.Sprintf("artifact of %d bytes exceeds the %d-byte limit", e.LogicalSize, v.s.opts.MaxBytes))
+		return nil, ArtifactTooLarge(e.LogicalSize, v.s.opts.MaxBytes)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends a read ahead that no row named
@@ -356,6 +356,72 @@ func (v *view) body(ctx context.Context, e nokv.PathEntry) ([]byte, *Error) {
 		return nil, werr
 	}
 	return v.s.assemble(ctx, rows, e.LogicalSize, e.BodyDigestURI, pre)
+}
+
+// bodyRange reads bytes [start, end) of an artifact's body, fetching only
+// the blocks that hold them: its manifest rows, then the blocks whose
+// logical range meets [start, end), each checked against its row's digest.
+// The rows are the committed metadata of the revision, so a checked block
+// is the body's bytes there; the whole-body digest, which needs every
+// block, is not checked. The caller has checked start <= end <= size. A
+// body larger than MaxBytes is ResourceExhausted, as for a whole read.
+func (v *view) bodyRange(ctx context.Context, e nokv.PathEntry, start, end uint64) ([]byte, *Error) {
+	if int64(e.LogicalSize) > v.s.opts.MaxBytes {
+		return nil, ArtifactTooLarge(e.LogicalSize, v.s.opts.MaxBytes)
+	}
+	if start == end {
+		return []byte{}, nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends a read ahead that no row named
+	pre := v.s.prefetchBlockAt(ctx, e, start)
+	rows, werr := v.s.manifest(ctx, func(f shards.Family, prefix, after []byte) ([]shards.Record, error) {
+		return v.sn.Scan(ctx, f, prefix, after, 0)
+	}, e.Revision)
+	if werr != nil {
+		return nil, werr
+	}
+	blocks, err := rowBlocks(rows)
+	if err != nil {
+		return nil, FromError(err)
+	}
+	var total uint64
+	for _, r := range rows {
+		total += r.Length
+	}
+	if total != e.LogicalSize {
+		return nil, FromError(fmt.Errorf("artifact manifest holds %d bytes, the body %d: %w", total, e.LogicalSize, bucket.ErrIntegrity))
+	}
+	// The blocks that meet [start, end), and the logical offset of the
+	// first; rows are contiguous from zero (rowBlocks).
+	first, last := -1, -1
+	for i, r := range rows {
+		if r.LogicalOffset < end && r.LogicalOffset+r.Length > start {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	want := blocks[first : last+1]
+	for i := range want {
+		want[i] = pre.Use(want[i])
+	}
+	out := make([]byte, 0, end-start)
+	off := rows[first].LogicalOffset
+	err = v.s.bodies.Stream(ctx, want, func(b []byte) error {
+		lo, hi := max(start, off), min(end, off+uint64(len(b)))
+		out = append(out, b[lo-off:hi-off]...)
+		off += uint64(len(b))
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, bucket.ErrNotExist) {
+			return nil, ObjectUnavailable("artifact object operation failed", false)
+		}
+		return nil, FromError(err)
+	}
+	return out, nil
 }
 
 // assemble fetches and checks the blocks that rows name (the first one

@@ -33,6 +33,11 @@ func init() {
 // a usage error, 3 for a bucket that does not exist, cannot be reached or
 // refuses the credentials.
 //
+// An input longer than workbench.MaxInputBytes for TOOL (6 × the 16 MiB
+// body limit + 64 KiB; 12 × for workbench_edit) is refused with the
+// PayloadTooLarge result, exit 1, after reading one byte more than the
+// limit: the rest is never read, the input never parsed.
+//
 // --bucket defaults to the embedded local-file bucket in ./cairn-data,
 // created if missing; any other bucket must exist. --agent (default
 // "default") picks the agent whose deployment root /agents/{agent}/wb the
@@ -82,16 +87,32 @@ func runWorkbench(ctx context.Context, e *env, args []string) int {
 		return exitFailed
 	}
 
+	limit := workbench.MaxInputBytes(tool, workbench.DefaultMaxBytes)
 	var raw []byte
+	var size int64 // the input's size when it is a regular file, else -1
 	var err error
 	if *input == "" || *input == "-" {
-		raw, err = io.ReadAll(e.stdin)
+		raw, size, err = readInput(e.stdin, limit)
 	} else {
-		raw, err = os.ReadFile(*input)
+		var f *os.File
+		if f, err = os.Open(*input); err == nil {
+			raw, size, err = readInput(f, limit)
+			f.Close()
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cairn workbench: read input: %v\n", err)
 		return exitUsage
+	}
+	if size > limit || int64(len(raw)) > limit {
+		// Refused before it is parsed, and before the rest of it is read.
+		werr := workbench.InputTooLarge(uint64(len(raw)), uint64(limit), true)
+		if size >= 0 {
+			werr = workbench.InputTooLarge(uint64(size), uint64(limit), false)
+		}
+		out, _ := workbench.MarshalResult(werr.Envelope())
+		fmt.Fprintf(e.stdout, "%s\n", out)
+		return exitFailed
 	}
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = []byte("{}")
@@ -122,4 +143,22 @@ func runWorkbench(ctx context.Context, e *env, args []string) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// readInput reads a tool's input from r, at most limit+1 bytes: an input
+// longer than limit (workbench.MaxInputBytes) is refused whole, so the
+// rest is never read. size is the input's length when r is a regular
+// file, whose length is known without reading it (nothing is read when it
+// is over limit), and -1 otherwise.
+func readInput(r io.Reader, limit int64) (raw []byte, size int64, err error) {
+	size = -1
+	if f, ok := r.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			if size = fi.Size(); size > limit {
+				return nil, size, nil
+			}
+		}
+	}
+	raw, err = io.ReadAll(io.LimitReader(r, limit+1))
+	return raw, size, err
 }

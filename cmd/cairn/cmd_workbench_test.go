@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -175,5 +176,64 @@ func TestWorkbenchCommandUnknownTool(t *testing.T) {
 		if msg, _ := m["message"].(string); msg == "" {
 			t.Fatalf("%s: empty message", tool)
 		}
+	}
+}
+
+// longInput is an input of n bytes, "{" then spaces, that counts what was
+// read from it.
+type longInput struct{ n, read int64 }
+
+func (r *longInput) Read(p []byte) (int, error) {
+	if r.read == r.n {
+		return 0, io.EOF
+	}
+	p = p[:min(int64(len(p)), r.n-r.read)]
+	for i := range p {
+		p[i] = ' '
+	}
+	if r.read == 0 && len(p) > 0 {
+		p[0] = '{'
+	}
+	r.read += int64(len(p))
+	return len(p), nil
+}
+
+// TestWorkbenchCommandRefusesLargeInput: an input longer than
+// MaxInputBytes is the PayloadTooLarge result (exit 1), refused after one
+// byte more than the limit was read: the rest is never read, and no bucket
+// is opened. From a file, whose size is known, nothing is read and the
+// size is exact.
+func TestWorkbenchCommandRefusesLargeInput(t *testing.T) {
+	limit := workbench.MaxInputBytes("workbench_put_file", workbench.DefaultMaxBytes)
+	in := &longInput{n: limit + 64<<20}
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), &env{stdin: in, stdout: &out, stderr: &errOut},
+		[]string{"workbench", "--bucket", "mem://never-opened", "workbench_put_file"})
+	if code != exitFailed {
+		t.Fatalf("exit %d, want %d: %s", code, exitFailed, errOut.String())
+	}
+	r := decodeLine(t, out.String())
+	d, _ := r["details"].(map[string]any)
+	if r["code"] != "PayloadTooLarge" || d["actual_bytes"] != json.Number(fmt.Sprint(limit+1)) || d["maximum_bytes"] != json.Number(fmt.Sprint(limit)) ||
+		r["message"] != fmt.Sprintf("tool input is at least %d bytes, maximum is %d", limit+1, limit) {
+		t.Fatalf("result %v", r)
+	}
+	if in.read != limit+1 {
+		t.Fatalf("read %d bytes of the input, limit %d", in.read, limit)
+	}
+
+	big := filepath.Join(t.TempDir(), "big.json")
+	if err := os.WriteFile(big, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, 400<<20); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runWith(t, "", "workbench", "--bucket", "mem://never-opened", "--input", big, "workbench_put_file")
+	r = decodeLine(t, stdout)
+	d, _ = r["details"].(map[string]any)
+	if code != exitFailed || r["code"] != "PayloadTooLarge" || d["actual_bytes"] != json.Number(fmt.Sprint(400<<20)) ||
+		r["message"] != fmt.Sprintf("tool input is %d bytes, maximum is %d", 400<<20, limit) {
+		t.Fatalf("exit %d, result %v, %s", code, r, stderr)
 	}
 }
