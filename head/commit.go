@@ -50,8 +50,10 @@ type Result struct {
 // Do runs cmd and commits its mutations with one CAS of the head, shared
 // with concurrent commands of this Store unless NoGroupCommit is set. It
 // returns cmd's own error if its predicates failed, ErrRetryable if it did
-// not commit within the attempt budget, or ErrUnknownOutcome if its commit
-// could not be confirmed either way.
+// not commit within the attempt budget, ErrUnknownOutcome if its commit
+// could not be confirmed either way, or the store's own error, at once,
+// when the store refused a write for good (bucket.Permanent) and nothing
+// was applied.
 func (s *Store) Do(ctx context.Context, cmd Command) (Result, error) {
 	c := &call{ctx: ctx, cmd: cmd, done: make(chan struct{})}
 	if s.opts.NoGroupCommit {
@@ -317,6 +319,9 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 	}
 	staged := time.Now()
 	if err := s.stage(ctx, cand); err != nil {
+		if endCommit(ctx, calls, err) {
+			return true, nil
+		}
 		return false, err
 	}
 	if time.Since(staged) > s.opts.MaxAttemptAge {

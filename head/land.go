@@ -42,6 +42,25 @@ func (s *Store) stage(ctx context.Context, c *candidate) error {
 	return nil
 }
 
+// endCommit ends the calls with a staging error that another attempt
+// cannot change, and reports whether it did. Only a Transient error (the
+// store unavailable, throttling, an ambiguous or damaged write) is worth
+// another attempt; any other refusal (bucket.Permanent: denied, no space,
+// no bucket) would meet every attempt alike, and is reported at once, as
+// itself: nothing of the commit is visible, for the head was not written.
+// An error after the calls' context ended is left to the retry loop,
+// which reports each caller's own reason.
+func endCommit(ctx context.Context, calls []*call, err error) bool {
+	if bucket.Transient(err) || ctx.Err() != nil {
+		return false
+	}
+	err = fmt.Errorf("head: stage: %w", err)
+	for _, c := range calls {
+		c.finish(Result{}, err)
+	}
+	return true
+}
+
 // putImmutable writes a new immutable object, retrying what a retry cannot
 // make worse: the key is new and its bytes are fixed.
 func (s *Store) putImmutable(ctx context.Context, key string, body []byte) error {
@@ -63,7 +82,9 @@ func (s *Store) putImmutable(ctx context.Context, key string, body []byte) error
 // this attempt's head can land on the pinned version). Once the head has
 // moved past the pinned version without the nonce, no write of this
 // attempt can land any more, and cas reports not landed. It returns an
-// error only when the outcome stays unknown.
+// error when the outcome stays unknown, and when the store refused the
+// first write for good (bucket.Permanent): that write did not happen,
+// and no other can.
 func (s *Store) cas(ctx context.Context, sn *Snapshot, c *candidate, nonce roots.Nonce, staged time.Time) (landed bool, err error) {
 	want := nonceString(nonce)
 	var lastErr error
@@ -86,6 +107,11 @@ func (s *Store) cas(ctx context.Context, sn *Snapshot, c *candidate, nonce roots
 			return true, nil
 		}
 		lastErr = err
+		if bucket.Permanent(err) && !sent {
+			// Refused for good before it took effect: no write of this
+			// attempt was sent, so nothing of it can land.
+			return false, fmt.Errorf("head: write head of sequence %d: %w", sn.head.Sequence+1, err)
+		}
 		if errors.Is(err, bucket.ErrThrottled) && !sent {
 			continue // refused before it took effect; the head may still be ours to write
 		}
