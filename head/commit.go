@@ -75,9 +75,7 @@ func (s *Store) Do(ctx context.Context, cmd Command) (Result, error) {
 	case <-c.done:
 		return c.res, c.err
 	case <-ctx.Done():
-		// The command may still commit; a retry with its request id
-		// finds out.
-		return Result{}, ctx.Err()
+		return s.abandon(c)
 	}
 }
 
@@ -211,6 +209,9 @@ func (s *Store) commitBatch(calls []*call, refill func(n int) []*call) {
 				ctx, cancel = batchContext(calls)
 			}
 		}
+		if attempt > 0 {
+			finishEnded(calls)
+		}
 		if attempt >= s.opts.MaxAttempts {
 			for _, c := range calls {
 				c.finish(Result{}, fmt.Errorf("%w after %d attempts: %w", ErrRetryable, attempt, lastErr))
@@ -327,7 +328,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 	if time.Since(staged) > s.opts.MaxAttemptAge {
 		return false, fmt.Errorf("head: staging took %v, more than %v", time.Since(staged), s.opts.MaxAttemptAge)
 	}
-	landed, err := s.cas(ctx, sn, cand, nonce, staged)
+	landed, err := s.settle(ctx, sn, cand, nonce, staged)
 	if err != nil {
 		for _, c := range calls {
 			c.finish(Result{}, err)
@@ -384,6 +385,10 @@ func (s *Store) observed(calls []*call) *Snapshot {
 // damaged bytes, which a flaky network can return) is repeated a few
 // times, and only a finding that persists fails the commands.
 func (s *Store) checkLanded(ctx context.Context, root digest.Hash) error {
+	// The commit has landed: a caller that gives up now must not turn
+	// it into a failure.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
 	p := s.retry
 	p.Attempts = checkAttempts
 	return bucket.Retry(ctx, p, func(ctx context.Context) error {

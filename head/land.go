@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -70,6 +71,60 @@ func (s *Store) putImmutable(ctx context.Context, key string, body []byte) error
 		_, err := s.b.Put(ctx, key, body, bucket.Unconditional)
 		return err
 	})
+}
+
+// settleTimeout bounds how long a commit whose callers have all given up
+// goes on learning the outcome of its head write (see settle).
+const settleTimeout = 10 * time.Second
+
+// settle is cas for an attempt whose callers may give up. Until the head
+// write is sent, their context decides: if it has ended, nothing is sent
+// and the attempt did not land. Once it is sent, the write may land
+// whatever the callers do, so the write and its reconciliation run under
+// a context detached from theirs, for at most settleTimeout: a caller
+// that gives up then still learns whether its command landed, and is
+// never told "cancelled" for a command that was applied. An outcome still
+// unknown when the bound passes is ErrUnknownOutcome.
+func (s *Store) settle(ctx context.Context, sn *Snapshot, c *candidate, nonce roots.Nonce, staged time.Time) (landed bool, err error) {
+	if ctx.Err() != nil {
+		return false, nil // nothing sent: the retry loop reports the callers' reasons
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	return s.cas(ctx, sn, c, nonce, staged)
+}
+
+// abandon is Do's answer to a caller whose context ended before its
+// command's outcome was known. A command still queued has not been
+// applied and never will be: it leaves the queue with the context's
+// error. A command a group commit has taken may be in the head write
+// already, so the caller waits for the batch to settle it, which takes at
+// most the current attempt (its head write bounded by settleTimeout):
+// the attempt either lands, and the command's result stands, or it does
+// not, and the next pass ends the command with the context's error
+// (finishEnded).
+func (s *Store) abandon(c *call) (Result, error) {
+	s.mu.Lock()
+	if i := slices.Index(s.queue, c); i >= 0 {
+		s.queue = slices.Delete(s.queue, i, i+1)
+		s.mu.Unlock()
+		return Result{}, c.ctx.Err()
+	}
+	s.mu.Unlock()
+	<-c.done
+	return c.res, c.err
+}
+
+// finishEnded ends the calls whose context has ended with the context's
+// error. The batch runs it before retrying: the attempt before did not
+// land, so nothing of those calls was applied, and their callers are
+// waiting (abandon).
+func finishEnded(calls []*call) {
+	for _, c := range calls {
+		if err := c.ctx.Err(); err != nil {
+			c.finish(Result{}, err)
+		}
+	}
 }
 
 // cas writes the candidate head conditional on the pinned one and learns

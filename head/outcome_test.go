@@ -79,3 +79,111 @@ func TestPermanentErrorEndsCommit(t *testing.T) {
 		}
 	}
 }
+
+// TestCancelAfterHeadWriteSentLearnsOutcome: a caller whose context ends
+// right after its head write was sent (the store applied it; the answer
+// is lost to the cancellation, as an adapter reports a write cancelled in
+// flight) must learn that the command landed: success, never
+// context.Canceled, which a client takes for "not applied" and retries.
+func TestCancelAfterHeadWriteSentLearnsOutcome(t *testing.T) {
+	for _, group := range []bool{true, false} {
+		t.Run(fmt.Sprintf("group commit %v", group), func(t *testing.T) {
+			inner := mem.NewBucket()
+			fb := fault.New(inner)
+			id := shards.NewShardID()
+			s := faultOpen(t, fb, id, head.Options{NoGroupCommit: !group, Check: true})
+			before := headSequence(t, inner, id)
+
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			h := fb.Inject(fault.Rule{Op: fault.OpPut, Key: s.Layout().Head(), Conditional: true, Count: 1,
+				Fault: fault.HookAfter(func(ctx context.Context, _ fault.Op, _ string) error {
+					cancel() // SIGINT arrives while the answer is on its way
+					return fmt.Errorf("put cancelled in flight: %w: %w", context.Cause(ctx), bucket.ErrAmbiguous)
+				})})
+
+			_, err := s.Do(ctx, faultPut(1, "landed"))
+			if h.Fired() != 1 {
+				t.Fatalf("the head write was not intercepted (fired %d)", h.Fired())
+			}
+			if got := headSequence(t, inner, id); got != before+1 {
+				t.Fatalf("head sequence %d, want %d: the write should have landed", got, before+1)
+			}
+			if errors.Is(err, context.Canceled) && !errors.Is(err, head.ErrUnknownOutcome) {
+				t.Fatalf("Do = %v for a command that landed: never Cancelled", err)
+			}
+			if err != nil {
+				t.Fatalf("Do = %v, want success: the engine learns the outcome before it answers", err)
+			}
+			if v, ok := faultGet(t, s, 1); !ok || v != "landed" {
+				t.Fatalf("value %q, %v after a landed commit", v, ok)
+			}
+		})
+	}
+}
+
+// TestCancelBeforeHeadWriteAppliesNothing: a caller whose context ends
+// before anything of its commit reached the head gets its context's
+// error, and nothing is applied; the head is never written.
+func TestCancelBeforeHeadWriteAppliesNothing(t *testing.T) {
+	for _, group := range []bool{true, false} {
+		t.Run(fmt.Sprintf("group commit %v", group), func(t *testing.T) {
+			inner := mem.NewBucket()
+			fb := fault.New(inner)
+			id := shards.NewShardID()
+			s := faultOpen(t, fb, id, head.Options{NoGroupCommit: !group})
+			before := headSequence(t, inner, id)
+
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			fb.Inject(fault.Rule{Op: fault.OpPut, Prefix: s.Layout().Prefix() + "deltas/", Count: 1,
+				Fault: fault.Hook(func(context.Context, fault.Op, string) error {
+					cancel() // SIGINT arrives while the commit stages
+					return context.Canceled
+				})})
+			heads := fb.Inject(fault.Rule{Op: fault.OpPut, Key: s.Layout().Head(),
+				Fault: fault.HookAfter(func(context.Context, fault.Op, string) error { return nil })})
+
+			_, err := s.Do(ctx, faultPut(1, "never"))
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("Do = %v, want context.Canceled", err)
+			}
+			if n := heads.Fired(); n != 0 {
+				t.Fatalf("%d head writes after the caller gave up before any was sent", n)
+			}
+			if got := headSequence(t, inner, id); got != before {
+				t.Fatalf("head sequence %d, want %d", got, before)
+			}
+			if v, ok := faultGet(t, s, 1); ok {
+				t.Fatalf("a cancelled command is visible: %q", v)
+			}
+		})
+	}
+}
+
+// TestCancelWhileQueuedLeavesTheQueue: a command whose caller gives up
+// while it still waits for its group commit returns at once and is never
+// applied: it leaves the queue.
+func TestCancelWhileQueuedLeavesTheQueue(t *testing.T) {
+	s := faultOpen(t, mem.NewBucket(), shards.NewShardID(), head.Options{MinCommitInterval: 500 * time.Millisecond})
+	if _, err := s.Do(context.Background(), faultPut(0, "first")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := s.Do(ctx, faultPut(1, "queued")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Do = %v, want context.DeadlineExceeded", err)
+	}
+	if took := time.Since(start); took > 250*time.Millisecond {
+		t.Fatalf("a queued command's caller waited %v after giving up", took)
+	}
+	// A later command commits after the pacing; the abandoned one is not
+	// in it.
+	if _, err := s.Do(context.Background(), faultPut(2, "later")); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := faultGet(t, s, 1); ok {
+		t.Fatalf("an abandoned queued command was applied: %q", v)
+	}
+}

@@ -436,7 +436,9 @@ func refused(err error) *Error {
 //     conflict "Contention", retryable, as the reference reports conflicts
 //     that outlast its retries.
 //   - context.DeadlineExceeded: Timeout; context.Canceled: Cancelled; both
-//     retryable.
+//     retryable. The engine returns them only for a change it did not
+//     apply: once a head write is sent it learns the outcome before it
+//     answers, whatever the caller's context does.
 //   - bucket.ErrThrottled, bucket.ErrUnavailable: ObjectUnavailable,
 //     retryable; bucket.ErrNotExist (an object the metadata references is
 //     gone): ObjectUnavailable, not retryable.
