@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -254,7 +255,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		sn, err = s.pinOrInitialize(ctx)
 	}
 	if err != nil {
-		if bucket.Transient(err) {
+		if bucket.Transient(err) && !errors.Is(err, ErrHeadRolledBack) {
 			return false, err
 		}
 		for _, c := range calls {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -185,5 +186,58 @@ func TestCancelWhileQueuedLeavesTheQueue(t *testing.T) {
 	}
 	if v, ok := faultGet(t, s, 1); ok {
 		t.Fatalf("an abandoned queued command was applied: %q", v)
+	}
+}
+
+// TestRolledBackHeadIsRefused: a head whose sequence is lower than one
+// the replica has already seen (an operator put an older head object
+// back) is refused with ErrHeadRolledBack, which is also
+// bucket.ErrIntegrity and names both sequences; it is neither served nor
+// built on. A replica that never saw the newer head has nothing to
+// compare with and serves what it reads.
+func TestRolledBackHeadIsRefused(t *testing.T) {
+	ctx := context.Background()
+	b := mem.NewBucket()
+	id := shards.NewShardID()
+	s := faultOpen(t, b, id, head.Options{})
+	if _, err := s.Do(ctx, faultPut(1, "old")); err != nil {
+		t.Fatal(err)
+	}
+	old, _, err := b.Get(ctx, s.Layout().Head())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Do(ctx, faultPut(1, "new")); err != nil {
+		t.Fatal(err)
+	}
+	sn, err := s.Pin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := sn.Sequence()
+
+	if _, err := b.Put(ctx, s.Layout().Head(), old, bucket.Unconditional); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Pin(ctx)
+	if !errors.Is(err, head.ErrHeadRolledBack) || !errors.Is(err, bucket.ErrIntegrity) {
+		t.Fatalf("Pin of a rolled-back head = %v, want ErrHeadRolledBack (and ErrIntegrity)", err)
+	}
+	for _, seq := range []uint64{newer - 1, newer} {
+		if want := fmt.Sprintf("sequence %d", seq); !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %q does not name %s", err, want)
+		}
+	}
+	start := time.Now()
+	if _, err := s.Do(ctx, faultPut(2, "on the old head")); !errors.Is(err, head.ErrHeadRolledBack) {
+		t.Fatalf("commit on a rolled-back head = %v, want ErrHeadRolledBack", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("a commit on a rolled-back head took %v to fail: another attempt cannot help", took)
+	}
+	// A fresh replica has seen nothing newer.
+	fresh := faultOpen(t, b, id, head.Options{})
+	if v, ok := faultGet(t, fresh, 1); !ok || v != "old" {
+		t.Fatalf("a fresh replica reads %q, %v", v, ok)
 	}
 }

@@ -443,7 +443,8 @@ func refused(err error) *Error {
 //     retryable; bucket.ErrNotExist (an object the metadata references is
 //     gone): ObjectUnavailable, not retryable.
 //   - bucket.ErrIntegrity (also manifests' and shards' ErrIntegrity):
-//     InvalidState, as the reference reports integrity failures.
+//     InvalidState, as the reference reports integrity failures; a head
+//     that went back in sequence (head.ErrHeadRolledBack) says so.
 //   - head.ErrRequestReused, head.ErrSchemaMismatch, head.ErrBadHead:
 //     InvalidState.
 //   - head.ErrClosed: Internal, retryable (another process may serve).
@@ -484,6 +485,8 @@ func FromError(err error) *Error {
 		e = ObjectUnavailable("the deployment's store has no head: nothing was written to it yet, or its head is lost; the first write creates it", false)
 	case errors.Is(err, bucket.ErrNotExist):
 		e = ObjectUnavailable("a stored object is missing", false)
+	case errors.Is(err, head.ErrHeadRolledBack):
+		e = InvalidState("the store's head went back to an older state than this replica has served; it is refused until an operator restores the newest head")
 	case errors.Is(err, bucket.ErrIntegrity):
 		e = InvalidState("stored data failed an integrity check")
 	case errors.Is(err, head.ErrRequestReused):
