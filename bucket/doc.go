@@ -48,6 +48,9 @@
 // a request that is safe to repeat (a read, a write of an immutable object)
 // under a RetryPolicy: bounded tries, jittered exponential backoff, and
 // the store's pace after throttling. Sleep is the one context-aware wait.
+// Permanent is its counterpart: the store refused the request for good
+// (denied, full, no bucket, a refused key, an unsupported request) and
+// the request took no effect, so callers stop at once and name the cause.
 //
 // # Keys
 //

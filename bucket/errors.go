@@ -44,4 +44,9 @@ var (
 	// ErrDenied: the store refused the caller: no credentials, credentials
 	// it rejects, or no permission for the request. Retrying will not help.
 	ErrDenied = errors.New("access denied")
+
+	// ErrNoSpace: the store has no room for the write (a full disk, a
+	// quota reached). Nothing was written; retrying will not help until an
+	// operator frees space.
+	ErrNoSpace = errors.New("no space left in the store")
 )

@@ -43,6 +43,18 @@ func Transient(err error) bool {
 		errors.Is(err, ErrAmbiguous) || errors.Is(err, ErrIntegrity)
 }
 
+// Permanent reports whether err says the store refused a request for a
+// reason another try cannot change, and that the request took no effect:
+// the caller was denied (ErrDenied), the store is full (ErrNoSpace), the
+// bucket does not exist (ErrNoBucket), the key is refused
+// (ErrInvalidKey) or the adapter cannot do what was asked
+// (ErrUnsupported). Such an error ends a request at once, is never
+// retried, and a write it ends did not happen, conditional or not.
+func Permanent(err error) bool {
+	return errors.Is(err, ErrDenied) || errors.Is(err, ErrNoSpace) || errors.Is(err, ErrNoBucket) ||
+		errors.Is(err, ErrInvalidKey) || errors.Is(err, ErrUnsupported)
+}
+
 // RetryPolicy bounds the retries of one request and spaces them with
 // jittered exponential backoff that honours throttling.
 type RetryPolicy struct {

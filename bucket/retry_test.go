@@ -61,6 +61,36 @@ func TestTransient(t *testing.T) {
 	}
 }
 
+func TestPermanent(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{bucket.ErrDenied, true},
+		{bucket.ErrNoSpace, true},
+		{bucket.ErrNoBucket, true},
+		{bucket.ErrInvalidKey, true},
+		{bucket.ErrUnsupported, true},
+		{fmt.Errorf("file: put %q: %w: %w", "k", bucket.ErrNoSpace, errors.New("no space left on device")), true},
+		{bucket.ErrUnavailable, false},
+		{bucket.ErrThrottled, false},
+		{bucket.ErrAmbiguous, false},
+		{bucket.ErrIntegrity, false},
+		{bucket.ErrNotExist, false},
+		{bucket.ErrPrecondition, false},
+		{context.Canceled, false},
+		{errors.New("other"), false},
+	} {
+		if got := bucket.Permanent(c.err); got != c.want {
+			t.Errorf("Permanent(%v) = %v, want %v", c.err, got, c.want)
+		}
+		if bucket.Permanent(c.err) && bucket.Transient(c.err) {
+			t.Errorf("%v is both permanent and transient", c.err)
+		}
+	}
+}
+
 func TestBackoffBounds(t *testing.T) {
 	p := bucket.RetryPolicy{Base: time.Millisecond, Max: 5 * time.Millisecond, ThrottleWait: time.Second}
 	for _, c := range []struct {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -57,8 +58,10 @@ type Result struct {
 // Do runs cmd and commits its mutations with one CAS of the head, shared
 // with concurrent commands of this Store unless NoGroupCommit is set. It
 // returns cmd's own error if its predicates failed, ErrRetryable if it did
-// not commit within the attempt budget, or ErrUnknownOutcome if its commit
-// could not be confirmed either way.
+// not commit within the attempt budget, ErrUnknownOutcome if its commit
+// could not be confirmed either way, or the store's own error, at once,
+// when the store refused a write for good (bucket.Permanent) and nothing
+// was applied.
 func (s *Store) Do(ctx context.Context, cmd Command) (Result, error) {
 	c := &call{ctx: ctx, cmd: cmd, done: make(chan struct{})}
 	if s.opts.NoGroupCommit {
@@ -80,9 +83,7 @@ func (s *Store) Do(ctx context.Context, cmd Command) (Result, error) {
 	case <-c.done:
 		return c.res, c.err
 	case <-ctx.Done():
-		// The command may still commit; a retry with its request id
-		// finds out.
-		return Result{}, ctx.Err()
+		return s.abandon(c)
 	}
 }
 
@@ -223,6 +224,9 @@ func (s *Store) commitBatch(calls []*call, refill func(n int) []*call) {
 				ctx, cancel = batchContext(calls)
 			}
 		}
+		if attempt > 0 {
+			finishEnded(calls)
+		}
 		if attempt >= s.opts.MaxAttempts {
 			for _, c := range calls {
 				c.finish(Result{}, fmt.Errorf("%w after %d attempts: %w", ErrRetryable, attempt, lastErr))
@@ -265,7 +269,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		sn, err = s.pinOrInitialize(ctx)
 	}
 	if err != nil {
-		if bucket.Transient(err) {
+		if bucket.Transient(err) && !errors.Is(err, ErrHeadRolledBack) {
 			return false, err
 		}
 		for _, c := range calls {
@@ -337,6 +341,9 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 	}
 	staged := time.Now()
 	if err := s.stage(ctx, cand); err != nil {
+		if endCommit(ctx, calls, err) {
+			return true, nil
+		}
 		return false, err
 	}
 	if time.Since(staged) > s.opts.MaxAttemptAge {
@@ -345,7 +352,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 	if err := s.waitTurn(ctx); err != nil {
 		return false, err
 	}
-	landed, err := s.cas(ctx, sn, cand, nonce, staged)
+	landed, err := s.settle(ctx, sn, cand, nonce, staged)
 	if err != nil {
 		for _, c := range calls {
 			c.finish(Result{}, err)
@@ -402,6 +409,10 @@ func (s *Store) observed(calls []*call) *Snapshot {
 // damaged bytes, which a flaky network can return) is repeated a few
 // times, and only a finding that persists fails the commands.
 func (s *Store) checkLanded(ctx context.Context, root digest.Hash) error {
+	// The commit has landed: a caller that gives up now must not turn
+	// it into a failure.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
 	p := s.retry
 	p.Attempts = checkAttempts
 	return bucket.Retry(ctx, p, func(ctx context.Context) error {

@@ -1,6 +1,10 @@
 package head
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/cairnstore/cairn/bucket"
+)
 
 // kindOf is a sentinel that is also another: errors.Is finds both.
 type kindOf struct {
@@ -23,6 +27,13 @@ var (
 	// ("cairn.head.v1"). It is also ErrBadHead: the shard is refused, never
 	// read as empty or overwritten.
 	ErrOldFormat error = &kindOf{"head: head of an older format", ErrBadHead}
+
+	// ErrHeadRolledBack: the head read has a lower sequence than a head
+	// this Store has already seen (an operator restored an older head
+	// object, or the store lost writes). Serving it would undo commits
+	// that were reported applied, and a commit on it would fork the
+	// shard's history, so it is refused. It is also bucket.ErrIntegrity.
+	ErrHeadRolledBack error = &kindOf{"head: head went back in sequence", bucket.ErrIntegrity}
 
 	// ErrNoHead: the shard has no head. A read cannot tell a shard never
 	// written from one whose head was lost, so it fails with ErrNoHead and

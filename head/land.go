@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -60,6 +61,25 @@ func (s *Store) stage(ctx context.Context, c *candidate) error {
 // maxStageWrites bounds the staging writes of one commit in flight.
 const maxStageWrites = 256
 
+// endCommit ends the calls with a staging error that another attempt
+// cannot change, and reports whether it did. Only a Transient error (the
+// store unavailable, throttling, an ambiguous or damaged write) is worth
+// another attempt; any other refusal (bucket.Permanent: denied, no space,
+// no bucket) would meet every attempt alike, and is reported at once, as
+// itself: nothing of the commit is visible, for the head was not written.
+// An error after the calls' context ended is left to the retry loop,
+// which reports each caller's own reason.
+func endCommit(ctx context.Context, calls []*call, err error) bool {
+	if bucket.Transient(err) || ctx.Err() != nil {
+		return false
+	}
+	err = fmt.Errorf("head: stage: %w", err)
+	for _, c := range calls {
+		c.finish(Result{}, err)
+	}
+	return true
+}
+
 // putImmutable writes a new immutable object, retrying what a retry cannot
 // make worse: the key is new and its bytes are fixed.
 func (s *Store) putImmutable(ctx context.Context, key string, body []byte) error {
@@ -69,6 +89,60 @@ func (s *Store) putImmutable(ctx context.Context, key string, body []byte) error
 		_, err := s.b.Put(ctx, key, body, bucket.Unconditional)
 		return err
 	})
+}
+
+// settleTimeout bounds how long a commit whose callers have all given up
+// goes on learning the outcome of its head write (see settle).
+const settleTimeout = 10 * time.Second
+
+// settle is cas for an attempt whose callers may give up. Until the head
+// write is sent, their context decides: if it has ended, nothing is sent
+// and the attempt did not land. Once it is sent, the write may land
+// whatever the callers do, so the write and its reconciliation run under
+// a context detached from theirs, for at most settleTimeout: a caller
+// that gives up then still learns whether its command landed, and is
+// never told "cancelled" for a command that was applied. An outcome still
+// unknown when the bound passes is ErrUnknownOutcome.
+func (s *Store) settle(ctx context.Context, sn *Snapshot, c *candidate, nonce roots.Nonce, staged time.Time) (landed bool, err error) {
+	if ctx.Err() != nil {
+		return false, nil // nothing sent: the retry loop reports the callers' reasons
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	return s.cas(ctx, sn, c, nonce, staged)
+}
+
+// abandon is Do's answer to a caller whose context ended before its
+// command's outcome was known. A command still queued has not been
+// applied and never will be: it leaves the queue with the context's
+// error. A command a group commit has taken may be in the head write
+// already, so the caller waits for the batch to settle it, which takes at
+// most the current attempt (its head write bounded by settleTimeout):
+// the attempt either lands, and the command's result stands, or it does
+// not, and the next pass ends the command with the context's error
+// (finishEnded).
+func (s *Store) abandon(c *call) (Result, error) {
+	s.mu.Lock()
+	if i := slices.Index(s.queue, c); i >= 0 {
+		s.queue = slices.Delete(s.queue, i, i+1)
+		s.mu.Unlock()
+		return Result{}, c.ctx.Err()
+	}
+	s.mu.Unlock()
+	<-c.done
+	return c.res, c.err
+}
+
+// finishEnded ends the calls whose context has ended with the context's
+// error. The batch runs it before retrying: the attempt before did not
+// land, so nothing of those calls was applied, and their callers are
+// waiting (abandon).
+func finishEnded(calls []*call) {
+	for _, c := range calls {
+		if err := c.ctx.Err(); err != nil {
+			c.finish(Result{}, err)
+		}
+	}
 }
 
 // cas writes the candidate head conditional on the pinned one and learns
@@ -81,7 +155,9 @@ func (s *Store) putImmutable(ctx context.Context, key string, body []byte) error
 // this attempt's head can land on the pinned version). Once the head has
 // moved past the pinned version without the nonce, no write of this
 // attempt can land any more, and cas reports not landed. It returns an
-// error only when the outcome stays unknown.
+// error when the outcome stays unknown, and when the store refused the
+// first write for good (bucket.Permanent): that write did not happen,
+// and no other can.
 func (s *Store) cas(ctx context.Context, sn *Snapshot, c *candidate, nonce roots.Nonce, staged time.Time) (landed bool, err error) {
 	want := nonceString(nonce)
 	var lastErr error
@@ -107,6 +183,11 @@ func (s *Store) cas(ctx context.Context, sn *Snapshot, c *candidate, nonce roots
 			return true, nil
 		}
 		lastErr = err
+		if bucket.Permanent(err) && !sent {
+			// Refused for good before it took effect: no write of this
+			// attempt was sent, so nothing of it can land.
+			return false, fmt.Errorf("head: write head of sequence %d: %w", sn.head.Sequence+1, err)
+		}
 		if errors.Is(err, bucket.ErrThrottled) && !sent {
 			continue // refused before it took effect; the head may still be ours to write
 		}

@@ -132,6 +132,7 @@ func (s *Store) runFlights(f *headFlight) {
 
 // readHead performs one head read and returns its snapshot.
 func (s *Store) readHead(ctx context.Context) (*Snapshot, error) {
+	seen := s.seenSequence() // before the read: every head it names was written before
 	b, attrs, err := s.b.Get(ctx, s.layout.Head())
 	if errors.Is(err, bucket.ErrNotExist) {
 		return nil, fmt.Errorf("head: read head of shard %s: %w: %w", s.id, ErrNoHead, err)
@@ -149,6 +150,10 @@ func (s *Store) readHead(ctx context.Context) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	if h.Sequence < seen {
+		return nil, fmt.Errorf("%w: shard %s: the head read has sequence %d, but this replica has seen sequence %d; it is not served",
+			ErrHeadRolledBack, s.id, h.Sequence, seen)
+	}
 	root, err := s.loadRoot(ctx, rootHash)
 	if errors.Is(err, bucket.ErrNotExist) {
 		// Everything a head names must exist: a missing root is damage.
@@ -164,6 +169,19 @@ func (s *Store) readHead(ctx context.Context) (*Snapshot, error) {
 	s.remember(sn)
 	s.startGate(sn) // beside the caller's first reads, not before them
 	return sn, nil
+}
+
+// seenSequence is the highest head sequence this Store has seen (read or
+// written), 0 before the first. Heads are read strongly, so a head read
+// sent after this Store saw sequence n has a sequence of at least n,
+// unless the head went back (ErrHeadRolledBack).
+func (s *Store) seenSequence() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.latest == nil || s.latest.head == nil {
+		return 0
+	}
+	return s.latest.head.Sequence
 }
 
 // remember makes sn the latest snapshot if it is newer.

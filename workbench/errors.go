@@ -423,12 +423,36 @@ func Internal(msg string) *Error {
 	return newError(CodeInternal, msg, false, sourceDetails())
 }
 
+// refused is the error of a request the object store refused for good
+// (bucket.Permanent): an object-store failure, as the reference reports
+// its object store's, not retryable, its message naming the cause so
+// that an operator knows what to fix.
+func refused(err error) *Error {
+	var why string
+	switch {
+	case errors.Is(err, bucket.ErrDenied):
+		why = "denied access (missing or rejected credentials, or no permission)"
+	case errors.Is(err, bucket.ErrNoSpace):
+		why = "has no space left (a full disk or an exhausted quota)"
+	case errors.Is(err, bucket.ErrNoBucket):
+		why = "has no such bucket"
+	default:
+		why = "refused the request"
+	}
+	return ObjectUnavailable("the object store "+why+"; the request was not applied, and retrying will not help until that is fixed ("+err.Error()+")", false)
+}
+
 // FromError maps a Go error to the Workbench error a tool returns. It is
 // the one place where cairn's internal errors become Workbench errors:
 //
 //   - nil is nil; an *Error anywhere in the chain is returned unchanged.
 //   - head.ErrUnknownOutcome, and bucket.ErrAmbiguous on its own: the change
 //     may or may not have been applied. UnknownOutcome, retryable.
+//   - a permanent refusal of the store (bucket.Permanent: ErrDenied,
+//     ErrNoSpace, ErrNoBucket, ErrInvalidKey, ErrUnsupported): the
+//     request took no effect and another try will not help until an
+//     operator acts. ObjectUnavailable, not retryable, with a message that
+//     names the cause (see refused).
 //   - head.ErrRetryable: the engine gave up within its attempt budget and
 //     nothing is visible. ObjectUnavailable (retryable) when the store was
 //     unavailable, throttled or ambiguous along the way; otherwise the
@@ -436,12 +460,15 @@ func Internal(msg string) *Error {
 //     conflict "Contention", retryable, as the reference reports conflicts
 //     that outlast its retries.
 //   - context.DeadlineExceeded: Timeout; context.Canceled: Cancelled; both
-//     retryable.
+//     retryable. The engine returns them only for a change it did not
+//     apply: once a head write is sent it learns the outcome before it
+//     answers, whatever the caller's context does.
 //   - bucket.ErrThrottled, bucket.ErrUnavailable: ObjectUnavailable,
 //     retryable; bucket.ErrNotExist (an object the metadata references is
 //     gone): ObjectUnavailable, not retryable.
 //   - bucket.ErrIntegrity (also manifests' and shards' ErrIntegrity):
-//     InvalidState, as the reference reports integrity failures.
+//     InvalidState, as the reference reports integrity failures; a head
+//     that went back in sequence (head.ErrHeadRolledBack) says so.
 //   - head.ErrRequestReused, head.ErrSchemaMismatch, head.ErrBadHead:
 //     InvalidState.
 //   - head.ErrClosed: Internal, retryable (another process may serve).
@@ -460,6 +487,8 @@ func FromError(err error) *Error {
 	switch {
 	case errors.Is(err, head.ErrUnknownOutcome):
 		e = newError(CodeUnknownOutcome, "the outcome of the change is unknown; it may have been applied", true, sourceDetails())
+	case bucket.Permanent(err):
+		e = refused(err)
 	case errors.Is(err, head.ErrRetryable):
 		if errors.Is(err, bucket.ErrThrottled) || errors.Is(err, bucket.ErrUnavailable) || errors.Is(err, bucket.ErrAmbiguous) {
 			e = ObjectUnavailable("the object store is unavailable; the change was not applied", true)
@@ -480,6 +509,8 @@ func FromError(err error) *Error {
 		e = ObjectUnavailable("the deployment's store has no head: nothing was written to it yet, or its head is lost; the first write creates it", false)
 	case errors.Is(err, bucket.ErrNotExist):
 		e = ObjectUnavailable("a stored object is missing", false)
+	case errors.Is(err, head.ErrHeadRolledBack):
+		e = InvalidState("the store's head went back to an older state than this replica has served; it is refused until an operator restores the newest head")
 	case errors.Is(err, bucket.ErrIntegrity):
 		e = InvalidState("stored data failed an integrity check")
 	case errors.Is(err, head.ErrRequestReused):

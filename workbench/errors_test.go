@@ -256,6 +256,11 @@ func TestFromError(t *testing.T) {
 		{"bad head", head.ErrBadHead, "InvalidState", false},
 		{"closed", head.ErrClosed, "Internal", true},
 		{"other", errors.New("boom"), "Internal", false},
+		{"denied", fmt.Errorf("head: stage: file: put %q: %w: %w", "k", bucket.ErrDenied, errors.New("permission denied")), "ObjectUnavailable", false},
+		{"no space", fmt.Errorf("head: write head of sequence 3: file: put %q: %w", "k", bucket.ErrNoSpace), "ObjectUnavailable", false},
+		{"no bucket", fmt.Errorf("s3: put %q: %w", "k", bucket.ErrNoBucket), "ObjectUnavailable", false},
+		{"rolled back", fmt.Errorf("%w: shard x: sequence 3, seen 5", head.ErrHeadRolledBack), "InvalidState", false},
+		{"unknown outcome despite a refusal", fmt.Errorf("%w: sequence 4 (%w)", head.ErrUnknownOutcome, bucket.ErrDenied), "UnknownOutcome", true},
 	}
 	for _, tt := range tests {
 		e := workbench.FromError(tt.err)

@@ -18,7 +18,7 @@ import (
 // ledger beside its blocks. Requests sent together overlap at 3 ms each
 // and count as one round.
 func TestWriteRequestCounts(t *testing.T) {
-	cb := counting.New(latency.New(mem.NewBucket(), latency.Options{PerRequest: 3 * time.Millisecond}))
+	cb := counting.New(latency.New(mem.NewBucket(), latency.Options{PerRequest: 10 * time.Millisecond}))
 	// Without the engine's strict Check after every commit, which reads
 	// the whole store.
 	s, err := workbench.Open(context.Background(), cb, workbench.Options{AgentID: "test", BlockSize: 8, BlockCacheBytes: -1})

@@ -94,7 +94,7 @@ func openDir(dir string, create bool) (*Bucket, error) {
 	b := &Bucket{dir: abs, treeLock: filepath.Join(abs, locksDir, "tree"), syncDir: syncDir}
 	if create {
 		if err := b.makeRoot(); err != nil {
-			return nil, fmt.Errorf("file: open %s: %w", abs, classifyOpen(err))
+			return nil, fmt.Errorf("file: open %s: %w", abs, classify(err))
 		}
 	}
 	st, err := os.Stat(abs)
@@ -102,21 +102,32 @@ func openDir(dir string, create bool) (*Bucket, error) {
 		return nil, fmt.Errorf("file: open %s: %w: %w", abs, bucket.ErrNoBucket, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("file: open %s: %w", abs, classifyOpen(err))
+		return nil, fmt.Errorf("file: open %s: %w", abs, classify(err))
 	}
 	if !st.IsDir() {
 		return nil, fmt.Errorf("file: open %s: not a directory", abs)
 	}
 	if err := os.Mkdir(filepath.Join(abs, locksDir), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("file: open %s: %w", abs, classifyOpen(err))
+		return nil, fmt.Errorf("file: open %s: %w", abs, classify(err))
 	}
 	b.cleanTemps()
 	return b, nil
 }
 
-// classifyOpen marks a permission error as the port's ErrDenied.
-func classifyOpen(err error) error {
-	if errors.Is(err, fs.ErrPermission) {
+// classify marks the file system's refusals that another try cannot
+// change with the port's sentinels, once, here: no permission or a
+// read-only file system is ErrDenied, a full disk or an exhausted quota
+// ErrNoSpace (bucket.Permanent). An error already classified, or a write
+// that took effect but could not be synced (ErrAmbiguous), is left as it
+// is.
+func classify(err error) error {
+	if bucket.Permanent(err) || errors.Is(err, bucket.ErrAmbiguous) {
+		return err
+	}
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return fmt.Errorf("%w: %w", bucket.ErrNoSpace, err)
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
 		return fmt.Errorf("%w: %w", bucket.ErrDenied, err)
 	}
 	return err
@@ -195,7 +206,7 @@ func notExist(err error) bool {
 }
 
 func opErr(op, key string, err error) error {
-	return fmt.Errorf("file: %s %q: %w", op, key, err)
+	return fmt.Errorf("file: %s %q: %w", op, key, classify(err))
 }
 
 // begin validates key, checks the bucket and ctx, and locates the key.

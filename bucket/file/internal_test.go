@@ -3,10 +3,12 @@ package file
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"unicode/utf8"
 
@@ -162,4 +164,64 @@ func FuzzLocate(f *testing.F) {
 			t.Fatalf("locate(%q): %d dirs for %d parts", key, len(l.dirs), len(parts))
 		}
 	})
+}
+
+// TestClassifyPermanent: the file system's refusals that another try
+// cannot change are classified once, here, as the port's permanent
+// sentinels, and the cause stays in the chain; an error already
+// classified, or a write that took effect, is left alone.
+func TestClassifyPermanent(t *testing.T) {
+	path := func(errno syscall.Errno) error {
+		return &fs.PathError{Op: "open", Path: "/d/.tmp-1", Err: errno}
+	}
+	for _, c := range []struct {
+		err       error
+		sentinel  error
+		permanent bool
+	}{
+		{path(syscall.EACCES), bucket.ErrDenied, true},
+		{path(syscall.EPERM), bucket.ErrDenied, true},
+		{path(syscall.EROFS), bucket.ErrDenied, true},
+		{path(syscall.ENOSPC), bucket.ErrNoSpace, true},
+		{path(syscall.EDQUOT), bucket.ErrNoSpace, true},
+		{path(syscall.EIO), nil, false},
+		{fmt.Errorf("%w: written but not synced: %w", bucket.ErrAmbiguous, path(syscall.ENOSPC)), bucket.ErrAmbiguous, false},
+	} {
+		err := opErr("put", "k", c.err)
+		if got := bucket.Permanent(err); got != c.permanent {
+			t.Errorf("opErr(%v): Permanent = %v, want %v", c.err, got, c.permanent)
+		}
+		if c.sentinel != nil && !errors.Is(err, c.sentinel) {
+			t.Errorf("opErr(%v) = %v, want %v in the chain", c.err, err, c.sentinel)
+		}
+		if !errors.Is(err, c.err) {
+			t.Errorf("opErr(%v) = %v lost the cause", c.err, err)
+		}
+	}
+}
+
+// TestPutDeniedIsPermanent: a write into a directory the process may not
+// write is ErrDenied, not a plain error the engine would retry. Root
+// ignores directory permissions, so as root the refusal is classified
+// directly.
+func TestPutDeniedIsPermanent(t *testing.T) {
+	b, err := Create(filepath.Join(t.TempDir(), "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if os.Geteuid() == 0 {
+		if err := opErr("put", "k", &fs.PathError{Op: "open", Path: b.dir, Err: syscall.EACCES}); !errors.Is(err, bucket.ErrDenied) {
+			t.Fatalf("denied put: %v, want ErrDenied", err)
+		}
+		return
+	}
+	if err := os.Chmod(b.dir, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(b.dir, 0o755)
+	_, err = b.Put(context.Background(), "k", []byte("v"), bucket.Unconditional)
+	if !errors.Is(err, bucket.ErrDenied) || !bucket.Permanent(err) || bucket.Transient(err) {
+		t.Fatalf("put into an unwritable directory: %v, want ErrDenied, permanent", err)
+	}
 }

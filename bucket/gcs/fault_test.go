@@ -163,7 +163,7 @@ func TestInjectedAnswers(t *testing.T) {
 		{"upload", 500, bucket.ErrAmbiguous},
 		{"upload", 408, bucket.ErrAmbiguous},
 		{"upload", 403, bucket.ErrDenied},
-		{"upload", 404, nil}, // a missing bucket, not a missing object
+		{"upload", 404, bucket.ErrNoBucket}, // a missing bucket, not a missing object
 		{"media", 404, bucket.ErrNotExist},
 		{"media", 429, bucket.ErrThrottled},
 		{"media", 503, bucket.ErrUnavailable},

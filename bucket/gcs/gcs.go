@@ -286,7 +286,7 @@ func (b *Bucket) Put(ctx context.Context, key string, body []byte, cond bucket.C
 		}
 		sentinel := classify(ctx, err, true)
 		if sentinel == bucket.ErrNotExist {
-			sentinel = nil // the bucket is missing, not the object
+			sentinel = bucket.ErrNoBucket // a write names no object that must exist: the bucket is missing
 		}
 		return bucket.Attrs{}, wrap(ctx, "put", key, sentinel, err)
 	}

@@ -28,6 +28,13 @@ func init() {
 // JSON with sorted keys, exactly as the tool returns it. Flags may come
 // before or after TOOL.
 //
+// On SIGINT or SIGTERM the tool's context is cancelled, and the result is
+// printed once the tool has returned: a write whose head write was
+// already sent is settled first (for at most a few seconds), so the
+// envelope says whether it was applied (success), was not (Cancelled or
+// Timeout, retryable) or cannot be told (UnknownOutcome); never Cancelled
+// for a write that landed.
+//
 // Exit status (see exit.go): 0 for a success result, 1 for an error result
 // (still printed; an unknown TOOL is the UnknownTool error result), 2 for
 // a usage error, 3 for a bucket that does not exist, cannot be reached or
