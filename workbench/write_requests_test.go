@@ -15,7 +15,7 @@ import (
 // TestWriteRequestCounts: what each write tool costs a warm Service, in
 // the order of docs/workbench.md's table. A commit stages one delta
 // segment and the root, then writes the head; a body in blocks adds the
-// ledger beside its blocks. Requests sent together overlap at 3 ms each
+// ledger beside its blocks. Requests sent together overlap at 10 ms each
 // and count as one round.
 func TestWriteRequestCounts(t *testing.T) {
 	cb := counting.New(latency.New(mem.NewBucket(), latency.Options{PerRequest: 10 * time.Millisecond}))
