@@ -39,6 +39,14 @@ type Command struct {
 	// proves the snapshot was still current, and a lost race rebuilds from
 	// a fresh pin. A frozen snapshot (Store.At) is ignored.
 	At *Snapshot
+	// Kind and Payload, instead of Apply, make a data command: the Handler
+	// registered for Kind (Store.Handle) applies Payload. Any replica with
+	// the same handlers can apply it, so with Options.Intents it may be
+	// committed by another replica of the shard (see Intents). A data
+	// command without a RequestID gets a random one: its dedupe record is
+	// how its owner learns its fate.
+	Kind    string
+	Payload []byte
 	// Reads, if set, names keys the command will read (ShardRef with a
 	// Prefix: the key, or the prefix it scans). Before a group commit
 	// applies its commands one after another, it loads every command's
@@ -63,6 +71,17 @@ type Result struct {
 // when the store refused a write for good (bucket.Permanent) and nothing
 // was applied.
 func (s *Store) Do(ctx context.Context, cmd Command) (Result, error) {
+	if cmd.Kind != "" {
+		if cmd.Apply != nil {
+			return Result{}, fmt.Errorf("head: a data command (kind %q) has no Apply", cmd.Kind)
+		}
+		if _, ok := s.handler(cmd.Kind); !ok {
+			return Result{}, fmt.Errorf("head: no handler for command kind %q", cmd.Kind)
+		}
+		if cmd.RequestID == "" {
+			cmd.RequestID = "cairn." + nonceString(newNonce())
+		}
+	}
 	c := &call{ctx: ctx, cmd: cmd, done: make(chan struct{})}
 	if s.opts.NoGroupCommit {
 		s.commitBatch([]*call{c}, nil)
@@ -92,10 +111,13 @@ type call struct {
 	cmd  Command
 	fold bool // the Store's own fold: no command, see runFold
 	all  bool // with fold: fold whatever deltas the root lists (Fold)
-	done chan struct{}
-	once sync.Once
-	res  Result
-	err  error
+	// intent names the intent that carries this data command, once
+	// published: another replica may apply it from then on.
+	intent string
+	done   chan struct{}
+	once   sync.Once
+	res    Result
+	err    error
 }
 
 func (c *call) finish(r Result, err error) {
@@ -206,7 +228,32 @@ func batchContext(batch []*call) (context.Context, context.CancelFunc) {
 type outcome struct {
 	res Result
 	err error
+	// retry: the command failed in this attempt, but its intent is out,
+	// so its fate is left to a later attempt, which finds it applied by
+	// another replica or applies it.
+	retry bool
 }
+
+// finishAll finishes each call with its outcome, except those to retry,
+// and reports whether none is left.
+func finishAll(calls []*call, outs []outcome) bool {
+	done := true
+	for i, c := range calls {
+		if outs[i].retry {
+			done = false
+			continue
+		}
+		c.finish(outs[i].res, outs[i].err)
+	}
+	return done
+}
+
+// errLostRace is an attempt's error when another commit took the head.
+var errLostRace = errors.New("lost the race for the head")
+
+// errIntentPending is an attempt's error when a call's data command
+// failed here but its intent may still be applied elsewhere.
+var errIntentPending = errors.New("a command's intent is still pending")
 
 // commitBatch runs the calls as one group commit until each is finished.
 // refill, if not nil, adds commands queued meanwhile to a batch that must
@@ -215,6 +262,7 @@ func (s *Store) commitBatch(calls []*call, refill func(n int) []*call) {
 	ctx, cancel := batchContext(calls)
 	defer func() { cancel() }()
 	var lastErr error
+	lost := 0 // attempts that lost the race while replicas contend
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 && attempt < s.opts.MaxAttempts && refill != nil {
 			calls = slices.DeleteFunc(calls, (*call).finished)
@@ -229,7 +277,7 @@ func (s *Store) commitBatch(calls []*call, refill func(n int) []*call) {
 		}
 		if attempt >= s.opts.MaxAttempts {
 			for _, c := range calls {
-				c.finish(Result{}, fmt.Errorf("%w after %d attempts: %w", ErrRetryable, attempt, lastErr))
+				c.finish(Result{}, c.unsettled(fmt.Errorf("%w after %d attempts: %w", ErrRetryable, attempt, lastErr)))
 			}
 			return
 		}
@@ -243,11 +291,20 @@ func (s *Store) commitBatch(calls []*call, refill func(n int) []*call) {
 			}
 			return
 		}
-		done, err := s.attempt(ctx, calls, attempt == 0)
+		done, err := s.attempt(ctx, calls, attempt == 0 && lost == 0)
 		if done {
 			return
 		}
 		lastErr = err
+		if (errors.Is(err, errLostRace) || errors.Is(err, errIntentPending)) && s.contended() {
+			// The head moved, or a command waits on its intent: the next
+			// attempt pins the new head at once (its head write waits for
+			// its turn anyway), and the backoff does not grow.
+			attempt--
+			if lost++; lost < maxLostRaces {
+				continue
+			}
+		}
 		if err := s.retry.Wait(ctx, attempt, err); err != nil {
 			continue // the next pass finishes the calls with ctx.Err()
 		}
@@ -277,6 +334,13 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		}
 		return true, nil
 	}
+	var foreign []foreignIntent
+	if s.contended() {
+		// Others write the head too: publish this batch's data commands,
+		// so that whoever wins carries them, and carry theirs.
+		s.publishIntent(ctx, calls)
+		foreign, _ = s.pendingIntents(ctx, calls) // unread intents wait for a later commit
+	}
 	if err := s.prefetchReads(ctx, sn, calls); err != nil && !bucket.Transient(err) {
 		for _, c := range calls {
 			c.finish(Result{}, err)
@@ -298,7 +362,12 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 			continue
 		}
 		outs[i] = s.apply(ctx, sn, state, c.cmd, seq, now)
+		var rej *Rejected
+		if c.intent != "" && outs[i].err != nil && !errors.As(outs[i].err, &rej) {
+			outs[i].retry = true // another replica may apply its intent: never report this failure
+		}
 	}
+	settled := s.applyForeign(ctx, sn, state, foreign, seq, now)
 	if state.empty() && !fold {
 		if reused {
 			// Nothing to commit, so no head write validates a snapshot
@@ -307,11 +376,13 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		}
 		// Nothing to commit: every outcome holds at the pinned head, which
 		// was read after each call arrived.
-		for i, c := range calls {
+		for i := range calls {
 			if outs[i].err == nil && !outs[i].res.Replayed {
 				outs[i].res.Sequence = sn.head.Sequence
 			}
-			c.finish(outs[i].res, outs[i].err)
+		}
+		if !finishAll(calls, outs) {
+			return false, errIntentPending
 		}
 		return true, nil
 	}
@@ -352,6 +423,11 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 	if err := s.waitTurn(ctx); err != nil {
 		return false, err
 	}
+	if s.knownStale(sn) {
+		// Another commit landed while this one waited: its head write
+		// would only be refused. Nothing of it was sent.
+		return false, fmt.Errorf("head: %w for sequence %d", errLostRace, seq)
+	}
 	landed, err := s.settle(ctx, sn, cand, nonce, staged)
 	if err != nil {
 		for _, c := range calls {
@@ -360,8 +436,14 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		return true, nil
 	}
 	if !landed {
-		return false, fmt.Errorf("head: lost the race for sequence %d", seq)
+		return false, fmt.Errorf("head: %w for sequence %d", errLostRace, seq)
 	}
+	for i, c := range calls {
+		if c.intent != "" && !outs[i].retry {
+			settled = append(settled, c.intent)
+		}
+	}
+	s.dropIntents(settled)
 	s.forget(cand.superseded)
 	s.noticeDeltas(cand.root)
 	if s.opts.Check {
@@ -372,8 +454,8 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 			return true, nil
 		}
 	}
-	for i, c := range calls {
-		c.finish(outs[i].res, outs[i].err)
+	if !finishAll(calls, outs) {
+		return false, errIntentPending
 	}
 	return true, nil
 }
@@ -452,8 +534,18 @@ func dedupeKey(cmd Command) []byte {
 	return append(append([]byte(nil), cmd.Namespace[:]...), cmd.RequestID...)
 }
 
-// apply runs one command on top of the batch so far.
+// apply runs one command on top of the batch so far. A data command's
+// Rejected refusal is recorded in the dedupe family as a result is, so
+// that every replica that meets its intent again replays the refusal.
 func (s *Store) apply(ctx context.Context, sn *Snapshot, state *batchState, cmd Command, seq uint64, now time.Time) outcome {
+	if cmd.Kind != "" {
+		h, ok := s.handler(cmd.Kind)
+		if !ok {
+			return outcome{err: fmt.Errorf("head: no handler for command kind %q", cmd.Kind)}
+		}
+		payload := cmd.Payload
+		cmd.Apply = func(tx *Tx) ([]byte, error) { return h(tx, payload) }
+	}
 	var dkey []byte
 	if cmd.RequestID != "" {
 		dkey = dedupeKey(cmd)
@@ -468,6 +560,14 @@ func (s *Store) apply(ctx context.Context, sn *Snapshot, state *batchState, cmd 
 	tx := &Tx{ctx: ctx, sn: sn, base: state, own: newBatchState(s.fams), seq: seq, now: now}
 	val, err := cmd.Apply(tx)
 	if err != nil {
+		var rej *Rejected
+		if cmd.Kind != "" && dkey != nil && errors.As(err, &rej) {
+			refusal := newBatchState(s.fams)
+			if perr := refusal.put(shards.CommandDedupe, dkey, encodeDedupeRecord(dedupeRejected, cmd.Digest, seq, rej.Value)); perr != nil {
+				return outcome{err: perr}
+			}
+			state.merge(refusal)
+		}
 		return outcome{err: err}
 	}
 	if dkey != nil {
@@ -483,8 +583,16 @@ func (s *Store) apply(ctx context.Context, sn *Snapshot, state *batchState, cmd 
 const dedupeFormat = 1
 
 func encodeDedupe(cmdDigest [32]byte, seq uint64, result []byte) []byte {
-	return wire.NewWriter(make([]byte, 0, 1+32+8+len(result))).
-		U8(dedupeFormat).Raw(cmdDigest[:]).U64(seq).Raw(result).Bytes()
+	return encodeDedupeRecord(dedupeFormat, cmdDigest, seq, result)
+}
+
+// dedupeRejected is the format byte of the record of a data command its
+// handler refused (Rejected): the same layout, the refusal for a result.
+const dedupeRejected = 2
+
+func encodeDedupeRecord(format byte, cmdDigest [32]byte, seq uint64, value []byte) []byte {
+	return wire.NewWriter(make([]byte, 0, 1+32+8+len(value))).
+		U8(format).Raw(cmdDigest[:]).U64(seq).Raw(value).Bytes()
 }
 
 // dedupeExpired is the engine's expiry rule for command_dedupe (see
@@ -497,7 +605,7 @@ func dedupeExpired(_, v []byte, at shards.ExpiryClock) bool {
 	format := r.U8()
 	r.Take(32) // the command digest
 	seq := r.U64()
-	if r.Err() != nil || format != dedupeFormat {
+	if r.Err() != nil || (format != dedupeFormat && format != dedupeRejected) {
 		return false
 	}
 	return seq < at.Sequence && at.Sequence-seq > at.DedupeWindow
@@ -510,11 +618,14 @@ func replay(v []byte, cmd Command) outcome {
 	r.Copy(cmdDigest[:])
 	seq := r.U64()
 	result := r.Take(r.Len())
-	if r.Err() != nil || format != dedupeFormat {
+	if r.Err() != nil || (format != dedupeFormat && format != dedupeRejected) {
 		return outcome{err: fmt.Errorf("head: dedupe record of %q: %w", cmd.RequestID, bucket.ErrIntegrity)}
 	}
 	if cmdDigest != cmd.Digest {
 		return outcome{err: fmt.Errorf("%w: %q", ErrRequestReused, cmd.RequestID)}
+	}
+	if format == dedupeRejected {
+		return outcome{err: &Rejected{Value: bytes.Clone(result)}}
 	}
 	return outcome{res: Result{Value: bytes.Clone(result), Sequence: seq, Replayed: true}}
 }

@@ -191,6 +191,7 @@ func (s *Store) remember(sn *Snapshot) {
 		if s.latest != nil && sn.head.Sequence > s.latest.head.Sequence && sn.version != s.ownVersion {
 			// Another writer's head write happened before now.
 			s.headWritten = time.Now()
+			s.othersSeen = s.headWritten
 		}
 		s.latest = sn
 	}

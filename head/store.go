@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairnstore/cairn/bucket"
@@ -98,6 +99,12 @@ type Options struct {
 	// longer never deletes an object a landing commit references.
 	// Default 10 minutes.
 	MaxAttemptAge time.Duration
+	// Intents lets the Store's group commits share the head with other
+	// replicas through intents (see Handler): once it has seen another
+	// replica write the head, it publishes the data commands of each
+	// batch as an intent before competing for the head, and applies the
+	// pending intents of others with its own batch. Needs group commit.
+	Intents bool
 	// Check runs Check on every root this Store commits, in strict mode,
 	// and fails the command on any finding. For tests.
 	Check bool
@@ -195,8 +202,12 @@ type Store struct {
 	// until MinCommitInterval after it (waitTurn).
 	headWritten time.Time
 	ownVersion  bucket.Version // the version of this Store's last landed head write
-	foldDue     bool           // a landed root of this Store wants folding
-	folding     bool           // a fold of this Store is queued or running
+	othersSeen  time.Time      // when this Store last saw a head another writer wrote
+	published   atomic.Int64   // intents this Store wrote
+	carried     atomic.Int64   // other replicas' commands its commits applied
+	handlers    map[string]Handler
+	foldDue     bool // a landed root of this Store wants folding
+	folding     bool // a fold of this Store is queued or running
 	closed      bool
 	gatePassed  bool  // the system record carries the marker
 	gateRun     *gate // the system-record check in progress, or failed for good

@@ -1,0 +1,329 @@
+package head
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/wire"
+)
+
+// Intents: many replicas, one head.
+//
+// The head takes about one write a second, so replicas that share a
+// shard take turns at it, and without help a replica that loses the race
+// rebuilds and waits for another turn while the winner commits again at
+// once. A data command (Command.Kind) can be applied by any replica that
+// has the same Handler, so a replica with Options.Intents publishes the
+// data commands of each batch as an intent, a create-only object under
+// the shard's intents/ prefix (new names are not rate-limited), before
+// it competes for the head. Every group commit lists the intents and
+// applies, after its own commands, those not applied yet: whichever
+// replica wins the head carries everyone's commands. The dedupe family
+// tells each command's fate: an applied data command always leaves a
+// record there (its result, or its Rejected refusal), so an owner that
+// lost the race finds its commands applied at its next pin and answers
+// from the record, and a second application of an intent is a replay
+// that changes nothing. The winner deletes the intents it applied once
+// its commit has landed; intents older than Options.MaxAttemptAge are
+// ignored, and the sweep owns what is left.
+
+// Handler applies one kind of data command: a pure function of what it
+// reads through tx and of its payload, like Command.Apply. It must be
+// the same on every replica of a shard.
+type Handler func(tx *Tx, payload []byte) ([]byte, error)
+
+// Rejected is the error a Handler returns to refuse its command
+// deterministically: nothing of the command is applied, and Value is the
+// refusal, which the dedupe family keeps as it keeps a result, so that
+// every replica and every retry learns the same answer.
+type Rejected struct {
+	Value []byte
+}
+
+func (r *Rejected) Error() string {
+	return fmt.Sprintf("head: command rejected (%d bytes)", len(r.Value))
+}
+
+// Handle registers the Handler of data commands of kind. Register every
+// kind before the first command; every replica of a shard registers the
+// same handlers.
+func (s *Store) Handle(kind string, h Handler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.handlers == nil {
+		s.handlers = map[string]Handler{}
+	}
+	s.handlers[kind] = h
+}
+
+// contendedFor is how long after seeing another replica's head write a
+// Store keeps publishing and carrying intents.
+const contendedFor = 10 * time.Second
+
+// maxLostRaces bounds the attempts of one batch that lose the race for
+// the head while replicas contend, which do not count against
+// Options.MaxAttempts.
+const maxLostRaces = 64
+
+// contended reports whether this Store uses intents now: Options.Intents
+// is set and another replica wrote the head recently.
+func (s *Store) contended() bool {
+	if !s.opts.Intents || s.opts.NoGroupCommit {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.othersSeen.IsZero() && time.Since(s.othersSeen) < contendedFor
+}
+
+// knownStale reports whether this Store has seen a head newer than sn's.
+func (s *Store) knownStale(sn *Snapshot) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.latest != nil && sn.head != nil && s.latest.head.Sequence > sn.head.Sequence
+}
+
+// unsettled is the error a call ends with when its commit failed: a data
+// command whose intent is out may still be applied by another replica, so
+// its outcome is unknown.
+func (c *call) unsettled(err error) error {
+	if c.intent == "" {
+		return err
+	}
+	return fmt.Errorf("%w: its intent may still be applied by another replica: %w", ErrUnknownOutcome, err)
+}
+
+func (s *Store) handler(kind string) (Handler, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.handlers[kind]
+	return h, ok
+}
+
+// Intent object format, version 1.
+const (
+	intentMagic  = "CRNI"
+	intentFormat = 1
+	// maxIntentCommands bounds the commands of one intent.
+	maxIntentCommands = 1 << 16
+)
+
+// intentCmd is one command of an intent: what another replica needs to
+// apply it.
+type intentCmd struct {
+	Namespace [16]byte
+	RequestID string
+	Digest    [32]byte
+	Kind      string
+	Payload   []byte
+}
+
+func (ic intentCmd) command() Command {
+	return Command{Namespace: ic.Namespace, RequestID: ic.RequestID, Digest: ic.Digest, Kind: ic.Kind, Payload: ic.Payload}
+}
+
+func encodeIntent(created time.Time, cmds []intentCmd) ([]byte, error) {
+	w := wire.NewWriter(nil).Raw([]byte(intentMagic)).U8(intentFormat).U64(uint64(created.UnixMilli())).U32(uint32(len(cmds)))
+	for _, c := range cmds {
+		w.Raw(c.Namespace[:]).Bytes16([]byte(c.RequestID)).Raw(c.Digest[:]).Bytes16([]byte(c.Kind)).Bytes32(c.Payload)
+	}
+	if err := w.Err(); err != nil {
+		return nil, fmt.Errorf("head: encode intent: %w", err)
+	}
+	return w.Bytes(), nil
+}
+
+func decodeIntent(b []byte) (time.Time, []intentCmd, error) {
+	r := wire.NewReader(b)
+	if got := r.Take(len(intentMagic)); r.Err() == nil && string(got) != intentMagic {
+		r.Fail("magic", fmt.Sprintf("bad magic %q", got))
+	}
+	if v := r.U8(); r.Err() == nil && v != intentFormat {
+		r.Fail("version", fmt.Sprintf("unknown intent format %d", v))
+	}
+	created := time.UnixMilli(int64(r.U64()))
+	n := r.U32()
+	if r.Err() == nil && (n == 0 || n > maxIntentCommands) {
+		r.Fail("count", fmt.Sprintf("%d commands", n))
+	}
+	var cmds []intentCmd
+	for i := uint32(0); i < n && r.Err() == nil; i++ {
+		var c intentCmd
+		r.Copy(c.Namespace[:])
+		c.RequestID = string(r.Bytes16())
+		r.Copy(c.Digest[:])
+		c.Kind = string(r.Bytes16())
+		c.Payload = r.Bytes32()
+		if r.Err() == nil && (c.RequestID == "" || c.Kind == "") {
+			r.Fail("command", fmt.Sprintf("command %d has no request id or kind", i))
+		}
+		cmds = append(cmds, c)
+	}
+	if err := r.End(); err != nil {
+		return time.Time{}, nil, fmt.Errorf("head: decode intent: %w: %w", err, bucket.ErrIntegrity)
+	}
+	return created, cmds, nil
+}
+
+// intentsPrefix is where a shard's intents live.
+func (s *Store) intentsPrefix() string { return s.layout.Prefix() + "intents/" }
+
+// publishIntent writes the calls' data commands that have no intent yet
+// as one intent, and marks them with its name. A failed write leaves them
+// without one: they are then committed by this Store alone, as before.
+func (s *Store) publishIntent(ctx context.Context, calls []*call) {
+	var cmds []intentCmd
+	var mine []*call
+	for _, c := range calls {
+		if c.cmd.Kind == "" || c.intent != "" || c.finished() {
+			continue
+		}
+		cmds = append(cmds, intentCmd{Namespace: c.cmd.Namespace, RequestID: c.cmd.RequestID, Digest: c.cmd.Digest, Kind: c.cmd.Kind, Payload: c.cmd.Payload})
+		mine = append(mine, c)
+	}
+	if len(cmds) == 0 {
+		return
+	}
+	now := time.Now()
+	body, err := encodeIntent(now, cmds)
+	if err != nil {
+		return
+	}
+	var salt [8]byte
+	rand.Read(salt[:])
+	key := fmt.Sprintf("%s%013d-%s", s.intentsPrefix(), now.UnixMilli(), hex.EncodeToString(salt[:]))
+	if _, err := s.b.Put(ctx, key, body, bucket.IfAbsent()); err != nil {
+		return
+	}
+	for _, c := range mine {
+		c.intent = key
+	}
+	s.published.Add(1)
+}
+
+// IntentStats reports the intents this Store published and the commands
+// of other replicas' intents its commits applied (counted per attempt,
+// landed or not).
+func (s *Store) IntentStats() (published, carried int64) {
+	return s.published.Load(), s.carried.Load()
+}
+
+// foreignIntent is another replica's intent, read to be applied.
+type foreignIntent struct {
+	key  string
+	cmds []intentCmd
+}
+
+// pendingIntents lists the shard's intents and reads, in parallel, those
+// not published by these calls and not older than MaxAttemptAge, oldest
+// first. An intent that cannot be read (gone: applied and deleted
+// meanwhile) is left out.
+func (s *Store) pendingIntents(ctx context.Context, calls []*call) ([]foreignIntent, error) {
+	objs, _, err := bucket.ListAll(ctx, s.b, bucket.ListOptions{Prefix: s.intentsPrefix()})
+	if err != nil {
+		return nil, err
+	}
+	own := map[string]bool{}
+	for _, c := range calls {
+		own[c.intent] = true
+	}
+	cutoff := time.Now().Add(-s.opts.MaxAttemptAge).UnixMilli()
+	var keys []string
+	for _, o := range objs {
+		name := strings.TrimPrefix(o.Key, s.intentsPrefix())
+		var ms int64
+		if own[o.Key] || len(name) < 13 {
+			continue
+		}
+		if _, err := fmt.Sscanf(name[:13], "%d", &ms); err != nil || ms < cutoff {
+			continue
+		}
+		keys = append(keys, o.Key)
+	}
+	slices.Sort(keys)
+	out := make([]foreignIntent, len(keys))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.opts.StageConcurrency)
+	for i, key := range keys {
+		g.Go(func() error {
+			b, _, err := s.b.Get(gctx, key)
+			if errors.Is(err, bucket.ErrNotExist) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			_, cmds, err := decodeIntent(b)
+			if err != nil {
+				return nil // not ours to judge: the sweep owns it
+			}
+			out[i] = foreignIntent{key: key, cmds: cmds}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(out, func(f foreignIntent) bool { return f.key == "" }), nil
+}
+
+// applyForeign applies the commands of other replicas' intents on top of
+// the batch, each as an exactly-once command: one already applied replays
+// and changes nothing. A command whose handler is unknown here, or that
+// fails for a reason other than Rejected, is left out, to be applied by a
+// later commit. It returns the intents whose every command is now settled
+// (applied, replayed or rejected), which the commit deletes once landed.
+func (s *Store) applyForeign(ctx context.Context, sn *Snapshot, state *batchState, foreign []foreignIntent, seq uint64, now time.Time) []string {
+	var settled []string
+	for _, fi := range foreign {
+		all := true
+		for _, ic := range fi.cmds {
+			o := s.apply(ctx, sn, state, ic.command(), seq, now)
+			var rej *Rejected
+			if o.err != nil && !errors.As(o.err, &rej) {
+				all = false
+			}
+			if !o.res.Replayed {
+				s.carried.Add(1)
+			}
+		}
+		if all {
+			settled = append(settled, fi.key)
+		}
+	}
+	return settled
+}
+
+// dropIntents deletes, in the background, intents whose commands a landed
+// commit settled. A delete that fails leaves the intent to the next
+// commit (which replays it) and to the sweep.
+func (s *Store) dropIntents(keys []string) {
+	if len(keys) == 0 {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, s.opts.StageConcurrency)
+		for _, k := range keys {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				_ = s.b.Delete(ctx, k, bucket.Unconditional)
+			}()
+		}
+		wg.Wait()
+	}()
+}

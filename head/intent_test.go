@@ -1,0 +1,155 @@
+package head_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/bucket/latency"
+	"github.com/cairnstore/cairn/bucket/mem"
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/shards"
+)
+
+// appendKind is a data command that appends its payload's item to the
+// list under its payload's key, and refuses the item "reject".
+const appendKind = "test.append"
+
+func appendPayload(key int, item string) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, uint32(key)), item...)
+}
+
+func handleAppend(s *head.Store) {
+	f := rqFamilies[0]
+	s.Handle(appendKind, func(tx *head.Tx, payload []byte) ([]byte, error) {
+		key := rqKey(f, int(binary.BigEndian.Uint32(payload[:4])))
+		item := string(payload[4:])
+		if item == "reject" {
+			return nil, &head.Rejected{Value: []byte("refused " + item)}
+		}
+		v, _, err := tx.Get(f, key)
+		if err != nil {
+			return nil, err
+		}
+		nv := string(v) + item + ";"
+		if err := tx.Put(f, key, []byte(nv)); err != nil {
+			return nil, err
+		}
+		return []byte(nv), nil
+	})
+}
+
+// TestIntentsShareTheHead: replicas that share one head under a write
+// limit of a few writes a second, each offering commands as fast as it
+// can, all get every command applied exactly once, through intents that
+// the winner of each head write carries, and none is starved.
+func TestIntentsShareTheHead(t *testing.T) {
+	const (
+		replicas = 4
+		perRep   = 60
+		interval = 100 * time.Millisecond
+	)
+	store := mem.NewStore()
+	id := shards.NewShardID()
+	var stores []*head.Store
+	for range replicas {
+		mb, _ := mem.New(store, "")
+		lb := latency.New(mb, latency.Options{PerRequest: 2 * time.Millisecond, WritesPerSecondPerObject: float64(time.Second / interval)})
+		s, err := head.Open(context.Background(), lb, id, head.SchemaForTest, head.Options{MinCommitInterval: interval, Intents: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		handleAppend(s)
+		stores = append(stores, s)
+	}
+	if err := stores[0].Initialize(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, replicas*perRep)
+	start := time.Now()
+	for r, s := range stores {
+		for i := range perRep {
+			wg.Go(func() {
+				time.Sleep(time.Duration(i) * time.Second / perRep) // about 1 s of offered load
+				item := fmt.Sprintf("r%d-%d", r, i)
+				key := i % 5
+				res, err := s.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(key, item)})
+				switch {
+				case err != nil:
+					errs <- fmt.Errorf("%s: %w", item, err)
+				case !strings.Contains(string(res.Value), item+";"):
+					errs <- fmt.Errorf("%s: result %q lacks it", item, res.Value)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	took := time.Since(start)
+	sn, err := stores[0].Pin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for key := range 5 {
+		v, _, err := sn.Get(ctx, rqFamilies[0], rqKey(rqFamilies[0], key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, item := range strings.Split(strings.TrimSuffix(string(v), ";"), ";") {
+			seen[item]++
+		}
+	}
+	for r := range replicas {
+		for i := range perRep {
+			if n := seen[fmt.Sprintf("r%d-%d", r, i)]; n != 1 {
+				t.Errorf("r%d-%d applied %d times", r, i, n)
+			}
+		}
+	}
+	var published, carried int64
+	for _, s := range stores {
+		p, c := s.IntentStats()
+		published, carried = published+p, carried+c
+	}
+	t.Logf("%d commands from %d replicas in %v: %d commits, %d intents published, %d commands carried by another replica",
+		replicas*perRep, replicas, took.Round(time.Millisecond), sn.Sequence(), published, carried)
+	if carried == 0 {
+		t.Error("no replica carried another's commands")
+	}
+	if max := uint64(took/interval) + 3; sn.Sequence() > max {
+		t.Errorf("%d commits in %v, more than the write limit allows (%d)", sn.Sequence(), took, max)
+	}
+}
+
+// TestIntentRejectionIsRecorded: a data command its handler refuses ends
+// with the Rejected refusal, and an exact retry gets the same refusal
+// from the dedupe record.
+func TestIntentRejectionIsRecorded(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, mem.NewBucket(), shards.NewShardID(), head.Options{Intents: true})
+	handleAppend(s)
+	cmd := head.Command{RequestID: "req-1", Kind: appendKind, Payload: appendPayload(1, "reject")}
+	for try := range 2 {
+		_, err := s.Do(ctx, cmd)
+		var rej *head.Rejected
+		if !errors.As(err, &rej) || string(rej.Value) != "refused reject" {
+			t.Fatalf("try %d: %v, want the refusal", try, err)
+		}
+	}
+	if _, err := s.Do(ctx, head.Command{Kind: "unknown"}); err == nil {
+		t.Fatal("a command of an unknown kind was accepted")
+	}
+}
