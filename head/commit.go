@@ -361,7 +361,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 			fold = s.overDeltas(sn.root, 1) || (c.all && len(sn.root.Deltas) > 0)
 			continue
 		}
-		outs[i] = s.apply(ctx, sn, state, c.cmd, seq, now)
+		outs[i] = s.apply(ctx, sn, state, c.cmd, seq, now, c.intent != "")
 		var rej *Rejected
 		if c.intent != "" && outs[i].err != nil && !errors.As(outs[i].err, &rej) {
 			outs[i].retry = true // another replica may apply its intent: never report this failure
@@ -534,10 +534,12 @@ func dedupeKey(cmd Command) []byte {
 	return append(append([]byte(nil), cmd.Namespace[:]...), cmd.RequestID...)
 }
 
-// apply runs one command on top of the batch so far. A data command's
-// Rejected refusal is recorded in the dedupe family as a result is, so
-// that every replica that meets its intent again replays the refusal.
-func (s *Store) apply(ctx context.Context, sn *Snapshot, state *batchState, cmd Command, seq uint64, now time.Time) outcome {
+// apply runs one command on top of the batch so far. With published set
+// (the command travels in an intent), a data command's Rejected refusal
+// is recorded in the dedupe family as a result is, so that every replica
+// that meets the intent again replays the refusal; a command no other
+// replica can see is refused without a trace, as any command is.
+func (s *Store) apply(ctx context.Context, sn *Snapshot, state *batchState, cmd Command, seq uint64, now time.Time, published bool) outcome {
 	if cmd.Kind != "" {
 		h, ok := s.handler(cmd.Kind)
 		if !ok {
@@ -561,7 +563,7 @@ func (s *Store) apply(ctx context.Context, sn *Snapshot, state *batchState, cmd 
 	val, err := cmd.Apply(tx)
 	if err != nil {
 		var rej *Rejected
-		if cmd.Kind != "" && dkey != nil && errors.As(err, &rej) {
+		if published && dkey != nil && errors.As(err, &rej) {
 			refusal := newBatchState(s.fams)
 			if perr := refusal.put(shards.CommandDedupe, dkey, encodeDedupeRecord(dedupeRejected, cmd.Digest, seq, rej.Value)); perr != nil {
 				return outcome{err: perr}

@@ -48,11 +48,21 @@ type Handler func(tx *Tx, payload []byte) ([]byte, error)
 // every replica and every retry learns the same answer.
 type Rejected struct {
 	Value []byte
+	// Err, if set, is the refusal as the handler knows it, for a caller
+	// on the replica that applied the command; it does not travel (a
+	// replay, or another replica's application, has Value alone).
+	Err error
 }
 
 func (r *Rejected) Error() string {
+	if r.Err != nil {
+		return r.Err.Error()
+	}
 	return fmt.Sprintf("head: command rejected (%d bytes)", len(r.Value))
 }
+
+// Unwrap returns Err.
+func (r *Rejected) Unwrap() error { return r.Err }
 
 // Handle registers the Handler of data commands of kind. Register every
 // kind before the first command; every replica of a shard registers the
@@ -288,7 +298,7 @@ func (s *Store) applyForeign(ctx context.Context, sn *Snapshot, state *batchStat
 	for _, fi := range foreign {
 		all := true
 		for _, ic := range fi.cmds {
-			o := s.apply(ctx, sn, state, ic.command(), seq, now)
+			o := s.apply(ctx, sn, state, ic.command(), seq, now, true)
 			var rej *Rejected
 			if o.err != nil && !errors.As(o.err, &rej) {
 				all = false

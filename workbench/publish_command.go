@@ -235,18 +235,23 @@ func (s *Service) publish(ctx context.Context, p *pubPlan) (out pubOutcome, werr
 	if err != nil {
 		return out, FromError(err), false
 	}
+	payload, err := encodePubPayload(p, md, digest)
+	if err != nil {
+		return out, FromError(err), false
+	}
 	res, err := s.doExact(ctx, head.Command{
 		Namespace: s.root,
 		RequestID: s.requestID(),
 		Digest:    digest,
-		Apply:     func(tx *head.Tx) ([]byte, error) { return s.applyPublish(tx, p, md, digest) },
+		Kind:      publishKind,
+		Payload:   payload,
 		At:        p.sn,
 		Reads:     reads,
 	})
 	if err != nil {
-		var rej *pubReject
+		var rej *head.Rejected
 		if errors.As(err, &rej) {
-			return out, rej.e, true
+			return out, publicationRefusal(rej), true
 		}
 		return out, FromError(err), false
 	}

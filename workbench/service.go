@@ -120,6 +120,9 @@ func Open(ctx context.Context, b bucket.Bucket, opts Options) (*Service, error) 
 		return nil, werr
 	}
 	id := shards.ShardID(derive16("shard", opts.AgentID))
+	// Publications are data commands, so replicas of one deployment carry
+	// each other's through intents when they contend for the head.
+	opts.Engine.Intents = true
 	store, err := head.Open(ctx, b, id, nokv.Schema(), opts.Engine)
 	if err != nil {
 		return nil, err
@@ -137,6 +140,7 @@ func Open(ctx context.Context, b bucket.Bucket, opts Options) (*Service, error) 
 		s.Close()
 		return nil, err
 	}
+	store.Handle(publishKind, s.handlePublish)
 	return s, nil
 }
 

@@ -109,6 +109,10 @@ func storeErrClass(err error) (string, bool) {
 		return "canceled", true
 	case errors.Is(err, errStoreCrash):
 		return "crash", true
+	case errors.Is(err, head.ErrHeadRolledBack):
+		// A head older than one the replica saw: the engine refused to
+		// serve it. Expected only of a store that serves stale reads.
+		return "head-rolled-back", true
 	case errors.Is(err, bucket.ErrThrottled):
 		return engine + "throttled", true
 	case errors.Is(err, bucket.ErrUnavailable):
