@@ -114,6 +114,7 @@ type call struct {
 	// intent names the intent that carries this data command, once
 	// published: another replica may apply it from then on.
 	intent string
+	defers int // attempts left to the replica that carries the head (defer_)
 	done   chan struct{}
 	once   sync.Once
 	res    Result
@@ -337,8 +338,13 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 	var foreign []foreignIntent
 	if s.contended() {
 		// Others write the head too: publish this batch's data commands,
-		// so that whoever wins carries them, and carry theirs.
+		// so that whoever wins carries them.
 		s.publishIntent(ctx, calls)
+		if s.defer_(calls) {
+			// Another replica carries the head now: let it carry this
+			// batch too, instead of building the same commit beside it.
+			return false, errIntentPending
+		}
 		foreign, _ = s.pendingIntents(ctx, calls) // unread intents wait for a later commit
 	}
 	if err := s.prefetchReads(ctx, sn, calls); err != nil && !bucket.Transient(err) {

@@ -96,6 +96,41 @@ func (s *Store) contended() bool {
 	return !s.othersSeen.IsZero() && time.Since(s.othersSeen) < contendedFor
 }
 
+// maxDefers bounds the attempts a call leaves to the replica that carries
+// the head before its Store competes for the head itself.
+const maxDefers = 3
+
+// defer_ reports whether this attempt should leave the calls to the
+// replica that carries the head: every call is a data command with its
+// intent out, the last head write this Store saw was another replica's
+// and recent (within twice MinCommitInterval), and no call has deferred
+// maxDefers times already. It then waits for that replica's next turn, so
+// that the next attempt finds the calls applied. Only one replica, the
+// one that last won, builds each commit; a carrier that goes away stops
+// writing the head, and the others compete again.
+func (s *Store) defer_(calls []*call) bool {
+	if s.opts.MinCommitInterval <= 0 {
+		return false
+	}
+	for _, c := range calls {
+		if c.intent == "" || c.defers >= maxDefers {
+			return false
+		}
+	}
+	s.mu.Lock()
+	others := !s.othersSeen.IsZero() && s.othersSeen.Equal(s.headWritten) && time.Since(s.othersSeen) < 2*s.opts.MinCommitInterval
+	wait := s.opts.MinCommitInterval + s.opts.MinCommitInterval/4 - time.Since(s.headWritten)
+	s.mu.Unlock()
+	if !others {
+		return false
+	}
+	for _, c := range calls {
+		c.defers++
+	}
+	time.Sleep(max(wait, s.opts.MinCommitInterval/10))
+	return true
+}
+
 // knownStale reports whether this Store has seen a head newer than sn's.
 func (s *Store) knownStale(sn *Snapshot) bool {
 	s.mu.Lock()
