@@ -142,6 +142,7 @@ func (c *call) finished() bool {
 // once, and only its head write waits for the head's turn (waitTurn).
 func (s *Store) lead() {
 	for {
+		s.gather()
 		if s.takeFold() {
 			// The fold rides with the commands waiting, in one head write.
 			s.runFold(s.takeMore(s.take, s.opts.MaxBatch)...)
@@ -340,6 +341,9 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		// Others write the head too: publish this batch's data commands,
 		// so that whoever wins carries them.
 		s.publishIntent(ctx, calls)
+		if s.settleApplied(ctx, sn, calls) {
+			return true, nil
+		}
 		if s.defer_(calls) {
 			// Another replica carries the head now: let it carry this
 			// batch too, instead of building the same commit beside it.

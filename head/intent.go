@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/wire"
+	"github.com/cairnstore/cairn/shards"
 )
 
 // Intents: many replicas, one head.
@@ -94,6 +95,60 @@ func (s *Store) contended() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return !s.othersSeen.IsZero() && time.Since(s.othersSeen) < contendedFor
+}
+
+// settleApplied finishes the calls whose data commands another replica
+// has applied by sn (their dedupe record is there), and reports whether
+// none is left. It reads the records in one round.
+func (s *Store) settleApplied(ctx context.Context, sn *Snapshot, calls []*call) bool {
+	var mine []*call
+	for _, c := range calls {
+		if c.intent != "" && !c.finished() {
+			mine = append(mine, c)
+		}
+	}
+	if len(mine) == 0 {
+		return false
+	}
+	if err := s.prefetchReads(ctx, sn, mine); err != nil {
+		return false
+	}
+	left := false
+	for _, c := range calls {
+		if c.finished() {
+			continue
+		}
+		if c.intent == "" {
+			left = true
+			continue
+		}
+		v, ok, err := sn.Get(ctx, shards.CommandDedupe, dedupeKey(c.cmd))
+		if err != nil || !ok {
+			left = true
+			continue
+		}
+		o := replay(v, c.cmd)
+		o.res.Replayed = false // its own intent, applied by another replica: not a client's retry
+		c.finish(o.res, o.err)
+	}
+	return !left
+}
+
+// gather delays a leader that last wrote the head while replicas contend,
+// so that its next batch is taken, and the intents listed, late in the
+// head's interval: the commit then carries the intents published during
+// most of it. It leaves the last 40% of the interval to build and stage.
+func (s *Store) gather() {
+	if !s.contended() || s.opts.MinCommitInterval <= 0 {
+		return
+	}
+	s.mu.Lock()
+	carrier := !s.headWritten.Equal(s.othersSeen)
+	wait := s.opts.MinCommitInterval*6/10 - time.Since(s.headWritten)
+	s.mu.Unlock()
+	if carrier && wait > 0 {
+		time.Sleep(wait)
+	}
 }
 
 // maxDefers bounds the attempts a call leaves to the replica that carries
