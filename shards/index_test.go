@@ -114,6 +114,11 @@ func TestIndexRejects(t *testing.T) {
 		{"shares less than it could", edit(func(b []byte) []byte {
 			return slices.Concat(b[:page2], []byte{1, 3, 'o', 'r', 'l'}, b[page2+4:])
 		})},
+		// Found by FuzzDecodeIndex: a shared length past the previous key
+		// followed by a suffix length that does not decode panicked.
+		{"shares past the previous key, then a bad varint", edit(func(b []byte) []byte {
+			return slices.Concat(b[:pagesAt], []byte{0x30, 0x98, 0x00}, b[pagesAt+3:])
+		})},
 		{"overlong varint size", edit(func(b []byte) []byte {
 			return slices.Concat(b[:pagesAt+34], []byte{0xe4, 0x00}, b[pagesAt+35:])
 		})},
