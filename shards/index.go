@@ -287,7 +287,12 @@ func parseIndex(s *Schema, b []byte) (*Index, error) {
 	for i := range x.pages {
 		p := &x.pages[i]
 		shared, rest := r.UVarint(), r.UVarint()
-		if r.Err() == nil && (shared > uint64(len(prev)) || rest > uint64(r.Len())) {
+		if err := r.Err(); err != nil {
+			// shared may be a good varint before a bad one: stop before
+			// slicing with it.
+			return bad("page %d: %v", i, err)
+		}
+		if shared > uint64(len(prev)) || rest > uint64(r.Len()) {
 			return bad("page %d: first key shares %d bytes of %d and has %d more", i, shared, len(prev), rest)
 		}
 		suffix := r.Take(int(rest))

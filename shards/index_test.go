@@ -2,8 +2,10 @@ package shards_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -111,6 +113,11 @@ func TestIndexRejects(t *testing.T) {
 		{"shares more than the previous key", edit(func(b []byte) []byte { b[page1] = 1; return b })},
 		{"shares less than it could", edit(func(b []byte) []byte {
 			return slices.Concat(b[:page2], []byte{1, 3, 'o', 'r', 'l'}, b[page2+4:])
+		})},
+		// Found by FuzzDecodeIndex: a shared length past the previous key
+		// followed by a suffix length that does not decode panicked.
+		{"shares past the previous key, then a bad varint", edit(func(b []byte) []byte {
+			return slices.Concat(b[:pagesAt], []byte{0x30, 0x98, 0x00}, b[pagesAt+3:])
 		})},
 		{"overlong varint size", edit(func(b []byte) []byte {
 			return slices.Concat(b[:pagesAt+34], []byte{0xe4, 0x00}, b[pagesAt+35:])
@@ -240,22 +247,85 @@ func TestSplitJoinAndPages(t *testing.T) {
 	}
 }
 
-// FuzzDecodeIndex: no input panics the decoder; what decodes is canonical.
+// randomIndex returns the canonical bytes of an index of the grouped
+// family whose first keys share a 32-byte group and part of a suffix, as
+// the paths of one directory do, with sizes whose varints take one to six
+// bytes.
+func randomIndex(t testing.TB, seed uint64) []byte {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 7))
+	group := make([]byte, shardstest.GroupLen)
+	for i := range group {
+		group[i] = byte(r.Uint32())
+	}
+	idx, err := schema.ShardOf(shardstest.Grouped, append(bytes.Clone(group), make([]byte, 8)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := []shards.PageRef{{Ref: shards.Ref{Hash: fillHash(1), Size: 29, Count: 1}}}
+	suffix := r.Uint64N(1 << 20)
+	for i := range 2 + r.IntN(20) {
+		suffix += 1 + r.Uint64N(1<<uint(8*(1+r.IntN(4))))
+		first := binary.BigEndian.AppendUint64(bytes.Clone(group), suffix)
+		pages = append(pages, shards.PageRef{First: first, Ref: shards.Ref{
+			Hash: fillHash(byte(i + 2)), Size: 29 + r.Int64N(1<<uint(7*(1+r.IntN(5)))), Count: 1 + r.Uint32N(1<<uint(7*(1+r.IntN(3)))),
+		}})
+	}
+	var salt shards.Salt
+	for i := range salt {
+		salt[i] = byte(r.Uint32())
+	}
+	x, err := shards.NewIndex(schema, shardstest.Grouped, idx, salt, pages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := x.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shards.DecodeIndex(schema, b, digest.Sum(b), shardstest.Grouped, idx); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// FuzzDecodeIndex: no input panics the decoder; what decodes is canonical
+// (encode(decode(b)) == b); the same bytes under another hash are an
+// integrity failure, and for another shard of the family a malformed
+// object. The family and shard come from the input's own header, so
+// every family of the schema is reached.
 func FuzzDecodeIndex(f *testing.F) {
 	golden, _ := hex.DecodeString(goldenIndex)
 	f.Add(golden)
 	f.Add([]byte("CRNX\x01"))
+	f.Add([]byte("CRNX\x02"))
+	for seed := range uint64(4) {
+		f.Add(randomIndex(f, seed))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		x, err := shards.DecodeIndex(schema, b, digest.Sum(b), shards.System, 0x3a)
+		fam, idx := shards.System, uint8(0x3a)
+		if len(b) >= 23 {
+			fam, idx = shards.Family(b[21]), b[22]
+		}
+		h := digest.Sum(b)
+		x, err := shards.DecodeIndex(schema, b, h, fam, idx)
 		if err != nil {
-			if !errors.Is(err, shards.ErrMalformedObject) {
-				t.Fatalf("error %v is not ErrMalformedObject", err)
+			if x != nil || !errors.Is(err, shards.ErrMalformedObject) {
+				t.Fatalf("DecodeIndex = %v, error %v is not ErrMalformedObject", x, err)
 			}
 			return
 		}
 		again, ref, err := x.Encode()
-		if err != nil || !bytes.Equal(again, b) || ref.Hash != digest.Sum(b) {
+		if err != nil || !bytes.Equal(again, b) || ref.Hash != h || ref.Size != int64(len(b)) || ref.Count != x.Records() || x.EncodedSize() != int64(len(b)) {
 			t.Fatalf("encode(decode(b)) differs: %v", err)
+		}
+		wrong := h
+		wrong[5] ^= 0x40
+		if _, err := shards.DecodeIndex(schema, b, wrong, fam, idx); !errors.Is(err, bucket.ErrIntegrity) {
+			t.Fatalf("under another hash: %v", err)
+		}
+		if _, err := shards.DecodeIndex(schema, b, h, fam, idx+1); !errors.Is(err, shards.ErrMalformedObject) {
+			t.Fatalf("as another shard: %v", err)
 		}
 	})
 }

@@ -147,3 +147,31 @@ func TestShardIDText(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseObjectKey: a key listed from a bucket is either refused with
+// ErrInvalidObjectKey or is the one canonical spelling of what it names,
+// so formatting the parsed key gives it back.
+func FuzzParseObjectKey(f *testing.F) {
+	l := shards.NewLayout(schema, shards.ShardID{0xab, 1})
+	h := fillHash(0x3c)
+	for _, key := range []string{
+		l.Root(h), l.Table(h), l.Delta(h), l.Head(),
+		l.Shard(shardstest.Grouped, 0x0f, h), l.Index(shards.System, 0xff, h),
+		l.Block([16]byte{1}, [16]byte{2}, 3), l.Staging([16]byte{4}),
+		"shards/AB/roots/" + h.String(),
+	} {
+		f.Add(key)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		k, err := shards.ParseObjectKey(schema, key)
+		if err != nil {
+			if !errors.Is(err, shards.ErrInvalidObjectKey) {
+				t.Fatalf("ParseObjectKey(%q): %v is not ErrInvalidObjectKey", key, err)
+			}
+			return
+		}
+		if got := k.Key(schema); got != key {
+			t.Fatalf("ParseObjectKey(%q) formats back as %q", key, got)
+		}
+	})
+}

@@ -172,3 +172,30 @@ func TestUVarint(t *testing.T) {
 		}
 	}
 }
+
+// FuzzUVarint: a varint either fails with ErrMalformed or is the shortest
+// encoding of its value, so writing the value back gives exactly the
+// bytes read; a reader never reads past its input.
+func FuzzUVarint(f *testing.F) {
+	for _, v := range []uint64{0, 1, 127, 128, 300, 16384, 1<<32 - 1, 1<<63 + 5, 1<<64 - 1} {
+		f.Add(wire.NewWriter(nil).UVarint(v).U8(0xaa).Bytes())
+	}
+	f.Add([]byte{0x80, 0x00})
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r := wire.NewReader(b)
+		v := r.UVarint()
+		if err := r.Err(); err != nil {
+			if v != 0 || !errors.Is(err, wire.ErrMalformed) {
+				t.Fatalf("UVarint() = %d, %v; want 0 and ErrMalformed", v, err)
+			}
+			return
+		}
+		if r.Offset() > len(b) {
+			t.Fatalf("read %d of %d bytes", r.Offset(), len(b))
+		}
+		if back := wire.NewWriter(nil).UVarint(v).Bytes(); !bytes.Equal(back, b[:r.Offset()]) {
+			t.Fatalf("UVarint %d from %x writes back as %x", v, b[:r.Offset()], back)
+		}
+	})
+}

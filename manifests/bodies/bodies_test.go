@@ -588,3 +588,40 @@ func TestBlockCache(t *testing.T) {
 		t.Fatalf("%d blocks cached, want none over %d bytes", got, bodies.CacheMaxBlock)
 	}
 }
+
+// FuzzDecodeStagingLedger: no bytes panic the ledger decoder; an error is
+// one of the manifests package's sentinels; a ledger that decodes
+// re-encodes to exactly its bytes.
+func FuzzDecodeStagingLedger(f *testing.F) {
+	st := bodies.Staging{
+		Operation: [16]byte{1},
+		Origin:    bodies.Origin{Tool: "workbench_put_file", WorkbenchID: "wb", Path: "outputs/x"},
+	}
+	for _, blocks := range [][]bodies.Block{nil, {
+		{Index: 0, Key: "artifacts/k/0", Size: 2, Digest: digest.Sum([]byte("ab"))},
+		{Index: 1, Key: "artifacts/k/1", Size: 1 << 40, Digest: digest.Sum([]byte("c"))},
+	}} {
+		st.Blocks = blocks
+		b, err := manifests.Encode(st.Ledger())
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"schema":"cairn.staging_ledger.v0"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		l, err := bodies.DecodeStagingLedger(b)
+		if err != nil {
+			for _, want := range []error{manifests.ErrInvalid, manifests.ErrNotCanonical, manifests.ErrUnknownField, manifests.ErrSchema} {
+				if errors.Is(err, want) {
+					return
+				}
+			}
+			t.Fatalf("error %v is none of the manifests sentinels", err)
+		}
+		again, err := manifests.Encode(l)
+		if err != nil || !bytes.Equal(again, b) {
+			t.Fatalf("ledger %s re-encodes as %s, %v", b, again, err)
+		}
+	})
+}
