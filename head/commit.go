@@ -433,6 +433,18 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 	if err := s.waitTurn(ctx); err != nil {
 		return false, err
 	}
+	if s.contended() {
+		// Other replicas write the head too: read it (reads are not
+		// rate-limited) rather than send a write that would be refused or
+		// throttled; if it moved, another replica may have carried this
+		// batch's intents already.
+		if cur, perr := s.Pin(ctx); perr == nil && cur.head.Sequence > sn.head.Sequence {
+			return false, fmt.Errorf("head: %w for sequence %d", errLostRace, seq)
+		}
+		if err := s.waitTurn(ctx); err != nil { // a head seen just now moves the turn
+			return false, err
+		}
+	}
 	if s.knownStale(sn) {
 		// Another commit landed while this one waited: its head write
 		// would only be refused. Nothing of it was sent.

@@ -189,6 +189,14 @@ func (s *Store) cas(ctx context.Context, sn *Snapshot, c *candidate, nonce roots
 			return false, fmt.Errorf("head: write head of sequence %d: %w", sn.head.Sequence+1, err)
 		}
 		if errors.Is(err, bucket.ErrThrottled) && !sent {
+			if s.contended() {
+				// Another replica wrote the head a moment ago, most
+				// likely past our version: look before waiting out the
+				// throttle, and give up the race if it moved.
+				if cur, rerr := s.Pin(ctx); rerr == nil && cur.head.Sequence > sn.head.Sequence {
+					return false, nil
+				}
+			}
 			continue // refused before it took effect; the head may still be ours to write
 		}
 		sent = sent || !errors.Is(err, bucket.ErrThrottled)
