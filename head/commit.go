@@ -298,7 +298,7 @@ func (s *Store) commitBatch(calls []*call, refill func(n int) []*call) {
 			return
 		}
 		lastErr = err
-		if (errors.Is(err, errLostRace) || errors.Is(err, errIntentPending)) && s.contended() {
+		if (errors.Is(err, errLostRace) || errors.Is(err, errIntentPending)) && s.othersActive() {
 			// The head moved, or a command waits on its intent: the next
 			// attempt pins the new head at once (its head write waits for
 			// its turn anyway), and the backoff does not grow.
@@ -433,7 +433,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 	if err := s.waitTurn(ctx); err != nil {
 		return false, err
 	}
-	if s.contended() {
+	if s.othersActive() && s.opts.MinCommitInterval > 0 {
 		// Other replicas write the head too: read it (reads are not
 		// rate-limited) rather than send a write that would be refused or
 		// throttled; if it moved, another replica may have carried this

@@ -89,7 +89,13 @@ const maxLostRaces = 64
 // contended reports whether this Store uses intents now: Options.Intents
 // is set and another replica wrote the head recently.
 func (s *Store) contended() bool {
-	if !s.opts.Intents || s.opts.NoGroupCommit {
+	return s.opts.Intents && s.othersActive()
+}
+
+// othersActive reports whether, in group commit, another replica wrote
+// the head recently: the head's write slot is shared.
+func (s *Store) othersActive() bool {
+	if s.opts.NoGroupCommit {
 		return false
 	}
 	s.mu.Lock()

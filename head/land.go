@@ -189,7 +189,7 @@ func (s *Store) cas(ctx context.Context, sn *Snapshot, c *candidate, nonce roots
 			return false, fmt.Errorf("head: write head of sequence %d: %w", sn.head.Sequence+1, err)
 		}
 		if errors.Is(err, bucket.ErrThrottled) && !sent {
-			if s.contended() {
+			if s.othersActive() && s.opts.MinCommitInterval > 0 {
 				// Another replica wrote the head a moment ago, most
 				// likely past our version: look before waiting out the
 				// throttle, and give up the race if it moved.
