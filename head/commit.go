@@ -215,8 +215,9 @@ func (s *Store) commitBatch(calls []*call, refill func(n int) []*call) {
 	ctx, cancel := batchContext(calls)
 	defer func() { cancel() }()
 	var lastErr error
+	var budget attemptBudget
 	for attempt := 0; ; attempt++ {
-		if attempt > 0 && attempt < s.opts.MaxAttempts && refill != nil {
+		if attempt > 0 && !budget.exhausted(s.opts.MaxAttempts) && refill != nil {
 			calls = slices.DeleteFunc(calls, (*call).finished)
 			if more := s.takeMore(refill, s.opts.MaxBatch-len(calls)); len(more) > 0 {
 				calls = append(calls, more...)
@@ -227,7 +228,7 @@ func (s *Store) commitBatch(calls []*call, refill func(n int) []*call) {
 		if attempt > 0 {
 			finishEnded(calls)
 		}
-		if attempt >= s.opts.MaxAttempts {
+		if budget.exhausted(s.opts.MaxAttempts) {
 			for _, c := range calls {
 				c.finish(Result{}, fmt.Errorf("%w after %d attempts: %w", ErrRetryable, attempt, lastErr))
 			}
@@ -248,7 +249,8 @@ func (s *Store) commitBatch(calls []*call, refill func(n int) []*call) {
 			return
 		}
 		lastErr = err
-		if err := s.retry.Wait(ctx, attempt, err); err != nil {
+		budget.spend(err)
+		if err := s.retry.Wait(ctx, budget.backoff(), err); err != nil {
 			continue // the next pass finishes the calls with ctx.Err()
 		}
 	}
@@ -352,6 +354,9 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 	if err := s.waitTurn(ctx); err != nil {
 		return false, err
 	}
+	if s.outpaced(sn) {
+		return false, s.lostRace(sn) // the head write could only fail: never send it
+	}
 	landed, err := s.settle(ctx, sn, cand, nonce, staged)
 	if err != nil {
 		for _, c := range calls {
@@ -360,7 +365,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		return true, nil
 	}
 	if !landed {
-		return false, fmt.Errorf("head: lost the race for sequence %d", seq)
+		return false, s.lostRace(sn)
 	}
 	s.forget(cand.superseded)
 	s.noticeDeltas(cand.root)
