@@ -216,3 +216,36 @@ func TestConcurrentEditsOfDistinctFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestConcurrentPutsToOnePath: a logical conflict still answers as the
+// contract says. Of two create-only put_file calls to the same new path,
+// racing from two replicas (or through one Service), exactly one succeeds
+// and the other is AlreadyExists, and the path holds the winner's body.
+// (Replaces of one generation answer Conflict "Generation":
+// TestPutFileReplaceRace.)
+func TestConcurrentPutsToOnePath(t *testing.T) {
+	for _, c := range contentionSetups {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			services := c.open(t)
+			mustCall(t, services[0], "workbench_create", `{"id":"wb"}`)
+			pair := services
+			if len(pair) > 2 {
+				pair = pair[:2]
+			}
+			for round := range 4 {
+				path := fmt.Sprintf("same-%d.txt", round)
+				failed := race(t, pair, "workbench_put_file", 2, func(i int) string {
+					return putInput("wb", "outputs", path, fmt.Sprintf(`"text":"writer %d"`, i))
+				})
+				if got, want := fmt.Sprint(failed), "map[AlreadyExists:1]"; got != want {
+					t.Fatalf("round %d: failures %s, want %s (one winner, one AlreadyExists)", round, got, want)
+				}
+				got := mustCall(t, services[0], "workbench_read", putInput("wb", "outputs", path, ""))
+				if items := readItems(t, got, 0); items != `["writer 0"]` && items != `["writer 1"]` {
+					t.Fatalf("round %d: %s reads %s", round, path, items)
+				}
+			}
+		})
+	}
+}
