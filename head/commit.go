@@ -250,12 +250,11 @@ func finishAll(calls []*call, outs []outcome) bool {
 	return done
 }
 
-// errLostRace is an attempt's error when another commit took the head.
-var errLostRace = errors.New("lost the race for the head")
-
 // errIntentPending is an attempt's error when a call's data command
-// failed here but its intent may still be applied elsewhere.
-var errIntentPending = errors.New("a command's intent is still pending")
+// failed here, or was left to another replica, while its intent may
+// still be applied elsewhere. Like a race lost to another writer, it
+// uses up no attempt (errOutpaced).
+var errIntentPending = fmt.Errorf("a command's intent is still pending: %w", errOutpaced)
 
 // commitBatch runs the calls as one group commit until each is finished.
 // refill, if not nil, adds commands queued meanwhile to a batch that must
@@ -264,9 +263,9 @@ func (s *Store) commitBatch(calls []*call, refill func(n int) []*call) {
 	ctx, cancel := batchContext(calls)
 	defer func() { cancel() }()
 	var lastErr error
-	lost := 0 // attempts that lost the race while replicas contend
+	var budget attemptBudget
 	for attempt := 0; ; attempt++ {
-		if attempt > 0 && attempt < s.opts.MaxAttempts && refill != nil {
+		if attempt > 0 && !budget.exhausted(s.opts.MaxAttempts) && refill != nil {
 			calls = slices.DeleteFunc(calls, (*call).finished)
 			if more := s.takeMore(refill, s.opts.MaxBatch-len(calls)); len(more) > 0 {
 				calls = append(calls, more...)
@@ -277,7 +276,7 @@ func (s *Store) commitBatch(calls []*call, refill func(n int) []*call) {
 		if attempt > 0 {
 			finishEnded(calls)
 		}
-		if attempt >= s.opts.MaxAttempts {
+		if budget.exhausted(s.opts.MaxAttempts) {
 			for _, c := range calls {
 				c.finish(Result{}, c.unsettled(fmt.Errorf("%w after %d attempts: %w", ErrRetryable, attempt, lastErr)))
 			}
@@ -293,21 +292,13 @@ func (s *Store) commitBatch(calls []*call, refill func(n int) []*call) {
 			}
 			return
 		}
-		done, err := s.attempt(ctx, calls, attempt == 0 && lost == 0)
+		done, err := s.attempt(ctx, calls, attempt == 0)
 		if done {
 			return
 		}
 		lastErr = err
-		if (errors.Is(err, errLostRace) || errors.Is(err, errIntentPending)) && s.othersActive() {
-			// The head moved, or a command waits on its intent: the next
-			// attempt pins the new head at once (its head write waits for
-			// its turn anyway), and the backoff does not grow.
-			attempt--
-			if lost++; lost < maxLostRaces {
-				continue
-			}
-		}
-		if err := s.retry.Wait(ctx, attempt, err); err != nil {
+		budget.spend(err)
+		if err := s.retry.Wait(ctx, budget.backoff(), err); err != nil {
 			continue // the next pass finishes the calls with ctx.Err()
 		}
 	}
@@ -438,17 +429,15 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		// rate-limited) rather than send a write that would be refused or
 		// throttled; if it moved, another replica may have carried this
 		// batch's intents already.
-		if cur, perr := s.Pin(ctx); perr == nil && cur.head.Sequence > sn.head.Sequence {
-			return false, fmt.Errorf("head: %w for sequence %d", errLostRace, seq)
+		if _, perr := s.Pin(ctx); perr == nil && s.outpaced(sn) {
+			return false, s.lostRace(sn)
 		}
 		if err := s.waitTurn(ctx); err != nil { // a head seen just now moves the turn
 			return false, err
 		}
 	}
-	if s.knownStale(sn) {
-		// Another commit landed while this one waited: its head write
-		// would only be refused. Nothing of it was sent.
-		return false, fmt.Errorf("head: %w for sequence %d", errLostRace, seq)
+	if s.outpaced(sn) {
+		return false, s.lostRace(sn) // the head write could only fail: never send it
 	}
 	landed, err := s.settle(ctx, sn, cand, nonce, staged)
 	if err != nil {
@@ -458,7 +447,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		return true, nil
 	}
 	if !landed {
-		return false, fmt.Errorf("head: %w for sequence %d", errLostRace, seq)
+		return false, s.lostRace(sn)
 	}
 	for i, c := range calls {
 		if c.intent != "" && !outs[i].retry {

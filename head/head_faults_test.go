@@ -60,26 +60,21 @@ func faultGet(t *testing.T, s *head.Store, i byte) (string, bool) {
 
 // TestFaultLateJoinerIsTried: a command that joins a group commit while
 // the group's last attempt is failing must still be tried. The group's
-// only attempt loses its CAS to another replica; meanwhile a second
-// command is queued. The group gives up with ErrRetryable, which is fair
-// for the first command, but the second must not share that fate without
-// its Apply ever running: it has had no attempt at all.
+// only attempt fails (its head write is throttled, and MaxAttempts is 1);
+// meanwhile a second command is queued. The group gives up with
+// ErrRetryable, which is fair for the first command, but the second must
+// not share that fate without its Apply ever running: it has had no
+// attempt at all. (A race lost to another replica's commit would not do:
+// it costs no attempt, see TestOutpacedCostsNoAttempt.)
 func TestFaultLateJoinerIsTried(t *testing.T) {
 	ctx := context.Background()
-	shared := mem.NewBucket()
-	id := shards.NewShardID()
-	fb := fault.New(shared)
-	a := faultOpen(t, fb, id, head.Options{MaxAttempts: 1, BackoffBase: time.Millisecond, BackoffMax: time.Millisecond})
-	other := faultOpen(t, shared, id, head.Options{})
+	fb := fault.New(mem.NewBucket())
+	a := faultOpen(t, fb, shards.NewShardID(), head.Options{MaxAttempts: 1, BackoffBase: time.Millisecond, BackoffMax: time.Millisecond})
 
 	var ran atomic.Int32
 	late := make(chan error, 1)
 	fb.Inject(fault.Rule{Op: fault.OpPut, Key: a.Layout().Head(), Conditional: true, Count: 1,
 		Fault: fault.Hook(func(context.Context, fault.Op, string) error {
-			// Another replica commits first: this CAS will lose.
-			if _, err := other.Do(ctx, faultPut(1, "other")); err != nil {
-				return err
-			}
 			// A command arrives while the group is busy.
 			go func() {
 				_, err := a.Do(ctx, head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
@@ -89,11 +84,11 @@ func TestFaultLateJoinerIsTried(t *testing.T) {
 				late <- err
 			}()
 			time.Sleep(50 * time.Millisecond) // let it reach the queue
-			return nil
+			return bucket.ErrThrottled
 		})})
 
 	if _, err := a.Do(ctx, faultPut(2, "first")); !errors.Is(err, head.ErrRetryable) {
-		t.Fatalf("first command: %v, want ErrRetryable (its one attempt lost the race)", err)
+		t.Fatalf("first command: %v, want ErrRetryable (its one attempt failed)", err)
 	}
 	err := <-late
 	if err != nil && ran.Load() == 0 {

@@ -81,11 +81,6 @@ func (s *Store) Handle(kind string, h Handler) {
 // Store keeps publishing and carrying intents.
 const contendedFor = 10 * time.Second
 
-// maxLostRaces bounds the attempts of one batch that lose the race for
-// the head while replicas contend, which do not count against
-// Options.MaxAttempts.
-const maxLostRaces = 64
-
 // contended reports whether this Store uses intents now: Options.Intents
 // is set and another replica wrote the head recently.
 func (s *Store) contended() bool {
@@ -190,13 +185,6 @@ func (s *Store) defer_(calls []*call) bool {
 	}
 	time.Sleep(max(wait, s.opts.MinCommitInterval/10))
 	return true
-}
-
-// knownStale reports whether this Store has seen a head newer than sn's.
-func (s *Store) knownStale(sn *Snapshot) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.latest != nil && sn.head != nil && s.latest.head.Sequence > sn.head.Sequence
 }
 
 // unsettled is the error a call ends with when its commit failed: a data

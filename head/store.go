@@ -72,7 +72,9 @@ type Options struct {
 	// 4096: at the head's one write a second, a batch carries every
 	// command that arrived in that second.
 	MaxBatch int
-	// MaxAttempts bounds the attempts of one commit. Default 12.
+	// MaxAttempts bounds the failed attempts of one commit. Default 12.
+	// A race lost because another writer committed first is not a
+	// failure; those are bounded by 8 × MaxAttempts (outpaced.go).
 	MaxAttempts int
 	// BackoffBase and BackoffMax bound the jittered exponential backoff
 	// between attempts. Defaults 5 ms and 2 s.
