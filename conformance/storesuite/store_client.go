@@ -145,25 +145,50 @@ func (r *storeRun) record(op porcupine.Operation) {
 	r.history = append(r.history, op)
 }
 
-// appendCommand is append(key k, id) with its own request id.
+// appendCommand is append(key k, id) with its own request id. With
+// head.Options.Intents it is a data command (storeAppendKind), so that
+// replicas carry each other's appends through intents.
 func (r *storeRun) appendCommand(k int, id string) head.Command {
 	key := r.keys[k]
-	return head.Command{
+	cmd := head.Command{
 		Namespace: r.keyRoot,
 		RequestID: "append/" + id,
 		Digest:    head.Digest([]byte("append"), key, []byte(id)),
-		Apply: func(tx *head.Tx) ([]byte, error) {
-			v, _, err := tx.Get(storeFamily, key)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %w", errStoreApplyRead, err)
-			}
-			list := []byte(storeAppendID(string(v), id))
-			if err := tx.Put(storeFamily, key, list); err != nil {
-				return nil, err
-			}
-			return list, nil
-		},
 	}
+	if r.opts.Head.Intents {
+		cmd.Kind, cmd.Payload = storeAppendKind, append([]byte{byte(k)}, id...)
+		return cmd
+	}
+	cmd.Apply = func(tx *head.Tx) ([]byte, error) { return r.applyAppend(tx, k, id) }
+	return cmd
+}
+
+// storeAppendKind is the kind of the append as a data command: its payload
+// is the key's index and the id.
+const storeAppendKind = "storesuite.append"
+
+// handleAppend registers the append's handler on a replica's Store.
+func (r *storeRun) handleAppend(st *head.Store) {
+	st.Handle(storeAppendKind, func(tx *head.Tx, payload []byte) ([]byte, error) {
+		if len(payload) < 2 || int(payload[0]) >= len(r.keys) {
+			return nil, fmt.Errorf("conformance: append payload %x", payload)
+		}
+		return r.applyAppend(tx, int(payload[0]), string(payload[1:]))
+	})
+}
+
+// applyAppend appends id to the list of key k.
+func (r *storeRun) applyAppend(tx *head.Tx, k int, id string) ([]byte, error) {
+	key := r.keys[k]
+	v, _, err := tx.Get(storeFamily, key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errStoreApplyRead, err)
+	}
+	list := []byte(storeAppendID(string(v), id))
+	if err := tx.Put(storeFamily, key, list); err != nil {
+		return nil, err
+	}
+	return list, nil
 }
 
 func (r *storeRun) appendOp(client int, home *storeReplica, rng *rand.Rand, k int) {

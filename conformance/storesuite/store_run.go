@@ -152,6 +152,7 @@ func (r *storeRun) setup(seed uint64) error {
 				errs[i] = fmt.Errorf("conformance: open replica %d: %w", i, err)
 				return
 			}
+			r.handleAppend(st)
 			rep.st = st
 		})
 	}
@@ -188,6 +189,7 @@ func (rep *storeReplica) current() (*head.Store, context.Context, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: %w", errStoreReopen, err)
 		}
+		rep.run.handleAppend(st)
 		rep.st = st
 	}
 	return rep.st, rep.ctx, nil

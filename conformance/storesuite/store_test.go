@@ -57,6 +57,15 @@ func TestStoreMemNoGroupCommit(t *testing.T) {
 		storesuite.Options{Scenarios: []string{"mixed"}, Ops: 25, Head: head.Options{NoGroupCommit: true}})
 }
 
+// TestStoreMemIntents runs every scenario with the appends as data
+// commands and intents on, the head's writes paced: replicas carry each
+// other's appends, and every fault must still leave a linearizable
+// history with no lost or repeated append.
+func TestStoreMemIntents(t *testing.T) {
+	conformancetest.RunStoreSuite(t, func(*testing.T) bucket.Bucket { return mem.NewBucket() },
+		storesuite.Options{Head: head.Options{Intents: true, MinCommitInterval: 20 * time.Millisecond}})
+}
+
 // TestStoreMemDedupeWindow runs the mixed scenario with dedupe records
 // expiring after 32 commits and folds every few commits, so that folds
 // drop records while clients still retry: a client retries at once, well
