@@ -44,7 +44,6 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	cacheMiB := fs.Int64("cache-mib", 0, "decoded-object cache of every replica, in MiB (0: the engine's default, 256)")
 	trace := fs.Bool("trace", false, "print every request of the measured scenarios to stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
-	intents := fs.Bool("intents", false, "let the throughput scenarios' replicas carry each other's puts through intents")
 	seedConcurrency := fs.Int("seed-concurrency", bench.DefaultSeedConcurrency, "concurrent put_file calls while seeding")
 	extrapolate := fs.String("extrapolate", "", "sizes to extrapolate to from the two largest measured, comma-separated (rows marked *)")
 	fs.Usage = func() {
@@ -82,7 +81,6 @@ func runBench(ctx context.Context, e *env, args []string) int {
 		DirEntries:      *dirEntries,
 		SeedBatch:       *seedBatch,
 		CacheBytes:      *cacheMiB << 20,
-		Intents:         *intents,
 		Trace:           e.traceTo(*trace),
 		SeedConcurrency: *seedConcurrency,
 		Progress:        e.stderr,

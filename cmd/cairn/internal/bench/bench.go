@@ -72,9 +72,6 @@ type Config struct {
 	// fewer commits write less, but a batch's cost grows faster than its
 	// size; at 10,000 files 1,024 seeded faster than 256 or 4,096.
 	SeedBatch int
-	// Intents turns head.Options.Intents on in the throughput scenarios'
-	// replicas.
-	Intents bool
 	// CacheBytes is head.Options.CacheBytes of every replica; 0 is the
 	// engine's default.
 	CacheBytes int64

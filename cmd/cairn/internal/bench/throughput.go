@@ -40,7 +40,7 @@ func (r *sizeRun) throughput(ctx context.Context, name string, replicas int) ([]
 	}
 	reps := make([]*replica, replicas)
 	for i := range reps {
-		rep, _, err := r.st.open(ctx, workbench.Options{Engine: head.Options{MinCommitInterval: interval, Intents: cfg.Intents}})
+		rep, _, err := r.st.open(ctx, workbench.Options{Engine: head.Options{MinCommitInterval: interval}})
 		if err != nil {
 			return nil, err
 		}
