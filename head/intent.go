@@ -159,17 +159,19 @@ const maxDefers = 3
 // defer_ reports whether this attempt should leave the calls to the
 // replica that carries the head: every call is a data command with its
 // intent out, the last head write this Store saw was another replica's
-// and recent (within twice MinCommitInterval), and no call has deferred
-// maxDefers times already. It then waits for that replica's next turn, so
+// and recent (within twice MinCommitInterval), the head has moved since
+// any call last deferred (a carrier with nothing of its own to commit
+// does not move it, and then the calls must be committed here), and no
+// call has deferred maxDefers times already. It then waits for that replica's next turn, so
 // that the next attempt finds the calls applied. Only one replica, the
 // one that last won, builds each commit; a carrier that goes away stops
 // writing the head, and the others compete again.
-func (s *Store) defer_(calls []*call) bool {
+func (s *Store) defer_(sn *Snapshot, calls []*call) bool {
 	if s.opts.MinCommitInterval <= 0 {
 		return false
 	}
 	for _, c := range calls {
-		if c.intent == "" || c.defers >= maxDefers {
+		if c.intent == "" || c.defers >= maxDefers || (c.defers > 0 && c.deferSeq == sn.head.Sequence) {
 			return false
 		}
 	}
@@ -182,6 +184,7 @@ func (s *Store) defer_(calls []*call) bool {
 	}
 	for _, c := range calls {
 		c.defers++
+		c.deferSeq = sn.head.Sequence
 	}
 	time.Sleep(max(wait, s.opts.MinCommitInterval/10))
 	return true
