@@ -18,7 +18,6 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/bucket/fault"
-	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/shards"
@@ -261,16 +260,7 @@ type rig struct {
 
 func newRig(t *testing.T, seed uint64) rig {
 	t.Helper()
-	store := mem.NewStore()
-	inner, err := mem.New(store, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain, err := mem.New(store, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fb := fault.New(inner)
+	fb, plain := faultAndPlain(t)
 	fb.Seed(seed)
 	return rig{s: newMatrixService(t, fb), fb: fb, plain: plain}
 }

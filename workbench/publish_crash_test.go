@@ -36,7 +36,10 @@ type crashRig struct {
 	plain bucket.Bucket
 }
 
-func newCrashRig(t *testing.T) crashRig {
+// faultAndPlain returns two views of one new memory store: one through a
+// fault-injecting bucket, the other plain, to look at what the faults
+// left.
+func faultAndPlain(t *testing.T) (*fault.Bucket, bucket.Bucket) {
 	t.Helper()
 	store := mem.NewStore()
 	inner, err := mem.New(store, "")
@@ -47,7 +50,12 @@ func newCrashRig(t *testing.T) crashRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fb := fault.New(inner)
+	return fault.New(inner), plain
+}
+
+func newCrashRig(t *testing.T) crashRig {
+	t.Helper()
+	fb, plain := faultAndPlain(t)
 	s := newServiceOn(t, fb, workbench.Options{
 		BlockSize: 4,
 		Engine: head.Options{
