@@ -341,7 +341,9 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 			// batch too, instead of building the same commit beside it.
 			return false, errIntentPending
 		}
-		foreign, _ = s.pendingIntents(ctx, calls) // unread intents wait for a later commit
+		if s.carrying() {
+			foreign, _ = s.pendingIntents(ctx, calls) // unread intents wait for a later commit
+		}
 	}
 	if err := s.prefetchReads(ctx, sn, calls); err != nil && !bucket.Transient(err) {
 		for _, c := range calls {

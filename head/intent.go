@@ -156,6 +156,18 @@ func (s *Store) gather() {
 // the head before its Store competes for the head itself.
 const maxDefers = 3
 
+// carrying reports whether this Store carries the others' intents: it
+// wrote the head last, or no other replica has written it within twice
+// MinCommitInterval. A replica that does not carry and cannot defer
+// commits its own commands only, so that the work of applying everyone's
+// is done once, by the carrier.
+func (s *Store) carrying() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	othersLast := !s.othersSeen.IsZero() && s.othersSeen.Equal(s.headWritten)
+	return !othersLast || time.Since(s.othersSeen) >= 2*s.opts.MinCommitInterval
+}
+
 // defer_ reports whether this attempt should leave the calls to the
 // replica that carries the head: every call is a data command with its
 // intent out, the last head write this Store saw was another replica's

