@@ -289,7 +289,7 @@ func (s *Store) commitBatch(calls []*call, refill func(n int) []*call) {
 				if err == nil {
 					err = ctx.Err()
 				}
-				c.finish(Result{}, err)
+				c.finish(Result{}, c.unsettled(err))
 			}
 			return
 		}

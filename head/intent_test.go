@@ -153,3 +153,50 @@ func TestIntentRejectionIsRecorded(t *testing.T) {
 		t.Fatal("a command of an unknown kind was accepted")
 	}
 }
+
+// TestIntentCancelledIsUnknown: a caller that gives up while its command's
+// intent is out is told the outcome is unknown, never that it was
+// cancelled: another replica may still apply the intent.
+func TestIntentCancelledIsUnknown(t *testing.T) {
+	const interval = 200 * time.Millisecond
+	store := mem.NewStore()
+	id := shards.NewShardID()
+	var stores []*head.Store
+	for range 2 {
+		mb, _ := mem.New(store, "")
+		lb := latency.New(mb, latency.Options{PerRequest: time.Millisecond, WritesPerSecondPerObject: float64(time.Second / interval)})
+		s, err := head.Open(context.Background(), lb, id, head.SchemaForTest, head.Options{MinCommitInterval: interval, Intents: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		handleAppend(s)
+		stores = append(stores, s)
+	}
+	a, b := stores[0], stores[1]
+	ctx := context.Background()
+	// b sees a write the head after it pinned, so it publishes its
+	// commands as intents and leaves them to a.
+	if err := a.Initialize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Pin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(0, "a0")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Pin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, interval/2)
+	defer cancel()
+	_, err := b.Do(short, head.Command{Kind: appendKind, Payload: appendPayload(1, "b0")})
+	published, _ := b.IntentStats()
+	if published == 0 {
+		t.Fatalf("b published no intent (Do: %v)", err)
+	}
+	if !errors.Is(err, head.ErrUnknownOutcome) {
+		t.Fatalf("a cancelled call whose intent is out: %v, want ErrUnknownOutcome", err)
+	}
+}

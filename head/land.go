@@ -137,10 +137,14 @@ func (s *Store) abandon(c *call) (Result, error) {
 // error. The batch runs it before retrying: the attempt before did not
 // land, so nothing of those calls was applied, and their callers are
 // waiting (abandon).
+//
+// A call whose intent is out is the exception: another replica may still
+// apply it, so its caller learns that the outcome is unknown
+// (call.unsettled), never that it was cancelled.
 func finishEnded(calls []*call) {
 	for _, c := range calls {
 		if err := c.ctx.Err(); err != nil {
-			c.finish(Result{}, err)
+			c.finish(Result{}, c.unsettled(err))
 		}
 	}
 }
