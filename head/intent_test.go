@@ -44,6 +44,28 @@ func handleAppend(s *head.Store) {
 	})
 }
 
+// intentReplicas opens n Stores of one new shard over one memory store,
+// with intents on, the head paced at interval (and its writes limited
+// to one an interval), each request taking perRequest.
+func intentReplicas(t *testing.T, n int, interval, perRequest time.Duration) []*head.Store {
+	t.Helper()
+	store := mem.NewStore()
+	id := shards.NewShardID()
+	var stores []*head.Store
+	for range n {
+		mb, _ := mem.New(store, "")
+		lb := latency.New(mb, latency.Options{PerRequest: perRequest, WritesPerSecondPerObject: float64(time.Second / interval)})
+		s, err := head.Open(context.Background(), lb, id, head.SchemaForTest, head.Options{MinCommitInterval: interval, Intents: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		handleAppend(s)
+		stores = append(stores, s)
+	}
+	return stores
+}
+
 // TestIntentsShareTheHead: replicas that share one head under a write
 // limit of a few writes a second, each offering commands as fast as it
 // can, all get every command applied exactly once, through intents that
@@ -54,20 +76,7 @@ func TestIntentsShareTheHead(t *testing.T) {
 		perRep   = 120
 		interval = 100 * time.Millisecond
 	)
-	store := mem.NewStore()
-	id := shards.NewShardID()
-	var stores []*head.Store
-	for range replicas {
-		mb, _ := mem.New(store, "")
-		lb := latency.New(mb, latency.Options{PerRequest: 2 * time.Millisecond, WritesPerSecondPerObject: float64(time.Second / interval)})
-		s, err := head.Open(context.Background(), lb, id, head.SchemaForTest, head.Options{MinCommitInterval: interval, Intents: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		handleAppend(s)
-		stores = append(stores, s)
-	}
+	stores := intentReplicas(t, replicas, interval, 2*time.Millisecond)
 	if err := stores[0].Initialize(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -159,20 +168,7 @@ func TestIntentRejectionIsRecorded(t *testing.T) {
 // cancelled: another replica may still apply the intent.
 func TestIntentCancelledIsUnknown(t *testing.T) {
 	const interval = 200 * time.Millisecond
-	store := mem.NewStore()
-	id := shards.NewShardID()
-	var stores []*head.Store
-	for range 2 {
-		mb, _ := mem.New(store, "")
-		lb := latency.New(mb, latency.Options{PerRequest: time.Millisecond, WritesPerSecondPerObject: float64(time.Second / interval)})
-		s, err := head.Open(context.Background(), lb, id, head.SchemaForTest, head.Options{MinCommitInterval: interval, Intents: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		handleAppend(s)
-		stores = append(stores, s)
-	}
+	stores := intentReplicas(t, 2, interval, time.Millisecond)
 	a, b := stores[0], stores[1]
 	ctx := context.Background()
 	// b sees a write the head after it pinned, so it publishes its
