@@ -71,6 +71,23 @@ func intentReplicas(t *testing.T, n int, interval, perRequest time.Duration) []*
 // can, all get every command applied exactly once, through intents that
 // the winner of each head write carries, and none is starved.
 func TestIntentsShareTheHead(t *testing.T) {
+	// Whether a replica defers to another, and so whether any command
+	// is carried, depends on timing: a run on a loaded machine may carry
+	// none, so the scenario runs up to three times for that check; every
+	// run must apply each command exactly once within the write limit.
+	for run := 1; ; run++ {
+		if carried := shareTheHead(t); carried > 0 {
+			return
+		}
+		if run == 3 {
+			t.Fatal("in three runs no replica carried another's commands")
+		}
+	}
+}
+
+// shareTheHead runs the scenario of TestIntentsShareTheHead once and
+// returns how many commands a replica carried for another.
+func shareTheHead(t *testing.T) int64 {
 	const (
 		replicas = 4
 		perRep   = 120
@@ -135,12 +152,10 @@ func TestIntentsShareTheHead(t *testing.T) {
 	}
 	t.Logf("%d commands from %d replicas in %v: %d commits, %d intents published, %d commands carried by another replica",
 		replicas*perRep, replicas, took.Round(time.Millisecond), sn.Sequence(), published, carried)
-	if carried == 0 {
-		t.Error("no replica carried another's commands")
-	}
 	if max := uint64(took/interval) + 3; sn.Sequence() > max {
 		t.Errorf("%d commits in %v, more than the write limit allows (%d)", sn.Sequence(), took, max)
 	}
+	return carried
 }
 
 // TestIntentRejectionIsRecorded: a data command its handler refuses ends
