@@ -114,7 +114,7 @@ type call struct {
 	// intent names the intent that carries this data command, once
 	// published: another replica may apply it from then on.
 	intent   string
-	defers   int    // attempts left to the replica that carries the head (defer_)
+	defers   int    // attempts left to the replica that carries the head (leaveToCarrier)
 	deferSeq uint64 // the head's sequence when the call last deferred
 	done     chan struct{}
 	once     sync.Once
@@ -336,7 +336,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		if s.settleApplied(ctx, sn, calls) {
 			return true, nil
 		}
-		if s.defer_(sn, calls) {
+		if s.leaveToCarrier(ctx, sn, calls) {
 			// Another replica carries the head now: let it carry this
 			// batch too, instead of building the same commit beside it.
 			return false, errIntentPending
@@ -529,11 +529,12 @@ func (s *Store) prefetchReads(ctx context.Context, sn *Snapshot, calls []*call) 
 	for _, c := range calls {
 		refs = append(refs, c.cmd.Reads...)
 		if c.cmd.RequestID != "" {
-			ref, err := sn.ShardOf(shards.CommandDedupe, dedupeKey(c.cmd))
+			key := dedupeKey(c.cmd)
+			ref, err := sn.ShardOf(shards.CommandDedupe, key)
 			if err != nil {
 				return err
 			}
-			ref.Prefix = dedupeKey(c.cmd)
+			ref.Prefix = key
 			refs = append(refs, ref)
 		}
 	}

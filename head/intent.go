@@ -168,7 +168,7 @@ func (s *Store) carrying() bool {
 	return !othersLast || time.Since(s.othersSeen) >= 2*s.opts.MinCommitInterval
 }
 
-// defer_ reports whether this attempt should leave the calls to the
+// leaveToCarrier reports whether this attempt should leave the calls to the
 // replica that carries the head: every call is a data command with its
 // intent out, the last head write this Store saw was another replica's
 // and recent (within twice MinCommitInterval), the head has moved since
@@ -178,7 +178,7 @@ func (s *Store) carrying() bool {
 // that the next attempt finds the calls applied. Only one replica, the
 // one that last won, builds each commit; a carrier that goes away stops
 // writing the head, and the others compete again.
-func (s *Store) defer_(sn *Snapshot, calls []*call) bool {
+func (s *Store) leaveToCarrier(ctx context.Context, sn *Snapshot, calls []*call) bool {
 	if s.opts.MinCommitInterval <= 0 {
 		return false
 	}
@@ -187,18 +187,19 @@ func (s *Store) defer_(sn *Snapshot, calls []*call) bool {
 			return false
 		}
 	}
-	s.mu.Lock()
-	others := !s.othersSeen.IsZero() && s.othersSeen.Equal(s.headWritten) && time.Since(s.othersSeen) < 2*s.opts.MinCommitInterval
-	wait := s.opts.MinCommitInterval + s.opts.MinCommitInterval/4 - time.Since(s.headWritten)
-	s.mu.Unlock()
-	if !others {
+	if s.carrying() {
 		return false
 	}
+	s.mu.Lock()
+	wait := s.opts.MinCommitInterval + s.opts.MinCommitInterval/4 - time.Since(s.headWritten)
+	s.mu.Unlock()
 	for _, c := range calls {
 		c.defers++
 		c.deferSeq = sn.head.Sequence
 	}
-	time.Sleep(max(wait, s.opts.MinCommitInterval/10))
+	// A caller that gives up meanwhile is answered by the batch's retry
+	// loop (finishEnded).
+	_ = bucket.Sleep(ctx, max(wait, s.opts.MinCommitInterval/10))
 	return true
 }
 
