@@ -185,10 +185,24 @@ func (s *Store) waitTurn(ctx context.Context) error {
 		return nil
 	}
 	s.mu.Lock()
-	wait := s.opts.MinCommitInterval - time.Since(s.headWritten)
+	wait := s.turnAfter() - time.Since(s.headWritten)
 	s.mu.Unlock()
 	return bucket.Sleep(ctx, wait)
 }
+
+// turnAfter is how long after a known head write the next one is sent:
+// MinCommitInterval and a margin. headWritten is when the write was sent,
+// while the store counts its rate from when each write arrives, so two
+// writes sent exactly one interval apart can arrive a little less than
+// that apart and the second be throttled, which costs a whole backoff.
+func (s *Store) turnAfter() time.Duration {
+	return s.opts.MinCommitInterval + s.opts.MinCommitInterval/paceMarginDivisor
+}
+
+// paceMarginDivisor sets the margin of turnAfter: 1/40 of the interval,
+// 25 ms at GCS's one write a second, which covers the spread of request
+// latencies between two writes.
+const paceMarginDivisor = 40
 
 // takeMore is refill that never ends the leader's turn: the leader is
 // still busy with the batch.
@@ -345,12 +359,15 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 			foreign, _ = s.pendingIntents(ctx, calls) // unread intents wait for a later commit
 		}
 	}
+	probed := s.probeIntents(ctx, calls)
 	if err := s.prefetchReads(ctx, sn, calls); err != nil && !bucket.Transient(err) {
+		probed()
 		for _, c := range calls {
 			c.finish(Result{}, err)
 		}
 		return true, nil
 	} // a transient failure is met again, and retried, by the read itself
+	foreign = append(foreign, probed()...)
 	state := newBatchState(s.fams)
 	outs := make([]outcome, len(calls))
 	now := s.opts.Now()

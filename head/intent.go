@@ -95,7 +95,36 @@ func (s *Store) othersActive() bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return !s.othersSeen.IsZero() && time.Since(s.othersSeen) < contendedFor
+	recent := func(t time.Time) bool { return !t.IsZero() && time.Since(t) < contendedFor }
+	return recent(s.othersSeen) || recent(s.intentsSeen)
+}
+
+// probeIntents lists, for a leader that does not know of other writers,
+// the intents other replicas published: a replica that keeps winning the
+// head never sees another's head write, while the others, losing every
+// race, publish their commands as intents and wait for a carrier. Found
+// ones make this Store contended (othersActive) and are carried by this
+// attempt. It runs beside the attempt's prefetch, so it costs a request,
+// not a round. It reports nothing when the Store is contended already
+// (the attempt lists intents itself then) or does not pace.
+func (s *Store) probeIntents(ctx context.Context, calls []*call) func() []foreignIntent {
+	if !s.opts.Intents || s.opts.MinCommitInterval <= 0 || s.opts.NoGroupCommit || s.othersActive() {
+		return func() []foreignIntent { return nil }
+	}
+	done := make(chan []foreignIntent, 1)
+	go func() {
+		foreign, err := s.pendingIntents(ctx, calls)
+		if err != nil {
+			foreign = nil // a later commit probes again
+		}
+		if len(foreign) > 0 {
+			s.mu.Lock()
+			s.intentsSeen = time.Now()
+			s.mu.Unlock()
+		}
+		done <- foreign
+	}()
+	return func() []foreignIntent { return <-done }
 }
 
 // settleApplied finishes the calls whose data commands another replica

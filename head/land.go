@@ -165,17 +165,23 @@ func finishEnded(calls []*call) {
 func (s *Store) cas(ctx context.Context, sn *Snapshot, c *candidate, nonce roots.Nonce, staged time.Time) (landed bool, err error) {
 	want := nonceString(nonce)
 	var lastErr error
-	sent := false // a write of this attempt may have taken effect
+	sent := false        // a write of this attempt may have taken effect
+	var before time.Time // headWritten before this attempt's last write was sent
+	paced := false       // the wait before the next try is already done
 	for try := 0; try < s.opts.MaxAttempts; try++ {
 		if try > 0 {
 			if !sent && time.Since(staged) > s.opts.MaxAttemptAge {
 				return false, nil // nothing of this attempt can land; rebuild
 			}
-			if berr := s.retry.Wait(ctx, try-1, lastErr); berr != nil {
-				break
+			if !paced {
+				if berr := s.retry.Wait(ctx, try-1, lastErr); berr != nil {
+					break
+				}
 			}
+			paced = false
 		}
 		s.mu.Lock()
+		before = s.headWritten
 		s.headWritten = time.Now()
 		s.mu.Unlock()
 		attrs, err := s.b.Put(ctx, s.layout.Head(), c.headBytes, bucket.IfVersion(sn.version))
@@ -201,6 +207,7 @@ func (s *Store) cas(ctx context.Context, sn *Snapshot, c *candidate, nonce roots
 					return false, nil
 				}
 			}
+			paced = s.waitThrottled(ctx, sn, before, try)
 			continue // refused before it took effect; the head may still be ours to write
 		}
 		sent = sent || !errors.Is(err, bucket.ErrThrottled)
@@ -244,4 +251,30 @@ func (s *Store) landedInChain(ctx context.Context, cur *Snapshot, seq uint64, no
 		}
 	}
 	return r.Sequence == seq && r.Nonce == nonce, nil
+}
+
+// waitThrottled waits after a head write the store throttled, before the
+// same write is sent again, and reports whether it did. A pacing store
+// (MinCommitInterval) that knows when its last head write was sent
+// (before) was throttled for sending a little early, so it waits for the
+// turn after that write, with twice the margin, instead of the whole
+// throttle backoff; a second throttle of one attempt takes the backoff.
+// Only a Store that writes alone waits so, over its own last head write:
+// when other replicas write the head too, the throttle most likely marks
+// a write of theirs, and the backoff leaves them the turn.
+func (s *Store) waitThrottled(ctx context.Context, sn *Snapshot, before time.Time, try int) bool {
+	if s.opts.MinCommitInterval <= 0 || before.IsZero() || try > 0 {
+		return false
+	}
+	s.mu.Lock()
+	own := s.ownVersion == sn.version
+	if own {
+		s.headWritten = before // the refused write took no effect
+	}
+	s.mu.Unlock()
+	if !own || s.othersActive() {
+		return false
+	}
+	wait := s.turnAfter() + s.opts.MinCommitInterval/paceMarginDivisor - time.Since(before)
+	return bucket.Sleep(ctx, max(wait, s.opts.MinCommitInterval/paceMarginDivisor)) == nil
 }

@@ -205,6 +205,7 @@ type Store struct {
 	headWritten time.Time
 	ownVersion  bucket.Version // the version of this Store's last landed head write
 	othersSeen  time.Time      // when this Store last saw a head another writer wrote
+	intentsSeen time.Time      // when this Store last found another replica's intent (probeIntents)
 	published   atomic.Int64   // intents this Store wrote
 	carried     atomic.Int64   // other replicas' commands its commits applied
 	handlers    map[string]Handler
