@@ -59,11 +59,13 @@ func NewHandler(call CallFunc, opts Options) http.Handler {
 		})
 	}
 	server.AddReceivingMiddleware(contractOrder, unknownTools(call))
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{
+	limit := workbench.MaxInputBytes("workbench_edit", opts.MaxBytes) + FramingBytes
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
-		MaxRequestBodyBytes: workbench.MaxInputBytes("workbench_edit", opts.MaxBytes) + FramingBytes,
+		MaxRequestBodyBytes: limit,
 	})
+	return front{sdk: sdk, limit: limit}
 }
 
 // callTool runs one tool and frames its answer as the reference's MCP
