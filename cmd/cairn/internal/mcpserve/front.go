@@ -2,6 +2,7 @@ package mcpserve
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 // (-32602). Everything else goes on to the SDK with the body it read.
 type front struct {
 	sdk   http.Handler
+	call  CallFunc
 	limit int64
 }
 
@@ -26,10 +28,11 @@ type front struct {
 // implements resources, prompts, completion and logging, which this
 // server neither serves nor advertises.
 var served = map[string]bool{
-	"initialize": true,
-	"ping":       true,
-	"tools/list": true,
-	"tools/call": true,
+	"initialize":      true,
+	"server/discover": true, // initialize's stateless successor (2026-07-28)
+	"ping":            true,
+	"tools/list":      true,
+	"tools/call":      true,
 }
 
 func (f front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -52,6 +55,7 @@ func (f front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(answer)
 		return
 	}
+	r = r.WithContext(context.WithValue(r.Context(), callKey{}, f.call))
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	f.sdk.ServeHTTP(w, r)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"slices"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -41,8 +42,24 @@ func Handler(call CallFunc) http.Handler {
 	return NewHandler(call, Options{})
 }
 
-// NewHandler is Handler with Options.
+// NewHandler is Handler with Options. It is cheap: every handler shares
+// one MCP server, and the request carries its CallFunc in its context.
 func NewHandler(call CallFunc, opts Options) http.Handler {
+	limit := workbench.MaxInputBytes("workbench_edit", opts.MaxBytes) + FramingBytes
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sharedServer() }, &mcp.StreamableHTTPOptions{
+		Stateless:           true,
+		JSONResponse:        true,
+		MaxRequestBodyBytes: limit,
+	})
+	return front{sdk: sdk, call: call, limit: limit}
+}
+
+// sharedServer is the one MCP server of the process, built on first use:
+// registering the 18 tools costs about 2 ms (the SDK decodes each
+// schema), too much to pay per request when a server builds a handler per
+// agent on demand. Its tools find the CallFunc in the request's context
+// (the SDK hands the HTTP request's context values to tool handlers).
+var sharedServer = sync.OnceValue(func() *mcp.Server {
 	server := mcp.NewServer(&mcp.Implementation{Name: serverName, Version: version()}, &mcp.ServerOptions{
 		// Tools only: the list never changes, and the server sends no log
 		// messages.
@@ -55,29 +72,34 @@ func NewHandler(call CallFunc, opts Options) http.Handler {
 			Description: descriptions[name],
 			InputSchema: schema,
 		}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return callTool(ctx, call, req.Params.Name, req.Params.Arguments), nil
+			return callTool(ctx, req.Params.Name, req.Params.Arguments), nil
 		})
 	}
-	server.AddReceivingMiddleware(contractOrder, unknownTools(call))
-	limit := workbench.MaxInputBytes("workbench_edit", opts.MaxBytes) + FramingBytes
-	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{
-		Stateless:           true,
-		JSONResponse:        true,
-		MaxRequestBodyBytes: limit,
-	})
-	return front{sdk: sdk, limit: limit}
-}
+	server.AddReceivingMiddleware(contractOrder, unknownTools)
+	return server
+})
+
+// callKey is the context key of the request's CallFunc.
+type callKey struct{}
 
 // callTool runs one tool and frames its answer as the reference's MCP
 // sidecar does: the pretty text, the result as structured content, and
 // isError on a failure.
-func callTool(ctx context.Context, call CallFunc, name string, args json.RawMessage) *mcp.CallToolResult {
+func callTool(ctx context.Context, name string, args json.RawMessage) *mcp.CallToolResult {
 	if len(args) == 0 || string(args) == "null" {
 		// MCP makes arguments optional; a tool without them is called with
 		// none, as the command line calls a tool on empty input.
 		args = json.RawMessage("{}")
 	}
-	result, ok := call(ctx, name, args)
+	var result []byte
+	var ok bool
+	if call, found := ctx.Value(callKey{}).(CallFunc); found {
+		result, ok = call(ctx, name, args)
+	} else {
+		// Unreachable while the SDK passes the request's context values
+		// on; the tests would fail first.
+		result, _ = workbench.MarshalResult(workbench.Internal("mcpserve: the request carries no tool runner").Envelope())
+	}
 	var pretty bytes.Buffer
 	if err := json.Indent(&pretty, result, "", "  "); err != nil {
 		// A CallFunc answers canonical JSON; anything else is a bug
@@ -112,21 +134,19 @@ func contractOrder(next mcp.MethodHandler) mcp.MethodHandler {
 // unknownTools answers a tools/call of a name that is not a tool as the
 // tool error UnknownTool, as the CallFunc reports it; the SDK would make
 // it a JSON-RPC error.
-func unknownTools(call CallFunc) mcp.Middleware {
-	return func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method != "tools/call" {
-				return next(ctx, method, req)
-			}
-			params, ok := req.GetParams().(*mcp.CallToolParamsRaw)
-			if !ok || params == nil {
-				return next(ctx, method, req)
-			}
-			if _, known := workbench.InputSchema(params.Name); known {
-				return next(ctx, method, req)
-			}
-			return callTool(ctx, call, params.Name, params.Arguments), nil
+func unknownTools(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "tools/call" {
+			return next(ctx, method, req)
 		}
+		params, ok := req.GetParams().(*mcp.CallToolParamsRaw)
+		if !ok || params == nil {
+			return next(ctx, method, req)
+		}
+		if _, known := descriptions[params.Name]; known {
+			return next(ctx, method, req)
+		}
+		return callTool(ctx, params.Name, params.Arguments), nil
 	}
 }
 

@@ -187,6 +187,19 @@ func TestInitializeIsStateless(t *testing.T) {
 	if _, ok := a.Result.Capabilities["tools"]; !ok {
 		t.Errorf("capabilities %v lack tools", a.Result.Capabilities)
 	}
+	// A version the server does not speak gets one it does, which it then
+	// echoes.
+	var other struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	a2 := rpc(t, url, strings.Replace(initialize, "2025-03-26", "1999-01-01", 1))
+	if err := json.Unmarshal(a2.Result, &other); err != nil || other.ProtocolVersion == "" || other.ProtocolVersion == "1999-01-01" {
+		t.Errorf("initialize with an unknown version: %s", a2.Result)
+	}
+	offered := other.ProtocolVersion
+	if err := json.Unmarshal(rpc(t, url, strings.Replace(initialize, "2025-03-26", offered, 1)).Result, &other); err != nil || other.ProtocolVersion != offered {
+		t.Errorf("initialize with %q answers %q (%v), want it echoed", offered, other.ProtocolVersion, err)
+	}
 	if a := rpc(t, url, `{"jsonrpc":"2.0","id":2,"method":"ping"}`); a.Error != nil || canonical(t, a.Result) != "{}" {
 		t.Errorf("ping = %s %+v, want {}", a.Result, a.Error)
 	}
@@ -436,15 +449,29 @@ func TestBodyIsBounded(t *testing.T) {
 // TestSDKClient drives the handler with the SDK's own client, as an MCP
 // host would.
 func TestSDKClient(t *testing.T) {
+	// The client's newest protocol discovers the server statelessly; the
+	// older ones initialize.
+	for _, version := range []string{"", "2025-11-25", "2025-03-26"} {
+		t.Run("version "+version, func(t *testing.T) { testSDKClient(t, version) })
+	}
+}
+
+func testSDKClient(t *testing.T, version string) {
 	s := openService(t, mem.NewBucket())
 	url := serve(t, s.Call)
 	ctx := context.Background()
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
+	if version != "" {
+		if got := cs.InitializeResult().ProtocolVersion; got != version {
+			t.Errorf("negotiated protocol version %q, want %q", got, version)
+		}
+	}
+	t.Logf("protocol version %s, server %+v", cs.InitializeResult().ProtocolVersion, cs.InitializeResult().ServerInfo)
 
 	list, err := cs.ListTools(ctx, nil)
 	if err != nil {
@@ -489,4 +516,44 @@ func TestSDKClient(t *testing.T) {
 	if got := r.Content[0].(*mcp.TextContent).Text; !strings.Contains(got, `"code": "UnknownTool"`) {
 		t.Errorf("unknown tool text = %s", got)
 	}
+}
+
+// BenchmarkNewHandler measures building a handler, for a server that
+// builds one per agent on demand.
+func BenchmarkNewHandler(b *testing.B) {
+	call := (&echo{}).call
+	for b.Loop() {
+		mcpserve.Handler(call)
+	}
+}
+
+// TestHandlersKeepTheirCallFuncs runs two handlers, as for two agents, at
+// once: every handler shares one MCP server, and each call must still
+// reach its own handler's CallFunc.
+func TestHandlersKeepTheirCallFuncs(t *testing.T) {
+	urls := map[string]string{}
+	for _, who := range []string{"a", "b"} {
+		urls[who] = serve(t, func(_ context.Context, tool string, input []byte) ([]byte, bool) {
+			return fmt.Appendf(nil, `{"input":%s,"status":"success","who":%q}`, input, who), true
+		})
+	}
+	var wg sync.WaitGroup
+	for i := range 40 {
+		who := []string{"a", "b"}[i%2]
+		wg.Go(func() {
+			r := callTool(t, urls[who], "workbench_stat", fmt.Sprintf(`{"i":%d}`, i))
+			var got struct {
+				Input struct{ I int }
+				Who   string
+			}
+			if err := json.Unmarshal(r.StructuredContent, &got); err != nil {
+				t.Error(err)
+				return
+			}
+			if got.Who != who || got.Input.I != i {
+				t.Errorf("call %d to %s reached %s with input %d", i, who, got.Who, got.Input.I)
+			}
+		})
+	}
+	wg.Wait()
 }
