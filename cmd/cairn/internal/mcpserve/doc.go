@@ -32,4 +32,12 @@
 // stream: GET and DELETE are 405. A request body longer than the largest
 // tool input plus the JSON-RPC framing is refused with 413 before it is
 // parsed.
+//
+// Every handler shares one MCP server, built on first use, and a request
+// carries its handler's CallFunc in its context; building a handler per
+// agent, or per request, costs a few hundred nanoseconds.
+//
+// The transport itself is the Go MCP SDK's (docs/dependencies.md says
+// why); front.go and the two middlewares in mcpserve.go are where cairn
+// departs from the SDK's defaults to match the reference.
 package mcpserve

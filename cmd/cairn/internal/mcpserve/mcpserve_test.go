@@ -557,3 +557,29 @@ func TestHandlersKeepTheirCallFuncs(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestLoopbackRefusesForeignHost pins the SDK's guard against DNS
+// rebinding that docs/api.md describes: on a loopback address, a Host
+// that is not a loopback name is 403 and runs nothing.
+func TestLoopbackRefusesForeignHost(t *testing.T) {
+	e := &echo{}
+	url := serve(t, e.call)
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"workbench_create","arguments":{}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "cairn.example.com"
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got, want := resp.StatusCode, http.StatusForbidden; got != want {
+		t.Errorf("status = %d, want %d", got, want)
+	}
+	if len(e.inputs) != 0 {
+		t.Errorf("the tool ran: %q", e.inputs)
+	}
+}
