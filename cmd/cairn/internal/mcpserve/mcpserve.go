@@ -143,7 +143,7 @@ func unknownTools(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok || params == nil {
 			return next(ctx, method, req)
 		}
-		if _, known := descriptions[params.Name]; known {
+		if _, known := workbench.InputSchema(params.Name); known {
 			return next(ctx, method, req)
 		}
 		return callTool(ctx, params.Name, params.Arguments), nil

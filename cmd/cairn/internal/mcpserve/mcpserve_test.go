@@ -541,6 +541,9 @@ func TestHandlersKeepTheirCallFuncs(t *testing.T) {
 	for i := range 40 {
 		who := []string{"a", "b"}[i%2]
 		wg.Go(func() {
+			if i%4 == 0 {
+				checkListOrder(t, urls[who])
+			}
 			r := callTool(t, urls[who], "workbench_stat", fmt.Sprintf(`{"i":%d}`, i))
 			var got struct {
 				Input struct{ I int }
@@ -581,5 +584,37 @@ func TestLoopbackRefusesForeignHost(t *testing.T) {
 	}
 	if len(e.inputs) != 0 {
 		t.Errorf("the tool ran: %q", e.inputs)
+	}
+}
+
+// checkListOrder checks that tools/list names the 18 tools in order.
+func checkListOrder(t *testing.T, url string) {
+	a := rpc(t, url, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	var list struct{ Tools []struct{ Name string } }
+	if err := json.Unmarshal(a.Result, &list); err != nil {
+		t.Error(err)
+		return
+	}
+	var names []string
+	for _, tool := range list.Tools {
+		names = append(names, tool.Name)
+	}
+	if want := workbench.Tools(); !reflect.DeepEqual(names, want) {
+		t.Errorf("tools = %v, want %v", names, want)
+	}
+}
+
+// TestResultNotJSONIsAToolError: a CallFunc that answers something other
+// than JSON is a bug behind it; the client still gets a well-formed tool
+// error, not a broken frame.
+func TestResultNotJSONIsAToolError(t *testing.T) {
+	url := serve(t, func(context.Context, string, []byte) ([]byte, bool) { return []byte("{oops"), true })
+	r := callTool(t, url, "workbench_create", `{"id":"wb1"}`)
+	var env struct{ Status, Code string }
+	if err := json.Unmarshal(r.StructuredContent, &env); err != nil {
+		t.Fatal(err)
+	}
+	if r.IsError == nil || !*r.IsError || env.Status != "error" || env.Code != "Internal" {
+		t.Errorf("result %s (isError %v), want an Internal error", r.StructuredContent, r.IsError)
 	}
 }
