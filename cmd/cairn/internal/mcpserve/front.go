@@ -69,60 +69,37 @@ type errorAnswer struct {
 }
 
 // screen returns the JSON-RPC error answer to a body the SDK should not
-// see, with its HTTP status, or a nil answer. A batch (an array) goes to
-// the SDK whole.
+// see, with its HTTP status, or a nil answer. It reads the message with
+// the SDK's own decoder, so both agree on what the message says. A batch
+// (an array) goes to the SDK whole.
 func screen(body []byte) (int, *errorAnswer) {
 	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] == '[' {
 		return 0, nil
 	}
-	var msg struct {
-		JSONRPC *string         `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  *string         `json:"method"`
-		Params  firstByte       `json:"params"`
+	if !json.Valid(body) {
+		return http.StatusBadRequest, answer(nil, jsonrpc.CodeParseError, "parse error: the body is not JSON")
 	}
-	if err := json.Unmarshal(body, &msg); err != nil {
-		return http.StatusBadRequest, answer(nil, jsonrpc.CodeParseError, "parse error: "+err.Error())
+	msg, err := jsonrpc.DecodeMessage(body)
+	if err != nil {
+		return http.StatusBadRequest, answer(nil, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
 	}
-	id := msg.ID
-	if !validID(id) {
-		return http.StatusBadRequest, answer(nil, jsonrpc.CodeInvalidRequest, "invalid request: id must be a string or a number")
-	}
-	if msg.JSONRPC == nil || *msg.JSONRPC != "2.0" {
-		return http.StatusBadRequest, answer(id, jsonrpc.CodeInvalidRequest, `invalid request: jsonrpc must be "2.0"`)
-	}
-	if msg.Method == nil || len(id) == 0 {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || !req.IsCall() {
 		return 0, nil // a response or a notification: the SDK takes it
 	}
-	method := *msg.Method
-	if !served[method] {
-		return http.StatusOK, answer(id, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method not found: %q", method))
+	id, err := json.Marshal(req.ID.Raw())
+	if err != nil {
+		id = nil // unreachable: the decoder made the id from JSON
 	}
-	if method == "tools/call" {
-		if msg.Params != '{' {
+	if !served[req.Method] {
+		return http.StatusOK, answer(id, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method not found: %q", req.Method))
+	}
+	if req.Method == "tools/call" {
+		if p := bytes.TrimLeft(req.Params, " \t\r\n"); len(p) == 0 || p[0] != '{' {
 			return http.StatusOK, answer(id, jsonrpc.CodeInvalidParams, "invalid params: tools/call takes an object with the tool's name")
 		}
 	}
 	return 0, nil
-}
-
-// firstByte keeps only the first byte of a JSON value, enough to tell an
-// object from anything else without copying a large one.
-type firstByte byte
-
-func (f *firstByte) UnmarshalJSON(b []byte) error {
-	*f = firstByte(b[0]) // never empty: the decoder hands over one whole value
-	return nil
-}
-
-// validID reports whether id is absent, null, a string or a number, the
-// ids JSON-RPC allows.
-func validID(id json.RawMessage) bool {
-	if len(id) == 0 || string(id) == "null" {
-		return true
-	}
-	c := id[0]
-	return c == '"' || c == '-' || (c >= '0' && c <= '9')
 }
 
 func answer(id json.RawMessage, code int64, message string) *errorAnswer {

@@ -388,7 +388,8 @@ func TestProtocolErrors(t *testing.T) {
 		code       int
 	}{
 		{"parse error", `{"jsonrpc":"2.0","id":1,"method":`, http.StatusBadRequest, "null", -32700},
-		{"not JSON-RPC 2.0", `{"id":1,"method":"ping"}`, http.StatusBadRequest, "1", -32600},
+		{"not JSON-RPC 2.0", `{"id":1,"method":"ping"}`, http.StatusBadRequest, "null", -32600},
+		{"method a number", `{"jsonrpc":"2.0","id":1,"method":7}`, http.StatusBadRequest, "null", -32600},
 		{"id an object", `{"jsonrpc":"2.0","id":{},"method":"ping"}`, http.StatusBadRequest, "null", -32600},
 		{"unknown method", `{"jsonrpc":"2.0","id":"a","method":"files/delete"}`, http.StatusOK, `"a"`, -32601},
 		{"resources are not served", `{"jsonrpc":"2.0","id":2,"method":"resources/list"}`, http.StatusOK, "2", -32601},
