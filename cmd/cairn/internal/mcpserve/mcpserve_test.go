@@ -337,10 +337,12 @@ func TestArgumentsReachTheToolUnchanged(t *testing.T) {
 	}
 	for _, a := range args {
 		r := callTool(t, url, "workbench_snapshot_renew", a)
-		// The echoed result is the input: its numbers keep their text in
-		// the answer too.
-		if !bytes.Contains(r.StructuredContent, []byte("9007199254740993")) && strings.Contains(a, "9007199254740993") {
-			t.Errorf("structuredContent %s lost a big number", r.StructuredContent)
+		// The echoed result is the input: its numbers keep their text on
+		// the way back too.
+		for _, n := range []string{"18446744073709551615", "9007199254740993", "12345678901234567890123"} {
+			if strings.Contains(a, n) && !bytes.Contains(r.StructuredContent, []byte(n)) {
+				t.Errorf("structuredContent %s lost %s", r.StructuredContent, n)
+			}
 		}
 	}
 	callTool(t, url, "workbench_create", `null`)
