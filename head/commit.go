@@ -113,13 +113,12 @@ type call struct {
 	all  bool // with fold: fold whatever deltas the root lists (Fold)
 	// intent names the intent that carries this data command, once
 	// published: another replica may apply it from then on.
-	intent   string
-	defers   int    // attempts left to the replica that carries the head (leaveToCarrier)
-	deferSeq uint64 // the head's sequence when the call last deferred
-	done     chan struct{}
-	once     sync.Once
-	res      Result
-	err      error
+	intent string
+	defers int // attempts left to the replica that carries the head (leaveToCarrier)
+	done   chan struct{}
+	once   sync.Once
+	res    Result
+	err    error
 }
 
 func (c *call) finish(r Result, err error) {
@@ -350,10 +349,13 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		if s.settleApplied(ctx, sn, calls) {
 			return true, nil
 		}
-		if s.leaveToCarrier(ctx, sn, calls) {
+		if s.leaveToCarrier(ctx, calls) {
 			// Another replica carries the head now: let it carry this
 			// batch too, instead of building the same commit beside it.
 			return false, errIntentPending
+		}
+		if s.takeOver(ctx, sn) {
+			return false, errIntentPending // another replica took over first
 		}
 		if s.carrying() {
 			foreign, _ = s.pendingIntents(ctx, calls) // unread intents wait for a later commit

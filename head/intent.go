@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -182,8 +183,11 @@ func (s *Store) gather() {
 }
 
 // maxDefers bounds the attempts a call leaves to the replica that carries
-// the head before its Store competes for the head itself.
-const maxDefers = 3
+// the head before its Store competes for the head itself: a carrier that
+// keeps writing the head but never applies the call (it cannot handle
+// its kind, say) must not starve it. With a defer lasting about 1.25
+// intervals, it is about ten intervals.
+const maxDefers = 8
 
 // carrying reports whether this Store carries the others' intents: it
 // wrote the head last, or no other replica has written it within twice
@@ -193,26 +197,54 @@ const maxDefers = 3
 func (s *Store) carrying() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	othersLast := !s.othersSeen.IsZero() && s.othersSeen.Equal(s.headWritten)
-	return !othersLast || time.Since(s.othersSeen) >= 2*s.opts.MinCommitInterval
+	return !s.othersLast() || time.Since(s.othersSeen) >= 2*s.opts.MinCommitInterval
+}
+
+// othersLast reports whether the last head write this Store knows of is
+// another replica's. s.mu is held.
+func (s *Store) othersLast() bool {
+	return !s.othersSeen.IsZero() && s.othersSeen.Equal(s.headWritten)
+}
+
+// takeOver is run by a Store about to carry the head because the replica
+// that wrote it last has been silent for two intervals: every other
+// replica waiting on it comes to the same conclusion at about the same
+// time, and each building a commit of its own at once would spend their
+// CPU on commits of which one lands. It waits a random part of an
+// interval and reads the head again, and reports whether it moved past
+// sn meanwhile, when another replica took over first and carries now.
+func (s *Store) takeOver(ctx context.Context, sn *Snapshot) bool {
+	s.mu.Lock()
+	silent := s.othersLast()
+	s.mu.Unlock()
+	if !silent || s.opts.MinCommitInterval <= 0 {
+		return false
+	}
+	if bucket.Sleep(ctx, mrand.N(s.opts.MinCommitInterval/2)) != nil {
+		return false
+	}
+	if _, err := s.Pin(ctx); err != nil {
+		return false
+	}
+	return s.outpaced(sn)
 }
 
 // leaveToCarrier reports whether this attempt should leave the calls to the
 // replica that carries the head: every call is a data command with its
 // intent out, the last head write this Store saw was another replica's
-// and recent (within twice MinCommitInterval), the head has moved since
-// any call last deferred (a carrier with nothing of its own to commit
-// does not move it, and then the calls must be committed here), and no
-// call has deferred maxDefers times already. It then waits for that replica's next turn, so
-// that the next attempt finds the calls applied. Only one replica, the
-// one that last won, builds each commit; a carrier that goes away stops
-// writing the head, and the others compete again.
-func (s *Store) leaveToCarrier(ctx context.Context, sn *Snapshot, calls []*call) bool {
+// and recent (within twice MinCommitInterval, see carrying), and no call
+// has deferred maxDefers times already. It then waits for that replica's
+// next turn, so that the next attempt finds the calls applied. Only one
+// replica, the one that last won, builds each commit, however long its
+// commits take; a carrier that goes away (or has nothing of its own to
+// commit, so runs no commit) stops writing the head, and after two
+// intervals the others take over (takeOver).
+func (s *Store) leaveToCarrier(ctx context.Context, calls []*call) bool {
 	if s.opts.MinCommitInterval <= 0 {
 		return false
 	}
 	for _, c := range calls {
-		if c.intent == "" || c.defers >= maxDefers || (c.defers > 0 && c.deferSeq == sn.head.Sequence) {
+		if c.intent == "" || c.defers >= maxDefers {
 			return false
 		}
 	}
@@ -224,7 +256,6 @@ func (s *Store) leaveToCarrier(ctx context.Context, sn *Snapshot, calls []*call)
 	s.mu.Unlock()
 	for _, c := range calls {
 		c.defers++
-		c.deferSeq = sn.head.Sequence
 	}
 	// A caller that gives up meanwhile is answered by the batch's retry
 	// loop (finishEnded).
