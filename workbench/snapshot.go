@@ -358,11 +358,7 @@ func (s *Service) visibleWorkspace(ctx context.Context, read reader, id string) 
 // committed reports whether incarnation inc of the workbench has a
 // commit head in sn: only a committed workbench can be snapshotted.
 func (s *Service) committed(ctx context.Context, sn *head.Snapshot, inc nokv.IncarnationID) (bool, error) {
-	key, err := shards.NewKey().ID16(s.root).ID16(inc).Build()
-	if err != nil {
-		return false, err
-	}
-	_, ok, err := sn.Get(ctx, nokv.FamilyWorkbenchCommitHead, key)
+	_, ok, err := commitHead(ctx, sn, s.root, inc)
 	return ok, err
 }
 
