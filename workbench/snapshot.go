@@ -448,12 +448,14 @@ func (s *Service) leaseResult(wb string, o snapshotOutcome, ttl uint64) map[stri
 }
 
 // runSnapshotCommand runs one snapshot command and decodes its outcome.
-func (s *Service) runSnapshotCommand(ctx context.Context, tag string, digestParts [][]byte, apply func(tx *head.Tx) (snapshotOutcome, error)) (snapshotOutcome, *Error) {
+// at, when not nil, is a snapshot the caller pinned (head.Command.At).
+func (s *Service) runSnapshotCommand(ctx context.Context, at *head.Snapshot, tag string, digestParts [][]byte, apply func(tx *head.Tx) (snapshotOutcome, error)) (snapshotOutcome, *Error) {
 	parts := append([][]byte{[]byte(tag)}, digestParts...)
 	res, err := s.doExact(ctx, head.Command{
 		Namespace: s.root,
 		RequestID: s.requestID(),
 		Digest:    head.Digest(parts...),
+		At:        at,
 		Apply: func(tx *head.Tx) ([]byte, error) {
 			o, err := apply(tx)
 			if err != nil {
@@ -475,10 +477,11 @@ func (s *Service) runSnapshotCommand(ctx context.Context, tag string, digestPart
 // workbench_snapshot: mint. Not idempotent: every call mints a new
 // snapshot under a fresh id.
 func (s *Service) snapshotTool(ctx context.Context, in *snapshotInput) (map[string]any, *Error) {
-	if _, werr := s.pinForWrite(ctx); werr != nil {
+	sn, werr := s.pinForWrite(ctx)
+	if werr != nil {
 		return nil, werr
 	}
-	s.reapQuietly(ctx)
+	sn = s.reapQuietly(ctx, sn)
 	reqID := s.requestID()
 	id := newSnapshotID(reqID)
 	wall := s.wallMillis()
@@ -486,7 +489,7 @@ func (s *Service) snapshotTool(ctx context.Context, in *snapshotInput) (map[stri
 	if in.Name != nil {
 		name = []byte(*in.Name)
 	}
-	o, werr := s.runSnapshotCommand(ctx, "cairn.workbench.snapshot.v1", [][]byte{
+	o, werr := s.runSnapshotCommand(ctx, sn, "cairn.workbench.snapshot.v1", [][]byte{
 		[]byte(in.id), wire.NewWriter(nil).U64(uint64(id)).U64(in.ttl).U64(wall).Bytes(), name, in.annotation,
 	}, func(tx *head.Tx) (snapshotOutcome, error) {
 		return s.mint(tx, in, id, wall)
@@ -623,7 +626,7 @@ func (s *Service) lookupForCommand(tx *head.Tx, wb string, sel snapshotSelector)
 // reap claimed or finished SnapshotExpired.
 func (s *Service) snapshotRenewTool(ctx context.Context, in *snapshotRenewInput) (map[string]any, *Error) {
 	wall := s.wallMillis()
-	o, werr := s.runSnapshotCommand(ctx, "cairn.workbench.snapshot-renew.v1", [][]byte{
+	o, werr := s.runSnapshotCommand(ctx, nil, "cairn.workbench.snapshot-renew.v1", [][]byte{
 		[]byte(in.id), []byte(in.sel.String()), wire.NewWriter(nil).U64(in.ttl).U64(wall).Bytes(),
 	}, func(tx *head.Tx) (snapshotOutcome, error) {
 		inc, id, ref, err := s.lookupForCommand(tx, in.id, in.sel)
@@ -695,7 +698,7 @@ func (in *snapshotRetireInput) resolve(*Service) *Error {
 // still consumes is ForkRetentionActive.
 func (s *Service) snapshotRetireTool(ctx context.Context, in *snapshotRetireInput) (map[string]any, *Error) {
 	ann := retireAnnotation(in.Reason)
-	o, werr := s.runSnapshotCommand(ctx, "cairn.workbench.snapshot-retire.v1", [][]byte{
+	o, werr := s.runSnapshotCommand(ctx, nil, "cairn.workbench.snapshot-retire.v1", [][]byte{
 		[]byte(in.id), []byte(in.sel.String()), ann,
 	}, func(tx *head.Tx) (snapshotOutcome, error) {
 		inc, id, ref, err := s.lookupForCommand(tx, in.id, in.sel)
@@ -755,11 +758,11 @@ func (in *snapshotListInput) resolve(*Service) *Error {
 // (Service.Reap), so that snapshots past their lease and grace show as
 // reaped rather than expired once a reap could end them.
 func (s *Service) snapshotListTool(ctx context.Context, in *snapshotListInput) (map[string]any, *Error) {
-	s.reapQuietly(ctx)
 	sn, werr := s.pin(ctx)
 	if werr != nil {
 		return nil, werr
 	}
+	sn = s.reapQuietly(ctx, sn)
 	ws, ok, werr := s.visibleWorkspace(ctx, snapshotReader(ctx, sn), in.id)
 	if werr != nil {
 		return nil, werr
