@@ -66,6 +66,11 @@ func TestSnapshotRequestCounts(t *testing.T) {
 		t.Errorf("mint: %+v; want at most 3 PUTs (delta, root, head), 6 rounds, 4 KiB written", st)
 	}
 	id := r["snapshot_id"]
+	run(s, cb, "renew, warm process", "workbench_snapshot_renew", `{"id":"wb","name":"n","ttl_days":30}`)
+	st, _ = run(s, cb, "snapshot list, warm process", "workbench_snapshot_list", `{"id":"wb"}`)
+	if st.Put.Requests != 0 {
+		t.Errorf("a list with nothing to reap wrote: %+v", st)
+	}
 
 	// Writes after the snapshot, so that live and frozen differ.
 	putFiles(t, s, "wb", workbench.SeedFile{Path: "outputs/f0000-new.txt", Body: []byte("new")})
