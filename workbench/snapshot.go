@@ -619,14 +619,32 @@ func (s *Service) lookupForCommand(tx *head.Tx, wb string, sel snapshotSelector)
 	return ws.Incarnation, id, ref, nil
 }
 
+// pinNamed pins the shard for a renewal or retirement of a snapshot of
+// workbench wb. A deployment never written holds no snapshot: that is
+// SnapshotNotFound, and nothing is written.
+func (s *Service) pinNamed(ctx context.Context, wb string) (*head.Snapshot, *Error) {
+	sn, werr := s.pin(ctx)
+	if werr != nil {
+		return nil, werr
+	}
+	if sn.Empty() {
+		return nil, SnapshotNotFound(fmt.Sprintf("workbench %s does not exist", wb))
+	}
+	return sn, nil
+}
+
 // workbench_snapshot_renew: extend only. A renewal whose deadline is not
 // later than the current one changes nothing and still reports
 // renewed:true; an Active snapshot past its deadline that no reap has
 // claimed comes back to life. A retired snapshot is InvalidState, one a
 // reap claimed or finished SnapshotExpired.
 func (s *Service) snapshotRenewTool(ctx context.Context, in *snapshotRenewInput) (map[string]any, *Error) {
+	sn, werr := s.pinNamed(ctx, in.id)
+	if werr != nil {
+		return nil, werr
+	}
 	wall := s.wallMillis()
-	o, werr := s.runSnapshotCommand(ctx, nil, "cairn.workbench.snapshot-renew.v1", [][]byte{
+	o, werr := s.runSnapshotCommand(ctx, sn, "cairn.workbench.snapshot-renew.v1", [][]byte{
 		[]byte(in.id), []byte(in.sel.String()), wire.NewWriter(nil).U64(in.ttl).U64(wall).Bytes(),
 	}, func(tx *head.Tx) (snapshotOutcome, error) {
 		inc, id, ref, err := s.lookupForCommand(tx, in.id, in.sel)
@@ -697,8 +715,12 @@ func (in *snapshotRetireInput) resolve(*Service) *Error {
 // annotation the first retirement recorded. A snapshot that a restore
 // still consumes is ForkRetentionActive.
 func (s *Service) snapshotRetireTool(ctx context.Context, in *snapshotRetireInput) (map[string]any, *Error) {
+	sn, werr := s.pinNamed(ctx, in.id)
+	if werr != nil {
+		return nil, werr
+	}
 	ann := retireAnnotation(in.Reason)
-	o, werr := s.runSnapshotCommand(ctx, nil, "cairn.workbench.snapshot-retire.v1", [][]byte{
+	o, werr := s.runSnapshotCommand(ctx, sn, "cairn.workbench.snapshot-retire.v1", [][]byte{
 		[]byte(in.id), []byte(in.sel.String()), ann,
 	}, func(tx *head.Tx) (snapshotOutcome, error) {
 		inc, id, ref, err := s.lookupForCommand(tx, in.id, in.sel)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/workbench"
@@ -684,5 +685,103 @@ func TestSnapshotReadMisses(t *testing.T) {
 	r := mustCall(t, s, "workbench_stat", `{"id":"wb","at_snapshot":`+id+`}`)
 	if r["at_snapshot"].(json.Number).String() != id {
 		t.Fatalf("at_snapshot echoed %v, want %s", r["at_snapshot"], id)
+	}
+}
+
+// A deployment never written holds no snapshot, and asking writes
+// nothing.
+func TestSnapshotToolsOnANeverWrittenStore(t *testing.T) {
+	ctx := context.Background()
+	b := mem.NewBucket()
+	s, err := workbench.Open(ctx, b, workbench.Options{AgentID: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, c := range []struct{ tool, in, code string }{
+		{"workbench_snapshot_renew", `{"id":"wb","snapshot_id":5}`, "SnapshotNotFound"},
+		{"workbench_snapshot_retire", `{"id":"wb","name":"n"}`, "SnapshotNotFound"},
+		{"workbench_snapshot_list", `{"id":"wb"}`, "SnapshotNotFound"},
+		{"workbench_list", `{"id":"wb","at_snapshot":5}`, "NotFound"},
+	} {
+		got, ok := call(t, s, c.tool, c.in)
+		if ok || got["code"] != c.code {
+			t.Errorf("%s %s: %v, want %s", c.tool, c.in, got, c.code)
+		}
+	}
+	if n, err := s.Reap(ctx); err != nil || n != 0 {
+		t.Fatalf("Reap on an empty store: %d %v", n, err)
+	}
+	page, err := b.List(ctx, bucket.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Objects) != 0 {
+		t.Fatalf("the calls wrote %v", page.Objects)
+	}
+}
+
+// Concurrent named mints through two replicas: every mint takes the name
+// once (the alias generation counts them all) and the name resolves to
+// the newest.
+func TestSnapshotConcurrentNamedMints(t *testing.T) {
+	clk := &fakeClock{}
+	clk.set(t0)
+	_, reps := newReplicas(t, 2, workbench.Options{Now: clk.Now})
+	committedBench(t, reps[0], "wb")
+	const n = 8
+	ids := make(chan string, n)
+	errs := make(chan string, n)
+	for i := range n {
+		go func() {
+			out, ok := reps[i%2].Call(context.Background(), "workbench_snapshot", []byte(`{"id":"wb","name":"shared"}`))
+			if !ok {
+				errs <- string(out)
+				return
+			}
+			var r map[string]any
+			if err := jsonUnmarshal(out, &r); err != nil {
+				errs <- err.Error()
+				return
+			}
+			ids <- r["snapshot_id"].(json.Number).String()
+		}()
+	}
+	for range n {
+		select {
+		case e := <-errs:
+			t.Fatal(e)
+		case <-ids:
+		}
+	}
+	s := reps[0]
+	ctx := context.Background()
+	sn, err := s.Store().Pin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := nokv.SnapshotAliasKey{Root: s.Root(), Incarnation: incarnationOf(t, s, "wb"), Alias: "shared"}.Encode()
+	b, ok, err := sn.Get(ctx, nokv.FamilySnapshotAlias, key)
+	if err != nil || !ok {
+		t.Fatalf("alias: %v %v", ok, err)
+	}
+	a, err := nokv.DecodeSnapshotAlias(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.AliasGeneration != n {
+		t.Fatalf("alias generation %d after %d mints", a.AliasGeneration, n)
+	}
+	list := mustCall(t, s, "workbench_snapshot_list", `{"id":"wb"}`)["snapshots"].([]any)
+	if len(list) != n {
+		t.Fatalf("%d snapshots, want %d", len(list), n)
+	}
+	newest := list[n-1].(map[string]any)["snapshot_id"].(json.Number).String()
+	r := mustCall(t, s, "workbench_snapshot_renew", `{"id":"wb","name":"shared"}`)
+	if got := r["snapshot_id"].(json.Number).String(); got != newest {
+		t.Fatalf("the name resolves to %s, the newest mint is %s", got, newest)
+	}
+	if got := fmt.Sprint(a.Snapshot); got != newest {
+		t.Fatalf("alias row names %s, the newest mint is %s", got, newest)
 	}
 }
