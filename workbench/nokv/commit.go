@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/bucket/wire"
 	"github.com/cairnstore/cairn/shards"
 )
 
@@ -718,4 +719,15 @@ func DecodeCommitRetireOperation(b []byte) (CommitRetireOperation, error) {
 		return CommitRetireOperation{}, err
 	}
 	return v, nil
+}
+
+// Encode returns the projection's record encoding, as a PathEntry or
+// CommitMember value carries it (u16 count, then each id and scalar). The
+// commit member digest covers it.
+func (p IndexProjection) Encode() ([]byte, error) {
+	w := wire.NewWriter(nil)
+	if err := p.writeTo(w); err != nil {
+		return nil, err
+	}
+	return w.Bytes(), w.Err()
 }
