@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -345,6 +346,17 @@ func (s *Service) snapshotEvent(tx *head.Tx, wb string, inc nokv.IncarnationID, 
 	return writeChangeEvent(tx, s.root, nokv.ChangeEvent{WorkbenchID: wb, Incarnation: inc, Kind: kind, Snapshot: &id})
 }
 
+// lastEventSequence returns the sequence of the last change event the
+// command's commit version holds so far: the one the command just wrote.
+func lastEventSequence(tx *head.Tx, root nokv.RootID) (uint32, error) {
+	last, ok, err := tx.Last(nokv.FamilyChangeEvent, nokv.ChangeEventVersionPrefix(root, tx.Sequence()))
+	if err != nil || !ok {
+		return 0, errors.Join(err, errors.New("workbench: no change event in this commit"))
+	}
+	k, err := nokv.ParseChangeEventKey(last.Key)
+	return k.Sequence, err
+}
+
 // visibleWorkspace reads workbench id's marker through read; ok is false
 // when it does not exist or is not Visible.
 func (s *Service) visibleWorkspace(ctx context.Context, read reader, id string) (nokv.WorkspaceCurrent, bool, *Error) {
@@ -542,6 +554,14 @@ func (s *Service) mint(tx *head.Tx, in *snapshotInput, id nokv.SnapshotID, wall 
 		HeldRoot:       sn.RootHash(),
 		CreatedVersion: tx.Sequence(),
 	}
+	// The SnapshotMinted event's feed position is the mint's: it orders
+	// the mints of one commit.
+	if err := s.snapshotEvent(tx, in.id, ws.Incarnation, nokv.ChangeEventKindSnapshotMinted, id); err != nil {
+		return snapshotOutcome{}, err
+	}
+	if ref.MintSequence, err = lastEventSequence(tx, s.root); err != nil {
+		return snapshotOutcome{}, err
+	}
 	if err := s.putSnapshotRef(tx, ws.Incarnation, id, ref); err != nil {
 		return snapshotOutcome{}, err
 	}
@@ -567,9 +587,6 @@ func (s *Service) mint(tx *head.Tx, in *snapshotInput, id nokv.SnapshotID, wall 
 		if err := putRecord(tx, nokv.FamilySnapshotAlias, key, a.Encode); err != nil {
 			return snapshotOutcome{}, err
 		}
-	}
-	if err := s.snapshotEvent(tx, in.id, ws.Incarnation, nokv.ChangeEventKindSnapshotMinted, id); err != nil {
-		return snapshotOutcome{}, err
 	}
 	return snapshotOutcome{id: id, ref: ref, leaseNow: leaseNow}, nil
 }
@@ -774,7 +791,8 @@ func (in *snapshotListInput) resolve(*Service) *Error {
 }
 
 // workbench_snapshot_list: every snapshot of the workbench, whatever its
-// state, in mint order (the commit version of the mint, then the id).
+// state, in mint order (the commit version of the mint, then the
+// sequence of its SnapshotMinted event in that commit).
 // Each reports the name it was minted with, even when a newer mint has
 // taken the name since. The list first gives the reaper its turn
 // (Service.Reap), so that snapshots past their lease and grace show as
@@ -818,8 +836,11 @@ func (s *Service) snapshotListTool(ctx context.Context, in *snapshotListInput) (
 		rows[i] = row{k.Snapshot, ref}
 	}
 	slices.SortFunc(rows, func(a, b row) int {
-		if a.ref.CreatedVersion != b.ref.CreatedVersion {
-			return cmp.Compare(a.ref.CreatedVersion, b.ref.CreatedVersion)
+		if c := cmp.Compare(a.ref.CreatedVersion, b.ref.CreatedVersion); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.ref.MintSequence, b.ref.MintSequence); c != 0 {
+			return c
 		}
 		return cmp.Compare(a.id, b.id)
 	})

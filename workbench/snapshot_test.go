@@ -63,27 +63,14 @@ func snapService(t *testing.T) (*workbench.Service, *fakeClock) {
 	return s, clk
 }
 
-// commitWorkbench gives workbench id a commit head, as a commit would: a
-// WorkbenchCommitHead row for its current incarnation.
+// commitWorkbench commits workbench id through workbench_commit, replacing
+// any earlier commit head.
 func commitWorkbench(t *testing.T, s *workbench.Service, id string) {
 	t.Helper()
-	ctx := context.Background()
-	inc := incarnationOf(t, s, id)
-	key, err := nokv.WorkbenchCommitHeadKey{Root: s.Root(), Incarnation: inc}.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var commit nokv.CommitID
-	commit[0] = 1
-	val, err := nokv.WorkbenchCommitHead{Commit: commit, HeadGeneration: 1}.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Store().Do(ctx, head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
-		return nil, tx.Put(nokv.FamilyWorkbenchCommitHead, key, val)
-	}}); err != nil {
-		t.Fatal(err)
-	}
+	mustCall(t, s, "workbench_commit", js(map[string]any{
+		"id": id, "manifest": map[string]any{"task": "snapshot tests"},
+		"content_digest_uri": "sha256:" + strings.Repeat("01", 32), "replace": true,
+	}))
 }
 
 func incarnationOf(t *testing.T, s *workbench.Service, id string) nokv.IncarnationID {
