@@ -232,7 +232,7 @@ func idSelector(n uint64) (snapshotSelector, *Error) {
 	return snapshotSelector{id: nokv.SnapshotID(n)}, nil
 }
 
-// selectorInput is the snapshot selector of renew and retire: exactly one
+// selectorOf returns the snapshot selector of renew and retire: exactly one
 // of snapshot_id and name (null counts as absent).
 func selectorOf(id *uint64, name *string) (snapshotSelector, *Error) {
 	switch {

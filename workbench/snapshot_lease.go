@@ -14,7 +14,7 @@ import (
 // Snapshot leases are judged against the root's persisted lease clock
 // (nokv.LeaseClock): the high-water mark of the wall time (Options.Now)
 // that snapshot commands observed. Every mint and renewal, and every reap
-// command, observes the wall clock in the same command that uses it: at
+// claim, observes the wall clock in the same command that uses it: at
 // or past the high-water mark, the mark moves up to it; behind it (the
 // clock went back), the mark stays and the clock records ReapNotBefore,
 // the mark plus the clock-skew grace (Options.LeaseGrace). The lease
