@@ -143,6 +143,30 @@ func holds(t *testing.T, s *workbench.Service) map[string]string {
 	return out
 }
 
+// historyHold reads snapshot id's HistoryHold row at the current head.
+func historyHold(t *testing.T, s *workbench.Service, id string) (nokv.HistoryHold, bool) {
+	t.Helper()
+	ctx := context.Background()
+	sid, err := nokv.ParseSnapshotID(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn, err := s.Store().Pin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := nokv.SnapshotHoldKey(s.Root(), sid).Encode()
+	b, ok, err := sn.Get(ctx, nokv.FamilyHistoryHold, key)
+	if err != nil || !ok {
+		return nokv.HistoryHold{}, false
+	}
+	h, err := nokv.DecodeHistoryHold(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, true
+}
+
 func TestSnapshotMintResult(t *testing.T) {
 	s, _ := snapService(t)
 	committedBench(t, s, "wb-main")
@@ -167,6 +191,9 @@ func TestSnapshotMintResult(t *testing.T) {
 	}
 	if _, ok := holds(t, s)["snapshot/"+id]; !ok {
 		t.Fatalf("no engine hold snapshot/%s in %v", id, holds(t, s))
+	}
+	if h, ok := historyHold(t, s, id); !ok || h.ReadVersion != unum(r["read_version"]) || h.State != nokv.HistoryHoldStateActive {
+		t.Fatalf("HistoryHold %+v %v, want Active at read version %v", h, ok, r["read_version"])
 	}
 
 	// Defaults: 7 days, a warning, a null name and an annotation of nulls.
@@ -300,6 +327,9 @@ func TestSnapshotRetire(t *testing.T) {
 	checkShape(t, r, resultShape{want: shapeSnapshotRetire})
 	if _, held := holds(t, s)["snapshot/"+id]; held {
 		t.Fatal("a retired snapshot still holds its root")
+	}
+	if _, ok := historyHold(t, s, id); ok {
+		t.Fatal("a retired snapshot's HistoryHold row remains")
 	}
 	// An exact retry, or one with another reason, by id or by name, reports
 	// retired:false and the first retirement's annotation.
@@ -490,6 +520,9 @@ func TestSnapshotReaperWaitsOutTheGrace(t *testing.T) {
 	}
 	if h := holds(t, s); len(h) != 0 {
 		t.Fatalf("holds after the reap: %v", h)
+	}
+	if _, ok := historyHold(t, s, id); ok {
+		t.Fatal("the HistoryHold row outlived the reap")
 	}
 	if st := listStates(t, s, "wb")[id]; st != "reaped" {
 		t.Fatalf("state %q", st)
