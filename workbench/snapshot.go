@@ -493,6 +493,11 @@ func (s *Service) snapshotTool(ctx context.Context, in *snapshotInput) (map[stri
 	if werr != nil {
 		return nil, werr
 	}
+	// The tables of everything the reaper and the command read, in one
+	// round; their small shards travel inline.
+	if err := sn.Prefetch(ctx, mintFamilies, nil); err != nil {
+		return nil, FromError(err)
+	}
 	sn = s.reapQuietly(ctx, sn)
 	reqID := s.requestID()
 	id := newSnapshotID(reqID)
@@ -514,6 +519,12 @@ func (s *Service) snapshotTool(ctx context.Context, in *snapshotInput) (map[stri
 		res["expiry_warning"] = expiryWarning
 	}
 	return res, nil
+}
+
+// mintFamilies are the families a mint reads.
+var mintFamilies = []shards.Family{
+	nokv.FamilyWorkspaceCurrent, nokv.FamilyWorkbenchCommitHead, nokv.FamilySnapshotRef,
+	nokv.FamilySnapshotAlias, nokv.FamilyHistoryHold, nokv.FamilyLeaseClock, nokv.FamilyChangeEvent,
 }
 
 // mint is the mint command: see the top of this file.
