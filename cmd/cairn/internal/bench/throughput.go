@@ -136,6 +136,21 @@ func (r *sizeRun) throughput(ctx context.Context, name string, replicas int) ([]
 		rate = float64(acked) / last.Seconds()
 	}
 	p50, p99 := percentile(lat, 0.50), percentile(lat, 0.99)
+	// The steady rate counts the acknowledgements of the middle half of
+	// the offered window, shifted by the median latency: in a steady
+	// state it is the rate the shard sustains, free of the ramp at the
+	// start and the drain at the end that the span's rate includes.
+	steady := 0.0
+	if cfg.Duration > 0 {
+		from, to := cfg.Duration/4+p50, 3*cfg.Duration/4+p50
+		n := 0
+		for i, o := range outs {
+			if at := time.Duration(float64(i)/cfg.Rate*float64(time.Second)) + o.latency; o.ok && at >= from && at < to {
+				n++
+			}
+		}
+		steady = float64(n) / (to - from).Seconds()
+	}
 	lost, dup, landed, err := r.check(ctx, outs)
 	if err != nil {
 		return nil, err
@@ -143,14 +158,15 @@ func (r *sizeRun) throughput(ctx context.Context, name string, replicas int) ([]
 	row.metric("offered", float64(offered))
 	row.metric("acked", float64(acked))
 	row.metric("acked_per_s", rate)
+	row.metric("steady_per_s", steady)
 	row.metric("p50_s", p50.Seconds())
 	row.metric("p99_s", p99.Seconds())
 	row.metric("failed", float64(failed))
 	row.metric("unfinished", float64(unfinished))
 	row.metric("lost", float64(lost))
 	row.metric("duplicated", float64(dup))
-	row.note("offered %g/s for %s: %d/%d acked, %.1f/s; p50 %s p99 %s; %d failed, %d unfinished after %s drain; lost %d, duplicated %d",
-		cfg.Rate, cfg.Duration, acked, offered, rate, dur(p50), dur(p99), failed, unfinished, cfg.Drain, lost, dup)
+	row.note("offered %g/s for %s: %d/%d acked, %.1f/s, steady %.1f/s; p50 %s p99 %s; %d failed, %d unfinished after %s drain; lost %d, duplicated %d",
+		cfg.Rate, cfg.Duration, acked, offered, rate, steady, dur(p50), dur(p99), failed, unfinished, cfg.Drain, lost, dup)
 	if landed > 0 {
 		row.note("%d failed calls landed anyway", landed)
 	}
