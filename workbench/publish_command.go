@@ -239,9 +239,10 @@ func (s *Service) publish(ctx context.Context, p *pubPlan) (out pubOutcome, werr
 	if err != nil {
 		return out, FromError(err), false
 	}
+	reqID, digest := s.commandIdentity(ctx, digest)
 	res, err := s.doExact(ctx, head.Command{
 		Namespace: s.root,
-		RequestID: s.requestID(),
+		RequestID: reqID,
 		Digest:    digest,
 		Kind:      publishKind,
 		Payload:   payload,
