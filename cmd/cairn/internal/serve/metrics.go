@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket/counting"
 	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // latencyBuckets are the upper bounds, in seconds, of the request latency
@@ -47,6 +48,9 @@ func newMetrics() *metrics {
 // request records one finished HTTP request. tool is "" for the routes
 // that are not tools.
 func (m *metrics) request(tool string, status int, d time.Duration) {
+	if tool != "" && !slices.Contains(workbench.Tools(), tool) {
+		tool = "unknown" // a client's typo must not mint a series
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := seriesKey{tool: tool, status: status}

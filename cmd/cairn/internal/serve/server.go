@@ -244,6 +244,7 @@ func (s *Server) serveTool(w http.ResponseWriter, r *http.Request) {
 	rec := recorderOf(w)
 	tool := r.PathValue("tool_name")
 	if rec != nil {
+		rec.agent = r.PathValue("agent_id")
 		rec.tool = tool
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "" {
