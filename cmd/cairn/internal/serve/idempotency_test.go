@@ -15,7 +15,6 @@ import (
 	"github.com/cairnstore/cairn/cmd/cairn/internal/serve"
 )
 
-
 // fileOf reads outputs/log.txt of wb1 through h: its text lines joined
 // and its generation.
 func fileOf(t *testing.T, h http.Handler) (string, float64) {
