@@ -100,4 +100,3 @@ func firstLine(b []byte) string {
 	}
 	return s
 }
-
