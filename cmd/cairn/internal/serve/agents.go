@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench"
 )
@@ -51,6 +52,7 @@ type pool struct {
 type closedStats struct {
 	objects, tables, roots shards.CacheStats
 	published, carried     int64
+	commit                 head.CommitStats
 }
 
 func newPool(b bucket.Bucket, opts workbench.Options, idle time.Duration, mcp func(CallFunc) http.Handler) *pool {
@@ -163,6 +165,17 @@ func (p *pool) retire(a *agent) {
 	pub, car := a.svc.Store().IntentStats()
 	p.gone.published += pub
 	p.gone.carried += car
+	addCommit(&p.gone.commit, a.svc.Store().CommitStats())
+}
+
+func addCommit(dst *head.CommitStats, s head.CommitStats) {
+	dst.Batches += s.Batches
+	dst.Commands += s.Commands
+	dst.Retries += s.Retries
+	dst.Landed += s.Landed
+	dst.CASConflicts += s.CASConflicts
+	dst.HeadReads += s.HeadReads
+	dst.PinsCoalesced += s.PinsCoalesced
 }
 
 func addCache(dst *shards.CacheStats, s shards.CacheStats) {

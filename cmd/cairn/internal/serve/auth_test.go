@@ -121,6 +121,9 @@ func TestReadyHealthMetrics(t *testing.T) {
 		`# TYPE cairn_engine_cache_hit_ratio gauge`,
 		`cairn_engine_intents_published_total`,
 		`cairn_idempotent_replays_total 0`,
+		`cairn_engine_group_commits_total`,
+		`cairn_engine_cas_conflicts_total 0`,
+		`cairn_engine_head_reads_coalesced_total`,
 	} {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %q", want)
@@ -128,6 +131,12 @@ func TestReadyHealthMetrics(t *testing.T) {
 	}
 	if puts := metricValue(t, m, `cairn_bucket_requests_total{op="put"}`); puts < 3 {
 		t.Errorf("bucket puts counted: %v", puts)
+	}
+	if n := metricValue(t, m, `cairn_engine_head_writes_total`); n < 2 {
+		t.Errorf("head writes counted: %v", n)
+	}
+	if n := metricValue(t, m, `cairn_engine_group_commit_commands_total`); n < 2 {
+		t.Errorf("commands counted: %v", n)
 	}
 
 	// A bucket that fails makes the server unready.

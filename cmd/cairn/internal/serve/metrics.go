@@ -202,6 +202,7 @@ func (s *Server) writeEngineMetrics(e *expo) {
 		pub, car := a.svc.Store().IntentStats()
 		tot.published += pub
 		tot.carried += car
+		addCommit(&tot.commit, a.svc.Store().CommitStats())
 	}
 	p.mu.Unlock()
 
@@ -226,6 +227,22 @@ func (s *Server) writeEngineMetrics(e *expo) {
 			ratio = float64(c.c.Hits) / float64(n)
 		}
 		e.sample("cairn_engine_cache_hit_ratio", []string{"cache", c.name}, ratio)
+	}
+	c := tot.commit
+	for _, m := range []struct {
+		name, help string
+		v          int64
+	}{
+		{"cairn_engine_group_commits_total", "Group commits started: batches of commands sharing one head write.", c.Batches},
+		{"cairn_engine_group_commit_commands_total", "Commands the group commits carried; over cairn_engine_group_commits_total, the mean batch size.", c.Commands},
+		{"cairn_engine_commit_retries_total", "Attempts of a group commit after its first (a lost race, a throttled or failed write).", c.Retries},
+		{"cairn_engine_head_writes_total", "Head writes that landed.", c.Landed},
+		{"cairn_engine_cas_conflicts_total", "Conditional head writes refused because another writer moved the head.", c.CASConflicts},
+		{"cairn_engine_head_reads_total", "Head reads made.", c.HeadReads},
+		{"cairn_engine_head_reads_coalesced_total", "Pins answered by a head read another Pin had started: the head reads coalescing saved.", c.PinsCoalesced},
+	} {
+		e.head(m.name, "counter", m.help)
+		e.sample(m.name, nil, float64(m.v))
 	}
 	e.head("cairn_engine_intents_published_total", "counter", "Intents the engines published to share a contended head.")
 	e.sample("cairn_engine_intents_published_total", nil, float64(tot.published))
