@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/cairnstore/cairn/cmd/cairn/internal/mcpserve"
 	"github.com/cairnstore/cairn/cmd/cairn/internal/serve"
 )
 
@@ -25,8 +26,10 @@ const (
 )
 
 // mcpMount builds the MCP handler of one agent, mounted at
-// /v1/agents/{agent_id}/mcp; nil serves no MCP endpoint.
-var mcpMount func(call serve.CallFunc) http.Handler
+// /v1/agents/{agent_id}/mcp behind the server's authentication.
+func mcpMount(call serve.CallFunc) http.Handler {
+	return mcpserve.Handler(mcpserve.CallFunc(call))
+}
 
 // runServe serves the Workbench tools of many agent roots over HTTP:
 //

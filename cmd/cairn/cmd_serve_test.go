@@ -183,6 +183,22 @@ func TestServeTokens(t *testing.T) {
 	if st, _ := postJSON(t, base+"/v1/agents/a1/tools/workbench_create", `{"id":"wb"}`); st != 401 {
 		t.Fatalf("no token over HTTP: %d", st)
 	}
+
+	// The MCP endpoint is mounted behind the same tokens.
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	accept := "application/json, text/event-stream"
+	if st, body := postJSON(t, base+"/v1/agents/a1/mcp", list, "Accept", accept); st != 401 {
+		t.Fatalf("MCP without a token: %d %s", st, body)
+	}
+	st, body := postJSON(t, base+"/v1/agents/a1/mcp", list, "Accept", accept, "Authorization", "Bearer secret-one")
+	if st != 200 || !strings.Contains(body, `"workbench_restore"`) {
+		t.Fatalf("MCP tools/list: %d %s", st, body)
+	}
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"workbench_list","arguments":{"id":"wb"}}}`
+	st, body = postJSON(t, base+"/v1/agents/a1/mcp", call, "Accept", accept, "Authorization", "Bearer secret-one")
+	if st != 200 || !strings.Contains(body, `"structuredContent"`) || strings.Contains(body, `"isError":true`) {
+		t.Fatalf("MCP tools/call: %d %s", st, body)
+	}
 }
 
 // TestServeUsage: a public address without tokens is refused, exit 2,

@@ -362,7 +362,9 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	a.mcp.ServeHTTP(w, r)
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
+	defer cancel()
+	a.mcp.ServeHTTP(w, r.WithContext(ctx))
 }
 
 func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
