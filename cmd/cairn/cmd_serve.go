@@ -146,7 +146,7 @@ func serveOn(ctx context.Context, ln net.Listener, srv *serve.Server, log *slog.
 		log.Error("serve", slog.String("error", err.Error()))
 		code = exitFailed
 	case <-ctx.Done():
-		log.Info("shutting down", slog.Duration("grace", grace))
+		log.Info("shutting down", slog.String("grace", grace.String()))
 		sctx, cancel := context.WithTimeout(context.Background(), grace)
 		err := hs.Shutdown(sctx)
 		cancel()

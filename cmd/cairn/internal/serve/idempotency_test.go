@@ -153,3 +153,36 @@ func TestIdempotentCrashAppliesOnce(t *testing.T) {
 		t.Fatalf("third: %v %s", third.header, third.body)
 	}
 }
+
+// TestIdempotentCrashCreateOnlyPut: a create-only put whose result was
+// lost checks the store before its command on the retry: it answers
+// AlreadyExists, and the file keeps the first try's one generation.
+func TestIdempotentCrashCreateOnlyPut(t *testing.T) {
+	fb := fault.New(mem.NewBucket())
+	var clock atomic.Int64
+	opts := serve.Options{IdempotencyLease: time.Minute, Now: func() time.Time { return time.Unix(0, clock.Load()) }}
+	h := newServer(t, fb, opts).Handler()
+	if got := post(t, h, "a1", "workbench_create", `{"id":"wb1"}`); got.status != 200 {
+		t.Fatalf("create: %d %s", got.status, got.body)
+	}
+	var puts atomic.Int64
+	rule := fb.Inject(fault.Rule{Op: fault.OpPut, Prefix: "idempotency/", Fault: fault.Hook(func(context.Context, fault.Op, string) error {
+		if puts.Add(1) == 2 {
+			return bucket.ErrUnavailable
+		}
+		return nil
+	})})
+	put := `{"id":"wb1","section":"outputs","path":"log.txt","text":"a\n"}`
+	if got := post(t, h, "a1", "workbench_put_file", put, "Idempotency-Key", "p1"); got.status != 200 {
+		t.Fatalf("first put: %d %s", got.status, got.body)
+	}
+	fb.Disarm(rule)
+	clock.Add(int64(2 * time.Minute))
+	retry := post(t, h, "a1", "workbench_put_file", put, "Idempotency-Key", "p1")
+	if retry.status != 409 || code(t, retry.body) != "AlreadyExists" {
+		t.Fatalf("retry: %d %s", retry.status, retry.body)
+	}
+	if text, gen := fileOf(t, h); text != "a\n" || gen != 1 {
+		t.Fatalf("after the retry: %q generation %v", text, gen)
+	}
+}
