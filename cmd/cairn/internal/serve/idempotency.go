@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -39,9 +40,12 @@ const (
 )
 
 // record is the stored object of one (agent, key): the claim of the
-// request that runs, then its result. It is JSON, written create-only
-// when the key is first used and replaced only conditionally on the
-// version read, so two replicas never both own a key.
+// request that runs, then its result. The object is the record's members
+// as one line of JSON, a newline, and the result's bytes as the tool
+// returned them (no re-encoding: a 16 MiB read stays 16 MiB). It is
+// written create-only when the key is first used and replaced only
+// conditionally on the version read, so two replicas never both own a
+// key.
 type record struct {
 	V int `json:"v"`
 	// Input is the SHA-256 of the tool name and its input: a reuse of the
@@ -57,9 +61,11 @@ type record struct {
 	// Started is when the owner of a pending record began; after the
 	// lease another request may take the key over.
 	Started time.Time `json:"started"`
-	// Result is the tool's result, byte for byte, once State is done.
-	Result []byte `json:"result,omitempty"`
-	OK     bool   `json:"ok,omitempty"`
+	// OK says the result is a success.
+	OK bool `json:"ok,omitempty"`
+	// Result is the tool's result, byte for byte, once State is done. It
+	// follows the JSON line in the object.
+	Result []byte `json:"-"`
 }
 
 // idem is one keyed request: where its record lives and what it holds.
@@ -189,11 +195,21 @@ func (d *idem) read(ctx context.Context) (record, bucket.Attrs, error) {
 	if err != nil {
 		return record{}, attrs, err
 	}
+	meta, result, _ := bytes.Cut(body, []byte("\n"))
 	var r record
-	if err := json.Unmarshal(body, &r); err != nil || r.V != 1 {
+	if err := json.Unmarshal(meta, &r); err != nil || r.V != 1 {
 		return record{}, attrs, fmt.Errorf("serve: idempotency record %s: %w", d.key, bucket.ErrIntegrity)
 	}
+	r.Result = result
 	return r, attrs, nil
 }
 
-func (d *idem) encode(r record) ([]byte, error) { return json.Marshal(r) }
+// encode lays r out as the object holds it. encoding/json writes no raw
+// newline, so the first newline ends the JSON line.
+func (d *idem) encode(r record) ([]byte, error) {
+	meta, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(meta, '\n'), r.Result...), nil
+}
