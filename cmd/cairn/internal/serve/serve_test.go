@@ -9,10 +9,12 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/fault"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/cmd/cairn/internal/serve"
 	"github.com/cairnstore/cairn/workbench"
@@ -323,4 +325,54 @@ func metricsText(t *testing.T, h http.Handler) string {
 		t.Fatalf("metrics: %d %v", got.status, got.header)
 	}
 	return string(got.body)
+}
+
+// TestBusyAgentStaysOpen: an agent whose request outlasts the idle period
+// is not closed under it.
+func TestBusyAgentStaysOpen(t *testing.T) {
+	fb := fault.New(mem.NewBucket())
+	h := newServer(t, fb, serve.Options{IdleTimeout: 20 * time.Millisecond}).Handler()
+	if got := post(t, h, "a1", "workbench_create", `{"id":"wb1"}`); got.status != 200 {
+		t.Fatalf("create: %d %s", got.status, got.body)
+	}
+	reached, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	fb.Inject(fault.Rule{Op: fault.OpPut, Fault: fault.Hook(func(_ context.Context, _ fault.Op, key string) error {
+		if strings.HasSuffix(key, "/head") {
+			once.Do(func() { close(reached) })
+			<-release
+		}
+		return nil
+	})})
+	done := make(chan response, 1)
+	go func() {
+		done <- post(t, h, "a1", "workbench_put_file", `{"id":"wb1","section":"outputs","path":"x.txt","text":"x"}`)
+	}()
+	<-reached
+	time.Sleep(100 * time.Millisecond) // five idle periods
+	if n := openAgents(t, h); n != 1 {
+		t.Fatalf("the busy agent was closed: %d open", n)
+	}
+	close(release)
+	if got := <-done; got.status != 200 {
+		t.Fatalf("put: %d %s", got.status, got.body)
+	}
+}
+
+// TestRequestDeadline: a request that outlives --request-timeout ends
+// with the retryable Timeout, 504.
+func TestRequestDeadline(t *testing.T) {
+	fb := fault.New(mem.NewBucket())
+	h := newServer(t, fb, serve.Options{RequestTimeout: 50 * time.Millisecond}).Handler()
+	if got := post(t, h, "a1", "workbench_create", `{"id":"wb1"}`); got.status != 200 {
+		t.Fatalf("create: %d %s", got.status, got.body)
+	}
+	fb.Inject(fault.Rule{Op: fault.OpGet, Fault: fault.Hook(func(ctx context.Context, _ fault.Op, _ string) error {
+		<-ctx.Done()
+		return ctx.Err()
+	})})
+	got := post(t, h, "a1", "workbench_stat", `{"id":"wb1"}`)
+	if got.status != http.StatusGatewayTimeout || code(t, got.body) != workbench.CodeTimeout || got.header.Get("Retry-After") == "" {
+		t.Fatalf("stat past the deadline: %d %v %s", got.status, got.header, got.body)
+	}
 }
