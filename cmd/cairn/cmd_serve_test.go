@@ -228,6 +228,7 @@ func TestServeUsage(t *testing.T) {
 		{"workbench", "--server", "ftp://x", "workbench_list"},
 		{"workbench", "--server", "http://x", "--bucket", "mem://x", "workbench_list"},
 		{"workbench", "--token", "t", "workbench_list"},
+		{"workbench", "--server", "http://127.0.0.1:1", "--agent", "a/b", "workbench_list"},
 	} {
 		if code, _, errOut := runCmd(t, args...); code != exitUsage {
 			t.Errorf("%v: exit %d %s", args, code, errOut)

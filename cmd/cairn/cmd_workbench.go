@@ -111,6 +111,11 @@ func runWorkbench(ctx context.Context, e *env, args []string) int {
 		if err := checkServerURL(*server); err != nil {
 			return usageErr("--server: %v", err)
 		}
+		// As the local mode refuses it when it opens the root.
+		if _, werr := workbench.AgentRoot(*agent); werr != nil {
+			fmt.Fprintf(e.stderr, "cairn workbench: --agent: %s\n", werr.Message)
+			return exitUsage
+		}
 	}
 	if !slices.Contains(workbench.Tools(), tool) {
 		// A tool name is the request, not the command line: an unknown one
