@@ -265,8 +265,7 @@ func (s *Store) commitBatch(calls []*call, refill func(n int) []*call) {
 	defer func() { cancel() }()
 	var lastErr error
 	var budget attemptBudget
-	s.counters.batches.Add(1)
-	s.counters.commands.Add(int64(len(calls)))
+	s.counters.batch(len(calls))
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			s.counters.retries.Add(1)

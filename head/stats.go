@@ -24,17 +24,38 @@ type CommitStats struct {
 	// PinsCoalesced is the Pins answered by a head read that another Pin
 	// had started: the head reads coalescing saved.
 	PinsCoalesced int64
+	// BatchSizes counts the batches by size: BatchSizes[i] is the batches
+	// of at most BatchSizeBounds[i] commands and more than the bound
+	// before it (not cumulative).
+	BatchSizes [len(BatchSizeBounds)]int64
 }
+
+// BatchSizeBounds are the upper bounds of CommitStats.BatchSizes: powers
+// of two up to the default MaxBatch.
+var BatchSizeBounds = [...]int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 1 << 30}
 
 // commitCounters are the atomics behind CommitStats.
 type commitCounters struct {
 	batches, commands, retries, landed, casConflicts, headReads, pinsCoalesced atomic.Int64
+	batchSizes                                                                 [len(BatchSizeBounds)]atomic.Int64
+}
+
+// batch counts a batch of n commands starting.
+func (c *commitCounters) batch(n int) {
+	c.batches.Add(1)
+	c.commands.Add(int64(n))
+	for i, b := range BatchSizeBounds {
+		if n <= b {
+			c.batchSizes[i].Add(1)
+			return
+		}
+	}
 }
 
 // CommitStats returns the Store's counters.
 func (s *Store) CommitStats() CommitStats {
 	c := &s.counters
-	return CommitStats{
+	st := CommitStats{
 		Batches:       c.batches.Load(),
 		Commands:      c.commands.Load(),
 		Retries:       c.retries.Load(),
@@ -43,4 +64,8 @@ func (s *Store) CommitStats() CommitStats {
 		HeadReads:     c.headReads.Load(),
 		PinsCoalesced: c.pinsCoalesced.Load(),
 	}
+	for i := range c.batchSizes {
+		st.BatchSizes[i] = c.batchSizes[i].Load()
+	}
+	return st
 }

@@ -2,7 +2,10 @@ package head_test
 
 import (
 	"context"
+	"runtime"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
@@ -30,6 +33,9 @@ func TestCommitStats(t *testing.T) {
 	if st.HeadReads == 0 {
 		t.Fatalf("no head read counted: %+v", st)
 	}
+	if st.BatchSizes[0] != 1 {
+		t.Fatalf("a batch of one is not in the first size bucket: %v", st.BatchSizes)
+	}
 
 	// b builds on the snapshot it pinned before a committed again: its
 	// head write loses the CAS and its batch retries.
@@ -48,5 +54,41 @@ func TestCommitStats(t *testing.T) {
 	st = b.CommitStats()
 	if st.CASConflicts != 1 || st.Retries != 1 || st.Landed != 1 || st.Batches != 1 {
 		t.Fatalf("after a lost race: %+v", st)
+	}
+
+	// Commands queued while a group commit runs share the next batch.
+	block := make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		_, err := a.Do(ctx, head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
+			<-block
+			return nil, tx.Put(fam, key(10), []byte("x"))
+		}})
+		first <- err
+	}()
+	for a.CommitStats().Batches < 3 {
+		runtime.Gosched()
+	}
+	var wg sync.WaitGroup
+	for i := range 5 {
+		wg.Go(func() {
+			if _, err := a.Do(ctx, put(20+i, "y")); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	time.Sleep(50 * time.Millisecond) // let the five queue behind the first
+	close(block)
+	wg.Wait()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	st = a.CommitStats()
+	var sized int64
+	for _, n := range st.BatchSizes {
+		sized += n
+	}
+	if sized != st.Batches || st.Commands != 8 || st.Batches >= 8 {
+		t.Fatalf("batched commands: %+v", st)
 	}
 }

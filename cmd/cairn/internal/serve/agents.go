@@ -176,6 +176,9 @@ func addCommit(dst *head.CommitStats, s head.CommitStats) {
 	dst.CASConflicts += s.CASConflicts
 	dst.HeadReads += s.HeadReads
 	dst.PinsCoalesced += s.PinsCoalesced
+	for i, n := range s.BatchSizes {
+		dst.BatchSizes[i] += n
+	}
 }
 
 func addCache(dst *shards.CacheStats, s shards.CacheStats) {

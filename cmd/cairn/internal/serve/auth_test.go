@@ -121,7 +121,8 @@ func TestReadyHealthMetrics(t *testing.T) {
 		`# TYPE cairn_engine_cache_hit_ratio gauge`,
 		`cairn_engine_intents_published_total`,
 		`cairn_idempotent_replays_total 0`,
-		`cairn_engine_group_commits_total`,
+		`# TYPE cairn_engine_group_commit_size histogram`,
+		`cairn_engine_group_commit_size_bucket{le="+Inf"}`,
 		`cairn_engine_cas_conflicts_total 0`,
 		`cairn_engine_head_reads_coalesced_total`,
 	} {
@@ -135,8 +136,11 @@ func TestReadyHealthMetrics(t *testing.T) {
 	if n := metricValue(t, m, `cairn_engine_head_writes_total`); n < 2 {
 		t.Errorf("head writes counted: %v", n)
 	}
-	if n := metricValue(t, m, `cairn_engine_group_commit_commands_total`); n < 2 {
+	if n := metricValue(t, m, `cairn_engine_group_commit_size_sum`); n < 2 {
 		t.Errorf("commands counted: %v", n)
+	}
+	if n := metricValue(t, m, `cairn_engine_group_commit_size_bucket{le="4096"}`); n != metricValue(t, m, `cairn_engine_group_commit_size_count`) {
+		t.Errorf("the size buckets do not add up to the count: %v", n)
 	}
 
 	// A bucket that fails makes the server unready.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/bucket/counting"
+	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench"
 )
@@ -233,8 +234,6 @@ func (s *Server) writeEngineMetrics(e *expo) {
 		name, help string
 		v          int64
 	}{
-		{"cairn_engine_group_commits_total", "Group commits started: batches of commands sharing one head write.", c.Batches},
-		{"cairn_engine_group_commit_commands_total", "Commands the group commits carried; over cairn_engine_group_commits_total, the mean batch size.", c.Commands},
 		{"cairn_engine_commit_retries_total", "Attempts of a group commit after its first (a lost race, a throttled or failed write).", c.Retries},
 		{"cairn_engine_head_writes_total", "Head writes that landed.", c.Landed},
 		{"cairn_engine_cas_conflicts_total", "Conditional head writes refused because another writer moved the head.", c.CASConflicts},
@@ -244,6 +243,15 @@ func (s *Server) writeEngineMetrics(e *expo) {
 		e.head(m.name, "counter", m.help)
 		e.sample(m.name, nil, float64(m.v))
 	}
+	e.head("cairn_engine_group_commit_size", "histogram", "Commands per group commit (one head write shared by a batch).")
+	var cum int64
+	for i, bound := range head.BatchSizeBounds[:len(head.BatchSizeBounds)-1] {
+		cum += c.BatchSizes[i]
+		e.sample("cairn_engine_group_commit_size_bucket", []string{"le", strconv.Itoa(bound)}, float64(cum))
+	}
+	e.sample("cairn_engine_group_commit_size_bucket", []string{"le", "+Inf"}, float64(c.Batches))
+	e.sample("cairn_engine_group_commit_size_sum", nil, float64(c.Commands))
+	e.sample("cairn_engine_group_commit_size_count", nil, float64(c.Batches))
 	e.head("cairn_engine_intents_published_total", "counter", "Intents the engines published to share a contended head.")
 	e.sample("cairn_engine_intents_published_total", nil, float64(tot.published))
 	e.head("cairn_engine_intents_carried_total", "counter", "Other replicas' commands the engines' commits applied.")
