@@ -1,10 +1,13 @@
 package serve_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -374,5 +377,28 @@ func TestRequestDeadline(t *testing.T) {
 	got := post(t, h, "a1", "workbench_stat", `{"id":"wb1"}`)
 	if got.status != http.StatusGatewayTimeout || code(t, got.body) != workbench.CodeTimeout || got.header.Get("Retry-After") == "" {
 		t.Fatalf("stat past the deadline: %d %v %s", got.status, got.header, got.body)
+	}
+}
+
+// TestSlowBodyMeetsDeadline: a client that stops sending its body halfway
+// is answered Timeout once the request's deadline passes.
+func TestSlowBodyMeetsDeadline(t *testing.T) {
+	s := newServer(t, mem.NewBucket(), serve.Options{RequestTimeout: 100 * time.Millisecond})
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/agents/a1/tools/workbench_create HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"id\":")
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusGatewayTimeout || code(t, body) != workbench.CodeTimeout {
+		t.Fatalf("stalled body: %d %s", resp.StatusCode, body)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -260,6 +261,13 @@ func (s *Server) serveTool(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release()
 
+	// The deadline covers reading the body too: a client that sends it
+	// slowly cannot hold the agent past it.
+	deadline := time.Now().Add(s.opts.RequestTimeout)
+	ctx, cancel := context.WithDeadline(r.Context(), deadline)
+	defer cancel()
+	http.NewResponseController(w).SetReadDeadline(deadline) // unsupported by test recorders only
+
 	// The body is bounded before it is read: a declared length over the
 	// bound is refused unread, and a longer body stops at the bound.
 	limit := workbench.MaxInputBytes(tool, s.opts.Workbench.MaxBytes)
@@ -273,6 +281,10 @@ func (s *Server) serveTool(w http.ResponseWriter, r *http.Request) {
 			writeError(w, workbench.InputTooLarge(uint64(mbe.Limit)+1, uint64(limit), true))
 			return
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			writeError(w, workbench.FromError(context.DeadlineExceeded))
+			return
+		}
 		writeError(w, workbench.InvalidArguments("read request body: "+err.Error()))
 		return
 	}
@@ -280,8 +292,6 @@ func (s *Server) serveTool(w http.ResponseWriter, r *http.Request) {
 		input = []byte("{}") // as the command line takes an empty input
 	}
 
-	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
-	defer cancel()
 	key := r.Header.Get("Idempotency-Key")
 	if key == "" {
 		out, ok := a.svc.Call(ctx, tool, input)
