@@ -79,6 +79,11 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	if err := nonEmptyFlags(fs, "bucket", "addr", "config"); err != nil {
 		return usageErr("%v", err)
 	}
+	for name, d := range map[string]time.Duration{"request-timeout": *requestTimeout, "idle-timeout": *idleTimeout, "shutdown-timeout": *shutdownTimeout} {
+		if d < 0 {
+			return usageErr("--%s is negative", name)
+		}
+	}
 
 	var cfg serve.Config
 	if path := pick(*configPath, os.Getenv("CAIRN_CONFIG"), ""); path != "" {

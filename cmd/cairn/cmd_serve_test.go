@@ -225,6 +225,7 @@ func TestServeUsage(t *testing.T) {
 		{"serve", "--addr", "nowhere"},
 		{"serve", "--addr", ""},
 		{"serve", "extra"},
+		{"serve", "--idle-timeout", "-1s"},
 		{"workbench", "--server", "ftp://x", "workbench_list"},
 		{"workbench", "--server", "http://x", "--bucket", "mem://x", "workbench_list"},
 		{"workbench", "--token", "t", "workbench_list"},
