@@ -278,7 +278,11 @@ func (s *Store) commitBatch(calls []*call, refill func(n int) []*call) {
 	defer func() { cancel() }()
 	var lastErr error
 	var budget attemptBudget
+	s.counters.batch(len(calls))
 	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			s.counters.retries.Add(1)
+		}
 		if attempt > 0 && !budget.exhausted(s.opts.MaxAttempts) && refill != nil {
 			calls = slices.DeleteFunc(calls, (*call).finished)
 			if more := s.takeMore(refill, s.opts.MaxBatch-len(calls)); len(more) > 0 {

@@ -186,6 +186,7 @@ func (s *Store) cas(ctx context.Context, sn *Snapshot, c *candidate, nonce roots
 		s.mu.Unlock()
 		attrs, err := s.b.Put(ctx, s.layout.Head(), c.headBytes, bucket.IfVersion(sn.version))
 		if err == nil {
+			s.counters.landed.Add(1)
 			s.mu.Lock()
 			s.ownVersion = attrs.Version
 			s.mu.Unlock()
@@ -193,6 +194,9 @@ func (s *Store) cas(ctx context.Context, sn *Snapshot, c *candidate, nonce roots
 			return true, nil
 		}
 		lastErr = err
+		if errors.Is(err, bucket.ErrPrecondition) {
+			s.counters.casConflicts.Add(1)
+		}
 		if bucket.Permanent(err) && !sent {
 			// Refused for good before it took effect: no write of this
 			// attempt was sent, so nothing of it can land.

@@ -99,6 +99,7 @@ func (s *Store) Pin(ctx context.Context) (*Snapshot, error) {
 		go s.runFlights(f)
 	case s.next != nil:
 		f = s.next
+		s.counters.pinsCoalesced.Add(1)
 	default:
 		f = &headFlight{done: make(chan struct{})}
 		s.next = f
@@ -119,6 +120,7 @@ func (s *Store) runFlights(f *headFlight) {
 		// The read serves several requests, so no one caller's
 		// cancellation may fail it.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		s.counters.headReads.Add(1)
 		f.sn, f.err = s.readHead(ctx)
 		cancel()
 		close(f.done)

@@ -216,6 +216,8 @@ type Store struct {
 	gateRun     *gate // the system-record check in progress, or failed for good
 
 	retry bucket.RetryPolicy // spaces the commit's attempts and repeated requests
+
+	counters commitCounters // CommitStats
 }
 
 // Open returns a Store for logical shard id in b under schema sc. It does

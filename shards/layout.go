@@ -116,6 +116,17 @@ func (l Layout) Block(rootID, revisionID [16]byte, objectIndex uint64) string {
 // PinsPrefix returns "pins/{lsid}/".
 func (l Layout) PinsPrefix() string { return "pins/" + l.id.String() + "/" }
 
+// IdempotencyPrefix returns "idempotency/{lsid}/", under which an HTTP
+// server keeps the stored results of requests made with an idempotency
+// key. It lies outside the shard's prefix: a shard with no head is
+// empty only if nothing is stored under its prefix, and a keyed read may
+// come before the first write.
+func (l Layout) IdempotencyPrefix() string { return "idempotency/" + l.id.String() + "/" }
+
+// Idempotency returns the key of the stored result of the requests whose
+// key, hashed with the agent's id, is h.
+func (l Layout) Idempotency(h digest.Hash) string { return l.IdempotencyPrefix() + h.String() }
+
 // StagingPrefix is the prefix of the shard's staging ledgers.
 func (l Layout) StagingPrefix() string { return l.prefix + "staging/" }
 

@@ -100,7 +100,7 @@ func (s *Service) appendFile(ctx context.Context, id string, path []string, delt
 			res["created"] = out.Created
 			res["digest"] = deltaDigest
 			res["generation"] = out.Generation
-			res["size_bytes"] = p.size
+			res["size_bytes"] = out.Size
 			return res, nil
 		}
 		if !rejected {

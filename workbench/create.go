@@ -60,10 +60,11 @@ func (s *Service) createWorkbench(ctx context.Context, id string) *Error {
 		return nil
 	}
 	inc := nokv.NewIncarnationID()
+	reqID, digest := s.commandIdentity(ctx, head.Digest([]byte("cairn.workbench.create.v1"), []byte(id), inc[:]))
 	_, err := s.doExact(ctx, head.Command{
 		Namespace: s.root,
-		RequestID: s.requestID(),
-		Digest:    head.Digest([]byte("cairn.workbench.create.v1"), []byte(id), inc[:]),
+		RequestID: reqID,
+		Digest:    digest,
 		Apply: func(tx *head.Tx) ([]byte, error) {
 			ws, ok, werr := s.workspace(tx.Context(), txReader(tx), id)
 			if werr != nil {

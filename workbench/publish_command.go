@@ -181,6 +181,10 @@ type pubOutcome struct {
 	CommitVersion     uint64 `json:"commit_version"`
 	Created           bool   `json:"created"`
 	WorkbenchCreated  bool   `json:"workbench_created"`
+	// Size is the logical size of the revision published: an append
+	// reports it from here, so that a replayed command (WithRequestID)
+	// reports the size it published, not the one a retry planned.
+	Size uint64 `json:"size"`
 }
 
 // pubReject is a predicate failure of a publication command: nothing was
@@ -239,9 +243,10 @@ func (s *Service) publish(ctx context.Context, p *pubPlan) (out pubOutcome, werr
 	if err != nil {
 		return out, FromError(err), false
 	}
+	reqID, digest := s.commandIdentity(ctx, digest)
 	res, err := s.doExact(ctx, head.Command{
 		Namespace: s.root,
-		RequestID: s.requestID(),
+		RequestID: reqID,
 		Digest:    digest,
 		Kind:      publishKind,
 		Payload:   payload,
@@ -345,6 +350,7 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 	}
 	c.out.Generation = c.entry.Generation
 	c.out.WorkspaceRevision = c.ws.WorkspaceRevision
+	c.out.Size = c.p.size
 	return json.Marshal(c.out)
 }
 

@@ -35,6 +35,11 @@ func init() {
 // Timeout, retryable) or cannot be told (UnknownOutcome); never Cancelled
 // for a write that landed.
 //
+// With --server URL (or CAIRN_SERVER) the call is posted to a running
+// `cairn serve` instead: the same input, the same output, the same exit
+// codes, exit 3 when the server cannot be reached or refuses the token
+// (--token, or CAIRN_TOKEN) or the agent (see cmd_workbench_remote.go).
+//
 // Exit status (see exit.go): 0 for a success result, 1 for an error result
 // (still printed; an unknown TOOL is the UnknownTool error result), 2 for
 // a usage error, 3 for a bucket that does not exist, cannot be reached or
@@ -55,8 +60,11 @@ func runWorkbench(ctx context.Context, e *env, args []string) int {
 	bucketURL := fs.String("bucket", "", "bucket URL (default: file://$PWD/"+defaultDataDir+", created if missing)")
 	agent := fs.String("agent", workbench.DefaultAgentID, "agent id: the tools serve /agents/ID/wb")
 	input := fs.String("input", "", "file holding the tool's JSON input (default: standard input)")
+	server := fs.String("server", "", "URL of a running `cairn serve` to post the call to instead of opening a bucket (env CAIRN_SERVER)")
+	token := fs.String("token", "", "bearer token for --server (env CAIRN_TOKEN)")
+	idemKey := fs.String("idempotency-key", "", "with --server: the call's Idempotency-Key, so that a retry with the same key replays its result")
 	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: cairn workbench [--bucket URL] [--agent ID] [--input FILE] TOOL < input.json")
+		fmt.Fprintln(e.stderr, "usage: cairn workbench [--bucket URL | --server URL [--token T] [--idempotency-key K]] [--agent ID] [--input FILE] TOOL < input.json")
 		fs.PrintDefaults()
 		fmt.Fprintln(e.stderr, "\ntools:")
 		for _, t := range workbench.Tools() {
@@ -83,8 +91,31 @@ func runWorkbench(ctx context.Context, e *env, args []string) int {
 	if fs.NArg() != 0 {
 		return usageErr("unexpected argument %q", fs.Arg(0))
 	}
-	if err := nonEmptyFlags(fs, "agent", "bucket", "input"); err != nil {
+	if err := nonEmptyFlags(fs, "agent", "bucket", "input", "server", "token", "idempotency-key"); err != nil {
 		return usageErr("%v", err)
+	}
+	if *server != "" && *bucketURL != "" {
+		return usageErr("--bucket and --server exclude each other")
+	}
+	// CAIRN_SERVER stands for --server unless --bucket names a bucket.
+	if *server == "" && *bucketURL == "" {
+		*server = os.Getenv("CAIRN_SERVER")
+	}
+	if *server == "" && (*token != "" || *idemKey != "") {
+		return usageErr("--token and --idempotency-key need --server")
+	}
+	if *token == "" {
+		*token = os.Getenv("CAIRN_TOKEN")
+	}
+	if *server != "" {
+		if err := checkServerURL(*server); err != nil {
+			return usageErr("--server: %v", err)
+		}
+		// As the local mode refuses it when it opens the root.
+		if _, werr := workbench.AgentRoot(*agent); werr != nil {
+			fmt.Fprintf(e.stderr, "cairn workbench: --agent: %s\n", werr.Message)
+			return exitUsage
+		}
 	}
 	if !slices.Contains(workbench.Tools(), tool) {
 		// A tool name is the request, not the command line: an unknown one
@@ -123,6 +154,9 @@ func runWorkbench(ctx context.Context, e *env, args []string) int {
 	}
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = []byte("{}")
+	}
+	if *server != "" {
+		return callServer(ctx, e, remoteCall{server: *server, token: *token, key: *idemKey, agent: *agent, tool: tool, input: raw})
 	}
 
 	b, url, code, err := openBucket(ctx, *bucketURL)

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/cairnstore/cairn/cmd/cairn/internal/mcpserve"
+	"github.com/cairnstore/cairn/cmd/cairn/internal/serve"
+)
+
+func init() {
+	register("serve", "serve the Workbench tools over HTTP", runServe)
+}
+
+// Defaults of cairn serve.
+const (
+	defaultServeAddr       = "127.0.0.1:7070"
+	defaultShutdownTimeout = 30 * time.Second
+)
+
+// mcpMount builds the MCP handler of one agent, mounted at
+// /v1/agents/{agent_id}/mcp behind the server's authentication.
+func mcpMount(call serve.CallFunc) http.Handler {
+	return mcpserve.Handler(mcpserve.CallFunc(call))
+}
+
+// runServe serves the Workbench tools of many agent roots over HTTP:
+//
+//	cairn serve [--bucket URL] [--addr HOST:PORT] [--config FILE]
+//	            [--request-timeout D] [--idle-timeout D] [--shutdown-timeout D]
+//
+// Each setting is taken from its flag, else its environment variable
+// (CAIRN_BUCKET, CAIRN_ADDR, CAIRN_CONFIG), else the config file, else
+// the default: the embedded local-file bucket ./cairn-data (created if
+// missing) on 127.0.0.1:7070. Bearer tokens come from the config file's
+// agents and from CAIRN_TOKENS ("agent1=tok1,agent2=tok2"; it overrides
+// the file's token of an agent it names). With tokens only their agents
+// are served; without, any agent id is, and the address must be loopback.
+//
+// SIGINT or SIGTERM stops accepting connections, lets the requests in
+// flight finish (their commits included) for up to --shutdown-timeout,
+// then closes the agents' engines.
+//
+// Exit status: 0 after a clean shutdown, 1 when serving failed, 2 for a
+// usage error (a bad flag or config, tokens missing for a non-loopback
+// address), 3 for a bucket that cannot be used.
+func runServe(ctx context.Context, e *env, args []string) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	bucketURL := fs.String("bucket", "", "bucket URL (env CAIRN_BUCKET; default: file://$PWD/"+defaultDataDir+", created if missing)")
+	addr := fs.String("addr", "", "address to listen on (env CAIRN_ADDR; default "+defaultServeAddr+")")
+	configPath := fs.String("config", "", "YAML or JSON config file: agents and tokens, timeouts (env CAIRN_CONFIG)")
+	requestTimeout := fs.Duration("request-timeout", 0, "deadline of each request (default 60s)")
+	idleTimeout := fs.Duration("idle-timeout", 0, "close an agent's engine after this long without a request (default 5m)")
+	shutdownTimeout := fs.Duration("shutdown-timeout", 0, "time given to requests in flight on shutdown (default 30s)")
+	fs.Usage = func() {
+		fmt.Fprintln(e.stderr, "usage: cairn serve [--bucket URL] [--addr HOST:PORT] [--config FILE] [--request-timeout D] [--idle-timeout D] [--shutdown-timeout D]")
+		fs.PrintDefaults()
+		fmt.Fprintln(e.stderr, "\nenvironment: CAIRN_BUCKET, CAIRN_ADDR, CAIRN_CONFIG, CAIRN_TOKENS=agent1=token1,agent2=token2")
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	usageErr := func(format string, a ...any) int {
+		fmt.Fprintf(e.stderr, "cairn serve: "+format+"\n", a...)
+		return exitUsage
+	}
+	if fs.NArg() != 0 {
+		fs.Usage()
+		return usageErr("unexpected argument %q", fs.Arg(0))
+	}
+	if err := nonEmptyFlags(fs, "bucket", "addr", "config"); err != nil {
+		return usageErr("%v", err)
+	}
+	for name, d := range map[string]time.Duration{"request-timeout": *requestTimeout, "idle-timeout": *idleTimeout, "shutdown-timeout": *shutdownTimeout} {
+		if d < 0 {
+			return usageErr("--%s is negative", name)
+		}
+	}
+
+	var cfg serve.Config
+	if path := pick(*configPath, os.Getenv("CAIRN_CONFIG"), ""); path != "" {
+		c, err := serve.LoadConfig(path)
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		cfg = c
+	}
+	tokens, _ := cfg.Tokens() // LoadConfig checked them
+	if env := os.Getenv("CAIRN_TOKENS"); env != "" {
+		more, err := serve.ParseTokens(env)
+		if err != nil {
+			return usageErr("CAIRN_TOKENS: %v", err)
+		}
+		for id, tok := range more {
+			tokens[id] = tok
+		}
+	}
+	listen := pick(*addr, os.Getenv("CAIRN_ADDR"), cfg.Addr, defaultServeAddr)
+	loop, err := serve.Loopback(listen)
+	if err != nil {
+		return usageErr("address %q: %v", listen, err)
+	}
+	if !loop && len(tokens) == 0 {
+		return usageErr("refusing to listen on %s without bearer tokens: only a loopback address may serve without them (set agents in --config or CAIRN_TOKENS)", listen)
+	}
+	opts := serve.Options{
+		Tokens:         tokens,
+		RequestTimeout: pickDuration(*requestTimeout, time.Duration(cfg.RequestTimeout)),
+		IdleTimeout:    pickDuration(*idleTimeout, time.Duration(cfg.IdleTimeout)),
+		MCP:            mcpMount,
+		Log:            slog.New(slog.NewJSONHandler(e.stderr, nil)),
+	}
+	grace := pickDuration(*shutdownTimeout, time.Duration(cfg.ShutdownTimeout), defaultShutdownTimeout)
+
+	b, url, code, err := openBucket(ctx, pick(*bucketURL, os.Getenv("CAIRN_BUCKET"), cfg.Bucket))
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cairn serve: %v\n", err)
+		return code
+	}
+	defer b.Close()
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cairn serve: listen: %v\n", err)
+		return exitFailed
+	}
+	return serveOn(ctx, ln, serve.New(b, opts), opts.Log, url, grace)
+}
+
+// serveOn serves srv on ln until ctx is done, then shuts down gracefully
+// within grace.
+func serveOn(ctx context.Context, ln net.Listener, srv *serve.Server, log *slog.Logger, url string, grace time.Duration) int {
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	log.Info("serving", slog.String("addr", ln.Addr().String()), slog.String("bucket", url), slog.Bool("authenticated", srv.Authenticated()))
+	failed := make(chan error, 1)
+	go func() { failed <- hs.Serve(ln) }()
+	code := exitOK
+	select {
+	case err := <-failed:
+		log.Error("serve", slog.String("error", err.Error()))
+		code = exitFailed
+	case <-ctx.Done():
+		log.Info("shutting down", slog.String("grace", grace.String()))
+		sctx, cancel := context.WithTimeout(context.Background(), grace)
+		err := hs.Shutdown(sctx)
+		cancel()
+		if err != nil {
+			log.Warn("requests still in flight at the end of the grace period", slog.String("error", err.Error()))
+			hs.Close()
+		}
+		if err := <-failed; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("serve", slog.String("error", err.Error()))
+			code = exitFailed
+		}
+	}
+	srv.Close()
+	log.Info("stopped")
+	return code
+}
+
+// pick returns the first non-empty value.
+func pick(values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// pickDuration returns the first positive duration, or 0 (the default).
+func pickDuration(values ...time.Duration) time.Duration {
+	for _, v := range values {
+		if v > 0 {
+			return v
+		}
+	}
+	return 0
+}

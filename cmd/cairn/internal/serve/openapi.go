@@ -1,0 +1,121 @@
+package serve
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/cairnstore/cairn/workbench"
+)
+
+// openAPI builds the OpenAPI 3.1 document of the server from the tools'
+// own input schemas (workbench.InputSchema), the same the tools validate
+// with, so the document cannot drift from what the server accepts.
+// secured says whether the server requires bearer tokens.
+func openAPI(secured bool) []byte {
+	envelopeRef := map[string]any{"$ref": "#/components/schemas/ErrorEnvelope"}
+	errorResponse := func(desc string) map[string]any {
+		return map[string]any{
+			"description": desc,
+			"content":     map[string]any{"application/json": map[string]any{"schema": envelopeRef}},
+		}
+	}
+	agentParam := map[string]any{
+		"name": "agent_id", "in": "path", "required": true,
+		"description": "The agent whose deployment root /agents/{agent_id}/wb the tool serves.",
+		"schema":      map[string]any{"type": "string", "minLength": 1},
+	}
+	keyParam := map[string]any{
+		"name": "Idempotency-Key", "in": "header", "required": false,
+		"description": "Binds the call to a stored result: a retry with the same key, tool and input replays it byte for byte; the same key with another tool or input is refused with 422.",
+		"schema":      map[string]any{"type": "string", "minLength": 1, "maxLength": MaxIdempotencyKey, "pattern": "^[\\x20-\\x7e]+$"},
+	}
+	reqIDParam := map[string]any{
+		"name": "X-Request-Id", "in": "header", "required": false,
+		"description": "Echoed in the response and the server's log line; generated when absent.",
+		"schema":      map[string]any{"type": "string", "maxLength": maxRequestID},
+	}
+
+	paths := map[string]any{}
+	for _, tool := range workbench.Tools() {
+		schema, _ := workbench.InputSchema(tool)
+		responses := map[string]any{
+			"200": map[string]any{
+				"description": "The tool's success result, exactly as workbench.Service.Call returns it.",
+				"content": map[string]any{"application/json": map[string]any{"schema": map[string]any{
+					"type": "object", "required": []string{"status"},
+					"properties": map[string]any{"status": map[string]any{"const": "success"}},
+				}}},
+			},
+		}
+		for _, st := range []int{400, 404, 409, 410, 412, 413, 415, 422, 500, 501, 502, 503, 504} {
+			responses[strconv.Itoa(st)] = errorResponse(http.StatusText(st) + ": the error envelope (see docs/api.md for the codes of each status).")
+		}
+		if secured {
+			responses["401"] = errorResponse("A missing or wrong bearer token.")
+		}
+		op := map[string]any{
+			"operationId": tool,
+			"summary":     "Run " + tool + " on its JSON input.",
+			"parameters":  []any{agentParam, keyParam, reqIDParam},
+			"requestBody": map[string]any{
+				"required": false,
+				"content":  map[string]any{"application/json": map[string]any{"schema": json.RawMessage(schema)}},
+			},
+			"responses": responses,
+		}
+		paths["/v1/agents/{agent_id}/tools/"+tool] = map[string]any{"post": op}
+	}
+	plain := func(summary, desc, ctype string) map[string]any {
+		return map[string]any{"get": map[string]any{
+			"summary":  summary,
+			"security": []any{},
+			"responses": map[string]any{"200": map[string]any{
+				"description": desc,
+				"content":     map[string]any{ctype: map[string]any{}},
+			}},
+		}}
+	}
+	paths["/healthz"] = plain("The process is alive.", "Always, while the process serves.", "application/json")
+	ready := plain("Every open agent's head validates.", "The bucket answers and every open shard's head validates.", "application/json")
+	ready["get"].(map[string]any)["responses"].(map[string]any)["503"] = map[string]any{"description": "The bucket or a head failed; the body lists the failures."}
+	paths["/readyz"] = ready
+	paths["/metrics"] = plain("Prometheus metrics.", "The text exposition format.", "text/plain")
+	paths["/openapi.json"] = plain("This document.", "The OpenAPI 3.1 document.", "application/json")
+
+	doc := map[string]any{
+		"openapi": "3.1.0",
+		"info": map[string]any{
+			"title":       "cairn Workbench API",
+			"version":     "1",
+			"description": "The Workbench tools of cairn, one route per tool. Each route takes the tool's JSON input and returns its result, success or error envelope, as the tool does over MCP or the command line.",
+		},
+		"paths": paths,
+		"components": map[string]any{
+			"schemas": map[string]any{"ErrorEnvelope": map[string]any{
+				"type":                 "object",
+				"required":             []string{"status", "code", "message", "retryable", "details"},
+				"additionalProperties": false,
+				"properties": map[string]any{
+					"status":    map[string]any{"const": "error"},
+					"code":      map[string]any{"type": "string"},
+					"message":   map[string]any{"type": "string"},
+					"retryable": map[string]any{"type": "boolean"},
+					"details":   map[string]any{"type": "object"},
+				},
+			}},
+			"securitySchemes": map[string]any{"bearerAuth": map[string]any{
+				"type": "http", "scheme": "bearer",
+				"description": "One token per agent root. A server started without tokens listens on loopback only and asks for none.",
+			}},
+		},
+	}
+	if secured {
+		doc["security"] = []any{map[string]any{"bearerAuth": []any{}}}
+	}
+	out, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		panic("serve: marshal OpenAPI document: " + err.Error())
+	}
+	return out
+}

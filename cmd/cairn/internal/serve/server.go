@@ -1,0 +1,425 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/counting"
+	"github.com/cairnstore/cairn/workbench"
+)
+
+// Defaults of Options.
+const (
+	DefaultRequestTimeout = 60 * time.Second
+	DefaultIdleTimeout    = 5 * time.Minute
+)
+
+// CallFunc runs one Workbench tool on its JSON input for one agent and
+// returns the JSON result and whether it is a success, as
+// workbench.Service.Call does. It is what an MCP handler is built on.
+type CallFunc func(ctx context.Context, tool string, input []byte) (result []byte, ok bool)
+
+// Options configure a Server. The zero value serves any agent without
+// authentication (for loopback only: the caller checks the address).
+type Options struct {
+	// Tokens maps each agent id served to its bearer token. When it is
+	// not empty only these agents are served, each only to a request
+	// bearing its token; when empty every agent id is served, its root
+	// created on first use, without authentication.
+	Tokens map[string]string
+	// RequestTimeout bounds each request's work. Default
+	// DefaultRequestTimeout. A write whose head write was sent when it
+	// runs out is still settled before the answer (workbench.Service).
+	RequestTimeout time.Duration
+	// IdleTimeout is how long an agent's engine stays open with no
+	// request. Default DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// IdempotencyLease is how long a request holds an Idempotency-Key
+	// before another may take it over (its owner is taken to have
+	// crashed). Default RequestTimeout + 30 s: longer than any request
+	// may run.
+	IdempotencyLease time.Duration
+	// Workbench configures each agent's Service; its AgentID is set per
+	// agent.
+	Workbench workbench.Options
+	// MCP, if set, builds the MCP handler of one agent, mounted at
+	// /v1/agents/{agent_id}/mcp behind the same authentication.
+	MCP func(call CallFunc) http.Handler
+	// Log receives one line per request. Default: discard.
+	Log *slog.Logger
+	// Now is the clock of the idempotency records. Default time.Now.
+	Now func() time.Time
+}
+
+// Server serves the Workbench tools of many agent roots over HTTP from one
+// bucket. It holds no state a replica needs to share: any number of
+// Servers may serve one bucket.
+type Server struct {
+	opts    Options
+	counted *counting.Bucket
+	tokens  map[string]tokenDigest
+	pool    *pool
+	metrics *metrics
+	log     *slog.Logger
+	handler http.Handler
+	openapi []byte
+
+	closeOnce sync.Once
+}
+
+// New returns a Server over b. Close it after the HTTP server that uses
+// its Handler has shut down.
+func New(b bucket.Bucket, opts Options) *Server {
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = DefaultRequestTimeout
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.IdempotencyLease <= 0 {
+		opts.IdempotencyLease = opts.RequestTimeout + 30*time.Second
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	cb := counting.New(b)
+	s := &Server{
+		opts:    opts,
+		counted: cb,
+		tokens:  map[string]tokenDigest{},
+		pool:    newPool(cb, opts.Workbench, opts.IdleTimeout, opts.MCP),
+		metrics: newMetrics(),
+		log:     opts.Log,
+	}
+	for agent, tok := range opts.Tokens {
+		s.tokens[agent] = sha256.Sum256([]byte(tok))
+	}
+	s.openapi = openAPI(len(s.tokens) > 0)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/agents/{agent_id}/tools/{tool_name}", s.method(http.MethodPost, s.serveTool))
+	mux.HandleFunc("/v1/agents/{agent_id}/mcp", s.serveMCP)
+	mux.HandleFunc("/openapi.json", s.method(http.MethodGet, s.serveOpenAPI))
+	mux.HandleFunc("/healthz", s.method(http.MethodGet, s.serveHealth))
+	mux.HandleFunc("/readyz", s.method(http.MethodGet, s.serveReady))
+	mux.HandleFunc("/metrics", s.method(http.MethodGet, s.serveMetrics))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &workbench.Error{Code: CodeRouteNotFound, Message: "no route " + r.URL.Path, Details: map[string]any{"path": r.URL.Path}})
+	})
+	s.handler = s.observe(mux)
+	return s
+}
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Close closes every open agent engine. Call it once the HTTP server has
+// finished its requests.
+func (s *Server) Close() {
+	s.closeOnce.Do(s.pool.close)
+}
+
+// Authenticated reports whether the server requires bearer tokens.
+func (s *Server) Authenticated() bool { return len(s.tokens) > 0 }
+
+// method serves only requests of method m (GET also answers HEAD): any
+// other is 405 with an Allow header.
+func (s *Server) method(m string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != m && !(m == http.MethodGet && r.Method == http.MethodHead) {
+			allow := m
+			if m == http.MethodGet {
+				allow = "GET, HEAD"
+			}
+			w.Header().Set("Allow", allow)
+			writeError(w, &workbench.Error{Code: CodeMethodNotAllowed, Message: r.Method + " is not allowed here; use " + m, Details: map[string]any{"allow": allow}})
+			return
+		}
+		h(w, r)
+	}
+}
+
+// writeError writes werr's envelope with its status.
+func writeError(w http.ResponseWriter, werr *workbench.Error) {
+	body, err := workbench.MarshalResult(werr.Envelope())
+	if err != nil {
+		body = []byte(`{"code":"Internal","details":{},"message":"marshal error envelope","retryable":false,"status":"error"}`)
+	}
+	writeResult(w, body, false, werr.Code, werr.Retryable)
+}
+
+// writeResult writes a tool's result bytes with the status its envelope
+// maps to: 200 for a success.
+func writeResult(w http.ResponseWriter, body []byte, ok bool, code string, retryable bool) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	status := http.StatusOK
+	if !ok {
+		status = Status(code, retryable)
+		if retryable {
+			h.Set("Retry-After", "1")
+		}
+		if status == http.StatusUnauthorized && h.Get("WWW-Authenticate") == "" {
+			h.Set("WWW-Authenticate", `Bearer realm="cairn"`)
+		}
+	}
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// envelopeOf reads the code and retryable members of an error result.
+func envelopeOf(result []byte) (code string, retryable bool) {
+	var env struct {
+		Code      string `json:"code"`
+		Retryable bool   `json:"retryable"`
+	}
+	if err := json.Unmarshal(result, &env); err != nil {
+		return workbench.CodeInternal, false
+	}
+	return env.Code, env.Retryable
+}
+
+// agentFor authenticates the request for its {agent_id} and holds the
+// agent's engine open until the returned release is called. It writes the
+// error response itself and returns nil when the request is refused.
+func (s *Server) agentFor(w http.ResponseWriter, r *http.Request, rec *recorder) (*agent, func()) {
+	id := r.PathValue("agent_id")
+	if rec != nil {
+		rec.agent = id
+	}
+	if len(s.tokens) > 0 {
+		want, configured := s.tokens[id]
+		if !configured {
+			writeError(w, &workbench.Error{Code: CodeUnknownAgent, Message: "agent " + id + " is not served here", Details: map[string]any{"agent_id": id}})
+			return nil, nil
+		}
+		ok, present := authorize(r, want)
+		if !ok {
+			challenge := `Bearer realm="cairn"`
+			msg := "a bearer token is required"
+			if present {
+				challenge += `, error="invalid_token"`
+				msg = "the bearer token is not the agent's"
+			}
+			w.Header().Set("WWW-Authenticate", challenge)
+			writeError(w, &workbench.Error{Code: CodeUnauthenticated, Message: msg})
+			return nil, nil
+		}
+	}
+	a, err := s.pool.acquire(r.Context(), id)
+	if errors.Is(err, errPoolClosed) {
+		writeError(w, &workbench.Error{Code: CodeShuttingDown, Message: "the server is shutting down", Retryable: true})
+		return nil, nil
+	}
+	if err != nil {
+		writeError(w, workbench.FromError(err))
+		return nil, nil
+	}
+	return a, func() { s.pool.release(a) }
+}
+
+// recorderOf returns the recorder observe wrapped w in.
+func recorderOf(w http.ResponseWriter) *recorder {
+	rec, _ := w.(*recorder)
+	return rec
+}
+
+// serveTool is POST /v1/agents/{agent_id}/tools/{tool_name}.
+func (s *Server) serveTool(w http.ResponseWriter, r *http.Request) {
+	rec := recorderOf(w)
+	tool := r.PathValue("tool_name")
+	if rec != nil {
+		rec.agent = r.PathValue("agent_id")
+		rec.tool = tool
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "application/json" {
+			writeError(w, &workbench.Error{Code: CodeUnsupportedMedia, Message: "the request body must be application/json, not " + ct, Details: map[string]any{"content_type": ct}})
+			return
+		}
+	}
+	a, release := s.agentFor(w, r, rec)
+	if a == nil {
+		return
+	}
+	defer release()
+
+	// The deadline covers reading the body too: a client that sends it
+	// slowly cannot hold the agent past it.
+	deadline := time.Now().Add(s.opts.RequestTimeout)
+	ctx, cancel := context.WithDeadline(r.Context(), deadline)
+	defer cancel()
+	http.NewResponseController(w).SetReadDeadline(deadline) // unsupported by test recorders only
+
+	// The body is bounded before it is read: a declared length over the
+	// bound is refused unread, and a longer body stops at the bound.
+	limit := workbench.MaxInputBytes(tool, s.opts.Workbench.MaxBytes)
+	if r.ContentLength > limit {
+		writeError(w, workbench.InputTooLarge(uint64(r.ContentLength), uint64(limit), false))
+		return
+	}
+	input, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			writeError(w, workbench.InputTooLarge(uint64(mbe.Limit)+1, uint64(limit), true))
+			return
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			writeError(w, workbench.FromError(context.DeadlineExceeded))
+			return
+		}
+		writeError(w, workbench.InvalidArguments("read request body: "+err.Error()))
+		return
+	}
+	if len(bytes.TrimSpace(input)) == 0 {
+		input = []byte("{}") // as the command line takes an empty input
+	}
+
+	key := r.Header.Get("Idempotency-Key")
+	if key == "" {
+		out, ok := a.svc.Call(ctx, tool, input)
+		s.answer(w, out, ok)
+		return
+	}
+	s.serveKeyed(ctx, w, a, tool, key, input)
+}
+
+// serveKeyed runs a tool call bound to an Idempotency-Key (see
+// docs/api.md, "Idempotency").
+func (s *Server) serveKeyed(ctx context.Context, w http.ResponseWriter, a *agent, tool, key string, input []byte) {
+	if werr := checkIdempotencyKey(key); werr != nil {
+		writeError(w, werr)
+		return
+	}
+	h := keyHash(a.id, key)
+	d := &idem{
+		b:     s.counted,
+		key:   a.svc.Store().Layout().Idempotency(h),
+		bind:  "cairn.http." + h.String()[:32],
+		input: inputHash(tool, input),
+	}
+	outcome, err := d.claim(ctx, s.opts.Now(), s.opts.IdempotencyLease)
+	if err != nil {
+		writeError(w, workbench.FromError(err))
+		return
+	}
+	switch outcome {
+	case claimReplay:
+		s.metrics.replayed()
+		w.Header().Set("Idempotent-Replayed", "true")
+		s.answer(w, d.rec.Result, d.rec.OK)
+		return
+	case claimReused:
+		writeError(w, &workbench.Error{Code: CodeIdempotencyKeyReused,
+			Message: "the Idempotency-Key was used with another tool or input"})
+		return
+	case claimBusy:
+		writeError(w, &workbench.Error{Code: CodeIdempotencyKeyInUse, Retryable: true,
+			Message: "another request with this Idempotency-Key is running; retry later"})
+		return
+	}
+	out, ok := a.svc.Call(workbench.WithRequestID(ctx, d.boundID()), tool, input)
+	code, retryable := "", false
+	if !ok {
+		code, retryable = envelopeOf(out)
+	}
+	// The result is stored even when the caller has gone: a retry must
+	// find it. A failure to store it leaves the key pending: a retry after
+	// the lease runs the call again under the same request ids, and the
+	// engine replays what this one committed.
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer scancel()
+	if err := d.finish(sctx, out, ok, code, retryable); err != nil {
+		s.log.Warn("store idempotent result", slog.String("agent", a.id), slog.String("tool", tool), slog.String("error", err.Error()))
+	}
+	s.answer(w, out, ok)
+}
+
+// answer writes a tool's result with its status.
+func (s *Server) answer(w http.ResponseWriter, out []byte, ok bool) {
+	code, retryable := "", false
+	if !ok {
+		code, retryable = envelopeOf(out)
+	}
+	writeResult(w, out, ok, code, retryable)
+}
+
+// serveMCP mounts the agent's MCP handler.
+func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
+	if s.opts.MCP == nil {
+		writeError(w, &workbench.Error{Code: CodeRouteNotFound, Message: "this server has no MCP endpoint", Details: map[string]any{"path": r.URL.Path}})
+		return
+	}
+	a, release := s.agentFor(w, r, recorderOf(w))
+	if a == nil {
+		return
+	}
+	defer release()
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
+	defer cancel()
+	a.mcp.ServeHTTP(w, r.WithContext(ctx))
+}
+
+func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(s.openapi)
+}
+
+// serveHealth answers while the process runs.
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Write([]byte(`{"status":"ok"}` + "\n"))
+}
+
+// serveReady reads the bucket and the head of every open agent's shard:
+// 200 when the bucket answers and every head validates, 503 with the
+// failures otherwise.
+func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	var failures []string
+	if _, err := s.counted.List(ctx, bucket.ListOptions{Prefix: "cairn-probe/", PageSize: 1}); err != nil {
+		failures = append(failures, "bucket: "+err.Error())
+	}
+	agents := s.pool.open()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, a := range agents {
+		wg.Go(func() {
+			if _, err := a.svc.Store().PinOrEmpty(ctx); err != nil {
+				mu.Lock()
+				failures = append(failures, "agent "+a.id+": "+err.Error())
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	slices.Sort(failures)
+	w.Header().Set("Content-Type", "application/json")
+	body := map[string]any{"status": "ready", "open_agents": len(agents)}
+	if len(failures) > 0 {
+		body["status"] = "unready"
+		body["failures"] = failures
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	out, _ := workbench.MarshalResult(body)
+	w.Write(out)
+}
