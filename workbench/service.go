@@ -59,6 +59,18 @@ type Options struct {
 	// CloseTimeout bounds the time Close spends on queued ledger deletes.
 	// Default DefaultCloseTimeout.
 	CloseTimeout time.Duration
+	// Now is the wall clock snapshot leases are judged by (see
+	// snapshot_lease.go). Default time.Now.
+	Now func() time.Time
+	// LeaseGrace is the clock-skew grace: the reaper ends a snapshot only
+	// once wall time is this far past its lease deadline, and after a
+	// clock regression only once wall time is this far past the lease
+	// clock's high-water mark. Default DefaultLeaseGrace; negative means
+	// none.
+	LeaseGrace time.Duration
+	// ReapBatch is the most snapshots one reap command ends. Default
+	// DefaultReapBatch.
+	ReapBatch int
 	// Engine tunes the commit engine.
 	Engine head.Options
 }
@@ -114,6 +126,18 @@ func Open(ctx context.Context, b bucket.Bucket, opts Options) (*Service, error) 
 	}
 	if opts.CloseTimeout <= 0 {
 		opts.CloseTimeout = DefaultCloseTimeout
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	switch {
+	case opts.LeaseGrace == 0:
+		opts.LeaseGrace = DefaultLeaseGrace
+	case opts.LeaseGrace < 0:
+		opts.LeaseGrace = 0
+	}
+	if opts.ReapBatch <= 0 {
+		opts.ReapBatch = DefaultReapBatch
 	}
 	logical, werr := AgentRoot(opts.AgentID)
 	if werr != nil {

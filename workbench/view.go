@@ -243,20 +243,6 @@ func (s *Service) openViewFor(ctx context.Context, id string, at any, reads view
 	return &view{s: s, sn: sn, id: id, ws: ws}, nil
 }
 
-// snapshotView opens a view of a workbench at a snapshot. Snapshots are
-// served by the snapshot tools; until a snapshot exists none is found.
-// A read at a snapshot that resolves to nothing is the storage side's
-// NotFound, as in the reference, whose read paths map the server's miss
-// generically (SnapshotNotFound is for the snapshot tools' own lookups).
-var snapshotViewHook func(s *Service, ctx context.Context, id string, at any) (*view, *Error)
-
-func (s *Service) snapshotView(ctx context.Context, id string, at any) (*view, *Error) {
-	if snapshotViewHook != nil {
-		return snapshotViewHook(s, ctx, id, at)
-	}
-	return nil, Missing(fmt.Sprintf("snapshot %v of workbench %s not found", at, id))
-}
-
 // entry returns the artifact at path, if there is one.
 func (v *view) entry(ctx context.Context, path []string) (nokv.PathEntry, bool, *Error) {
 	key, err := nokv.PathCurrentKey{Root: v.s.root, Incarnation: v.ws.Incarnation, Path: path}.Encode()

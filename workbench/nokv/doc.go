@@ -59,6 +59,7 @@
 //	workspace_incarnation_claim  0x17  whole key                                   point read of a claim
 //	path_directory               0x40  root_id|parent directory (as path_current)  point read of a directory; the
 //	                                                                               subdirectories of one directory
+//	lease_clock                  0x41  whole key (root_id)                         point read of the lease clock
 //	system                       0xf0  whole key                                   point read of the schema marker
 //
 // Notes on the choices:
@@ -109,6 +110,13 @@
 // command_dedupe (a 16-byte namespace and a request id) and system (any
 // non-empty key) are checked by the engine.
 //
+//   - lease_clock (format 13) is not a seed family either: the seed keeps
+//     the shard's persisted lease clock among the shard's own records
+//     (System), which cairn's engine reserves, so the Workbench keeps one
+//     row per root here: the high-water mark of the wall time snapshot
+//     commands observed, and the time before which no snapshot may be
+//     reaped after a clock regression (snapshot.go).
+//
 // # Expiry
 //
 // Two families carry expiry rules (expiry.go; shards.FamilySpec.Expire),
@@ -127,7 +135,8 @@
 // WorkspaceIncarnationClaim, PathCurrent, ArtifactRevision,
 // ArtifactManifest, RevisionRef, GcCandidate, ChangeEvent, Operation
 // (Publish), StagedObject and SecondaryIndex (keys.go, values.go,
-// operations.go, index.go), plus the order-preserving index scalar codec
+// operations.go, index.go), SnapshotRef, SnapshotAlias, HistoryHold and
+// LeaseClock (snapshot.go), plus the order-preserving index scalar codec
 // (index.go). Ids are fixed-width values with String, Parse<Id> and text
 // marshalling (ids.go).
 //

@@ -47,12 +47,18 @@ const (
 	// by parent directory, so that a direct-child listing reads one shard
 	// of each (format 10).
 	FamilyPathDirectory shards.Family = 0x40
+	// FamilyLeaseClock holds each root's persisted lease clock, the
+	// high-water mark of the wall time snapshot commands observed, that
+	// snapshot leases are judged against (format 13). The seed keeps it
+	// among the shard's own records; cairn's engine reserves its system
+	// family, so the Workbench keeps it here.
+	FamilyLeaseClock shards.Family = 0x41
 )
 
 // The schema marker: the seed's System("schema") record.
 const (
 	SchemaID           = "nokv_workspace"
-	FormatVersion      = 12 // 12: tables carry small shard objects and page indexes inline (table format 3, index format 2); 11: publication writes secondary_index rows of built-in fields; 10: path_directory rows name the directories; 9: path_current's shard key leaves out the incarnation
+	FormatVersion      = 13 // 13: lease_clock rows hold the snapshot lease clock; 12: tables carry small shard objects and page indexes inline (table format 3, index format 2); 11: publication writes secondary_index rows of built-in fields; 10: path_directory rows name the directories; 9: path_current's shard key leaves out the incarnation
 	ValueFormatVersion = 2  // 2: a manifest row may carry its body inline
 )
 
@@ -104,6 +110,7 @@ var families = []struct {
 	{FamilyGcBarrier, "gc_barrier", shape{exact: idLen}},
 	{FamilyWorkspaceIncarnationClaim, "workspace_incarnation_claim", shape{exact: 2 * idLen}},
 	{FamilyPathDirectory, "path_directory", shape{min: 2*idLen + 2, shardKey: pathCurrentShardKey}},
+	{FamilyLeaseClock, "lease_clock", shape{exact: idLen}},
 }
 
 // Specs returns the specs of the NoKV families, in tag order, without the

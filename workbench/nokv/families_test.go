@@ -45,7 +45,7 @@ workspace_incarnation_claim	0x17
 var engineFamilies = []struct {
 	name string
 	tag  uint8
-}{{"path_directory", 0x40}, {"system", 0xf0}}
+}{{"path_directory", 0x40}, {"lease_clock", 0x41}, {"system", 0xf0}}
 
 func TestFamilyTableMatchesSeed(t *testing.T) {
 	type entry struct {
@@ -149,8 +149,8 @@ func TestFamiliesReturnsCopy(t *testing.T) {
 
 func TestSchemaMarker(t *testing.T) {
 	sc := nokv.Schema()
-	if sc.Marker.SchemaID != "nokv_workspace" || sc.Marker.FormatVersion != 12 || sc.Marker.ValueFormatVersion != 2 {
-		t.Fatalf("marker = %+v, want nokv_workspace 12/2", sc.Marker)
+	if sc.Marker.SchemaID != "nokv_workspace" || sc.Marker.FormatVersion != 13 || sc.Marker.ValueFormatVersion != 2 {
+		t.Fatalf("marker = %+v, want nokv_workspace 13/2", sc.Marker)
 	}
 	if sc.Families != fams {
 		t.Fatal("Schema().Families is not Families()")

@@ -31,7 +31,7 @@ func sampleKey(t testing.TB, f shards.Family, i int) []byte {
 	t.Helper()
 	k := shards.NewKey()
 	switch f {
-	case nokv.FamilyRootFence, nokv.FamilyGcBarrier:
+	case nokv.FamilyRootFence, nokv.FamilyGcBarrier, nokv.FamilyLeaseClock:
 		k.ID16(id16(i))
 	case nokv.FamilyWorkspaceCurrent:
 		k.ID16(testRoot).String(fmt.Sprintf("wb-%d", i))

@@ -1,0 +1,820 @@
+package workbench
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/cairnstore/cairn/bucket/wire"
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/workbench/nokv"
+)
+
+// The snapshot tools: workbench_snapshot (mint), workbench_snapshot_renew,
+// workbench_snapshot_retire and workbench_snapshot_list.
+//
+// A snapshot is a hold on a root. Minting one is one command that, at the
+// state its transaction pinned, checks the workbench exists and has a
+// commit head, holds that pinned root in the engine (head.Tx.Hold, owner
+// "snapshot/<id>") and writes the SnapshotRef (the held root's hash, its
+// sequence as read_version, the lease deadline, the annotation), the
+// HistoryHold of kind Snapshot that records the hold, the SnapshotAlias
+// when the mint is named, the lease clock's new observation and a
+// SnapshotMinted event. The state the snapshot freezes is exactly the
+// state the command read, so it is the pinned root and not the root the
+// command itself commits (which also holds the other commands of its
+// group). Retirement and reaping release the engine hold and delete the
+// HistoryHold in the command that ends the lease; a frozen read opens the
+// held root (snapshot_view.go).
+//
+// Leases are judged against the shard's persisted lease clock
+// (snapshot_lease.go): the lease clock's "now" is the later of the wall
+// clock (Options.Now) and the persisted high-water mark, so a lease never
+// comes back to life when a clock goes back.
+
+func init() {
+	registerTool("workbench_snapshot", (*Service).snapshotTool)
+	registerTool("workbench_snapshot_renew", (*Service).snapshotRenewTool)
+	registerTool("workbench_snapshot_retire", (*Service).snapshotRetireTool)
+	registerTool("workbench_snapshot_list", (*Service).snapshotListTool)
+}
+
+// Lease bounds, in days, and the length of a day in lease milliseconds.
+const (
+	defaultTTLDays = 7
+	maxTTLDays     = 90
+	dayMillis      = 86_400_000
+	// maxAnnotationDepth bounds the nesting of a snapshot's metadata
+	// object (the object itself is level 1).
+	maxAnnotationDepth = 8
+)
+
+// expiryWarning is the mint result's note when the caller left ttl_days
+// to its default.
+const expiryWarning = "snapshot lease defaults to 7 days; renew it with workbench_snapshot_renew or restore a commit for anything that must outlive the lease"
+
+// holdOwner is the engine hold owner of snapshot id.
+func holdOwner(id nokv.SnapshotID) string { return "snapshot/" + id.String() }
+
+// newSnapshotID derives a snapshot id from a fresh request id: the first
+// eight bytes of its SHA-256, big-endian, with 0 (no snapshot) mapped to 1.
+// Ids are therefore spread over all of u64 and usually exceed 2^53; the
+// tools read and print them as exact integers.
+func newSnapshotID(requestID string) nokv.SnapshotID {
+	h := sha256.Sum256([]byte("cairn.workbench.snapshot-id.v1\x00" + requestID))
+	id := binary.BigEndian.Uint64(h[:8])
+	if id == 0 {
+		id = 1
+	}
+	return nokv.SnapshotID(id)
+}
+
+// snapshotInput is workbench_snapshot's input.
+type snapshotInput struct {
+	ID       string    `json:"id"`
+	Name     *string   `json:"name"`
+	Reason   *string   `json:"reason"`
+	Metadata jsonValue `json:"metadata"`
+	TTLDays  *uint64   `json:"ttl_days"`
+
+	id         string
+	ttl        uint64
+	annotation []byte // canonical {"metadata":…,"reason":…}
+}
+
+func (in *snapshotInput) resolve(*Service) *Error {
+	var werr *Error
+	if in.id, werr = ParseWorkbenchID(in.ID); werr != nil {
+		return werr
+	}
+	if in.Name != nil {
+		if werr := checkSnapshotName(*in.Name); werr != nil {
+			return werr
+		}
+	}
+	if in.ttl, werr = ttlDays(in.TTLDays); werr != nil {
+		return werr
+	}
+	in.annotation, werr = snapshotAnnotation(in.Reason, in.Metadata.V)
+	return werr
+}
+
+// checkSnapshotName applies the tool layer's and the record's rules to a
+// snapshot name: not empty, at most 128 bytes, no NUL.
+func checkSnapshotName(name string) *Error {
+	if name == "" {
+		return InvalidArguments("snapshot name must not be empty")
+	}
+	if err := nokv.CheckAlias(name); err != nil {
+		return InvalidArguments(err.Error())
+	}
+	return nil
+}
+
+// ttlDays returns the lease length asked for, default 7 days. The schema
+// bounds it to 1..90; the check here keeps the rule beside its use.
+func ttlDays(n *uint64) (uint64, *Error) {
+	if n == nil {
+		return defaultTTLDays, nil
+	}
+	if *n < 1 || *n > maxTTLDays {
+		return 0, InvalidArgumentsf("ttl_days must be between 1 and %d", maxTTLDays)
+	}
+	return *n, nil
+}
+
+// snapshotAnnotation returns the canonical annotation {"metadata":…,
+// "reason":…}: metadata an object nested at most 8 deep (or null), the
+// whole at most nokv.MaxAnnotationBytes.
+func snapshotAnnotation(reason *string, metadata any) ([]byte, *Error) {
+	if metadata != nil {
+		obj, ok := metadata.(map[string]any)
+		if !ok {
+			return nil, InvalidArguments("metadata must be an object or null")
+		}
+		if d := jsonDepth(obj); d > maxAnnotationDepth {
+			return nil, InvalidArgumentsf("metadata is nested %d levels deep; at most %d are allowed", d, maxAnnotationDepth)
+		}
+	}
+	var r any
+	if reason != nil {
+		r = *reason
+	}
+	b, err := MarshalResult(map[string]any{"reason": r, "metadata": metadata})
+	if err != nil {
+		return nil, CanonicalEncodingFailed("snapshot annotation could not be canonically encoded: " + err.Error())
+	}
+	if len(b) > nokv.MaxAnnotationBytes {
+		return nil, InvalidArgumentsf("snapshot annotation is %d bytes when canonically encoded; at most %d are allowed", len(b), nokv.MaxAnnotationBytes)
+	}
+	return b, nil
+}
+
+// retireAnnotation is the annotation a retirement with a reason records,
+// {"metadata":null,"reason":…}; nil without a reason.
+func retireAnnotation(reason *string) []byte {
+	if reason == nil {
+		return nil
+	}
+	b, err := MarshalResult(map[string]any{"reason": *reason, "metadata": nil})
+	if err != nil {
+		panic("workbench: marshal a string: " + err.Error()) // a string always encodes
+	}
+	return b
+}
+
+// jsonDepth is the nesting depth of a decoded JSON value: 0 for a scalar,
+// one more than its deepest member for an object or array.
+func jsonDepth(v any) int {
+	d := 0
+	switch x := v.(type) {
+	case map[string]any:
+		for _, m := range x {
+			d = max(d, jsonDepth(m))
+		}
+		return d + 1
+	case []any:
+		for _, m := range x {
+			d = max(d, jsonDepth(m))
+		}
+		return d + 1
+	}
+	return 0
+}
+
+// snapshotSelector is a snapshot named by id or by name, as renew, retire
+// and the reads' at_snapshot give it.
+type snapshotSelector struct {
+	id   nokv.SnapshotID // when byName is false
+	name string
+	// byName says the selector is a name, resolved through its alias.
+	byName bool
+}
+
+func (sel snapshotSelector) String() string {
+	if sel.byName {
+		return strconv.Quote(sel.name)
+	}
+	return sel.id.String()
+}
+
+// parseAtSnapshot turns an at_snapshot value (json.Number or string,
+// checked by the schema and checkAtSnapshot) into a selector. Id 0 names
+// no snapshot: the storage side refuses it as InvalidState.
+func parseAtSnapshot(at any) (snapshotSelector, *Error) {
+	switch v := at.(type) {
+	case string:
+		if werr := checkSnapshotName(v); werr != nil {
+			return snapshotSelector{}, werr
+		}
+		return snapshotSelector{name: v, byName: true}, nil
+	case json.Number:
+		n, err := strconv.ParseUint(string(v), 10, 64)
+		if err != nil {
+			return snapshotSelector{}, InvalidArgumentsf("snapshot id %s is not an unsigned 64-bit integer", v)
+		}
+		return idSelector(n)
+	}
+	return snapshotSelector{}, InvalidArguments("at_snapshot must be a snapshot id or name")
+}
+
+func idSelector(n uint64) (snapshotSelector, *Error) {
+	if n == 0 {
+		return snapshotSelector{}, InvalidState("snapshot id 0 names no snapshot")
+	}
+	return snapshotSelector{id: nokv.SnapshotID(n)}, nil
+}
+
+// selectorInput is the snapshot selector of renew and retire: exactly one
+// of snapshot_id and name (null counts as absent).
+func selectorOf(id *uint64, name *string) (snapshotSelector, *Error) {
+	switch {
+	case id != nil && name != nil:
+		return snapshotSelector{}, InvalidArguments("snapshot_id and name are mutually exclusive")
+	case id == nil && name == nil:
+		return snapshotSelector{}, InvalidArguments("exactly one of snapshot_id or name is required")
+	case name != nil:
+		if werr := checkSnapshotName(*name); werr != nil {
+			return snapshotSelector{}, werr
+		}
+		return snapshotSelector{name: *name, byName: true}, nil
+	}
+	return idSelector(*id)
+}
+
+// The records a snapshot command reads and writes.
+
+// reader reads one record: a transaction's Get or a snapshot's.
+type reader func(f shards.Family, key []byte) ([]byte, bool, error)
+
+// snapshotRef reads the SnapshotRef of id in incarnation inc.
+func (s *Service) snapshotRef(read reader, inc nokv.IncarnationID, id nokv.SnapshotID) (nokv.SnapshotRef, bool, error) {
+	key, err := nokv.SnapshotRefKey{Root: s.root, Incarnation: inc, Snapshot: id}.Encode()
+	if err != nil {
+		return nokv.SnapshotRef{}, false, err
+	}
+	b, ok, err := read(nokv.FamilySnapshotRef, key)
+	if err != nil || !ok {
+		return nokv.SnapshotRef{}, false, err
+	}
+	ref, err := nokv.DecodeSnapshotRef(b)
+	return ref, err == nil, err
+}
+
+// snapshotAlias reads the alias row of name in incarnation inc.
+func (s *Service) snapshotAlias(read reader, inc nokv.IncarnationID, name string) (nokv.SnapshotAlias, bool, error) {
+	key, err := nokv.SnapshotAliasKey{Root: s.root, Incarnation: inc, Alias: name}.Encode()
+	if err != nil {
+		return nokv.SnapshotAlias{}, false, err
+	}
+	b, ok, err := read(nokv.FamilySnapshotAlias, key)
+	if err != nil || !ok {
+		return nokv.SnapshotAlias{}, false, err
+	}
+	a, err := nokv.DecodeSnapshotAlias(b)
+	return a, err == nil, err
+}
+
+// resolveSnapshot finds the snapshot sel names in incarnation inc: by id
+// its SnapshotRef, by name the snapshot the alias names now (the newest
+// mint under it; never an older one, even when the newest has ended).
+// ok is false when nothing answers.
+func (s *Service) resolveSnapshot(read reader, inc nokv.IncarnationID, sel snapshotSelector) (nokv.SnapshotID, nokv.SnapshotRef, bool, error) {
+	id := sel.id
+	if sel.byName {
+		a, ok, err := s.snapshotAlias(read, inc, sel.name)
+		if err != nil || !ok {
+			return 0, nokv.SnapshotRef{}, false, err
+		}
+		id = a.Snapshot
+	}
+	ref, ok, err := s.snapshotRef(read, inc, id)
+	return id, ref, ok, err
+}
+
+func (s *Service) putSnapshotRef(tx *head.Tx, inc nokv.IncarnationID, id nokv.SnapshotID, ref nokv.SnapshotRef) error {
+	key, err := nokv.SnapshotRefKey{Root: s.root, Incarnation: inc, Snapshot: id}.Encode()
+	if err != nil {
+		return err
+	}
+	return putRecord(tx, nokv.FamilySnapshotRef, key, ref.Encode)
+}
+
+// endSnapshot ends snapshot id's hold, as retirement and a reap claim do:
+// the engine hold is released and the HistoryHold row deleted in the
+// same command, and the alias's terminal projection is set to state when
+// the alias still names this snapshot.
+func (s *Service) endSnapshot(tx *head.Tx, inc nokv.IncarnationID, id nokv.SnapshotID, ref nokv.SnapshotRef, state nokv.SnapshotState) error {
+	tx.Release(holdOwner(id))
+	holdKey, err := nokv.SnapshotHoldKey(s.root, id).Encode()
+	if err != nil {
+		return err
+	}
+	if err := tx.Delete(nokv.FamilyHistoryHold, holdKey); err != nil {
+		return err
+	}
+	return s.projectAlias(tx, inc, id, ref, state)
+}
+
+// projectAlias sets the terminal projection of ref's alias to state when
+// the alias still names snapshot id.
+func (s *Service) projectAlias(tx *head.Tx, inc nokv.IncarnationID, id nokv.SnapshotID, ref nokv.SnapshotRef, state nokv.SnapshotState) error {
+	if ref.Alias == nil {
+		return nil
+	}
+	a, ok, err := s.snapshotAlias(tx.Get, inc, *ref.Alias)
+	if err != nil || !ok || a.Snapshot != id {
+		return err
+	}
+	a.State = state
+	key, err := nokv.SnapshotAliasKey{Root: s.root, Incarnation: inc, Alias: *ref.Alias}.Encode()
+	if err != nil {
+		return err
+	}
+	return putRecord(tx, nokv.FamilySnapshotAlias, key, a.Encode)
+}
+
+// snapshotEvent appends a snapshot event of kind to the change feed.
+func (s *Service) snapshotEvent(tx *head.Tx, wb string, inc nokv.IncarnationID, kind nokv.ChangeEventKind, id nokv.SnapshotID) error {
+	return writeChangeEvent(tx, s.root, nokv.ChangeEvent{WorkbenchID: wb, Incarnation: inc, Kind: kind, Snapshot: &id})
+}
+
+// visibleWorkspace reads workbench id's marker through read; ok is false
+// when it does not exist or is not Visible.
+func (s *Service) visibleWorkspace(ctx context.Context, read reader, id string) (nokv.WorkspaceCurrent, bool, *Error) {
+	ws, ok, werr := s.workspace(ctx, read, id)
+	if werr != nil || !ok || ws.State != nokv.WorkspaceStateVisible {
+		return nokv.WorkspaceCurrent{}, false, werr
+	}
+	return ws, true, nil
+}
+
+// committed reports whether incarnation inc of the workbench has a
+// commit head in sn: only a committed workbench can be snapshotted.
+func (s *Service) committed(ctx context.Context, sn *head.Snapshot, inc nokv.IncarnationID) (bool, error) {
+	_, ok, err := commitHead(ctx, sn, s.root, inc)
+	return ok, err
+}
+
+// snapshotState is the state a snapshot reports: "alive" while Active and
+// its deadline is after the lease clock's now, "expired" once it is not
+// or while a reap has claimed it, "retired", "reaped".
+func snapshotState(ref nokv.SnapshotRef, leaseNow uint64) string {
+	switch ref.State {
+	case nokv.SnapshotStateActive:
+		if ref.LeaseDeadline > leaseNow {
+			return "alive"
+		}
+		return "expired"
+	case nokv.SnapshotStateReapClaimed:
+		return "expired"
+	case nokv.SnapshotStateRetired:
+		return "retired"
+	default:
+		return "reaped"
+	}
+}
+
+// annotationValue returns a stored annotation as a result value (its
+// canonical JSON), or nil for none.
+func annotationValue(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return json.RawMessage(b)
+}
+
+// aliasValue returns a snapshot's name as a result value.
+func aliasValue(alias *string) any {
+	if alias == nil {
+		return nil
+	}
+	return *alias
+}
+
+// snapshotOutcome is what a snapshot command returns through the engine:
+// the snapshot's record after the command and the lease clock's now.
+type snapshotOutcome struct {
+	id       nokv.SnapshotID
+	ref      nokv.SnapshotRef
+	leaseNow uint64
+	changed  bool // retire: this command retired it
+}
+
+func (o snapshotOutcome) encode() ([]byte, error) {
+	ref, err := o.ref.Encode()
+	if err != nil {
+		return nil, err
+	}
+	changed := uint8(0)
+	if o.changed {
+		changed = 1
+	}
+	return wire.NewWriter(nil).U64(uint64(o.id)).U64(o.leaseNow).U8(changed).Bytes32(ref).Bytes(), nil
+}
+
+func decodeSnapshotOutcome(b []byte) (snapshotOutcome, error) {
+	r := wire.NewReader(b)
+	o := snapshotOutcome{id: nokv.SnapshotID(r.U64()), leaseNow: r.U64(), changed: r.U8() == 1}
+	refBytes := r.Bytes32()
+	if err := r.End(); err != nil {
+		return snapshotOutcome{}, err
+	}
+	ref, err := nokv.DecodeSnapshotRef(refBytes)
+	o.ref = ref
+	return o, err
+}
+
+// leaseResult is the result of a mint or renewal.
+func (s *Service) leaseResult(wb string, o snapshotOutcome, ttl uint64) map[string]any {
+	return map[string]any{
+		"workbench_id":          wb,
+		"path":                  WorkbenchPath(s.logical, wb),
+		"snapshot_id":           uint64(o.id),
+		"name":                  aliasValue(o.ref.Alias),
+		"read_version":          o.ref.ReadVersion,
+		"lease_expires_at":      o.ref.LeaseDeadline,
+		"lease_expires_unix_ms": o.ref.LeaseDeadline,
+		"annotation":            annotationValue(o.ref.Annotation),
+		"state":                 snapshotState(o.ref, o.leaseNow),
+		"ttl_days":              ttl,
+	}
+}
+
+// runSnapshotCommand runs one snapshot command and decodes its outcome.
+func (s *Service) runSnapshotCommand(ctx context.Context, tag string, digestParts [][]byte, apply func(tx *head.Tx) (snapshotOutcome, error)) (snapshotOutcome, *Error) {
+	parts := append([][]byte{[]byte(tag)}, digestParts...)
+	res, err := s.doExact(ctx, head.Command{
+		Namespace: s.root,
+		RequestID: s.requestID(),
+		Digest:    head.Digest(parts...),
+		Apply: func(tx *head.Tx) ([]byte, error) {
+			o, err := apply(tx)
+			if err != nil {
+				return nil, err
+			}
+			return o.encode()
+		},
+	})
+	if err != nil {
+		return snapshotOutcome{}, FromError(err)
+	}
+	o, err := decodeSnapshotOutcome(res.Value)
+	if err != nil {
+		return snapshotOutcome{}, Internal("decode snapshot command result: " + err.Error())
+	}
+	return o, nil
+}
+
+// workbench_snapshot: mint. Not idempotent: every call mints a new
+// snapshot under a fresh id.
+func (s *Service) snapshotTool(ctx context.Context, in *snapshotInput) (map[string]any, *Error) {
+	if _, werr := s.pinForWrite(ctx); werr != nil {
+		return nil, werr
+	}
+	s.reapQuietly(ctx)
+	reqID := s.requestID()
+	id := newSnapshotID(reqID)
+	wall := s.wallMillis()
+	var name []byte
+	if in.Name != nil {
+		name = []byte(*in.Name)
+	}
+	o, werr := s.runSnapshotCommand(ctx, "cairn.workbench.snapshot.v1", [][]byte{
+		[]byte(in.id), wire.NewWriter(nil).U64(uint64(id)).U64(in.ttl).U64(wall).Bytes(), name, in.annotation,
+	}, func(tx *head.Tx) (snapshotOutcome, error) {
+		return s.mint(tx, in, id, wall)
+	})
+	if werr != nil {
+		return nil, werr
+	}
+	res := s.leaseResult(in.id, o, in.ttl)
+	if in.TTLDays == nil {
+		res["expiry_warning"] = expiryWarning
+	}
+	return res, nil
+}
+
+// mint is the mint command: see the top of this file.
+func (s *Service) mint(tx *head.Tx, in *snapshotInput, id nokv.SnapshotID, wall uint64) (snapshotOutcome, error) {
+	ctx, sn := tx.Context(), tx.Snapshot()
+	// The frozen state is the pinned one: the workbench must exist and be
+	// committed there.
+	ws, ok, werr := s.visibleWorkspace(ctx, snapshotReader(ctx, sn), in.id)
+	if werr != nil {
+		return snapshotOutcome{}, werr
+	}
+	if !ok {
+		return snapshotOutcome{}, reject(Missing(fmt.Sprintf("workbench %s does not exist", in.id)))
+	}
+	if ok, err := s.committed(ctx, sn, ws.Incarnation); err != nil {
+		return snapshotOutcome{}, err
+	} else if !ok {
+		return snapshotOutcome{}, reject(Uncommitted(in.id))
+	}
+	clock, err := s.observeLeaseClock(tx, wall)
+	if err != nil {
+		return snapshotOutcome{}, err
+	}
+	leaseNow := clock.HighWater
+	holdKey, err := nokv.SnapshotHoldKey(s.root, id).Encode()
+	if err != nil {
+		return snapshotOutcome{}, err
+	}
+	if err := txAbsent(tx, nokv.FamilyHistoryHold, holdKey, "snapshot id "+id.String()+" is already taken"); err != nil {
+		return snapshotOutcome{}, err
+	}
+	ref := nokv.SnapshotRef{
+		ReadVersion:    sn.Sequence(),
+		Alias:          in.Name,
+		LeaseDeadline:  leaseNow + in.ttl*dayMillis,
+		State:          nokv.SnapshotStateActive,
+		Annotation:     in.annotation,
+		HeldRoot:       sn.RootHash(),
+		CreatedVersion: tx.Sequence(),
+	}
+	if err := s.putSnapshotRef(tx, ws.Incarnation, id, ref); err != nil {
+		return snapshotOutcome{}, err
+	}
+	hold := nokv.HistoryHold{ReadVersion: ref.ReadVersion, State: nokv.HistoryHoldStateActive, CreatedVersion: tx.Sequence()}
+	if err := putRecord(tx, nokv.FamilyHistoryHold, holdKey, hold.Encode); err != nil {
+		return snapshotOutcome{}, err
+	}
+	if err := tx.Hold(holdOwner(id), sn.RootHash()); err != nil {
+		return snapshotOutcome{}, err
+	}
+	if in.Name != nil {
+		// Latest mint wins: the alias moves to this snapshot and counts one
+		// more generation; the older snapshot stays reachable by id.
+		a, _, err := s.snapshotAlias(tx.Get, ws.Incarnation, *in.Name)
+		if err != nil {
+			return snapshotOutcome{}, err
+		}
+		a = nokv.SnapshotAlias{Snapshot: id, AliasGeneration: a.AliasGeneration + 1, State: nokv.SnapshotStateActive}
+		key, err := nokv.SnapshotAliasKey{Root: s.root, Incarnation: ws.Incarnation, Alias: *in.Name}.Encode()
+		if err != nil {
+			return snapshotOutcome{}, err
+		}
+		if err := putRecord(tx, nokv.FamilySnapshotAlias, key, a.Encode); err != nil {
+			return snapshotOutcome{}, err
+		}
+	}
+	if err := s.snapshotEvent(tx, in.id, ws.Incarnation, nokv.ChangeEventKindSnapshotMinted, id); err != nil {
+		return snapshotOutcome{}, err
+	}
+	return snapshotOutcome{id: id, ref: ref, leaseNow: leaseNow}, nil
+}
+
+// snapshotRenewInput is workbench_snapshot_renew's input.
+type snapshotRenewInput struct {
+	ID         string  `json:"id"`
+	SnapshotID *uint64 `json:"snapshot_id"`
+	Name       *string `json:"name"`
+	TTLDays    *uint64 `json:"ttl_days"`
+
+	id  string
+	sel snapshotSelector
+	ttl uint64
+}
+
+func (in *snapshotRenewInput) resolve(*Service) *Error {
+	var werr *Error
+	if in.id, werr = ParseWorkbenchID(in.ID); werr != nil {
+		return werr
+	}
+	if in.sel, werr = selectorOf(in.SnapshotID, in.Name); werr != nil {
+		return werr
+	}
+	in.ttl, werr = ttlDays(in.TTLDays)
+	return werr
+}
+
+// lookupForCommand finds the workbench and the snapshot a renew or retire
+// names, at the command's own state: an unknown workbench or snapshot is
+// SnapshotNotFound, as the reference maps its snapshot lookups' misses.
+func (s *Service) lookupForCommand(tx *head.Tx, wb string, sel snapshotSelector) (nokv.IncarnationID, nokv.SnapshotID, nokv.SnapshotRef, error) {
+	ws, ok, werr := s.visibleWorkspace(tx.Context(), tx.Get, wb)
+	if werr != nil {
+		return nokv.IncarnationID{}, 0, nokv.SnapshotRef{}, werr
+	}
+	if !ok {
+		return nokv.IncarnationID{}, 0, nokv.SnapshotRef{}, reject(SnapshotNotFound(fmt.Sprintf("workbench %s does not exist", wb)))
+	}
+	id, ref, ok, err := s.resolveSnapshot(tx.Get, ws.Incarnation, sel)
+	if err != nil {
+		return nokv.IncarnationID{}, 0, nokv.SnapshotRef{}, err
+	}
+	if !ok {
+		return nokv.IncarnationID{}, 0, nokv.SnapshotRef{}, reject(SnapshotNotFound(fmt.Sprintf("snapshot %s of workbench %s not found", sel, wb)))
+	}
+	return ws.Incarnation, id, ref, nil
+}
+
+// workbench_snapshot_renew: extend only. A renewal whose deadline is not
+// later than the current one changes nothing and still reports
+// renewed:true; an Active snapshot past its deadline that no reap has
+// claimed comes back to life. A retired snapshot is InvalidState, one a
+// reap claimed or finished SnapshotExpired.
+func (s *Service) snapshotRenewTool(ctx context.Context, in *snapshotRenewInput) (map[string]any, *Error) {
+	wall := s.wallMillis()
+	o, werr := s.runSnapshotCommand(ctx, "cairn.workbench.snapshot-renew.v1", [][]byte{
+		[]byte(in.id), []byte(in.sel.String()), wire.NewWriter(nil).U64(in.ttl).U64(wall).Bytes(),
+	}, func(tx *head.Tx) (snapshotOutcome, error) {
+		inc, id, ref, err := s.lookupForCommand(tx, in.id, in.sel)
+		if err != nil {
+			return snapshotOutcome{}, err
+		}
+		switch ref.State {
+		case nokv.SnapshotStateRetired:
+			return snapshotOutcome{}, reject(snapshotRetired(id))
+		case nokv.SnapshotStateReapClaimed, nokv.SnapshotStateReaped:
+			return snapshotOutcome{}, reject(SnapshotExpired(fmt.Sprintf("snapshot %s was reaped", id)))
+		}
+		clock, err := s.observeLeaseClock(tx, wall)
+		if err != nil {
+			return snapshotOutcome{}, err
+		}
+		if deadline := clock.HighWater + in.ttl*dayMillis; deadline > ref.LeaseDeadline {
+			ref.LeaseDeadline = deadline
+			if err := s.putSnapshotRef(tx, inc, id, ref); err != nil {
+				return snapshotOutcome{}, err
+			}
+			if err := s.snapshotEvent(tx, in.id, inc, nokv.ChangeEventKindSnapshotRenewed, id); err != nil {
+				return snapshotOutcome{}, err
+			}
+		}
+		return snapshotOutcome{id: id, ref: ref, leaseNow: clock.HighWater}, nil
+	})
+	if werr != nil {
+		return nil, werr
+	}
+	res := s.leaseResult(in.id, o, in.ttl)
+	res["renewed"] = true
+	return res, nil
+}
+
+// snapshotRetired refuses to renew a retired snapshot: the reference's
+// server refuses it as PreconditionFailed, which the tools report as
+// InvalidState.
+func snapshotRetired(id nokv.SnapshotID) *Error {
+	return newError(CodeInvalidState, fmt.Sprintf("snapshot %s is retired and cannot be renewed", id), false,
+		serverDetails("PreconditionFailed", "SnapshotLifecycle", nil))
+}
+
+// snapshotRetireInput is workbench_snapshot_retire's input.
+type snapshotRetireInput struct {
+	ID         string  `json:"id"`
+	SnapshotID *uint64 `json:"snapshot_id"`
+	Name       *string `json:"name"`
+	Reason     *string `json:"reason"`
+
+	id  string
+	sel snapshotSelector
+}
+
+func (in *snapshotRetireInput) resolve(*Service) *Error {
+	var werr *Error
+	if in.id, werr = ParseWorkbenchID(in.ID); werr != nil {
+		return werr
+	}
+	in.sel, werr = selectorOf(in.SnapshotID, in.Name)
+	return werr
+}
+
+// workbench_snapshot_retire: the first retirement of a live or expired
+// snapshot reports retired:true and records the retire annotation; a
+// retirement of a snapshot that already ended (retired, reaped, or
+// claimed by a reap) changes nothing and reports retired:false with the
+// annotation the first retirement recorded. A snapshot that a restore
+// still consumes is ForkRetentionActive.
+func (s *Service) snapshotRetireTool(ctx context.Context, in *snapshotRetireInput) (map[string]any, *Error) {
+	ann := retireAnnotation(in.Reason)
+	o, werr := s.runSnapshotCommand(ctx, "cairn.workbench.snapshot-retire.v1", [][]byte{
+		[]byte(in.id), []byte(in.sel.String()), ann,
+	}, func(tx *head.Tx) (snapshotOutcome, error) {
+		inc, id, ref, err := s.lookupForCommand(tx, in.id, in.sel)
+		if err != nil {
+			return snapshotOutcome{}, err
+		}
+		if ref.State != nokv.SnapshotStateActive {
+			return snapshotOutcome{id: id, ref: ref}, nil
+		}
+		if ref.ConsumerCount > 0 {
+			return snapshotOutcome{}, reject(ForkRetentionActive(fmt.Sprintf("snapshot %s has %d active fork consumers", id, ref.ConsumerCount)))
+		}
+		ref.State = nokv.SnapshotStateRetired
+		ref.RetireAnnotation = ann
+		if err := s.putSnapshotRef(tx, inc, id, ref); err != nil {
+			return snapshotOutcome{}, err
+		}
+		if err := s.endSnapshot(tx, inc, id, ref, nokv.SnapshotStateRetired); err != nil {
+			return snapshotOutcome{}, err
+		}
+		if err := s.snapshotEvent(tx, in.id, inc, nokv.ChangeEventKindSnapshotRetired, id); err != nil {
+			return snapshotOutcome{}, err
+		}
+		return snapshotOutcome{id: id, ref: ref, changed: true}, nil
+	})
+	if werr != nil {
+		return nil, werr
+	}
+	return map[string]any{
+		"workbench_id":      in.id,
+		"path":              WorkbenchPath(s.logical, in.id),
+		"snapshot_id":       uint64(o.id),
+		"name":              aliasValue(o.ref.Alias),
+		"retired":           o.changed,
+		"state":             snapshotState(o.ref, o.leaseNow),
+		"retire_annotation": annotationValue(o.ref.RetireAnnotation),
+	}, nil
+}
+
+// snapshotListInput is workbench_snapshot_list's input.
+type snapshotListInput struct {
+	ID string `json:"id"`
+
+	id string
+}
+
+func (in *snapshotListInput) resolve(*Service) *Error {
+	var werr *Error
+	in.id, werr = ParseWorkbenchID(in.ID)
+	return werr
+}
+
+// workbench_snapshot_list: every snapshot of the workbench, whatever its
+// state, in mint order (the commit version of the mint, then the id).
+// Each reports the name it was minted with, even when a newer mint has
+// taken the name since. The list first gives the reaper its turn
+// (Service.Reap), so that snapshots past their lease and grace show as
+// reaped rather than expired once a reap could end them.
+func (s *Service) snapshotListTool(ctx context.Context, in *snapshotListInput) (map[string]any, *Error) {
+	s.reapQuietly(ctx)
+	sn, werr := s.pin(ctx)
+	if werr != nil {
+		return nil, werr
+	}
+	ws, ok, werr := s.visibleWorkspace(ctx, snapshotReader(ctx, sn), in.id)
+	if werr != nil {
+		return nil, werr
+	}
+	if !ok {
+		return nil, SnapshotNotFound(fmt.Sprintf("workbench %s does not exist", in.id))
+	}
+	clock, err := s.leaseClock(snapshotReader(ctx, sn))
+	if err != nil {
+		return nil, FromError(err)
+	}
+	leaseNow := max(s.wallMillis(), clock.HighWater)
+	recs, err := sn.Scan(ctx, nokv.FamilySnapshotRef, nokv.SnapshotRefPrefix(s.root, ws.Incarnation), nil, 0)
+	if err != nil {
+		return nil, FromError(err)
+	}
+	type row struct {
+		id  nokv.SnapshotID
+		ref nokv.SnapshotRef
+	}
+	rows := make([]row, len(recs))
+	for i, r := range recs {
+		k, err := nokv.ParseSnapshotRefKey(r.Key)
+		if err != nil {
+			return nil, FromError(err)
+		}
+		ref, err := nokv.DecodeSnapshotRef(r.Value)
+		if err != nil {
+			return nil, FromError(err)
+		}
+		rows[i] = row{k.Snapshot, ref}
+	}
+	slices.SortFunc(rows, func(a, b row) int {
+		if a.ref.CreatedVersion != b.ref.CreatedVersion {
+			return cmp.Compare(a.ref.CreatedVersion, b.ref.CreatedVersion)
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	out := make([]any, len(rows))
+	for i, r := range rows {
+		out[i] = map[string]any{
+			"snapshot_id":           uint64(r.id),
+			"name":                  aliasValue(r.ref.Alias),
+			"read_version":          r.ref.ReadVersion,
+			"lease_expires_at":      r.ref.LeaseDeadline,
+			"lease_expires_unix_ms": r.ref.LeaseDeadline,
+			"annotation":            annotationValue(r.ref.Annotation),
+			"state":                 snapshotState(r.ref, leaseNow),
+			"retire_annotation":     annotationValue(r.ref.RetireAnnotation),
+		}
+	}
+	return map[string]any{
+		"workbench_id":   in.id,
+		"path":           WorkbenchPath(s.logical, in.id),
+		"snapshot_count": len(out),
+		"snapshots":      out,
+	}, nil
+}
