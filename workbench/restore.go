@@ -1,0 +1,1125 @@
+package workbench
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/workbench/nokv"
+)
+
+// workbench_restore creates a new workbench from a snapshot or a commit of
+// another one (docs/workbench.md, "Restore").
+//
+// The restore is a durable Restore operation driven by several engine
+// commands, so that a large workbench is copied in bounded batches:
+//
+//  1. prepare: the Operation row (phase Copying), the destination's
+//     WorkspaceCurrent in state Staging with a fresh incarnation derived
+//     from the restore's identity, its incarnation claim, and the source's
+//     attachment (a snapshot's consumer count and epoch raised and a
+//     HistoryHold of kind Restore, or a CommitConsumer of kind Lease on
+//     the commit with the commit's count and epoch raised);
+//  2. copy batches of restoreBatch members each: the destination's
+//     PathCurrent, PathDirectory and index rows, its Path reference and
+//     the destination commit's Commit reference on the same revision (no
+//     body is copied), the destination commit's CommitMember rows, one
+//     RestoreMember row per member, and the operation's cursor and member
+//     chain;
+//  3. final: the member chain rechecked against the RestoreMember rows,
+//     metadata/restore_manifest.json and a rebuilt
+//     metadata/run_manifest.json published, the destination's sealed
+//     Commit and WorkbenchCommitHead (so the restored workbench is
+//     committed and can be snapshotted and restored in turn), the marker
+//     made Visible, the source released, the operation Complete with its
+//     result, and one WorkspaceRestored event.
+//
+// Nothing of the destination is visible before the final command: every
+// read, list, query and the change feed skip a Staging marker. A call that
+// stops between commands (a crash, an error) leaves the destination
+// Staging; an exact retry derives the same operation id, finds the
+// operation and resumes at its cursor. A retry after completion replays
+// the stored result with idempotent_replay true.
+func init() { registerTool("workbench_restore", (*Service).restoreTool) }
+
+// restoreBatch is how many members one copy command places.
+var restoreBatch = 256
+
+// restoreInput is workbench_restore's input.
+type restoreInput struct {
+	ID            string    `json:"id"`
+	DestinationID string    `json:"destination_id"`
+	AtSnapshot    jsonValue `json:"at_snapshot"`
+	AtCommit      string    `json:"at_commit"`
+
+	src, dst string
+	sel      *snapshotSelector
+	commit   *nokv.CommitID
+}
+
+func (in *restoreInput) resolve(*Service) *Error {
+	var werr *Error
+	if in.src, werr = ParseWorkbenchID(in.ID); werr != nil {
+		return werr
+	}
+	if in.dst, werr = ParseWorkbenchID(in.DestinationID); werr != nil {
+		return werr
+	}
+	if in.src == in.dst {
+		return InvalidArguments("destination_id must differ from id")
+	}
+	hasSnapshot, hasCommit := in.AtSnapshot.V != nil, in.AtCommit != ""
+	switch {
+	case hasSnapshot && hasCommit:
+		return InvalidArguments("at_snapshot and at_commit are mutually exclusive")
+	case !hasSnapshot && !hasCommit:
+		return InvalidArguments("exactly one of at_snapshot or at_commit is required")
+	case hasSnapshot:
+		if werr := checkAtSnapshot(in.AtSnapshot.V); werr != nil {
+			return werr
+		}
+		sel, werr := parseAtSnapshot(in.AtSnapshot.V)
+		if werr != nil {
+			return werr
+		}
+		in.sel = &sel
+	default:
+		b, err := hex.DecodeString(in.AtCommit)
+		if err != nil || len(b) != 32 {
+			return InvalidArguments("at_commit must be 64 hexadecimal digits")
+		}
+		var c nokv.CommitID
+		copy(c[:], b)
+		in.commit = &c
+	}
+	return nil
+}
+
+// restorePlan is one restore: its identity, and, once planned, everything
+// its commands write, all derived from the immutable source.
+type restorePlan struct {
+	srcID, dstID   string
+	srcInc, dstInc nokv.IncarnationID
+	src            restoreSource
+	readVersion    uint64 // the snapshot's read version; 0 for a commit
+	identity       [32]byte
+	opID           nokv.OperationID
+	leaseNow       uint64 // the lease clock's now the tool observed
+
+	members        []restoreMember // the copied members, in path order
+	chain          [32]byte        // the member chain over all of them
+	canonical      []byte          // the source's caller manifest
+	contentDigest  string
+	manifestDigest string
+	commitID       nokv.CommitID // the destination's commit
+
+	rmBody  []byte
+	rmEntry nokv.PathEntry
+	rmRows  []nokv.ArtifactManifestEntry
+	init    [32]byte
+}
+
+// restoreMember is one copied path: its entry as a descriptor (created and
+// modified versions zero) and its row digest.
+type restoreMember struct {
+	path  []string
+	entry nokv.PathEntry
+	row   [32]byte
+}
+
+func (s *Service) restoreTool(ctx context.Context, in *restoreInput) (map[string]any, *Error) {
+	sn, werr := s.pinForWrite(ctx)
+	if werr != nil {
+		return nil, werr
+	}
+	read := snapshotReader(ctx, sn)
+	p := &restorePlan{srcID: in.src, dstID: in.dst}
+
+	// The source's identity: its incarnation and concrete selector.
+	var ref nokv.SnapshotRef
+	var srcCommit nokv.Commit
+	if in.sel != nil {
+		ws, ok, werr := s.visibleWorkspace(ctx, read, in.src)
+		if werr != nil {
+			return nil, werr
+		}
+		if !ok {
+			return nil, Missing(fmt.Sprintf("workbench %s does not exist", in.src))
+		}
+		id, r, ok, err := s.resolveSnapshot(read, ws.Incarnation, *in.sel)
+		if err != nil {
+			return nil, FromError(err)
+		}
+		if !ok {
+			return nil, SnapshotNotFound(fmt.Sprintf("snapshot %s of workbench %s not found", in.sel, in.src))
+		}
+		p.srcInc, ref, p.readVersion = ws.Incarnation, r, r.ReadVersion
+		p.src = restoreSource{kind: nokv.RestoreSourceKindSnapshot, snapshot: id}
+	} else {
+		if *in.commit == (nokv.CommitID{}) {
+			return nil, LifecycleConflict("restore commit id must be non-zero")
+		}
+		c, ok, err := s.readCommit(read, *in.commit)
+		if err != nil {
+			return nil, FromError(err)
+		}
+		if !ok || c.WorkbenchID != in.src {
+			return nil, Missing(fmt.Sprintf("commit %s of workbench %s does not exist", in.commit, in.src))
+		}
+		srcCommit = c
+		p.srcInc = c.SourceIncarnation
+		p.src = restoreSource{kind: nokv.RestoreSourceKindCommit, commit: *in.commit}
+	}
+	p.dstInc = RestoreIncarnation(s.root, p.srcID, p.srcInc, p.src, p.dstID)
+	p.identity = RestoreIdentityDigest(s.root, p.srcID, p.srcInc, p.src, p.dstID, p.dstInc)
+	p.opID = restoreOperationID(p.identity)
+	if werr := s.planRestoreManifest(p); werr != nil {
+		return nil, werr
+	}
+
+	// The operation, before anything live: an exact retry is answered
+	// from it, even after the source is gone.
+	op, found, err := s.restoreOperation(read, p.opID)
+	if err != nil {
+		return nil, FromError(err)
+	}
+	if found {
+		if op.IdentityDigest != p.identity {
+			return nil, InvalidState(fmt.Sprintf("restore operation id %s collides with another restore's identity", p.opID))
+		}
+		if op.InitializationDigest != p.init {
+			return nil, InvalidState(fmt.Sprintf("restore operation %s was initialized with a different restore manifest", p.opID))
+		}
+		switch op.Phase {
+		case nokv.RestorePhaseComplete:
+			return s.restoreResult(op, true), nil
+		case nokv.RestorePhaseCopying:
+		default:
+			return nil, InvalidState(fmt.Sprintf("restore operation %s is %v", p.opID, op.Phase))
+		}
+	} else if res, werr := s.checkRestoreDestination(ctx, sn, p); werr != nil || res != nil {
+		return res, werr
+	}
+
+	// The source must still be alive to be copied (a fresh restore and a
+	// resumed one alike; once attached it cannot be retired or reaped).
+	srcSnap := sn
+	if p.src.kind == nokv.RestoreSourceKindSnapshot {
+		clock, err := s.leaseClock(read)
+		if err != nil {
+			return nil, FromError(err)
+		}
+		p.leaseNow = max(s.wallMillis(), clock.HighWater)
+		if st := snapshotState(ref, p.leaseNow); st != "alive" {
+			return nil, SnapshotExpired(fmt.Sprintf("snapshot %s of workbench %s is not alive: %s", p.src.snapshot, p.srcID, st))
+		}
+		frozen, err := s.store.At(ctx, digest.Hash(ref.HeldRoot))
+		if err != nil {
+			if errors.Is(err, bucket.ErrNotExist) {
+				return nil, SnapshotExpired(fmt.Sprintf("snapshot %s of workbench %s is no longer held", p.src.snapshot, p.srcID))
+			}
+			return nil, FromError(err)
+		}
+		srcSnap = frozen
+	} else if srcCommit.State != nokv.CommitStateSealed {
+		return nil, InvalidState(fmt.Sprintf("commit %s is %v", p.src.commit, srcCommit.State))
+	}
+	if werr := s.planMembers(ctx, srcSnap, p, srcCommit); werr != nil {
+		return nil, werr
+	}
+
+	if !found {
+		prepare := func(tx *head.Tx) ([]byte, error) { return nil, p.prepare(s, tx) }
+		if werr := s.restoreStep(ctx, sn, p, "prepare", prepare); werr != nil {
+			return nil, werr
+		}
+		op.MemberCursor = 0
+	}
+	for start := op.MemberCursor; start < uint64(len(p.members)); start += uint64(restoreBatch) {
+		end := min(start+uint64(restoreBatch), uint64(len(p.members)))
+		cp := &restoreCopy{p: p, s: s, start: start, end: end}
+		if werr := s.restoreStep(ctx, nil, p, "copy", cp.apply); werr != nil {
+			return nil, werr
+		}
+	}
+	return s.finishRestore(ctx, p)
+}
+
+// restoreStep runs one command of a restore with its own request id (an
+// unknown outcome is settled by rerunning it exactly), then the test hook.
+func (s *Service) restoreStep(ctx context.Context, at *head.Snapshot, p *restorePlan, step string, apply func(*head.Tx) ([]byte, error)) *Error {
+	_, err := s.doExact(ctx, head.Command{
+		Namespace: s.root,
+		RequestID: s.requestID(),
+		Digest:    head.Digest([]byte("cairn.workbench.restore."+step+".v1"), p.identity[:], p.init[:], p.chain[:]),
+		Apply:     apply,
+		At:        at,
+	})
+	if err != nil {
+		return FromError(err)
+	}
+	if s.restoreHook != nil {
+		if err := s.restoreHook(step); err != nil {
+			return FromError(err)
+		}
+	}
+	return nil
+}
+
+// readCommit reads commit id's record.
+func (s *Service) readCommit(read reader, id nokv.CommitID) (nokv.Commit, bool, error) {
+	key, err := nokv.CommitKey{Root: s.root, Commit: id}.Encode()
+	if err != nil {
+		return nokv.Commit{}, false, err
+	}
+	b, ok, err := read(nokv.FamilyCommit, key)
+	if err != nil || !ok {
+		return nokv.Commit{}, false, err
+	}
+	c, err := nokv.DecodeCommit(b)
+	return c, err == nil, err
+}
+
+// restoreOperation reads the Restore operation id, if any.
+func (s *Service) restoreOperation(read reader, id nokv.OperationID) (nokv.RestoreOperation, bool, error) {
+	key, err := nokv.OperationKey{Root: s.root, Kind: nokv.OperationKindRestore, ID: id}.Encode()
+	if err != nil {
+		return nokv.RestoreOperation{}, false, err
+	}
+	b, ok, err := read(nokv.FamilyOperation, key)
+	if err != nil || !ok {
+		return nokv.RestoreOperation{}, false, err
+	}
+	op, err := nokv.DecodeRestoreOperation(b)
+	return op, err == nil, err
+}
+
+// checkRestoreDestination refuses a destination that exists, unless it is
+// the product of this very restore (its restore manifest names the same
+// source and destination), which is replayed from its operation.
+func (s *Service) checkRestoreDestination(ctx context.Context, sn *head.Snapshot, p *restorePlan) (map[string]any, *Error) {
+	read := snapshotReader(ctx, sn)
+	ws, ok, werr := s.workspace(ctx, read, p.dstID)
+	if werr != nil || !ok || ws.State == nokv.WorkspaceStateRetired {
+		return nil, werr
+	}
+	if ws.State == nokv.WorkspaceStateStaging {
+		return nil, workspaceBusy(p.dstID)
+	}
+	v := &view{s: s, sn: sn, id: p.dstID, ws: ws}
+	e, ok, werr := v.entry(ctx, restoreManifestComps)
+	if werr != nil {
+		return nil, werr
+	}
+	if !ok {
+		return nil, LifecycleConflict("restore destination already exists without metadata/restore_manifest.json")
+	}
+	body, werr := v.body(ctx, e)
+	if werr != nil {
+		return nil, werr
+	}
+	prov, err := parseRestoreManifest(body)
+	if err != nil || prov.srcID != p.srcID || prov.dstID != p.dstID || prov.src != p.src {
+		return nil, LifecycleConflict("existing destination restore manifest belongs to different provenance")
+	}
+	var opID nokv.OperationID
+	if b, err := hex.DecodeString(prov.operationID); err == nil && len(b) == len(opID) {
+		copy(opID[:], b)
+		if op, found, err := s.restoreOperation(read, opID); err != nil {
+			return nil, FromError(err)
+		} else if found && op.Phase == nokv.RestorePhaseComplete {
+			return s.restoreResult(op, true), nil
+		}
+	}
+	return nil, LifecycleConflict("existing destination restore manifest belongs to different provenance")
+}
+
+// planRestoreManifest fixes the restore manifest, its entry descriptor
+// and the initialization digest: all derived from the identity.
+func (s *Service) planRestoreManifest(p *restorePlan) *Error {
+	body, err := restoreManifestBody(s.logical, p.srcID, p.dstID, p.opID, p.src)
+	if err != nil {
+		return FromError(err)
+	}
+	rev := restoreManifestRevision(p.opID)
+	// Always inline: the manifest is a few hundred bytes, and an inline
+	// body needs no staging round of its own.
+	p.rmRows = []nokv.ArtifactManifestEntry{{PhysicalOwner: rev, Length: uint64(len(body)), DigestURI: DigestURI(body), Inline: body}}
+	rowsDigest, err := manifestDigestURI(p.rmRows)
+	if err != nil {
+		return FromError(err)
+	}
+	p.rmBody = body
+	p.rmEntry = nokv.PathEntry{
+		Generation: 1, Revision: rev, LogicalSize: uint64(len(body)),
+		BodyDigestURI: DigestURI(body), ManifestDigestURI: rowsDigest, ContentType: runManifestContentType,
+	}
+	enc, err := p.rmEntry.Encode()
+	if err != nil {
+		return FromError(err)
+	}
+	p.init = RestoreInitializationDigest(p.identity, enc)
+	return nil
+}
+
+// planMembers reads the source's tree (the frozen snapshot's PathCurrent
+// rows, or the commit's members) and derives what the destination gets:
+// every path but the two metadata manifests, which are rebuilt; the
+// caller's manifest from the source's run manifest; the content digest;
+// the destination's commit id and the member chain.
+func (s *Service) planMembers(ctx context.Context, sn *head.Snapshot, p *restorePlan, c nokv.Commit) *Error {
+	type row struct {
+		path  []string
+		entry nokv.PathEntry
+	}
+	var rows []row
+	if p.src.kind == nokv.RestoreSourceKindSnapshot {
+		prefix, err := nokv.PathCurrentPrefix(s.root, p.srcInc, nil)
+		if err != nil {
+			return FromError(err)
+		}
+		recs, err := sn.Scan(ctx, nokv.FamilyPathCurrent, prefix, nil, 0)
+		if err != nil {
+			return FromError(err)
+		}
+		for _, r := range recs {
+			k, err := nokv.ParsePathCurrentKey(r.Key)
+			if err != nil {
+				return FromError(err)
+			}
+			e, err := nokv.DecodePathEntry(r.Value)
+			if err != nil {
+				return FromError(err)
+			}
+			rows = append(rows, row{k.Path, e})
+		}
+	} else {
+		recs, err := sn.Scan(ctx, nokv.FamilyCommitMember, nokv.CommitMemberPrefix(s.root, p.src.commit), nil, 0)
+		if err != nil {
+			return FromError(err)
+		}
+		for _, r := range recs {
+			k, err := nokv.ParseCommitMemberKey(r.Key)
+			if err != nil {
+				return FromError(err)
+			}
+			m, err := nokv.DecodeCommitMember(r.Value)
+			if err != nil {
+				return FromError(err)
+			}
+			rows = append(rows, row{k.Path, entryOfMember(m)})
+		}
+		if uint64(len(rows)) != c.MemberCount {
+			return InvalidState(fmt.Sprintf("commit %s holds %d members, its seal says %d", p.src.commit, len(rows), c.MemberCount))
+		}
+	}
+	tree := newMemberDigester()
+	var runManifest *nokv.PathEntry
+	p.members = p.members[:0]
+	for _, r := range rows {
+		if err := tree.add(r.path, nokv.MemberOf(r.entry)); err != nil {
+			return FromError(err)
+		}
+		switch {
+		case slices.Equal(r.path, runManifestComps):
+			e := r.entry
+			runManifest = &e
+			continue
+		case slices.Equal(r.path, restoreManifestComps):
+			continue
+		}
+		e := r.entry
+		e.CreatedVersion, e.ModifiedVersion = 0, 0
+		d, err := rowDigest(r.path, e)
+		if err != nil {
+			return FromError(err)
+		}
+		p.members = append(p.members, restoreMember{path: r.path, entry: e, row: d})
+	}
+	p.chain = [32]byte{}
+	for i, m := range p.members {
+		p.chain = memberChain(p.chain, uint64(i), m.row)
+	}
+	if runManifest == nil {
+		return InvalidState(fmt.Sprintf("the source of restore %s has no metadata/run_manifest.json", p.opID))
+	}
+	env, werr := (&view{s: s, sn: sn, id: p.srcID}).body(ctx, *runManifest)
+	if werr != nil {
+		return werr
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(env, &fields); err != nil || len(fields["manifest"]) == 0 {
+		return InvalidState("the source's metadata/run_manifest.json is not a run manifest")
+	}
+	p.canonical = bytes.Clone(fields["manifest"])
+	p.manifestDigest = DigestURI(p.canonical)
+	switch p.src.kind {
+	case nokv.RestoreSourceKindCommit:
+		p.contentDigest = c.ContentDigestURI
+	default:
+		// The base commit's content digest when the snapshot froze exactly
+		// its tree; otherwise one derived from the frozen tree.
+		memberDigest := tree.sum()
+		p.contentDigest = RestoredContentDigestURI(memberDigest)
+		if h, ok, err := commitHead(ctx, sn, s.root, p.srcInc); err != nil {
+			return FromError(err)
+		} else if ok {
+			base, found, err := s.readCommit(snapshotReader(ctx, sn), h.Commit)
+			if err != nil {
+				return FromError(err)
+			}
+			if found && base.MemberDigest == memberDigest {
+				p.contentDigest = base.ContentDigestURI
+			}
+		}
+	}
+	p.commitID = CommitIdentity(p.dstID, p.contentDigest, p.manifestDigest)
+	return nil
+}
+
+// entryOfMember is the path entry a commit member freezes.
+func entryOfMember(m nokv.CommitMember) nokv.PathEntry {
+	return nokv.PathEntry{
+		Generation: m.PathGeneration, Revision: m.Revision, LogicalSize: m.LogicalSize,
+		BodyDigestURI: m.BodyDigestURI, ManifestDigestURI: m.ManifestDigestURI,
+		DependencyCount: m.DependencyCount, DependencyDepth: m.DependencyDepth,
+		ContentType: m.ContentType, Producer: m.Producer, ManifestID: m.ManifestID, Index: m.Index,
+	}
+}
+
+// restoreResult shapes the tool's result from a Complete operation.
+func (s *Service) restoreResult(op nokv.RestoreOperation, replay bool) map[string]any {
+	res := map[string]any{
+		"state":                    "complete",
+		"operation_id":             restoreOperationID(op.IdentityDigest).String(),
+		"source_workbench_id":      op.SourceWorkbenchID,
+		"destination_workbench_id": op.DestinationWorkbenchID,
+		"snapshot_id":              nil,
+		"read_version":             nil,
+		"commit_id":                nil,
+		"destination_generation":   op.Result.DestinationGeneration,
+		"idempotent_replay":        replay,
+		"cleanup_pending":          false,
+		"restore_manifest":         PresentationPath(s.logical, op.DestinationWorkbenchID, restoreManifestComps),
+	}
+	if op.SourceSnapshot != nil {
+		res["snapshot_id"] = uint64(*op.SourceSnapshot)
+		res["read_version"] = op.SourceReadVersion
+	}
+	if op.SourceCommit != nil {
+		res["commit_id"] = op.SourceCommit.String()
+	}
+	return res
+}
+
+// The commands. Each reads the operation first and predicates its exact
+// phase and cursor, so a command that lands twice (an exact rerun after
+// an unknown outcome) or after another call moved the restore on writes
+// nothing wrong.
+
+func (p *restorePlan) opKey(root nokv.RootID) ([]byte, error) {
+	return nokv.OperationKey{Root: root, Kind: nokv.OperationKindRestore, ID: p.opID}.Encode()
+}
+
+// loadOp reads the restore's operation in tx.
+func loadRestoreOp(tx *head.Tx, key []byte) (nokv.RestoreOperation, bool, error) {
+	b, ok, err := tx.Get(nokv.FamilyOperation, key)
+	if err != nil || !ok {
+		return nokv.RestoreOperation{}, ok, err
+	}
+	op, err := nokv.DecodeRestoreOperation(b)
+	return op, err == nil, err
+}
+
+// stagingMarker checks that the destination's marker is the Staging one
+// this restore owns.
+func (p *restorePlan) stagingMarker(s *Service, tx *head.Tx) (nokv.WorkspaceCurrent, error) {
+	ws, ok, werr := s.workspace(tx.Context(), txReader(tx), p.dstID)
+	if werr != nil {
+		return ws, werr
+	}
+	if !ok || ws.State != nokv.WorkspaceStateStaging || ws.Incarnation != p.dstInc ||
+		ws.Owner == nil || *ws.Owner != (nokv.OperationRef{Kind: nokv.OperationKindRestore, ID: p.opID}) {
+		return ws, reject(InvalidState(fmt.Sprintf("restore %s no longer owns the staging workbench %s", p.opID, p.dstID)))
+	}
+	return ws, nil
+}
+
+// prepare is step 1 (see the file comment).
+func (p *restorePlan) prepare(s *Service, tx *head.Tx) error {
+	seq := tx.Sequence()
+	opKey, err := p.opKey(s.root)
+	if err != nil {
+		return err
+	}
+	if _, exists, err := loadRestoreOp(tx, opKey); err != nil || exists {
+		return err // another call prepared it: nothing to do
+	}
+	if ws, ok, werr := s.workspace(tx.Context(), txReader(tx), p.dstID); werr != nil {
+		return werr
+	} else if ok && ws.State != nokv.WorkspaceStateRetired {
+		return reject(LifecycleConflict("restore destination already exists without metadata/restore_manifest.json"))
+	}
+	claimKey, err := nokv.WorkspaceIncarnationClaimKey{Root: s.root, Incarnation: p.dstInc}.Encode()
+	if err != nil {
+		return err
+	}
+	if err := txAbsent(tx, nokv.FamilyWorkspaceIncarnationClaim, claimKey, "workspace incarnation "+p.dstInc.String()+" is already claimed"); err != nil {
+		return err
+	}
+	ck, err := nokv.CommitKey{Root: s.root, Commit: p.commitID}.Encode()
+	if err != nil {
+		return err
+	}
+	if err := txAbsent(tx, nokv.FamilyCommit, ck, "commit "+p.commitID.String()+" already exists"); err != nil {
+		return err
+	}
+	if err := p.attachSource(s, tx, true); err != nil {
+		return err
+	}
+	if err := putRecord(tx, nokv.FamilyWorkspaceIncarnationClaim, claimKey, nokv.WorkspaceIncarnationClaim{WorkbenchID: p.dstID}.Encode); err != nil {
+		return err
+	}
+	owner := nokv.OperationRef{Kind: nokv.OperationKindRestore, ID: p.opID}
+	ws := nokv.WorkspaceCurrent{Incarnation: p.dstInc, WorkspaceRevision: 1, State: nokv.WorkspaceStateStaging,
+		Owner: &owner, CreatedVersion: seq, ModifiedVersion: seq}
+	if err := s.putWorkspace(tx, p.dstID, ws); err != nil {
+		return err
+	}
+	op := nokv.RestoreOperation{
+		Phase: nokv.RestorePhaseCopying, IdentityDigest: p.identity, InitializationDigest: p.init,
+		SourceWorkbenchID: p.srcID, SourceIncarnation: p.srcInc, SourceKind: p.src.kind,
+		SourceReadVersion: p.readVersion, DestinationWorkbenchID: p.dstID, DestinationIncarnation: p.dstInc,
+		MemberCount: uint64(len(p.members)), CreatedVersion: seq,
+	}
+	if p.src.kind == nokv.RestoreSourceKindSnapshot {
+		id := p.src.snapshot
+		op.SourceSnapshot = &id
+	} else {
+		c := p.src.commit
+		op.SourceCommit = &c
+	}
+	return putRecord(tx, nokv.FamilyOperation, opKey, op.Encode)
+}
+
+// attachSource (attach true) makes the restore a consumer of its source,
+// or (attach false) releases it: a snapshot's consumer count and epoch
+// and a HistoryHold of kind Restore, or a Lease CommitConsumer and the
+// commit's count and epoch. Attaching predicates an alive snapshot or a
+// Sealed commit.
+func (p *restorePlan) attachSource(s *Service, tx *head.Tx, attach bool) error {
+	seq := tx.Sequence()
+	if p.src.kind == nokv.RestoreSourceKindSnapshot {
+		id := p.src.snapshot
+		ref, ok, err := s.snapshotRef(txReader(tx), p.srcInc, id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return reject(SnapshotNotFound(fmt.Sprintf("snapshot %s of workbench %s not found", id, p.srcID)))
+		}
+		holdKey, err := nokv.HistoryHoldKey{Root: s.root, Kind: nokv.HistoryHoldKindRestore, Op: p.opID}.Encode()
+		if err != nil {
+			return err
+		}
+		if attach {
+			clock, err := s.leaseClock(txReader(tx))
+			if err != nil {
+				return err
+			}
+			if st := snapshotState(ref, max(p.leaseNow, clock.HighWater)); st != "alive" {
+				return reject(SnapshotExpired(fmt.Sprintf("snapshot %s of workbench %s is not alive: %s", id, p.srcID, st)))
+			}
+			ref.ConsumerCount++
+			hold := nokv.HistoryHold{ReadVersion: ref.ReadVersion, SourceSnapshot: &id, State: nokv.HistoryHoldStateActive, CreatedVersion: seq}
+			if err := putRecord(tx, nokv.FamilyHistoryHold, holdKey, hold.Encode); err != nil {
+				return err
+			}
+		} else {
+			if ref.ConsumerCount == 0 {
+				return reject(InvalidState(fmt.Sprintf("snapshot %s has no consumer to release", id)))
+			}
+			ref.ConsumerCount--
+			if err := tx.Delete(nokv.FamilyHistoryHold, holdKey); err != nil {
+				return err
+			}
+		}
+		ref.ConsumerEpoch++
+		return s.putSnapshotRef(tx, p.srcInc, id, ref)
+	}
+	ck, err := nokv.CommitKey{Root: s.root, Commit: p.src.commit}.Encode()
+	if err != nil {
+		return err
+	}
+	c, ok, err := s.readCommit(txReader(tx), p.src.commit)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return reject(Missing(fmt.Sprintf("commit %s of workbench %s does not exist", p.src.commit, p.srcID)))
+	}
+	leaseKey, err := nokv.CommitConsumerKey{Root: s.root, Commit: p.src.commit, Kind: nokv.CommitConsumerKindLease, Operation: p.opID}.Encode()
+	if err != nil {
+		return err
+	}
+	c.ConsumerEpoch++
+	if attach {
+		if c.State != nokv.CommitStateSealed {
+			return reject(InvalidState(fmt.Sprintf("commit %s is %v", p.src.commit, c.State)))
+		}
+		c.ConsumerCount++
+		if err := putRecord(tx, nokv.FamilyCommitConsumer, leaseKey, nokv.CommitConsumer{ConsumerEpochAtAdd: c.ConsumerEpoch, CreatedVersion: seq}.Encode); err != nil {
+			return err
+		}
+	} else {
+		if c.ConsumerCount == 0 {
+			return reject(InvalidState(fmt.Sprintf("commit %s has no consumer to release", p.src.commit)))
+		}
+		c.ConsumerCount--
+		if c.ConsumerCount == 0 {
+			c.LastZeroConsumerVersion = seq
+		}
+		if err := tx.Delete(nokv.FamilyCommitConsumer, leaseKey); err != nil {
+			return err
+		}
+	}
+	return putRecord(tx, nokv.FamilyCommit, ck, c.Encode)
+}
+
+// restoreCopy is step 2 for members [start, end).
+type restoreCopy struct {
+	s          *Service
+	p          *restorePlan
+	start, end uint64
+}
+
+func (c *restoreCopy) apply(tx *head.Tx) ([]byte, error) {
+	s, p := c.s, c.p
+	seq := tx.Sequence()
+	opKey, err := p.opKey(s.root)
+	if err != nil {
+		return nil, err
+	}
+	op, ok, err := loadRestoreOp(tx, opKey)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case !ok:
+		return nil, reject(Internal("restore operation " + p.opID.String() + " vanished"))
+	case op.Phase != nokv.RestorePhaseCopying || op.MemberCursor >= c.end:
+		return nil, nil // already placed by an earlier run
+	case op.MemberCursor != c.start:
+		return nil, reject(Conflict(fmt.Sprintf("restore %s is at member %d, not %d", p.opID, op.MemberCursor, c.start), "Restore", nil))
+	}
+	if _, err := p.stagingMarker(s, tx); err != nil {
+		return nil, err
+	}
+	rc := &refs{s: s, tx: tx, revs: map[nokv.RevisionID]*nokv.ArtifactRevision{}}
+	chain := op.MemberDigest
+	for i := c.start; i < c.end; i++ {
+		m := p.members[i]
+		e := m.entry
+		e.CreatedVersion, e.ModifiedVersion = seq, seq
+		if err := placeEntry(s, tx, p.dstInc, m.path, e, rc); err != nil {
+			return nil, err
+		}
+		if err := p.commitMember(s, tx, m.path, e, rc); err != nil {
+			return nil, err
+		}
+		mk, err := nokv.RestoreMemberKey{Root: s.root, Operation: p.opID, Sequence: i}.Encode()
+		if err != nil {
+			return nil, err
+		}
+		rm := nokv.RestoreMember{Path: m.path, Revision: e.Revision, PathGeneration: e.Generation, RowDigest: m.row}
+		if err := putRecord(tx, nokv.FamilyRestoreMember, mk, rm.Encode); err != nil {
+			return nil, err
+		}
+		chain = memberChain(chain, i, m.row)
+	}
+	if err := rc.flush(); err != nil {
+		return nil, err
+	}
+	op.MemberCursor, op.MemberDigest = c.end, chain
+	return nil, putRecord(tx, nokv.FamilyOperation, opKey, op.Encode)
+}
+
+// placeEntry writes a destination path's PathCurrent, index and directory
+// rows and its Path reference.
+func placeEntry(s *Service, tx *head.Tx, inc nokv.IncarnationID, path []string, e nokv.PathEntry, rc *refs) error {
+	pk, err := nokv.PathCurrentKey{Root: s.root, Incarnation: inc, Path: path}.Encode()
+	if err != nil {
+		return err
+	}
+	if err := putRecord(tx, nokv.FamilyPathCurrent, pk, e.Encode); err != nil {
+		return err
+	}
+	if err := writePathIndex(tx, s.root, inc, path, nil, &e); err != nil {
+		return err
+	}
+	if err := placeDirectories(tx, s.root, inc, path, tx.Sequence()); err != nil {
+		return err
+	}
+	epoch, err := rc.add(e.Revision)
+	if err != nil {
+		return err
+	}
+	rk, err := nokv.PathRefKey(s.root, inc, path, e.Revision).Encode()
+	if err != nil {
+		return err
+	}
+	return putRecord(tx, nokv.FamilyRevisionRef, rk, nokv.RevisionRef{ReferenceEpochAtAdd: epoch, CreatedVersion: tx.Sequence()}.Encode)
+}
+
+// commitMember writes the destination commit's member row for path and,
+// the first time the commit meets the revision, its Commit reference.
+func (p *restorePlan) commitMember(s *Service, tx *head.Tx, path []string, e nokv.PathEntry, rc *refs) error {
+	mk, err := nokv.CommitMemberKey{Root: s.root, Commit: p.commitID, Path: path}.Encode()
+	if err != nil {
+		return err
+	}
+	if err := putRecord(tx, nokv.FamilyCommitMember, mk, nokv.MemberOf(e).Encode); err != nil {
+		return err
+	}
+	rk, err := nokv.CommitRefKey(s.root, p.commitID, e.Revision).Encode()
+	if err != nil {
+		return err
+	}
+	if _, ok, err := tx.Get(nokv.FamilyRevisionRef, rk); err != nil || ok {
+		return err
+	}
+	epoch, err := rc.add(e.Revision)
+	if err != nil {
+		return err
+	}
+	return putRecord(tx, nokv.FamilyRevisionRef, rk, nokv.RevisionRef{ReferenceEpochAtAdd: epoch, CreatedVersion: tx.Sequence()}.Encode)
+}
+
+// finalMember is one member of the destination's commit.
+type finalMember struct {
+	key   []byte
+	path  []string
+	entry nokv.PathEntry
+}
+
+// finishRestore stages the rebuilt run manifest and runs step 3.
+func (s *Service) finishRestore(ctx context.Context, p *restorePlan) (map[string]any, *Error) {
+	committedAt := uint64(max(s.opts.Now().Unix(), 0))
+	env, err := runManifestEnvelope(p.dstID, WorkbenchPath(s.logical, p.dstID), p.contentDigest, p.canonical, p.manifestDigest, p.commitID, committedAt)
+	if err != nil {
+		return nil, FromError(err)
+	}
+	if int64(len(env)) > s.opts.MaxBytes {
+		return nil, ArtifactTooLarge(uint64(len(env)), s.opts.MaxBytes)
+	}
+	st := s.planStaging("workbench_restore", p.dstID, runManifestComps, env)
+	if werr := s.stageBytes(ctx, st, env); werr != nil {
+		return nil, werr
+	}
+	rows := ownRows(st, 0, nil)
+	rowsDigest, err := manifestDigestURI(rows)
+	if err != nil {
+		return nil, FromError(err)
+	}
+	f := &restoreFinal{s: s, p: p, st: st, rows: rows, env: env}
+	f.runEntry = nokv.PathEntry{
+		Generation: 1, Revision: st.rev, LogicalSize: uint64(len(env)),
+		BodyDigestURI: DigestURI(env), ManifestDigestURI: rowsDigest, ContentType: runManifestContentType,
+	}
+	if werr := f.planCommit(); werr != nil {
+		return nil, werr
+	}
+	_, err = s.doExact(ctx, head.Command{
+		Namespace: s.root,
+		RequestID: s.requestID(),
+		Digest: head.Digest([]byte("cairn.workbench.restore.final.v1"), p.identity[:], p.init[:], p.chain[:],
+			st.op[:], st.rev[:], []byte(rowsDigest)),
+		Apply: f.apply,
+	})
+	if err != nil {
+		if _, rejected := errors.AsType[*pubReject](err); rejected {
+			s.discardStaging(ctx, st)
+		}
+		return nil, FromError(err)
+	}
+	if f.landed && st.hasLedger() {
+		s.cleanup.add(st.op)
+	} else if !f.landed {
+		s.discardStaging(ctx, st) // another call finished it first
+	}
+	if s.restoreHook != nil {
+		if err := s.restoreHook("final"); err != nil {
+			return nil, FromError(err)
+		}
+	}
+	sn, werr := s.pin(ctx)
+	if werr != nil {
+		return nil, werr
+	}
+	op, found, err := s.restoreOperation(snapshotReader(ctx, sn), p.opID)
+	if err != nil {
+		return nil, FromError(err)
+	}
+	if !found || op.Phase != nokv.RestorePhaseComplete || op.Result == nil {
+		return nil, Internal("restore operation " + p.opID.String() + " did not complete")
+	}
+	return s.restoreResult(op, !f.landed), nil
+}
+
+// restoreFinal is step 3.
+type restoreFinal struct {
+	s        *Service
+	p        *restorePlan
+	st       *staging
+	rows     []nokv.ArtifactManifestEntry
+	env      []byte
+	runEntry nokv.PathEntry
+
+	members      []finalMember // every member of the destination's commit, in path order
+	memberDigest [32]byte
+	revs         []nokv.RevisionID // unique, ascending
+	landed       bool
+}
+
+// planCommit orders the destination commit's members (the copied ones and
+// the two manifests) and seals their digests.
+func (f *restoreFinal) planCommit() *Error {
+	s, p := f.s, f.p
+	add := func(path []string, e nokv.PathEntry) error {
+		k, err := nokv.PathCurrentKey{Root: s.root, Incarnation: p.dstInc, Path: path}.Encode()
+		if err != nil {
+			return err
+		}
+		f.members = append(f.members, finalMember{key: k, path: path, entry: e})
+		return nil
+	}
+	for _, m := range p.members {
+		if err := add(m.path, m.entry); err != nil {
+			return FromError(err)
+		}
+	}
+	if err := add(restoreManifestComps, p.rmEntry); err != nil {
+		return FromError(err)
+	}
+	if err := add(runManifestComps, f.runEntry); err != nil {
+		return FromError(err)
+	}
+	slices.SortFunc(f.members, func(a, b finalMember) int { return bytes.Compare(a.key, b.key) })
+	d := newMemberDigester()
+	seen := map[nokv.RevisionID]bool{}
+	for _, m := range f.members {
+		if err := d.add(m.path, nokv.MemberOf(m.entry)); err != nil {
+			return FromError(err)
+		}
+		if !seen[m.entry.Revision] {
+			seen[m.entry.Revision] = true
+			f.revs = append(f.revs, m.entry.Revision)
+		}
+	}
+	slices.SortFunc(f.revs, func(a, b nokv.RevisionID) int { return bytes.Compare(a[:], b[:]) })
+	f.memberDigest = d.sum()
+	return nil
+}
+
+func (f *restoreFinal) apply(tx *head.Tx) ([]byte, error) {
+	s, p := f.s, f.p
+	seq := tx.Sequence()
+	f.landed = false
+	opKey, err := p.opKey(s.root)
+	if err != nil {
+		return nil, err
+	}
+	op, ok, err := loadRestoreOp(tx, opKey)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case !ok:
+		return nil, reject(Internal("restore operation " + p.opID.String() + " vanished"))
+	case op.Phase == nokv.RestorePhaseComplete:
+		return nil, nil // another call finished it
+	case op.Phase != nokv.RestorePhaseCopying || op.MemberCursor != op.MemberCount || op.MemberCount != uint64(len(p.members)):
+		return nil, reject(Conflict(fmt.Sprintf("restore %s is %v at member %d of %d", p.opID, op.Phase, op.MemberCursor, op.MemberCount), "Restore", nil))
+	}
+	ws, err := p.stagingMarker(s, tx)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.checkMembers(s, tx, op); err != nil {
+		return nil, err
+	}
+	rc := &refs{s: s, tx: tx, revs: map[nokv.RevisionID]*nokv.ArtifactRevision{}}
+	// The two manifests: a new revision each, referenced by its path and
+	// by the destination's commit.
+	for _, m := range []struct {
+		path  []string
+		entry nokv.PathEntry
+		rows  []nokv.ArtifactManifestEntry
+		st    *staging
+	}{{restoreManifestComps, p.rmEntry, p.rmRows, nil}, {runManifestComps, f.runEntry, f.rows, f.st}} {
+		e := m.entry
+		e.CreatedVersion, e.ModifiedVersion = seq, seq
+		if err := placeRevision(s, tx, e, m.rows, m.st); err != nil {
+			return nil, err
+		}
+		if err := placeEntry(s, tx, p.dstInc, m.path, e, rc); err != nil {
+			return nil, err
+		}
+		if err := p.commitMember(s, tx, m.path, e, rc); err != nil {
+			return nil, err
+		}
+	}
+	if err := rc.flush(); err != nil {
+		return nil, err
+	}
+	// The destination's commit and head.
+	hk, err := nokv.CommitConsumerKey{Root: s.root, Commit: p.commitID, Kind: nokv.CommitConsumerKindWorkbenchHead, Incarnation: p.dstInc}.Encode()
+	if err != nil {
+		return nil, err
+	}
+	if err := putRecord(tx, nokv.FamilyCommitConsumer, hk, nokv.CommitConsumer{ConsumerEpochAtAdd: 1, CreatedVersion: seq}.Encode); err != nil {
+		return nil, err
+	}
+	cm := nokv.Commit{
+		SourceIncarnation: p.dstInc, WorkbenchID: p.dstID,
+		ContentDigestURI: p.contentDigest, ManifestDigestURI: p.manifestDigest,
+		TreeManifestRevision: f.st.rev,
+		MemberCount:          uint64(len(f.members)), MemberDigest: f.memberDigest,
+		UniqueRevisionCount: uint64(len(f.revs)), RevisionDigest: revisionDigest(f.revs),
+		ParentDigest:  parentDigest(nil),
+		ConsumerCount: 1, ConsumerEpoch: 1,
+		State: nokv.CommitStateSealed, CreatedVersion: seq,
+	}
+	ck, err := nokv.CommitKey{Root: s.root, Commit: p.commitID}.Encode()
+	if err != nil {
+		return nil, err
+	}
+	if err := txAbsent(tx, nokv.FamilyCommit, ck, "commit "+p.commitID.String()+" already exists"); err != nil {
+		return nil, err
+	}
+	if err := putRecord(tx, nokv.FamilyCommit, ck, cm.Encode); err != nil {
+		return nil, err
+	}
+	headKey, err := nokv.WorkbenchCommitHeadKey{Root: s.root, Incarnation: p.dstInc}.Encode()
+	if err != nil {
+		return nil, err
+	}
+	if err := putRecord(tx, nokv.FamilyWorkbenchCommitHead, headKey, nokv.WorkbenchCommitHead{Commit: p.commitID, HeadGeneration: 1}.Encode); err != nil {
+		return nil, err
+	}
+	// Visible from this version on (the change feed reads CreatedVersion
+	// as the version the incarnation became visible).
+	ws.State, ws.Owner = nokv.WorkspaceStateVisible, nil
+	ws.CreatedVersion, ws.ModifiedVersion = seq, seq
+	if err := s.putWorkspace(tx, p.dstID, ws); err != nil {
+		return nil, err
+	}
+	if err := p.attachSource(s, tx, false); err != nil {
+		return nil, err
+	}
+	op.Phase = nokv.RestorePhaseComplete
+	op.Result = &nokv.RestoreResult{DestinationGeneration: ws.WorkspaceRevision, CommitVersion: seq, Commit: p.commitID}
+	if err := putRecord(tx, nokv.FamilyOperation, opKey, op.Encode); err != nil {
+		return nil, err
+	}
+	ev := nokv.ChangeEvent{
+		WorkbenchID: p.dstID, Incarnation: p.dstInc, Kind: nokv.ChangeEventKindWorkspaceRestored,
+		After: &nokv.EventProjection{Generation: ws.WorkspaceRevision, DigestURI: cm.TreeDigestURI()},
+	}
+	if p.src.kind == nokv.RestoreSourceKindSnapshot {
+		id := p.src.snapshot
+		ev.Snapshot = &id
+	} else {
+		c := p.src.commit
+		ev.Commit = &c
+	}
+	if err := writeChangeEvent(tx, s.root, ev); err != nil {
+		return nil, err
+	}
+	f.landed = true
+	return nil, nil
+}
+
+// checkMembers is the recovery check before Ready: the RestoreMember rows
+// are exactly the planned members, in order, and their chain is the one
+// the copy batches sealed into the operation.
+func (p *restorePlan) checkMembers(s *Service, tx *head.Tx, op nokv.RestoreOperation) error {
+	recs, err := tx.Scan(nokv.FamilyRestoreMember, nokv.RestoreMemberPrefix(s.root, p.opID), nil, 0)
+	if err != nil {
+		return err
+	}
+	var chain [32]byte
+	for i, r := range recs {
+		k, err := nokv.ParseRestoreMemberKey(r.Key)
+		if err != nil {
+			return err
+		}
+		m, err := nokv.DecodeRestoreMember(r.Value)
+		if err != nil {
+			return err
+		}
+		if k.Sequence != uint64(i) || i >= len(p.members) || m.RowDigest != p.members[i].row || !slices.Equal(m.Path, p.members[i].path) {
+			return reject(InvalidState(fmt.Sprintf("restore %s member %d does not match its source", p.opID, i)))
+		}
+		chain = memberChain(chain, k.Sequence, m.RowDigest)
+	}
+	if uint64(len(recs)) != op.MemberCount || chain != op.MemberDigest || chain != p.chain {
+		return reject(InvalidState(fmt.Sprintf("restore %s members do not match their seal", p.opID)))
+	}
+	return nil
+}
+
+// placeRevision writes a new revision of a restore's manifest: the
+// ArtifactRevision with its two references to come (the path's, then the
+// commit's), its manifest rows and, for a body in blocks, the staged
+// objects the revision now owns.
+func placeRevision(s *Service, tx *head.Tx, e nokv.PathEntry, rows []nokv.ArtifactManifestEntry, st *staging) error {
+	rk, err := nokv.ArtifactRevisionKey{Root: s.root, Revision: e.Revision}.Encode()
+	if err != nil {
+		return err
+	}
+	if err := txAbsent(tx, nokv.FamilyArtifactRevision, rk, "artifact revision "+e.Revision.String()+" already exists"); err != nil {
+		return err
+	}
+	rev := nokv.ArtifactRevision{
+		LogicalSize: e.LogicalSize, BodyDigestURI: e.BodyDigestURI, ManifestDigestURI: e.ManifestDigestURI,
+		BlockCount: uint64(len(rows)), DependencyDigest: dependencyDigest(nil), ContentType: e.ContentType,
+		State: nokv.RevisionStateAvailable, CreatedVersion: tx.Sequence(),
+	}
+	if err := putRecord(tx, nokv.FamilyArtifactRevision, rk, rev.Encode); err != nil {
+		return err
+	}
+	for i, r := range rows {
+		k, err := nokv.ArtifactManifestKey{Root: s.root, Revision: e.Revision, ObjectIndex: uint64(i)}.Encode()
+		if err != nil {
+			return err
+		}
+		if err := putRecord(tx, nokv.FamilyArtifactManifest, k, r.Encode); err != nil {
+			return err
+		}
+	}
+	if st == nil {
+		return nil
+	}
+	for i, blk := range st.blocks {
+		k, err := nokv.StagedObjectKey{Root: s.root, Operation: st.op, Sequence: uint64(i)}.Encode()
+		if err != nil {
+			return err
+		}
+		so := nokv.StagedObject{
+			Revision: e.Revision, ObjectKey: blk.Key, ExpectedLength: blk.Size, ExpectedDigestURI: blk.Digest.URI(),
+			Provider: nokv.StagedProviderStateUploaded, Cleanup: nokv.StagedCleanupStateOwned,
+		}
+		if err := putRecord(tx, nokv.FamilyStagedObject, k, so.Encode); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,343 @@
+package workbench_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cairnstore/cairn/workbench"
+)
+
+const digestAA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+// restoreSource writes n files to workbench id and commits it; it returns
+// the commit's identity.
+func restoreSource(t *testing.T, s *workbench.Service, id string, n int) string {
+	t.Helper()
+	for i := range n {
+		putText(t, s, id, fmt.Sprintf("dir%d/f%03d.txt", i%3, i), fmt.Sprintf("body %d", i))
+	}
+	res := mustCall(t, s, "workbench_commit", commitInput(id, `{"task":"restore-test"}`, digestAA))
+	return res["commit_identity"].(string)
+}
+
+func mintSnapshot(t *testing.T, s *workbench.Service, id string) uint64 {
+	t.Helper()
+	res := mustCall(t, s, "workbench_snapshot", fmt.Sprintf(`{"id":%q}`, id))
+	n, err := res["snapshot_id"].(json.Number).Int64()
+	if err != nil {
+		// Ids above 2^63 do not fit an int64; go through the text.
+		var u uint64
+		fmt.Sscan(res["snapshot_id"].(json.Number).String(), &u)
+		return u
+	}
+	return uint64(n)
+}
+
+func restoreIn(src, dst, sel string) string {
+	return fmt.Sprintf(`{"id":%q,"destination_id":%q,%s}`, src, dst, sel)
+}
+
+// treeOf lists every file of workbench id with its body, through the
+// read tools.
+func treeOf(t *testing.T, s *workbench.Service, id string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, m := range searchAll(t, s, fmt.Sprintf(`"id":%q`, id)) {
+		rel := m["path"].(string)
+		rel = strings.TrimPrefix(rel, "/agents/test/wb/"+id+"/")
+		sec, path, _ := strings.Cut(rel, "/")
+		r := mustCall(t, s, "workbench_read", fmt.Sprintf(`{"id":%q,"section":%q,"path":%q}`, id, sec, path))
+		b, _ := json.Marshal(r["records"])
+		out[rel] = string(b)
+	}
+	return out
+}
+
+// searchAll pages through a search with the given members (without
+// braces) and returns every match. A continuation whose fence moved (a
+// background fold commits too) restarts the whole search.
+func searchAll(t *testing.T, s *workbench.Service, members string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	cursor := ""
+	for tries := 0; ; {
+		in := "{" + members + `,"limit":10`
+		if members == "" {
+			in = `{"limit":10`
+		}
+		if cursor != "" {
+			in += fmt.Sprintf(`,"cursor":%q`, cursor)
+		}
+		res, ok := call(t, s, "workbench_search", in+"}")
+		if !ok && res["code"] == "ReadFenceChanged" && tries < 5 {
+			tries++
+			out, cursor = nil, ""
+			continue
+		}
+		if !ok {
+			t.Fatalf("search %s: %v", in, res)
+		}
+		for _, m := range res["matches"].([]any) {
+			out = append(out, m.(map[string]any))
+		}
+		next, _ := res["next_cursor"].(string)
+		if next == "" {
+			return out
+		}
+		cursor = next
+	}
+}
+
+func TestRestoreFromCommitAndSnapshot(t *testing.T) {
+	s := newService(t)
+	commit := restoreSource(t, s, "src", 12)
+	snap := mintSnapshot(t, s, "src")
+	// A later write is in neither source.
+	putText(t, s, "src", "late.txt", "late")
+
+	res := mustCall(t, s, "workbench_restore", restoreIn("src", "from-commit", fmt.Sprintf(`"at_commit":%q`, commit)))
+	transcriptShape(t, "workbench_restore", res)
+	if res["commit_id"] != commit || res["snapshot_id"] != nil || res["read_version"] != nil ||
+		res["idempotent_replay"] != false || res["state"] != "complete" || res["destination_workbench_id"] != "from-commit" ||
+		res["restore_manifest"] != "/agents/test/wb/from-commit/metadata/restore_manifest.json" {
+		t.Fatalf("restore from commit = %v", res)
+	}
+	res2 := mustCall(t, s, "workbench_restore", restoreIn("src", "from-snap", fmt.Sprintf(`"at_snapshot":%d`, snap)))
+	if res2["commit_id"] != nil || res2["snapshot_id"] == nil || res2["read_version"] == nil || res2["operation_id"] == res["operation_id"] {
+		t.Fatalf("restore from snapshot = %v", res2)
+	}
+
+	src := treeOf(t, s, "src")
+	for _, dst := range []string{"from-commit", "from-snap"} {
+		got := treeOf(t, s, dst)
+		for path, body := range src {
+			if strings.HasPrefix(path, "metadata/") || path == "outputs/late.txt" {
+				continue
+			}
+			if got[path] != body {
+				t.Errorf("%s: %s = %s, source has %s", dst, path, got[path], body)
+			}
+		}
+		if _, ok := got["outputs/late.txt"]; ok {
+			t.Errorf("%s holds a file written after its source", dst)
+		}
+		// The restore manifest: exactly 7 keys, in order.
+		man := readText(t, s, dst, "metadata/restore_manifest.json")
+		var keys []string
+		d := json.NewDecoder(strings.NewReader(man))
+		d.Token()
+		for d.More() {
+			k, _ := d.Token()
+			keys = append(keys, k.(string))
+			var skip json.RawMessage
+			d.Decode(&skip)
+		}
+		if got, want := strings.Join(keys, ","), "destination_path,destination_workbench_id,operation_id,restored_from,schema,source_path,source_workbench_id"; got != want {
+			t.Errorf("%s restore manifest keys %s\n%s", dst, got, man)
+		}
+		run := readText(t, s, dst, "metadata/run_manifest.json")
+		if !strings.Contains(run, `"workbench_id":"`+dst+`"`) || !strings.Contains(run, `"manifest":{"task":"restore-test"}`) {
+			t.Errorf("%s run manifest %s", dst, run)
+		}
+	}
+	// The commit's restore keeps the source's content digest; so does a
+	// snapshot that froze exactly the head commit's tree.
+	for _, dst := range []string{"from-commit", "from-snap"} {
+		if run := readText(t, s, dst, "metadata/run_manifest.json"); !strings.Contains(run, digestAA) {
+			t.Errorf("%s run manifest lost the content digest: %s", dst, run)
+		}
+	}
+}
+
+// readText reads a whole text file of workbench id.
+func readText(t *testing.T, s *workbench.Service, id, rel string) string {
+	t.Helper()
+	sec, path, _ := strings.Cut(rel, "/")
+	var out []byte
+	cursor := ""
+	for {
+		in := fmt.Sprintf(`{"id":%q,"section":%q,"path":%q,"format":"bytes","limit":300`, id, sec, path)
+		if cursor != "" {
+			in += fmt.Sprintf(`,"cursor":%q`, cursor)
+		}
+		r := mustCall(t, s, "workbench_read", in+"}")
+		b, err := base64.StdEncoding.DecodeString(r["bytes"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b...)
+		next, _ := r["next_cursor"].(string)
+		if next == "" {
+			return string(out)
+		}
+		cursor = next
+	}
+}
+
+func TestRestoreReplayAndConflicts(t *testing.T) {
+	s := newService(t)
+	commit := restoreSource(t, s, "src", 3)
+	sel := fmt.Sprintf(`"at_commit":%q`, commit)
+	first := mustCall(t, s, "workbench_restore", restoreIn("src", "dst", sel))
+	again := mustCall(t, s, "workbench_restore", restoreIn("src", "dst", sel))
+	if again["idempotent_replay"] != true || again["operation_id"] != first["operation_id"] || again["destination_generation"] != first["destination_generation"] {
+		t.Fatalf("replay = %v, first %v", again, first)
+	}
+	// Another source onto the same destination: different provenance.
+	other := restoreSource(t, s, "other", 2)
+	got, ok := call(t, s, "workbench_restore", restoreIn("other", "dst", fmt.Sprintf(`"at_commit":%q`, other)))
+	if ok || got["code"] != "Conflict" || got["message"] != "existing destination restore manifest belongs to different provenance" || got["retryable"] != true {
+		t.Fatalf("other provenance: %v", got)
+	}
+	// A destination that is not a restore product.
+	putText(t, s, "plain", "a.txt", "x")
+	got, ok = call(t, s, "workbench_restore", restoreIn("src", "plain", sel))
+	if ok || got["code"] != "Conflict" || got["message"] != "restore destination already exists without metadata/restore_manifest.json" {
+		t.Fatalf("plain destination: %v", got)
+	}
+	// Unknown sources and bad arguments.
+	for _, c := range []struct{ in, code string }{
+		{restoreIn("nobody", "d2", sel), "NotFound"},
+		{restoreIn("src", "d2", `"at_commit":"`+strings.Repeat("ab", 32)+`"`), "NotFound"},
+		{restoreIn("src", "d2", `"at_snapshot":12345`), "SnapshotNotFound"},
+		{restoreIn("src", "d2", `"at_snapshot":"no-such-name"`), "SnapshotNotFound"},
+		{restoreIn("src", "src", sel), "InvalidArguments"},
+		{restoreIn("src", "d2", sel+`,"at_snapshot":1`), "InvalidArguments"},
+		{`{"id":"src","destination_id":"d2"}`, "InvalidArguments"},
+		{restoreIn("src", "d2", `"at_commit":"`+strings.Repeat("zz", 32)+`"`), "InvalidArguments"},
+		{restoreIn("src", "d2", `"at_commit":"`+strings.Repeat("00", 32)+`"`), "Conflict"},
+	} {
+		got, ok := call(t, s, "workbench_restore", c.in)
+		if ok || got["code"] != c.code {
+			t.Errorf("%s: %v, want %s", c.in, got, c.code)
+		}
+	}
+	if _, ok := call(t, s, "workbench_stat", `{"id":"d2"}`); ok {
+		t.Fatal("a refused restore left a destination")
+	}
+}
+
+func TestRestoreExpiredSnapshot(t *testing.T) {
+	s := newService(t)
+	restoreSource(t, s, "src", 2)
+	snap := mintSnapshot(t, s, "src")
+	mustCall(t, s, "workbench_snapshot_retire", fmt.Sprintf(`{"id":"src","snapshot_id":%d}`, snap))
+	got, ok := call(t, s, "workbench_restore", restoreIn("src", "dst", fmt.Sprintf(`"at_snapshot":%d`, snap)))
+	if ok || got["code"] != "SnapshotExpired" {
+		t.Fatalf("restore of a retired snapshot: %v", got)
+	}
+	// While a restore consumes a snapshot, it cannot be retired.
+	snap2 := mintSnapshot(t, s, "src")
+	workbench.SetRestoreHookForTest(s, func(step string) error {
+		if step == "prepare" {
+			return errors.New("stop after prepare")
+		}
+		return nil
+	})
+	if _, ok := call(t, s, "workbench_restore", restoreIn("src", "dst", fmt.Sprintf(`"at_snapshot":%d`, snap2))); ok {
+		t.Fatal("the hook did not stop the restore")
+	}
+	workbench.SetRestoreHookForTest(s, nil)
+	got, ok = call(t, s, "workbench_snapshot_retire", fmt.Sprintf(`{"id":"src","snapshot_id":%d}`, snap2))
+	if ok || got["code"] != "ForkRetentionActive" {
+		t.Fatalf("retire under a restore: %v", got)
+	}
+	mustCall(t, s, "workbench_restore", restoreIn("src", "dst", fmt.Sprintf(`"at_snapshot":%d`, snap2)))
+	mustCall(t, s, "workbench_snapshot_retire", fmt.Sprintf(`{"id":"src","snapshot_id":%d}`, snap2))
+}
+
+// TestRestoreChain: a restored workbench is committed, so it can be
+// snapshotted and restored, and that one again.
+func TestRestoreChain(t *testing.T) {
+	s := newService(t)
+	restoreSource(t, s, "a", 4)
+	prev := "a"
+	for i, dst := range []string{"b", "c", "d"} {
+		snap := mintSnapshot(t, s, prev)
+		res := mustCall(t, s, "workbench_restore", restoreIn(prev, dst, fmt.Sprintf(`"at_snapshot":%d`, snap)))
+		if res["state"] != "complete" {
+			t.Fatalf("step %d: %v", i, res)
+		}
+		if got, want := treeOf(t, s, dst)["outputs/dir1/f001.txt"], treeOf(t, s, "a")["outputs/dir1/f001.txt"]; got != want || got == "" {
+			t.Fatalf("step %d: %s holds %q, want %q", i, dst, got, want)
+		}
+		prev = dst
+	}
+	mintSnapshot(t, s, "d")
+}
+
+// TestRestoreCrashBetweenSteps stops a multi-batch restore after each of
+// its commands in turn: in between nothing of the destination is visible
+// to any read, query or the change feed, and an exact retry converges on
+// the same result; no staging is left behind.
+func TestRestoreCrashBetweenSteps(t *testing.T) {
+	defer workbench.SetRestoreBatchForTest(4)()
+	const files = 10                   // 3 copy batches
+	for stop := 1; stop <= 5; stop++ { // prepare, copy ×3, final
+		t.Run(fmt.Sprint(stop), func(t *testing.T) {
+			s := newService(t)
+			commit := restoreSource(t, s, "src", files)
+			in := restoreIn("src", "dst", fmt.Sprintf(`"at_commit":%q`, commit))
+			feed := readChanges(t, s, workbench.ChangesRequest{})
+			n := 0
+			workbench.SetRestoreHookForTest(s, func(step string) error {
+				if n++; n == stop {
+					return errors.New("crash after " + step)
+				}
+				return nil
+			})
+			got, ok := call(t, s, "workbench_restore", in)
+			workbench.SetRestoreHookForTest(s, nil)
+			if ok {
+				t.Fatalf("the restore did not stop: %v", got)
+			}
+			if stop < 5 {
+				for _, c := range []struct{ tool, in string }{
+					{"workbench_stat", `{"id":"dst"}`},
+					{"workbench_list", `{"id":"dst","section":"outputs"}`},
+					{"workbench_read", `{"id":"dst","section":"outputs","path":"dir0/f000.txt"}`},
+				} {
+					if r, ok := call(t, s, c.tool, c.in); ok {
+						t.Fatalf("%s of the staging destination: %v", c.tool, r)
+					}
+				}
+				for _, m := range searchAll(t, s, "") {
+					if m["workbench_id"] == "dst" {
+						t.Fatalf("root search shows the staging destination")
+					}
+				}
+				if ev := readChanges(t, s, workbench.ChangesRequest{Cursor: feed.NextCursor}).Events; len(ev) != 0 {
+					t.Fatalf("the feed shows %d events of the staging restore: %+v", len(ev), ev)
+				}
+				// A write to the staging destination is refused.
+				if r, ok := call(t, s, "workbench_put_file", `{"id":"dst","section":"outputs","path":"x.txt","text":"x"}`); ok || r["code"] != "Conflict" {
+					t.Fatalf("write into the staging destination: %v", r)
+				}
+			}
+			res := mustCall(t, s, "workbench_restore", in)
+			if res["state"] != "complete" {
+				t.Fatalf("retry: %v", res)
+			}
+			if want := stop == 5; res["idempotent_replay"] != want {
+				t.Fatalf("retry after stop %d: idempotent_replay %v", stop, res["idempotent_replay"])
+			}
+			if got, want := len(treeOf(t, s, "dst")), files+2; got != want {
+				t.Fatalf("destination holds %d files, want %d", got, want)
+			}
+			evs := readChanges(t, s, workbench.ChangesRequest{Cursor: feed.NextCursor}).Events
+			if len(evs) != 1 || evs[0].Kind != "WorkspaceRestored" || evs[0].WorkbenchID != "dst" || evs[0].CommitID == nil || *evs[0].CommitID != commit {
+				t.Fatalf("feed after the restore: %+v", evs)
+			}
+			if keys := listKeys(t, s.Store().Bucket(), s.Store().Layout().StagingPrefix()); len(keys) > 0 {
+				t.Logf("staging ledgers left (cleaned in the background): %d", len(keys))
+			}
+		})
+	}
+}
+
+var _ = context.Background
