@@ -341,3 +341,59 @@ func TestRestoreCrashBetweenSteps(t *testing.T) {
 }
 
 var _ = context.Background
+
+// TestRestoreOperationCollisionAndMismatch: an operation row under the
+// restore's id with another identity digest is a collision, one with the
+// same identity but another initialization digest a mismatch; both fail
+// closed and change nothing.
+func TestRestoreOperationCollisionAndMismatch(t *testing.T) {
+	s := newService(t)
+	commit := restoreSource(t, s, "src", 2)
+	in := restoreIn("src", "dst", fmt.Sprintf(`"at_commit":%q`, commit))
+	workbench.SetRestoreHookForTest(s, func(string) error { return errors.New("stop") })
+	call(t, s, "workbench_restore", in)
+	workbench.SetRestoreHookForTest(s, nil)
+	id, op := workbench.RestoreOperationForTest(t, s, "dst")
+
+	bad := op
+	bad.IdentityDigest[31] ^= 1
+	workbench.PutRestoreOperationForTest(t, s, id, bad)
+	got, ok := call(t, s, "workbench_restore", in)
+	if ok || got["code"] != "InvalidState" || !strings.Contains(got["message"].(string), "collides") {
+		t.Fatalf("collision: %v", got)
+	}
+	bad = op
+	bad.InitializationDigest[0] ^= 1
+	workbench.PutRestoreOperationForTest(t, s, id, bad)
+	got, ok = call(t, s, "workbench_restore", in)
+	if ok || got["code"] != "InvalidState" || !strings.Contains(got["message"].(string), "different restore manifest") {
+		t.Fatalf("mismatch: %v", got)
+	}
+	// Put back, the exact retry resumes and completes.
+	workbench.PutRestoreOperationForTest(t, s, id, op)
+	if res := mustCall(t, s, "workbench_restore", in); res["state"] != "complete" {
+		t.Fatalf("resume: %v", res)
+	}
+}
+
+// TestRestoreSnapshotAfterLaterWrites: a snapshot whose tree is not its
+// base commit's gets a content digest derived from the frozen tree.
+func TestRestoreSnapshotAfterLaterWrites(t *testing.T) {
+	s := newService(t)
+	restoreSource(t, s, "src", 2)
+	putText(t, s, "src", "after-commit.txt", "x")
+	snap := mintSnapshot(t, s, "src")
+	mustCall(t, s, "workbench_restore", restoreIn("src", "dst", fmt.Sprintf(`"at_snapshot":%d`, snap)))
+	run := readText(t, s, "dst", "metadata/run_manifest.json")
+	var env map[string]any
+	if err := json.Unmarshal([]byte(run), &env); err != nil {
+		t.Fatal(err)
+	}
+	cd := env["content_digest_uri"].(string)
+	if cd == digestAA || !strings.HasPrefix(cd, "sha256:") || len(cd) != 71 {
+		t.Fatalf("content digest %s, want one derived from the frozen tree", cd)
+	}
+	if readText(t, s, "dst", "outputs/after-commit.txt") != "x" {
+		t.Fatal("the snapshot's later file is missing")
+	}
+}
