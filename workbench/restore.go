@@ -12,6 +12,7 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
@@ -237,7 +238,7 @@ func (s *Service) restoreTool(ctx context.Context, in *restoreInput) (map[string
 
 	if !found {
 		prepare := func(tx *head.Tx) ([]byte, error) { return nil, p.prepare(s, tx) }
-		if werr := s.restoreStep(ctx, sn, p, "prepare", prepare); werr != nil {
+		if werr := s.restoreStep(ctx, sn, p, "prepare", p.reads(s, sn, nil), prepare); werr != nil {
 			return nil, werr
 		}
 		op.MemberCursor = 0
@@ -245,22 +246,72 @@ func (s *Service) restoreTool(ctx context.Context, in *restoreInput) (map[string
 	for start := op.MemberCursor; start < uint64(len(p.members)); start += uint64(restoreBatch) {
 		end := min(start+uint64(restoreBatch), uint64(len(p.members)))
 		cp := &restoreCopy{p: p, s: s, start: start, end: end}
-		if werr := s.restoreStep(ctx, nil, p, "copy", cp.apply); werr != nil {
+		if werr := s.restoreStep(ctx, nil, p, "copy", p.reads(s, sn, p.members[start:end]), cp.apply); werr != nil {
 			return nil, werr
 		}
 	}
-	return s.finishRestore(ctx, p)
+	return s.finishRestore(ctx, sn, p)
+}
+
+// reads names what a restore command reads, so that the engine loads it
+// in one round before the command runs instead of one round per record:
+// the operation, both markers' shards, the source's records and, for
+// members, their revisions, the destination commit's references on them
+// and their directories' rows.
+func (p *restorePlan) reads(s *Service, sn *head.Snapshot, members []restoreMember) []head.ShardRef {
+	var refs []head.ShardRef
+	add := func(k interface {
+		Family() shards.Family
+		Encode() ([]byte, error)
+	}) {
+		key, err := k.Encode()
+		if err != nil {
+			return // the command meets the same error itself
+		}
+		ref, err := sn.ShardOf(k.Family(), key)
+		if err != nil {
+			return
+		}
+		ref.Prefix = key
+		refs = append(refs, ref)
+	}
+	add(nokv.OperationKey{Root: s.root, Kind: nokv.OperationKindRestore, ID: p.opID})
+	add(nokv.WorkspaceCurrentKey{Root: s.root, WorkbenchID: p.dstID})
+	add(nokv.WorkspaceIncarnationClaimKey{Root: s.root, Incarnation: p.dstInc})
+	add(nokv.CommitKey{Root: s.root, Commit: p.commitID})
+	if p.src.kind == nokv.RestoreSourceKindSnapshot {
+		add(nokv.SnapshotRefKey{Root: s.root, Incarnation: p.srcInc, Snapshot: p.src.snapshot})
+		add(nokv.LeaseClockKey{Root: s.root})
+	} else {
+		add(nokv.CommitKey{Root: s.root, Commit: p.src.commit})
+	}
+	dirs := map[string]bool{}
+	for _, m := range members {
+		add(nokv.ArtifactRevisionKey{Root: s.root, Revision: m.entry.Revision})
+		add(nokv.CommitRefKey(s.root, p.commitID, m.entry.Revision))
+		for n := len(m.path) - 1; n > 0; n-- {
+			k := nokv.PathDirectoryKey{Root: s.root, Incarnation: p.dstInc, Path: m.path[:n]}
+			id := LogicalPath(k.Path)
+			if dirs[id] {
+				break
+			}
+			dirs[id] = true
+			add(k)
+		}
+	}
+	return refs
 }
 
 // restoreStep runs one command of a restore with its own request id (an
 // unknown outcome is settled by rerunning it exactly), then the test hook.
-func (s *Service) restoreStep(ctx context.Context, at *head.Snapshot, p *restorePlan, step string, apply func(*head.Tx) ([]byte, error)) *Error {
+func (s *Service) restoreStep(ctx context.Context, at *head.Snapshot, p *restorePlan, step string, reads []head.ShardRef, apply func(*head.Tx) ([]byte, error)) *Error {
 	_, err := s.doExact(ctx, head.Command{
 		Namespace: s.root,
 		RequestID: s.requestID(),
 		Digest:    head.Digest([]byte("cairn.workbench.restore."+step+".v1"), p.identity[:], p.init[:], p.chain[:]),
 		Apply:     apply,
 		At:        at,
+		Reads:     reads,
 	})
 	if err != nil {
 		return FromError(err)
@@ -810,7 +861,7 @@ type finalMember struct {
 }
 
 // finishRestore stages the rebuilt run manifest and runs step 3.
-func (s *Service) finishRestore(ctx context.Context, p *restorePlan) (map[string]any, *Error) {
+func (s *Service) finishRestore(ctx context.Context, sn *head.Snapshot, p *restorePlan) (map[string]any, *Error) {
 	committedAt := uint64(max(s.opts.Now().Unix(), 0))
 	env, err := runManifestEnvelope(p.dstID, WorkbenchPath(s.logical, p.dstID), p.contentDigest, p.canonical, p.manifestDigest, p.commitID, committedAt)
 	if err != nil {
@@ -842,6 +893,8 @@ func (s *Service) finishRestore(ctx context.Context, p *restorePlan) (map[string
 		Digest: head.Digest([]byte("cairn.workbench.restore.final.v1"), p.identity[:], p.init[:], p.chain[:],
 			st.op[:], st.rev[:], []byte(rowsDigest)),
 		Apply: f.apply,
+		Reads: append(p.reads(s, sn, []restoreMember{{path: restoreManifestComps, entry: p.rmEntry}, {path: runManifestComps, entry: f.runEntry}}),
+			head.ShardRef{Family: nokv.FamilyRestoreMember, Index: restoreMemberShard(sn, s.root, p.opID), Prefix: nokv.RestoreMemberPrefix(s.root, p.opID)}),
 	})
 	if err != nil {
 		if _, rejected := errors.AsType[*pubReject](err); rejected {
@@ -871,6 +924,13 @@ func (s *Service) finishRestore(ctx context.Context, p *restorePlan) (map[string
 		return nil, Internal("restore operation " + p.opID.String() + " did not complete")
 	}
 	return s.restoreResult(op, !f.landed), nil
+}
+
+// restoreMemberShard is the shard that holds restore op's members.
+func restoreMemberShard(sn *head.Snapshot, root nokv.RootID, op nokv.OperationID) uint8 {
+	k, _ := nokv.RestoreMemberKey{Root: root, Operation: op}.Encode()
+	ref, _ := sn.ShardOf(nokv.FamilyRestoreMember, k)
+	return ref.Index
 }
 
 // restoreFinal is step 3.
