@@ -209,8 +209,10 @@ func (s *Service) restoreTool(ctx context.Context, in *restoreInput) (map[string
 		return res, werr
 	}
 
-	// The source must still be alive to be copied (a fresh restore and a
-	// resumed one alike; once attached it cannot be retired or reaped).
+	// A fresh restore needs a live source. A resumed one holds its source
+	// already (a consumed snapshot is neither retired nor reaped, a
+	// consumed commit not retired), so a lease that ran out since does
+	// not strand its Staging destination.
 	srcSnap := sn
 	if p.src.kind == nokv.RestoreSourceKindSnapshot {
 		clock, err := s.leaseClock(read)
@@ -218,7 +220,7 @@ func (s *Service) restoreTool(ctx context.Context, in *restoreInput) (map[string
 			return nil, FromError(err)
 		}
 		p.leaseNow = max(s.wallMillis(), clock.HighWater)
-		if st := snapshotState(ref, p.leaseNow); st != "alive" {
+		if st := snapshotState(ref, p.leaseNow); st != "alive" && !found {
 			return nil, SnapshotExpired(fmt.Sprintf("snapshot %s of workbench %s is not alive: %s", p.src.snapshot, p.srcID, st))
 		}
 		frozen, err := s.store.At(ctx, digest.Hash(ref.HeldRoot))
@@ -229,7 +231,7 @@ func (s *Service) restoreTool(ctx context.Context, in *restoreInput) (map[string
 			return nil, FromError(err)
 		}
 		srcSnap = frozen
-	} else if srcCommit.State != nokv.CommitStateSealed {
+	} else if srcCommit.State != nokv.CommitStateSealed && !found {
 		return nil, InvalidState(fmt.Sprintf("commit %s is %v", p.src.commit, srcCommit.State))
 	}
 	if werr := s.planMembers(ctx, srcSnap, p, srcCommit); werr != nil {
