@@ -142,6 +142,9 @@ func (s *Service) commit(ctx context.Context, req *commitRequest, now func() tim
 			observed = &h
 		}
 	}
+	if werr := s.prefetchCommit(ctx, sn, ws, ok && ws.State == nokv.WorkspaceStateVisible, observed); werr != nil {
+		return nil, werr
+	}
 	committedAt := uint64(max(now().Unix(), 0))
 	env, err := req.envelope(committedAt)
 	if err != nil {
@@ -201,6 +204,73 @@ func (s *Service) commit(ctx context.Context, req *commitRequest, now func() tim
 		return s.replayCommit(req, op)
 	}
 	return s.commitResult(req, len(env), DigestURI(env), out.HeadGeneration, out.TreeDigestURI, false), nil
+}
+
+// commitFamilies are the families the commit command reads.
+var commitFamilies = []shards.Family{
+	nokv.FamilyWorkspaceCurrent, nokv.FamilyPathCurrent, nokv.FamilyPathDirectory, nokv.FamilyArtifactRevision,
+	nokv.FamilyRevisionRef, nokv.FamilyCommit, nokv.FamilyCommitMember, nokv.FamilyCommitConsumer,
+	nokv.FamilyWorkbenchCommitHead, nokv.FamilyOperation, nokv.FamilySecondaryIndex, nokv.FamilyChangeEvent,
+}
+
+// prefetchCommit loads, in a few parallel rounds, what the commit command
+// will read of the snapshot it first runs on, instead of a round per
+// shard as the command discovers them: the families' tables, then the
+// workbench's path shards (one scan) and the shards of the revisions its
+// files name, of the old head's commit and of the run manifest's path
+// reference. A command that runs on a newer snapshot reads what changed
+// itself.
+func (s *Service) prefetchCommit(ctx context.Context, sn *head.Snapshot, ws nokv.WorkspaceCurrent, visible bool, observed *nokv.WorkbenchCommitHead) *Error {
+	if err := sn.Prefetch(ctx, commitFamilies, nil); err != nil {
+		return FromError(err)
+	}
+	if !visible {
+		return nil
+	}
+	prefix, err := nokv.PathCurrentPrefix(s.root, ws.Incarnation, nil)
+	if err != nil {
+		return FromError(err)
+	}
+	recs, err := sn.Scan(ctx, nokv.FamilyPathCurrent, prefix, nil, 0)
+	if err != nil {
+		return FromError(err)
+	}
+	var refs []head.ShardRef
+	add := func(f shards.Family, key []byte, err error) error {
+		if err != nil {
+			return err
+		}
+		ref, err := sn.ShardOf(f, key)
+		ref.Prefix = key
+		refs = append(refs, ref)
+		return err
+	}
+	seen := map[nokv.RevisionID]bool{}
+	for _, r := range recs {
+		e, err := nokv.DecodePathEntry(r.Value)
+		if err != nil {
+			return FromError(err)
+		}
+		if seen[e.Revision] {
+			continue
+		}
+		seen[e.Revision] = true
+		k, err := nokv.ArtifactRevisionKey{Root: s.root, Revision: e.Revision}.Encode()
+		if err := add(nokv.FamilyArtifactRevision, k, err); err != nil {
+			return FromError(err)
+		}
+	}
+	if observed != nil {
+		k, err := nokv.CommitKey{Root: s.root, Commit: observed.Commit}.Encode()
+		if err := add(nokv.FamilyCommit, k, err); err != nil {
+			return FromError(err)
+		}
+		k, err = nokv.CommitConsumerKey{Root: s.root, Commit: observed.Commit, Kind: nokv.CommitConsumerKindWorkbenchHead, Incarnation: ws.Incarnation}.Encode()
+		if err := add(nokv.FamilyCommitConsumer, k, err); err != nil {
+			return FromError(err)
+		}
+	}
+	return FromError(sn.Prefetch(ctx, nil, refs))
 }
 
 // headConflict is the reference's refusal of a different commit onto a
