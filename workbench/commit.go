@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/bucket/wire"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/shards"
@@ -61,6 +62,10 @@ func (in *commitInput) resolve(*Service) *Error {
 	}
 	if len(in.Manifest) == 0 || in.Manifest[0] != '{' {
 		return InvalidArguments("manifest must be an object")
+	}
+	// The schema's pattern already holds it; the projection checks again.
+	if !digest.ValidURI(in.ContentDigestURI) {
+		return InvalidArguments("content_digest_uri must be sha256: and 64 lowercase hex digits")
 	}
 	return nil
 }
