@@ -66,3 +66,49 @@ func TestCommitRequestCounts(t *testing.T) {
 	st := cb.Snapshot()
 	t.Logf("find with manifests, one committed workbench: %d GETs, %d PUTs in %d rounds; %v matches", st.Get.Requests, st.Put.Requests, st.Rounds, res["match_count"])
 }
+
+// TestFindRequestCounts: a cold find over 100 workbenches, 20 of them
+// committed, with and without their run manifests. Logged for
+// docs/performance.md; the bound catches a round per workbench.
+func TestFindRequestCounts(t *testing.T) {
+	store := mem.NewStore()
+	plain, err := mem.New(store, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	view, err := mem.New(store, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeder := newServiceOn(t, plain, workbench.Options{AgentID: "test"})
+	for i := range 100 {
+		id := fmt.Sprintf("wb%03d", i)
+		if i%5 == 0 {
+			mustCall(t, seeder, "workbench_commit", commitInput(id, fmt.Sprintf(`{"task":"t%d"}`, i), digest01))
+		} else {
+			mustCall(t, seeder, "workbench_create", fmt.Sprintf(`{"id":%q}`, id))
+		}
+	}
+	cb := counting.New(latency.New(view, latency.Options{PerRequest: 10 * time.Millisecond}))
+	s, err := workbench.Open(context.Background(), cb, workbench.Options{AgentID: "test", BlockCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, tc := range []struct {
+		what, input string
+		maxRounds   int64
+	}{
+		{"find of 100 workbenches, cold", `{"limit":100}`, 6},
+		{"find of 100 workbenches with manifests, warm", `{"limit":100,"include_manifest":true}`, 6},
+		{"find of 100 workbenches with manifests, warm again", `{"limit":100,"include_manifest":true}`, 2},
+	} {
+		cb.Reset()
+		res := mustCall(t, s, "workbench_find", tc.input)
+		st := cb.Snapshot()
+		t.Logf("%s: %d GETs (%d bytes) in %d rounds; %v matches", tc.what, st.Get.Requests, st.Get.BytesRead, st.Rounds, res["match_count"])
+		if st.Rounds > tc.maxRounds || st.Put.Requests != 0 {
+			t.Errorf("%s: %d rounds, %d PUTs; want at most %d rounds, no PUT", tc.what, st.Rounds, st.Put.Requests, tc.maxRounds)
+		}
+	}
+}
