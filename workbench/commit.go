@@ -70,6 +70,20 @@ func (in *commitInput) resolve(*Service) *Error {
 	return nil
 }
 
+// MaxCommitMembers bounds the files of one commit. A commit is one engine
+// command, which holds a CommitMember row and a revision rewrite per file
+// in memory and writes about a kilobyte per file; beyond this bound the
+// commit is ResourceExhausted and nothing is written.
+const MaxCommitMembers = 100_000
+
+// maxCommitMembers is MaxCommitMembers; tests lower it.
+var maxCommitMembers = MaxCommitMembers
+
+// tooManyMembers reports a tree over maxCommitMembers files.
+func tooManyMembers(n int) *Error {
+	return ResourceExhausted(fmt.Sprintf("a commit of %d files exceeds the %d-file limit of one commit", n, maxCommitMembers))
+}
+
 // commitRequest is one commit request with everything derived from it
 // alone: the projection the reference facade computes before it calls
 // storage, and the operation id a retry finds.
@@ -239,6 +253,9 @@ func (s *Service) prefetchCommit(ctx context.Context, sn *head.Snapshot, ws nokv
 	recs, err := sn.Scan(ctx, nokv.FamilyPathCurrent, prefix, nil, 0)
 	if err != nil {
 		return FromError(err)
+	}
+	if len(recs) > maxCommitMembers {
+		return tooManyMembers(len(recs))
 	}
 	var refs []head.ShardRef
 	add := func(f shards.Family, key []byte, err error) error {
@@ -598,6 +615,9 @@ func (c *commitCommand) collectMembers() error {
 	}
 	at, _ := slices.BinarySearchFunc(c.members, runKey, func(m member, k []byte) int { return bytes.Compare(m.key, k) })
 	c.members = slices.Insert(c.members, at, member{key: runKey, path: runManifestComps, m: nokv.MemberOf(c.entry)})
+	if len(c.members) > maxCommitMembers {
+		return reject(tooManyMembers(len(c.members)))
+	}
 	return nil
 }
 

@@ -287,3 +287,21 @@ func TestCommitConcurrent(t *testing.T) {
 	workbench.CheckCommitClosureForTest(t, services[0])
 	workbench.CheckReferencesForTest(t, services[0])
 }
+
+func TestCommitFileLimit(t *testing.T) {
+	s := newService(t)
+	workbench.SetMaxCommitMembersForTest(t, 3)
+	for _, p := range []string{"a", "b", "c"} {
+		mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", p, `"text":"x"`))
+	}
+	// Three files and the run manifest: four members.
+	got, ok := call(t, s, "workbench_commit", commitInput("wb", `{}`, digest01))
+	if ok || got["code"] != "ResourceExhausted" || got["retryable"] != false {
+		t.Fatalf("%v", got)
+	}
+	if n := len(workbench.CommitsForTest(t, s)); n != 0 {
+		t.Fatalf("%d commits written", n)
+	}
+	workbench.SetMaxCommitMembersForTest(t, 4)
+	mustCall(t, s, "workbench_commit", commitInput("wb", `{}`, digest01))
+}
