@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/bucket/wire"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/shards"
@@ -62,7 +63,25 @@ func (in *commitInput) resolve(*Service) *Error {
 	if len(in.Manifest) == 0 || in.Manifest[0] != '{' {
 		return InvalidArguments("manifest must be an object")
 	}
+	// The schema's pattern already holds it; the projection checks again.
+	if !digest.ValidURI(in.ContentDigestURI) {
+		return InvalidArguments("content_digest_uri must be sha256: and 64 lowercase hex digits")
+	}
 	return nil
+}
+
+// MaxCommitMembers bounds the files of one commit. A commit is one engine
+// command, which holds a CommitMember row and a revision rewrite per file
+// in memory and writes about a kilobyte per file; beyond this bound the
+// commit is ResourceExhausted and nothing is written.
+const MaxCommitMembers = 100_000
+
+// maxCommitMembers is MaxCommitMembers; tests lower it.
+var maxCommitMembers = MaxCommitMembers
+
+// tooManyMembers reports a tree over maxCommitMembers files.
+func tooManyMembers(n int) *Error {
+	return ResourceExhausted(fmt.Sprintf("a commit of %d files exceeds the %d-file limit of one commit", n, maxCommitMembers))
 }
 
 // commitRequest is one commit request with everything derived from it
@@ -142,6 +161,9 @@ func (s *Service) commit(ctx context.Context, req *commitRequest, now func() tim
 			observed = &h
 		}
 	}
+	if werr := s.prefetchCommit(ctx, sn, ws, ok && ws.State == nokv.WorkspaceStateVisible, observed); werr != nil {
+		return nil, werr
+	}
 	committedAt := uint64(max(now().Unix(), 0))
 	env, err := req.envelope(committedAt)
 	if err != nil {
@@ -201,6 +223,76 @@ func (s *Service) commit(ctx context.Context, req *commitRequest, now func() tim
 		return s.replayCommit(req, op)
 	}
 	return s.commitResult(req, len(env), DigestURI(env), out.HeadGeneration, out.TreeDigestURI, false), nil
+}
+
+// commitFamilies are the families the commit command reads.
+var commitFamilies = []shards.Family{
+	nokv.FamilyWorkspaceCurrent, nokv.FamilyPathCurrent, nokv.FamilyPathDirectory, nokv.FamilyArtifactRevision,
+	nokv.FamilyRevisionRef, nokv.FamilyCommit, nokv.FamilyCommitMember, nokv.FamilyCommitConsumer,
+	nokv.FamilyWorkbenchCommitHead, nokv.FamilyOperation, nokv.FamilySecondaryIndex, nokv.FamilyChangeEvent,
+}
+
+// prefetchCommit loads, in a few parallel rounds, what the commit command
+// will read of the snapshot it first runs on, instead of a round per
+// shard as the command discovers them: the families' tables, then the
+// workbench's path shards (one scan) and the shards of the revisions its
+// files name, of the old head's commit and of the run manifest's path
+// reference. A command that runs on a newer snapshot reads what changed
+// itself.
+func (s *Service) prefetchCommit(ctx context.Context, sn *head.Snapshot, ws nokv.WorkspaceCurrent, visible bool, observed *nokv.WorkbenchCommitHead) *Error {
+	if err := sn.Prefetch(ctx, commitFamilies, nil); err != nil {
+		return FromError(err)
+	}
+	if !visible {
+		return nil
+	}
+	prefix, err := nokv.PathCurrentPrefix(s.root, ws.Incarnation, nil)
+	if err != nil {
+		return FromError(err)
+	}
+	recs, err := sn.Scan(ctx, nokv.FamilyPathCurrent, prefix, nil, 0)
+	if err != nil {
+		return FromError(err)
+	}
+	if len(recs) > maxCommitMembers {
+		return tooManyMembers(len(recs))
+	}
+	var refs []head.ShardRef
+	add := func(f shards.Family, key []byte, err error) error {
+		if err != nil {
+			return err
+		}
+		ref, err := sn.ShardOf(f, key)
+		ref.Prefix = key
+		refs = append(refs, ref)
+		return err
+	}
+	seen := map[nokv.RevisionID]bool{}
+	for _, r := range recs {
+		e, err := nokv.DecodePathEntry(r.Value)
+		if err != nil {
+			return FromError(err)
+		}
+		if seen[e.Revision] {
+			continue
+		}
+		seen[e.Revision] = true
+		k, err := nokv.ArtifactRevisionKey{Root: s.root, Revision: e.Revision}.Encode()
+		if err := add(nokv.FamilyArtifactRevision, k, err); err != nil {
+			return FromError(err)
+		}
+	}
+	if observed != nil {
+		k, err := nokv.CommitKey{Root: s.root, Commit: observed.Commit}.Encode()
+		if err := add(nokv.FamilyCommit, k, err); err != nil {
+			return FromError(err)
+		}
+		k, err = nokv.CommitConsumerKey{Root: s.root, Commit: observed.Commit, Kind: nokv.CommitConsumerKindWorkbenchHead, Incarnation: ws.Incarnation}.Encode()
+		if err := add(nokv.FamilyCommitConsumer, k, err); err != nil {
+			return FromError(err)
+		}
+	}
+	return FromError(sn.Prefetch(ctx, nil, refs))
 }
 
 // headConflict is the reference's refusal of a different commit onto a
@@ -523,6 +615,9 @@ func (c *commitCommand) collectMembers() error {
 	}
 	at, _ := slices.BinarySearchFunc(c.members, runKey, func(m member, k []byte) int { return bytes.Compare(m.key, k) })
 	c.members = slices.Insert(c.members, at, member{key: runKey, path: runManifestComps, m: nokv.MemberOf(c.entry)})
+	if len(c.members) > maxCommitMembers {
+		return reject(tooManyMembers(len(c.members)))
+	}
 	return nil
 }
 

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
@@ -131,4 +133,45 @@ func CheckCommitClosureForTest(tb testing.TB, s *Service) {
 			tb.Errorf("commit %s: parent consumers %v, sealed parents %v", id, parents, c.Parents)
 		}
 	}
+}
+
+// OverwriteForTest replaces the artifact at path (which may be a reserved
+// path such as metadata/run_manifest.json) with body, as a replace-only
+// publication: the way a test tampers with a run manifest.
+func OverwriteForTest(tb testing.TB, s *Service, id, path string, body []byte) {
+	tb.Helper()
+	if _, werr := s.putFile(context.Background(), id, strings.Split(path, "/"), body, "application/json", true); werr != nil {
+		tb.Fatal(werr)
+	}
+}
+
+// StageWorkbenchForTest writes a Staging marker for workbench id, as a
+// restore in progress does.
+func StageWorkbenchForTest(tb testing.TB, s *Service, id string) {
+	tb.Helper()
+	ctx := context.Background()
+	_, err := s.store.Do(ctx, head.Command{
+		Namespace: s.root,
+		RequestID: s.requestID(),
+		Digest:    head.Digest([]byte("test.stage"), []byte(id)),
+		Apply: func(tx *head.Tx) ([]byte, error) {
+			ws := nokv.WorkspaceCurrent{
+				Incarnation: nokv.NewIncarnationID(), WorkspaceRevision: 1, State: nokv.WorkspaceStateStaging,
+				Owner:          &nokv.OperationRef{Kind: nokv.OperationKindRestore, ID: nokv.NewOperationID()},
+				CreatedVersion: tx.Sequence(), ModifiedVersion: tx.Sequence(),
+			}
+			return nil, s.putWorkspace(tx, id, ws)
+		},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// SetMaxCommitMembersForTest lowers the file bound of a commit until the
+// test ends.
+func SetMaxCommitMembersForTest(tb testing.TB, n int) {
+	old := maxCommitMembers
+	maxCommitMembers = n
+	tb.Cleanup(func() { maxCommitMembers = old })
 }

@@ -1,0 +1,404 @@
+package workbench
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"maps"
+	"slices"
+
+	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/bucket/wire"
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/manifests"
+	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/workbench/nokv"
+)
+
+// workbench_find lists the root's workbenches, one page at a time in
+// workbench id order, filtered by commit state and by a literal match in
+// their run manifests (docs/workbench.md, "Find").
+//
+// A page is drawn first: the Visible workbenches after the cursor (only
+// those with a commit head when committed is true), up to limit; its size
+// is entry_count. The page is then filtered: committed false keeps those
+// without a head, and a manifest_pattern keeps those whose stored run
+// manifest contains it, ASCII letters compared case-insensitively. A page
+// may therefore hold fewer matches than limit while truncated is true.
+// Staging workbenches (a restore in progress) never appear.
+//
+// The run manifest is read only when include_manifest is true or a
+// pattern is given; otherwise every manifest field is null and
+// commit_identity_verified false. A manifest that is read is verified:
+// canonical bytes, exactly the eight envelope keys, the schema string,
+// this workbench's id and path, well-formed digests, the manifest digest
+// and commit identity recomputed, and the identity equal to the
+// workbench's commit head. When it fails, the digest and identity fields
+// are null and commit_identity_verified false.
+func init() { registerTool("workbench_find", (*Service).findTool) }
+
+// Find limits.
+const (
+	defaultFindLimit = 50
+	maxFindLimit     = 100
+)
+
+// findInput is workbench_find's input.
+type findInput struct {
+	Committed       *bool   `json:"committed"`
+	Cursor          *string `json:"cursor"`
+	IncludeManifest bool    `json:"include_manifest"`
+	Limit           *uint64 `json:"limit"`
+	ManifestPattern *string `json:"manifest_pattern"`
+
+	limit int
+}
+
+func (in *findInput) resolve(*Service) *Error {
+	in.limit = defaultFindLimit
+	if in.Limit != nil {
+		if *in.Limit < 1 || *in.Limit > maxFindLimit {
+			return InvalidState("find page limit must be between 1 and 100")
+		}
+		in.limit = int(*in.Limit)
+	}
+	return nil
+}
+
+func (s *Service) findTool(ctx context.Context, in *findInput) (map[string]any, *Error) {
+	sn, werr := s.pin(ctx)
+	if werr != nil {
+		return nil, werr
+	}
+	var after string
+	if in.Cursor != nil {
+		if after, werr = decodeFindCursor(s.root, *in.Cursor, in.Committed); werr != nil {
+			return nil, werr
+		}
+	}
+	views, werr := s.visibleViews(ctx, sn)
+	if werr != nil {
+		return nil, werr
+	}
+	// The heads of the candidates, fetched in one parallel round rather
+	// than one shard at a time.
+	var refs []head.ShardRef
+	for _, v := range views {
+		if in.Cursor != nil && v.id <= after {
+			continue
+		}
+		key, err := nokv.WorkbenchCommitHeadKey{Root: s.root, Incarnation: v.ws.Incarnation}.Encode()
+		if err != nil {
+			return nil, FromError(err)
+		}
+		ref, err := sn.ShardOf(nokv.FamilyWorkbenchCommitHead, key)
+		if err != nil {
+			return nil, FromError(err)
+		}
+		ref.Prefix = key
+		refs = append(refs, ref)
+	}
+	if err := sn.Prefetch(ctx, []shards.Family{nokv.FamilyWorkbenchCommitHead}, refs); err != nil {
+		return nil, FromError(err)
+	}
+	// The page: workbenches after the cursor, those with a head only when
+	// committed is true, up to limit and one more to tell whether more
+	// follow.
+	type candidate struct {
+		v    *view
+		head *nokv.WorkbenchCommitHead
+	}
+	var page []candidate
+	more := false
+	for _, v := range views {
+		if in.Cursor != nil && v.id <= after {
+			continue
+		}
+		h, ok, err := commitHead(ctx, sn, s.root, v.ws.Incarnation)
+		if err != nil {
+			return nil, FromError(err)
+		}
+		if in.Committed != nil && *in.Committed && !ok {
+			continue
+		}
+		if len(page) == in.limit {
+			more = true
+			break
+		}
+		c := candidate{v: v}
+		if ok {
+			c.head = &h
+		}
+		page = append(page, c)
+	}
+	loadManifest := in.IncludeManifest || in.ManifestPattern != nil
+	matches := []any{}
+	for _, c := range page {
+		if in.Committed != nil && !*in.Committed && c.head != nil {
+			continue
+		}
+		var rm *runManifest
+		if loadManifest {
+			if rm, werr = s.loadRunManifest(ctx, c.v, c.head); werr != nil {
+				return nil, werr
+			}
+		}
+		if in.ManifestPattern != nil && (rm == nil || !containsFoldASCII(rm.raw, []byte(*in.ManifestPattern))) {
+			continue
+		}
+		matches = append(matches, s.findMatch(c.v.id, c.head != nil, rm, in.IncludeManifest))
+	}
+	var next any
+	if more {
+		next = encodeFindCursor(s.root, page[len(page)-1].v.id, in.Committed)
+	}
+	return map[string]any{
+		"path":        s.logical,
+		"matches":     matches,
+		"match_count": len(matches),
+		"entry_count": len(page),
+		"next_cursor": next,
+		"truncated":   more,
+	}, nil
+}
+
+// runManifest is a workbench's stored run manifest as find reads it.
+type runManifest struct {
+	entry nokv.PathEntry
+	raw   []byte
+	// envelope is raw decoded, when it is a JSON object; its numbers are
+	// json.Number, its manifest kept as text.
+	envelope map[string]json.RawMessage
+	verified bool
+}
+
+// loadRunManifest reads and verifies the run manifest of v's workbench,
+// nil when it has none.
+func (s *Service) loadRunManifest(ctx context.Context, v *view, h *nokv.WorkbenchCommitHead) (*runManifest, *Error) {
+	e, ok, werr := v.entry(ctx, runManifestComps)
+	if werr != nil || !ok {
+		return nil, werr
+	}
+	raw, werr := v.body(ctx, e)
+	if werr != nil {
+		return nil, werr
+	}
+	rm := &runManifest{entry: e, raw: raw}
+	if err := json.Unmarshal(raw, &rm.envelope); err != nil {
+		rm.envelope = nil
+	}
+	rm.verified = s.verifyRunManifest(v.id, raw, rm.envelope, h)
+	return rm, nil
+}
+
+// verifyRunManifest checks a stored envelope as the reference does on
+// read, and that it names the workbench's commit head.
+func (s *Service) verifyRunManifest(id string, raw []byte, env map[string]json.RawMessage, h *nokv.WorkbenchCommitHead) bool {
+	if env == nil || len(env) != 8 || manifests.CheckCanonical(raw) != nil {
+		return false
+	}
+	str := func(key string) (string, bool) {
+		var v string
+		b, ok := env[key]
+		return v, ok && len(b) > 0 && b[0] == '"' && json.Unmarshal(b, &v) == nil
+	}
+	schema, ok1 := str("schema")
+	wbID, ok2 := str("workbench_id")
+	wbPath, ok3 := str("workbench_path")
+	content, ok4 := str("content_digest_uri")
+	md, ok5 := str("manifest_digest_uri")
+	identity, ok6 := str("commit_identity")
+	var at uint64
+	atOK := json.Unmarshal(env["committed_at_unix_seconds"], &at) == nil && isUnsignedInteger(env["committed_at_unix_seconds"])
+	manifest := env["manifest"]
+	switch {
+	case !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && atOK),
+		schema != RunManifestSchema,
+		wbID != id, wbPath != WorkbenchPath(s.logical, id),
+		!digest.ValidURI(content), !digest.ValidURI(md),
+		len(manifest) == 0 || manifest[0] != '{',
+		DigestURI(manifest) != md:
+		return false
+	}
+	want := CommitIdentity(wbID, content, md)
+	return identity == want.String() && h != nil && h.Commit == want
+}
+
+// isUnsignedInteger reports whether a JSON number's text is a plain
+// non-negative integer.
+func isUnsignedInteger(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// containsFoldASCII reports whether pattern occurs in b, ASCII letters
+// compared without case and every other byte exactly.
+func containsFoldASCII(b, pattern []byte) bool {
+	return bytes.Contains(lowerASCII(b), lowerASCII(pattern))
+}
+
+func lowerASCII(b []byte) []byte {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// findMatch shapes one match.
+func (s *Service) findMatch(id string, committed bool, rm *runManifest, include bool) map[string]any {
+	m := map[string]any{
+		"workbench_id":             id,
+		"path":                     WorkbenchPath(s.logical, id),
+		"committed":                committed,
+		"manifest_path":            nil,
+		"manifest_size_bytes":      nil,
+		"manifest_generation":      nil,
+		"content_digest_uri":       nil,
+		"manifest_digest_uri":      nil,
+		"commit_identity":          nil,
+		"commit_identity_verified": false,
+		"envelope_digest_uri":      nil,
+		"manifest_summary":         nil,
+		"manifest":                 nil,
+	}
+	if rm == nil {
+		return m
+	}
+	m["manifest_path"] = PresentationPath(s.logical, id, runManifestComps)
+	m["manifest_size_bytes"] = rm.entry.LogicalSize
+	m["manifest_generation"] = rm.entry.Generation
+	if rm.verified {
+		for _, k := range []string{"content_digest_uri", "manifest_digest_uri", "commit_identity"} {
+			m[k] = rawString(rm.envelope[k])
+		}
+		m["commit_identity_verified"] = true
+		m["envelope_digest_uri"] = DigestURI(rm.raw)
+	}
+	if rm.envelope != nil {
+		m["manifest_summary"] = manifestSummary(rm.envelope)
+		if include {
+			m["manifest"] = json.RawMessage(rm.raw)
+		}
+	}
+	return m
+}
+
+// manifestSummary is the envelope's summary: its identity fields, the
+// caller manifest's top-level keys, sorted, and its "task" value.
+func manifestSummary(env map[string]json.RawMessage) map[string]any {
+	field := func(k string) any {
+		if b, ok := env[k]; ok {
+			return json.RawMessage(b)
+		}
+		return nil
+	}
+	keys := []string{}
+	var task any
+	var manifest map[string]json.RawMessage
+	if json.Unmarshal(env["manifest"], &manifest) == nil && manifest != nil {
+		keys = slices.Sorted(maps.Keys(manifest))
+		if t, ok := manifest["task"]; ok {
+			task = json.RawMessage(t)
+		}
+	}
+	return map[string]any{
+		"schema":                    field("schema"),
+		"workbench_id":              field("workbench_id"),
+		"content_digest_uri":        field("content_digest_uri"),
+		"manifest_digest_uri":       field("manifest_digest_uri"),
+		"commit_identity":           field("commit_identity"),
+		"committed_at_unix_seconds": field("committed_at_unix_seconds"),
+		"manifest_keys":             keys,
+		"manifest_task":             task,
+	}
+}
+
+func rawString(b json.RawMessage) any {
+	var s string
+	if json.Unmarshal(b, &s) != nil {
+		return nil
+	}
+	return s
+}
+
+// Find cursors.
+//
+// A find cursor is base64url without padding of
+//
+//	version u8 (1) | filter u8 (0 all, 1 committed, 2 uncommitted) |
+//	u32(len(anchor)) | anchor | check [12]
+//
+// anchor is the id of the page's last workbench: the next page starts
+// strictly after it. check is the first 12 bytes of SHA-256 over a domain
+// tag, the RootId and the bytes before it, so an edited or foreign token
+// is refused as malformed; a cursor minted with another committed filter
+// is refused as belonging to a different operation (InvalidState). The
+// cursor carries no read fence: workbench markers are never removed and
+// ids order the pages, so a continuation neither repeats nor skips a
+// workbench that was visible when the first page was read; one created
+// since appears if its id comes after the anchor.
+const (
+	findCursorVersion = 1
+	findCheckTag      = "cairn.workbench.find-cursor.v1\x00"
+)
+
+func findFilter(committed *bool) uint8 {
+	switch {
+	case committed == nil:
+		return 0
+	case *committed:
+		return 1
+	}
+	return 2
+}
+
+func findCursorCheck(root nokv.RootID, body []byte) []byte {
+	h := sha256.New()
+	h.Write([]byte(findCheckTag))
+	h.Write(root[:])
+	h.Write(body)
+	return h.Sum(nil)[:listCursorCheck]
+}
+
+func encodeFindCursor(root nokv.RootID, anchor string, committed *bool) string {
+	b := wire.NewWriter(nil).U8(findCursorVersion).U8(findFilter(committed)).Bytes32([]byte(anchor)).Bytes()
+	return base64.RawURLEncoding.EncodeToString(append(b, findCursorCheck(root, b)...))
+}
+
+func decodeFindCursor(root nokv.RootID, token string, committed *bool) (string, *Error) {
+	malformed := InvalidState("find cursor is malformed")
+	b, err := base64.RawURLEncoding.Strict().DecodeString(token)
+	if err != nil || len(b) < 2+4+listCursorCheck || b[0] != findCursorVersion {
+		return "", malformed
+	}
+	body, check := b[:len(b)-listCursorCheck], b[len(b)-listCursorCheck:]
+	if !bytes.Equal(check, findCursorCheck(root, body)) {
+		return "", malformed
+	}
+	r := wire.NewReader(body[1:])
+	filter := r.U8()
+	anchor := string(r.Bytes32())
+	if r.End() != nil || filter > 2 {
+		return "", malformed
+	}
+	if _, werr := ParseWorkbenchID(anchor); werr != nil {
+		return "", malformed
+	}
+	if filter != findFilter(committed) {
+		return "", InvalidState("cursor belongs to a different operation")
+	}
+	return anchor, nil
+}
