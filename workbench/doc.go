@@ -114,8 +114,15 @@
 //
 // Continuations never mix versions: a list or grep cursor fails
 // ReadFenceChanged after any write to its workbench, a search cursor after
-// any commit to the shard. Reads at a snapshot (at_snapshot) are not built
-// yet: a snapshot name must not be empty (InvalidArguments), and any
-// snapshot answers NotFound, as a read of an unknown snapshot does in the
-// reference.
+// any commit to the shard. Reads at a snapshot (at_snapshot) resolve the
+// snapshot at the live head and run the same view code over the root the
+// snapshot holds (snapshot_view.go).
+//
+// # Snapshots
+//
+// A snapshot is an engine hold on the root its mint command pinned,
+// recorded as SnapshotRef, HistoryHold and SnapshotAlias rows
+// (snapshot.go). Leases are judged against the root's persisted lease
+// clock and ended by a reaper that waits out a clock-skew grace and any
+// clock regression (snapshot_lease.go).
 package workbench

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -231,7 +232,7 @@ func idSelector(n uint64) (snapshotSelector, *Error) {
 	return snapshotSelector{id: nokv.SnapshotID(n)}, nil
 }
 
-// selectorInput is the snapshot selector of renew and retire: exactly one
+// selectorOf returns the snapshot selector of renew and retire: exactly one
 // of snapshot_id and name (null counts as absent).
 func selectorOf(id *uint64, name *string) (snapshotSelector, *Error) {
 	switch {
@@ -345,6 +346,17 @@ func (s *Service) snapshotEvent(tx *head.Tx, wb string, inc nokv.IncarnationID, 
 	return writeChangeEvent(tx, s.root, nokv.ChangeEvent{WorkbenchID: wb, Incarnation: inc, Kind: kind, Snapshot: &id})
 }
 
+// lastEventSequence returns the sequence of the last change event the
+// command's commit version holds so far: the one the command just wrote.
+func lastEventSequence(tx *head.Tx, root nokv.RootID) (uint32, error) {
+	last, ok, err := tx.Last(nokv.FamilyChangeEvent, nokv.ChangeEventVersionPrefix(root, tx.Sequence()))
+	if err != nil || !ok {
+		return 0, errors.Join(err, errors.New("workbench: no change event in this commit"))
+	}
+	k, err := nokv.ParseChangeEventKey(last.Key)
+	return k.Sequence, err
+}
+
 // visibleWorkspace reads workbench id's marker through read; ok is false
 // when it does not exist or is not Visible.
 func (s *Service) visibleWorkspace(ctx context.Context, read reader, id string) (nokv.WorkspaceCurrent, bool, *Error) {
@@ -448,12 +460,14 @@ func (s *Service) leaseResult(wb string, o snapshotOutcome, ttl uint64) map[stri
 }
 
 // runSnapshotCommand runs one snapshot command and decodes its outcome.
-func (s *Service) runSnapshotCommand(ctx context.Context, tag string, digestParts [][]byte, apply func(tx *head.Tx) (snapshotOutcome, error)) (snapshotOutcome, *Error) {
+// at, when not nil, is a snapshot the caller pinned (head.Command.At).
+func (s *Service) runSnapshotCommand(ctx context.Context, at *head.Snapshot, tag string, digestParts [][]byte, apply func(tx *head.Tx) (snapshotOutcome, error)) (snapshotOutcome, *Error) {
 	parts := append([][]byte{[]byte(tag)}, digestParts...)
 	res, err := s.doExact(ctx, head.Command{
 		Namespace: s.root,
 		RequestID: s.requestID(),
 		Digest:    head.Digest(parts...),
+		At:        at,
 		Apply: func(tx *head.Tx) ([]byte, error) {
 			o, err := apply(tx)
 			if err != nil {
@@ -475,10 +489,16 @@ func (s *Service) runSnapshotCommand(ctx context.Context, tag string, digestPart
 // workbench_snapshot: mint. Not idempotent: every call mints a new
 // snapshot under a fresh id.
 func (s *Service) snapshotTool(ctx context.Context, in *snapshotInput) (map[string]any, *Error) {
-	if _, werr := s.pinForWrite(ctx); werr != nil {
+	sn, werr := s.pinForWrite(ctx)
+	if werr != nil {
 		return nil, werr
 	}
-	s.reapQuietly(ctx)
+	// The tables of everything the reaper and the command read, in one
+	// round; their small shards travel inline.
+	if err := sn.Prefetch(ctx, mintFamilies, nil); err != nil {
+		return nil, FromError(err)
+	}
+	sn = s.reapQuietly(ctx, sn)
 	reqID := s.requestID()
 	id := newSnapshotID(reqID)
 	wall := s.wallMillis()
@@ -486,7 +506,7 @@ func (s *Service) snapshotTool(ctx context.Context, in *snapshotInput) (map[stri
 	if in.Name != nil {
 		name = []byte(*in.Name)
 	}
-	o, werr := s.runSnapshotCommand(ctx, "cairn.workbench.snapshot.v1", [][]byte{
+	o, werr := s.runSnapshotCommand(ctx, sn, "cairn.workbench.snapshot.v1", [][]byte{
 		[]byte(in.id), wire.NewWriter(nil).U64(uint64(id)).U64(in.ttl).U64(wall).Bytes(), name, in.annotation,
 	}, func(tx *head.Tx) (snapshotOutcome, error) {
 		return s.mint(tx, in, id, wall)
@@ -499,6 +519,12 @@ func (s *Service) snapshotTool(ctx context.Context, in *snapshotInput) (map[stri
 		res["expiry_warning"] = expiryWarning
 	}
 	return res, nil
+}
+
+// mintFamilies are the families a mint reads.
+var mintFamilies = []shards.Family{
+	nokv.FamilyWorkspaceCurrent, nokv.FamilyWorkbenchCommitHead, nokv.FamilySnapshotRef,
+	nokv.FamilySnapshotAlias, nokv.FamilyHistoryHold, nokv.FamilyLeaseClock, nokv.FamilyChangeEvent,
 }
 
 // mint is the mint command: see the top of this file.
@@ -539,6 +565,14 @@ func (s *Service) mint(tx *head.Tx, in *snapshotInput, id nokv.SnapshotID, wall 
 		HeldRoot:       sn.RootHash(),
 		CreatedVersion: tx.Sequence(),
 	}
+	// The SnapshotMinted event's feed position is the mint's: it orders
+	// the mints of one commit.
+	if err := s.snapshotEvent(tx, in.id, ws.Incarnation, nokv.ChangeEventKindSnapshotMinted, id); err != nil {
+		return snapshotOutcome{}, err
+	}
+	if ref.MintSequence, err = lastEventSequence(tx, s.root); err != nil {
+		return snapshotOutcome{}, err
+	}
 	if err := s.putSnapshotRef(tx, ws.Incarnation, id, ref); err != nil {
 		return snapshotOutcome{}, err
 	}
@@ -564,9 +598,6 @@ func (s *Service) mint(tx *head.Tx, in *snapshotInput, id nokv.SnapshotID, wall 
 		if err := putRecord(tx, nokv.FamilySnapshotAlias, key, a.Encode); err != nil {
 			return snapshotOutcome{}, err
 		}
-	}
-	if err := s.snapshotEvent(tx, in.id, ws.Incarnation, nokv.ChangeEventKindSnapshotMinted, id); err != nil {
-		return snapshotOutcome{}, err
 	}
 	return snapshotOutcome{id: id, ref: ref, leaseNow: leaseNow}, nil
 }
@@ -616,14 +647,32 @@ func (s *Service) lookupForCommand(tx *head.Tx, wb string, sel snapshotSelector)
 	return ws.Incarnation, id, ref, nil
 }
 
+// pinNamed pins the shard for a renewal or retirement of a snapshot of
+// workbench wb. A deployment never written holds no snapshot: that is
+// SnapshotNotFound, and nothing is written.
+func (s *Service) pinNamed(ctx context.Context, wb string) (*head.Snapshot, *Error) {
+	sn, werr := s.pin(ctx)
+	if werr != nil {
+		return nil, werr
+	}
+	if sn.Empty() {
+		return nil, SnapshotNotFound(fmt.Sprintf("workbench %s does not exist", wb))
+	}
+	return sn, nil
+}
+
 // workbench_snapshot_renew: extend only. A renewal whose deadline is not
 // later than the current one changes nothing and still reports
 // renewed:true; an Active snapshot past its deadline that no reap has
 // claimed comes back to life. A retired snapshot is InvalidState, one a
 // reap claimed or finished SnapshotExpired.
 func (s *Service) snapshotRenewTool(ctx context.Context, in *snapshotRenewInput) (map[string]any, *Error) {
+	sn, werr := s.pinNamed(ctx, in.id)
+	if werr != nil {
+		return nil, werr
+	}
 	wall := s.wallMillis()
-	o, werr := s.runSnapshotCommand(ctx, "cairn.workbench.snapshot-renew.v1", [][]byte{
+	o, werr := s.runSnapshotCommand(ctx, sn, "cairn.workbench.snapshot-renew.v1", [][]byte{
 		[]byte(in.id), []byte(in.sel.String()), wire.NewWriter(nil).U64(in.ttl).U64(wall).Bytes(),
 	}, func(tx *head.Tx) (snapshotOutcome, error) {
 		inc, id, ref, err := s.lookupForCommand(tx, in.id, in.sel)
@@ -694,8 +743,12 @@ func (in *snapshotRetireInput) resolve(*Service) *Error {
 // annotation the first retirement recorded. A snapshot that a restore
 // still consumes is ForkRetentionActive.
 func (s *Service) snapshotRetireTool(ctx context.Context, in *snapshotRetireInput) (map[string]any, *Error) {
+	sn, werr := s.pinNamed(ctx, in.id)
+	if werr != nil {
+		return nil, werr
+	}
 	ann := retireAnnotation(in.Reason)
-	o, werr := s.runSnapshotCommand(ctx, "cairn.workbench.snapshot-retire.v1", [][]byte{
+	o, werr := s.runSnapshotCommand(ctx, sn, "cairn.workbench.snapshot-retire.v1", [][]byte{
 		[]byte(in.id), []byte(in.sel.String()), ann,
 	}, func(tx *head.Tx) (snapshotOutcome, error) {
 		inc, id, ref, err := s.lookupForCommand(tx, in.id, in.sel)
@@ -749,17 +802,18 @@ func (in *snapshotListInput) resolve(*Service) *Error {
 }
 
 // workbench_snapshot_list: every snapshot of the workbench, whatever its
-// state, in mint order (the commit version of the mint, then the id).
+// state, in mint order (the commit version of the mint, then the
+// sequence of its SnapshotMinted event in that commit).
 // Each reports the name it was minted with, even when a newer mint has
 // taken the name since. The list first gives the reaper its turn
 // (Service.Reap), so that snapshots past their lease and grace show as
 // reaped rather than expired once a reap could end them.
 func (s *Service) snapshotListTool(ctx context.Context, in *snapshotListInput) (map[string]any, *Error) {
-	s.reapQuietly(ctx)
 	sn, werr := s.pin(ctx)
 	if werr != nil {
 		return nil, werr
 	}
+	sn = s.reapQuietly(ctx, sn)
 	ws, ok, werr := s.visibleWorkspace(ctx, snapshotReader(ctx, sn), in.id)
 	if werr != nil {
 		return nil, werr
@@ -793,8 +847,11 @@ func (s *Service) snapshotListTool(ctx context.Context, in *snapshotListInput) (
 		rows[i] = row{k.Snapshot, ref}
 	}
 	slices.SortFunc(rows, func(a, b row) int {
-		if a.ref.CreatedVersion != b.ref.CreatedVersion {
-			return cmp.Compare(a.ref.CreatedVersion, b.ref.CreatedVersion)
+		if c := cmp.Compare(a.ref.CreatedVersion, b.ref.CreatedVersion); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.ref.MintSequence, b.ref.MintSequence); c != 0 {
+			return c
 		}
 		return cmp.Compare(a.id, b.id)
 	})

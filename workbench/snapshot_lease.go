@@ -14,7 +14,7 @@ import (
 // Snapshot leases are judged against the root's persisted lease clock
 // (nokv.LeaseClock): the high-water mark of the wall time (Options.Now)
 // that snapshot commands observed. Every mint and renewal, and every reap
-// command, observes the wall clock in the same command that uses it: at
+// claim, observes the wall clock in the same command that uses it: at
 // or past the high-water mark, the mark moves up to it; behind it (the
 // clock went back), the mark stays and the clock records ReapNotBefore,
 // the mark plus the clock-skew grace (Options.LeaseGrace). The lease
@@ -110,23 +110,30 @@ func (s *Service) Reap(ctx context.Context) (int, error) {
 	if werr != nil {
 		return 0, werr
 	}
+	n, _, err := s.reapAt(ctx, sn)
+	return n, err
+}
+
+// reapAt is Reap deciding from the records of sn, a snapshot the caller
+// pinned anyway. committed reports whether a reap command committed.
+func (s *Service) reapAt(ctx context.Context, sn *head.Snapshot) (reaped int, committed bool, err error) {
 	if sn.Empty() {
-		return 0, nil
+		return 0, false, nil
 	}
 	clock, err := s.leaseClock(snapshotReader(ctx, sn))
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	wall := s.wallMillis()
 	recs, err := sn.Scan(ctx, nokv.FamilySnapshotRef, nokv.RootPrefix(s.root), nil, 0)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	var due, claimed int
 	for _, r := range recs {
 		ref, err := nokv.DecodeSnapshotRef(r.Value)
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		switch {
 		case ref.State == nokv.SnapshotStateReapClaimed:
@@ -141,21 +148,31 @@ func (s *Service) Reap(ctx context.Context) (int, error) {
 	if due > 0 {
 		n, err := s.reapCommand(ctx, wall, false)
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		claimed += n
+		committed = true
 	}
 	if claimed == 0 {
-		return 0, nil
+		return 0, committed, nil
 	}
-	return s.reapCommand(ctx, wall, true)
+	n, err := s.reapCommand(ctx, wall, true)
+	return n, true, err
 }
 
-// reapQuietly gives the reaper its turn inside a tool call. The call's
-// result does not depend on it (an Active snapshot past its deadline
-// already reports expired), so a failed reap is left for a later call.
-func (s *Service) reapQuietly(ctx context.Context) {
-	_, _ = s.Reap(ctx)
+// reapQuietly gives the reaper its turn inside a tool call, deciding
+// from sn, and returns the snapshot the call goes on with: sn, or a fresh
+// pin when the reaper committed. The call's result does not depend on
+// the reap (an Active snapshot past its deadline already reports
+// expired), so a failed reap is left for a later call.
+func (s *Service) reapQuietly(ctx context.Context, sn *head.Snapshot) *head.Snapshot {
+	if _, committed, err := s.reapAt(ctx, sn); err != nil || !committed {
+		return sn
+	}
+	if fresh, werr := s.pin(ctx); werr == nil {
+		return fresh
+	}
+	return sn
 }
 
 // reapCommand runs one reap command over the root's snapshot records at

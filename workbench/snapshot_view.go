@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
@@ -25,8 +26,9 @@ import (
 // in such a view binds the selector and the snapshot's read version
 // (cursor.go).
 
-// snapshotView opens a view of workbench id at the snapshot at names.
-func (s *Service) snapshotView(ctx context.Context, id string, at any) (*view, *Error) {
+// snapshotView opens a view of workbench id at the snapshot at names,
+// fetching what reads names in the held root as a live view does.
+func (s *Service) snapshotView(ctx context.Context, id string, at any, reads viewReads) (*view, *Error) {
 	sel, werr := parseAtSnapshot(at)
 	if werr != nil {
 		return nil, werr
@@ -34,6 +36,11 @@ func (s *Service) snapshotView(ctx context.Context, id string, at any) (*view, *
 	live, werr := s.pin(ctx)
 	if werr != nil {
 		return nil, werr
+	}
+	// The tables of what the lookup reads, in one round: small shards
+	// travel inline in them.
+	if err := live.Prefetch(ctx, []shards.Family{nokv.FamilyWorkspaceCurrent, nokv.FamilySnapshotRef, nokv.FamilySnapshotAlias, nokv.FamilyLeaseClock}, nil); err != nil {
+		return nil, FromError(err)
 	}
 	read := snapshotReader(ctx, live)
 	ws, ok, werr := s.visibleWorkspace(ctx, read, id)
@@ -65,7 +72,7 @@ func (s *Service) snapshotView(ctx context.Context, id string, at any) (*view, *
 		}
 		return nil, FromError(err)
 	}
-	fws, ok, werr := s.workspace(ctx, snapshotReader(ctx, frozen), id)
+	fws, ok, werr := s.prefetch(ctx, frozen, id, reads)
 	if werr != nil {
 		return nil, werr
 	}

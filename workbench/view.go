@@ -227,7 +227,7 @@ func (s *Service) openView(ctx context.Context, id string, at any) (*view, *Erro
 // the marker (see viewReads).
 func (s *Service) openViewFor(ctx context.Context, id string, at any, reads viewReads) (*view, *Error) {
 	if at != nil {
-		return s.snapshotView(ctx, id, at)
+		return s.snapshotView(ctx, id, at, reads)
 	}
 	sn, werr := s.pin(ctx)
 	if werr != nil {

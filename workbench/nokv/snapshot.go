@@ -112,7 +112,8 @@ func SnapshotRefPrefix(root RootID, inc IncarnationID) []byte {
 //
 //	read_version u64 | alias? str | lease_deadline_ms u64 | state u8 |
 //	consumer_count u64 | consumer_epoch u64 | annotation str |
-//	retire_annotation? str | held_root [32] | created_version u64
+//	retire_annotation? str | held_root [32] | created_version u64 |
+//	mint_sequence u32
 //
 // ReadVersion is the commit sequence of the state the snapshot froze, and
 // HeldRoot that state's root hash, kept by an engine hold until the
@@ -121,7 +122,10 @@ func SnapshotRefPrefix(root RootID, inc IncarnationID) []byte {
 // {"metadata":…,"reason":…}; RetireAnnotation the one a retirement with a
 // reason recorded. Alias is the name the snapshot was minted with (an
 // alias may have moved to a newer mint since). CreatedVersion is the
-// commit version of the mint: snapshots list in mint order by it.
+// commit version of the mint and MintSequence the sequence of its
+// SnapshotMinted event in that commit: together the mint's position in
+// the change feed, so snapshots list in mint order by them even when one
+// group commit carries several mints.
 type SnapshotRef struct {
 	ReadVersion      uint64
 	Alias            *string
@@ -133,6 +137,7 @@ type SnapshotRef struct {
 	RetireAnnotation []byte // nil when none
 	HeldRoot         [32]byte
 	CreatedVersion   uint64
+	MintSequence     uint32
 }
 
 const recSnapshotRef = "snapshot_ref value"
@@ -158,6 +163,7 @@ func (v SnapshotRef) Encode() ([]byte, error) {
 	}
 	w.id32(v.HeldRoot)
 	w.u64(v.CreatedVersion)
+	w.u32(v.MintSequence)
 	return w.finish()
 }
 
@@ -188,6 +194,7 @@ func DecodeSnapshotRef(b []byte) (SnapshotRef, error) {
 	}
 	v.HeldRoot = r.id32()
 	v.CreatedVersion = r.u64()
+	v.MintSequence = r.u32()
 	if err := r.end(); err != nil {
 		return SnapshotRef{}, err
 	}

@@ -21,7 +21,7 @@ var (
 		State: nokv.SnapshotStateRetired, ConsumerCount: 1, ConsumerEpoch: 2,
 		Annotation:       []byte(fxAnnotation),
 		RetireAnnotation: []byte(`{"metadata":null,"reason":"done"}`),
-		HeldRoot:         fill32(0x77), CreatedVersion: 47,
+		HeldRoot:         fill32(0x77), CreatedVersion: 47, MintSequence: 3,
 	}
 	fxSnapshotAlias = nokv.SnapshotAlias{Snapshot: 0x0102030405060708, AliasGeneration: 3, State: nokv.SnapshotStateActive}
 	fxHistoryHold   = nokv.HistoryHold{ReadVersion: 46, SourceSnapshot: ptr(nokv.SnapshotID(9)), State: nokv.HistoryHoldStateActive, CreatedVersion: 47}
@@ -33,14 +33,14 @@ func snapshotRecords() []record {
 		newRecord("SnapshotRef", fxSnapshotRef, nokv.DecodeSnapshotRef, func(t testing.TB) []byte {
 			return hx(t, "01", "000000000000002e", "01", lp("before-edit"), "000000000f731400", "04",
 				"0000000000000001", "0000000000000002", lp(fxAnnotation),
-				"01", lp(`{"metadata":null,"reason":"done"}`), rep("77", 32), "000000000000002f")
+				"01", lp(`{"metadata":null,"reason":"done"}`), rep("77", 32), "000000000000002f", "00000003")
 		}),
 		newRecord("SnapshotRef without alias or retire annotation", nokv.SnapshotRef{
 			ReadVersion: 1, LeaseDeadline: 2, State: nokv.SnapshotStateActive,
 			Annotation: []byte(`{"metadata":null,"reason":null}`), CreatedVersion: 2,
 		}, nokv.DecodeSnapshotRef, func(t testing.TB) []byte {
 			return hx(t, "01", "0000000000000001", "00", "0000000000000002", "01",
-				rep("00", 16), lp(`{"metadata":null,"reason":null}`), "00", rep("00", 32), "0000000000000002")
+				rep("00", 16), lp(`{"metadata":null,"reason":null}`), "00", rep("00", 32), "0000000000000002", "00000000")
 		}),
 		newRecord("SnapshotAlias", fxSnapshotAlias, nokv.DecodeSnapshotAlias, func(t testing.TB) []byte {
 			return hx(t, "01", "0102030405060708", "0000000000000003", "01")
