@@ -311,6 +311,12 @@ func TestRestoreCrashBetweenSteps(t *testing.T) {
 						t.Fatalf("root search shows the staging destination")
 					}
 				}
+				found := mustCall(t, s, "workbench_find", `{"limit":100}`)
+				for _, m := range found["matches"].([]any) {
+					if m.(map[string]any)["workbench_id"] == "dst" {
+						t.Fatalf("find shows the staging destination")
+					}
+				}
 				if ev := readChanges(t, s, workbench.ChangesRequest{Cursor: feed.NextCursor}).Events; len(ev) != 0 {
 					t.Fatalf("the feed shows %d events of the staging restore: %+v", len(ev), ev)
 				}
@@ -325,6 +331,14 @@ func TestRestoreCrashBetweenSteps(t *testing.T) {
 			}
 			if want := stop == 5; res["idempotent_replay"] != want {
 				t.Fatalf("retry after stop %d: idempotent_replay %v", stop, res["idempotent_replay"])
+			}
+			found := mustCall(t, s, "workbench_find", `{"committed":true,"limit":100}`)
+			var ids []any
+			for _, m := range found["matches"].([]any) {
+				ids = append(ids, m.(map[string]any)["workbench_id"])
+			}
+			if fmt.Sprint(ids) != "[dst src]" {
+				t.Fatalf("committed workbenches after the restore: %v", ids)
 			}
 			if got, want := len(treeOf(t, s, "dst")), files+2; got != want {
 				t.Fatalf("destination holds %d files, want %d", got, want)
