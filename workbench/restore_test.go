@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 const digestAA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -152,6 +154,8 @@ func TestRestoreFromCommitAndSnapshot(t *testing.T) {
 			t.Errorf("%s run manifest lost the content digest: %s", dst, run)
 		}
 	}
+	workbench.CheckReferencesForTest(t, s)
+	workbench.CheckCommitClosureForTest(t, s)
 }
 
 // readText reads a whole text file of workbench id.
@@ -269,6 +273,45 @@ func TestRestoreChain(t *testing.T) {
 		prev = dst
 	}
 	mintSnapshot(t, s, "d")
+	// And from the restored workbench's own commit.
+	found := mustCall(t, s, "workbench_find", `{"committed":true,"include_manifest":true,"limit":100}`)
+	var commit string
+	for _, m := range found["matches"].([]any) {
+		if m := m.(map[string]any); m["workbench_id"] == "d" {
+			commit, _ = m["commit_identity"].(string)
+		}
+	}
+	if commit == "" {
+		t.Fatalf("find gives no commit of d: %v", found)
+	}
+	res := mustCall(t, s, "workbench_restore", restoreIn("d", "e", fmt.Sprintf(`"at_commit":%q`, commit)))
+	if res["commit_id"] != commit {
+		t.Fatalf("restore of d's commit: %v", res)
+	}
+	if got, want := treeOf(t, s, "e")["outputs/dir2/f002.txt"], treeOf(t, s, "a")["outputs/dir2/f002.txt"]; got != want || got == "" {
+		t.Fatalf("e holds %q, want %q", got, want)
+	}
+	workbench.CheckReferencesForTest(t, s)
+	workbench.CheckCommitClosureForTest(t, s)
+}
+
+// TestRestoreRunManifestInBlocks: with inlining off, the rebuilt run
+// manifest is staged in blocks like any body, owned by the final command,
+// and its ledger goes once the restore landed.
+func TestRestoreRunManifestInBlocks(t *testing.T) {
+	b := mem.NewBucket()
+	s := newServiceOn(t, b, workbench.Options{InlineMax: -1})
+	commit := restoreSource(t, s, "src", 3)
+	mustCall(t, s, "workbench_restore", restoreIn("src", "dst", fmt.Sprintf(`"at_commit":%q`, commit)))
+	if run := readText(t, s, "dst", "metadata/run_manifest.json"); !strings.Contains(run, `"workbench_id":"dst"`) {
+		t.Fatalf("run manifest %s", run)
+	}
+	workbench.FlushCleanupForTest(s)
+	if keys := listKeys(t, b, s.Store().Layout().StagingPrefix()); len(keys) != 0 {
+		t.Fatalf("staging ledgers left: %v", keys)
+	}
+	workbench.CheckReferencesForTest(t, s)
+	workbench.CheckCommitClosureForTest(t, s)
 }
 
 // TestRestoreCrashBetweenSteps stops a multi-batch restore after each of
@@ -347,8 +390,17 @@ func TestRestoreCrashBetweenSteps(t *testing.T) {
 			if len(evs) != 1 || evs[0].Kind != "WorkspaceRestored" || evs[0].WorkbenchID != "dst" || evs[0].CommitID == nil || *evs[0].CommitID != commit {
 				t.Fatalf("feed after the restore: %+v", evs)
 			}
-			if keys := listKeys(t, s.Store().Bucket(), s.Store().Layout().StagingPrefix()); len(keys) > 0 {
-				t.Logf("staging ledgers left (cleaned in the background): %d", len(keys))
+			// Every reference and seal adds up; the source commit has only
+			// its workbench head as consumer again; no hold or lease is left.
+			workbench.CheckReferencesForTest(t, s)
+			workbench.CheckCommitClosureForTest(t, s)
+			for id, c := range workbench.CommitsForTest(t, s) {
+				if c.ConsumerCount != 1 {
+					t.Fatalf("commit %s of %s has %d consumers, want its head only", id, c.WorkbenchID, c.ConsumerCount)
+				}
+			}
+			if holds := workbench.ScanForTest(t, s, nokv.FamilyHistoryHold, nil); len(holds) != 0 {
+				t.Fatalf("%d history holds left", len(holds))
 			}
 		})
 	}
