@@ -375,6 +375,16 @@ func TestRestoreCrashBetweenSteps(t *testing.T) {
 			if want := stop == 5; res["idempotent_replay"] != want {
 				t.Fatalf("retry after stop %d: idempotent_replay %v", stop, res["idempotent_replay"])
 			}
+			// The terminal result is one: a later retry replays it exactly.
+			replay := mustCall(t, s, "workbench_restore", in)
+			for k, v := range res {
+				if k != "idempotent_replay" && fmt.Sprint(replay[k]) != fmt.Sprint(v) {
+					t.Fatalf("replay %s = %v, the completing call said %v", k, replay[k], v)
+				}
+			}
+			if replay["idempotent_replay"] != true {
+				t.Fatalf("replay: %v", replay)
+			}
 			found := mustCall(t, s, "workbench_find", `{"committed":true,"limit":100}`)
 			var ids []any
 			for _, m := range found["matches"].([]any) {
