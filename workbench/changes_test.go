@@ -386,3 +386,25 @@ func TestChangesHideStaging(t *testing.T) {
 		t.Fatalf("wb1's replaced incarnation still shows %d events", len(got))
 	}
 }
+
+// TestChangesNeverWritten: a deployment never written has an empty feed
+// at version 0, and reading it writes nothing.
+func TestChangesNeverWritten(t *testing.T) {
+	b := mem.NewBucket()
+	s, err := workbench.Open(context.Background(), b, workbench.Options{AgentID: "fresh"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	page := readChanges(t, s, workbench.ChangesRequest{})
+	if len(page.Events) != 0 || !page.CaughtUp || page.ReadVersion != 0 {
+		t.Fatalf("page of a never-written deployment: %+v", page)
+	}
+	if keys := listKeys(t, b, ""); len(keys) != 0 {
+		t.Fatalf("the feed wrote %v", keys)
+	}
+	putText(t, s, "wb1", "a.txt", "x")
+	if got := readChanges(t, s, workbench.ChangesRequest{Cursor: page.NextCursor}).Events; len(got) != 2 {
+		t.Fatalf("after the first write: %+v", got)
+	}
+}
