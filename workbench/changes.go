@@ -162,7 +162,7 @@ type changesCursor struct {
 
 const changesCursorOp = "changes"
 
-// ChangesCursorMismatch reports a change-feed cursor used with another
+// changesCursorMismatch reports a change-feed cursor used with another
 // scope (workbench) or after_commit_version than it was minted for.
 func changesCursorMismatch() *Error {
 	return InvalidState("change cursor belongs to a different scope or after_commit_version")
