@@ -650,7 +650,7 @@ func (p *restorePlan) prepare(s *Service, tx *head.Tx) error {
 		Phase: nokv.RestorePhaseCopying, IdentityDigest: p.identity, InitializationDigest: p.init,
 		SourceWorkbenchID: p.srcID, SourceIncarnation: p.srcInc, SourceKind: p.src.kind,
 		SourceReadVersion: p.readVersion, DestinationWorkbenchID: p.dstID, DestinationIncarnation: p.dstInc,
-		MemberCount: uint64(len(p.members)), CreatedVersion: seq,
+		DestinationCommit: p.commitID, MemberCount: uint64(len(p.members)), CreatedVersion: seq,
 	}
 	if p.src.kind == nokv.RestoreSourceKindSnapshot {
 		id := p.src.snapshot

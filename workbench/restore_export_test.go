@@ -13,12 +13,13 @@ import (
 // restore there, as a crash between its commands would. nil removes it.
 func SetRestoreHookForTest(s *Service, fn func(step string) error) { s.restoreHook = fn }
 
-// SetRestoreBatchForTest sets how many members one copy command places
-// and returns a function that restores the default.
+// SetRestoreBatchForTest sets how many members one copy command places,
+// and one cleaning command of an abort removes, and returns a function
+// that restores the defaults.
 func SetRestoreBatchForTest(n int) func() {
-	old := restoreBatch
-	restoreBatch = n
-	return func() { restoreBatch = old }
+	old, oldAbort := restoreBatch, abortBatch
+	restoreBatch, abortBatch = n, n
+	return func() { restoreBatch, abortBatch = old, oldAbort }
 }
 
 // RestoreOperationForTest returns the Restore operation whose destination

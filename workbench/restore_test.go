@@ -473,3 +473,99 @@ func TestRestoreSnapshotAfterLaterWrites(t *testing.T) {
 		t.Fatal("the snapshot's later file is missing")
 	}
 }
+
+// TestRestoreAbort stops a restore after its second copy batch and aborts
+// it, stopping the abort itself after each of its commands once: what the
+// batches wrote is gone, every count adds up again, the source is
+// released, the name is free for another restore, and the aborted
+// restore's exact retry fails closed.
+func TestRestoreAbort(t *testing.T) {
+	defer workbench.SetRestoreBatchForTest(4)()
+	for _, source := range []string{"commit", "snapshot"} {
+		for stopAbort := 0; stopAbort <= 4; stopAbort++ { // none, abort, clean ×2, cleaned
+			t.Run(fmt.Sprint(source, stopAbort), func(t *testing.T) {
+				s := newService(t)
+				commit := restoreSource(t, s, "src", 10)
+				sel := fmt.Sprintf(`"at_commit":%q`, commit)
+				var snap uint64
+				if source == "snapshot" {
+					snap = mintSnapshot(t, s, "src")
+					sel = fmt.Sprintf(`"at_snapshot":%d`, snap)
+				}
+				in := restoreIn("src", "dst", sel)
+				holds := len(workbench.ScanForTest(t, s, nokv.FamilyHistoryHold, nil)) // the snapshot's own
+				steps := 0
+				workbench.SetRestoreHookForTest(s, func(step string) error {
+					if steps++; steps == 3 { // prepare, copy, copy
+						return errors.New("crash after the second copy batch")
+					}
+					return nil
+				})
+				if _, ok := call(t, s, "workbench_restore", in); ok {
+					t.Fatal("the restore did not stop")
+				}
+				n := 0
+				workbench.SetRestoreHookForTest(s, func(step string) error {
+					if n++; n == stopAbort {
+						return errors.New("crash after " + step)
+					}
+					return nil
+				})
+				err := s.AbortRestore(context.Background(), "dst")
+				// A stop after the last command (4) leaves nothing to resume.
+				if stopAbort > 0 {
+					if err == nil {
+						t.Fatal("the abort did not stop")
+					}
+					workbench.SetRestoreHookForTest(s, nil)
+					if err = nil; stopAbort < 4 {
+						err = s.AbortRestore(context.Background(), "dst")
+					}
+				}
+				workbench.SetRestoreHookForTest(s, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r, ok := call(t, s, "workbench_stat", `{"id":"dst"}`); ok {
+					t.Fatalf("the aborted destination is visible: %v", r)
+				}
+				workbench.CheckReferencesForTest(t, s)
+				workbench.CheckCommitClosureForTest(t, s)
+				if rows := workbench.ScanForTest(t, s, nokv.FamilyRestoreMember, nil); len(rows) != 0 {
+					t.Fatalf("%d restore members left", len(rows))
+				}
+				if rows := workbench.ScanForTest(t, s, nokv.FamilyHistoryHold, nil); len(rows) != holds {
+					t.Fatalf("%d history holds, want the snapshot's own %d", len(rows), holds)
+				}
+				for id, c := range workbench.CommitsForTest(t, s) {
+					if c.ConsumerCount != 1 {
+						t.Fatalf("commit %s has %d consumers after the abort", id, c.ConsumerCount)
+					}
+				}
+				if members := workbench.ScanForTest(t, s, nokv.FamilyCommitMember, nil); len(members) != 10+1 {
+					t.Fatalf("%d commit members, want the source commit's 11 only", len(members))
+				}
+				// The exact retry of the aborted restore fails closed; an
+				// abort of what is no longer a restore too.
+				if got, ok := call(t, s, "workbench_restore", in); ok || got["code"] != "InvalidState" {
+					t.Fatalf("retry of an aborted restore: %v", got)
+				}
+				var we *workbench.Error
+				if err := s.AbortRestore(context.Background(), "dst"); !errors.As(err, &we) || we.Code != "InvalidState" {
+					t.Fatalf("second abort: %v", err)
+				}
+				if source == "snapshot" {
+					mustCall(t, s, "workbench_snapshot_retire", fmt.Sprintf(`{"id":"src","snapshot_id":%d}`, snap))
+				}
+				// The name is free: another restore, or a write, takes it.
+				other := restoreSource(t, s, "other", 2)
+				mustCall(t, s, "workbench_restore", restoreIn("other", "dst", fmt.Sprintf(`"at_commit":%q`, other)))
+				if got := len(treeOf(t, s, "dst")); got != 4 {
+					t.Fatalf("the new restore holds %d files, want 4", got)
+				}
+				workbench.CheckReferencesForTest(t, s)
+				workbench.CheckCommitClosureForTest(t, s)
+			})
+		}
+	}
+}

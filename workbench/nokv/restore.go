@@ -102,7 +102,8 @@ type RestoreResult struct {
 //	source_workbench_id str | source_incarnation [16] | source_kind u8 |
 //	source_snapshot? u64 | source_commit? [32] | source_read_version u64 |
 //	destination_workbench_id str | destination_incarnation [16] |
-//	member_count u64 | member_cursor u64 | member_digest [32] |
+//	destination_commit [32] | member_count u64 | member_cursor u64 |
+//	member_digest [32] |
 //	result? (destination_generation u64 | commit_version u64 | commit [32]) |
 //	failure? (code str | message str) | created_version u64
 //
@@ -124,6 +125,7 @@ type RestoreOperation struct {
 	SourceReadVersion      uint64
 	DestinationWorkbenchID string
 	DestinationIncarnation IncarnationID
+	DestinationCommit      CommitID
 	MemberCount            uint64
 	MemberCursor           uint64
 	MemberDigest           [32]byte
@@ -168,6 +170,7 @@ func (v RestoreOperation) Encode() ([]byte, error) {
 	w.u64(v.SourceReadVersion)
 	w.str("destination workbench id", v.DestinationWorkbenchID)
 	w.id16(v.DestinationIncarnation)
+	w.id32(v.DestinationCommit)
 	w.u64(v.MemberCount)
 	w.u64(v.MemberCursor)
 	w.id32(v.MemberDigest)
@@ -208,6 +211,7 @@ func DecodeRestoreOperation(b []byte) (RestoreOperation, error) {
 	v.SourceReadVersion = r.u64()
 	v.DestinationWorkbenchID = r.str("destination workbench id")
 	v.DestinationIncarnation = r.id16()
+	v.DestinationCommit = r.id32()
 	v.MemberCount = r.u64()
 	v.MemberCursor = r.u64()
 	v.MemberDigest = r.id32()

@@ -14,7 +14,7 @@ func TestRestoreRecords(t *testing.T) {
 	ops := []nokv.RestoreOperation{
 		{Phase: nokv.RestorePhaseCopying, IdentityDigest: [32]byte{1}, InitializationDigest: [32]byte{2},
 			SourceWorkbenchID: "src", SourceIncarnation: nokv.IncarnationID{3}, SourceKind: nokv.RestoreSourceKindSnapshot,
-			SourceSnapshot: &snap, SourceReadVersion: 42, DestinationWorkbenchID: "dst", DestinationIncarnation: nokv.IncarnationID{4},
+			SourceSnapshot: &snap, SourceReadVersion: 42, DestinationWorkbenchID: "dst", DestinationIncarnation: nokv.IncarnationID{4}, DestinationCommit: nokv.CommitID{6},
 			MemberCount: 10, MemberCursor: 4, MemberDigest: [32]byte{5}, CreatedVersion: 43},
 		{Phase: nokv.RestorePhaseComplete, SourceWorkbenchID: "src", SourceKind: nokv.RestoreSourceKindCommit, SourceCommit: &commit,
 			DestinationWorkbenchID: "dst", MemberCount: 3, MemberCursor: 3,
