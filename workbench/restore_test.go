@@ -569,3 +569,45 @@ func TestRestoreAbort(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreConcurrentReplicas: two replicas run the same restore at
+// once, in small batches; both answer the one terminal result and the
+// counts add up.
+func TestRestoreConcurrentReplicas(t *testing.T) {
+	defer workbench.SetRestoreBatchForTest(3)()
+	_, rs := newReplicas(t, 2, workbench.Options{})
+	commit := restoreSource(t, rs[0], "src", 12)
+	in := restoreIn("src", "dst", fmt.Sprintf(`"at_commit":%q`, commit))
+	results := make([]map[string]any, len(rs))
+	done := make(chan int)
+	for i, s := range rs {
+		go func() {
+			defer func() { done <- i }()
+			for try := 0; try < 20; try++ {
+				out, ok := s.Call(context.Background(), "workbench_restore", []byte(in))
+				var m map[string]any
+				json.Unmarshal(out, &m)
+				if ok {
+					results[i] = m
+					return
+				}
+				if m["retryable"] != true {
+					results[i] = m
+					return
+				}
+			}
+		}()
+	}
+	<-done
+	<-done
+	for i, r := range results {
+		if r == nil || r["state"] != "complete" || r["operation_id"] != results[0]["operation_id"] {
+			t.Fatalf("replica %d: %v", i, r)
+		}
+	}
+	if got := len(treeOf(t, rs[1], "dst")); got != 12+2 {
+		t.Fatalf("destination holds %d files", got)
+	}
+	workbench.CheckReferencesForTest(t, rs[0])
+	workbench.CheckCommitClosureForTest(t, rs[0])
+}
