@@ -611,3 +611,21 @@ func TestRestoreConcurrentReplicas(t *testing.T) {
 	workbench.CheckReferencesForTest(t, rs[0])
 	workbench.CheckCommitClosureForTest(t, rs[0])
 }
+
+// TestRestoreEmptyTree: a commit of a workbench that holds only its run
+// manifest restores to the two manifests, with no copy batch.
+func TestRestoreEmptyTree(t *testing.T) {
+	s := newService(t)
+	commit := restoreSource(t, s, "src", 0)
+	var steps []string
+	workbench.SetRestoreHookForTest(s, func(step string) error { steps = append(steps, step); return nil })
+	mustCall(t, s, "workbench_restore", restoreIn("src", "dst", fmt.Sprintf(`"at_commit":%q`, commit)))
+	if fmt.Sprint(steps) != "[prepare final]" {
+		t.Fatalf("commands %v", steps)
+	}
+	tree := treeOf(t, s, "dst")
+	if len(tree) != 2 || tree["metadata/restore_manifest.json"] == "" || tree["metadata/run_manifest.json"] == "" {
+		t.Fatalf("tree %v", tree)
+	}
+	workbench.CheckCommitClosureForTest(t, s)
+}
