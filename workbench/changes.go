@@ -239,6 +239,22 @@ func (s *Service) readChanges(ctx context.Context, req ChangesRequest) (ChangesP
 		return ChangesPage{}, changesAhead("change cursor version", pos.version, current)
 	}
 	r := changeReader{s: s, sn: sn, scope: req.WorkbenchID, markers: map[string]changeMarker{}}
+	if req.WorkbenchID != "" {
+		// A workbench's visible events all lie at or after its marker's
+		// created version, so the scoped feed seeks straight there; with
+		// no visible marker yet, past everything so far.
+		ws, ok, werr := s.workspace(ctx, snapshotReader(ctx, sn), req.WorkbenchID)
+		if werr != nil {
+			return ChangesPage{}, werr
+		}
+		r.markers[req.WorkbenchID] = changeMarker{ws: ws, ok: ok}
+		switch {
+		case !ok || ws.State == nokv.WorkspaceStateStaging:
+			pos = maxPosition(pos, afterVersion(current))
+		case ws.CreatedVersion > 0:
+			pos = maxPosition(pos, afterVersion(ws.CreatedVersion-1))
+		}
+	}
 	events, end, caughtUp, werr := r.read(ctx, pos, limit)
 	if werr != nil {
 		return ChangesPage{}, werr

@@ -74,4 +74,16 @@ func TestChangesRequestCounts(t *testing.T) {
 	if st.Rounds > 5 || st.Total().Requests > 12 {
 		t.Errorf("near the head: %d requests in %d rounds, want at most 12 in 5", st.Total().Requests, st.Rounds)
 	}
+
+	// A workbench created after all of that: its scoped feed, read from
+	// the start by a new process, seeks to its creation.
+	putText(t, w, "late", "a.txt", "x")
+	s3, cb3 := open()
+	page, st := read("new process, a late workbench's feed from the start", s3, cb3, workbench.ChangesRequest{WorkbenchID: "late"})
+	if len(page.Events) != 2 || !page.CaughtUp {
+		t.Fatalf("late workbench's feed: %+v", page)
+	}
+	if st.Rounds > 5 || st.Total().Requests > 12 {
+		t.Errorf("late workbench: %d requests in %d rounds, want at most 12 in 5", st.Total().Requests, st.Rounds)
+	}
 }
