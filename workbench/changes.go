@@ -111,11 +111,12 @@ type Change struct {
 // ChangeProjection is the compact state an event records before or after
 // it: for a path its generation, revision, size and body digest; for a
 // whole-workbench event the workspace revision (or head generation) as
-// generation, and a digest where there is one. digest is null when the
-// record holds none.
+// generation, and a digest where there is one (a commit's tree digest).
+// revision is null when the record names none (whole-workbench events),
+// digest when it holds none.
 type ChangeProjection struct {
 	Generation  uint64  `json:"generation"`
-	Revision    string  `json:"revision"`
+	Revision    *string `json:"revision"`
 	LogicalSize uint64  `json:"logical_size"`
 	Digest      *string `json:"digest"`
 }
@@ -467,7 +468,11 @@ func projectionOf(p *nokv.EventProjection) *ChangeProjection {
 	if p == nil {
 		return nil
 	}
-	out := &ChangeProjection{Generation: p.Generation, Revision: p.Revision.String(), LogicalSize: p.LogicalSize}
+	out := &ChangeProjection{Generation: p.Generation, LogicalSize: p.LogicalSize}
+	if !p.Revision.IsZero() {
+		r := p.Revision.String()
+		out.Revision = &r
+	}
 	if p.DigestURI != "" {
 		d := p.DigestURI
 		out.Digest = &d

@@ -115,7 +115,7 @@ func TestChangesEventShape(t *testing.T) {
 	if got, want := *created.After.Digest, workbench.DigestURI([]byte("hi")); got != want || created.After.Generation != 1 || created.After.LogicalSize != 2 {
 		t.Fatalf("PathCreated after = %+v, want digest %s, generation 1, size 2", created.After, want)
 	}
-	if replaced.Before == nil || replaced.Before.Revision != created.After.Revision || replaced.After.Generation != 2 {
+	if replaced.Before == nil || created.After.Revision == nil || *replaced.Before.Revision != *created.After.Revision || replaced.After.Generation != 2 {
 		t.Fatalf("PathReplaced = %+v, before should be the created revision", replaced)
 	}
 	if page.Events[0].Path != nil || page.Events[0].Before != nil || page.Events[0].After != nil {
@@ -129,7 +129,7 @@ func TestChangesEventShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := fmt.Sprintf(`{"after":{"digest":%q,"generation":1,"logical_size":2,"revision":%q},"before":null,"commit_id":null,"commit_version":%d,"incarnation":%q,"kind":"PathCreated","path":"outputs/a.txt","sequence":0,"snapshot_id":null,"workbench_id":"wb1"}`,
-		workbench.DigestURI([]byte("hi")), created.After.Revision, created.CommitVersion, created.Incarnation)
+		workbench.DigestURI([]byte("hi")), *created.After.Revision, created.CommitVersion, created.Incarnation)
 	if string(b) != want {
 		t.Fatalf("JSON form\n got %s\nwant %s", b, want)
 	}
