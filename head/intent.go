@@ -104,13 +104,36 @@ func (s *Store) othersActive() bool {
 // the intents other replicas published: a replica that keeps winning the
 // head never sees another's head write, while the others, losing every
 // race, publish their commands as intents and wait for a carrier. Found
-// ones make this Store contended (othersActive) and are carried by this
-// attempt. It runs beside the attempt's prefetch, so it costs a request,
-// not a round. It reports nothing when the Store is contended already
-// (the attempt lists intents itself then) or does not pace.
+// ones make this Store contended (othersActive). A paced Store carries
+// them in this attempt; the listing runs beside the attempt's prefetch,
+// and the head's turn is waited for anyway, so it costs a request, not a
+// round. A Store that does not pace probes at most once a second, and only
+// for batches of more than one call (a load that others may share), so
+// that a lone writer's commits seldom wait for a listing. Nothing is
+// probed when the Store is contended already: the attempt lists intents
+// itself then.
 func (s *Store) probeIntents(ctx context.Context, calls []*call) func() []foreignIntent {
+	none := func() []foreignIntent { return nil }
 	if !s.opts.Intents || s.opts.NoGroupCommit || s.othersActive() {
-		return func() []foreignIntent { return nil }
+		return none
+	}
+	found := func(foreign []foreignIntent) {
+		if len(foreign) > 0 {
+			s.mu.Lock()
+			s.intentsSeen = time.Now()
+			s.mu.Unlock()
+		}
+	}
+	if s.opts.MinCommitInterval <= 0 {
+		s.mu.Lock()
+		due := len(calls) > 1 && time.Since(s.lastProbe) >= time.Second
+		if due {
+			s.lastProbe = time.Now()
+		}
+		s.mu.Unlock()
+		if !due {
+			return none
+		}
 	}
 	done := make(chan []foreignIntent, 1)
 	go func() {
@@ -118,11 +141,7 @@ func (s *Store) probeIntents(ctx context.Context, calls []*call) func() []foreig
 		if err != nil {
 			foreign = nil // a later commit probes again
 		}
-		if len(foreign) > 0 {
-			s.mu.Lock()
-			s.intentsSeen = time.Now()
-			s.mu.Unlock()
-		}
+		found(foreign)
 		done <- foreign
 	}()
 	return func() []foreignIntent { return <-done }

@@ -209,6 +209,7 @@ type Store struct {
 	prep        time.Duration  // how long attempts take to build and stage, a moving average (notePrep)
 	cycle       time.Duration  // how long the head takes to advance, a moving average (noteAdvance)
 	lastAdvance time.Time      // when this Store last saw the head advance
+	lastProbe   time.Time      // when this Store last listed intents in the background (probeIntents)
 	published   atomic.Int64   // intents this Store wrote
 	carried     atomic.Int64   // other replicas' commands its commits applied
 	handlers    map[string]Handler
