@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
@@ -157,6 +158,21 @@ func TestFoldKeepsEveryValue(t *testing.T) {
 			t.Fatal(err)
 		}
 		want[i] = fmt.Sprint("a", i)
+	}
+	// The leader runs the fold after the last put's batch; a command sent
+	// before it starts would ride with it, so wait for the fold to land.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		sn, err := s.Pin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sn.Root().Deltas) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no fold within 10 s: the root lists %d deltas", len(sn.Root().Deltas))
+		}
+		time.Sleep(time.Millisecond)
 	}
 	if _, err := s.Do(ctx, head.Command{Apply: func(tx *head.Tx) ([]byte, error) { return nil, tx.Delete(fam, key(2)) }}); err != nil {
 		t.Fatal(err)
