@@ -63,10 +63,12 @@ func TestGrepRequestCounts(t *testing.T) {
 	// bound, so its page index costs one more; the bound leaves one
 	// round to the engine's schema gate, whose system shard is fetched
 	// beside the first reads and now and then lands in a round of its
-	// own. The requests in flight show that the bodies were fetched
-	// together.
-	if cold.Rounds > 6 || cold.Total().Requests > 2*200+20 || cold.MaxInFlight < 100 {
-		t.Errorf("cold grep: %d requests in %d rounds, %d in flight at most; want at most %d in 6, at least 100 at once",
+	// own. The rounds show that the bodies were fetched together; the
+	// requests in flight say so too, but how many overlap depends on the
+	// scheduler of a loaded machine (the race detector's runs have seen
+	// 92), so their bound is loose.
+	if cold.Rounds > 6 || cold.Total().Requests > 2*200+20 || cold.MaxInFlight < 50 {
+		t.Errorf("cold grep: %d requests in %d rounds, %d in flight at most; want at most %d in 6, at least 50 at once",
 			cold.Total().Requests, cold.Rounds, cold.MaxInFlight, 2*200+20)
 	}
 	warm := grep("warm")
