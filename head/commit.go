@@ -146,10 +146,10 @@ func (s *Store) lead() {
 		s.awaitBatch()
 		if s.takeFold() {
 			// The fold rides with the commands waiting, in one head write.
-			s.runFold(s.takeMore(s.take, s.opts.MaxBatch)...)
+			s.runFold(s.takeMore(s.take, s.opts.MaxBatch, s.opts.MaxBatchBytes)...)
 			continue
 		}
-		batch := s.take(s.opts.MaxBatch)
+		batch := s.take(s.opts.MaxBatch, s.opts.MaxBatchBytes)
 		if batch == nil {
 			return
 		}
@@ -157,9 +157,11 @@ func (s *Store) lead() {
 	}
 }
 
-// take removes up to n calls from the queue. When the queue is empty (or
-// the store closed) it returns nil and ends the leader's turn.
-func (s *Store) take(n int) []*call {
+// take removes up to n calls from the queue, fewer if their payloads
+// would pass room bytes; with the whole of MaxBatchBytes for room, it
+// takes at least one. When the queue is empty (or the store closed) it
+// returns nil and ends the leader's turn.
+func (s *Store) take(n int, room int64) []*call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.queue) == 0 || s.closed || n <= 0 {
@@ -169,6 +171,17 @@ func (s *Store) take(n int) []*call {
 		return nil
 	}
 	n = min(len(s.queue), n)
+	var bytes int64
+	for i, c := range s.queue[:n] {
+		bytes += int64(len(c.cmd.Payload))
+		if bytes > room && (i > 0 || room < s.opts.MaxBatchBytes) {
+			n = i
+			break
+		}
+	}
+	if n == 0 {
+		return nil // no room left in the batch; the queue waits for the next
+	}
 	batch := append([]*call(nil), s.queue[:n]...)
 	s.queue = s.queue[n:]
 	return batch
@@ -240,14 +253,23 @@ const paceMarginDivisor = 40
 
 // takeMore is refill that never ends the leader's turn: the leader is
 // still busy with the batch.
-func (s *Store) takeMore(refill func(int) []*call, n int) []*call {
+func (s *Store) takeMore(refill func(int, int64) []*call, n int, room int64) []*call {
 	s.mu.Lock()
 	empty := len(s.queue) == 0
 	s.mu.Unlock()
-	if empty || n <= 0 {
+	if empty || n <= 0 || room <= 0 {
 		return nil
 	}
-	return refill(n)
+	return refill(n, room)
+}
+
+// payloadBytes is the payload bytes of the calls' data commands.
+func payloadBytes(calls []*call) int64 {
+	var n int64
+	for _, c := range calls {
+		n += int64(len(c.cmd.Payload))
+	}
+	return n
 }
 
 // batchContext is cancelled once every call's own context has ended.
@@ -308,7 +330,7 @@ var errIntentPending = fmt.Errorf("a command's intent is still pending: %w", err
 // commitBatch runs the calls as one group commit until each is finished.
 // refill, if not nil, adds commands queued meanwhile to a batch that must
 // retry, so that a group commit carries everything waiting.
-func (s *Store) commitBatch(calls []*call, refill func(n int) []*call) {
+func (s *Store) commitBatch(calls []*call, refill func(n int, room int64) []*call) {
 	ctx, cancel := batchContext(calls)
 	defer func() { cancel() }()
 	var lastErr error
@@ -320,7 +342,7 @@ func (s *Store) commitBatch(calls []*call, refill func(n int) []*call) {
 		}
 		if attempt > 0 && !budget.exhausted(s.opts.MaxAttempts) && refill != nil {
 			calls = slices.DeleteFunc(calls, (*call).finished)
-			if more := s.takeMore(refill, s.opts.MaxBatch-len(calls)); len(more) > 0 {
+			if more := s.takeMore(refill, s.opts.MaxBatch-len(calls), s.opts.MaxBatchBytes-payloadBytes(calls)); len(more) > 0 {
 				calls = append(calls, more...)
 				cancel()
 				ctx, cancel = batchContext(calls)

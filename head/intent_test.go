@@ -211,3 +211,49 @@ func TestIntentCancelledIsUnknown(t *testing.T) {
 		t.Fatalf("a cancelled call whose intent is out: %v, want ErrUnknownOutcome", err)
 	}
 }
+
+// TestBatchesBoundedByBytes: a group commit takes no more data commands
+// than MaxBatchBytes of payload allows (and always one), whatever
+// MaxBatch allows; every command still applies once.
+func TestBatchesBoundedByBytes(t *testing.T) {
+	ctx := context.Background()
+	lb := latency.New(mem.NewBucket(), latency.Options{PerRequest: 2 * time.Millisecond})
+	// No fold rides with a batch here (its call would count in the batch).
+	s := open(t, lb, shards.NewShardID(), head.Options{MaxBatchBytes: 4 << 10, MaxDeltas: 1000, MaxDeltaBytes: 1 << 30})
+	handleAppend(s)
+	const calls, size = 64, 1 << 10 // four commands fill a batch's bytes
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Go(func() {
+			item := fmt.Sprintf("%03d%s", i, strings.Repeat("x", size-4-3))
+			if _, err := s.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(i%4, item)}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	st := s.CommitStats()
+	for i, n := range st.BatchSizes {
+		if n > 0 && head.BatchSizeBounds[i] > 4 {
+			t.Errorf("%d batches of more than %d commands (at most 4 fit in 4 KiB): %v", n, head.BatchSizeBounds[i-1], st)
+		}
+	}
+	if st.Commands < calls {
+		t.Errorf("batches held %d commands, want at least %d", st.Commands, calls)
+	}
+	sn, err := s.Pin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := 0
+	for key := range 4 {
+		v, _, err := sn.Get(ctx, rqFamilies[0], rqKey(rqFamilies[0], key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		items += strings.Count(string(v), ";")
+	}
+	if items != calls {
+		t.Errorf("%d items applied, want %d", items, calls)
+	}
+}

@@ -72,6 +72,12 @@ type Options struct {
 	// 4096: at the head's one write a second, a batch carries every
 	// command that arrived in that second.
 	MaxBatch int
+	// MaxBatchBytes bounds the payload bytes of the data commands one
+	// group commit applies (Command.Payload; a command with Apply counts
+	// as none), so that a batch of large commands stays within what one
+	// commit stages in its interval. A batch always takes at least one
+	// command. Default 32 MiB.
+	MaxBatchBytes int64
 	// MaxAttempts bounds the failed attempts of one commit. Default 12.
 	// A race lost because another writer committed first is not a
 	// failure; those are bounded by 8 × MaxAttempts (outpaced.go).
@@ -145,6 +151,9 @@ func (o *Options) fill() {
 	o.InlineBytes = min(o.InlineBytes, roots.MaxInline)
 	if o.DedupeWindow == 0 {
 		o.DedupeWindow = DefaultDedupeWindow
+	}
+	if o.MaxBatchBytes <= 0 {
+		o.MaxBatchBytes = 32 << 20
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 4096
