@@ -1,0 +1,250 @@
+package workbench_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/mem"
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/nokv"
+)
+
+// fsckStore builds a workbench with what fsck must understand: bodies in
+// several blocks and inline, an append that reuses its base's blocks (a
+// dependency), an edit that releases a revision (a GC candidate), a
+// commit, a snapshot, and writes after both. It returns the bucket, the
+// Service and the snapshot's id.
+func fsckStore(t *testing.T) (bucket.Bucket, *workbench.Service, string) {
+	t.Helper()
+	b := mem.NewBucket()
+	s := newServiceOn(t, b, workbench.Options{BlockSize: 64, InlineMax: 16,
+		// Folds early, and no shard object inline in its table: the
+		// engine objects of every kind are in the bucket.
+		Engine: head.Options{MaxDeltas: 1, InlineBytes: -1}})
+	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "data/a.txt", `"text":"`+strings.Repeat("alpha ", 30)+`"`))
+	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "tiny.txt", `"text":"tiny"`))
+	mustCall(t, s, "workbench_append", appendInput("wb", "outputs", "data/a.txt", `"text":"`+strings.Repeat("beta ", 20)+`"`))
+	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "notes.txt", `"text":"`+strings.Repeat("note ", 20)+`"`))
+	mustCall(t, s, "workbench_edit", editInput("wb", "outputs", "notes.txt", "note", "NOTE", `"replace_all":true`))
+	mustCall(t, s, "workbench_commit", commitInput("wb", `{"task":"fsck"}`, digest01))
+	_, snap := mint(t, s, "wb", map[string]any{"name": "before"})
+	mustCall(t, s, "workbench_append", appendInput("wb", "outputs", "tiny.txt", `"text":" more"`))
+	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "data/deep/b.txt", `"text":"`+strings.Repeat("b", 100)+`"`))
+	return b, s, snap
+}
+
+func runFsck(t *testing.T, b bucket.Bucket) *workbench.FsckReport {
+	t.Helper()
+	rep, err := workbench.Fsck(context.Background(), b, workbench.FsckOptions{AgentID: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func TestFsckClean(t *testing.T) {
+	b, _, _ := fsckStore(t)
+	rep := runFsck(t, b)
+	for _, f := range rep.Findings {
+		t.Errorf("finding: %s", f)
+	}
+	if rep.Roots != 2 {
+		t.Errorf("checked %d roots, want 2 (the head's and the snapshot's)", rep.Roots)
+	}
+	for _, f := range []string{"artifact_revision", "revision_ref", "commit", "commit_member", "snapshot_ref", "path_current", "path_directory"} {
+		if rep.Records[f] == 0 {
+			t.Errorf("no %s record checked: %v", f, rep.Records)
+		}
+	}
+	if rep.Revisions == 0 || rep.Blocks == 0 || rep.BlockBytes == 0 || rep.InlineBytes == 0 {
+		t.Errorf("bodies checked: %d revisions, %d blocks of %d bytes, %d inline bytes", rep.Revisions, rep.Blocks, rep.BlockBytes, rep.InlineBytes)
+	}
+}
+
+func TestFsckEmpty(t *testing.T) {
+	rep := runFsck(t, mem.NewBucket())
+	if !rep.Empty || !rep.Clean() || rep.Roots != 0 {
+		t.Fatalf("empty bucket: %+v", rep)
+	}
+}
+
+// wantFinding fails unless rep holds a finding of family (the schema
+// name, "" for the engine layer) whose text contains every part.
+func wantFinding(t *testing.T, rep *workbench.FsckReport, family string, parts ...string) {
+	t.Helper()
+	for _, f := range rep.Findings {
+		if f.Family != family {
+			continue
+		}
+		s := f.String()
+		ok := true
+		for _, p := range parts {
+			ok = ok && strings.Contains(s, p)
+		}
+		if ok {
+			return
+		}
+	}
+	t.Errorf("no %q finding with %q among %d:", family, parts, len(rep.Findings))
+	for _, f := range rep.Findings {
+		t.Logf("  %s", f)
+	}
+}
+
+func TestFsckMissingBlock(t *testing.T) {
+	b, s, _ := fsckStore(t)
+	blocks := listKeys(t, b, s.Store().Layout().ArtifactsPrefix())
+	if len(blocks) == 0 {
+		t.Fatal("no block objects")
+	}
+	victim := blocks[0]
+	if err := b.Delete(context.Background(), victim, bucket.Unconditional); err != nil {
+		t.Fatal(err)
+	}
+	rep := runFsck(t, b)
+	wantFinding(t, rep, "artifact_manifest", "every block present", victim)
+}
+
+func TestFsckCorruptShardObject(t *testing.T) {
+	b, s, _ := fsckStore(t)
+	objs := listKeys(t, b, s.Store().Layout().Prefix()+"objects/")
+	if len(objs) == 0 {
+		t.Fatal("no shard objects")
+	}
+	victim := objs[len(objs)/2]
+	ctx := context.Background()
+	body, _, err := b.Get(ctx, victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body[len(body)/2] ^= 0xff
+	if _, err := b.Put(ctx, victim, body, bucket.Unconditional); err != nil {
+		t.Fatal(err)
+	}
+	rep := runFsck(t, b)
+	// The object's name is its hash: the engine layer names it.
+	name := victim[strings.LastIndexByte(victim, '/')+1:]
+	wantFinding(t, rep, "", "engine", name)
+}
+
+// rawCommand runs apply as one engine command on the Service's root, as a
+// bug in a writer would.
+func rawCommand(t *testing.T, s *workbench.Service, apply func(tx *head.Tx) error) {
+	t.Helper()
+	_, err := s.Store().Do(context.Background(), head.Command{
+		Namespace: s.Root(),
+		Digest:    head.Digest([]byte("test.fsck.corrupt")),
+		Apply:     func(tx *head.Tx) ([]byte, error) { return nil, apply(tx) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rows returns the records of family f at the head.
+func rows(t *testing.T, s *workbench.Service, f shards.Family) []shards.Record {
+	t.Helper()
+	ctx := context.Background()
+	sn, err := s.Store().Pin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := sn.Scan(ctx, f, nokv.RootPrefix(s.Root()), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+func TestFsckRevisionRefDeleted(t *testing.T) {
+	b, s, _ := fsckStore(t)
+	var victim nokv.RevisionRefKey
+	var key []byte
+	for _, r := range rows(t, s, nokv.FamilyRevisionRef) {
+		k, err := nokv.ParseRevisionRefKey(r.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k.Kind == nokv.ReferenceKindPath {
+			victim, key = k, r.Key
+			break
+		}
+	}
+	if key == nil {
+		t.Fatal("no Path reference")
+	}
+	rawCommand(t, s, func(tx *head.Tx) error { return tx.Delete(nokv.FamilyRevisionRef, key) })
+	rep := runFsck(t, b)
+	wantFinding(t, rep, "artifact_revision", "revision "+victim.Revision.String(), "(the RevisionRef rows naming it)")
+	wantFinding(t, rep, "revision_ref", "a Path reference on revision "+victim.Revision.String(), "found none")
+}
+
+func TestFsckCommitMemberDigestAltered(t *testing.T) {
+	b, s, _ := fsckStore(t)
+	recs := rows(t, s, nokv.FamilyCommit)
+	if len(recs) != 1 {
+		t.Fatalf("%d commits", len(recs))
+	}
+	k, err := nokv.ParseCommitKey(recs[0].Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := nokv.DecodeCommit(recs[0].Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.MemberDigest[0] ^= 1
+	v, err := c.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rawCommand(t, s, func(tx *head.Tx) error { return tx.Put(nokv.FamilyCommit, recs[0].Key, v) })
+	rep := runFsck(t, b)
+	wantFinding(t, rep, "commit", "commit "+k.Commit.String(), "member seal", c.TreeDigestURI())
+}
+
+func TestFsckPathAtMissingRevision(t *testing.T) {
+	b, s, _ := fsckStore(t)
+	var key []byte
+	var e nokv.PathEntry
+	for _, r := range rows(t, s, nokv.FamilyPathCurrent) {
+		k, err := nokv.ParsePathCurrentKey(r.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if workbench.LogicalPath(k.Path) == "outputs/tiny.txt" {
+			if e, err = nokv.DecodePathEntry(r.Value); err != nil {
+				t.Fatal(err)
+			}
+			key = r.Key
+		}
+	}
+	if key == nil {
+		t.Fatal("no outputs/tiny.txt")
+	}
+	e.Revision = nokv.NewRevisionID()
+	v, err := e.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rawCommand(t, s, func(tx *head.Tx) error { return tx.Put(nokv.FamilyPathCurrent, key, v) })
+	rep := runFsck(t, b)
+	wantFinding(t, rep, "path_current", "path wb:outputs/tiny.txt", "expected ArtifactRevision "+e.Revision.String(), "found none")
+}
+
+func TestFsckSnapshotHoldReleased(t *testing.T) {
+	b, s, snap := fsckStore(t)
+	rawCommand(t, s, func(tx *head.Tx) error {
+		tx.Release("snapshot/" + snap)
+		return nil
+	})
+	rep := runFsck(t, b)
+	wantFinding(t, rep, "snapshot_ref", "snapshot "+snap, "an engine hold snapshot/"+snap, "found none")
+	if rep.Roots != 1 {
+		t.Errorf("checked %d roots, want 1: the released root is no longer held", rep.Roots)
+	}
+}
