@@ -368,12 +368,11 @@ func revisionList(ids []nokv.RevisionID) string {
 	return strings.Join(s, ", ")
 }
 
-// checkBodies fetches, for each Available revision not checked at an
-// earlier root, every block its rows name (each checked against its
-// row's length and digest) and hashes the whole body against its
-// body digest.
+// checkBodies reads, for each Available revision not read at an earlier
+// root, its whole body (every block checked against its row's length and
+// digest on the way) and checks it against the revision's body digest.
 func (c *rootCheck) checkBodies(ctx context.Context) error {
-	if c.fk.opts.SkipBodies {
+	if !c.fk.opts.Bodies {
 		return nil
 	}
 	var todo []nokv.RevisionID
@@ -387,34 +386,21 @@ func (c *rootCheck) checkBodies(ctx context.Context) error {
 		rev := c.revisions[id]
 		rows := c.manifests[id]
 		entries := make([]nokv.ArtifactManifestEntry, len(rows))
-		blocks := map[string]bool{}
 		for j, r := range rows {
 			entries[j] = r.v
-			if r.v.Inline == nil {
-				blocks[r.v.ObjectKey] = true
-			}
 		}
 		h := sha256.New()
-		var inline int64
 		err := c.fk.s.streamBody(ctx, entries, nil, func(b []byte) error {
 			h.Write(b)
+			c.fk.rep.BodyBytes += int64(len(b))
 			return nil
 		})
-		for _, r := range rows {
-			if r.v.Inline != nil {
-				inline += int64(len(r.v.Inline))
-			} else {
-				c.fk.rep.BlockBytes += int64(r.v.Length)
-			}
-		}
-		c.fk.rep.Revisions++
-		c.fk.rep.Blocks += len(blocks)
-		c.fk.rep.InlineBytes += inline
+		c.fk.rep.Bodies++
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return ctx.Err()
 		case err != nil:
-			c.finding(nokv.FamilyArtifactManifest, rev.key, "body of revision "+id.String(), "every block present and matching its row", err.Error())
+			c.finding(nokv.FamilyArtifactRevision, rev.key, "body of revision "+id.String(), "a body whose blocks are present and match their rows", err.Error())
 		case digestURIOf(h) != rev.v.BodyDigestURI:
 			c.finding(nokv.FamilyArtifactRevision, rev.key, "body of revision "+id.String(), "body digest "+rev.v.BodyDigestURI, digestURIOf(h))
 		}

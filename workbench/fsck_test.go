@@ -47,7 +47,7 @@ func runFsck(t *testing.T, b bucket.Bucket) *workbench.FsckReport {
 }
 
 func TestFsckClean(t *testing.T) {
-	b, _, _ := fsckStore(t)
+	b, s, _ := fsckStore(t)
 	rep := runFsck(t, b)
 	for _, f := range rep.Findings {
 		t.Errorf("finding: %s", f)
@@ -60,8 +60,24 @@ func TestFsckClean(t *testing.T) {
 			t.Errorf("no %s record checked: %v", f, rep.Records)
 		}
 	}
-	if rep.Revisions == 0 || rep.Blocks == 0 || rep.BlockBytes == 0 || rep.InlineBytes == 0 {
-		t.Errorf("bodies checked: %d revisions, %d blocks of %d bytes, %d inline bytes", rep.Revisions, rep.Blocks, rep.BlockBytes, rep.InlineBytes)
+	blocks := listKeys(t, b, s.Store().Layout().ArtifactsPrefix())
+	if rep.Blocks != len(blocks) || rep.BlockBytes == 0 || rep.Objects <= rep.Blocks || rep.Bytes <= rep.BlockBytes {
+		t.Errorf("verified %d objects of %d bytes, %d blocks of %d bytes; the bucket holds %d blocks", rep.Objects, rep.Bytes, rep.Blocks, rep.BlockBytes, len(blocks))
+	}
+	if rep.Bodies != 0 {
+		t.Errorf("%d bodies read without FsckOptions.Bodies", rep.Bodies)
+	}
+
+	// Reading every body whole finds nothing more.
+	rep, err := workbench.Fsck(context.Background(), b, workbench.FsckOptions{AgentID: "test", Bodies: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Findings {
+		t.Errorf("finding with bodies: %s", f)
+	}
+	if rep.Bodies == 0 || rep.BodyBytes <= rep.BlockBytes {
+		t.Errorf("read %d bodies of %d bytes; blocks hold %d bytes", rep.Bodies, rep.BodyBytes, rep.BlockBytes)
 	}
 }
 
@@ -106,7 +122,19 @@ func TestFsckMissingBlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := runFsck(t, b)
-	wantFinding(t, rep, "artifact_manifest", "every block present", victim)
+	wantFinding(t, rep, "artifact_manifest", "block "+victim, "object does not exist")
+	for _, f := range rep.Findings {
+		if f.Layer != "block" {
+			t.Errorf("a finding other than the missing block's: %s", f)
+		}
+	}
+
+	// Reading bodies whole also names the revisions that need the block.
+	rep, err := workbench.Fsck(context.Background(), b, workbench.FsckOptions{AgentID: "test", Bodies: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFinding(t, rep, "artifact_revision", "body of revision", victim)
 }
 
 func TestFsckCorruptShardObject(t *testing.T) {
