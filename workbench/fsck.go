@@ -23,15 +23,19 @@ import (
 //
 // # Layers
 //
-// The engine layer is head.Check in strict mode: every object the head's
-// root reaches, and every root a hold names, exists, hashes to its name,
-// decodes canonically, and agrees with the table or root that names it.
+// Fsck checks the head's root and the root of every pin of the shard, and
+// the roots their holds name.
 //
-// The Workbench layer reads the records of the head's root and of every
-// held root, and checks the invariants docs/operations.md lists ("What
+// The engine layer is head.Check in strict mode: every object those roots
+// reach exists, hashes to its name, decodes canonically, and agrees with
+// the table or root that names it. Then every object again through
+// gcsweep.Walk, which also fetches every block a manifest row names and
+// checks the row's slice of it against the row's digest.
+//
+// The Workbench layer reads the records of each root, and checks the invariants docs/operations.md lists ("What
 // fsck checks"): reference counts against RevisionRef rows, GC candidates,
-// manifests and the blocks they name (each block fetched and checked
-// against its digest, each body against its whole-body digest), paths,
+// manifests (and, with FsckOptions.Bodies, each body read whole against
+// its digest), paths,
 // directories and index rows, commit seals and consumers, snapshot holds.
 // A revision's body is checked once, at the first root that names it:
 // revisions are immutable.
@@ -60,10 +64,12 @@ type FsckOptions struct {
 // engine object) concerned, what the other records say it should be and
 // what was found.
 type FsckFinding struct {
-	// Layer is "engine" or "workbench".
+	// Layer is "engine" (an engine object), "block" (a block a manifest
+	// row names), "pin" (a pin object) or "workbench" (records that
+	// disagree).
 	Layer string `json:"layer"`
 	// Root is the hash of the root the finding was seen at (the head's,
-	// or a held root's).
+	// a pinned or a held root's).
 	Root string `json:"root"`
 	// Family is the record family concerned ("" for an engine object).
 	Family string `json:"family,omitempty"`
@@ -97,7 +103,10 @@ type FsckReport struct {
 	// sequence.
 	Head     string `json:"head"`
 	Sequence uint64 `json:"sequence"`
-	// Roots counts the roots checked: the head's and every held one.
+	// Pins counts the shard's pins; their roots are checked too.
+	Pins int `json:"pins"`
+	// Roots counts the distinct roots checked: the head's, every pinned
+	// one, and every root a hold of those names.
 	Roots int `json:"roots"`
 	// Records counts the records checked per family, summed over roots.
 	Records map[string]int `json:"records"`
@@ -133,8 +142,8 @@ func Fsck(ctx context.Context, b bucket.Bucket, opts FsckOptions) (*FsckReport, 
 	return s.Fsck(ctx, opts)
 }
 
-// Fsck checks the Service's deployment root at the current head and at
-// every root a hold names. opts.AgentID is ignored: the Service's root is
+// Fsck checks the Service's deployment root at the current head, at every
+// pinned root and at every root a hold of those names. opts.AgentID is ignored: the Service's root is
 // checked. It reads straight from the bucket through a Store of its own,
 // so nothing the Service cached is trusted.
 func (s *Service) Fsck(ctx context.Context, opts FsckOptions) (*FsckReport, error) {
@@ -154,6 +163,7 @@ func (s *Service) Fsck(ctx context.Context, opts FsckOptions) (*FsckReport, erro
 		bodies:  bodies.New(b, store.Layout(), bodies.Options{CacheBytes: -1}),
 		checked: map[nokv.RevisionID]bool{},
 		seen:    map[string]bool{},
+		objects: map[string]bool{},
 	}
 	sn, err := store.PinOrEmpty(ctx)
 	if err != nil {
@@ -166,47 +176,32 @@ func (s *Service) Fsck(ctx context.Context, opts FsckOptions) (*FsckReport, erro
 	}
 	rep.Head, rep.Sequence = sn.RootHash().String(), sn.Sequence()
 
-	// The engine layer: every object of the head's root and of every
-	// held root.
-	if err := head.Check(ctx, b, store.Layout(), sn.RootHash(), head.CheckOptions{Strict: true, MaxFindings: opts.MaxFindings}); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+	// The roots to check: the head's and every pinned one (a backup's
+	// promise). Holds are followed from each.
+	tops := []digest.Hash{sn.RootHash()}
+	pins, err := gcsweep.ListPins(ctx, b, store.Layout())
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, ctx.Err()
+	case err != nil:
+		fk.add(FsckFinding{Layer: "pin", Root: sn.RootHash().String(), Record: "pins " + store.Layout().PinsPrefix(),
+			Expected: "pins that read and decode", Found: err.Error()})
+	}
+	for _, p := range pins {
+		rep.Pins++
+		if !slices.Contains(tops, p.RootHash) {
+			tops = append(tops, p.RootHash)
 		}
-		for _, e := range unjoin(err) {
-			fk.add(FsckFinding{Layer: "engine", Root: sn.RootHash().String(), Expected: "a sound object", Found: e.Error()})
+	}
+	for _, h := range tops {
+		if err := fk.checkObjects(ctx, h); err != nil {
+			return nil, err
 		}
 	}
 
-	// Every object again, blocks included, each block's slice against the
-	// digest its manifest row gives. Engine objects that fail were
-	// reported by Check, in its words; only blocks are reported here.
-	walkOpts := gcsweep.WalkOptions{
-		Verify: true, RefFamilies: BlockRefFamilies,
-		OnError: func(o gcsweep.Object, err error) error {
-			if o.Kind == gcsweep.KindBlock {
-				fk.add(FsckFinding{Layer: "block", Root: sn.RootHash().String(),
-					Family: store.Layout().Schema().Name(nokv.FamilyArtifactManifest), Record: "block " + o.Key,
-					Expected: "the block, its bytes matching " + o.Digest, Found: err.Error()})
-			}
-			return nil
-		},
-	}
-	err = gcsweep.Walk(ctx, b, store.Layout(), sn.RootHash(), BlockRefs, walkOpts, func(o gcsweep.Object) error {
-		rep.Objects++
-		rep.Bytes += o.Size
-		if o.Kind == gcsweep.KindBlock {
-			rep.Blocks++
-			rep.BlockBytes += o.Size
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-
-	// The Workbench layer, root by root: the head's first, then each
-	// held root once.
-	todo := []digest.Hash{sn.RootHash()}
+	// The Workbench layer, root by root: the head's first, then the
+	// pinned ones, and each held root once.
+	todo := slices.Clone(tops)
 	done := map[digest.Hash]bool{}
 	for len(todo) > 0 {
 		h := todo[0]
@@ -221,7 +216,7 @@ func (s *Service) Fsck(ctx context.Context, opts FsckOptions) (*FsckReport, erro
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
 				}
-				// head.Check reported why the root cannot be read.
+				// The engine layer reported why the root cannot be read.
 				continue
 			}
 		}
@@ -235,6 +230,48 @@ func (s *Service) Fsck(ctx context.Context, opts FsckOptions) (*FsckReport, erro
 	}
 	rep.Elapsed = time.Since(start)
 	return rep, nil
+}
+
+// checkObjects is the engine layer at root h: head.Check, strict, of every
+// object h and the roots its holds name reach; then every object again
+// through gcsweep.Walk, blocks included, each block's slice checked
+// against the digest its manifest row gives. Engine objects that fail
+// the walk were reported by Check, in its words; only blocks are
+// reported from the walk. Objects are counted once across roots.
+func (fk *fsck) checkObjects(ctx context.Context, h digest.Hash) error {
+	b, layout, rep := fk.store.Bucket(), fk.store.Layout(), fk.rep
+	if err := head.Check(ctx, b, layout, h, head.CheckOptions{Strict: true, MaxFindings: fk.opts.MaxFindings}); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		for _, e := range unjoin(err) {
+			fk.add(FsckFinding{Layer: "engine", Root: h.String(), Expected: "a sound object", Found: e.Error()})
+		}
+	}
+	walkOpts := gcsweep.WalkOptions{
+		Verify: true, RefFamilies: BlockRefFamilies,
+		OnError: func(o gcsweep.Object, err error) error {
+			if o.Kind == gcsweep.KindBlock {
+				fk.add(FsckFinding{Layer: "block", Root: h.String(),
+					Family: layout.Schema().Name(nokv.FamilyArtifactManifest), Record: "block " + o.Key,
+					Expected: "the block, its bytes matching " + o.Digest, Found: err.Error()})
+			}
+			return nil
+		},
+	}
+	return gcsweep.Walk(ctx, b, layout, h, BlockRefs, walkOpts, func(o gcsweep.Object) error {
+		if fk.objects[o.Key] {
+			return nil
+		}
+		fk.objects[o.Key] = true
+		rep.Objects++
+		rep.Bytes += o.Size
+		if o.Kind == gcsweep.KindBlock {
+			rep.Blocks++
+			rep.BlockBytes += o.Size
+		}
+		return nil
+	})
 }
 
 // unjoin splits the error head.Check joined.
@@ -254,6 +291,7 @@ type fsck struct {
 	rep     *FsckReport
 	checked map[nokv.RevisionID]bool // revisions whose body was checked
 	seen    map[string]bool          // findings already reported, at any root
+	objects map[string]bool          // objects counted, at any root
 }
 
 // add records a finding once: the same inconsistency seen at several

@@ -6,8 +6,10 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/manifests"
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/nokv"
@@ -274,5 +276,55 @@ func TestFsckSnapshotHoldReleased(t *testing.T) {
 	wantFinding(t, rep, "snapshot_ref", "snapshot "+snap, "an engine hold snapshot/"+snap, "found none")
 	if rep.Roots != 1 {
 		t.Errorf("checked %d roots, want 1: the released root is no longer held", rep.Roots)
+	}
+}
+
+// putPin writes a pin of root under name, in the pin format
+// (cairn.pin.v1), as `cairn pin create` does.
+func putPin(t *testing.T, b bucket.Bucket, s *workbench.Service, name string, root digest.Hash) {
+	t.Helper()
+	layout := s.Store().Layout()
+	key, err := layout.Pin(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := manifests.Canonical(map[string]any{
+		"format": "cairn.pin.v1", "shard": layout.ID().String(), "sequence": 1,
+		"root": root.String(), "created_unix_ms": 1, "note": "",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Put(context.Background(), key, body, bucket.IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFsckPinnedRoots(t *testing.T) {
+	b, s, _ := fsckStore(t)
+	ctx := context.Background()
+	sn, err := s.Store().Pin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := sn.RootHash()
+	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "later.txt", `"text":"`+strings.Repeat("later ", 30)+`"`))
+	putPin(t, b, s, "old", old)
+	rep := runFsck(t, b)
+	for _, f := range rep.Findings {
+		t.Errorf("finding: %s", f)
+	}
+	if rep.Pins != 1 || rep.Roots != 3 {
+		t.Errorf("%d pins, %d roots checked; want 1 and 3 (the head's, the pinned one, the snapshot's)", rep.Pins, rep.Roots)
+	}
+
+	// A pin of a root that is not in the bucket is an engine finding.
+	var gone digest.Hash
+	gone[0] = 1
+	putPin(t, b, s, "gone", gone)
+	rep = runFsck(t, b)
+	wantFinding(t, rep, "", "engine", "roots/"+gone.String(), "not exist")
+	if rep.Pins != 2 || rep.Roots != 3 {
+		t.Errorf("%d pins, %d roots checked; want 2 and 3", rep.Pins, rep.Roots)
 	}
 }
