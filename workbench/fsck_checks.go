@@ -468,6 +468,13 @@ func (c *rootCheck) checkCommits() {
 				c.finding(nokv.FamilyCommitMember, m.key, name+" member "+LogicalPath(m.k.Path), "a member that digests", err.Error())
 			}
 			revSet[m.v.Revision] = true
+			if rev, ok := c.revisions[m.v.Revision]; ok {
+				e := nokv.PathEntry{LogicalSize: m.v.LogicalSize, BodyDigestURI: m.v.BodyDigestURI, ManifestDigestURI: m.v.ManifestDigestURI,
+					DependencyCount: m.v.DependencyCount, DependencyDepth: m.v.DependencyDepth, ContentType: m.v.ContentType}
+				if diff := entryAgrees(e, rev.v); diff != "" {
+					c.finding(nokv.FamilyCommitMember, m.key, name+" member "+LogicalPath(m.k.Path), "the member to agree with revision "+m.v.Revision.String(), diff)
+				}
+			}
 		}
 		if uint64(len(rows)) != cm.v.MemberCount || d.sum() != cm.v.MemberDigest {
 			c.finding(nokv.FamilyCommit, cm.key, name,

@@ -328,3 +328,96 @@ func TestFsckPinnedRoots(t *testing.T) {
 		t.Errorf("%d pins, %d roots checked; want 2 and 3", rep.Pins, rep.Roots)
 	}
 }
+
+// record returns the first record of family f at the head whose key
+// satisfies match.
+func record(t *testing.T, s *workbench.Service, f shards.Family, match func(key, value []byte) bool) shards.Record {
+	t.Helper()
+	for _, r := range rows(t, s, f) {
+		if match(r.Key, r.Value) {
+			return r
+		}
+	}
+	t.Fatalf("no record of family %d matches", f)
+	return shards.Record{}
+}
+
+// anyRecord matches every record.
+func anyRecord(key, value []byte) bool { return true }
+
+// More corruptions, each by one raw command in a fresh store, each with
+// the finding that names it.
+func TestFsckFindsCorruptRecords(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		corrupt func(t *testing.T, s *workbench.Service) func(tx *head.Tx) error
+		family  string
+		parts   []string
+	}{
+		{"a current GC candidate for a referenced revision", func(t *testing.T, s *workbench.Service) func(tx *head.Tx) error {
+			r := record(t, s, nokv.FamilyArtifactRevision, func(_, v []byte) bool {
+				a, _ := nokv.DecodeArtifactRevision(v)
+				return a.StrongReferenceCount > 0
+			})
+			k, _ := nokv.ParseArtifactRevisionKey(r.Key)
+			a, _ := nokv.DecodeArtifactRevision(r.Value)
+			key, _ := nokv.GcCandidateKey{Root: s.Root(), Revision: k.Revision, ReferenceEpoch: a.ReferenceEpoch}.Encode()
+			v, _ := nokv.GcCandidate{LastZeroRefVersion: 1, Claim: nokv.GcClaimStateCandidate}.Encode()
+			return func(tx *head.Tx) error { return tx.Put(nokv.FamilyGcCandidate, key, v) }
+		}, "gc_candidate", []string{"a current candidate only for a revision without references"}},
+		{"a GC candidate deleted", func(t *testing.T, s *workbench.Service) func(tx *head.Tx) error {
+			r := record(t, s, nokv.FamilyGcCandidate, anyRecord)
+			return func(tx *head.Tx) error { return tx.Delete(nokv.FamilyGcCandidate, r.Key) }
+		}, "gc_candidate", []string{"expected a GcCandidate at epoch", "found none"}},
+		{"a manifest row deleted", func(t *testing.T, s *workbench.Service) func(tx *head.Tx) error {
+			r := record(t, s, nokv.FamilyArtifactManifest, func(k, _ []byte) bool {
+				mk, _ := nokv.ParseArtifactManifestKey(k)
+				return mk.ObjectIndex == 1
+			})
+			return func(tx *head.Tx) error { return tx.Delete(nokv.FamilyArtifactManifest, r.Key) }
+		}, "artifact_revision", []string{"(its manifest rows)"}},
+		{"a Commit reference deleted", func(t *testing.T, s *workbench.Service) func(tx *head.Tx) error {
+			r := record(t, s, nokv.FamilyRevisionRef, func(k, _ []byte) bool {
+				rk, _ := nokv.ParseRevisionRefKey(k)
+				return rk.Kind == nokv.ReferenceKindCommit
+			})
+			return func(tx *head.Tx) error { return tx.Delete(nokv.FamilyRevisionRef, r.Key) }
+		}, "commit", []string{"Commit references on exactly its members'"}},
+		{"a dependency reference deleted", func(t *testing.T, s *workbench.Service) func(tx *head.Tx) error {
+			r := record(t, s, nokv.FamilyRevisionRef, func(k, _ []byte) bool {
+				rk, _ := nokv.ParseRevisionRefKey(k)
+				return rk.Kind == nokv.ReferenceKindRevisionDependency
+			})
+			return func(tx *head.Tx) error { return tx.Delete(nokv.FamilyRevisionRef, r.Key) }
+		}, "revision_ref", []string{"dependency references on", "(owners of reused rows)"}},
+		{"a directory row deleted", func(t *testing.T, s *workbench.Service) func(tx *head.Tx) error {
+			r := record(t, s, nokv.FamilyPathDirectory, anyRecord)
+			return func(tx *head.Tx) error { return tx.Delete(nokv.FamilyPathDirectory, r.Key) }
+		}, "path_directory", []string{"a PathDirectory row for an ancestor of"}},
+		{"an index row deleted", func(t *testing.T, s *workbench.Service) func(tx *head.Tx) error {
+			r := record(t, s, nokv.FamilySecondaryIndex, anyRecord)
+			return func(tx *head.Tx) error { return tx.Delete(nokv.FamilySecondaryIndex, r.Key) }
+		}, "secondary_index", []string{"an index row of the path", "found none"}},
+		{"the commit head moved to a missing commit", func(t *testing.T, s *workbench.Service) func(tx *head.Tx) error {
+			r := record(t, s, nokv.FamilyWorkbenchCommitHead, anyRecord)
+			h, _ := nokv.DecodeWorkbenchCommitHead(r.Value)
+			h.Commit[0] ^= 1
+			v, _ := h.Encode()
+			return func(tx *head.Tx) error { return tx.Put(nokv.FamilyWorkbenchCommitHead, r.Key, v) }
+		}, "workbench_commit_head", []string{"expected Commit", "found none"}},
+		{"a snapshot's HistoryHold deleted", func(t *testing.T, s *workbench.Service) func(tx *head.Tx) error {
+			r := record(t, s, nokv.FamilyHistoryHold, anyRecord)
+			return func(tx *head.Tx) error { return tx.Delete(nokv.FamilyHistoryHold, r.Key) }
+		}, "history_hold", []string{"an Active HistoryHold (the snapshot is Active)", "found none"}},
+		{"a workbench's incarnation claim deleted", func(t *testing.T, s *workbench.Service) func(tx *head.Tx) error {
+			r := record(t, s, nokv.FamilyWorkspaceIncarnationClaim, anyRecord)
+			return func(tx *head.Tx) error { return tx.Delete(nokv.FamilyWorkspaceIncarnationClaim, r.Key) }
+		}, "workspace_current", []string{"workbench wb", "found none"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b, s, _ := fsckStore(t)
+			rawCommand(t, s, c.corrupt(t, s))
+			wantFinding(t, runFsck(t, b), c.family, c.parts...)
+		})
+	}
+}
