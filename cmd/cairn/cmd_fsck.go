@@ -133,7 +133,7 @@ func printFsck(w io.Writer, url string, rep *workbench.FsckReport) {
 		return
 	}
 	fmt.Fprintf(w, "head:      %s (sequence %d)\n", rep.Head, rep.Sequence)
-	fmt.Fprintf(w, "roots:     %d checked (the head's and %d held)\n", rep.Roots, max(rep.Roots-1, 0))
+	fmt.Fprintf(w, "roots:     %d checked: the head's, %d pinned, and the roots their holds name\n", rep.Roots, rep.Pins)
 	fams := make([]string, 0, len(rep.Records))
 	total := 0
 	for f, n := range rep.Records {

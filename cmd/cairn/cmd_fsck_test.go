@@ -27,7 +27,7 @@ func TestFsckCommand(t *testing.T) {
 	wb(`{"id":"wb1","name":"first"}`, "workbench_snapshot")
 
 	code, out, errOut := runWith(t, "", "fsck", "--bucket", url, "--agent", "cli", "--bodies")
-	if code != exitOK || !strings.Contains(out, "result:    clean\n") || !strings.Contains(out, "roots:     2 checked (the head's and 1 held)") {
+	if code != exitOK || !strings.Contains(out, "result:    clean\n") || !strings.Contains(out, "roots:     2 checked: the head's, 0 pinned, and the roots their holds name\n") {
 		t.Fatalf("clean store: exit %d\n%s%s", code, out, errOut)
 	}
 	for _, want := range []string{"records:   ", "artifact_revision 6", "objects:   ", "bodies:    3 read whole"} {
