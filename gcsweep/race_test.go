@@ -350,4 +350,3 @@ func contains(s []string, k string) bool {
 	}
 	return false
 }
-
