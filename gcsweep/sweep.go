@@ -110,6 +110,10 @@ var (
 	// ErrBadHead is returned for a head that does not decode or names
 	// another shard.
 	ErrBadHead = errors.New("gcsweep: bad head")
+	// ErrMarker is returned for a head whose schema marker is not
+	// Options.Marker: the shard belongs to another product or version,
+	// whose families the layout would misread.
+	ErrMarker = errors.New("gcsweep: the head's schema marker is not the one expected")
 )
 
 // Options tune a Sweep.
@@ -132,6 +136,10 @@ type Options struct {
 	// is reachable, so blocks are never deleted.
 	Refs        Refs
 	RefFamilies []shards.Family
+	// Marker, if set, is the schema marker the head must carry
+	// (ErrMarker otherwise): the product's, so that a shard of another
+	// schema is never swept with this one's families.
+	Marker *head.Marker
 	// Now, if set, is the store's clock. By default the sweep reads it:
 	// it writes an empty object under shards.Layout.ClockProbe, takes its
 	// ModTime, and deletes it. A dry run does the same.
@@ -377,6 +385,9 @@ func (s *sweeper) readHead(ctx context.Context) (*head.Head, bucket.Version, err
 	var h head.Head
 	if err := manifests.Decode(body, &h); err != nil {
 		return nil, "", fmt.Errorf("%w: %w", ErrBadHead, err)
+	}
+	if m := s.opts.Marker; m != nil && h.Marker != *m {
+		return nil, "", fmt.Errorf("%w: %+v, want %+v", ErrMarker, h.Marker, *m)
 	}
 	if h.ShardID != s.layout.ID().String() {
 		return nil, "", fmt.Errorf("%w: names shard %q, want %s", ErrBadHead, h.ShardID, s.layout.ID())

@@ -23,7 +23,7 @@ import (
 
 // sweepOptions are the Workbench's refs with the default grace.
 func sweepOptions() gcsweep.Options {
-	return gcsweep.Options{Refs: workbench.BlockRefs, RefFamilies: workbench.BlockRefFamilies}
+	return workbench.SweepOptions()
 }
 
 // listAll returns every key in the bucket.
