@@ -4,10 +4,12 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/bucket/mem"
+	"github.com/cairnstore/cairn/gcsweep"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/manifests"
 	"github.com/cairnstore/cairn/shards"
@@ -419,5 +421,39 @@ func TestFsckFindsCorruptRecords(t *testing.T) {
 			rawCommand(t, s, c.corrupt(t, s))
 			wantFinding(t, runFsck(t, b), c.family, c.parts...)
 		})
+	}
+}
+
+// A sweep deletes only what no root reaches: fsck finds the store as
+// clean after it as before, though the sweep deleted old roots, deltas
+// and ledgers.
+func TestFsckCleanAfterSweep(t *testing.T) {
+	b, s, _ := fsckStore(t)
+	ctx := context.Background()
+	sn, err := s.Store().Pin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := sn.RootHash()
+	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "later.txt", `"text":"`+strings.Repeat("later ", 30)+`"`))
+	putPin(t, b, s, "old", old)
+	workbench.FlushCleanupForTest(s)
+	rep, err := gcsweep.Sweep(ctx, b, s.Store().Layout(), gcsweep.Options{
+		Grace: 2 * gcsweep.DefaultMaxAttemptAge, Refs: workbench.BlockRefs, RefFamilies: workbench.BlockRefFamilies,
+		// The store's clock a day on: everything unreachable is old enough.
+		Now: func() time.Time { return time.Now().Add(24 * time.Hour) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Deleted.Objects == 0 {
+		t.Fatalf("the sweep deleted nothing: %+v", rep)
+	}
+	after := runFsck(t, b)
+	for _, f := range after.Findings {
+		t.Errorf("finding after the sweep: %s", f)
+	}
+	if after.Pins != 1 || after.Roots != 3 {
+		t.Errorf("%d pins, %d roots checked after the sweep", after.Pins, after.Roots)
 	}
 }
