@@ -489,8 +489,11 @@ func (c *rootCheck) load(ctx context.Context) (bool, error) {
 				return err
 			}
 			v, err := nokv.DecodeWorkspaceCurrent(value)
+			if err != nil {
+				return err
+			}
 			c.workspaces[k.WorkbenchID] = wsRow{key, v}
-			return err
+			return nil
 		}},
 		{nokv.FamilyWorkspaceIncarnationClaim, func(key, value []byte) error {
 			k, err := nokv.ParseWorkspaceIncarnationClaimKey(key)
@@ -498,8 +501,11 @@ func (c *rootCheck) load(ctx context.Context) (bool, error) {
 				return err
 			}
 			v, err := nokv.DecodeWorkspaceIncarnationClaim(value)
+			if err != nil {
+				return err
+			}
 			c.claims[k.Incarnation] = v.WorkbenchID
-			return err
+			return nil
 		}},
 		{nokv.FamilyPathCurrent, func(key, value []byte) error {
 			k, err := nokv.ParsePathCurrentKey(key)

@@ -242,7 +242,8 @@ func (c *rootCheck) checkRevisions() {
 		}
 		switch {
 		case current == nil:
-			c.finding(nokv.FamilyGcCandidate, nil, name, fmt.Sprintf("a GcCandidate at epoch %d", rev.v.ReferenceEpoch), "none")
+			key, _ := nokv.GcCandidateKey{Root: c.root, Revision: id, ReferenceEpoch: rev.v.ReferenceEpoch}.Encode()
+			c.finding(nokv.FamilyGcCandidate, key, name, fmt.Sprintf("a GcCandidate at epoch %d", rev.v.ReferenceEpoch), "none")
 		case current.v.LastZeroRefVersion != rev.v.LastZeroRefVersion:
 			c.finding(nokv.FamilyGcCandidate, current.key, name,
 				fmt.Sprintf("last-zero version %d", rev.v.LastZeroRefVersion), fmt.Sprint(current.v.LastZeroRefVersion))
@@ -572,7 +573,8 @@ func (c *rootCheck) checkSnapshots() {
 			}
 			switch {
 			case !historyHeld:
-				c.finding(nokv.FamilyHistoryHold, nil, name, "an Active HistoryHold (the snapshot is Active)", "none")
+				key, _ := nokv.SnapshotHoldKey(c.root, id).Encode()
+				c.finding(nokv.FamilyHistoryHold, key, name, "an Active HistoryHold (the snapshot is Active)", "none")
 			case hh.v.State != nokv.HistoryHoldStateActive || hh.v.ReadVersion != s.v.ReadVersion:
 				c.finding(nokv.FamilyHistoryHold, hh.key, name, fmt.Sprintf("Active at read version %d", s.v.ReadVersion),
 					fmt.Sprintf("%v at read version %d", hh.v.State, hh.v.ReadVersion))
