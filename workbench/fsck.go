@@ -10,6 +10,7 @@ import (
 	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/gcsweep"
 	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/manifests"
 	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/workbench/nokv"
 )
@@ -30,10 +31,10 @@ import (
 // gcsweep.Walk, which also fetches every block a manifest row names and
 // checks the row's slice of it against the row's digest.
 //
-// The Workbench layer reads the records of each root, and checks the invariants docs/operations.md lists ("What
-// fsck checks"): reference counts against RevisionRef rows, GC candidates,
-// manifests (and, with FsckOptions.Bodies, each body read whole against
-// its digest), paths,
+// The Workbench layer reads the records of each root, and checks the
+// invariants docs/operations.md lists ("What fsck checks"): reference
+// counts against RevisionRef rows, GC candidates, manifests (and, with
+// FsckOptions.Bodies, each body read whole against its digest), paths,
 // directories and index rows, commit seals and consumers, snapshot holds.
 // A revision's body is checked once, at the first root that names it:
 // revisions are immutable.
@@ -141,9 +142,10 @@ func Fsck(ctx context.Context, b bucket.Bucket, opts FsckOptions) (*FsckReport, 
 }
 
 // Fsck checks the Service's deployment root at the current head, at every
-// pinned root and at every root a hold of those names. opts.AgentID is ignored: the Service's root is
-// checked. It reads straight from the bucket through a Store of its own,
-// so nothing the Service cached is trusted.
+// pinned root and at every root a hold of those names. opts.AgentID is
+// ignored: the Service's root is checked. It reads straight from the
+// bucket through a Store and a block reader of its own, so nothing the
+// Service cached is trusted.
 func (s *Service) Fsck(ctx context.Context, opts FsckOptions) (*FsckReport, error) {
 	start := time.Now()
 	if opts.MaxFindings <= 0 {
@@ -165,7 +167,10 @@ func (s *Service) Fsck(ctx context.Context, opts FsckOptions) (*FsckReport, erro
 	}
 	sn, err := store.PinOrEmpty(ctx)
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return fk.unopened(ctx, start, err)
 	}
 	if sn.Empty() {
 		rep.Empty = true
@@ -228,6 +233,35 @@ func (s *Service) Fsck(ctx context.Context, opts FsckOptions) (*FsckReport, erro
 	}
 	rep.Elapsed = time.Since(start)
 	return rep, nil
+}
+
+// unopened checks what it can of a store whose head's root does not open
+// (a missing or damaged root, or a record the schema gate reads): the
+// head's root is read from the head object itself and the engine layer
+// checks it, so the findings say what is damaged. The Workbench layer
+// cannot run.
+func (fk *fsck) unopened(ctx context.Context, start time.Time, pinErr error) (*FsckReport, error) {
+	b, layout := fk.store.Bucket(), fk.store.Layout()
+	body, _, err := b.Get(ctx, layout.Head())
+	if err != nil {
+		return nil, fmt.Errorf("workbench: fsck: %w (read the head: %w)", pinErr, err)
+	}
+	var hd head.Head
+	if err := manifests.Decode(body, &hd); err != nil {
+		return nil, fmt.Errorf("workbench: fsck: %w (decode the head: %w)", pinErr, err)
+	}
+	h, err := digest.Parse(hd.Root)
+	if err != nil {
+		return nil, fmt.Errorf("workbench: fsck: %w (the head's root %q: %w)", pinErr, hd.Root, err)
+	}
+	fk.rep.Head, fk.rep.Sequence = hd.Root, hd.Sequence
+	fk.add(FsckFinding{Layer: "engine", Root: hd.Root, Record: "head " + layout.Head(),
+		Expected: "a root that opens", Found: pinErr.Error()})
+	if err := fk.checkObjects(ctx, h); err != nil {
+		return nil, err
+	}
+	fk.rep.Elapsed = time.Since(start)
+	return fk.rep, nil
 }
 
 // checkObjects is the engine layer at root h: head.Check, strict, of every

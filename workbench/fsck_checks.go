@@ -391,11 +391,14 @@ func (c *rootCheck) checkBodies(ctx context.Context) error {
 			entries[j] = r.v
 		}
 		h := sha256.New()
-		err := c.fk.s.streamBody(ctx, entries, nil, func(b []byte) error {
-			h.Write(b)
-			c.fk.rep.BodyBytes += int64(len(b))
-			return nil
-		})
+		blocks, err := rowBlocks(entries)
+		if err == nil {
+			err = c.fk.bodies.Stream(ctx, blocks, func(b []byte) error {
+				h.Write(b)
+				c.fk.rep.BodyBytes += int64(len(b))
+				return nil
+			})
+		}
 		c.fk.rep.Bodies++
 		switch {
 		case err != nil && ctx.Err() != nil:

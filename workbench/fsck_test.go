@@ -457,3 +457,29 @@ func TestFsckCleanAfterSweep(t *testing.T) {
 		t.Errorf("%d pins, %d roots checked after the sweep", after.Pins, after.Roots)
 	}
 }
+
+// A head whose root does not open still gets the engine layer: the
+// damage is a finding, not an error that hides it.
+func TestFsckHeadRootDamaged(t *testing.T) {
+	b, s, _ := fsckStore(t)
+	ctx := context.Background()
+	sn, err := s.Store().Pin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := s.Store().Layout().Root(sn.RootHash())
+	body, _, err := b.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body[len(body)/2] ^= 0xff
+	if _, err := b.Put(ctx, key, body, bucket.Unconditional); err != nil {
+		t.Fatal(err)
+	}
+	rep := runFsck(t, b)
+	wantFinding(t, rep, "", "engine head", "expected a root that opens")
+	wantFinding(t, rep, "", "engine", sn.RootHash().String(), "integrity")
+	if rep.Head != sn.RootHash().String() || rep.Roots != 0 {
+		t.Errorf("head %s, %d roots checked; want %s and none", rep.Head, rep.Roots, sn.RootHash())
+	}
+}
