@@ -22,4 +22,20 @@
 // "sequence":…,"root":…,"created_unix_ms":…,"note":…}. A sweep keeps
 // every pinned root. A pin that does not decode stops a sweep before it
 // deletes anything.
+//
+// # The sweep
+//
+// Sweep lists the shard's objects (everything under its prefix but the
+// head, and its artifact blocks), then marks what the head, its holds,
+// the heads of the grace period and the pins reach, reads the head again
+// (and marks it if it moved), and deletes each listed object that is
+// unmarked and older than Options.Grace by the store's clock
+// (bucket.Attrs.ModTime; now is read with a probe object). It never
+// deletes the head, pins, idempotency records, a key it does not
+// recognise, or an object whose listing has no time. Deletes are
+// conditional on the listed version where the adapter supports it. A
+// shard with objects and no head, a bad pin, a head of another schema
+// (Options.Marker) or a missing object the mark reaches stops the sweep
+// before any delete. Why a commit racing the sweep never loses an object
+// is argued at the top of sweep.go and in docs/operations.md.
 package gcsweep
