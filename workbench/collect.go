@@ -322,4 +322,3 @@ func (s *Service) quarantineRevision(tx *head.Tx, k nokv.GcCandidateKey, cause e
 	}
 	return putRecord(tx, nokv.FamilyGcCandidate, ck, c.Encode)
 }
-
