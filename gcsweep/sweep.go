@@ -196,28 +196,33 @@ const (
 
 // Report is what a sweep found and did.
 type Report struct {
-	DryRun       bool       `json:"dry_run"`
-	HeadSequence uint64     `json:"head_sequence"` // the newest head marked
-	HeadRoot     string     `json:"head_root"`
-	HeadMoves    int        `json:"head_moves"` // heads marked after the first
-	RootsInGrace int        `json:"roots_in_grace"`
-	Holds        int        `json:"held_roots"` // distinct roots the holds of marked roots name
-	Pins         int        `json:"pins"`
-	Grace        Duration   `json:"grace"`
-	StoreNow     time.Time  `json:"store_now"`
-	ClockSkew    Duration   `json:"clock_skew"` // the store's clock minus this machine's
-	Live         Tally      `json:"live"`       // everything marked (what Walk reached), listed or not
-	Scanned      Tally      `json:"scanned"`
-	Reachable    Tally      `json:"kept_reachable"`
-	Young        Tally      `json:"kept_within_grace"`
-	UnknownAge   Tally      `json:"kept_unknown_age"`
-	Unknown      Tally      `json:"kept_unknown_key"`
-	Deleted      Tally      `json:"deleted"` // in a dry run: would be deleted
-	Failed       Tally      `json:"delete_failed"`
-	Changed      Tally      `json:"delete_skipped"` // the object changed or vanished since the listing
-	ByClass      []ClassRow `json:"by_class"`
-	Requests     int64      `json:"requests"`
-	Duration     Duration   `json:"duration"`
+	DryRun       bool   `json:"dry_run"`
+	HeadSequence uint64 `json:"head_sequence"` // the newest head marked
+	HeadRoot     string `json:"head_root"`
+	HeadMoves    int    `json:"head_moves"` // heads marked after the first
+	// OldestSequence is the lowest sequence of the roots marked (the
+	// heads, those within the grace, held and pinned roots): no reader
+	// may read a state older than it, which is what collecting a
+	// revision waits for (workbench.CollectRevisions).
+	OldestSequence uint64     `json:"oldest_sequence"`
+	RootsInGrace   int        `json:"roots_in_grace"`
+	Holds          int        `json:"held_roots"` // distinct roots the holds of marked roots name
+	Pins           int        `json:"pins"`
+	Grace          Duration   `json:"grace"`
+	StoreNow       time.Time  `json:"store_now"`
+	ClockSkew      Duration   `json:"clock_skew"` // the store's clock minus this machine's
+	Live           Tally      `json:"live"`       // everything marked (what Walk reached), listed or not
+	Scanned        Tally      `json:"scanned"`
+	Reachable      Tally      `json:"kept_reachable"`
+	Young          Tally      `json:"kept_within_grace"`
+	UnknownAge     Tally      `json:"kept_unknown_age"`
+	Unknown        Tally      `json:"kept_unknown_key"`
+	Deleted        Tally      `json:"deleted"` // in a dry run: would be deleted
+	Failed         Tally      `json:"delete_failed"`
+	Changed        Tally      `json:"delete_skipped"` // the object changed or vanished since the listing
+	ByClass        []ClassRow `json:"by_class"`
+	Requests       int64      `json:"requests"`
+	Duration       Duration   `json:"duration"`
 }
 
 // ClassRow is the report of one class of objects.
@@ -518,6 +523,9 @@ func (s *sweeper) live(o Object) error {
 func (s *sweeper) sawRoot(h digest.Hash, r *roots.Root) {
 	s.mu.Lock()
 	s.parents[h] = r.Parent
+	if s.rep.OldestSequence == 0 || r.Sequence < s.rep.OldestSequence {
+		s.rep.OldestSequence = r.Sequence
+	}
 	for _, hold := range r.Holds {
 		s.held[hold.Root] = true
 	}

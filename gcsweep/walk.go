@@ -113,7 +113,12 @@ const DefaultConcurrency = 16
 // sweep's decision (Sweep).
 //
 // Objects are deduplicated by key, so fn sees a block that several
-// records name once. fn is called from one goroutine at a time, in no
+// records name once. Records are read as stored, not as the root's merged
+// view: a record that a newer delta of the same root replaces or deletes
+// still yields its blocks. A sweep therefore keeps a little more than it
+// must until a fold drops the old delta from the roots it marks, and a
+// verifying walk may report a missing block named only by such a shadowed
+// record (the rows of a revision collected since, for one). fn is called from one goroutine at a time, in no
 // particular order; an error from it ends the walk and is returned.
 // Every fetched engine object is checked against its hash before it is
 // decoded, as every read of the engine checks it.
