@@ -3,6 +3,7 @@ package workbench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -164,6 +165,9 @@ func (s *Service) Fsck(ctx context.Context, opts FsckOptions) (*FsckReport, erro
 		checked: map[nokv.RevisionID]bool{},
 		seen:    map[string]bool{},
 		objects: map[string]bool{},
+
+		badBlocks:  map[string]FsckFinding{},
+		liveBlocks: map[string]bool{},
 	}
 	sn, err := store.PinOrEmpty(ctx)
 	if err != nil {
@@ -231,6 +235,7 @@ func (s *Service) Fsck(ctx context.Context, opts FsckOptions) (*FsckReport, erro
 			todo = append(todo, hold.Root)
 		}
 	}
+	fk.reportBlocks()
 	rep.Elapsed = time.Since(start)
 	return rep, nil
 }
@@ -260,6 +265,8 @@ func (fk *fsck) unopened(ctx context.Context, start time.Time, pinErr error) (*F
 	if err := fk.checkObjects(ctx, h); err != nil {
 		return nil, err
 	}
+	fk.incomplete = true // no records were read
+	fk.reportBlocks()
 	fk.rep.Elapsed = time.Since(start)
 	return fk.rep, nil
 }
@@ -268,8 +275,10 @@ func (fk *fsck) unopened(ctx context.Context, start time.Time, pinErr error) (*F
 // object h and the roots its holds name reach; then every object again
 // through gcsweep.Walk, blocks included, each block's slice checked
 // against the digest its manifest row gives. Engine objects that fail
-// the walk were reported by Check, in its words; only blocks are
-// reported from the walk. Objects are counted once across roots.
+// the walk were reported by Check, in its words. A block that fails is
+// kept in badBlocks for reportBlocks to judge: the walk reads records as
+// stored, so it also meets the rows of a collected revision that a newer
+// delta of the same root deletes. Objects are counted once across roots.
 func (fk *fsck) checkObjects(ctx context.Context, h digest.Hash) error {
 	b, layout, rep := fk.store.Bucket(), fk.store.Layout(), fk.rep
 	if err := head.Check(ctx, b, layout, h, head.CheckOptions{Strict: true, MaxFindings: fk.opts.MaxFindings}); err != nil {
@@ -283,10 +292,10 @@ func (fk *fsck) checkObjects(ctx context.Context, h digest.Hash) error {
 	walkOpts := gcsweep.WalkOptions{
 		Verify: true, RefFamilies: BlockRefFamilies,
 		OnError: func(o gcsweep.Object, err error) error {
-			if o.Kind == gcsweep.KindBlock {
-				fk.add(FsckFinding{Layer: "block", Root: h.String(),
+			if _, seen := fk.badBlocks[o.Key]; o.Kind == gcsweep.KindBlock && !seen {
+				fk.badBlocks[o.Key] = FsckFinding{Layer: "block", Root: h.String(),
 					Family: layout.Schema().Name(nokv.FamilyArtifactManifest), Record: "block " + o.Key,
-					Expected: "the block, its bytes matching " + o.Digest, Found: err.Error()})
+					Expected: "the block, its bytes matching " + o.Digest, Found: err.Error()}
 			}
 			return nil
 		},
@@ -304,6 +313,21 @@ func (fk *fsck) checkObjects(ctx context.Context, h digest.Hash) error {
 		}
 		return nil
 	})
+}
+
+// reportBlocks reports the blocks that failed the walk and that a row of
+// a live revision names, at a root the Workbench layer read: the rows of
+// a revision being collected (Deleting, Quarantined) name blocks that
+// may be gone, and rows the walk met in a delta that a newer one deletes
+// are no rows at all. When a root's records could not all be read, every
+// failed block is reported: what names it is unknown.
+func (fk *fsck) reportBlocks() {
+	keys := slices.Sorted(maps.Keys(fk.badBlocks))
+	for _, k := range keys {
+		if fk.liveBlocks[k] || fk.incomplete {
+			fk.add(fk.badBlocks[k])
+		}
+	}
 }
 
 // unjoin splits the error head.Check joined.
@@ -324,6 +348,12 @@ type fsck struct {
 	checked map[nokv.RevisionID]bool // revisions whose body was checked
 	seen    map[string]bool          // findings already reported, at any root
 	objects map[string]bool          // objects counted, at any root
+
+	// Blocks that failed the walk, and the blocks the rows of live
+	// revisions name at the roots read (reportBlocks).
+	badBlocks  map[string]FsckFinding
+	liveBlocks map[string]bool
+	incomplete bool // a root's records could not all be read
 }
 
 // add records a finding once: the same inconsistency seen at several

@@ -149,8 +149,10 @@ func (fk *fsck) checkRoot(ctx context.Context, sn *head.Snapshot) error {
 	if !complete {
 		// A family could not be read (the engine layer says why): the
 		// cross-checks would report what is missing as inconsistent.
+		fk.incomplete = true
 		return nil
 	}
+	c.markLiveBlocks()
 	c.checkWorkspaces()
 	c.checkPaths()
 	c.checkRevisions()
@@ -448,4 +450,21 @@ func cmpU64(a, b uint64) int {
 		return 1
 	}
 	return 0
+}
+
+// markLiveBlocks notes the blocks the manifest rows of live revisions
+// name: every revision but one being collected (Deleting, Quarantined:
+// its blocks may be gone) or collected (Deleted: it has no rows left).
+// Rows without a revision count as live; checkManifests reports them.
+func (c *rootCheck) markLiveBlocks() {
+	for rev, rows := range c.manifests {
+		if r, ok := c.revisions[rev]; ok && r.v.State != nokv.RevisionStateAvailable {
+			continue
+		}
+		for _, r := range rows {
+			if r.v.Inline == nil {
+				c.fk.liveBlocks[r.v.ObjectKey] = true
+			}
+		}
+	}
 }
