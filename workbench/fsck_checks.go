@@ -546,8 +546,12 @@ func commitList(ids []nokv.CommitID) string {
 // ended one is not; every snapshot hold of the root and every snapshot
 // HistoryHold belongs to an Active snapshot; an alias names a snapshot
 // minted under it.
+//
+// A snapshot's incarnation need not be a current workbench's: a restore
+// of a pinned state (`cairn pin restore`) keeps the snapshot rows and
+// their holds as they are, so a snapshot may outlive, in the restored
+// state, the workbench it was taken of.
 func (c *rootCheck) checkSnapshots() {
-	incs := c.incarnations()
 	engineHolds := map[string]string{} // owner -> held root
 	for _, h := range c.sn.Root().Holds {
 		engineHolds[h.Owner] = h.Root.String()
@@ -561,9 +565,6 @@ func (c *rootCheck) checkSnapshots() {
 	for _, id := range sortedKeys(c.snapshots) {
 		s := c.snapshots[id]
 		name := "snapshot " + id.String()
-		if _, ok := incs[s.k.Incarnation]; !ok {
-			c.finding(nokv.FamilySnapshotRef, s.key, name, "a workbench of incarnation "+s.k.Incarnation.String(), "none")
-		}
 		held, engineHeld := engineHolds[holdOwner(id)]
 		hh, historyHeld := historyHolds[id]
 		if s.v.State == nokv.SnapshotStateActive {
