@@ -285,6 +285,15 @@ func TestFsckPathAtMissingRevision(t *testing.T) {
 	rawCommand(t, s, func(tx *head.Tx) error { return tx.Put(nokv.FamilyPathCurrent, key, v) })
 	rep := runFsck(t, b)
 	wantFinding(t, rep, "path_current", "path wb:outputs/tiny.txt", "expected ArtifactRevision "+e.Revision.String(), "found none")
+
+	// MaxFindings keeps the first and says more were left out.
+	few, err := workbench.Fsck(context.Background(), b, workbench.FsckOptions{AgentID: "test", MaxFindings: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) <= 2 || len(few.Findings) != 2 || !few.Truncated || rep.Truncated {
+		t.Errorf("%d findings (truncated %v); with MaxFindings 2: %d (truncated %v)", len(rep.Findings), rep.Truncated, len(few.Findings), few.Truncated)
+	}
 }
 
 func TestFsckSnapshotHoldReleased(t *testing.T) {
