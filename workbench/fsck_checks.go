@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -25,7 +26,9 @@ func (c *rootCheck) checkWorkspaces() {
 				"a WorkspaceIncarnationClaim of incarnation "+ws.v.Incarnation.String()+" naming "+id, claimFound(got, ok))
 		}
 	}
-	for inc, id := range c.claims {
+	incs := slices.SortedFunc(maps.Keys(c.claims), func(a, b nokv.IncarnationID) int { return bytes.Compare(a[:], b[:]) })
+	for _, inc := range incs {
+		id := c.claims[inc]
 		if _, ok := c.workspaces[id]; !ok {
 			key, _ := nokv.WorkspaceIncarnationClaimKey{Root: c.root, Incarnation: inc}.Encode()
 			c.finding(nokv.FamilyWorkspaceIncarnationClaim, key, "incarnation "+inc.String(), "a WorkspaceCurrent of workbench "+id, "none")
@@ -292,7 +295,8 @@ func (c *rootCheck) checkManifests() {
 			depRefs[r.k.Child] = append(depRefs[r.k.Child], r.k.Revision)
 		}
 	}
-	for rev, rows := range c.manifests {
+	for _, rev := range sortedRevisions(c.manifests) {
+		rows := c.manifests[rev]
 		if _, ok := c.revisions[rev]; !ok {
 			c.finding(nokv.FamilyArtifactManifest, rows[0].key, "revision "+rev.String(), "ArtifactRevision "+rev.String(), "none")
 		}
