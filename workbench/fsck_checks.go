@@ -343,7 +343,7 @@ func (c *rootCheck) checkManifests() {
 			c.finding(nokv.FamilyArtifactRevision, rev.key, name, "manifest digest "+found+" (its manifest rows)", rev.v.ManifestDigestURI)
 		}
 		// Dependencies: the reused rows' owners against the references.
-		deps := sortRevisions(slices.Collect(mapKeys(owners)))
+		deps := sortRevisions(slices.Collect(maps.Keys(owners)))
 		refsOn := sortRevisions(depRefs[id])
 		if !slices.Equal(deps, refsOn) {
 			c.finding(nokv.FamilyRevisionRef, nil, name, "dependency references on "+revisionList(deps)+" (owners of reused rows)", revisionList(refsOn))
@@ -489,7 +489,7 @@ func (c *rootCheck) checkCommits() {
 				fmt.Sprintf("member seal of its %d CommitMember rows (tree digest sha256:%x)", len(rows), d.sum()),
 				fmt.Sprintf("member_count %d, tree digest %s", cm.v.MemberCount, cm.v.TreeDigestURI()))
 		}
-		members := sortRevisions(slices.Collect(mapKeys(revSet)))
+		members := sortRevisions(slices.Collect(maps.Keys(revSet)))
 		if !slices.Equal(refs, members) || uint64(len(refs)) != cm.v.UniqueRevisionCount || revisionDigest(refs) != cm.v.RevisionDigest {
 			c.finding(nokv.FamilyCommit, cm.key, name,
 				fmt.Sprintf("Commit references on exactly its members' %d revisions (%s), sealed", len(members), revisionList(members)),
@@ -627,31 +627,18 @@ func (c *rootCheck) checkSnapshots() {
 	}
 }
 
-// mapKeys yields the keys of m.
-func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
 // sortedKeys returns the keys of m in order, so findings come out in a
 // stable order.
 func sortedKeys[K interface{ ~string | ~uint64 }, V any](m map[K]V) []K {
-	ks := slices.Collect(mapKeys(m))
-	slices.Sort(ks)
-	return ks
+	return slices.Sorted(maps.Keys(m))
 }
 
 func sortedRevisions[V any](m map[nokv.RevisionID]V) []nokv.RevisionID {
-	return sortRevisions(slices.Collect(mapKeys(m)))
+	return sortRevisions(slices.Collect(maps.Keys(m)))
 }
 
 func sortedCommits[V any](m map[nokv.CommitID]V) []nokv.CommitID {
-	return sortCommits(slices.Collect(mapKeys(m)))
+	return sortCommits(slices.Collect(maps.Keys(m)))
 }
 
 func sortCommits(ids []nokv.CommitID) []nokv.CommitID {
