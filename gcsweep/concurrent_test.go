@@ -20,8 +20,8 @@ import (
 // Sweeps running beside writers and readers, on the real clock with a
 // grace of a second and a half (and writers whose attempts live at most
 // 300 ms): three replicas put, append to and edit their own files (inline
-// bodies and bodies of two blocks) while a fourth reads, and a sweep runs
-// every 100 ms. Every read must return a body some writer put; at the end
+// bodies and bodies of two blocks) while a fourth reads, and a sweep, then
+// a collection of the replaced revisions it allows, runs every 100 ms. Every read must return a body some writer put; at the end
 // the head's root passes a strict Check, a cold replica reads every file
 // as its writer last saw it, and the sweeps must have deleted roots,
 // tables and shard objects.
@@ -148,6 +148,8 @@ func TestSweepBesideWritersAndReaders(t *testing.T) {
 		}
 	}()
 	var reports []*gcsweep.Report
+	var collected workbench.CollectReport
+	collector := openService(t, newBucket(), concOptions("conc"))
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -161,6 +163,14 @@ func TestSweepBesideWritersAndReaders(t *testing.T) {
 				return
 			}
 			reports = append(reports, rep)
+			c, err := collector.CollectRevisions(ctx, workbench.CollectOptions{Floor: rep.OldestSequence})
+			if err != nil {
+				fail("collect revisions: %v", err)
+				return
+			}
+			collected.Collected += c.Collected
+			collected.BlocksDeleted += c.BlocksDeleted
+			collected.Quarantined += c.Quarantined
 			time.Sleep(100 * time.Millisecond)
 		}
 	}()
@@ -178,11 +188,13 @@ func TestSweepBesideWritersAndReaders(t *testing.T) {
 			classes[row.Class] += row.Deleted.Objects
 		}
 	}
-	t.Logf("%d sweeps deleted %d objects (%d bytes) %v; %d reads", len(reports), deleted.Objects, deleted.Bytes, classes, readsDone)
-	// (No block becomes garbage here: the manifest rows of a replaced
-	// revision stay in the state until the revision is collected.)
+	t.Logf("%d sweeps deleted %d objects (%d bytes) %v; revisions collected %d (%d blocks); %d reads",
+		len(reports), deleted.Objects, deleted.Bytes, classes, collected.Collected, collected.BlocksDeleted, readsDone)
 	if classes[gcsweep.ClassRoot] == 0 || classes[gcsweep.ClassShard] == 0 || classes[gcsweep.ClassTable] == 0 {
 		t.Errorf("the sweeps deleted %d objects, %v: the test exercised nothing", deleted.Objects, classes)
+	}
+	if collected.Collected == 0 || collected.BlocksDeleted == 0 || collected.Quarantined != 0 {
+		t.Errorf("revisions: %+v", collected)
 	}
 	raw := newBucket()
 	if err := head.Check(ctx, raw, layout, headRoot(t, raw, layout), head.CheckOptions{Strict: true}); err != nil {

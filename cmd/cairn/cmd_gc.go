@@ -35,6 +35,11 @@ func init() {
 // what it would delete. A progress bar is drawn on standard error when it
 // is a terminal.
 //
+// --revisions (with --agent) then collects the agent's replaced artifact
+// revisions that no root a reader may read names any more
+// (workbench.CollectRevisions): their blocks are deleted, their rows
+// marked Deleted. With --dry-run it only counts them.
+//
 // --grace (default 1h) must exceed --max-attempt-age (default 10m, the
 // engine's), which must be at least every writer's
 // head.Options.MaxAttemptAge. --all-agents sweeps every shard under
@@ -56,8 +61,9 @@ func runGC(ctx context.Context, e *env, args []string) int {
 	dryRun := fs.Bool("dry-run", false, "delete nothing; report what would be deleted")
 	asJSON := fs.Bool("json", false, "print each report as one line of JSON")
 	concurrency := fs.Int("concurrency", gcsweep.DefaultConcurrency, "requests in flight")
+	revisions := fs.Bool("revisions", false, "after the sweep, collect the replaced artifact revisions no reader can read any more (needs --agent)")
 	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: cairn gc [--bucket URL] [--agent ID | --all-agents] [--grace D] [--dry-run] [--json]")
+		fmt.Fprintln(e.stderr, "usage: cairn gc [--bucket URL] [--agent ID [--revisions] | --all-agents] [--grace D] [--dry-run] [--json]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -82,6 +88,9 @@ func runGC(ctx context.Context, e *env, args []string) int {
 	fs.Visit(func(f *flag.Flag) { agentSet = agentSet || f.Name == "agent" })
 	if *all && agentSet {
 		return usageErr("--agent and --all-agents exclude each other")
+	}
+	if *all && *revisions {
+		return usageErr("--revisions needs --agent: a revision is collected through its agent's Workbench")
 	}
 	if err := nonEmptyFlags(fs, "agent", "bucket"); err != nil {
 		return usageErr("%v", err)
@@ -134,12 +143,22 @@ func runGC(ctx context.Context, e *env, args []string) int {
 		if rep == nil {
 			continue
 		}
+		var collected *workbench.CollectReport
+		if *revisions && err == nil {
+			c, cerr := collectRevisions(ctx, b, tg.agent, rep.OldestSequence, *dryRun)
+			if cerr != nil {
+				fmt.Fprintf(e.stderr, "cairn gc: collect revisions of agent %s: %v\n", tg.agent, cerr)
+				exit = exitFailed
+			}
+			collected = &c
+		}
 		if *asJSON {
 			line, jerr := json.Marshal(struct {
 				Agent string `json:"agent,omitempty"`
 				Shard string `json:"shard"`
 				*gcsweep.Report
-			}{tg.agent, tg.layout.ID().String(), rep})
+				Revisions *workbench.CollectReport `json:"revisions,omitempty"`
+			}{tg.agent, tg.layout.ID().String(), rep, collected})
 			if jerr != nil {
 				fmt.Fprintf(e.stderr, "cairn gc: %v\n", jerr)
 				return exitFailed
@@ -147,9 +166,28 @@ func runGC(ctx context.Context, e *env, args []string) int {
 			fmt.Fprintf(e.stdout, "%s\n", line)
 		} else {
 			printGCReport(e.stdout, tg, rep)
+			if c := collected; c != nil {
+				verb := "collected"
+				if *dryRun {
+					verb = "would collect"
+				}
+				fmt.Fprintf(e.stdout, "revisions: %d candidates, %s %d (%d blocks, %s), %d waiting for older readers, %d stale, %d quarantined, %d failed\n",
+					c.Candidates, verb, c.Collected, c.BlocksDeleted, progress.Bytes(c.BytesDeleted), c.Waiting, c.Stale, c.Quarantined, c.Failed)
+			}
 		}
 	}
 	return exit
+}
+
+// collectRevisions collects the agent's revisions that no root at or
+// after floor names (workbench.CollectRevisions).
+func collectRevisions(ctx context.Context, b bucket.Bucket, agent string, floor uint64, dryRun bool) (workbench.CollectReport, error) {
+	s, err := workbench.Open(ctx, b, workbench.Options{AgentID: agent})
+	if err != nil {
+		return workbench.CollectReport{}, err
+	}
+	defer s.Close()
+	return s.CollectRevisions(ctx, workbench.CollectOptions{Floor: floor, DryRun: dryRun})
 }
 
 // gcTarget is one shard to sweep; agent is "" when only the shard id is

@@ -144,3 +144,28 @@ func TestGCCommandAllAgentsSkipsOtherSchemas(t *testing.T) {
 		t.Errorf("stderr lacks %q:\n%s", want, errOut)
 	}
 }
+
+// TestGCCommandRevisions: --revisions collects nothing a reader within
+// the grace may still read, and says so; it needs --agent.
+func TestGCCommandRevisions(t *testing.T) {
+	url := "mem://gc-revisions"
+	big := strings.Repeat("x", 6000)
+	for i, replace := range []bool{false, true} {
+		in := fmt.Sprintf(`{"id":"wb","section":"outputs","path":"big.txt","text":"%s%d","replace":%t}`, big, i, replace)
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), &env{stdin: strings.NewReader(in), stdout: &out, stderr: &errOut},
+			[]string{"workbench", "--bucket", url, "--agent", "gc", "workbench_put_file"}); code != 0 {
+			t.Fatalf("put: exit %d\n%s%s", code, out.String(), errOut.String())
+		}
+	}
+	code, out, errOut := runCmd(t, "gc", "--bucket", url, "--agent", "gc", "--revisions")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	if want := "revisions: 1 candidates, collected 0 (0 blocks, 0 B), 1 waiting for older readers"; !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+	if code, _, _ := runCmd(t, "gc", "--bucket", url, "--all-agents", "--revisions"); code != exitUsage {
+		t.Errorf("--all-agents --revisions: exit %d", code)
+	}
+}
