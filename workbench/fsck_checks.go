@@ -549,7 +549,7 @@ func commitList(ids []nokv.CommitID) string {
 // on its held root, and an Active HistoryHold at its read version); an
 // ended one is not; every snapshot hold of the root and every snapshot
 // HistoryHold belongs to an Active snapshot; an alias names a snapshot
-// minted under it.
+// minted under it and projects its state.
 //
 // A snapshot's incarnation need not be a current workbench's: a restore
 // of a pinned state (`cairn pin restore`) keeps the snapshot rows and
@@ -623,6 +623,10 @@ func (c *rootCheck) checkSnapshots() {
 			c.finding(nokv.FamilySnapshotAlias, a.key, name, "SnapshotRef "+a.v.Snapshot.String(), "none")
 		case s.k.Incarnation != a.k.Incarnation || s.v.Alias == nil || *s.v.Alias != a.k.Alias:
 			c.finding(nokv.FamilySnapshotAlias, a.key, name, "snapshot "+a.v.Snapshot.String()+" minted under the name in the alias's incarnation", "another snapshot")
+		case a.v.State != s.v.State:
+			// Every change of the snapshot's state sets the projection of
+			// the alias that names it, in the same command.
+			c.finding(nokv.FamilySnapshotAlias, a.key, name, "the state of snapshot "+a.v.Snapshot.String()+", "+s.v.State.String(), a.v.State.String())
 		}
 	}
 }

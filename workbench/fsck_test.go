@@ -439,6 +439,13 @@ func TestFsckFindsCorruptRecords(t *testing.T) {
 			r := record(t, s, nokv.FamilyHistoryHold, anyRecord)
 			return func(tx *head.Tx) error { return tx.Delete(nokv.FamilyHistoryHold, r.Key) }
 		}, "history_hold", []string{"an Active HistoryHold (the snapshot is Active)", "found none"}},
+		{"an alias whose projection disagrees with its snapshot", func(t *testing.T, s *workbench.Service) func(tx *head.Tx) error {
+			r := record(t, s, nokv.FamilySnapshotAlias, anyRecord)
+			a, _ := nokv.DecodeSnapshotAlias(r.Value)
+			a.State = nokv.SnapshotStateRetired
+			v, _ := a.Encode()
+			return func(tx *head.Tx) error { return tx.Put(nokv.FamilySnapshotAlias, r.Key, v) }
+		}, "snapshot_alias", []string{"alias before", ", Active", "found Retired"}},
 		{"a workbench's incarnation claim deleted", func(t *testing.T, s *workbench.Service) func(tx *head.Tx) error {
 			r := record(t, s, nokv.FamilyWorkspaceIncarnationClaim, anyRecord)
 			return func(tx *head.Tx) error { return tx.Delete(nokv.FamilyWorkspaceIncarnationClaim, r.Key) }
