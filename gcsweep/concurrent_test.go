@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,6 +31,9 @@ const (
 	concGrace      = 1500 * time.Millisecond
 	concAttemptAge = 300 * time.Millisecond
 	concRun        = 3500 * time.Millisecond
+	// concMaxRun bounds a run on a slow machine that has not yet made
+	// old enough garbage after concRun.
+	concMaxRun = 20 * time.Second
 )
 
 func concOptions(agent string) workbench.Options {
@@ -111,7 +115,9 @@ func TestSweepBesideWritersAndReaders(t *testing.T) {
 	layout := writers[0].Store().Layout()
 	seen := &versions{m: map[string]map[string]bool{}}
 	final := make([]map[string]string, len(writers))
-	stop := time.Now().Add(concRun)
+	start := time.Now()
+	var done atomic.Bool
+	running := func() bool { return !done.Load() }
 
 	var wg sync.WaitGroup
 	var failMu sync.Mutex
@@ -127,7 +133,7 @@ func TestSweepBesideWritersAndReaders(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			final[w] = concWriter(s, w, stop, seen, fail)
+			final[w] = concWriter(s, w, running, seen, fail)
 		}()
 	}
 	readsDone := 0
@@ -135,7 +141,7 @@ func TestSweepBesideWritersAndReaders(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		rng := rand.New(rand.NewPCG(99, 1))
-		for time.Now().Before(stop) {
+		for running() {
 			path := fmt.Sprintf("w%d/f%d.txt", rng.IntN(len(writers)), rng.IntN(4))
 			got, ok, err := readOnce(reader, path)
 			switch {
@@ -153,8 +159,17 @@ func TestSweepBesideWritersAndReaders(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		defer done.Store(true)
 		sb := newBucket()
-		for time.Now().Before(stop) {
+		var shardsDeleted int64
+		for {
+			// Run for concRun, and on until the sweeps have deleted shard
+			// objects and the collections blocks (a slow machine makes
+			// garbage old enough later), at most concMaxRun.
+			elapsed := time.Since(start)
+			if elapsed > concMaxRun || elapsed > concRun && shardsDeleted > 0 && collected.BlocksDeleted > 0 {
+				return
+			}
 			opts := workbench.SweepOptions()
 			opts.Grace, opts.MaxAttemptAge = concGrace, concAttemptAge
 			rep, err := gcsweep.Sweep(ctx, sb, layout, opts)
@@ -163,6 +178,11 @@ func TestSweepBesideWritersAndReaders(t *testing.T) {
 				return
 			}
 			reports = append(reports, rep)
+			for _, row := range rep.ByClass {
+				if row.Class == gcsweep.ClassShard {
+					shardsDeleted += row.Deleted.Objects
+				}
+			}
 			c, err := collector.CollectRevisions(ctx, workbench.CollectOptions{Floor: rep.OldestSequence})
 			if err != nil {
 				fail("collect revisions: %v", err)
@@ -212,11 +232,11 @@ func TestSweepBesideWritersAndReaders(t *testing.T) {
 }
 
 // concWriter puts, appends to and edits files w{w}/f0..3.txt through s
-// until stop, and returns each file's body as it last knew it.
-func concWriter(s *workbench.Service, w int, stop time.Time, seen *versions, fail func(string, ...any)) map[string]string {
+// while running, and returns each file's body as it last knew it.
+func concWriter(s *workbench.Service, w int, running func() bool, seen *versions, fail func(string, ...any)) map[string]string {
 	rng := rand.New(rand.NewPCG(uint64(w), 7))
 	files := map[string]string{}
-	for n := 0; time.Now().Before(stop); n++ {
+	for n := 0; running(); n++ {
 		path := fmt.Sprintf("w%d/f%d.txt", w, rng.IntN(4))
 		prev, exists := files[path]
 		var tool, in, next string
