@@ -64,6 +64,7 @@ func CommitsForTest(tb testing.TB, s *Service) map[nokv.CommitID]nokv.Commit {
 // commit must have no member, revision or parent rows left.
 func CheckCommitClosureForTest(tb testing.TB, s *Service) {
 	tb.Helper()
+	defer FsckCleanForTest(tb, s)
 	commits := CommitsForTest(tb, s)
 	consumers := map[nokv.CommitID]uint64{}
 	childOf := map[nokv.CommitID][]nokv.CommitID{} // child -> parents holding a ChildCommit row
@@ -132,6 +133,19 @@ func CheckCommitClosureForTest(tb testing.TB, s *Service) {
 		if !slices.Equal(parents, c.Parents) || parentDigest(parents) != c.ParentDigest {
 			tb.Errorf("commit %s: parent consumers %v, sealed parents %v", id, parents, c.Parents)
 		}
+	}
+}
+
+// FsckCleanForTest fails tb on any finding of Fsck at the Service's
+// root, bodies read whole.
+func FsckCleanForTest(tb testing.TB, s *Service) {
+	tb.Helper()
+	rep, err := s.Fsck(context.Background(), FsckOptions{Bodies: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, f := range rep.Findings {
+		tb.Errorf("fsck: %s", f)
 	}
 }
 

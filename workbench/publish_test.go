@@ -137,6 +137,7 @@ func ForgetBodiesForTest() {
 // matching its dependency count.
 func CheckReferencesForTest(tb testing.TB, s *Service) {
 	tb.Helper()
+	defer FsckCleanForTest(tb, s)
 	counts := map[nokv.RevisionID]uint64{}
 	deps := map[nokv.RevisionID][]nokv.RevisionID{}
 	for _, r := range ScanForTest(tb, s, nokv.FamilyRevisionRef, nil) {

@@ -370,6 +370,7 @@ func TestSnapshotRetire(t *testing.T) {
 			t.Errorf("%s: %v, want %s", c.in, got, c.code)
 		}
 	}
+	workbench.FsckCleanForTest(t, s)
 }
 
 // setConsumers rewrites snapshot id's consumer count, as a restore that
@@ -460,6 +461,7 @@ func TestSnapshotAliasLatestMintWins(t *testing.T) {
 			t.Fatalf("list entry %v", e)
 		}
 	}
+	workbench.FsckCleanForTest(t, s)
 }
 
 func TestSnapshotListOrderAndStates(t *testing.T) {
@@ -497,6 +499,7 @@ func TestSnapshotListOrderAndStates(t *testing.T) {
 	// The unknown workbench is a snapshot lookup miss.
 	got, ok := call(t, s, "workbench_snapshot_list", `{"id":"ghost"}`)
 	wantToolError(t, got, ok, "SnapshotNotFound", false, "", map[string]any{"source": "cairn"})
+	workbench.FsckCleanForTest(t, s)
 }
 
 func TestSnapshotReaperWaitsOutTheGrace(t *testing.T) {
@@ -539,6 +542,7 @@ func TestSnapshotReaperWaitsOutTheGrace(t *testing.T) {
 	if n, err := s.Reap(ctx); err != nil || n != 0 {
 		t.Fatalf("a second reap ended %d (%v)", n, err)
 	}
+	workbench.FsckCleanForTest(t, s)
 }
 
 func TestSnapshotReaperWaitsOutAClockRegression(t *testing.T) {
@@ -591,6 +595,7 @@ func TestSnapshotRenewAfterRegressionNeverShortens(t *testing.T) {
 	if unum(r["lease_expires_at"]) != deadline || r["state"] != "alive" {
 		t.Fatalf("renewal behind the clock: %v, want the deadline kept at %d", r, deadline)
 	}
+	workbench.FsckCleanForTest(t, s)
 }
 
 // expiredDetails are the details of SnapshotExpired.

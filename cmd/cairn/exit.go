@@ -17,7 +17,8 @@ const (
 	exitOK = 0
 	// exitFailed: the command ran and its answer is a failure: a tool
 	// answered with an error envelope, an import refused files or stopped,
-	// a bucket fails a behaviour cairn relies on.
+	// a bucket fails a behaviour cairn relies on, fsck found an
+	// inconsistency.
 	exitFailed = 1
 	// exitUsage: the command line is wrong (an unknown command, flag or
 	// tool, a missing or empty argument, a malformed bucket URL). Nothing

@@ -5,6 +5,8 @@
 //	cairn changes                print the change feed as JSON lines
 //	cairn conformance URL        check a bucket before trusting it
 //	cairn fake-gcs --addr A      run a local fake GCS for development
+//	cairn fsck                   check a deployment root's objects and records
+//	cairn gc [--agent ID]        delete what no root, hold, pin or recent head reaches
 //	cairn import DIR --workbench ID  import a directory tree into a workbench
 //	cairn serve                  serve the Workbench tools over HTTP
 //	cairn workbench TOOL         run one Workbench tool on a JSON input

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/shards/shardstest"
+)
+
+// gcBucket puts n files through `cairn workbench` into a fresh mem bucket
+// and returns its URL.
+func gcBucket(t *testing.T, name string, n int) string {
+	t.Helper()
+	url := "mem://" + name
+	for i := range n {
+		in := fmt.Sprintf(`{"id":"wb","section":"outputs","path":"f%d.txt","text":"body %d"}`, i, i)
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), &env{stdin: strings.NewReader(in), stdout: &out, stderr: &errOut},
+			[]string{"workbench", "--bucket", url, "--agent", "gc", "workbench_put_file"})
+		if code != 0 {
+			t.Fatalf("put: exit %d\n%s%s", code, out.String(), errOut.String())
+		}
+	}
+	return url
+}
+
+func listKeys(t *testing.T, url string) []string {
+	t.Helper()
+	b, err := bucket.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, _, err := bucket.ListAll(context.Background(), b, bucket.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, o := range objs {
+		keys = append(keys, o.Key)
+	}
+	return keys
+}
+
+// TestGCCommand: a sweep of a young store keeps everything and says so,
+// in the table and in JSON; --all-agents finds the agent's shard.
+func TestGCCommand(t *testing.T) {
+	url := gcBucket(t, "gc-cmd", 4)
+	before := listKeys(t, url)
+
+	code, out, errOut := runCmd(t, "gc", "--bucket", url, "--agent", "gc")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"agent gc (shard ", "head sequence 5", "grace 1h0m0s", "kept: ", "total"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, errOut = runCmd(t, "gc", "--bucket", url, "--all-agents", "--json", "--dry-run")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	var rep struct {
+		Shard        string `json:"shard"`
+		DryRun       bool   `json:"dry_run"`
+		HeadSequence uint64 `json:"head_sequence"`
+		Scanned      struct{ Objects int64 }
+		Reachable    struct{ Objects int64 } `json:"kept_reachable"`
+		Deleted      struct{ Objects int64 }
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("want one JSON line, got:\n%s", out)
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !rep.DryRun || rep.HeadSequence != 5 || rep.Scanned.Objects == 0 || rep.Reachable.Objects != rep.Scanned.Objects || rep.Deleted.Objects != 0 {
+		t.Errorf("report %+v", rep)
+	}
+	if after := listKeys(t, url); strings.Join(after, "\n") != strings.Join(before, "\n") {
+		t.Errorf("a sweep of a young store changed it:\nbefore %v\nafter %v", before, after)
+	}
+}
+
+func TestGCCommandUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"gc", "extra"},
+		{"gc", "--grace", "5m"},
+		{"gc", "--grace", "0s"},
+		{"gc", "--agent", ""},
+		{"gc", "--agent", "a/b"},
+		{"gc", "--agent", "x", "--all-agents"},
+		{"gc", "--concurrency", "0"},
+		{"gc", "--no-such-flag"},
+	} {
+		if code, out, errOut := runCmd(t, args...); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d\n%s%s", args, code, exitUsage, out, errOut)
+		}
+	}
+	if code, _, errOut := runCmd(t, "gc", "--bucket", "file:///no/such/dir/at/all"); code != exitStore {
+		t.Errorf("missing bucket: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestGCCommandAllAgentsSkipsOtherSchemas: --all-agents sweeps the
+// Workbench's shards and skips, with a note, a shard of another schema,
+// whose families it would misread.
+func TestGCCommandAllAgentsSkipsOtherSchemas(t *testing.T) {
+	url := gcBucket(t, "gc-all", 2)
+	ctx := context.Background()
+	b, err := bucket.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := head.Open(ctx, b, shards.NewShardID(), head.Schema{
+		Marker:   head.Marker{SchemaID: "another_product", FormatVersion: 1, ValueFormatVersion: 1},
+		Families: shardstest.Schema(),
+	}, head.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Do(ctx, head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
+		return nil, tx.Put(shardstest.Fixed16, make([]byte, 16), []byte("v"))
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, "gc", "--bucket", url, "--all-agents", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	if n := strings.Count(out, "\n"); n != 1 {
+		t.Errorf("%d reports, want the Workbench shard's only:\n%s", n, out)
+	}
+	if want := "shard " + other.ID().String() + ": not a Workbench shard, skipped"; !strings.Contains(errOut, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errOut)
+	}
+}
+
+// TestGCCommandRevisions: --revisions collects nothing a reader within
+// the grace may still read, and says so; it needs --agent.
+func TestGCCommandRevisions(t *testing.T) {
+	url := "mem://gc-revisions"
+	big := strings.Repeat("x", 6000)
+	for i, replace := range []bool{false, true} {
+		in := fmt.Sprintf(`{"id":"wb","section":"outputs","path":"big.txt","text":"%s%d","replace":%t}`, big, i, replace)
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), &env{stdin: strings.NewReader(in), stdout: &out, stderr: &errOut},
+			[]string{"workbench", "--bucket", url, "--agent", "gc", "workbench_put_file"}); code != 0 {
+			t.Fatalf("put: exit %d\n%s%s", code, out.String(), errOut.String())
+		}
+	}
+	code, out, errOut := runCmd(t, "gc", "--bucket", url, "--agent", "gc", "--revisions")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	if want := "revisions: 1 candidates, collected 0 (0 blocks, 0 B), 1 waiting for older readers"; !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+	if code, _, _ := runCmd(t, "gc", "--bucket", url, "--all-agents", "--revisions"); code != exitUsage {
+		t.Errorf("--all-agents --revisions: exit %d", code)
+	}
+}

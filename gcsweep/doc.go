@@ -1,0 +1,41 @@
+// Package gcsweep owns garbage collection of one logical shard: the walk
+// of everything a root reaches (Walk), the pins that keep roots (ListPins)
+// and the mark-and-sweep that deletes what nothing keeps (Sweep).
+//
+// It reads the engine's objects through packages shards and roots and
+// knows no product family: what a record references outside the engine
+// (the Workbench's artifact blocks) is told to it as a Refs function.
+//
+// # The walk
+//
+// Walk visits a root, every root its holds name, their tables, delta
+// segments, shard objects, page indexes and pages, and the blocks Refs
+// finds in their records. Each distinct object is reported once. A table
+// entry carried inline is not an object; its records are still read.
+// Without WalkOptions.Verify the walk fetches only what it must decode;
+// with it, every object, each checked against its hash or digest.
+//
+// # Pins
+//
+// A pin is a create-only canonical JSON object under
+// shards.Layout.Pin(name), {"format":"cairn.pin.v1","shard":…,
+// "sequence":…,"root":…,"created_unix_ms":…,"note":…}. A sweep keeps
+// every pinned root. A pin that does not decode stops a sweep before it
+// deletes anything.
+//
+// # The sweep
+//
+// Sweep lists the shard's objects (everything under its prefix but the
+// head, and its artifact blocks), then marks what the head, its holds,
+// the heads of the grace period and the pins reach, reads the head again
+// (and marks it if it moved), and deletes each listed object that is
+// unmarked and older than Options.Grace by the store's clock
+// (bucket.Attrs.ModTime; now is read with a probe object). It never
+// deletes the head, pins, idempotency records, a key it does not
+// recognise, or an object whose listing has no time. Deletes are
+// conditional on the listed version where the adapter supports it. A
+// shard with objects and no head, a bad pin, a head of another schema
+// (Options.Marker) or a missing object the mark reaches stops the sweep
+// before any delete. Why a commit racing the sweep never loses an object
+// is argued at the top of sweep.go and in docs/operations.md.
+package gcsweep
