@@ -42,6 +42,9 @@ func concOptions(agent string) workbench.Options {
 		BlockSize:    128,
 		InlineMax:    64,
 		CleanupDelay: 10 * time.Millisecond,
+		// A block must be named by a landed record within the grace:
+		// staging age, plus an attempt's age, plus a margin.
+		MaxStagingAge: concGrace - 2*concAttemptAge - 300*time.Millisecond,
 		Engine: head.Options{
 			PageBytes:     256,
 			InlineBytes:   160,

@@ -34,16 +34,18 @@ type staging struct {
 	stagedAt time.Time
 }
 
-// MaxStagingAge bounds how long after its uploads began a publication
+// MaxStagingAge is the default of Options.MaxStagingAge. It bounds how
+// long after its uploads began a publication
 // may still send the command that names its blocks. A sweep (package
 // gcsweep) deletes a block no reachable record names once it is older
 // than its grace period; the blocks of a publication are named by no
 // record until its command lands, which may be as late as MaxStagingAge,
-// plus the engine's MaxAttemptAge for an intent another replica
-// carries, plus the few seconds a sent head write takes to settle. 20
-// minutes + 10 + a few seconds is well inside gcsweep.DefaultGrace, an
-// hour; a sweep with a shorter grace must keep that sum below it
-// (docs/operations.md).
+// plus the engine's MaxAttemptAge for an intent another replica carries
+// (it takes intents up to that old) and MaxAttemptAge again for that
+// replica's attempt, plus the few seconds a sent head write takes to
+// settle. 20 minutes + 2 × 10 + a few seconds is well inside
+// gcsweep.DefaultGrace, an hour; a sweep with a shorter grace must keep
+// that sum below it (docs/operations.md).
 const MaxStagingAge = 20 * time.Minute
 
 // withinStagingAge returns ctx bounded by st's staging deadline, or the
@@ -54,7 +56,7 @@ func (s *Service) withinStagingAge(ctx context.Context, st *staging) (context.Co
 	if st == nil || !st.hasLedger() || st.stagedAt.IsZero() {
 		return ctx, func() {}, nil
 	}
-	left := MaxStagingAge - s.opts.Now().Sub(st.stagedAt)
+	left := s.opts.MaxStagingAge - s.opts.Now().Sub(st.stagedAt)
 	if left <= 0 {
 		return ctx, func() {}, newError(CodeTimeout, "the body was staged too long ago to be published; the change was not applied", true, sourceDetails())
 	}
