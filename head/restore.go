@@ -1,0 +1,225 @@
+package head
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/roots"
+	"github.com/cairnstore/cairn/shards"
+)
+
+// Bringing a kept root back: as the current state of its own shard
+// (RestoreRoot, an ordinary commit) and as the head of a copy of it in
+// another bucket (WriteHeadAt).
+
+// ErrHeadExists: WriteHeadAt found a head that names another root. A
+// head is never overwritten by a copy: the shard there has a history of
+// its own.
+var ErrHeadExists = errors.New("head: a head naming another root exists")
+
+// RestoreOptions qualify RestoreRoot.
+type RestoreOptions struct {
+	// Guard, if set, runs after each attempt is staged and before its
+	// head write; an error ends the restore with nothing committed. The
+	// pin command passes a check that the pin naming the root still
+	// exists, so the restored objects stay marked up to the head write
+	// (see RestoreRoot).
+	Guard func(ctx context.Context) error
+}
+
+// RestoreRoot commits, on top of the current head, a root whose records
+// are those of root kept: the same tables and delta segments, by
+// reference, so nothing but the new root is written. History is not
+// rewritten: the new root's parent is the current root, its sequence the
+// head's plus one, and the head moves by the usual conditional write
+// (a lost race pins the new head and builds again). It returns the
+// snapshot of the restored state; if kept is the current root already,
+// nothing is written.
+//
+// Holds are the union of the current root's and kept's (on one owner the
+// current root's wins): a snapshot taken since kept stays readable for
+// its lease, and a snapshot kept held regains both its rows and its root.
+// The records come back whole, the engine's own families included, so
+// command_dedupe forgets the requests committed after kept: an exact
+// retry of one of them applies again, as a new request.
+//
+// The writer rule does not hold here, by design: kept's objects are
+// neither the parent's nor written by this attempt. Rewriting them under
+// new keys would copy the whole state; what keeps them instead is that
+// kept is pinned (gcsweep marks every root a pin names, and everything it
+// reaches) from before this call until the head write, which
+// Options.Guard checks. Once the head names the new root they are
+// reachable from it. Kept must belong to this shard, with a sequence
+// below the head's.
+func (s *Store) RestoreRoot(ctx context.Context, kept digest.Hash, opts RestoreOptions) (*Snapshot, error) {
+	old, err := s.loadRoot(ctx, kept)
+	if err != nil {
+		return nil, err
+	}
+	for try := 0; ; try++ {
+		if try >= 8*s.opts.MaxAttempts {
+			return nil, fmt.Errorf("%w: restore of root %s lost %d races", ErrRetryable, kept, try)
+		}
+		if try > 0 {
+			if err := s.retry.Wait(ctx, min(try-1, 4), nil); err != nil {
+				return nil, err
+			}
+		}
+		sn, err := s.Pin(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := sn.gate(ctx); err != nil {
+			return nil, err
+		}
+		if sn.rootHash == kept {
+			return sn, nil // already the current state
+		}
+		if old.Sequence >= sn.root.Sequence {
+			return nil, fmt.Errorf("head: restore root %s of sequence %d: the head is at sequence %d", kept, old.Sequence, sn.root.Sequence)
+		}
+		landed, err := s.restoreAttempt(ctx, sn, old, opts)
+		if err != nil {
+			return nil, err
+		}
+		if landed != nil {
+			return landed, nil
+		}
+	}
+}
+
+// restoreAttempt builds the restoring root over sn, stages it and writes
+// the head. It returns nil, nil when the head moved first.
+func (s *Store) restoreAttempt(ctx context.Context, sn *Snapshot, old *roots.Root, opts RestoreOptions) (*Snapshot, error) {
+	nonce, now := newNonce(), s.opts.Now()
+	root := &roots.Root{
+		Nonce:    nonce,
+		Parent:   sn.rootHash,
+		Sequence: sn.root.Sequence + 1,
+		Families: append([]roots.FamilyRef(nil), old.Families...),
+		Holds:    unionHolds(sn.root.Holds, old.Holds),
+		Deltas:   append([]roots.DeltaRef(nil), old.Deltas...),
+	}
+	body, ref, err := root.Encode(s.fams)
+	if err != nil {
+		return nil, err
+	}
+	c := &candidate{
+		writes:  []write{{s.layout.Root(ref.Hash), body}},
+		root:    root,
+		rootRef: ref,
+		objects: map[digest.Hash]*shards.Object{}, indexes: map[digest.Hash]*shards.Index{},
+		tables: map[digest.Hash]*roots.Table{}, deltas: map[digest.Hash]*shards.Delta{},
+	}
+	c.head = &Head{
+		Marker:    s.schema.Marker,
+		ShardID:   s.id.String(),
+		Sequence:  root.Sequence,
+		Root:      ref.Hash.String(),
+		RootSize:  ref.Size,
+		Nonce:     nonceString(nonce),
+		Committed: now.UnixMilli(),
+		Recent:    recentNonces(sn.head),
+	}
+	if c.headBytes, err = encodeHead(c.head); err != nil {
+		return nil, err
+	}
+	staged := time.Now()
+	if err := s.stage(ctx, c); err != nil {
+		return nil, fmt.Errorf("head: restore: stage: %w", err)
+	}
+	if opts.Guard != nil {
+		if err := opts.Guard(ctx); err != nil {
+			return nil, fmt.Errorf("head: restore: %w", err)
+		}
+	}
+	landed, err := s.settle(ctx, sn, c, nonce, staged)
+	if err != nil || !landed {
+		return nil, err
+	}
+	if s.opts.Check {
+		if err := s.checkLanded(ctx, ref.Hash); err != nil {
+			return nil, fmt.Errorf("head: check after restore %d: %w", root.Sequence, err)
+		}
+	}
+	return &Snapshot{s: s, head: c.head, rootHash: ref.Hash, root: root}, nil
+}
+
+// unionHolds merges two roots' holds, sorted by owner; on one owner the
+// first list's hold wins.
+func unionHolds(cur, old []roots.Hold) []roots.Hold {
+	out := append([]roots.Hold(nil), cur...)
+	taken := map[string]bool{}
+	for _, h := range cur {
+		taken[h.Owner] = true
+	}
+	for _, h := range old {
+		if !taken[h.Owner] {
+			out = append(out, h)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Owner < out[j].Owner })
+	return out
+}
+
+// WriteHeadAt gives shard id in b a head naming root, which must already
+// be in b (its key verified against its hash): the last step of copying
+// a kept state to another bucket. The head carries the root's own
+// sequence and the nonce of the attempt that wrote it, no recent nonces,
+// and committed as its time. It is created only if absent; a head that
+// already names root (an earlier run of the same copy) is returned as
+// is, and any other head is ErrHeadExists, never overwritten.
+func WriteHeadAt(ctx context.Context, b bucket.Bucket, id shards.ShardID, sc Schema, root digest.Hash, committed time.Time) (*Head, error) {
+	if err := sc.check(); err != nil {
+		return nil, err
+	}
+	layout := shards.NewLayout(sc.Families, id)
+	body, _, err := b.Get(ctx, layout.Root(root))
+	if err != nil {
+		return nil, fmt.Errorf("head: write head at %s: read root: %w", id, err)
+	}
+	r, err := roots.DecodeRoot(sc.Families, body, root)
+	if err != nil {
+		return nil, fmt.Errorf("head: write head at %s: %w", id, err)
+	}
+	h := &Head{
+		Marker:    sc.Marker,
+		ShardID:   id.String(),
+		Sequence:  r.Sequence,
+		Root:      root.String(),
+		RootSize:  int64(len(body)),
+		Nonce:     nonceString(r.Nonce),
+		Committed: committed.UnixMilli(),
+		Recent:    []string{},
+	}
+	hb, err := encodeHead(h)
+	if err != nil {
+		return nil, err
+	}
+	_, err = b.Put(ctx, layout.Head(), hb, bucket.IfAbsent())
+	if err == nil {
+		return h, nil
+	}
+	if !errors.Is(err, bucket.ErrPrecondition) && !errors.Is(err, bucket.ErrAmbiguous) {
+		return nil, fmt.Errorf("head: write head at %s: %w", id, err)
+	}
+	// A head is there: ours from an earlier run (or a write whose answer
+	// was lost), or another.
+	cur, _, gerr := b.Get(ctx, layout.Head())
+	if gerr != nil {
+		return nil, fmt.Errorf("head: write head at %s: %w (read back: %w)", id, err, gerr)
+	}
+	got, gotRoot, derr := decodeHead(cur, id, sc.Marker)
+	if derr != nil {
+		return nil, fmt.Errorf("head: write head at %s: %w", id, derr)
+	}
+	if gotRoot != root {
+		return nil, fmt.Errorf("%w: shard %s names root %s at sequence %d, want %s", ErrHeadExists, id, gotRoot, got.Sequence, root)
+	}
+	return got, nil
+}
