@@ -1,0 +1,121 @@
+package gcsweep_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/bucket/mem"
+	"github.com/cairnstore/cairn/gcsweep"
+	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/shards/shardstest"
+)
+
+func testPin(layout shards.Layout, name string) gcsweep.Pin {
+	return gcsweep.Pin{Name: name, Shard: layout.ID(), Sequence: 42, Root: digest.Sum([]byte(name)), Created: time.UnixMilli(1767225600000), Note: "before the migration"}
+}
+
+func TestPinGolden(t *testing.T) {
+	var id shards.ShardID
+	for i := range id {
+		id[i] = byte(i)
+	}
+	layout := shards.NewLayout(shardstest.Schema(), id)
+	p := testPin(layout, "p")
+	p.Root = digest.Hash{0x11}
+	b, err := gcsweep.EncodePin(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"created_unix_ms":1767225600000,"format":"cairn.pin.v1","note":"before the migration","root":"1100000000000000000000000000000000000000000000000000000000000000","sequence":42,"shard":"000102030405060708090a0b0c0d0e0f"}`
+	if string(b) != want {
+		t.Fatalf("pin bytes\n got %s\nwant %s", b, want)
+	}
+	got, err := gcsweep.DecodePin(id, "p", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Root != p.Root || got.Sequence != 42 || got.Note != p.Note || !got.Created.Equal(p.Created) || got.Name != "p" {
+		t.Fatalf("decoded %+v, want %+v", got, p)
+	}
+}
+
+func TestDecodePinRefuses(t *testing.T) {
+	id := shards.NewShardID()
+	good := `{"created_unix_ms":1,"format":"cairn.pin.v1","note":"","root":"` + digest.Sum(nil).String() + `","sequence":3,"shard":"` + id.String() + `"}`
+	if _, err := gcsweep.DecodePin(id, "x", []byte(good)); err != nil {
+		t.Fatalf("good pin refused: %v", err)
+	}
+	for name, body := range map[string]string{
+		"other shard":   strings.Replace(good, id.String(), shards.NewShardID().String(), 1),
+		"other format":  strings.Replace(good, "cairn.pin.v1", "cairn.pin.v2", 1),
+		"sequence 0":    strings.Replace(good, `"sequence":3`, `"sequence":0`, 1),
+		"bad root":      strings.Replace(good, `"root":"`, `"root":"x`, 1),
+		"unknown field": strings.Replace(good, `"note":""`, `"note":"","owner":""`, 1),
+		"not canonical": strings.Replace(good, `{"created`, `{ "created`, 1),
+		"missing note":  strings.Replace(good, `"note":"",`, ``, 1),
+		"not json":      "pin",
+	} {
+		if _, err := gcsweep.DecodePin(id, "x", []byte(body)); !errors.Is(err, gcsweep.ErrBadPin) {
+			t.Errorf("%s: err %v, want ErrBadPin", name, err)
+		}
+	}
+}
+
+func TestPinCreateListReadDelete(t *testing.T) {
+	ctx := context.Background()
+	b := mem.NewBucket()
+	layout := shards.NewLayout(shardstest.Schema(), shards.NewShardID())
+	if pins, err := gcsweep.ListPins(ctx, b, layout); err != nil || len(pins) != 0 {
+		t.Fatalf("no pins: %v %v", pins, err)
+	}
+	for _, n := range []string{"b", "a"} {
+		if err := gcsweep.CreatePin(ctx, b, layout, testPin(layout, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Create-only: another pin of the same name is refused, the first kept.
+	other := testPin(layout, "a")
+	other.Note = "another"
+	if err := gcsweep.CreatePin(ctx, b, layout, other); !errors.Is(err, gcsweep.ErrPinExists) {
+		t.Fatalf("second create: %v, want ErrPinExists", err)
+	}
+	// The same pin again (a retried create) is no error.
+	if err := gcsweep.CreatePin(ctx, b, layout, testPin(layout, "a")); err != nil {
+		t.Fatalf("identical create: %v", err)
+	}
+	pins, err := gcsweep.ListPins(ctx, b, layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pins) != 2 || pins[0].Name != "a" || pins[1].Name != "b" || pins[0].Note != "before the migration" {
+		t.Fatalf("pins %+v", pins)
+	}
+	if p, err := gcsweep.ReadPin(ctx, b, layout, "b"); err != nil || p.Root != testPin(layout, "b").Root {
+		t.Fatalf("read b: %+v %v", p, err)
+	}
+	if err := gcsweep.DeletePin(ctx, b, layout, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := gcsweep.DeletePin(ctx, b, layout, "a"); !errors.Is(err, gcsweep.ErrPinNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+	if _, err := gcsweep.ReadPin(ctx, b, layout, "a"); !errors.Is(err, gcsweep.ErrPinNotFound) || !errors.Is(err, bucket.ErrNotExist) {
+		t.Fatalf("read deleted: %v", err)
+	}
+	if _, err := gcsweep.ReadPin(ctx, b, layout, "../x"); !errors.Is(err, shards.ErrInvalidObjectKey) {
+		t.Fatalf("bad name: %v", err)
+	}
+	// A damaged pin fails the listing: the sweep must not run past it.
+	key, _ := layout.Pin("c")
+	if _, err := b.Put(ctx, key, []byte("{}"), bucket.Unconditional); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gcsweep.ListPins(ctx, b, layout); !errors.Is(err, gcsweep.ErrBadPin) {
+		t.Fatalf("list with a damaged pin: %v", err)
+	}
+}
