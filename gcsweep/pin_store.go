@@ -34,7 +34,10 @@ func PinHead(ctx context.Context, store *head.Store, name, note string, now time
 	if name == "" {
 		name = PinName(now, sn.Sequence())
 	}
-	p := Pin{Name: name, Shard: store.ID(), Sequence: sn.Sequence(), Root: sn.RootHash(), Created: now.Truncate(time.Millisecond), Note: note}
+	p, err := NewPin(store.Layout(), name, sn.Sequence(), sn.RootHash(), now, note)
+	if err != nil {
+		return Pin{}, err
+	}
 	if err := CreatePin(ctx, store.Bucket(), store.Layout(), p); err != nil {
 		return Pin{}, err
 	}
@@ -45,7 +48,7 @@ func PinHead(ctx context.Context, store *head.Store, name, note string, now time
 // name is ErrPinExists and stays as it was. A write whose answer was lost
 // is settled by reading the pin back: the same bytes mean it landed.
 func CreatePin(ctx context.Context, b bucket.Bucket, layout shards.Layout, p Pin) error {
-	if p.Shard != layout.ID() {
+	if p.Shard != layout.ID().String() {
 		return fmt.Errorf("%w: %s names shard %s, want %s", ErrBadPin, p.Name, p.Shard, layout.ID())
 	}
 	key, err := layout.Pin(p.Name)

@@ -15,8 +15,13 @@ import (
 	"github.com/cairnstore/cairn/shards/shardstest"
 )
 
-func testPin(layout shards.Layout, name string) gcsweep.Pin {
-	return gcsweep.Pin{Name: name, Shard: layout.ID(), Sequence: 42, Root: digest.Sum([]byte(name)), Created: time.UnixMilli(1767225600000), Note: "before the migration"}
+func testPin(t *testing.T, layout shards.Layout, name string) gcsweep.Pin {
+	t.Helper()
+	p, err := gcsweep.NewPin(layout, name, 42, digest.Sum([]byte(name)), time.UnixMilli(1767225600000), "before the migration")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func TestPinGolden(t *testing.T) {
@@ -25,8 +30,10 @@ func TestPinGolden(t *testing.T) {
 		id[i] = byte(i)
 	}
 	layout := shards.NewLayout(shardstest.Schema(), id)
-	p := testPin(layout, "p")
-	p.Root = digest.Hash{0x11}
+	p, err := gcsweep.NewPin(layout, "p", 42, digest.Hash{0x11}, time.UnixMilli(1767225600000), "before the migration")
+	if err != nil {
+		t.Fatal(err)
+	}
 	b, err := gcsweep.EncodePin(p)
 	if err != nil {
 		t.Fatal(err)
@@ -35,19 +42,20 @@ func TestPinGolden(t *testing.T) {
 	if string(b) != want {
 		t.Fatalf("pin bytes\n got %s\nwant %s", b, want)
 	}
-	got, err := gcsweep.DecodePin(id, "p", b)
+	got, err := gcsweep.DecodePin(layout, p.Key, b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Root != p.Root || got.Sequence != 42 || got.Note != p.Note || !got.Created.Equal(p.Created) || got.Name != "p" {
+	if got != p || got.Name != "p" || got.RootHash != (digest.Hash{0x11}) {
 		t.Fatalf("decoded %+v, want %+v", got, p)
 	}
 }
 
 func TestDecodePinRefuses(t *testing.T) {
 	id := shards.NewShardID()
+	layout := shards.NewLayout(shardstest.Schema(), id)
 	good := `{"created_unix_ms":1,"format":"cairn.pin.v1","note":"","root":"` + digest.Sum(nil).String() + `","sequence":3,"shard":"` + id.String() + `"}`
-	if _, err := gcsweep.DecodePin(id, "x", []byte(good)); err != nil {
+	if _, err := gcsweep.DecodePin(layout, "pins/x", []byte(good)); err != nil {
 		t.Fatalf("good pin refused: %v", err)
 	}
 	for name, body := range map[string]string{
@@ -55,12 +63,14 @@ func TestDecodePinRefuses(t *testing.T) {
 		"other format":  strings.Replace(good, "cairn.pin.v1", "cairn.pin.v2", 1),
 		"sequence 0":    strings.Replace(good, `"sequence":3`, `"sequence":0`, 1),
 		"bad root":      strings.Replace(good, `"root":"`, `"root":"x`, 1),
+		"zero root":     strings.Replace(good, digest.Sum(nil).String(), strings.Repeat("0", 64), 1),
+		"long note":     strings.Replace(good, `"note":""`, `"note":"`+strings.Repeat("n", gcsweep.MaxPinNote+1)+`"`, 1),
 		"unknown field": strings.Replace(good, `"note":""`, `"note":"","owner":""`, 1),
 		"not canonical": strings.Replace(good, `{"created`, `{ "created`, 1),
 		"missing note":  strings.Replace(good, `"note":"",`, ``, 1),
 		"not json":      "pin",
 	} {
-		if _, err := gcsweep.DecodePin(id, "x", []byte(body)); !errors.Is(err, gcsweep.ErrBadPin) {
+		if _, err := gcsweep.DecodePin(layout, "pins/x", []byte(body)); !errors.Is(err, gcsweep.ErrBadPin) {
 			t.Errorf("%s: err %v, want ErrBadPin", name, err)
 		}
 	}
@@ -74,18 +84,18 @@ func TestPinCreateListReadDelete(t *testing.T) {
 		t.Fatalf("no pins: %v %v", pins, err)
 	}
 	for _, n := range []string{"b", "a"} {
-		if err := gcsweep.CreatePin(ctx, b, layout, testPin(layout, n)); err != nil {
+		if err := gcsweep.CreatePin(ctx, b, layout, testPin(t, layout, n)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Create-only: another pin of the same name is refused, the first kept.
-	other := testPin(layout, "a")
+	other := testPin(t, layout, "a")
 	other.Note = "another"
 	if err := gcsweep.CreatePin(ctx, b, layout, other); !errors.Is(err, gcsweep.ErrPinExists) {
 		t.Fatalf("second create: %v, want ErrPinExists", err)
 	}
 	// The same pin again (a retried create) is no error.
-	if err := gcsweep.CreatePin(ctx, b, layout, testPin(layout, "a")); err != nil {
+	if err := gcsweep.CreatePin(ctx, b, layout, testPin(t, layout, "a")); err != nil {
 		t.Fatalf("identical create: %v", err)
 	}
 	pins, err := gcsweep.ListPins(ctx, b, layout)
@@ -95,7 +105,7 @@ func TestPinCreateListReadDelete(t *testing.T) {
 	if len(pins) != 2 || pins[0].Name != "a" || pins[1].Name != "b" || pins[0].Note != "before the migration" {
 		t.Fatalf("pins %+v", pins)
 	}
-	if p, err := gcsweep.ReadPin(ctx, b, layout, "b"); err != nil || p.Root != testPin(layout, "b").Root {
+	if p, err := gcsweep.ReadPin(ctx, b, layout, "b"); err != nil || p.RootHash != testPin(t, layout, "b").RootHash {
 		t.Fatalf("read b: %+v %v", p, err)
 	}
 	if err := gcsweep.DeletePin(ctx, b, layout, "a"); err != nil {

@@ -14,8 +14,7 @@ import (
 	"github.com/cairnstore/cairn/shards"
 )
 
-// PinFormat is the format member of every pin this version writes and
-// reads.
+// PinFormat is the format member of a pin document.
 const PinFormat = "cairn.pin.v1"
 
 // MaxPinNote bounds a pin's note, in bytes.
@@ -23,98 +22,110 @@ const MaxPinNote = 1024
 
 // Errors of pins, tested with errors.Is.
 var (
+	// ErrBadPin is returned for a pin object that is not a pin of the
+	// shard. A sweep that meets one stops before deleting anything: it
+	// cannot know which root the pin keeps.
+	ErrBadPin = errors.New("gcsweep: bad pin")
 	// ErrPinNotFound: no pin of that name. It is also bucket.ErrNotExist.
 	ErrPinNotFound = fmt.Errorf("gcsweep: pin not found: %w", bucket.ErrNotExist)
-	// ErrPinExists: a pin of that name exists already. Pins are never
+	// ErrPinExists: a different pin of that name exists. Pins are never
 	// replaced: delete the old one first.
 	ErrPinExists = errors.New("gcsweep: pin exists")
-	// ErrBadPin: a stored pin does not decode, or names another shard.
-	// GC refuses to sweep past one: a pin it cannot read may keep data.
-	ErrBadPin = errors.New("gcsweep: malformed pin")
 )
 
-// Pin is one backup pin: a name under the shard's pins/ prefix that keeps
-// a committed root, and everything it reaches, from the sweep. A pin is
-// written once (create-only) and never changed; deleting it lets GC
-// reclaim what only it kept.
+// Pin is one pin: a create-only, immutable canonical JSON object under
+// shards.Layout.Pin(name) that keeps a root, and everything it reaches,
+// from every sweep until the pin is deleted. Its bytes are the members
+// with a JSON name, sorted:
+//
+//	{"created_unix_ms":…,"format":"cairn.pin.v1","note":…,"root":"<hex>","sequence":…,"shard":"<lsid>"}
+//
+// Name, Key and RootHash are derived from the key and Root when a pin is
+// decoded (or made by NewPin), never stored.
 type Pin struct {
-	Name     string
-	Shard    shards.ShardID
-	Sequence uint64      // the sequence of the pinned root
-	Root     digest.Hash // the pinned root
-	Created  time.Time   // millisecond precision
-	Note     string
-}
+	Name     string      `json:"-"`
+	Key      string      `json:"-"`
+	RootHash digest.Hash `json:"-"`
 
-// pinDoc is a pin's stored form: canonical JSON, members sorted.
-type pinDoc struct {
-	Format    string `json:"format"`
-	Shard     string `json:"shard"`
+	Format    string `json:"format"` // PinFormat
+	Shard     string `json:"shard"`  // the logical shard id, 32 lowercase hex
 	Sequence  uint64 `json:"sequence"`
-	Root      string `json:"root"`
-	CreatedMs int64  `json:"created_unix_ms"`
-	Note      string `json:"note"`
+	Root      string `json:"root"` // 64 lowercase hex
+	CreatedMS int64  `json:"created_unix_ms"`
+	Note      string `json:"note"` // at most MaxPinNote bytes of UTF-8
 }
 
-// check reports what makes p unstorable.
-func (p Pin) check() error {
-	switch {
-	case p.Sequence == 0:
-		return fmt.Errorf("%w: sequence 0", ErrBadPin)
-	case p.Root.IsZero():
-		return fmt.Errorf("%w: zero root", ErrBadPin)
-	case len(p.Note) > MaxPinNote:
-		return fmt.Errorf("%w: note of %d bytes, at most %d", ErrBadPin, len(p.Note), MaxPinNote)
-	case !utf8.ValidString(p.Note):
-		return fmt.Errorf("%w: note is not UTF-8", ErrBadPin)
-	}
-	return nil
-}
-
-// EncodePin returns the stored bytes of p (its name is its key, not part
-// of its bytes).
-func EncodePin(p Pin) ([]byte, error) {
-	if err := p.check(); err != nil {
-		return nil, err
-	}
-	return manifests.Encode(pinDoc{
-		Format:    PinFormat,
-		Shard:     p.Shard.String(),
-		Sequence:  p.Sequence,
-		Root:      p.Root.String(),
-		CreatedMs: p.Created.UnixMilli(),
-		Note:      p.Note,
-	})
-}
-
-// DecodePin strictly decodes the pin called name of shard id: canonical
-// JSON of exactly the members EncodePin writes, format PinFormat, naming
-// shard id. Anything else is ErrBadPin.
-func DecodePin(id shards.ShardID, name string, b []byte) (Pin, error) {
-	var d pinDoc
-	if err := manifests.DecodeStrict(b, &d); err != nil {
-		return Pin{}, fmt.Errorf("%w: %s: %w", ErrBadPin, name, err)
-	}
-	if d.Format != PinFormat {
-		return Pin{}, fmt.Errorf("%w: %s: format %q, want %q", ErrBadPin, name, d.Format, PinFormat)
-	}
-	if d.Shard != id.String() {
-		return Pin{}, fmt.Errorf("%w: %s: names shard %q, want %s", ErrBadPin, name, d.Shard, id)
-	}
-	root, err := digest.Parse(d.Root)
+// NewPin returns the pin called name of layout's shard that keeps root,
+// of sequence seq, made at created. The name must be a valid pin name
+// (shards.Layout.Pin) and the note at most MaxPinNote bytes of UTF-8.
+func NewPin(layout shards.Layout, name string, seq uint64, root digest.Hash, created time.Time, note string) (Pin, error) {
+	key, err := layout.Pin(name)
 	if err != nil {
-		return Pin{}, fmt.Errorf("%w: %s: root: %w", ErrBadPin, name, err)
+		return Pin{}, err
 	}
-	p := Pin{Name: name, Shard: id, Sequence: d.Sequence, Root: root, Created: time.UnixMilli(d.CreatedMs), Note: d.Note}
+	p := Pin{
+		Name: name, Key: key, RootHash: root,
+		Format: PinFormat, Shard: layout.ID().String(), Sequence: seq, Root: root.String(),
+		CreatedMS: created.UnixMilli(), Note: note,
+	}
 	if err := p.check(); err != nil {
-		return Pin{}, fmt.Errorf("%s: %w", name, err)
+		return Pin{}, fmt.Errorf("%w: %s: %w", ErrBadPin, key, err)
 	}
 	return p, nil
 }
 
-// ListPins returns every pin of the layout's shard, by name. A pin that
-// does not decode fails the listing (ErrBadPin): the sweep must not run
-// past a pin it cannot read.
+// Created returns the time the pin was made, to the millisecond.
+func (p Pin) Created() time.Time { return time.UnixMilli(p.CreatedMS) }
+
+// check reports what, beyond its shard, makes p no pin.
+func (p Pin) check() error {
+	switch {
+	case p.Format != PinFormat:
+		return fmt.Errorf("format %q, want %q", p.Format, PinFormat)
+	case p.Sequence == 0:
+		return errors.New("sequence 0")
+	case p.RootHash.IsZero():
+		return fmt.Errorf("root %q", p.Root)
+	case len(p.Note) > MaxPinNote:
+		return fmt.Errorf("note of %d bytes, at most %d", len(p.Note), MaxPinNote)
+	case !utf8.ValidString(p.Note):
+		return errors.New("note is not UTF-8")
+	}
+	return nil
+}
+
+// EncodePin returns the stored bytes of p.
+func EncodePin(p Pin) ([]byte, error) {
+	if err := p.check(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadPin, p.Key, err)
+	}
+	return manifests.Encode(p)
+}
+
+// DecodePin decodes the bytes of the pin under key strictly and checks
+// that it belongs to layout's shard.
+func DecodePin(layout shards.Layout, key string, body []byte) (Pin, error) {
+	var p Pin
+	if err := manifests.DecodeStrict(body, &p); err != nil {
+		return Pin{}, fmt.Errorf("%w: %s: %w", ErrBadPin, key, err)
+	}
+	if p.Shard != layout.ID().String() {
+		return Pin{}, fmt.Errorf("%w: %s: names shard %q, want %s", ErrBadPin, key, p.Shard, layout.ID())
+	}
+	h, err := digest.Parse(p.Root)
+	if err != nil {
+		return Pin{}, fmt.Errorf("%w: %s: root %q", ErrBadPin, key, p.Root)
+	}
+	p.Key, p.Name, p.RootHash = key, strings.TrimPrefix(key, layout.PinsPrefix()), h
+	if err := p.check(); err != nil {
+		return Pin{}, fmt.Errorf("%w: %s: %w", ErrBadPin, key, err)
+	}
+	return p, nil
+}
+
+// ListPins returns every pin of layout's shard, in key order. A pin that
+// cannot be read or decoded is an error (ErrBadPin for one that is not a
+// pin of the shard).
 func ListPins(ctx context.Context, b bucket.Bucket, layout shards.Layout) ([]Pin, error) {
 	objs, _, err := bucket.ListAll(ctx, b, bucket.ListOptions{Prefix: layout.PinsPrefix()})
 	if err != nil {
@@ -122,11 +133,14 @@ func ListPins(ctx context.Context, b bucket.Bucket, layout shards.Layout) ([]Pin
 	}
 	pins := make([]Pin, 0, len(objs))
 	for _, o := range objs {
-		name := strings.TrimPrefix(o.Key, layout.PinsPrefix())
-		p, err := ReadPin(ctx, b, layout, name)
-		if errors.Is(err, ErrPinNotFound) {
-			continue // deleted since the listing
+		body, _, err := b.Get(ctx, o.Key)
+		if errors.Is(err, bucket.ErrNotExist) {
+			continue // unpinned since the listing
 		}
+		if err != nil {
+			return nil, fmt.Errorf("gcsweep: read pin %s: %w", o.Key, err)
+		}
+		p, err := DecodePin(layout, o.Key, body)
 		if err != nil {
 			return nil, err
 		}
@@ -135,7 +149,8 @@ func ListPins(ctx context.Context, b bucket.Bucket, layout shards.Layout) ([]Pin
 	return pins, nil
 }
 
-// ReadPin reads and decodes the pin called name.
+// ReadPin reads and decodes the pin called name; a missing one is
+// ErrPinNotFound.
 func ReadPin(ctx context.Context, b bucket.Bucket, layout shards.Layout, name string) (Pin, error) {
 	key, err := layout.Pin(name)
 	if err != nil {
@@ -148,5 +163,5 @@ func ReadPin(ctx context.Context, b bucket.Bucket, layout shards.Layout, name st
 	if err != nil {
 		return Pin{}, fmt.Errorf("gcsweep: read pin %s: %w", name, err)
 	}
-	return DecodePin(layout.ID(), name, body)
+	return DecodePin(layout, key, body)
 }

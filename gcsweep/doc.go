@@ -1,0 +1,25 @@
+// Package gcsweep owns garbage collection of one logical shard: the walk
+// of everything a root reaches (Walk), the pins that keep roots (ListPins)
+// and the mark-and-sweep that deletes what nothing keeps (Sweep).
+//
+// It reads the engine's objects through packages shards and roots and
+// knows no product family: what a record references outside the engine
+// (the Workbench's artifact blocks) is told to it as a Refs function.
+//
+// # The walk
+//
+// Walk visits a root, every root its holds name, their tables, delta
+// segments, shard objects, page indexes and pages, and the blocks Refs
+// finds in their records. Each distinct object is reported once. A table
+// entry carried inline is not an object; its records are still read.
+// Without WalkOptions.Verify the walk fetches only what it must decode;
+// with it, every object, each checked against its hash or digest.
+//
+// # Pins
+//
+// A pin is a create-only canonical JSON object under
+// shards.Layout.Pin(name), {"format":"cairn.pin.v1","shard":…,
+// "sequence":…,"root":…,"created_unix_ms":…,"note":…}. A sweep keeps
+// every pinned root. A pin that does not decode stops a sweep before it
+// deletes anything.
+package gcsweep

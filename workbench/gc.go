@@ -1,0 +1,56 @@
+package workbench
+
+import (
+	"fmt"
+
+	"github.com/cairnstore/cairn/gcsweep"
+	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/workbench/nokv"
+)
+
+// What garbage collection needs from the Workbench: the engine's sweep
+// (package gcsweep) knows no product family, so the Workbench tells it
+// which objects outside the engine its records keep (BlockRefs, read
+// only from BlockRefFamilies) and under which shard an agent's objects
+// live (Layout).
+
+// BlockRefFamilies are the families whose records BlockRefs reads: only
+// ArtifactManifest rows name block objects.
+var BlockRefFamilies = []shards.Family{nokv.FamilyArtifactManifest}
+
+// BlockRefs is the Workbench's gcsweep.Refs: the block an ArtifactManifest
+// row names, with the digest of the slice of it the row reads. An inline
+// row keeps its bytes in the row and names no object; every other family
+// names none. A row that does not decode is an error: a sweep cannot tell
+// which block it keeps.
+func BlockRefs(f shards.Family, key, value []byte) ([]gcsweep.BlockRef, error) {
+	if f != nokv.FamilyArtifactManifest {
+		return nil, nil
+	}
+	row, err := nokv.DecodeArtifactManifestEntry(value)
+	if err != nil {
+		return nil, fmt.Errorf("workbench: block refs: %w", err)
+	}
+	if row.Inline != nil || row.ObjectKey == "" {
+		return nil, nil
+	}
+	return []gcsweep.BlockRef{{
+		Key:    row.ObjectKey,
+		Digest: row.DigestURI,
+		Offset: int64(row.ObjectOffset),
+		Size:   int64(row.Length),
+	}}, nil
+}
+
+// Layout returns the bucket layout of the logical shard that serves
+// agent's deployment root, as Open derives it, without any I/O. An agent
+// id that forms no root is InvalidArguments.
+func Layout(agent string) (shards.Layout, error) {
+	if agent == "" {
+		agent = DefaultAgentID
+	}
+	if _, werr := AgentRoot(agent); werr != nil {
+		return shards.Layout{}, werr
+	}
+	return shards.NewLayout(nokv.Schema().Families, shards.ShardID(derive16("shard", agent))), nil
+}
