@@ -22,4 +22,16 @@
 // "sequence":…,"root":…,"created_unix_ms":…,"note":…}. A sweep keeps
 // every pinned root. A pin that does not decode stops a sweep before it
 // deletes anything.
+//
+// # Backups
+//
+// PinHead pins a store's current head, CreatePin and DeletePin write and
+// remove pins (create-only: a pin is never replaced), ReadPin and
+// ListPins read them. VerifyPin walks a pinned root with Verify and
+// reports every missing or damaged object, going on past each. CopyPin
+// copies what a pinned root reaches to another bucket, then the pin,
+// then a head (head.WriteHeadAt), so the copy serves the pinned state;
+// run again, it writes only what the destination lacks intact. Making a
+// pinned state current again is head.Store.RestoreRoot, which relies on
+// the pin to keep the objects it references (docs/operations.md).
 package gcsweep

@@ -5,6 +5,7 @@
 //	cairn conformance URL        check a bucket before trusting it
 //	cairn fake-gcs --addr A      run a local fake GCS for development
 //	cairn import DIR --workbench ID  import a directory tree into a workbench
+//	cairn pin VERB [NAME]        create, verify, copy, restore or delete backup pins
 //	cairn serve                  serve the Workbench tools over HTTP
 //	cairn workbench TOOL         run one Workbench tool on a JSON input
 //
