@@ -257,9 +257,9 @@ func TestPinRestoreMakesThePinnedStateCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sn, err := svc.Store().RestoreRoot(ctx, pin.RootHash, head.RestoreOptions{})
-	if err != nil {
-		t.Fatal(err)
+	sn, committed, err := svc.Store().RestoreRoot(ctx, pin.RootHash, head.RestoreOptions{})
+	if err != nil || !committed {
+		t.Fatalf("restore: committed %v, %v", committed, err)
 	}
 	if got, want := sn.Sequence(), before.Sequence()+1; got != want {
 		t.Fatalf("restored at %d, want %d", got, want)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -37,9 +38,11 @@ type RestoreOptions struct {
 // reference, so nothing but the new root is written. History is not
 // rewritten: the new root's parent is the current root, its sequence the
 // head's plus one, and the head moves by the usual conditional write
-// (a lost race pins the new head and builds again). It returns the
-// snapshot of the restored state; if kept is the current root already,
-// nothing is written.
+// (a lost race pins the new head and builds again). It returns a frozen
+// snapshot of the restored root (as At does) and committed. If the
+// current root already has kept's state (it is kept, or an earlier
+// restore of it with no commit since), nothing is written: the pinned
+// head comes back, and committed is false.
 //
 // Holds are the union of the current root's and kept's (on one owner the
 // current root's wins): a snapshot taken since kept stays readable for
@@ -56,39 +59,39 @@ type RestoreOptions struct {
 // Options.Guard checks. Once the head names the new root they are
 // reachable from it. Kept must belong to this shard, with a sequence
 // below the head's.
-func (s *Store) RestoreRoot(ctx context.Context, kept digest.Hash, opts RestoreOptions) (*Snapshot, error) {
+func (s *Store) RestoreRoot(ctx context.Context, kept digest.Hash, opts RestoreOptions) (sn *Snapshot, committed bool, err error) {
 	old, err := s.loadRoot(ctx, kept)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	for try := 0; ; try++ {
 		if try >= 8*s.opts.MaxAttempts {
-			return nil, fmt.Errorf("%w: restore of root %s lost %d races", ErrRetryable, kept, try)
+			return nil, false, fmt.Errorf("%w: restore of root %s lost %d races", ErrRetryable, kept, try)
 		}
 		if try > 0 {
 			if err := s.retry.Wait(ctx, min(try-1, 4), nil); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 		}
 		sn, err := s.Pin(ctx)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if err := sn.gate(ctx); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		if sn.rootHash == kept {
-			return sn, nil // already the current state
+		if sn.rootHash == kept || sameState(sn.root, old) {
+			return sn, false, nil // already the current state
 		}
 		if old.Sequence >= sn.root.Sequence {
-			return nil, fmt.Errorf("head: restore root %s of sequence %d: the head is at sequence %d", kept, old.Sequence, sn.root.Sequence)
+			return nil, false, fmt.Errorf("head: restore root %s of sequence %d: the head is at sequence %d", kept, old.Sequence, sn.root.Sequence)
 		}
 		landed, err := s.restoreAttempt(ctx, sn, old, opts)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if landed != nil {
-			return landed, nil
+			return landed, true, nil
 		}
 	}
 }
@@ -147,7 +150,16 @@ func (s *Store) restoreAttempt(ctx context.Context, sn *Snapshot, old *roots.Roo
 			return nil, fmt.Errorf("head: check after restore %d: %w", root.Sequence, err)
 		}
 	}
-	return &Snapshot{s: s, head: c.head, rootHash: ref.Hash, root: root}, nil
+	// Frozen (no head, no version): a later command must pin the head
+	// rather than build on this one.
+	return &Snapshot{s: s, rootHash: ref.Hash, root: root}, nil
+}
+
+// sameState reports whether cur already has old's records and holds:
+// what restoring old over cur would commit is cur again.
+func sameState(cur, old *roots.Root) bool {
+	return slices.Equal(cur.Families, old.Families) && slices.Equal(cur.Deltas, old.Deltas) &&
+		slices.Equal(cur.Holds, unionHolds(cur.Holds, old.Holds))
 }
 
 // unionHolds merges two roots' holds, sorted by owner; on one owner the

@@ -57,9 +57,9 @@ func TestRestoreRootCommitsTheKeptState(t *testing.T) {
 		t.Fatal("hold not committed")
 	}
 
-	sn, err := s.RestoreRoot(ctx, kept.RootHash(), head.RestoreOptions{})
-	if err != nil {
-		t.Fatal(err)
+	sn, committed, err := s.RestoreRoot(ctx, kept.RootHash(), head.RestoreOptions{})
+	if err != nil || !committed {
+		t.Fatalf("restore: committed %v, %v", committed, err)
 	}
 	if got, want := sn.Sequence(), before.Sequence()+1; got != want {
 		t.Fatalf("restored at sequence %d, want %d", got, want)
@@ -79,6 +79,10 @@ func TestRestoreRootCommitsTheKeptState(t *testing.T) {
 	if got, ok := cur.Root().Hold("later"); !ok || got != laterRoot {
 		t.Fatalf("hold later = %s %v, want %s", got, ok, laterRoot)
 	}
+	// Restoring it again finds the state current: nothing is committed.
+	if again, committed, err := s.RestoreRoot(ctx, kept.RootHash(), head.RestoreOptions{}); err != nil || committed || again.RootHash() != sn.RootHash() {
+		t.Fatalf("second restore: committed %v, %v", committed, err)
+	}
 	// History is intact: the previous state is still the parent's.
 	prev, err := s.At(ctx, cur.Root().Parent)
 	if err != nil {
@@ -97,9 +101,9 @@ func TestRestoreRootOfTheCurrentRootWritesNothing(t *testing.T) {
 	s, _ := restoreStore(t)
 	mustDo(t, s, rqPut(rqFamilies[0], 1, 1))
 	cur := rqPin(t, s)
-	sn, err := s.RestoreRoot(context.Background(), cur.RootHash(), head.RestoreOptions{})
-	if err != nil {
-		t.Fatal(err)
+	sn, committed, err := s.RestoreRoot(context.Background(), cur.RootHash(), head.RestoreOptions{})
+	if err != nil || committed {
+		t.Fatalf("committed %v, %v", committed, err)
 	}
 	if sn.Sequence() != cur.Sequence() || rqPin(t, s).Sequence() != cur.Sequence() {
 		t.Fatalf("restore of the current root moved the head to %d", rqPin(t, s).Sequence())
@@ -114,7 +118,7 @@ func TestRestoreRootGuardRefusalCommitsNothing(t *testing.T) {
 	mustDo(t, s, rqPut(f, 1, 2))
 	before := rqPin(t, s)
 	gone := errors.New("pin deleted")
-	_, err := s.RestoreRoot(context.Background(), kept.RootHash(), head.RestoreOptions{Guard: func(context.Context) error { return gone }})
+	_, _, err := s.RestoreRoot(context.Background(), kept.RootHash(), head.RestoreOptions{Guard: func(context.Context) error { return gone }})
 	if !errors.Is(err, gone) {
 		t.Fatalf("err %v, want the guard's", err)
 	}
@@ -129,7 +133,7 @@ func TestRestoreRootRefusesAMissingRoot(t *testing.T) {
 	before := rqPin(t, s)
 	var h [32]byte
 	h[0] = 1
-	if _, err := s.RestoreRoot(context.Background(), h, head.RestoreOptions{}); !errors.Is(err, bucket.ErrNotExist) {
+	if _, _, err := s.RestoreRoot(context.Background(), h, head.RestoreOptions{}); !errors.Is(err, bucket.ErrNotExist) {
 		t.Fatalf("err %v, want ErrNotExist", err)
 	}
 	if rqPin(t, s).RootHash() != before.RootHash() {

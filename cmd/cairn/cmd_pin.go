@@ -281,10 +281,6 @@ func (p *pinCmd) restore(ctx context.Context, name string) int {
 	if err != nil {
 		return p.fail(err)
 	}
-	before, err := p.store.Pin(ctx)
-	if err != nil {
-		return p.fail(err)
-	}
 	// The pin keeps the restored objects from the sweep until the head
 	// names them: it must still be there, unchanged, just before the
 	// head write.
@@ -298,17 +294,23 @@ func (p *pinCmd) restore(ctx context.Context, name string) int {
 		}
 		return nil
 	}
-	sn, err := p.store.RestoreRoot(ctx, pin.RootHash, head.RestoreOptions{Guard: guard})
+	sn, committed, err := p.store.RestoreRoot(ctx, pin.RootHash, head.RestoreOptions{Guard: guard})
 	if err != nil {
 		return p.fail(err)
 	}
+	// Restoring the current state commits nothing: the head stays.
+	previous := sn.Sequence()
+	if committed {
+		previous-- // the parent's
+	}
 	out, err := manifests.Canonical(map[string]any{
+		"committed":       committed,
 		"pin":             name,
 		"pinned_sequence": pin.Sequence,
 		"root":            sn.RootHash().String(),
 		"sequence":        sn.Sequence(),
 		"parent":          sn.Root().Parent.String(),
-		"previous":        before.Sequence(),
+		"previous":        previous,
 	})
 	if err != nil {
 		return p.fail(err)

@@ -76,8 +76,13 @@ func TestPinCommand(t *testing.T) {
 		t.Fatalf("restore: exit %d %s", code, errOut)
 	}
 	restored := decodeLine(t, out)
-	if restored["sequence"] == restored["pinned_sequence"] || restored["previous"] == restored["sequence"] {
+	if restored["committed"] != true || restored["sequence"] == restored["pinned_sequence"] || restored["previous"] == restored["sequence"] {
 		t.Fatalf("restore printed %v", restored)
+	}
+	// Restoring it again changes nothing: it is the current state.
+	code, out, _ = pin("restore", "p1", "--bucket", src, "--agent", "pa")
+	if again := decodeLine(t, out); code != 0 || again["committed"] != false || again["sequence"] != restored["sequence"] {
+		t.Fatalf("second restore: exit %d %v", code, again)
 	}
 	if got := fmt.Sprint(wb(src, "workbench_read", read)); !strings.Contains(got, "v1") {
 		t.Fatalf("source reads %s after restore, want v1", got)
