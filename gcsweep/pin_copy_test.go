@@ -285,3 +285,38 @@ func TestPinRestoreMakesThePinnedStateCurrent(t *testing.T) {
 		t.Fatalf("restored root: %v %v", rep.Problems, err)
 	}
 }
+
+// A damaged source object stops the copy before the pin and the head: the
+// destination never opens on a state it does not hold intact.
+func TestPinCopyRefusesADamagedSource(t *testing.T) {
+	ctx := context.Background()
+	src := mem.NewBucket()
+	svc := openPinned(t, src)
+	fillPinned(t, svc)
+	pin, err := gcsweep.PinHead(ctx, svc.Store(), "d", "", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	layout := svc.Store().Layout()
+	blocks, _, err := bucket.ListAll(ctx, src, bucket.ListOptions{Prefix: layout.ArtifactsPrefix()})
+	if err != nil || len(blocks) == 0 {
+		t.Fatalf("blocks %d: %v", len(blocks), err)
+	}
+	body, _, err := src.Get(ctx, blocks[0].Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body[0] ^= 1
+	if _, err := src.Put(ctx, blocks[0].Key, body, bucket.Unconditional); err != nil {
+		t.Fatal(err)
+	}
+	dst := mem.NewBucket()
+	if _, err := gcsweep.CopyPin(ctx, svc.Store(), dst, pin, workbench.BlockRefs, gcsweep.VerifyOptions{}); !errors.Is(err, bucket.ErrIntegrity) {
+		t.Fatalf("copy of a damaged source: %v, want ErrIntegrity", err)
+	}
+	for _, key := range []string{layout.Head(), pin.Key, blocks[0].Key} {
+		if _, err := dst.Stat(ctx, key); !errors.Is(err, bucket.ErrNotExist) {
+			t.Errorf("%s at the destination: %v, want absent", key, err)
+		}
+	}
+}

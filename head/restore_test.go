@@ -190,3 +190,52 @@ func TestWriteHeadAt(t *testing.T) {
 		t.Fatalf("missing root: %v", err)
 	}
 }
+
+// A commit that lands between the restore's staging and its head write
+// makes it lose the race: it builds again over the new head, which
+// becomes its parent, and the commit stays in the history.
+func TestRestoreRootRebuildsAfterALostRace(t *testing.T) {
+	ctx := context.Background()
+	s, b := restoreStore(t)
+	f := rqFamilies[0]
+	mustDo(t, s, rqPut(f, 1, 1))
+	kept := rqPin(t, s)
+	mustDo(t, s, rqPut(f, 1, 2))
+	other, err := head.Open(ctx, b, s.ID(), head.SchemaForTest, head.Options{NoGroupCommit: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	guards := 0
+	var racing head.Result
+	guard := func(context.Context) error {
+		guards++
+		if guards == 1 {
+			racing = mustDo(t, other, rqPut(f, 2, 3))
+		}
+		return nil
+	}
+	sn, committed, err := s.RestoreRoot(ctx, kept.RootHash(), head.RestoreOptions{Guard: guard})
+	if err != nil || !committed {
+		t.Fatalf("restore: committed %v, %v", committed, err)
+	}
+	if guards != 2 {
+		t.Fatalf("guard ran %d times, want 2 (one per attempt)", guards)
+	}
+	if got, want := sn.Sequence(), racing.Sequence+1; got != want {
+		t.Fatalf("restored at %d, want %d, after the racing commit", got, want)
+	}
+	parent, err := s.At(ctx, sn.Root().Parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parent.Sequence() != racing.Sequence {
+		t.Fatalf("parent at %d, want the racing commit's %d", parent.Sequence(), racing.Sequence)
+	}
+	rqMustGet(t, parent, f, 2, rqValue(f, 2, 3))
+	cur := rqPin(t, s)
+	rqMustGet(t, cur, f, 1, rqValue(f, 1, 1))
+	if _, ok, err := cur.Get(ctx, f, rqKey(f, 2)); err != nil || ok {
+		t.Fatalf("record 2 after restore: %v %v, want absent", ok, err)
+	}
+}
