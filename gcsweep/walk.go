@@ -131,6 +131,11 @@ type walker struct {
 	opts   WalkOptions
 	fn     func(Object) error
 
+	// onRoot, if set, is told of every root the walk decoded (a sweep
+	// learns parents and holds from it). It must be safe for concurrent
+	// use.
+	onRoot func(digest.Hash, *roots.Root)
+
 	mu   sync.Mutex
 	seen map[string]bool
 	emit sync.Mutex // serializes fn
@@ -236,6 +241,9 @@ func (t *task) root(ctx context.Context, h digest.Hash) error {
 	r, err := roots.DecodeRoot(w.layout.Schema(), body, h)
 	if err != nil {
 		return w.fail(o, fmt.Errorf("gcsweep: root %s: %w", h, err))
+	}
+	if w.onRoot != nil {
+		w.onRoot(h, r)
 	}
 	if err := w.call(o); err != nil {
 		return err

@@ -2,6 +2,7 @@ package gcsweep_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -62,16 +63,33 @@ func put(t testing.TB, s *workbench.Service, path, body string, replace bool) {
 	}
 }
 
-// readBack reads a file through s and compares its text.
+// readBack reads a file through s, 300 bytes at a time, and compares
+// its bytes.
 func readBack(t testing.TB, s *workbench.Service, path, want string) {
 	t.Helper()
-	in := fmt.Sprintf(`{"id":"wb","section":"outputs","path":%q,"limit":100000}`, path)
-	out, ok := s.Call(context.Background(), "workbench_read", []byte(in))
-	if !ok {
-		t.Fatalf("read %s: %s", path, out)
+	var got []byte
+	cursor := "null"
+	for {
+		in := fmt.Sprintf(`{"id":"wb","section":"outputs","path":%q,"format":"bytes","limit":300,"cursor":%s}`, path, cursor)
+		out, ok := s.Call(context.Background(), "workbench_read", []byte(in))
+		if !ok {
+			t.Fatalf("read %s: %s", path, out)
+		}
+		var r struct {
+			Bytes []byte          `json:"bytes"`
+			Next  json.RawMessage `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r.Bytes...)
+		if string(r.Next) == "null" {
+			break
+		}
+		cursor = string(r.Next)
 	}
-	if !strings.Contains(string(out), fmt.Sprintf("%q", want)[1:len(fmt.Sprintf("%q", want))-1]) {
-		t.Fatalf("read %s: %s lacks the body put", path, out)
+	if string(got) != want {
+		t.Fatalf("read %s: %d bytes, not the %d put", path, len(got), len(want))
 	}
 }
 

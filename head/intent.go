@@ -346,7 +346,7 @@ func decodeIntent(b []byte) (time.Time, []intentCmd, error) {
 }
 
 // intentsPrefix is where a shard's intents live.
-func (s *Store) intentsPrefix() string { return s.layout.Prefix() + "intents/" }
+func (s *Store) intentsPrefix() string { return s.layout.IntentsPrefix() }
 
 // publishIntent writes the calls' data commands that have no intent yet
 // as one intent, and marks them with its name. A failed write leaves them

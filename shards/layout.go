@@ -137,6 +137,19 @@ func (l Layout) Staging(operation [16]byte) string {
 	return l.prefix + "staging/" + hex.EncodeToString(operation[:])
 }
 
+// IntentsPrefix is the prefix of the shard's intents: create-only
+// objects that publish a replica's data commands for whichever replica
+// commits next (package head).
+func (l Layout) IntentsPrefix() string { return l.prefix + "intents/" }
+
+// ClockProbe returns the key of an empty object a sweep writes and
+// deletes to read the store's clock (its ModTime): "gc/{lsid}/clock/{hex}"
+// with a random token per sweep. It lies outside the shard's prefix, so
+// that a probe never makes a shard without a head look written.
+func (l Layout) ClockProbe(token [16]byte) string {
+	return "gc/" + l.id.String() + "/clock/" + hex.EncodeToString(token[:])
+}
+
 // Pin returns the key of the pin with the given name. A name is 1 to 128
 // bytes of ASCII letters, digits, '.', '_' and '-', and not "." or "..".
 func (l Layout) Pin(name string) (string, error) {

@@ -14,6 +14,16 @@ import (
 // only from BlockRefFamilies) and under which shard an agent's objects
 // live (Layout).
 
+// SweepOptions returns the options of a sweep of a Workbench shard
+// (gcsweep.Sweep) that only the Workbench knows: the blocks its records
+// keep, and its schema marker, so that a sweep never reads a shard of
+// another schema with the Workbench's families. The caller sets the
+// grace period and the rest.
+func SweepOptions() gcsweep.Options {
+	m := nokv.Schema().Marker
+	return gcsweep.Options{Refs: BlockRefs, RefFamilies: BlockRefFamilies, Marker: &m}
+}
+
 // BlockRefFamilies are the families whose records BlockRefs reads: only
 // ArtifactManifest rows name block objects.
 var BlockRefFamilies = []shards.Family{nokv.FamilyArtifactManifest}
@@ -52,5 +62,12 @@ func Layout(agent string) (shards.Layout, error) {
 	if _, werr := AgentRoot(agent); werr != nil {
 		return shards.Layout{}, werr
 	}
-	return shards.NewLayout(nokv.Schema().Families, shards.ShardID(derive16("shard", agent))), nil
+	return ShardLayout(shards.ShardID(derive16("shard", agent))), nil
+}
+
+// ShardLayout returns the layout of logical shard id under the
+// Workbench's schema: for a tool that walks every shard of a bucket
+// without knowing the agents they serve.
+func ShardLayout(id shards.ShardID) shards.Layout {
+	return shards.NewLayout(nokv.Schema().Families, id)
 }

@@ -4,6 +4,7 @@
 //	cairn bench                  measure Workbench calls over an emulated remote bucket
 //	cairn conformance URL        check a bucket before trusting it
 //	cairn fake-gcs --addr A      run a local fake GCS for development
+//	cairn gc [--agent ID]        delete what no root, hold, pin or recent head reaches
 //	cairn import DIR --workbench ID  import a directory tree into a workbench
 //	cairn pin VERB [NAME]        create, verify, copy, restore or delete backup pins
 //	cairn serve                  serve the Workbench tools over HTTP

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/cmd/cairn/internal/progress"
+	"github.com/cairnstore/cairn/gcsweep"
+	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/workbench"
+)
+
+func init() {
+	register("gc", "delete what no root, hold, pin or recent head reaches", runGC)
+}
+
+// runGC sweeps the shard of one agent, or of every Workbench agent:
+//
+//	cairn gc [--bucket URL] [--agent ID | --all-agents] [--grace D]
+//	         [--max-attempt-age D] [--dry-run] [--json] [--concurrency N]
+//
+// It marks everything the head, its holds, the heads of the grace period
+// and the pins reach, and deletes the shard's other objects once they are
+// older than the grace period by the store's clock (package gcsweep,
+// docs/operations.md). It prints a report per shard: a table, or with
+// --json one JSON object per line. --dry-run deletes nothing and reports
+// what it would delete. A progress bar is drawn on standard error when it
+// is a terminal.
+//
+// --grace (default 1h) must exceed --max-attempt-age (default 10m, the
+// engine's), which must be at least every writer's
+// head.Options.MaxAttemptAge. --all-agents sweeps every shard under
+// shards/ whose head carries the Workbench's schema marker and skips, with
+// a note, any other.
+//
+// Exit status (see exit.go): 0 when every sweep ran and every delete
+// succeeded, 1 when a sweep stopped (a lost head, a bad pin, a missing
+// object the head reaches) or a delete failed, 2 for a usage error, 3 for
+// a bucket that cannot be used.
+func runGC(ctx context.Context, e *env, args []string) int {
+	fs := flag.NewFlagSet("gc", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	bucketURL := fs.String("bucket", "", "bucket URL (default: file://$PWD/"+defaultDataDir+", created if missing)")
+	agent := fs.String("agent", workbench.DefaultAgentID, "agent id: sweep the shard serving /agents/ID/wb")
+	all := fs.Bool("all-agents", false, "sweep every Workbench shard in the bucket")
+	grace := fs.Duration("grace", gcsweep.DefaultGrace, "keep unreachable objects younger than this, and the heads of this period")
+	maxAttempt := fs.Duration("max-attempt-age", gcsweep.DefaultMaxAttemptAge, "the writers' longest commit attempt (head.Options.MaxAttemptAge)")
+	dryRun := fs.Bool("dry-run", false, "delete nothing; report what would be deleted")
+	asJSON := fs.Bool("json", false, "print each report as one line of JSON")
+	concurrency := fs.Int("concurrency", gcsweep.DefaultConcurrency, "requests in flight")
+	fs.Usage = func() {
+		fmt.Fprintln(e.stderr, "usage: cairn gc [--bucket URL] [--agent ID | --all-agents] [--grace D] [--dry-run] [--json]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	usageErr := func(format string, a ...any) int {
+		fmt.Fprintf(e.stderr, "cairn gc: "+format+"\n", a...)
+		fs.Usage()
+		return exitUsage
+	}
+	switch {
+	case fs.NArg() != 0:
+		return usageErr("unexpected argument %q", fs.Arg(0))
+	case *grace <= 0 || *maxAttempt <= 0:
+		return usageErr("--grace and --max-attempt-age must be positive")
+	case *grace <= *maxAttempt:
+		return usageErr("--grace %v must exceed --max-attempt-age %v", *grace, *maxAttempt)
+	case *concurrency <= 0:
+		return usageErr("--concurrency must be positive")
+	}
+	agentSet := false
+	fs.Visit(func(f *flag.Flag) { agentSet = agentSet || f.Name == "agent" })
+	if *all && agentSet {
+		return usageErr("--agent and --all-agents exclude each other")
+	}
+	if err := nonEmptyFlags(fs, "agent", "bucket"); err != nil {
+		return usageErr("%v", err)
+	}
+	var targets []gcTarget
+	if !*all {
+		layout, err := workbench.Layout(*agent)
+		if err != nil {
+			var werr *workbench.Error
+			if errors.As(err, &werr) {
+				return usageErr("--agent: %s", werr.Message)
+			}
+			return usageErr("--agent: %v", err)
+		}
+		targets = []gcTarget{{agent: *agent, layout: layout}}
+	}
+
+	b, url, code, err := openBucket(ctx, *bucketURL)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cairn gc: %v\n", err)
+		return code
+	}
+	defer b.Close()
+	if *all {
+		if targets, err = workbenchShards(ctx, b); err != nil {
+			fmt.Fprintf(e.stderr, "cairn gc: list shards of %s: %v\n", url, err)
+			return exitStore
+		}
+		if len(targets) == 0 {
+			fmt.Fprintf(e.stderr, "cairn gc: no shard in %s\n", url)
+		}
+	}
+
+	exit := exitOK
+	for _, tg := range targets {
+		opts := workbench.SweepOptions()
+		opts.Grace, opts.MaxAttemptAge, opts.DryRun, opts.Concurrency = *grace, *maxAttempt, *dryRun, *concurrency
+		bar := &gcProgress{w: e.stderr, terminal: progress.IsTerminal(e.stderr)}
+		opts.Progress = bar.report
+		rep, err := gcsweep.Sweep(ctx, b, tg.layout, opts)
+		bar.stop()
+		if *all && errors.Is(err, gcsweep.ErrMarker) {
+			fmt.Fprintf(e.stderr, "cairn gc: shard %s: not a Workbench shard, skipped\n", tg.layout.ID())
+			continue
+		}
+		if err != nil {
+			fmt.Fprintf(e.stderr, "cairn gc: shard %s: %v\n", tg.layout.ID(), err)
+			exit = exitFailed
+		}
+		if rep == nil {
+			continue
+		}
+		if *asJSON {
+			line, jerr := json.Marshal(struct {
+				Agent string `json:"agent,omitempty"`
+				Shard string `json:"shard"`
+				*gcsweep.Report
+			}{tg.agent, tg.layout.ID().String(), rep})
+			if jerr != nil {
+				fmt.Fprintf(e.stderr, "cairn gc: %v\n", jerr)
+				return exitFailed
+			}
+			fmt.Fprintf(e.stdout, "%s\n", line)
+		} else {
+			printGCReport(e.stdout, tg, rep)
+		}
+	}
+	return exit
+}
+
+// gcTarget is one shard to sweep; agent is "" when only the shard id is
+// known (--all-agents).
+type gcTarget struct {
+	agent  string
+	layout shards.Layout
+}
+
+// workbenchShards lists the logical shards of b: every "shards/{lsid}/"
+// prefix. Which of them are the Workbench's is learned from their heads,
+// by the sweep (gcsweep.ErrMarker).
+func workbenchShards(ctx context.Context, b bucket.Bucket) ([]gcTarget, error) {
+	_, prefixes, err := bucket.ListAll(ctx, b, bucket.ListOptions{Prefix: "shards/", Delimiter: "/"})
+	if err != nil {
+		return nil, err
+	}
+	var out []gcTarget
+	for _, p := range prefixes {
+		id, err := shards.ParseShardID(strings.TrimSuffix(strings.TrimPrefix(p, "shards/"), "/"))
+		if err != nil {
+			continue // not a shard of cairn's
+		}
+		out = append(out, gcTarget{layout: workbench.ShardLayout(id)})
+	}
+	return out, nil
+}
+
+// gcProgress draws one progress bar per phase of a sweep, on a terminal
+// only.
+type gcProgress struct {
+	w        io.Writer
+	terminal bool
+	meter    *progress.Meter
+}
+
+func (g *gcProgress) report(p gcsweep.Progress) {
+	if !g.terminal {
+		return
+	}
+	if p.Start {
+		g.stop()
+		g.meter = progress.Start(g.w, progress.Options{Label: "gc " + string(p.Phase), Total: p.Total, Terminal: true})
+		return
+	}
+	if g.meter != nil {
+		g.meter.Add(p.Objects, p.Bytes)
+	}
+}
+
+func (g *gcProgress) stop() {
+	if g.meter != nil {
+		g.meter.Stop()
+		g.meter = nil
+	}
+}
+
+// printGCReport writes the report as a few lines and a table by class.
+func printGCReport(w io.Writer, tg gcTarget, r *gcsweep.Report) {
+	who := "shard " + tg.layout.ID().String()
+	if tg.agent != "" {
+		who = fmt.Sprintf("agent %s (%s)", tg.agent, who)
+	}
+	verb := "deleted"
+	if r.DryRun {
+		verb = "would delete"
+	}
+	fmt.Fprintf(w, "%s: head sequence %d, root %s\n", who, r.HeadSequence, r.HeadRoot)
+	fmt.Fprintf(w, "grace %v by the store's clock (%s, %v from this machine's)\n",
+		time.Duration(r.Grace), r.StoreNow.UTC().Format(time.RFC3339), time.Duration(r.ClockSkew).Round(time.Millisecond))
+	fmt.Fprintf(w, "marked: the head, %d heads within the grace, %d held roots, %d pins, %d later heads: %d objects, %s\n",
+		r.RootsInGrace, r.Holds, r.Pins, r.HeadMoves, r.Live.Objects, progress.Bytes(r.Live.Bytes))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "class\tscanned\tbytes\tkept\tbytes\t%s\tbytes\t\n", verb)
+	cell := func(t gcsweep.Tally) string { return fmt.Sprintf("%d\t%s", t.Objects, progress.Bytes(t.Bytes)) }
+	var kept gcsweep.Tally
+	for _, row := range r.ByClass {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", row.Class, cell(row.Scanned), cell(row.Kept), cell(row.Deleted))
+		kept.Objects += row.Kept.Objects
+		kept.Bytes += row.Kept.Bytes
+	}
+	fmt.Fprintf(tw, "total\t%s\t%s\t%s\t\n", cell(r.Scanned), cell(kept), cell(r.Deleted))
+	tw.Flush()
+	fmt.Fprintf(w, "kept: %d reachable, %d within the grace, %d of unknown age, %d unknown keys\n",
+		r.Reachable.Objects, r.Young.Objects, r.UnknownAge.Objects, r.Unknown.Objects)
+	if r.Failed.Objects > 0 || r.Changed.Objects > 0 {
+		fmt.Fprintf(w, "not deleted: %d failed, %d changed or gone since the listing\n", r.Failed.Objects, r.Changed.Objects)
+	}
+	fmt.Fprintf(w, "%d requests in %v\n", r.Requests, time.Duration(r.Duration).Round(time.Millisecond))
+}

@@ -1,0 +1,370 @@
+package gcsweep_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/bucket/mem"
+	"github.com/cairnstore/cairn/gcsweep"
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/manifests"
+	"github.com/cairnstore/cairn/manifests/bodies"
+	"github.com/cairnstore/cairn/roots"
+	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/workbench"
+)
+
+// sweepOptions are the Workbench's refs with the default grace.
+func sweepOptions() gcsweep.Options {
+	return workbench.SweepOptions()
+}
+
+// listAll returns every key in the bucket.
+func listAll(t testing.TB, b bucket.Bucket) map[string]bool {
+	t.Helper()
+	objs, _, err := bucket.ListAll(context.Background(), b, bucket.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, o := range objs {
+		out[o.Key] = true
+	}
+	return out
+}
+
+// files is a small Workbench state: the paths put and their bodies.
+type files map[string]string
+
+// fill puts n files of mixed sizes through s (inline rows and blocks),
+// replacing some, so that folds leave superseded objects behind.
+func fill(t testing.TB, s *workbench.Service, fs files, from, n int) {
+	t.Helper()
+	for i := from; i < from+n; i++ {
+		size := 40
+		if i%3 == 0 {
+			size = 2500
+		}
+		path := fmt.Sprintf("f%02d.txt", i%10)
+		_, replace := fs[path]
+		fs[path] = body(i, size)
+		put(t, s, path, fs[path], replace)
+	}
+}
+
+// checkState runs a strict Check of the head's root and reads every file
+// through a new Service over b.
+func checkState(t testing.TB, b bucket.Bucket, agent string, fs files) {
+	t.Helper()
+	layout, err := workbench.Layout(agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := head.Check(context.Background(), b, layout, headRoot(t, b, layout), head.CheckOptions{Strict: true}); err != nil {
+		t.Fatalf("check after the sweep: %v", err)
+	}
+	cold := openService(t, b, smallOptions(agent))
+	for _, p := range slices.Sorted(maps.Keys(fs)) {
+		readBack(t, cold, p, fs[p])
+	}
+}
+
+// orphanStaging stages a body that no command publishes, as a
+// publication that crashed after its uploads leaves it: a ledger and its
+// blocks.
+func orphanStaging(t testing.TB, b bucket.Bucket, layout shards.Layout, root [16]byte) []string {
+	t.Helper()
+	bs := bodies.New(b, layout, bodies.Options{BlockSize: 1 << 10})
+	var op, rev [16]byte
+	op[0], rev[0] = 0xee, 0xee
+	data := []byte(body(999, 2100))
+	st := &bodies.Staging{Operation: op, Root: root, Revision: rev, Blocks: bs.Plan(root, rev, data)}
+	if err := bs.Stage(context.Background(), st, data); err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{layout.Staging(op)}
+	for _, blk := range st.Blocks {
+		keys = append(keys, blk.Key)
+	}
+	return keys
+}
+
+// TestSweepDeletesGarbageKeepsLive: a Workbench store with superseded
+// objects of folds, a crashed publication's ledger and blocks, and a
+// stale intent, swept past the grace: every garbage object is deleted,
+// exactly what the head reaches remains (with the head and a key the
+// sweep does not recognise), every file reads back, and a second sweep
+// deletes nothing.
+func TestSweepDeletesGarbageKeepsLive(t *testing.T) {
+	ctx := context.Background()
+	clk := newFakeClock()
+	b := newClockBucket(mem.NewBucket(), clk, nil)
+	s := openService(t, b, smallOptions("sweep"))
+	layout := s.Store().Layout()
+	fs := files{}
+	fill(t, s, fs, 0, 30)
+	orphans := orphanStaging(t, b, layout, s.Root())
+	intent := layout.IntentsPrefix() + "1767225600000-00000000000000000000000000000000"
+	unknown := layout.Prefix() + "not-an-engine-key"
+	for _, k := range []string{intent, unknown} {
+		if _, err := b.Put(ctx, k, []byte("x"), bucket.IfAbsent()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil { // flush the ledger deletes
+		t.Fatal(err)
+	}
+	root := headRoot(t, b, layout)
+	live, blocks, _ := walkKeys(t, b, layout, root, false)
+	before := listAll(t, b)
+
+	// A dry run past the grace deletes nothing and reports the same.
+	clk.Advance(2 * time.Hour)
+	opts := sweepOptions()
+	opts.DryRun = true
+	dry, err := gcsweep.Sweep(ctx, b, layout, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := listAll(t, b); !maps.Equal(after, before) {
+		t.Fatalf("a dry run changed the bucket: gone %v, new %v", minus(before, after), minus(after, before))
+	}
+
+	rep, err := gcsweep.Sweep(ctx, b, layout, sweepOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("report: %+v", *rep)
+	after := listAll(t, b)
+	want := map[string]bool{layout.Head(): true, unknown: true}
+	maps.Copy(want, live)
+	maps.Copy(want, blocks)
+	if !maps.Equal(after, want) {
+		t.Fatalf("after the sweep:\nleft but unreachable: %v\nreachable but gone: %v", minus(after, want), minus(want, after))
+	}
+	for _, k := range append(orphans, intent) {
+		if after[k] {
+			t.Errorf("garbage %s survived", k)
+		}
+	}
+	gone := int64(len(before) - len(after))
+	if rep.Deleted.Objects != gone || dry.Deleted != rep.Deleted {
+		t.Errorf("deleted %d objects (dry run: %d), the bucket lost %d", rep.Deleted.Objects, dry.Deleted.Objects, gone)
+	}
+	if rep.Unknown.Objects != 1 || rep.Reachable.Objects != int64(len(live)+len(blocks)) || rep.Young.Objects != 0 {
+		t.Errorf("kept: unknown %d, reachable %d (want %d), young %d", rep.Unknown.Objects, rep.Reachable.Objects, len(live)+len(blocks), rep.Young.Objects)
+	}
+	if rep.HeadSequence == 0 || rep.HeadRoot != root.String() || rep.Requests == 0 {
+		t.Errorf("report: head %d %s, requests %d", rep.HeadSequence, rep.HeadRoot, rep.Requests)
+	}
+	checkState(t, b, "sweep", fs)
+
+	again, err := gcsweep.Sweep(ctx, b, layout, sweepOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Deleted.Objects != 0 {
+		t.Errorf("a second sweep deleted %d objects", again.Deleted.Objects)
+	}
+}
+
+// TestSweepKeepsYoungAndUntimed: objects younger than the grace, and
+// objects whose store gives no time, are never deleted.
+func TestSweepKeepsYoungAndUntimed(t *testing.T) {
+	ctx := context.Background()
+	clk := newFakeClock()
+	b := newClockBucket(mem.NewBucket(), clk, nil)
+	s := openService(t, b, smallOptions("young"))
+	layout := s.Store().Layout()
+	fill(t, s, files{}, 0, 20)
+	orphanStaging(t, b, layout, s.Root())
+	s.Close()
+	before := listAll(t, b)
+
+	clk.Advance(59 * time.Minute)
+	rep, err := gcsweep.Sweep(ctx, b, layout, sweepOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := listAll(t, b); !maps.Equal(after, before) || rep.Deleted.Objects != 0 || rep.Young.Objects == 0 {
+		t.Fatalf("within the grace: deleted %d, young %d, gone %v", rep.Deleted.Objects, rep.Young.Objects, minus(before, after))
+	}
+
+	clk.Advance(2 * time.Hour)
+	b.noTimes = true
+	rep, err = gcsweep.Sweep(ctx, b, layout, sweepOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := listAll(t, b); !maps.Equal(after, before) || rep.Deleted.Objects != 0 || rep.UnknownAge.Objects == 0 {
+		t.Fatalf("without times: deleted %d, unknown age %d, gone %v", rep.Deleted.Objects, rep.UnknownAge.Objects, minus(before, after))
+	}
+}
+
+// TestSweepKeepsHoldsPinsAndGraceRoots: a root held by the head (a
+// snapshot), a pinned root, and the roots that were the head within the
+// grace keep everything they reach; older roots go.
+func TestSweepKeepsHoldsPinsAndGraceRoots(t *testing.T) {
+	ctx := context.Background()
+	clk := newFakeClock()
+	b := newClockBucket(mem.NewBucket(), clk, nil)
+	s := openService(t, b, smallOptions("keep"))
+	layout := s.Store().Layout()
+	fs := files{}
+	fill(t, s, fs, 0, 12)
+	held := headRoot(t, b, layout)
+	if _, err := s.Store().Do(ctx, head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
+		return nil, tx.Hold("snapshot-1", tx.Snapshot().RootHash())
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, s, fs, 12, 12)
+	pinned := headRoot(t, b, layout)
+	pinSeq := sequenceOf(t, b, layout)
+	writePin(t, b, layout, "backup-1", pinned, pinSeq)
+	fill(t, s, fs, 24, 12)
+	old := headRoot(t, b, layout) // the head an hour and a half before the sweep
+	clk.Advance(90 * time.Minute)
+	fill(t, s, fs, 36, 3) // written 30 minutes before the sweep
+	var recent []digest.Hash
+	for r := headRoot(t, b, layout); r != old; r = parentOf(t, b, layout, r) {
+		recent = append(recent, r)
+	}
+	s.Close()
+	clk.Advance(30 * time.Minute)
+
+	rep, err := gcsweep.Sweep(ctx, b, layout, sweepOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Pins != 1 || rep.Holds != 1 || rep.Deleted.Objects == 0 {
+		t.Fatalf("pins %d, held roots %d, deleted %d", rep.Pins, rep.Holds, rep.Deleted.Objects)
+	}
+	// old was the head until the first of the recent commits, within the
+	// grace: it is kept; so are the recent roots. Its parent is not.
+	if rep.RootsInGrace != len(recent) {
+		t.Errorf("roots in grace %d, want %d", rep.RootsInGrace, len(recent))
+	}
+	for _, r := range append([]digest.Hash{held, pinned, old}, recent...) {
+		if err := head.Check(ctx, b, layout, r, head.CheckOptions{Strict: true}); err != nil {
+			t.Errorf("root %s after the sweep: %v", r, err)
+		}
+		live, blocks, _ := walkKeys(t, b, layout, r, true)
+		if len(live) == 0 || (r == pinned && len(blocks) == 0) {
+			t.Errorf("root %s: %d objects, %d blocks", r, len(live), len(blocks))
+		}
+	}
+	if _, err := b.Stat(ctx, layout.Root(parentOf(t, b, layout, old))); !errors.Is(err, bucket.ErrNotExist) {
+		t.Errorf("the parent of the oldest root within the grace survived: %v", err)
+	}
+	checkState(t, b, "keep", fs)
+}
+
+// TestSweepRefuses: a grace no longer than the writers' attempts, a shard
+// with objects but no head, and a pin that does not decode stop a sweep
+// before it deletes anything.
+func TestSweepRefuses(t *testing.T) {
+	ctx := context.Background()
+	clk := newFakeClock()
+	b := newClockBucket(mem.NewBucket(), clk, nil)
+	s := openService(t, b, smallOptions("refuse"))
+	layout := s.Store().Layout()
+	fill(t, s, files{}, 0, 12)
+	s.Close()
+	clk.Advance(3 * time.Hour)
+	before := listAll(t, b)
+
+	if _, err := gcsweep.Sweep(ctx, b, layout, gcsweep.Options{Grace: 10 * time.Minute}); !errors.Is(err, gcsweep.ErrGrace) {
+		t.Errorf("grace of 10 minutes: %v", err)
+	}
+	pinKey, _ := layout.Pin("broken")
+	if _, err := b.Put(ctx, pinKey, []byte(`{"format":"cairn.pin.v1"}`), bucket.IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gcsweep.Sweep(ctx, b, layout, sweepOptions()); !errors.Is(err, gcsweep.ErrBadPin) {
+		t.Errorf("a broken pin: %v", err)
+	}
+	if err := b.Delete(ctx, pinKey, bucket.Unconditional); err != nil {
+		t.Fatal(err)
+	}
+	delete(before, pinKey)
+	headBody, _, err := b.Get(ctx, layout.Head())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Delete(ctx, layout.Head(), bucket.Unconditional); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gcsweep.Sweep(ctx, b, layout, sweepOptions()); !errors.Is(err, gcsweep.ErrNoHead) {
+		t.Errorf("no head: %v", err)
+	}
+	if _, err := b.Put(ctx, layout.Head(), headBody, bucket.IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
+	if after := listAll(t, b); !maps.Equal(after, before) {
+		t.Fatalf("a refused sweep changed the bucket: gone %v, new %v", minus(before, after), minus(after, before))
+	}
+	// A shard never written: nothing to do.
+	empty, _ := workbench.Layout("never-written")
+	rep, err := gcsweep.Sweep(ctx, b, empty, sweepOptions())
+	if err != nil || rep.Scanned.Objects != 0 {
+		t.Errorf("an empty shard: %+v, %v", rep, err)
+	}
+}
+
+func readHead(t testing.TB, b bucket.Bucket, layout shards.Layout) head.Head {
+	t.Helper()
+	body, _, err := b.Get(context.Background(), layout.Head())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h head.Head
+	if err := manifests.Decode(body, &h); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func sequenceOf(t testing.TB, b bucket.Bucket, layout shards.Layout) uint64 {
+	return readHead(t, b, layout).Sequence
+}
+
+func parentOf(t testing.TB, b bucket.Bucket, layout shards.Layout, h digest.Hash) digest.Hash {
+	t.Helper()
+	body, _, err := b.Get(context.Background(), layout.Root(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := roots.DecodeRoot(layout.Schema(), body, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Parent
+}
+
+// writePin writes a pin in the shape gcsweep reads.
+func writePin(t testing.TB, b bucket.Bucket, layout shards.Layout, name string, root digest.Hash, seq uint64) {
+	t.Helper()
+	key, err := layout.Pin(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := manifests.Canonical(gcsweep.Pin{Format: gcsweep.PinFormat, Shard: layout.ID().String(), Sequence: seq, Root: root.String(), CreatedMS: 1, Note: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Put(context.Background(), key, body, bucket.IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
+	pins, err := gcsweep.ListPins(context.Background(), b, layout)
+	if err != nil || len(pins) == 0 || pins[len(pins)-1].RootHash != root {
+		t.Fatalf("pins %+v, %v", pins, err)
+	}
+}
