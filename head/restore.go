@@ -31,7 +31,17 @@ type RestoreOptions struct {
 	// exists, so the restored objects stay marked up to the head write
 	// (see RestoreRoot).
 	Guard func(ctx context.Context) error
+	// Verified says the caller has checked that every object the kept
+	// root reaches is there and intact (the pin command verifies them, in
+	// parallel, blocks included); otherwise RestoreRoot runs a strict
+	// Check of the kept root first.
+	Verified bool
 }
+
+// ErrKeptDamaged: the root to restore does not reach a whole state (an
+// object is missing or damaged, as after a sweep that nothing kept it
+// from). Nothing was committed.
+var ErrKeptDamaged = errors.New("head: the root to restore is not whole")
 
 // RestoreRoot commits, on top of the current head, a root whose records
 // are those of root kept: the same tables and delta segments, by
@@ -58,11 +68,22 @@ type RestoreOptions struct {
 // reaches) from before this call until the head write, which
 // Options.Guard checks. Once the head names the new root they are
 // reachable from it. Kept must belong to this shard, with a sequence
-// below the head's.
+// below the head's, and reach a whole state: unless opts.Verified, a
+// strict Check of it runs first, and any finding is ErrKeptDamaged.
 func (s *Store) RestoreRoot(ctx context.Context, kept digest.Hash, opts RestoreOptions) (sn *Snapshot, committed bool, err error) {
 	old, err := s.loadRoot(ctx, kept)
 	if err != nil {
 		return nil, false, err
+	}
+	if !opts.Verified {
+		// Committing a root whose objects are gone would serve a broken
+		// state; Check reads every object the kept root reaches.
+		if err := Check(ctx, s.b, s.layout, kept, CheckOptions{Strict: true}); err != nil {
+			if ctx.Err() != nil || errors.Is(err, bucket.ErrUnavailable) || errors.Is(err, bucket.ErrThrottled) {
+				return nil, false, fmt.Errorf("head: restore: check root %s: %w", kept, err)
+			}
+			return nil, false, fmt.Errorf("%w: root %s: %w", ErrKeptDamaged, kept, err)
+		}
 	}
 	for try := 0; ; try++ {
 		if try >= 8*s.opts.MaxAttempts {

@@ -239,3 +239,38 @@ func TestRestoreRootRebuildsAfterALostRace(t *testing.T) {
 		t.Fatalf("record 2 after restore: %v %v, want absent", ok, err)
 	}
 }
+
+// A kept root whose objects are gone is refused before anything is
+// written, unless the caller says it verified them.
+func TestRestoreRootRefusesADamagedState(t *testing.T) {
+	ctx := context.Background()
+	s, b := restoreStore(t)
+	f := rqFamilies[0]
+	mustDo(t, s, rqPut(f, 1, 1))
+	kept := rqPin(t, s)
+	mustDo(t, s, rqPut(f, 1, 2))
+	before := rqPin(t, s)
+	var gone string
+	switch r := kept.Root(); {
+	case len(r.Deltas) > 0:
+		gone = s.Layout().Delta(r.Deltas[0].Ref.Hash)
+	case len(r.Families) > 0:
+		gone = s.Layout().Table(r.Families[0].Table.Hash)
+	default:
+		t.Fatal("the kept root references nothing")
+	}
+	if err := b.Delete(ctx, gone, bucket.Unconditional); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := head.Open(ctx, b, s.ID(), head.SchemaForTest, head.Options{NoGroupCommit: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if _, _, err := fresh.RestoreRoot(ctx, kept.RootHash(), head.RestoreOptions{}); !errors.Is(err, head.ErrKeptDamaged) || !errors.Is(err, bucket.ErrNotExist) {
+		t.Fatalf("restore of a damaged root: %v, want ErrKeptDamaged", err)
+	}
+	if got := rqPin(t, fresh); got.RootHash() != before.RootHash() {
+		t.Fatalf("head moved to %d", got.Sequence())
+	}
+}

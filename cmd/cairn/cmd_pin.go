@@ -294,7 +294,20 @@ func (p *pinCmd) restore(ctx context.Context, name string) int {
 		}
 		return nil
 	}
-	sn, committed, err := p.store.RestoreRoot(ctx, pin.RootHash, head.RestoreOptions{Guard: guard})
+	// Never commit a state with a hole in it: every object the pinned
+	// root reaches, blocks included, must read back intact first.
+	rep, err := gcsweep.VerifyPin(ctx, b, layout, pin, workbench.BlockRefs, gcsweep.VerifyOptions{})
+	if err != nil {
+		return p.fail(err)
+	}
+	if len(rep.Problems) > 0 {
+		for _, prob := range rep.Problems {
+			fmt.Fprintf(p.e.stdout, "%s: %s\n", pin.Name, prob)
+		}
+		fmt.Fprintf(p.e.stderr, "cairn pin restore: pin %s: %d objects missing or damaged; nothing restored\n", name, len(rep.Problems))
+		return exitFailed
+	}
+	sn, committed, err := p.store.RestoreRoot(ctx, pin.RootHash, head.RestoreOptions{Guard: guard, Verified: true})
 	if err != nil {
 		return p.fail(err)
 	}

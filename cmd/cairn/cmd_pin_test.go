@@ -105,6 +105,12 @@ func TestPinCommand(t *testing.T) {
 		t.Fatalf("verify after a delete: exit %d %q", code, out)
 	}
 
+	// A restore from a pin whose state has a hole restores nothing.
+	code, out, errOut = pin("restore", "p1", "--bucket", src, "--agent", "pa")
+	if code != exitFailed || !strings.Contains(out, "missing block") || !strings.Contains(errOut, "nothing restored") {
+		t.Fatalf("restore of a damaged pin: exit %d %q %s", code, out, errOut)
+	}
+
 	if code, out, _ = pin("delete", "p1", "--bucket", src, "--agent", "pa"); code != 0 || out != "deleted pin p1\n" {
 		t.Fatalf("delete: exit %d %q", code, out)
 	}
