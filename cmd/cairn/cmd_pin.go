@@ -408,7 +408,7 @@ func (p *pinCmd) copy(ctx context.Context, name, to string, parallel int, quiet 
 	opts := gcsweep.VerifyOptions{Concurrency: parallel}
 	if !quiet {
 		opts.Total = func(n int64) {
-			meter = progress.Start(p.e.stderr, progress.Options{Label: "copy", Total: n, Terminal: progress.IsTerminal(p.e.stderr)})
+			meter = progress.Start(p.e.stderr, progress.Options{Label: "copy", Total: n, Unit: "objects", Terminal: progress.IsTerminal(p.e.stderr)})
 		}
 		opts.Progress = func(n int64) { meter.Add(1, n) }
 	}
