@@ -6,15 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
+	"slices"
 	"time"
 
-	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/cmd/cairn/internal/progress"
 	"github.com/cairnstore/cairn/gcsweep"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/manifests"
-	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench"
 )
 
@@ -56,7 +54,7 @@ var pinVerbs = []string{"create", "list", "show", "verify", "copy", "restore", "
 // error; 3 for a bucket that does not exist, cannot be reached or refuses
 // the credentials.
 func runPin(ctx context.Context, e *env, args []string) int {
-	if len(args) == 0 || !isPinVerb(args[0]) {
+	if len(args) == 0 || !slices.Contains(pinVerbs, args[0]) {
 		if len(args) > 0 && args[0] != "help" && args[0] != "-h" && args[0] != "--help" {
 			fmt.Fprintf(e.stderr, "cairn pin: unknown subcommand %q\n", args[0])
 		}
@@ -126,8 +124,12 @@ func runPin(ctx context.Context, e *env, args []string) int {
 	} else if verb == "create" {
 		pinName = *name
 	}
+	layout, err := workbench.Layout(*agent)
+	if err != nil {
+		return usageErr("--agent: %v", err)
+	}
 	if pinName != "" {
-		if _, err := shards.NewLayout(nil, shards.ShardID{}).Pin(pinName); err != nil {
+		if _, err := layout.Pin(pinName); err != nil {
 			return usageErr("pin name %q: letters, digits, '.', '_' and '-', at most 128", pinName)
 		}
 	}
@@ -140,16 +142,11 @@ func runPin(ctx context.Context, e *env, args []string) int {
 	defer b.Close()
 	svc, err := workbench.Open(ctx, b, workbench.Options{AgentID: *agent})
 	if err != nil {
-		var werr *workbench.Error
-		if errors.As(err, &werr) && werr.Code == workbench.CodeInvalidArguments {
-			fmt.Fprintf(e.stderr, "cairn pin %s: --agent: %s\n", verb, werr.Message)
-			return exitUsage
-		}
 		fmt.Fprintf(e.stderr, "cairn pin %s: open %s: %v\n", verb, url, err)
 		return exitFailed
 	}
 	defer svc.Close()
-	p := &pinCmd{e: e, verb: verb, store: svc.Store(), url: url}
+	p := &pinCmd{e: e, verb: verb, store: svc.Store()}
 	switch verb {
 	case "create":
 		return p.create(ctx, pinName, *note)
@@ -166,15 +163,6 @@ func runPin(ctx context.Context, e *env, args []string) int {
 	default:
 		return p.delete(ctx, pinName)
 	}
-}
-
-func isPinVerb(s string) bool {
-	for _, v := range pinVerbs {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func pinUsageLine(verb string) string {
@@ -204,7 +192,6 @@ type pinCmd struct {
 	e     *env
 	verb  string
 	store *head.Store
-	url   string
 }
 
 // fail reports err and returns its exit code: exitStore when the store
@@ -340,16 +327,6 @@ func (p *pinCmd) delete(ctx context.Context, name string) int {
 	return exitOK
 }
 
-// openDest opens the bucket a copy goes to. Unlike --bucket, it never
-// defaults: a copy names where it goes.
-func openDest(ctx context.Context, url string) (bucket.Bucket, int, error) {
-	if strings.TrimSpace(url) == "" {
-		return nil, exitUsage, errors.New("--to is empty")
-	}
-	b, _, code, err := openBucket(ctx, url)
-	return b, code, err
-}
-
 // copyParallel is the default of `pin copy --parallel`: enough requests
 // in flight to hide a remote store's latency, few enough for one host.
 const copyParallel = 32
@@ -398,7 +375,7 @@ func (p *pinCmd) copy(ctx context.Context, name, to string, parallel int, quiet 
 	if err != nil {
 		return p.fail(err)
 	}
-	dst, code, err := openDest(ctx, to)
+	dst, _, code, err := openBucket(ctx, to)
 	if err != nil {
 		fmt.Fprintf(p.e.stderr, "cairn pin copy: --to: %v\n", err)
 		return code

@@ -145,6 +145,7 @@ func TestPinCommandUsage(t *testing.T) {
 		{"pin", "copy", "p1", "--bucket", url},
 		{"pin", "copy", "p1", "--to", "mem://x", "--parallel", "0", "--bucket", url},
 		{"pin", "list", "--bucket", url, "--agent", ""},
+		{"pin", "list", "--bucket", url, "--agent", "a/b"},
 		{"pin", "verify", "--bucket", url},
 	} {
 		if code, _, _ := runWith(t, "", args...); code != exitUsage {
