@@ -368,3 +368,35 @@ func writePin(t testing.TB, b bucket.Bucket, layout shards.Layout, name string, 
 		t.Fatalf("pins %+v, %v", pins, err)
 	}
 }
+
+// TestListPins: pins decode strictly; one of another shard, or naming no
+// root, is ErrBadPin.
+func TestListPins(t *testing.T) {
+	ctx := context.Background()
+	b := mem.NewBucket()
+	layout, _ := workbench.Layout("pins")
+	other, _ := workbench.Layout("other")
+	root := digest.Sum([]byte("a root"))
+	writePin(t, b, layout, "a", root, 7)
+	writePin(t, b, layout, "b", root, 8)
+	pins, err := gcsweep.ListPins(ctx, b, layout)
+	if err != nil || len(pins) != 2 || pins[0].Name != "a" || pins[1].Sequence != 8 || pins[1].RootHash != root {
+		t.Fatalf("pins %+v, %v", pins, err)
+	}
+	for name, body := range map[string]string{
+		"other-shard": fmt.Sprintf(`{"created_unix_ms":1,"format":"cairn.pin.v1","note":"","root":%q,"sequence":1,"shard":%q}`, root, other.ID()),
+		"zero-root":   fmt.Sprintf(`{"created_unix_ms":1,"format":"cairn.pin.v1","note":"","root":%q,"sequence":1,"shard":%q}`, digest.Hash{}, layout.ID()),
+		"not-json":    "pin",
+	} {
+		key, _ := layout.Pin(name)
+		if _, err := b.Put(ctx, key, []byte(body), bucket.IfAbsent()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := gcsweep.ListPins(ctx, b, layout); !errors.Is(err, gcsweep.ErrBadPin) {
+			t.Errorf("%s: %v", name, err)
+		}
+		if err := b.Delete(ctx, key, bucket.Unconditional); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

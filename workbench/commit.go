@@ -163,7 +163,12 @@ func (s *Service) commit(ctx context.Context, req *commitRequest, now func() tim
 		s: s, req: req, observed: observed, newInc: nokv.NewIncarnationID(),
 		committedAt: committedAt, env: env, st: st, rows: rows, rowsDigest: rowsDigest,
 	}
-	res, err := s.doExact(ctx, head.Command{
+	sctx, cancel, werr := s.withinStagingAge(ctx, st)
+	if werr != nil {
+		return nil, werr
+	}
+	defer cancel()
+	res, err := s.doExact(sctx, head.Command{
 		Namespace: s.root,
 		RequestID: s.requestID(),
 		Digest:    b.commandDigest(),

@@ -80,8 +80,11 @@
 // rows own the blocks. After a predicate failure nothing was applied and
 // the blocks, then the ledger, are deleted. After any other failure
 // (unknown outcome, contention, an unavailable store, a cancelled call, a
-// crash) everything uploaded stays in the bucket, named by the ledger; no
-// sweeper reclaims it yet. An unknown outcome is settled by running the
+// crash) everything uploaded stays in the bucket, named by the ledger,
+// until a sweep (package gcsweep, cairn gc) finds it older than its grace
+// period. A publication sends its command within MaxStagingAge of its
+// first upload or not at all, so that a block is named by a landing root
+// well within the sweep's grace. An unknown outcome is settled by running the
 // same command again with the same request id, up to three times: the
 // engine replays it if it landed and applies it once if it did not.
 //

@@ -244,6 +244,11 @@ func (s *Service) publish(ctx context.Context, p *pubPlan) (out pubOutcome, werr
 		return out, FromError(err), false
 	}
 	reqID, digest := s.commandIdentity(ctx, digest)
+	ctx, cancel, werr := s.withinStagingAge(ctx, p.st)
+	if werr != nil {
+		return out, werr, false
+	}
+	defer cancel()
 	res, err := s.doExact(ctx, head.Command{
 		Namespace: s.root,
 		RequestID: reqID,

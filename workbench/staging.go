@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/digest"
@@ -27,6 +28,38 @@ type staging struct {
 	blocks []bodies.Block
 	inline []byte // the whole body, when it is kept inline
 	staged bool   // the ledger and every block are in the bucket
+	// stagedAt is when the first upload began (Options.Now): the
+	// command that names the blocks must be sent within MaxStagingAge
+	// of it (withinStagingAge).
+	stagedAt time.Time
+}
+
+// MaxStagingAge bounds how long after its uploads began a publication
+// may still send the command that names its blocks. A sweep (package
+// gcsweep) deletes a block no reachable record names once it is older
+// than its grace period; the blocks of a publication are named by no
+// record until its command lands, which may be as late as MaxStagingAge,
+// plus the engine's MaxAttemptAge for an intent another replica
+// carries, plus the few seconds a sent head write takes to settle. 20
+// minutes + 10 + a few seconds is well inside gcsweep.DefaultGrace, an
+// hour; a sweep with a shorter grace must keep that sum below it
+// (docs/operations.md).
+const MaxStagingAge = 20 * time.Minute
+
+// withinStagingAge returns ctx bounded by st's staging deadline, or the
+// retryable Timeout when it has passed: the blocks may be the sweep's by
+// then, so the command is never sent. A staging without blocks has no
+// deadline.
+func (s *Service) withinStagingAge(ctx context.Context, st *staging) (context.Context, context.CancelFunc, *Error) {
+	if st == nil || !st.hasLedger() || st.stagedAt.IsZero() {
+		return ctx, func() {}, nil
+	}
+	left := MaxStagingAge - s.opts.Now().Sub(st.stagedAt)
+	if left <= 0 {
+		return ctx, func() {}, newError(CodeTimeout, "the body was staged too long ago to be published; the change was not applied", true, sourceDetails())
+	}
+	ctx, cancel := context.WithTimeout(ctx, left)
+	return ctx, cancel, nil
 }
 
 // hasLedger reports whether st has objects and so a ledger to stage and,
@@ -70,6 +103,9 @@ func (s *Service) stageBytes(ctx context.Context, st *staging, data []byte) *Err
 	if !st.hasLedger() {
 		st.staged = true
 		return nil
+	}
+	if st.stagedAt.IsZero() {
+		st.stagedAt = s.opts.Now()
 	}
 	if err := s.bodies.Stage(ctx, s.objects(st), data); err != nil {
 		return FromError(err)

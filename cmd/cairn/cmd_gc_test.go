@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/shards/shardstest"
 )
 
 // gcBucket puts n files through `cairn workbench` into a fresh mem bucket
@@ -104,5 +107,40 @@ func TestGCCommandUsage(t *testing.T) {
 	}
 	if code, _, errOut := runCmd(t, "gc", "--bucket", "file:///no/such/dir/at/all"); code != exitStore {
 		t.Errorf("missing bucket: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestGCCommandAllAgentsSkipsOtherSchemas: --all-agents sweeps the
+// Workbench's shards and skips, with a note, a shard of another schema,
+// whose families it would misread.
+func TestGCCommandAllAgentsSkipsOtherSchemas(t *testing.T) {
+	url := gcBucket(t, "gc-all", 2)
+	ctx := context.Background()
+	b, err := bucket.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := head.Open(ctx, b, shards.NewShardID(), head.Schema{
+		Marker:   head.Marker{SchemaID: "another_product", FormatVersion: 1, ValueFormatVersion: 1},
+		Families: shardstest.Schema(),
+	}, head.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Do(ctx, head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
+		return nil, tx.Put(shardstest.Fixed16, make([]byte, 16), []byte("v"))
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, "gc", "--bucket", url, "--all-agents", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	if n := strings.Count(out, "\n"); n != 1 {
+		t.Errorf("%d reports, want the Workbench shard's only:\n%s", n, out)
+	}
+	if want := "shard " + other.ID().String() + ": not a Workbench shard, skipped"; !strings.Contains(errOut, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errOut)
 	}
 }

@@ -92,8 +92,7 @@
 //     blocks owned by the published metadata.
 //
 // The Store never removes those leftovers itself. They are garbage the
-// shard's sweep owns once older than its grace period (DESIGN: "Garbage
-// collection and pins"); a sweep tells a published staging's stale ledger
-// from an orphaned one by the caller's record of the operation. No sweep
-// runs yet.
+// shard's sweep owns once older than its grace period (package gcsweep):
+// it deletes a ledger older than the grace, and a block once no reachable
+// record of the caller names it and it is older than the grace.
 package bodies
