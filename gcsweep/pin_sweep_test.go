@@ -133,3 +133,44 @@ func TestUnpinnedStateIsReclaimed(t *testing.T) {
 		t.Fatalf("head after the refused restore: %v %v", rep.Problems, err)
 	}
 }
+
+// A copy's history starts at the pinned root, whose parent is not there:
+// a sweep at the copy (pinned or not, young or old) keeps the whole state
+// and deletes nothing, and the copy answers as before.
+func TestSweepAtACopyKeepsThePinnedState(t *testing.T) {
+	ctx := context.Background()
+	svc := openPinned(t, mem.NewBucket())
+	paths := fillPinned(t, svc)
+	want := answers(t, svc, paths)
+	pin, err := gcsweep.PinHead(ctx, svc.Store(), "p", "", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := newFakeClock()
+	dst := newClockBucket(mem.NewBucket(), clk, nil)
+	if _, err := gcsweep.CopyPin(ctx, svc.Store(), dst, pin, workbench.BlockRefs, gcsweep.VerifyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	layout := svc.Store().Layout()
+	for i, step := range []string{"young", "old", "unpinned"} {
+		if step == "unpinned" {
+			if err := gcsweep.DeletePin(ctx, dst, layout, pin.Name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clk.Advance(time.Duration(i) * 3 * time.Hour)
+		rep, err := gcsweep.Sweep(ctx, dst, layout, workbench.SweepOptions())
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if rep.Deleted.Objects != 0 || rep.Reachable.Objects == 0 {
+			t.Fatalf("%s: deleted %d, kept reachable %d", step, rep.Deleted.Objects, rep.Reachable.Objects)
+		}
+	}
+	got := answers(t, openPinned(t, dst), paths)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("answer %d after sweeps at the copy\n got %s\nwant %s", i, got[i], want[i])
+		}
+	}
+}
