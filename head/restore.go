@@ -1,6 +1,7 @@
 package head
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -36,6 +37,14 @@ type RestoreOptions struct {
 	// parallel, blocks included); otherwise RestoreRoot runs a strict
 	// Check of the kept root first.
 	Verified bool
+	// KeepCurrent names families whose records stay as the current root
+	// has them; every other family comes from the kept root. A product
+	// names here the families that record its holds and clocks (the
+	// Workbench: its snapshot rows and lease clock), and then the holds
+	// stay the current root's too, so that the records and the holds
+	// they describe stay in step. Without it, the holds are the union of
+	// both roots'. The engine's own families cannot be named.
+	KeepCurrent []shards.Family
 }
 
 // ErrKeptDamaged: the root to restore does not reach a whole state (an
@@ -85,6 +94,11 @@ func (s *Store) RestoreRoot(ctx context.Context, kept digest.Hash, opts RestoreO
 			return nil, false, fmt.Errorf("%w: root %s: %w", ErrKeptDamaged, kept, err)
 		}
 	}
+	for _, f := range opts.KeepCurrent {
+		if f == shards.System || f == shards.CommandDedupe || !s.fams.Known(f) {
+			return nil, false, fmt.Errorf("head: restore: cannot keep family %v current", f)
+		}
+	}
 	for try := 0; ; try++ {
 		if try >= 8*s.opts.MaxAttempts {
 			return nil, false, fmt.Errorf("%w: restore of root %s lost %d races", ErrRetryable, kept, try)
@@ -101,13 +115,21 @@ func (s *Store) RestoreRoot(ctx context.Context, kept digest.Hash, opts RestoreO
 		if err := sn.gate(ctx); err != nil {
 			return nil, false, err
 		}
-		if sn.rootHash == kept || sameState(sn.root, old) {
+		same, err := s.sameState(ctx, sn.root, old, opts.KeepCurrent)
+		if err != nil {
+			return nil, false, err
+		}
+		if sn.rootHash == kept || same {
 			return sn, false, nil // already the current state
+		}
+		keep, err := s.keptChanges(ctx, sn, kept, old, opts.KeepCurrent)
+		if err != nil {
+			return nil, false, err
 		}
 		if old.Sequence >= sn.root.Sequence {
 			return nil, false, fmt.Errorf("head: restore root %s of sequence %d: the head is at sequence %d", kept, old.Sequence, sn.root.Sequence)
 		}
-		landed, err := s.restoreAttempt(ctx, sn, old, opts)
+		landed, err := s.restoreAttempt(ctx, sn, old, keep, opts)
 		if err != nil {
 			return nil, false, err
 		}
@@ -119,7 +141,7 @@ func (s *Store) RestoreRoot(ctx context.Context, kept digest.Hash, opts RestoreO
 
 // restoreAttempt builds the restoring root over sn, stages it and writes
 // the head. It returns nil, nil when the head moved first.
-func (s *Store) restoreAttempt(ctx context.Context, sn *Snapshot, old *roots.Root, opts RestoreOptions) (*Snapshot, error) {
+func (s *Store) restoreAttempt(ctx context.Context, sn *Snapshot, old *roots.Root, keep []shards.DeltaRecord, opts RestoreOptions) (*Snapshot, error) {
 	nonce, now := newNonce(), s.opts.Now()
 	root := &roots.Root{
 		Nonce:    nonce,
@@ -129,17 +151,38 @@ func (s *Store) restoreAttempt(ctx context.Context, sn *Snapshot, old *roots.Roo
 		Holds:    unionHolds(sn.root.Holds, old.Holds),
 		Deltas:   append([]roots.DeltaRef(nil), old.Deltas...),
 	}
+	if opts.KeepCurrent != nil {
+		root.Holds = append([]roots.Hold(nil), sn.root.Holds...)
+	}
+	c := &candidate{
+		objects: map[digest.Hash]*shards.Object{}, indexes: map[digest.Hash]*shards.Index{},
+		tables: map[digest.Hash]*roots.Table{}, deltas: map[digest.Hash]*shards.Delta{},
+	}
+	if len(keep) > 0 {
+		// The kept families' changes back to their current records: one
+		// delta of this attempt, listed first. It may take the root one
+		// delta past the bound that forces a fold; the next commit folds.
+		d, err := shards.NewDelta(s.fams, shards.Salt(nonce), root.Sequence, keep)
+		if err != nil {
+			return nil, err
+		}
+		dbody, dref, err := d.Encode()
+		if err != nil {
+			return nil, err
+		}
+		root.Deltas = append([]roots.DeltaRef{{Ref: dref, Sequence: root.Sequence}}, root.Deltas...)
+		if len(root.Deltas) > roots.MaxDeltas {
+			return nil, fmt.Errorf("head: restore: %d delta segments, more than a root lists", len(root.Deltas))
+		}
+		c.deltas[dref.Hash] = d
+		c.writes = append(c.writes, write{s.layout.Delta(dref.Hash), dbody})
+	}
 	body, ref, err := root.Encode(s.fams)
 	if err != nil {
 		return nil, err
 	}
-	c := &candidate{
-		writes:  []write{{s.layout.Root(ref.Hash), body}},
-		root:    root,
-		rootRef: ref,
-		objects: map[digest.Hash]*shards.Object{}, indexes: map[digest.Hash]*shards.Index{},
-		tables: map[digest.Hash]*roots.Table{}, deltas: map[digest.Hash]*shards.Delta{},
-	}
+	c.writes = append(c.writes, write{s.layout.Root(ref.Hash), body})
+	c.root, c.rootRef = root, ref
 	c.head = &Head{
 		Marker:    s.schema.Marker,
 		ShardID:   s.id.String(),
@@ -176,11 +219,69 @@ func (s *Store) restoreAttempt(ctx context.Context, sn *Snapshot, old *roots.Roo
 	return &Snapshot{s: s, rootHash: ref.Hash, root: root}, nil
 }
 
-// sameState reports whether cur already has old's records and holds:
-// what restoring old over cur would commit is cur again.
-func sameState(cur, old *roots.Root) bool {
-	return slices.Equal(cur.Families, old.Families) && slices.Equal(cur.Deltas, old.Deltas) &&
-		slices.Equal(cur.Holds, unionHolds(cur.Holds, old.Holds))
+// sameState reports whether cur already has old's records, but for the
+// families of keep, and its holds: whether a restore of old over cur
+// would change nothing that is restored. It holds when cur lists old's
+// tables and, after old's deltas, only deltas that change families of
+// keep (an earlier restore of old, and commits since that touched only
+// what a restore keeps), with the union of holds when keep is nil.
+func (s *Store) sameState(ctx context.Context, cur, old *roots.Root, keep []shards.Family) (bool, error) {
+	extra := len(cur.Deltas) - len(old.Deltas)
+	if !slices.Equal(cur.Families, old.Families) || extra < 0 || !slices.Equal(cur.Deltas[extra:], old.Deltas) {
+		return false, nil
+	}
+	if keep == nil {
+		return extra == 0 && slices.Equal(cur.Holds, unionHolds(cur.Holds, old.Holds)), nil
+	}
+	for _, dr := range cur.Deltas[:extra] {
+		d, err := s.loadDelta(ctx, dr)
+		if err != nil {
+			return false, err
+		}
+		for i := range d.Len() {
+			if !slices.Contains(keep, d.At(i).Family) {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
+}
+
+// keptChanges returns the changes that take the families of keep from
+// their records in the kept root back to their records in sn: a put of
+// each current record the kept root lacks or holds otherwise, a delete
+// of each record only the kept root has. Nil means none.
+func (s *Store) keptChanges(ctx context.Context, sn *Snapshot, kept digest.Hash, old *roots.Root, keep []shards.Family) ([]shards.DeltaRecord, error) {
+	was := &Snapshot{s: s, rootHash: kept, root: old}
+	var out []shards.DeltaRecord
+	for _, f := range keep {
+		cur, err := sn.Scan(ctx, f, nil, nil, 0)
+		if err != nil {
+			return nil, err
+		}
+		then, err := was.Scan(ctx, f, nil, nil, 0)
+		if err != nil {
+			return nil, err
+		}
+		i, j := 0, 0
+		for i < len(cur) || j < len(then) {
+			switch {
+			case j == len(then) || i < len(cur) && bytes.Compare(cur[i].Key, then[j].Key) < 0:
+				out = append(out, shards.DeltaRecord{Family: f, Mutation: shards.Mutation{Key: cur[i].Key, Value: cur[i].Value}})
+				i++
+			case i == len(cur) || bytes.Compare(cur[i].Key, then[j].Key) > 0:
+				out = append(out, shards.DeltaRecord{Family: f, Mutation: shards.Mutation{Key: then[j].Key, Delete: true}})
+				j++
+			default:
+				if !bytes.Equal(cur[i].Value, then[j].Value) {
+					out = append(out, shards.DeltaRecord{Family: f, Mutation: shards.Mutation{Key: cur[i].Key, Value: cur[i].Value}})
+				}
+				i++
+				j++
+			}
+		}
+	}
+	return out, nil
 }
 
 // unionHolds merges two roots' holds, sorted by owner; on one owner the

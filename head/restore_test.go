@@ -274,3 +274,69 @@ func TestRestoreRootRefusesADamagedState(t *testing.T) {
 		t.Fatalf("head moved to %d", got.Sequence())
 	}
 }
+
+// KeepCurrent: the named families keep their current records, and the
+// holds stay the current root's; everything else comes back.
+func TestRestoreRootKeepsCurrentFamilies(t *testing.T) {
+	ctx := context.Background()
+	s, _ := restoreStore(t)
+	f, g := rqFamilies[0], rqFamilies[1]
+	mustDo(t, s, rqPut(f, 1, 1))
+	mustDo(t, s, rqPut(g, 1, 1))
+	mustDo(t, s, rqPut(g, 3, 1))
+	mustDo(t, s, head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
+		return nil, tx.Hold("ended", tx.Snapshot().RootHash())
+	}})
+	kept := rqPin(t, s)
+
+	mustDo(t, s, rqPut(f, 1, 2))
+	mustDo(t, s, rqPut(g, 1, 2))
+	mustDo(t, s, rqPut(g, 2, 2))
+	mustDo(t, s, head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
+		tx.Release("ended")
+		if err := tx.Delete(g, rqKey(g, 3)); err != nil {
+			return nil, err
+		}
+		return nil, tx.Hold("later", tx.Snapshot().RootHash())
+	}})
+	before := rqPin(t, s)
+	keep := head.RestoreOptions{KeepCurrent: []shards.Family{g}}
+	sn, committed, err := s.RestoreRoot(ctx, kept.RootHash(), keep)
+	if err != nil || !committed {
+		t.Fatalf("restore: %v %v", committed, err)
+	}
+	cur := rqPin(t, s)
+	rqMustGet(t, cur, f, 1, rqValue(f, 1, 1)) // restored
+	rqMustGet(t, cur, g, 1, rqValue(g, 1, 2)) // kept current
+	rqMustGet(t, cur, g, 2, rqValue(g, 2, 2))
+	if _, ok, err := cur.Get(ctx, g, rqKey(g, 3)); err != nil || ok {
+		t.Fatalf("g/3, deleted since the kept root: %v %v, want absent", ok, err)
+	}
+	if got, want := cur.Root().Holds, before.Root().Holds; len(got) != 1 || got[0] != want[len(want)-1] || got[0].Owner != "later" {
+		t.Fatalf("holds %v, want the current root's %v", got, want)
+	}
+	if sn.Sequence() != before.Sequence()+1 {
+		t.Fatalf("sequence %d", sn.Sequence())
+	}
+	// Again: nothing to do. And after a commit that changes only a kept
+	// family, still nothing.
+	if _, committed, err := s.RestoreRoot(ctx, kept.RootHash(), keep); err != nil || committed {
+		t.Fatalf("second restore: %v %v", committed, err)
+	}
+	mustDo(t, s, rqPut(g, 4, 4))
+	if _, committed, err := s.RestoreRoot(ctx, kept.RootHash(), keep); err != nil || committed {
+		t.Fatalf("restore after a kept family changed: %v %v", committed, err)
+	}
+	// A change to a restored family makes the restore commit again.
+	mustDo(t, s, rqPut(f, 1, 5))
+	if _, committed, err := s.RestoreRoot(ctx, kept.RootHash(), keep); err != nil || !committed {
+		t.Fatalf("restore after a restored family changed: %v %v", committed, err)
+	}
+	cur = rqPin(t, s)
+	rqMustGet(t, cur, f, 1, rqValue(f, 1, 1))
+	rqMustGet(t, cur, g, 4, rqValue(g, 4, 4))
+	// The engine's own families cannot be kept.
+	if _, _, err := s.RestoreRoot(ctx, kept.RootHash(), head.RestoreOptions{KeepCurrent: []shards.Family{shards.CommandDedupe}}); err == nil {
+		t.Fatal("keeping command_dedupe current was accepted")
+	}
+}
