@@ -2,6 +2,7 @@ package gcsweep_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -246,6 +247,9 @@ func TestPinRestoreMakesThePinnedStateCurrent(t *testing.T) {
 	b := mem.NewBucket()
 	svc := openPinned(t, b)
 	paths := fillPinned(t, svc)
+	commit := `{"id":"wb","manifest":{"task":"pins"},"content_digest_uri":"sha256:` + strings.Repeat("01", 32) + `","replace":true}`
+	call(t, svc, "workbench_commit", commit)
+	early := snapshotID(t, call(t, svc, "workbench_snapshot", `{"id":"wb","name":"before-pin"}`))
 	want := answers(t, svc, paths)
 	pin, err := gcsweep.PinHead(ctx, svc.Store(), "r", "", time.Now())
 	if err != nil {
@@ -253,11 +257,16 @@ func TestPinRestoreMakesThePinnedStateCurrent(t *testing.T) {
 	}
 	replaceText(t, svc, paths[3], "changed after the pin\n")
 	putText(t, svc, "docs/later.txt", "later\n")
+	call(t, svc, "workbench_commit", commit)
+	late := snapshotID(t, call(t, svc, "workbench_snapshot", `{"id":"wb","name":"after-pin"}`))
+	lateRead := fmt.Sprintf(`{"id":"wb","section":"outputs","path":%q,"at_snapshot":%s}`, paths[3], late)
+	wantLate := call(t, svc, "workbench_read", lateRead)
+	wantSnapshots := call(t, svc, "workbench_snapshot_list", `{"id":"wb"}`)
 	before, err := svc.Store().Pin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sn, committed, err := svc.Store().RestoreRoot(ctx, pin.RootHash, head.RestoreOptions{})
+	sn, committed, err := svc.Store().RestoreRoot(ctx, pin.RootHash, head.RestoreOptions{KeepCurrent: workbench.RestoreKeepCurrent})
 	if err != nil || !committed {
 		t.Fatalf("restore: committed %v, %v", committed, err)
 	}
@@ -275,15 +284,44 @@ func TestPinRestoreMakesThePinnedStateCurrent(t *testing.T) {
 			t.Fatalf("answer %d after restore\n got %s\nwant %s", i, got[i], want[i])
 		}
 	}
+	// Snapshots are as they were before the restore, on both sides of the
+	// pin: listed alike, and the later one still reads its own state; the
+	// earlier one retires.
+	if got := call(t, fresh, "workbench_snapshot_list", `{"id":"wb"}`); got != wantSnapshots {
+		t.Fatalf("snapshots after restore\n got %s\nwant %s", got, wantSnapshots)
+	}
+	if got := call(t, fresh, "workbench_read", lateRead); got != wantLate {
+		t.Fatalf("read at the later snapshot after restore\n got %s\nwant %s", got, wantLate)
+	}
+	call(t, fresh, "workbench_snapshot_retire", fmt.Sprintf(`{"id":"wb","snapshot_id":%s}`, early))
 	// History is intact: the state before the restore is still readable.
 	prev, err := fresh.Store().At(ctx, sn.Root().Parent)
 	if err != nil || prev.Sequence() != before.Sequence() {
 		t.Fatalf("previous root: %v", err)
 	}
-	rep, err := gcsweep.VerifyPin(ctx, b, fresh.Store().Layout(), gcsweep.Pin{Name: "head", RootHash: sn.RootHash(), Sequence: sn.Sequence()}, workbench.BlockRefs, gcsweep.VerifyOptions{})
+	cur, err := fresh.Store().Pin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := gcsweep.VerifyPin(ctx, b, fresh.Store().Layout(), gcsweep.Pin{Name: "head", RootHash: cur.RootHash(), Sequence: cur.Sequence()}, workbench.BlockRefs, gcsweep.VerifyOptions{})
 	if err != nil || len(rep.Problems) != 0 {
 		t.Fatalf("restored root: %v %v", rep.Problems, err)
 	}
+}
+
+// snapshotID returns the snapshot_id of a workbench_snapshot result, as
+// the JSON number it is.
+func snapshotID(t *testing.T, result string) string {
+	t.Helper()
+	var r struct {
+		ID json.Number `json:"snapshot_id"`
+	}
+	d := json.NewDecoder(strings.NewReader(result))
+	d.UseNumber()
+	if err := d.Decode(&r); err != nil || r.ID == "" {
+		t.Fatalf("snapshot result %s: %v", result, err)
+	}
+	return r.ID.String()
 }
 
 // A damaged source object stops the copy before the pin and the head: the

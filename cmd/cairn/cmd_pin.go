@@ -294,7 +294,7 @@ func (p *pinCmd) restore(ctx context.Context, name string) int {
 		fmt.Fprintf(p.e.stderr, "cairn pin restore: pin %s: %d objects missing or damaged; nothing restored\n", name, len(rep.Problems))
 		return exitFailed
 	}
-	sn, committed, err := p.store.RestoreRoot(ctx, pin.RootHash, head.RestoreOptions{Guard: guard, Verified: true})
+	sn, committed, err := p.store.RestoreRoot(ctx, pin.RootHash, head.RestoreOptions{Guard: guard, Verified: true, KeepCurrent: workbench.RestoreKeepCurrent})
 	if err != nil {
 		return p.fail(err)
 	}
