@@ -143,6 +143,7 @@ func (c *call) finished() bool {
 func (s *Store) lead() {
 	for {
 		s.gather()
+		s.awaitBatch()
 		if s.takeFold() {
 			// The fold rides with the commands waiting, in one head write.
 			s.runFold(s.takeMore(s.take, s.opts.MaxBatch)...)
@@ -187,6 +188,40 @@ func (s *Store) waitTurn(ctx context.Context) error {
 	wait := s.turnAfter() - time.Since(s.headWritten)
 	s.mu.Unlock()
 	return bucket.Sleep(ctx, wait)
+}
+
+// awaitBatch delays a leader that is paced (MinCommitInterval) and writes
+// the head alone until its batch, taken now, would be built and staged
+// just in time for the head's next turn: the commands that arrive
+// meanwhile ride with it instead of waiting a whole interval for the
+// next one. Taken as soon as the last commit landed, a batch would wait
+// for its turn with everything it holds while new commands queued
+// behind it, so most commands would wait for two head writes, not one.
+// The time a batch takes to prepare is estimated from the last ones
+// (notePrep), with room to spare. A contended leader gathers instead
+// (gather).
+func (s *Store) awaitBatch() {
+	if s.opts.MinCommitInterval <= 0 || s.opts.NoGroupCommit || s.contended() {
+		return
+	}
+	s.mu.Lock()
+	wait := s.turnAfter() - (s.prep*3/2 + s.opts.MinCommitInterval/20) - time.Since(s.headWritten)
+	s.mu.Unlock()
+	if wait > 0 {
+		time.Sleep(wait)
+	}
+}
+
+// notePrep records how long an attempt took from its start to the end of
+// its staging, in a moving average that awaitBatch reads.
+func (s *Store) notePrep(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.prep == 0 {
+		s.prep = d
+		return
+	}
+	s.prep = (7*s.prep + 3*d) / 10
 }
 
 // turnAfter is how long after a known head write the next one is sent:
@@ -327,6 +362,7 @@ func (s *Store) commitBatch(calls []*call, refill func(n int) []*call) {
 // err (throttled or not) decides. A first attempt may build on a snapshot
 // a call brought instead of pinning (observed).
 func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bool, err error) {
+	began := time.Now()
 	var sn *Snapshot
 	reused := false
 	if first {
@@ -444,6 +480,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		}
 		return false, err
 	}
+	s.notePrep(time.Since(began))
 	if time.Since(staged) > s.opts.MaxAttemptAge {
 		return false, fmt.Errorf("head: staging took %v, more than %v", time.Since(staged), s.opts.MaxAttemptAge)
 	}

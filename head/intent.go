@@ -104,13 +104,36 @@ func (s *Store) othersActive() bool {
 // the intents other replicas published: a replica that keeps winning the
 // head never sees another's head write, while the others, losing every
 // race, publish their commands as intents and wait for a carrier. Found
-// ones make this Store contended (othersActive) and are carried by this
-// attempt. It runs beside the attempt's prefetch, so it costs a request,
-// not a round. It reports nothing when the Store is contended already
-// (the attempt lists intents itself then) or does not pace.
+// ones make this Store contended (othersActive). A paced Store carries
+// them in this attempt; the listing runs beside the attempt's prefetch,
+// and the head's turn is waited for anyway, so it costs a request, not a
+// round. A Store that does not pace probes at most once a second, and only
+// for batches of more than one call (a load that others may share), so
+// that a lone writer's commits seldom wait for a listing. Nothing is
+// probed when the Store is contended already: the attempt lists intents
+// itself then.
 func (s *Store) probeIntents(ctx context.Context, calls []*call) func() []foreignIntent {
-	if !s.opts.Intents || s.opts.MinCommitInterval <= 0 || s.opts.NoGroupCommit || s.othersActive() {
-		return func() []foreignIntent { return nil }
+	none := func() []foreignIntent { return nil }
+	if !s.opts.Intents || s.opts.NoGroupCommit || s.othersActive() {
+		return none
+	}
+	found := func(foreign []foreignIntent) {
+		if len(foreign) > 0 {
+			s.mu.Lock()
+			s.intentsSeen = time.Now()
+			s.mu.Unlock()
+		}
+	}
+	if s.opts.MinCommitInterval <= 0 {
+		s.mu.Lock()
+		due := len(calls) > 1 && time.Since(s.lastProbe) >= time.Second
+		if due {
+			s.lastProbe = time.Now()
+		}
+		s.mu.Unlock()
+		if !due {
+			return none
+		}
 	}
 	done := make(chan []foreignIntent, 1)
 	go func() {
@@ -118,11 +141,7 @@ func (s *Store) probeIntents(ctx context.Context, calls []*call) func() []foreig
 		if err != nil {
 			foreign = nil // a later commit probes again
 		}
-		if len(foreign) > 0 {
-			s.mu.Lock()
-			s.intentsSeen = time.Now()
-			s.mu.Unlock()
-		}
+		found(foreign)
 		done <- foreign
 	}()
 	return func() []foreignIntent { return <-done }
@@ -170,16 +189,54 @@ func (s *Store) settleApplied(ctx context.Context, sn *Snapshot, calls []*call) 
 // head's interval: the commit then carries the intents published during
 // most of it. It leaves the last 40% of the interval to build and stage.
 func (s *Store) gather() {
-	if !s.contended() || s.opts.MinCommitInterval <= 0 {
+	if !s.contended() {
 		return
 	}
 	s.mu.Lock()
 	carrier := !s.headWritten.Equal(s.othersSeen)
-	wait := s.opts.MinCommitInterval*6/10 - time.Since(s.headWritten)
+	wait := s.shareLocked()*6/10 - time.Since(s.headWritten)
 	s.mu.Unlock()
 	if carrier && wait > 0 {
 		time.Sleep(wait)
 	}
+}
+
+// shareLocked is the interval the replicas sharing a head count in (the
+// carrier's turn, a deferral, a silence): MinCommitInterval when the Store
+// paces its head writes; else the time the head has lately taken to
+// advance, one commit's cycle (a moving average of the advances this
+// Store saw, see noteAdvance), within [minShare, maxShare], and
+// defaultShare before any was seen. s.mu is held.
+func (s *Store) shareLocked() time.Duration {
+	if s.opts.MinCommitInterval > 0 {
+		return s.opts.MinCommitInterval
+	}
+	if s.cycle == 0 {
+		return defaultShare
+	}
+	return min(max(s.cycle, minShare), maxShare)
+}
+
+// The bounds of shareLocked for a Store that does not pace.
+const (
+	minShare     = 20 * time.Millisecond
+	maxShare     = 2 * time.Second
+	defaultShare = 100 * time.Millisecond
+)
+
+// noteAdvance records that the head was seen to advance now, for
+// shareLocked's moving average. A long quiet gap counts as maxShare. s.mu
+// is held.
+func (s *Store) noteAdvance(now time.Time) {
+	if !s.lastAdvance.IsZero() {
+		d := min(now.Sub(s.lastAdvance), maxShare)
+		if s.cycle == 0 {
+			s.cycle = d
+		} else {
+			s.cycle = (7*s.cycle + 3*d) / 10
+		}
+	}
+	s.lastAdvance = now
 }
 
 // maxDefers bounds the attempts a call leaves to the replica that carries
@@ -190,14 +247,14 @@ func (s *Store) gather() {
 const maxDefers = 8
 
 // carrying reports whether this Store carries the others' intents: it
-// wrote the head last, or no other replica has written it within twice
-// MinCommitInterval. A replica that does not carry and cannot defer
+// wrote the head last, or no other replica has written it within two
+// intervals (shareLocked). A replica that does not carry and cannot defer
 // commits its own commands only, so that the work of applying everyone's
 // is done once, by the carrier.
 func (s *Store) carrying() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return !s.othersLast() || time.Since(s.othersSeen) >= 2*s.opts.MinCommitInterval
+	return !s.othersLast() || time.Since(s.othersSeen) >= 2*s.shareLocked()
 }
 
 // othersLast reports whether the last head write this Store knows of is
@@ -216,11 +273,12 @@ func (s *Store) othersLast() bool {
 func (s *Store) takeOver(ctx context.Context, sn *Snapshot) bool {
 	s.mu.Lock()
 	silent := s.othersLast()
+	share := s.shareLocked()
 	s.mu.Unlock()
-	if !silent || s.opts.MinCommitInterval <= 0 {
+	if !silent {
 		return false
 	}
-	if bucket.Sleep(ctx, mrand.N(s.opts.MinCommitInterval/2)) != nil {
+	if bucket.Sleep(ctx, mrand.N(share/2)) != nil {
 		return false
 	}
 	if _, err := s.Pin(ctx); err != nil {
@@ -232,7 +290,7 @@ func (s *Store) takeOver(ctx context.Context, sn *Snapshot) bool {
 // leaveToCarrier reports whether this attempt should leave the calls to the
 // replica that carries the head: every call is a data command with its
 // intent out, the last head write this Store saw was another replica's
-// and recent (within twice MinCommitInterval, see carrying), and no call
+// and recent (within two intervals, see carrying and shareLocked), and no call
 // has deferred maxDefers times already. It then waits for that replica's
 // next turn, so that the next attempt finds the calls applied. Only one
 // replica, the one that last won, builds each commit, however long its
@@ -240,9 +298,6 @@ func (s *Store) takeOver(ctx context.Context, sn *Snapshot) bool {
 // commit, so runs no commit) stops writing the head, and after two
 // intervals the others take over (takeOver).
 func (s *Store) leaveToCarrier(ctx context.Context, calls []*call) bool {
-	if s.opts.MinCommitInterval <= 0 {
-		return false
-	}
 	for _, c := range calls {
 		if c.intent == "" || c.defers >= maxDefers {
 			return false
@@ -252,14 +307,15 @@ func (s *Store) leaveToCarrier(ctx context.Context, calls []*call) bool {
 		return false
 	}
 	s.mu.Lock()
-	wait := s.opts.MinCommitInterval + s.opts.MinCommitInterval/4 - time.Since(s.headWritten)
+	share := s.shareLocked()
+	wait := share + share/4 - time.Since(s.headWritten)
 	s.mu.Unlock()
 	for _, c := range calls {
 		c.defers++
 	}
 	// A caller that gives up meanwhile is answered by the batch's retry
 	// loop (finishEnded).
-	_ = bucket.Sleep(ctx, max(wait, s.opts.MinCommitInterval/10))
+	_ = bucket.Sleep(ctx, max(wait, share/10))
 	return true
 }
 

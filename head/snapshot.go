@@ -190,6 +190,9 @@ func (s *Store) seenSequence() uint64 {
 func (s *Store) remember(sn *Snapshot) {
 	s.mu.Lock()
 	if s.latest == nil || sn.head.Sequence >= s.latest.head.Sequence {
+		if s.latest != nil && sn.head.Sequence > s.latest.head.Sequence {
+			s.noteAdvance(time.Now())
+		}
 		if s.latest != nil && sn.head.Sequence > s.latest.head.Sequence && sn.version != s.ownVersion {
 			// Another writer's head write happened before now.
 			s.headWritten = time.Now()

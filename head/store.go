@@ -206,6 +206,10 @@ type Store struct {
 	ownVersion  bucket.Version // the version of this Store's last landed head write
 	othersSeen  time.Time      // when this Store last saw a head another writer wrote
 	intentsSeen time.Time      // when this Store last found another replica's intent (probeIntents)
+	prep        time.Duration  // how long attempts take to build and stage, a moving average (notePrep)
+	cycle       time.Duration  // how long the head takes to advance, a moving average (noteAdvance)
+	lastAdvance time.Time      // when this Store last saw the head advance
+	lastProbe   time.Time      // when this Store last listed intents in the background (probeIntents)
 	published   atomic.Int64   // intents this Store wrote
 	carried     atomic.Int64   // other replicas' commands its commits applied
 	handlers    map[string]Handler

@@ -167,3 +167,11 @@ func StageWorkbenchForTest(tb testing.TB, s *Service, id string) {
 		tb.Fatal(err)
 	}
 }
+
+// SetMaxCommitMembersForTest lowers the file bound of a commit until the
+// test ends.
+func SetMaxCommitMembersForTest(tb testing.TB, n int) {
+	old := maxCommitMembers
+	maxCommitMembers = n
+	tb.Cleanup(func() { maxCommitMembers = old })
+}

@@ -221,3 +221,87 @@ func TestCommitRejectsBadInput(t *testing.T) {
 		t.Fatalf("a refused commit created the workbench: %v", got)
 	}
 }
+
+// TestCommitConcurrent: replicas committing at once. The same commit
+// lands once and every caller gets its result (the others as replays);
+// different commits onto one fresh workbench: one wins, the others
+// conflict and change nothing.
+func TestCommitConcurrent(t *testing.T) {
+	_, services := newReplicas(t, 3, workbench.Options{})
+	mustCall(t, services[0], "workbench_put_file", putInput("wb", "outputs", "a.txt", `"text":"a"`))
+	results := make([]map[string]any, len(services))
+	done := make(chan int)
+	for i, s := range services {
+		go func() {
+			out, _ := s.Call(t.Context(), "workbench_commit", []byte(commitInput("wb", `{"same":true}`, digest01)))
+			if err := jsonUnmarshal(out, &results[i]); err != nil {
+				t.Error(err)
+			}
+			done <- i
+		}()
+	}
+	for range services {
+		<-done
+	}
+	fresh := 0
+	for _, r := range results {
+		if r["status"] != "success" {
+			t.Fatalf("identical commit failed: %v", r)
+		}
+		if r["idempotent_replay"] == false {
+			fresh++
+		}
+		if r["commit_identity"] != results[0]["commit_identity"] || r["envelope_digest_uri"] != results[0]["envelope_digest_uri"] || r["tree_digest_uri"] != results[0]["tree_digest_uri"] {
+			t.Fatalf("results differ: %v %v", r, results[0])
+		}
+	}
+	if fresh != 1 {
+		t.Fatalf("%d callers built the commit, want 1", fresh)
+	}
+
+	for i, s := range services {
+		go func() {
+			out, _ := s.Call(t.Context(), "workbench_commit", []byte(commitInput("other", fmt.Sprintf(`{"who":%d}`, i), digest01)))
+			results[i] = nil
+			if err := jsonUnmarshal(out, &results[i]); err != nil {
+				t.Error(err)
+			}
+			done <- i
+		}()
+	}
+	for range services {
+		<-done
+	}
+	won := 0
+	for _, r := range results {
+		switch {
+		case r["status"] == "success":
+			won++
+		case r["code"] != "WorkbenchCommitConflict" || r["retryable"] != true:
+			t.Fatalf("loser: %v", r)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d different commits won", won)
+	}
+	workbench.CheckCommitClosureForTest(t, services[0])
+	workbench.CheckReferencesForTest(t, services[0])
+}
+
+func TestCommitFileLimit(t *testing.T) {
+	s := newService(t)
+	workbench.SetMaxCommitMembersForTest(t, 3)
+	for _, p := range []string{"a", "b", "c"} {
+		mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", p, `"text":"x"`))
+	}
+	// Three files and the run manifest: four members.
+	got, ok := call(t, s, "workbench_commit", commitInput("wb", `{}`, digest01))
+	if ok || got["code"] != "ResourceExhausted" || got["retryable"] != false {
+		t.Fatalf("%v", got)
+	}
+	if n := len(workbench.CommitsForTest(t, s)); n != 0 {
+		t.Fatalf("%d commits written", n)
+	}
+	workbench.SetMaxCommitMembersForTest(t, 4)
+	mustCall(t, s, "workbench_commit", commitInput("wb", `{}`, digest01))
+}

@@ -1,7 +1,8 @@
 // Package workbench serves the Workbench contract, the 18 agent-facing
 // tools (workbench_create ... workbench_restore), on cairn's engine:
 // input validation, the error envelope and result encoding, ids and paths,
-// publication and reads. The durable records it reads and writes are
+// publication and reads, and the change feed (ReadChanges), which is not
+// a tool. The durable records it reads and writes are
 // package workbench/nokv's. docs/workbench.md maps each tool to its
 // families and commands.
 //

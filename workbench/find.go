@@ -11,7 +11,9 @@ import (
 
 	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/bucket/wire"
+	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/manifests"
+	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
@@ -79,6 +81,27 @@ func (s *Service) findTool(ctx context.Context, in *findInput) (map[string]any, 
 	views, werr := s.visibleViews(ctx, sn)
 	if werr != nil {
 		return nil, werr
+	}
+	// The heads of the candidates, fetched in one parallel round rather
+	// than one shard at a time.
+	var refs []head.ShardRef
+	for _, v := range views {
+		if in.Cursor != nil && v.id <= after {
+			continue
+		}
+		key, err := nokv.WorkbenchCommitHeadKey{Root: s.root, Incarnation: v.ws.Incarnation}.Encode()
+		if err != nil {
+			return nil, FromError(err)
+		}
+		ref, err := sn.ShardOf(nokv.FamilyWorkbenchCommitHead, key)
+		if err != nil {
+			return nil, FromError(err)
+		}
+		ref.Prefix = key
+		refs = append(refs, ref)
+	}
+	if err := sn.Prefetch(ctx, []shards.Family{nokv.FamilyWorkbenchCommitHead}, refs); err != nil {
+		return nil, FromError(err)
 	}
 	// The page: workbenches after the cursor, those with a head only when
 	// committed is true, up to limit and one more to tell whether more

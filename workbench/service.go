@@ -95,6 +95,11 @@ type Service struct {
 	// queries an index answered (query_index.go).
 	queryScanOnly     bool
 	queryIndexAnswers atomic.Int64
+
+	// restoreHook, when set (tests only), runs after each command of a
+	// restore lands ("prepare", "copy", "final"); an error stops the
+	// restore there, as a crash between its commands would.
+	restoreHook func(step string) error
 }
 
 // derive16 derives a stable 16-byte id from an agent id, so that every

@@ -2,6 +2,7 @@
 // developer harness.
 //
 //	cairn bench                  measure Workbench calls over an emulated remote bucket
+//	cairn changes                print the change feed as JSON lines
 //	cairn conformance URL        check a bucket before trusting it
 //	cairn fake-gcs --addr A      run a local fake GCS for development
 //	cairn gc [--agent ID]        delete what no root, hold, pin or recent head reaches

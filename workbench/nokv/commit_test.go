@@ -177,3 +177,34 @@ func must(t *testing.T, f func() ([]byte, error)) []byte {
 	}
 	return b
 }
+
+// TestCommitRecordGoldenBytes pins the layouts docs/workbench.md gives
+// for the commit keys and the consumer value.
+func TestCommitRecordGoldenBytes(t *testing.T) {
+	for name, c := range map[string]struct {
+		enc  func() ([]byte, error)
+		want []byte
+	}{
+		"commit key": {nokv.CommitKey{Root: tRoot, Commit: tCommit}.Encode, hx(t, rep("11", 16), rep("55", 32))},
+		"member key": {nokv.CommitMemberKey{Root: tRoot, Commit: tCommit, Path: tPath}.Encode,
+			hx(t, rep("11", 16), rep("55", 32), ascii("pvuqvut"), "00", ascii("b/uyu"), "01")},
+		"head consumer key": {nokv.CommitConsumerKey{Root: tRoot, Commit: tCommit, Kind: nokv.CommitConsumerKindWorkbenchHead, Incarnation: tInc}.Encode,
+			hx(t, rep("11", 16), rep("55", 32), "01", rep("22", 16))},
+		"tag consumer key": {nokv.CommitConsumerKey{Root: tRoot, Commit: tCommit, Kind: nokv.CommitConsumerKindTag, Incarnation: tInc, Tag: "v1"}.Encode,
+			hx(t, rep("11", 16), rep("55", 32), "02", rep("22", 16), "0002", ascii("v1"))},
+		"child consumer key": {nokv.CommitConsumerKey{Root: tRoot, Commit: tCommit, Kind: nokv.CommitConsumerKindChildCommit, Child: nokv.CommitID(fill32(0x09))}.Encode,
+			hx(t, rep("11", 16), rep("55", 32), "04", rep("09", 32))},
+		"consumer value": {nokv.CommitConsumer{ConsumerEpochAtAdd: 2, CreatedVersion: 9}.Encode,
+			hx(t, "01", "0000000000000002", "0000000000000009")},
+		"retire operation": {nokv.CommitRetireOperation{Phase: nokv.CommitRetirePhaseComplete, Commit: tCommit, ClaimedEpoch: 4, MembersReleased: 3, RevisionsReleased: 2, ParentsReleased: 1, CompletedVersion: 9}.Encode,
+			hx(t, "01", "03", rep("55", 32), "0000000000000004", "0000000000000003", "0000000000000002", "0000000000000001", "0000000000000009")},
+	} {
+		got, err := c.enc()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !bytes.Equal(got, c.want) {
+			t.Errorf("%s = %x, want %x", name, got, c.want)
+		}
+	}
+}

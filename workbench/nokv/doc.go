@@ -136,7 +136,10 @@
 // ArtifactManifest, RevisionRef, GcCandidate, ChangeEvent, Operation
 // (Publish), StagedObject and SecondaryIndex (keys.go, values.go,
 // operations.go, index.go), SnapshotRef, SnapshotAlias, HistoryHold and
-// LeaseClock (snapshot.go), plus the order-preserving index scalar codec
+// LeaseClock (snapshot.go), of the commit records Commit, CommitMember,
+// CommitConsumer, WorkbenchCommitHead and the BuildCommit and CommitRetire
+// Operation values (commit.go), of the Restore Operation value and
+// RestoreMember (restore.go), plus the order-preserving index scalar codec
 // (index.go). Ids are fixed-width values with String, Parse<Id> and text
 // marshalling (ids.go).
 //
@@ -150,7 +153,9 @@
 // Durable Format Registry: 2 for the publication-owned workspace, path and
 // revision records (WorkspaceCurrent, PathCurrent, ArtifactRevision), for
 // ChangeEvent, and for ArtifactManifest, whose rows may carry a small body
-// inline (value format 2 of the marker); 1 for the other ordinary records. The fields follow in
+// inline (value format 2 of the marker); 2 for the immutable commit
+// records (Commit, CommitMember); 5 for a BuildCommit Operation, the
+// seed's; 1 for the other ordinary records. The fields follow in
 // a fixed order: integers unsigned big-endian, enums one byte, ids at
 // their fixed width, variable bytes and strings a four-byte big-endian
 // length and the exact bytes, an optional field a presence byte (0 absent,

@@ -112,6 +112,82 @@ def u16(n):
     return struct.pack(">H", n)
 
 
+def restore_vectors(out):
+    """The restore's identities and digests (docs/workbench.md, "Restore")."""
+    root = bytes([0x11]) * 16
+    src_inc = bytes([0x22]) * 16
+    logical = "/agents/test/wb"
+
+    def source_identity(kind, sel):
+        return u64(sel) if kind == 1 else sel
+
+    def dst_incarnation(src, kind, sel, dst):
+        return sha(b"cairn.workbench.restore.incarnation.v1\0" + root + b32(src.encode()) + src_inc
+                   + u8(kind) + source_identity(kind, sel) + b32(dst.encode()))[:16]
+
+    def identity(src, kind, sel, dst, dst_inc):
+        return sha(b"nokv.restore.operation.v2\0" + root + b32(src.encode()) + src_inc + u8(kind)
+                   + source_identity(kind, sel) + b32(dst.encode()) + dst_inc)
+
+    def manifest(src, dst, op, kind, sel):
+        source = ({"kind": "snapshot", "snapshot_id": sel} if kind == 1
+                  else {"kind": "commit", "commit_id": sel.hex()})
+        return canonical({
+            "destination_path": logical + "/" + dst, "destination_workbench_id": dst,
+            "operation_id": op.hex(),
+            "restored_from": {"path": logical + "/" + src, "source": source, "workbench_id": src},
+            "schema": "nokv.workbench.restore_manifest.v2",
+            "source_path": logical + "/" + src, "source_workbench_id": src,
+        })
+
+    def inline_row(owner, body):
+        # ArtifactManifest value v2: an inline row.
+        return (u8(2) + owner + u64(0) + b32(b"") + u64(0) + u64(0) + u64(len(body))
+                + b32(uri(sha(body)).encode()) + u8(0) + u8(1) + b32(body))
+
+    def path_entry(rev, body, rows_digest):
+        # PathCurrent value v2 with created and modified versions zero and
+        # an empty index projection (u16 count 0).
+        return (u8(2) + u64(1) + rev + u64(len(body)) + b32(uri(sha(body)).encode())
+                + b32(rows_digest.encode()) + u32(0) + u32(0) + b32(b"application/json")
+                + u8(0) + u8(0) + u64(0) + u64(0) + u16(0))
+
+    for name, kind, sel in (("restore_snapshot", 1, 7), ("restore_commit", 2, bytes([0x55]) * 32)):
+        src, dst = "wb-main", "wb-restored"
+        dst_inc = dst_incarnation(src, kind, sel, dst)
+        ident = identity(src, kind, sel, dst, dst_inc)
+        op = ident[:16]
+        body = manifest(src, dst, op, kind, sel)
+        rev = sha(b"cairn.workbench.restore.manifest_revision.v1\0" + op)[:16]
+        row = inline_row(rev, body)
+        rows_digest = uri(sha(b"cairn.workbench.artifact_manifest.v1\0" + u64(len(row)) + row))
+        entry = path_entry(rev, body, rows_digest)
+        init = sha(b"nokv.restore.initialization.v3\0" + ident + u32(1) + u8(1)
+                   + b32(b"metadata/restore_manifest.json") + b32(entry))
+        out[name] = {
+            "root": root.hex(), "logical_root": logical, "source_workbench_id": src,
+            "source_incarnation": src_inc.hex(), "source_kind": kind,
+            "snapshot_id": sel if kind == 1 else None,
+            "commit_id": sel.hex() if kind == 2 else None,
+            "destination_workbench_id": dst,
+            "destination_incarnation": dst_inc.hex(), "identity_digest": ident.hex(),
+            "operation_id": op.hex(), "restore_manifest": body.decode(),
+            "manifest_revision": rev.hex(), "encoded_path_entry": entry.hex(),
+            "initialization_digest": init.hex(),
+        }
+
+    member_digest = bytes([0x44]) * 32
+    out["restored_content_digest"] = {
+        "member_digest": member_digest.hex(),
+        "content_digest_uri": uri(sha(b"nokv.workbench.restored_content_digest.v1\0" + member_digest)),
+    }
+    rows = [bytes([0x66]) * 32, bytes([0x77]) * 32]
+    chain = bytes(32)
+    for i, r in enumerate(rows):
+        chain = sha(b"cairn.workbench.restore.members.v1\0" + chain + u64(i) + r)
+    out["restore_member_chain"] = {"rows": [r.hex() for r in rows], "chain": chain.hex()}
+
+
 def main():
     out = {}
     content = "sha256:" + "01" * 32
@@ -191,6 +267,7 @@ def main():
         "root": root.hex(), "commit": ident.hex(),
         "operation_id": sha(b"cairn.workbench.build_commit.operation.v1\0" + root + ident)[:16].hex(),
     }
+    restore_vectors(out)
     print(json.dumps(out, indent=2, sort_keys=True))
 
 

@@ -162,7 +162,8 @@ func TestStatusesOfToolErrors(t *testing.T) {
 		{"workbench_read", `{"id":"wb1","section":"outputs","path":"y.txt"}`, 404, "NotFound"},
 		{"workbench_put_file", put, 409, "AlreadyExists"},
 		{"workbench_nonesuch", `{}`, 404, "UnknownTool"},
-		{"workbench_find", `{}`, 501, "Unimplemented"},
+		{"workbench_snapshot", `{"id":"wb1"}`, 422, "InvalidState"},
+		{"workbench_snapshot_renew", `{"id":"wb1","name":"nonesuch"}`, 404, "SnapshotNotFound"},
 		{"workbench_edit", `{"id":"wb1","section":"outputs","path":"x.txt","old_string":"q","new_string":"r"}`, 422, "NoMatch"},
 	} {
 		got := post(t, h, "a1", c.tool, c.input)

@@ -1,0 +1,114 @@
+package workbench_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/bucket/counting"
+	"github.com/cairnstore/cairn/bucket/latency"
+	"github.com/cairnstore/cairn/bucket/mem"
+	"github.com/cairnstore/cairn/workbench"
+)
+
+// TestCommitRequestCounts: what a commit of a workbench of 1,000 files
+// costs in requests, sequential rounds and bytes written, first and
+// replacing. The figures are in docs/performance.md ("Commits"); the
+// bounds here only catch a change of shape (a round per file, say).
+func TestCommitRequestCounts(t *testing.T) {
+	// The files are seeded by another Service of the deployment over a
+	// plain view of the store; the measured one starts cold.
+	store := mem.NewStore()
+	plain, err := mem.New(store, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	view, err := mem.New(store, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb := counting.New(latency.New(view, latency.Options{PerRequest: 10 * time.Millisecond}))
+	seeder := newServiceOn(t, plain, workbench.Options{AgentID: "test"})
+	files := make([]workbench.SeedFile, 1000)
+	for i := range files {
+		files[i] = workbench.SeedFile{
+			Path:        fmt.Sprintf("outputs/d%02d/f%04d.txt", i%20, i),
+			ContentType: "text/plain",
+			Body:        []byte(fmt.Sprintf("file %d\n", i)),
+		}
+	}
+	workbench.SeedFilesForTest(t, seeder, "wb", files...)
+	s, err := workbench.Open(context.Background(), cb, workbench.Options{AgentID: "test", BlockCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, tc := range []struct {
+		what, input string
+		maxRounds   int64
+	}{
+		{"first commit of 1,000 files, cold Service", commitInput("wb", `{"task":"cost"}`, digest01), 14},
+		{"replacing commit of 1,000 files, warm", commitInput("wb", `{"task":"cost","n":2}`, digest01, true), 6},
+		{"exact retry", commitInput("wb", `{"task":"cost","n":2}`, digest01, true), 1},
+	} {
+		cb.Reset()
+		res := mustCall(t, s, "workbench_commit", tc.input)
+		st := cb.Snapshot()
+		t.Logf("%s: %d GETs (%d bytes), %d PUTs (%d bytes), %d DELETEs in %d rounds; generation %v",
+			tc.what, st.Get.Requests, st.Get.BytesRead, st.Put.Requests, st.Put.BytesWritten, st.Delete.Requests, st.Rounds, res["generation"])
+		if st.Rounds > tc.maxRounds {
+			t.Errorf("%s: %d rounds, want at most %d", tc.what, st.Rounds, tc.maxRounds)
+		}
+	}
+	cb.Reset()
+	res := mustCall(t, s, "workbench_find", `{"include_manifest":true}`)
+	st := cb.Snapshot()
+	t.Logf("find with manifests, one committed workbench: %d GETs, %d PUTs in %d rounds; %v matches", st.Get.Requests, st.Put.Requests, st.Rounds, res["match_count"])
+}
+
+// TestFindRequestCounts: a cold find over 100 workbenches, 20 of them
+// committed, with and without their run manifests. Logged for
+// docs/performance.md; the bound catches a round per workbench.
+func TestFindRequestCounts(t *testing.T) {
+	store := mem.NewStore()
+	plain, err := mem.New(store, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	view, err := mem.New(store, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeder := newServiceOn(t, plain, workbench.Options{AgentID: "test"})
+	for i := range 100 {
+		id := fmt.Sprintf("wb%03d", i)
+		if i%5 == 0 {
+			mustCall(t, seeder, "workbench_commit", commitInput(id, fmt.Sprintf(`{"task":"t%d"}`, i), digest01))
+		} else {
+			mustCall(t, seeder, "workbench_create", fmt.Sprintf(`{"id":%q}`, id))
+		}
+	}
+	cb := counting.New(latency.New(view, latency.Options{PerRequest: 10 * time.Millisecond}))
+	s, err := workbench.Open(context.Background(), cb, workbench.Options{AgentID: "test", BlockCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, tc := range []struct {
+		what, input string
+		maxRounds   int64
+	}{
+		{"find of 100 workbenches, cold", `{"limit":100}`, 6},
+		{"find of 100 workbenches with manifests, warm", `{"limit":100,"include_manifest":true}`, 6},
+		{"find of 100 workbenches with manifests, warm again", `{"limit":100,"include_manifest":true}`, 2},
+	} {
+		cb.Reset()
+		res := mustCall(t, s, "workbench_find", tc.input)
+		st := cb.Snapshot()
+		t.Logf("%s: %d GETs (%d bytes) in %d rounds; %v matches", tc.what, st.Get.Requests, st.Get.BytesRead, st.Rounds, res["match_count"])
+		if st.Rounds > tc.maxRounds || st.Put.Requests != 0 {
+			t.Errorf("%s: %d rounds, %d PUTs; want at most %d rounds, no PUT", tc.what, st.Rounds, st.Put.Requests, tc.maxRounds)
+		}
+	}
+}

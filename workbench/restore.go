@@ -1,0 +1,573 @@
+package workbench
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/workbench/nokv"
+)
+
+// workbench_restore creates a new workbench from a snapshot or a commit of
+// another one (docs/workbench.md, "Restore").
+//
+// The restore is a durable Restore operation driven by several engine
+// commands, so that a large workbench is copied in bounded batches:
+//
+//  1. prepare: the Operation row (phase Copying), the destination's
+//     WorkspaceCurrent in state Staging with a fresh incarnation derived
+//     from the restore's identity, its incarnation claim, and the source's
+//     attachment (a snapshot's consumer count and epoch raised and a
+//     HistoryHold of kind Restore, or a CommitConsumer of kind Lease on
+//     the commit with the commit's count and epoch raised);
+//  2. copy batches of restoreBatch members each: the destination's
+//     PathCurrent, PathDirectory and index rows, its Path reference and
+//     the destination commit's Commit reference on the same revision (no
+//     body is copied), the destination commit's CommitMember rows, one
+//     RestoreMember row per member, and the operation's cursor and member
+//     chain;
+//  3. final: the member chain rechecked against the RestoreMember rows,
+//     metadata/restore_manifest.json and a rebuilt
+//     metadata/run_manifest.json published, the destination's sealed
+//     Commit and WorkbenchCommitHead (so the restored workbench is
+//     committed and can be snapshotted and restored in turn), the marker
+//     made Visible, the source released, the operation Complete with its
+//     result, and one WorkspaceRestored event.
+//
+// Nothing of the destination is visible before the final command: every
+// read, list, query and the change feed skip a Staging marker. A call that
+// stops between commands (a crash, an error) leaves the destination
+// Staging; an exact retry derives the same operation id, finds the
+// operation and resumes at its cursor. A retry after completion replays
+// the stored result with idempotent_replay true.
+func init() { registerTool("workbench_restore", (*Service).restoreTool) }
+
+// restoreBatch is how many members one copy command places.
+var restoreBatch = 256
+
+// restoreInput is workbench_restore's input.
+type restoreInput struct {
+	ID            string    `json:"id"`
+	DestinationID string    `json:"destination_id"`
+	AtSnapshot    jsonValue `json:"at_snapshot"`
+	AtCommit      string    `json:"at_commit"`
+
+	src, dst string
+	sel      *snapshotSelector
+	commit   *nokv.CommitID
+}
+
+func (in *restoreInput) resolve(*Service) *Error {
+	var werr *Error
+	if in.src, werr = ParseWorkbenchID(in.ID); werr != nil {
+		return werr
+	}
+	if in.dst, werr = ParseWorkbenchID(in.DestinationID); werr != nil {
+		return werr
+	}
+	if in.src == in.dst {
+		return InvalidArguments("destination_id must differ from id")
+	}
+	hasSnapshot, hasCommit := in.AtSnapshot.V != nil, in.AtCommit != ""
+	switch {
+	case hasSnapshot && hasCommit:
+		return InvalidArguments("at_snapshot and at_commit are mutually exclusive")
+	case !hasSnapshot && !hasCommit:
+		return InvalidArguments("exactly one of at_snapshot or at_commit is required")
+	case hasSnapshot:
+		if werr := checkAtSnapshot(in.AtSnapshot.V); werr != nil {
+			return werr
+		}
+		sel, werr := parseAtSnapshot(in.AtSnapshot.V)
+		if werr != nil {
+			return werr
+		}
+		in.sel = &sel
+	default:
+		b, err := hex.DecodeString(in.AtCommit)
+		if err != nil || len(b) != 32 {
+			return InvalidArguments("at_commit must be 64 hexadecimal digits")
+		}
+		var c nokv.CommitID
+		copy(c[:], b)
+		in.commit = &c
+	}
+	return nil
+}
+
+// restorePlan is one restore: its identity, and, once planned, everything
+// its commands write, all derived from the immutable source.
+type restorePlan struct {
+	srcID, dstID   string
+	srcInc, dstInc nokv.IncarnationID
+	src            restoreSource
+	readVersion    uint64 // the snapshot's read version; 0 for a commit
+	identity       [32]byte
+	opID           nokv.OperationID
+	leaseNow       uint64 // the lease clock's now the tool observed
+
+	members        []restoreMember // the copied members, in path order
+	chain          [32]byte        // the member chain over all of them
+	canonical      []byte          // the source's caller manifest
+	contentDigest  string
+	manifestDigest string
+	commitID       nokv.CommitID // the destination's commit
+
+	rmBody  []byte
+	rmEntry nokv.PathEntry
+	rmRows  []nokv.ArtifactManifestEntry
+	init    [32]byte
+}
+
+// restoreMember is one copied path: its entry as a descriptor (created and
+// modified versions zero) and its row digest.
+type restoreMember struct {
+	path  []string
+	entry nokv.PathEntry
+	row   [32]byte
+}
+
+func (s *Service) restoreTool(ctx context.Context, in *restoreInput) (map[string]any, *Error) {
+	sn, werr := s.pinForWrite(ctx)
+	if werr != nil {
+		return nil, werr
+	}
+	read := snapshotReader(ctx, sn)
+	p := &restorePlan{srcID: in.src, dstID: in.dst}
+
+	// The source's identity: its incarnation and concrete selector.
+	var ref nokv.SnapshotRef
+	var srcCommit nokv.Commit
+	if in.sel != nil {
+		ws, ok, werr := s.visibleWorkspace(ctx, read, in.src)
+		if werr != nil {
+			return nil, werr
+		}
+		if !ok {
+			return nil, Missing(fmt.Sprintf("workbench %s does not exist", in.src))
+		}
+		id, r, ok, err := s.resolveSnapshot(read, ws.Incarnation, *in.sel)
+		if err != nil {
+			return nil, FromError(err)
+		}
+		if !ok {
+			return nil, SnapshotNotFound(fmt.Sprintf("snapshot %s of workbench %s not found", in.sel, in.src))
+		}
+		p.srcInc, ref, p.readVersion = ws.Incarnation, r, r.ReadVersion
+		p.src = restoreSource{kind: nokv.RestoreSourceKindSnapshot, snapshot: id}
+	} else {
+		if *in.commit == (nokv.CommitID{}) {
+			return nil, LifecycleConflict("restore commit id must be non-zero")
+		}
+		c, ok, err := s.readCommit(read, *in.commit)
+		if err != nil {
+			return nil, FromError(err)
+		}
+		if !ok || c.WorkbenchID != in.src {
+			return nil, Missing(fmt.Sprintf("commit %s of workbench %s does not exist", in.commit, in.src))
+		}
+		srcCommit = c
+		p.srcInc = c.SourceIncarnation
+		p.src = restoreSource{kind: nokv.RestoreSourceKindCommit, commit: *in.commit}
+	}
+	p.dstInc = RestoreIncarnation(s.root, p.srcID, p.srcInc, p.src, p.dstID)
+	p.identity = RestoreIdentityDigest(s.root, p.srcID, p.srcInc, p.src, p.dstID, p.dstInc)
+	p.opID = restoreOperationID(p.identity)
+	if werr := s.planRestoreManifest(p); werr != nil {
+		return nil, werr
+	}
+
+	// The operation, before anything live: an exact retry is answered
+	// from it, even after the source is gone.
+	op, found, err := s.restoreOperation(read, p.opID)
+	if err != nil {
+		return nil, FromError(err)
+	}
+	if found {
+		if op.IdentityDigest != p.identity {
+			return nil, InvalidState(fmt.Sprintf("restore operation id %s collides with another restore's identity", p.opID))
+		}
+		if op.InitializationDigest != p.init {
+			return nil, InvalidState(fmt.Sprintf("restore operation %s was initialized with a different restore manifest", p.opID))
+		}
+		switch op.Phase {
+		case nokv.RestorePhaseComplete:
+			return s.restoreResult(op, true), nil
+		case nokv.RestorePhaseCopying:
+		default:
+			return nil, InvalidState(fmt.Sprintf("restore operation %s is %v", p.opID, op.Phase))
+		}
+	} else if res, werr := s.checkRestoreDestination(ctx, sn, p); werr != nil || res != nil {
+		return res, werr
+	}
+
+	// A fresh restore needs a live source. A resumed one holds its source
+	// already (a consumed snapshot is neither retired nor reaped, a
+	// consumed commit not retired), so a lease that ran out since does
+	// not strand its Staging destination.
+	srcSnap := sn
+	if p.src.kind == nokv.RestoreSourceKindSnapshot {
+		clock, err := s.leaseClock(read)
+		if err != nil {
+			return nil, FromError(err)
+		}
+		p.leaseNow = max(s.wallMillis(), clock.HighWater)
+		if st := snapshotState(ref, p.leaseNow); st != "alive" && !found {
+			return nil, SnapshotExpired(fmt.Sprintf("snapshot %s of workbench %s is not alive: %s", p.src.snapshot, p.srcID, st))
+		}
+		frozen, err := s.store.At(ctx, digest.Hash(ref.HeldRoot))
+		if err != nil {
+			if errors.Is(err, bucket.ErrNotExist) {
+				return nil, SnapshotExpired(fmt.Sprintf("snapshot %s of workbench %s is no longer held", p.src.snapshot, p.srcID))
+			}
+			return nil, FromError(err)
+		}
+		srcSnap = frozen
+	} else if srcCommit.State != nokv.CommitStateSealed && !found {
+		return nil, InvalidState(fmt.Sprintf("commit %s is %v", p.src.commit, srcCommit.State))
+	}
+	if werr := s.planMembers(ctx, srcSnap, p, srcCommit); werr != nil {
+		return nil, werr
+	}
+
+	if !found {
+		prepare := func(tx *head.Tx) ([]byte, error) { return nil, p.prepare(s, tx) }
+		if werr := s.restoreStep(ctx, sn, p, "prepare", p.reads(s, sn, nil), prepare); werr != nil {
+			return nil, werr
+		}
+		op.MemberCursor = 0
+	}
+	for start := op.MemberCursor; start < uint64(len(p.members)); start += uint64(restoreBatch) {
+		end := min(start+uint64(restoreBatch), uint64(len(p.members)))
+		cp := &restoreCopy{p: p, s: s, start: start, end: end}
+		if werr := s.restoreStep(ctx, nil, p, "copy", p.reads(s, sn, p.members[start:end]), cp.apply); werr != nil {
+			return nil, werr
+		}
+	}
+	return s.finishRestore(ctx, sn, p)
+}
+
+// reads names what a restore command reads, so that the engine loads it
+// in one round before the command runs instead of one round per record:
+// the operation, both markers' shards, the source's records and, for
+// members, their revisions, the destination commit's references on them
+// and their directories' rows.
+func (p *restorePlan) reads(s *Service, sn *head.Snapshot, members []restoreMember) []head.ShardRef {
+	var refs []head.ShardRef
+	add := func(k interface {
+		Family() shards.Family
+		Encode() ([]byte, error)
+	}) {
+		key, err := k.Encode()
+		if err != nil {
+			return // the command meets the same error itself
+		}
+		ref, err := sn.ShardOf(k.Family(), key)
+		if err != nil {
+			return
+		}
+		ref.Prefix = key
+		refs = append(refs, ref)
+	}
+	add(nokv.OperationKey{Root: s.root, Kind: nokv.OperationKindRestore, ID: p.opID})
+	add(nokv.WorkspaceCurrentKey{Root: s.root, WorkbenchID: p.dstID})
+	add(nokv.WorkspaceIncarnationClaimKey{Root: s.root, Incarnation: p.dstInc})
+	add(nokv.CommitKey{Root: s.root, Commit: p.commitID})
+	if p.src.kind == nokv.RestoreSourceKindSnapshot {
+		add(nokv.SnapshotRefKey{Root: s.root, Incarnation: p.srcInc, Snapshot: p.src.snapshot})
+		add(nokv.LeaseClockKey{Root: s.root})
+	} else {
+		add(nokv.CommitKey{Root: s.root, Commit: p.src.commit})
+	}
+	dirs := map[string]bool{}
+	for _, m := range members {
+		add(nokv.ArtifactRevisionKey{Root: s.root, Revision: m.entry.Revision})
+		add(nokv.CommitRefKey(s.root, p.commitID, m.entry.Revision))
+		for n := len(m.path) - 1; n > 0; n-- {
+			k := nokv.PathDirectoryKey{Root: s.root, Incarnation: p.dstInc, Path: m.path[:n]}
+			id := LogicalPath(k.Path)
+			if dirs[id] {
+				break
+			}
+			dirs[id] = true
+			add(k)
+		}
+	}
+	return refs
+}
+
+// restoreStep runs one command of a restore with its own request id (an
+// unknown outcome is settled by rerunning it exactly), then the test hook.
+func (s *Service) restoreStep(ctx context.Context, at *head.Snapshot, p *restorePlan, step string, reads []head.ShardRef, apply func(*head.Tx) ([]byte, error)) *Error {
+	_, err := s.doExact(ctx, head.Command{
+		Namespace: s.root,
+		RequestID: s.requestID(),
+		Digest:    head.Digest([]byte("cairn.workbench.restore."+step+".v1"), p.identity[:], p.init[:], p.chain[:]),
+		Apply:     apply,
+		At:        at,
+		Reads:     reads,
+	})
+	if err != nil {
+		return FromError(err)
+	}
+	if s.restoreHook != nil {
+		if err := s.restoreHook(step); err != nil {
+			return FromError(err)
+		}
+	}
+	return nil
+}
+
+// readCommit reads commit id's record.
+func (s *Service) readCommit(read reader, id nokv.CommitID) (nokv.Commit, bool, error) {
+	key, err := nokv.CommitKey{Root: s.root, Commit: id}.Encode()
+	if err != nil {
+		return nokv.Commit{}, false, err
+	}
+	b, ok, err := read(nokv.FamilyCommit, key)
+	if err != nil || !ok {
+		return nokv.Commit{}, false, err
+	}
+	c, err := nokv.DecodeCommit(b)
+	return c, err == nil, err
+}
+
+// restoreOperation reads the Restore operation id, if any.
+func (s *Service) restoreOperation(read reader, id nokv.OperationID) (nokv.RestoreOperation, bool, error) {
+	key, err := nokv.OperationKey{Root: s.root, Kind: nokv.OperationKindRestore, ID: id}.Encode()
+	if err != nil {
+		return nokv.RestoreOperation{}, false, err
+	}
+	b, ok, err := read(nokv.FamilyOperation, key)
+	if err != nil || !ok {
+		return nokv.RestoreOperation{}, false, err
+	}
+	op, err := nokv.DecodeRestoreOperation(b)
+	return op, err == nil, err
+}
+
+// checkRestoreDestination refuses a destination that exists, unless it is
+// the product of this very restore (its restore manifest names the same
+// source and destination), which is replayed from its operation.
+func (s *Service) checkRestoreDestination(ctx context.Context, sn *head.Snapshot, p *restorePlan) (map[string]any, *Error) {
+	read := snapshotReader(ctx, sn)
+	ws, ok, werr := s.workspace(ctx, read, p.dstID)
+	if werr != nil || !ok || ws.State == nokv.WorkspaceStateRetired {
+		return nil, werr
+	}
+	if ws.State == nokv.WorkspaceStateStaging {
+		return nil, workspaceBusy(p.dstID)
+	}
+	v := &view{s: s, sn: sn, id: p.dstID, ws: ws}
+	e, ok, werr := v.entry(ctx, restoreManifestComps)
+	if werr != nil {
+		return nil, werr
+	}
+	if !ok {
+		return nil, LifecycleConflict("restore destination already exists without metadata/restore_manifest.json")
+	}
+	body, werr := v.body(ctx, e)
+	if werr != nil {
+		return nil, werr
+	}
+	prov, err := parseRestoreManifest(body)
+	if err != nil || prov.srcID != p.srcID || prov.dstID != p.dstID || prov.src != p.src {
+		return nil, LifecycleConflict("existing destination restore manifest belongs to different provenance")
+	}
+	var opID nokv.OperationID
+	if b, err := hex.DecodeString(prov.operationID); err == nil && len(b) == len(opID) {
+		copy(opID[:], b)
+		if op, found, err := s.restoreOperation(read, opID); err != nil {
+			return nil, FromError(err)
+		} else if found && op.Phase == nokv.RestorePhaseComplete {
+			return s.restoreResult(op, true), nil
+		}
+	}
+	return nil, LifecycleConflict("existing destination restore manifest belongs to different provenance")
+}
+
+// planRestoreManifest fixes the restore manifest, its entry descriptor
+// and the initialization digest: all derived from the identity.
+func (s *Service) planRestoreManifest(p *restorePlan) *Error {
+	body, err := restoreManifestBody(s.logical, p.srcID, p.dstID, p.opID, p.src)
+	if err != nil {
+		return FromError(err)
+	}
+	rev := restoreManifestRevision(p.opID)
+	// Always inline: the manifest is a few hundred bytes, and an inline
+	// body needs no staging round of its own.
+	p.rmRows = []nokv.ArtifactManifestEntry{{PhysicalOwner: rev, Length: uint64(len(body)), DigestURI: DigestURI(body), Inline: body}}
+	rowsDigest, err := manifestDigestURI(p.rmRows)
+	if err != nil {
+		return FromError(err)
+	}
+	p.rmBody = body
+	p.rmEntry = nokv.PathEntry{
+		Generation: 1, Revision: rev, LogicalSize: uint64(len(body)),
+		BodyDigestURI: DigestURI(body), ManifestDigestURI: rowsDigest, ContentType: runManifestContentType,
+	}
+	enc, err := p.rmEntry.Encode()
+	if err != nil {
+		return FromError(err)
+	}
+	p.init = RestoreInitializationDigest(p.identity, enc)
+	return nil
+}
+
+// planMembers reads the source's tree (the frozen snapshot's PathCurrent
+// rows, or the commit's members) and derives what the destination gets:
+// every path but the two metadata manifests, which are rebuilt; the
+// caller's manifest from the source's run manifest; the content digest;
+// the destination's commit id and the member chain.
+func (s *Service) planMembers(ctx context.Context, sn *head.Snapshot, p *restorePlan, c nokv.Commit) *Error {
+	type row struct {
+		path  []string
+		entry nokv.PathEntry
+	}
+	var rows []row
+	if p.src.kind == nokv.RestoreSourceKindSnapshot {
+		prefix, err := nokv.PathCurrentPrefix(s.root, p.srcInc, nil)
+		if err != nil {
+			return FromError(err)
+		}
+		recs, err := sn.Scan(ctx, nokv.FamilyPathCurrent, prefix, nil, 0)
+		if err != nil {
+			return FromError(err)
+		}
+		for _, r := range recs {
+			k, err := nokv.ParsePathCurrentKey(r.Key)
+			if err != nil {
+				return FromError(err)
+			}
+			e, err := nokv.DecodePathEntry(r.Value)
+			if err != nil {
+				return FromError(err)
+			}
+			rows = append(rows, row{k.Path, e})
+		}
+	} else {
+		recs, err := sn.Scan(ctx, nokv.FamilyCommitMember, nokv.CommitMemberPrefix(s.root, p.src.commit), nil, 0)
+		if err != nil {
+			return FromError(err)
+		}
+		for _, r := range recs {
+			k, err := nokv.ParseCommitMemberKey(r.Key)
+			if err != nil {
+				return FromError(err)
+			}
+			m, err := nokv.DecodeCommitMember(r.Value)
+			if err != nil {
+				return FromError(err)
+			}
+			rows = append(rows, row{k.Path, entryOfMember(m)})
+		}
+		if uint64(len(rows)) != c.MemberCount {
+			return InvalidState(fmt.Sprintf("commit %s holds %d members, its seal says %d", p.src.commit, len(rows), c.MemberCount))
+		}
+	}
+	tree := newMemberDigester()
+	var runManifest *nokv.PathEntry
+	p.members = p.members[:0]
+	for _, r := range rows {
+		if err := tree.add(r.path, nokv.MemberOf(r.entry)); err != nil {
+			return FromError(err)
+		}
+		switch {
+		case slices.Equal(r.path, runManifestComps):
+			e := r.entry
+			runManifest = &e
+			continue
+		case slices.Equal(r.path, restoreManifestComps):
+			continue
+		}
+		e := r.entry
+		e.CreatedVersion, e.ModifiedVersion = 0, 0
+		d, err := rowDigest(r.path, e)
+		if err != nil {
+			return FromError(err)
+		}
+		p.members = append(p.members, restoreMember{path: r.path, entry: e, row: d})
+	}
+	p.chain = [32]byte{}
+	for i, m := range p.members {
+		p.chain = memberChain(p.chain, uint64(i), m.row)
+	}
+	if runManifest == nil {
+		return InvalidState(fmt.Sprintf("the source of restore %s has no metadata/run_manifest.json", p.opID))
+	}
+	env, werr := (&view{s: s, sn: sn, id: p.srcID}).body(ctx, *runManifest)
+	if werr != nil {
+		return werr
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(env, &fields); err != nil || len(fields["manifest"]) == 0 {
+		return InvalidState("the source's metadata/run_manifest.json is not a run manifest")
+	}
+	p.canonical = bytes.Clone(fields["manifest"])
+	p.manifestDigest = DigestURI(p.canonical)
+	switch p.src.kind {
+	case nokv.RestoreSourceKindCommit:
+		p.contentDigest = c.ContentDigestURI
+	default:
+		// The base commit's content digest when the snapshot froze exactly
+		// its tree; otherwise one derived from the frozen tree.
+		memberDigest := tree.sum()
+		p.contentDigest = RestoredContentDigestURI(memberDigest)
+		if h, ok, err := commitHead(ctx, sn, s.root, p.srcInc); err != nil {
+			return FromError(err)
+		} else if ok {
+			base, found, err := s.readCommit(snapshotReader(ctx, sn), h.Commit)
+			if err != nil {
+				return FromError(err)
+			}
+			if found && base.MemberDigest == memberDigest {
+				p.contentDigest = base.ContentDigestURI
+			}
+		}
+	}
+	p.commitID = CommitIdentity(p.dstID, p.contentDigest, p.manifestDigest)
+	return nil
+}
+
+// entryOfMember is the path entry a commit member freezes.
+func entryOfMember(m nokv.CommitMember) nokv.PathEntry {
+	return nokv.PathEntry{
+		Generation: m.PathGeneration, Revision: m.Revision, LogicalSize: m.LogicalSize,
+		BodyDigestURI: m.BodyDigestURI, ManifestDigestURI: m.ManifestDigestURI,
+		DependencyCount: m.DependencyCount, DependencyDepth: m.DependencyDepth,
+		ContentType: m.ContentType, Producer: m.Producer, ManifestID: m.ManifestID, Index: m.Index,
+	}
+}
+
+// restoreResult shapes the tool's result from a Complete operation.
+func (s *Service) restoreResult(op nokv.RestoreOperation, replay bool) map[string]any {
+	res := map[string]any{
+		"state":                    "complete",
+		"operation_id":             restoreOperationID(op.IdentityDigest).String(),
+		"source_workbench_id":      op.SourceWorkbenchID,
+		"destination_workbench_id": op.DestinationWorkbenchID,
+		"snapshot_id":              nil,
+		"read_version":             nil,
+		"commit_id":                nil,
+		"destination_generation":   op.Result.DestinationGeneration,
+		"idempotent_replay":        replay,
+		"cleanup_pending":          false,
+		"restore_manifest":         PresentationPath(s.logical, op.DestinationWorkbenchID, restoreManifestComps),
+	}
+	if op.SourceSnapshot != nil {
+		res["snapshot_id"] = uint64(*op.SourceSnapshot)
+		res["read_version"] = op.SourceReadVersion
+	}
+	if op.SourceCommit != nil {
+		res["commit_id"] = op.SourceCommit.String()
+	}
+	return res
+}

@@ -1,0 +1,630 @@
+package workbench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/workbench/nokv"
+)
+
+// The commands of workbench_restore (restore.go runs them): prepare, the
+// copy batches and the final command, with the record steps they share
+// with an abort (restore_abort.go).
+//
+// The commands. Each reads the operation first and predicates its exact
+// phase and cursor, so a command that lands twice (an exact rerun after
+// an unknown outcome) or after another call moved the restore on writes
+// nothing wrong.
+
+func (p *restorePlan) opKey(root nokv.RootID) ([]byte, error) {
+	return nokv.OperationKey{Root: root, Kind: nokv.OperationKindRestore, ID: p.opID}.Encode()
+}
+
+// loadOp reads the restore's operation in tx.
+func loadRestoreOp(tx *head.Tx, key []byte) (nokv.RestoreOperation, bool, error) {
+	b, ok, err := tx.Get(nokv.FamilyOperation, key)
+	if err != nil || !ok {
+		return nokv.RestoreOperation{}, ok, err
+	}
+	op, err := nokv.DecodeRestoreOperation(b)
+	return op, err == nil, err
+}
+
+// stagingMarker checks that the destination's marker is the Staging one
+// this restore owns.
+func (p *restorePlan) stagingMarker(s *Service, tx *head.Tx) (nokv.WorkspaceCurrent, error) {
+	ws, ok, werr := s.workspace(tx.Context(), txReader(tx), p.dstID)
+	if werr != nil {
+		return ws, werr
+	}
+	if !ok || ws.State != nokv.WorkspaceStateStaging || ws.Incarnation != p.dstInc ||
+		ws.Owner == nil || *ws.Owner != (nokv.OperationRef{Kind: nokv.OperationKindRestore, ID: p.opID}) {
+		return ws, reject(InvalidState(fmt.Sprintf("restore %s no longer owns the staging workbench %s", p.opID, p.dstID)))
+	}
+	return ws, nil
+}
+
+// prepare is step 1 (see the file comment).
+func (p *restorePlan) prepare(s *Service, tx *head.Tx) error {
+	seq := tx.Sequence()
+	opKey, err := p.opKey(s.root)
+	if err != nil {
+		return err
+	}
+	if _, exists, err := loadRestoreOp(tx, opKey); err != nil || exists {
+		return err // another call prepared it: nothing to do
+	}
+	if ws, ok, werr := s.workspace(tx.Context(), txReader(tx), p.dstID); werr != nil {
+		return werr
+	} else if ok && ws.State != nokv.WorkspaceStateRetired {
+		return reject(LifecycleConflict("restore destination already exists without metadata/restore_manifest.json"))
+	}
+	claimKey, err := nokv.WorkspaceIncarnationClaimKey{Root: s.root, Incarnation: p.dstInc}.Encode()
+	if err != nil {
+		return err
+	}
+	if err := txAbsent(tx, nokv.FamilyWorkspaceIncarnationClaim, claimKey, "workspace incarnation "+p.dstInc.String()+" is already claimed"); err != nil {
+		return err
+	}
+	ck, err := nokv.CommitKey{Root: s.root, Commit: p.commitID}.Encode()
+	if err != nil {
+		return err
+	}
+	if err := txAbsent(tx, nokv.FamilyCommit, ck, "commit "+p.commitID.String()+" already exists"); err != nil {
+		return err
+	}
+	if err := p.attachSource(s, tx, true); err != nil {
+		return err
+	}
+	if err := putRecord(tx, nokv.FamilyWorkspaceIncarnationClaim, claimKey, nokv.WorkspaceIncarnationClaim{WorkbenchID: p.dstID}.Encode); err != nil {
+		return err
+	}
+	owner := nokv.OperationRef{Kind: nokv.OperationKindRestore, ID: p.opID}
+	ws := nokv.WorkspaceCurrent{Incarnation: p.dstInc, WorkspaceRevision: 1, State: nokv.WorkspaceStateStaging,
+		Owner: &owner, CreatedVersion: seq, ModifiedVersion: seq}
+	if err := s.putWorkspace(tx, p.dstID, ws); err != nil {
+		return err
+	}
+	op := nokv.RestoreOperation{
+		Phase: nokv.RestorePhaseCopying, IdentityDigest: p.identity, InitializationDigest: p.init,
+		SourceWorkbenchID: p.srcID, SourceIncarnation: p.srcInc, SourceKind: p.src.kind,
+		SourceReadVersion: p.readVersion, DestinationWorkbenchID: p.dstID, DestinationIncarnation: p.dstInc,
+		DestinationCommit: p.commitID, MemberCount: uint64(len(p.members)), CreatedVersion: seq,
+	}
+	if p.src.kind == nokv.RestoreSourceKindSnapshot {
+		id := p.src.snapshot
+		op.SourceSnapshot = &id
+	} else {
+		c := p.src.commit
+		op.SourceCommit = &c
+	}
+	return putRecord(tx, nokv.FamilyOperation, opKey, op.Encode)
+}
+
+// attachSource (attach true) makes the restore a consumer of its source,
+// or (attach false) releases it: a snapshot's consumer count and epoch
+// and a HistoryHold of kind Restore, or a Lease CommitConsumer and the
+// commit's count and epoch. Attaching predicates an alive snapshot or a
+// Sealed commit.
+func (p *restorePlan) attachSource(s *Service, tx *head.Tx, attach bool) error {
+	seq := tx.Sequence()
+	if p.src.kind == nokv.RestoreSourceKindSnapshot {
+		id := p.src.snapshot
+		ref, ok, err := s.snapshotRef(txReader(tx), p.srcInc, id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return reject(SnapshotNotFound(fmt.Sprintf("snapshot %s of workbench %s not found", id, p.srcID)))
+		}
+		holdKey, err := nokv.HistoryHoldKey{Root: s.root, Kind: nokv.HistoryHoldKindRestore, Op: p.opID}.Encode()
+		if err != nil {
+			return err
+		}
+		if attach {
+			clock, err := s.leaseClock(txReader(tx))
+			if err != nil {
+				return err
+			}
+			if st := snapshotState(ref, max(p.leaseNow, clock.HighWater)); st != "alive" {
+				return reject(SnapshotExpired(fmt.Sprintf("snapshot %s of workbench %s is not alive: %s", id, p.srcID, st)))
+			}
+			ref.ConsumerCount++
+			hold := nokv.HistoryHold{ReadVersion: ref.ReadVersion, SourceSnapshot: &id, State: nokv.HistoryHoldStateActive, CreatedVersion: seq}
+			if err := putRecord(tx, nokv.FamilyHistoryHold, holdKey, hold.Encode); err != nil {
+				return err
+			}
+		} else {
+			if ref.ConsumerCount == 0 {
+				return reject(InvalidState(fmt.Sprintf("snapshot %s has no consumer to release", id)))
+			}
+			ref.ConsumerCount--
+			if err := tx.Delete(nokv.FamilyHistoryHold, holdKey); err != nil {
+				return err
+			}
+		}
+		ref.ConsumerEpoch++
+		return s.putSnapshotRef(tx, p.srcInc, id, ref)
+	}
+	ck, err := nokv.CommitKey{Root: s.root, Commit: p.src.commit}.Encode()
+	if err != nil {
+		return err
+	}
+	c, ok, err := s.readCommit(txReader(tx), p.src.commit)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return reject(Missing(fmt.Sprintf("commit %s of workbench %s does not exist", p.src.commit, p.srcID)))
+	}
+	leaseKey, err := nokv.CommitConsumerKey{Root: s.root, Commit: p.src.commit, Kind: nokv.CommitConsumerKindLease, Operation: p.opID}.Encode()
+	if err != nil {
+		return err
+	}
+	c.ConsumerEpoch++
+	if attach {
+		if c.State != nokv.CommitStateSealed {
+			return reject(InvalidState(fmt.Sprintf("commit %s is %v", p.src.commit, c.State)))
+		}
+		c.ConsumerCount++
+		if err := putRecord(tx, nokv.FamilyCommitConsumer, leaseKey, nokv.CommitConsumer{ConsumerEpochAtAdd: c.ConsumerEpoch, CreatedVersion: seq}.Encode); err != nil {
+			return err
+		}
+	} else {
+		if c.ConsumerCount == 0 {
+			return reject(InvalidState(fmt.Sprintf("commit %s has no consumer to release", p.src.commit)))
+		}
+		c.ConsumerCount--
+		if c.ConsumerCount == 0 {
+			c.LastZeroConsumerVersion = seq
+		}
+		if err := tx.Delete(nokv.FamilyCommitConsumer, leaseKey); err != nil {
+			return err
+		}
+	}
+	return putRecord(tx, nokv.FamilyCommit, ck, c.Encode)
+}
+
+// restoreCopy is step 2 for members [start, end).
+type restoreCopy struct {
+	s          *Service
+	p          *restorePlan
+	start, end uint64
+}
+
+func (c *restoreCopy) apply(tx *head.Tx) ([]byte, error) {
+	s, p := c.s, c.p
+	seq := tx.Sequence()
+	opKey, err := p.opKey(s.root)
+	if err != nil {
+		return nil, err
+	}
+	op, ok, err := loadRestoreOp(tx, opKey)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case !ok:
+		return nil, reject(Internal("restore operation " + p.opID.String() + " vanished"))
+	case op.Phase != nokv.RestorePhaseCopying || op.MemberCursor >= c.end:
+		return nil, nil // already placed by an earlier run
+	case op.MemberCursor != c.start:
+		return nil, reject(Conflict(fmt.Sprintf("restore %s is at member %d, not %d", p.opID, op.MemberCursor, c.start), "Restore", nil))
+	}
+	if _, err := p.stagingMarker(s, tx); err != nil {
+		return nil, err
+	}
+	rc := &refs{s: s, tx: tx, revs: map[nokv.RevisionID]*nokv.ArtifactRevision{}}
+	chain := op.MemberDigest
+	for i := c.start; i < c.end; i++ {
+		m := p.members[i]
+		e := m.entry
+		e.CreatedVersion, e.ModifiedVersion = seq, seq
+		if err := placeEntry(s, tx, p.dstInc, m.path, e, rc); err != nil {
+			return nil, err
+		}
+		if err := p.commitMember(s, tx, m.path, e, rc); err != nil {
+			return nil, err
+		}
+		mk, err := nokv.RestoreMemberKey{Root: s.root, Operation: p.opID, Sequence: i}.Encode()
+		if err != nil {
+			return nil, err
+		}
+		rm := nokv.RestoreMember{Path: m.path, Revision: e.Revision, PathGeneration: e.Generation, RowDigest: m.row}
+		if err := putRecord(tx, nokv.FamilyRestoreMember, mk, rm.Encode); err != nil {
+			return nil, err
+		}
+		chain = memberChain(chain, i, m.row)
+	}
+	if err := rc.flush(); err != nil {
+		return nil, err
+	}
+	op.MemberCursor, op.MemberDigest = c.end, chain
+	return nil, putRecord(tx, nokv.FamilyOperation, opKey, op.Encode)
+}
+
+// placeEntry writes a destination path's PathCurrent, index and directory
+// rows and its Path reference.
+func placeEntry(s *Service, tx *head.Tx, inc nokv.IncarnationID, path []string, e nokv.PathEntry, rc *refs) error {
+	pk, err := nokv.PathCurrentKey{Root: s.root, Incarnation: inc, Path: path}.Encode()
+	if err != nil {
+		return err
+	}
+	if err := putRecord(tx, nokv.FamilyPathCurrent, pk, e.Encode); err != nil {
+		return err
+	}
+	if err := writePathIndex(tx, s.root, inc, path, nil, &e); err != nil {
+		return err
+	}
+	if err := placeDirectories(tx, s.root, inc, path, tx.Sequence()); err != nil {
+		return err
+	}
+	epoch, err := rc.add(e.Revision)
+	if err != nil {
+		return err
+	}
+	rk, err := nokv.PathRefKey(s.root, inc, path, e.Revision).Encode()
+	if err != nil {
+		return err
+	}
+	return putRecord(tx, nokv.FamilyRevisionRef, rk, nokv.RevisionRef{ReferenceEpochAtAdd: epoch, CreatedVersion: tx.Sequence()}.Encode)
+}
+
+// commitMember writes the destination commit's member row for path and,
+// the first time the commit meets the revision, its Commit reference.
+func (p *restorePlan) commitMember(s *Service, tx *head.Tx, path []string, e nokv.PathEntry, rc *refs) error {
+	mk, err := nokv.CommitMemberKey{Root: s.root, Commit: p.commitID, Path: path}.Encode()
+	if err != nil {
+		return err
+	}
+	if err := putRecord(tx, nokv.FamilyCommitMember, mk, nokv.MemberOf(e).Encode); err != nil {
+		return err
+	}
+	rk, err := nokv.CommitRefKey(s.root, p.commitID, e.Revision).Encode()
+	if err != nil {
+		return err
+	}
+	if _, ok, err := tx.Get(nokv.FamilyRevisionRef, rk); err != nil || ok {
+		return err
+	}
+	epoch, err := rc.add(e.Revision)
+	if err != nil {
+		return err
+	}
+	return putRecord(tx, nokv.FamilyRevisionRef, rk, nokv.RevisionRef{ReferenceEpochAtAdd: epoch, CreatedVersion: tx.Sequence()}.Encode)
+}
+
+// finalMember is one member of the destination's commit.
+type finalMember struct {
+	key   []byte
+	path  []string
+	entry nokv.PathEntry
+}
+
+// finishRestore stages the rebuilt run manifest and runs step 3.
+func (s *Service) finishRestore(ctx context.Context, sn *head.Snapshot, p *restorePlan) (map[string]any, *Error) {
+	committedAt := uint64(max(s.opts.Now().Unix(), 0))
+	env, err := runManifestEnvelope(p.dstID, WorkbenchPath(s.logical, p.dstID), p.contentDigest, p.canonical, p.manifestDigest, p.commitID, committedAt)
+	if err != nil {
+		return nil, FromError(err)
+	}
+	if int64(len(env)) > s.opts.MaxBytes {
+		return nil, ArtifactTooLarge(uint64(len(env)), s.opts.MaxBytes)
+	}
+	st := s.planStaging("workbench_restore", p.dstID, runManifestComps, env)
+	if werr := s.stageBytes(ctx, st, env); werr != nil {
+		return nil, werr
+	}
+	rows := ownRows(st, 0, nil)
+	rowsDigest, err := manifestDigestURI(rows)
+	if err != nil {
+		return nil, FromError(err)
+	}
+	f := &restoreFinal{s: s, p: p, st: st, rows: rows, env: env}
+	f.runEntry = nokv.PathEntry{
+		Generation: 1, Revision: st.rev, LogicalSize: uint64(len(env)),
+		BodyDigestURI: DigestURI(env), ManifestDigestURI: rowsDigest, ContentType: runManifestContentType,
+	}
+	if werr := f.planCommit(); werr != nil {
+		return nil, werr
+	}
+	_, err = s.doExact(ctx, head.Command{
+		Namespace: s.root,
+		RequestID: s.requestID(),
+		Digest: head.Digest([]byte("cairn.workbench.restore.final.v1"), p.identity[:], p.init[:], p.chain[:],
+			st.op[:], st.rev[:], []byte(rowsDigest)),
+		Apply: f.apply,
+		Reads: append(p.reads(s, sn, []restoreMember{{path: restoreManifestComps, entry: p.rmEntry}, {path: runManifestComps, entry: f.runEntry}}),
+			head.ShardRef{Family: nokv.FamilyRestoreMember, Index: restoreMemberShard(sn, s.root, p.opID), Prefix: nokv.RestoreMemberPrefix(s.root, p.opID)}),
+	})
+	if err != nil {
+		if _, rejected := errors.AsType[*pubReject](err); rejected {
+			s.discardStaging(ctx, st)
+		}
+		return nil, FromError(err)
+	}
+	if f.landed && st.hasLedger() {
+		s.cleanup.add(st.op)
+	} else if !f.landed {
+		s.discardStaging(ctx, st) // another call finished it first
+	}
+	if s.restoreHook != nil {
+		if err := s.restoreHook("final"); err != nil {
+			return nil, FromError(err)
+		}
+	}
+	sn, werr := s.pin(ctx)
+	if werr != nil {
+		return nil, werr
+	}
+	op, found, err := s.restoreOperation(snapshotReader(ctx, sn), p.opID)
+	if err != nil {
+		return nil, FromError(err)
+	}
+	if !found || op.Phase != nokv.RestorePhaseComplete || op.Result == nil {
+		return nil, Internal("restore operation " + p.opID.String() + " did not complete")
+	}
+	return s.restoreResult(op, !f.landed), nil
+}
+
+// restoreMemberShard is the shard that holds restore op's members.
+func restoreMemberShard(sn *head.Snapshot, root nokv.RootID, op nokv.OperationID) uint8 {
+	k, _ := nokv.RestoreMemberKey{Root: root, Operation: op}.Encode()
+	ref, _ := sn.ShardOf(nokv.FamilyRestoreMember, k)
+	return ref.Index
+}
+
+// restoreFinal is step 3.
+type restoreFinal struct {
+	s        *Service
+	p        *restorePlan
+	st       *staging
+	rows     []nokv.ArtifactManifestEntry
+	env      []byte
+	runEntry nokv.PathEntry
+
+	members      []finalMember // every member of the destination's commit, in path order
+	memberDigest [32]byte
+	revs         []nokv.RevisionID // unique, ascending
+	landed       bool
+}
+
+// planCommit orders the destination commit's members (the copied ones and
+// the two manifests) and seals their digests.
+func (f *restoreFinal) planCommit() *Error {
+	s, p := f.s, f.p
+	add := func(path []string, e nokv.PathEntry) error {
+		k, err := nokv.PathCurrentKey{Root: s.root, Incarnation: p.dstInc, Path: path}.Encode()
+		if err != nil {
+			return err
+		}
+		f.members = append(f.members, finalMember{key: k, path: path, entry: e})
+		return nil
+	}
+	for _, m := range p.members {
+		if err := add(m.path, m.entry); err != nil {
+			return FromError(err)
+		}
+	}
+	if err := add(restoreManifestComps, p.rmEntry); err != nil {
+		return FromError(err)
+	}
+	if err := add(runManifestComps, f.runEntry); err != nil {
+		return FromError(err)
+	}
+	slices.SortFunc(f.members, func(a, b finalMember) int { return bytes.Compare(a.key, b.key) })
+	d := newMemberDigester()
+	seen := map[nokv.RevisionID]bool{}
+	for _, m := range f.members {
+		if err := d.add(m.path, nokv.MemberOf(m.entry)); err != nil {
+			return FromError(err)
+		}
+		if !seen[m.entry.Revision] {
+			seen[m.entry.Revision] = true
+			f.revs = append(f.revs, m.entry.Revision)
+		}
+	}
+	slices.SortFunc(f.revs, func(a, b nokv.RevisionID) int { return bytes.Compare(a[:], b[:]) })
+	f.memberDigest = d.sum()
+	return nil
+}
+
+func (f *restoreFinal) apply(tx *head.Tx) ([]byte, error) {
+	s, p := f.s, f.p
+	seq := tx.Sequence()
+	f.landed = false
+	opKey, err := p.opKey(s.root)
+	if err != nil {
+		return nil, err
+	}
+	op, ok, err := loadRestoreOp(tx, opKey)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case !ok:
+		return nil, reject(Internal("restore operation " + p.opID.String() + " vanished"))
+	case op.Phase == nokv.RestorePhaseComplete:
+		return nil, nil // another call finished it
+	case op.Phase != nokv.RestorePhaseCopying || op.MemberCursor != op.MemberCount || op.MemberCount != uint64(len(p.members)):
+		return nil, reject(Conflict(fmt.Sprintf("restore %s is %v at member %d of %d", p.opID, op.Phase, op.MemberCursor, op.MemberCount), "Restore", nil))
+	}
+	ws, err := p.stagingMarker(s, tx)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.checkMembers(s, tx, op); err != nil {
+		return nil, err
+	}
+	rc := &refs{s: s, tx: tx, revs: map[nokv.RevisionID]*nokv.ArtifactRevision{}}
+	// The two manifests: a new revision each, referenced by its path and
+	// by the destination's commit.
+	for _, m := range []struct {
+		path  []string
+		entry nokv.PathEntry
+		rows  []nokv.ArtifactManifestEntry
+		st    *staging
+	}{{restoreManifestComps, p.rmEntry, p.rmRows, nil}, {runManifestComps, f.runEntry, f.rows, f.st}} {
+		e := m.entry
+		e.CreatedVersion, e.ModifiedVersion = seq, seq
+		if err := placeRevision(s, tx, e, m.rows, m.st); err != nil {
+			return nil, err
+		}
+		if err := placeEntry(s, tx, p.dstInc, m.path, e, rc); err != nil {
+			return nil, err
+		}
+		if err := p.commitMember(s, tx, m.path, e, rc); err != nil {
+			return nil, err
+		}
+	}
+	if err := rc.flush(); err != nil {
+		return nil, err
+	}
+	// The destination's commit and head.
+	hk, err := nokv.CommitConsumerKey{Root: s.root, Commit: p.commitID, Kind: nokv.CommitConsumerKindWorkbenchHead, Incarnation: p.dstInc}.Encode()
+	if err != nil {
+		return nil, err
+	}
+	if err := putRecord(tx, nokv.FamilyCommitConsumer, hk, nokv.CommitConsumer{ConsumerEpochAtAdd: 1, CreatedVersion: seq}.Encode); err != nil {
+		return nil, err
+	}
+	cm := nokv.Commit{
+		SourceIncarnation: p.dstInc, WorkbenchID: p.dstID,
+		ContentDigestURI: p.contentDigest, ManifestDigestURI: p.manifestDigest,
+		TreeManifestRevision: f.st.rev,
+		MemberCount:          uint64(len(f.members)), MemberDigest: f.memberDigest,
+		UniqueRevisionCount: uint64(len(f.revs)), RevisionDigest: revisionDigest(f.revs),
+		ParentDigest:  parentDigest(nil),
+		ConsumerCount: 1, ConsumerEpoch: 1,
+		State: nokv.CommitStateSealed, CreatedVersion: seq,
+	}
+	ck, err := nokv.CommitKey{Root: s.root, Commit: p.commitID}.Encode()
+	if err != nil {
+		return nil, err
+	}
+	if err := txAbsent(tx, nokv.FamilyCommit, ck, "commit "+p.commitID.String()+" already exists"); err != nil {
+		return nil, err
+	}
+	if err := putRecord(tx, nokv.FamilyCommit, ck, cm.Encode); err != nil {
+		return nil, err
+	}
+	headKey, err := nokv.WorkbenchCommitHeadKey{Root: s.root, Incarnation: p.dstInc}.Encode()
+	if err != nil {
+		return nil, err
+	}
+	if err := putRecord(tx, nokv.FamilyWorkbenchCommitHead, headKey, nokv.WorkbenchCommitHead{Commit: p.commitID, HeadGeneration: 1}.Encode); err != nil {
+		return nil, err
+	}
+	// Visible from this version on (the change feed reads CreatedVersion
+	// as the version the incarnation became visible).
+	ws.State, ws.Owner = nokv.WorkspaceStateVisible, nil
+	ws.CreatedVersion, ws.ModifiedVersion = seq, seq
+	if err := s.putWorkspace(tx, p.dstID, ws); err != nil {
+		return nil, err
+	}
+	if err := p.attachSource(s, tx, false); err != nil {
+		return nil, err
+	}
+	op.Phase = nokv.RestorePhaseComplete
+	op.Result = &nokv.RestoreResult{DestinationGeneration: ws.WorkspaceRevision, CommitVersion: seq, Commit: p.commitID}
+	if err := putRecord(tx, nokv.FamilyOperation, opKey, op.Encode); err != nil {
+		return nil, err
+	}
+	ev := nokv.ChangeEvent{
+		WorkbenchID: p.dstID, Incarnation: p.dstInc, Kind: nokv.ChangeEventKindWorkspaceRestored,
+		After: &nokv.EventProjection{Generation: ws.WorkspaceRevision, DigestURI: cm.TreeDigestURI()},
+	}
+	if p.src.kind == nokv.RestoreSourceKindSnapshot {
+		id := p.src.snapshot
+		ev.Snapshot = &id
+	} else {
+		c := p.src.commit
+		ev.Commit = &c
+	}
+	if err := writeChangeEvent(tx, s.root, ev); err != nil {
+		return nil, err
+	}
+	f.landed = true
+	return nil, nil
+}
+
+// checkMembers is the recovery check before Ready: the RestoreMember rows
+// are exactly the planned members, in order, and their chain is the one
+// the copy batches sealed into the operation.
+func (p *restorePlan) checkMembers(s *Service, tx *head.Tx, op nokv.RestoreOperation) error {
+	recs, err := tx.Scan(nokv.FamilyRestoreMember, nokv.RestoreMemberPrefix(s.root, p.opID), nil, 0)
+	if err != nil {
+		return err
+	}
+	var chain [32]byte
+	for i, r := range recs {
+		k, err := nokv.ParseRestoreMemberKey(r.Key)
+		if err != nil {
+			return err
+		}
+		m, err := nokv.DecodeRestoreMember(r.Value)
+		if err != nil {
+			return err
+		}
+		if k.Sequence != uint64(i) || i >= len(p.members) || m.RowDigest != p.members[i].row || !slices.Equal(m.Path, p.members[i].path) {
+			return reject(InvalidState(fmt.Sprintf("restore %s member %d does not match its source", p.opID, i)))
+		}
+		chain = memberChain(chain, k.Sequence, m.RowDigest)
+	}
+	if uint64(len(recs)) != op.MemberCount || chain != op.MemberDigest || chain != p.chain {
+		return reject(InvalidState(fmt.Sprintf("restore %s members do not match their seal", p.opID)))
+	}
+	return nil
+}
+
+// placeRevision writes a new revision of a restore's manifest: the
+// ArtifactRevision with its two references to come (the path's, then the
+// commit's), its manifest rows and, for a body in blocks, the staged
+// objects the revision now owns.
+func placeRevision(s *Service, tx *head.Tx, e nokv.PathEntry, rows []nokv.ArtifactManifestEntry, st *staging) error {
+	rk, err := nokv.ArtifactRevisionKey{Root: s.root, Revision: e.Revision}.Encode()
+	if err != nil {
+		return err
+	}
+	if err := txAbsent(tx, nokv.FamilyArtifactRevision, rk, "artifact revision "+e.Revision.String()+" already exists"); err != nil {
+		return err
+	}
+	rev := nokv.ArtifactRevision{
+		LogicalSize: e.LogicalSize, BodyDigestURI: e.BodyDigestURI, ManifestDigestURI: e.ManifestDigestURI,
+		BlockCount: uint64(len(rows)), DependencyDigest: dependencyDigest(nil), ContentType: e.ContentType,
+		State: nokv.RevisionStateAvailable, CreatedVersion: tx.Sequence(),
+	}
+	if err := putRecord(tx, nokv.FamilyArtifactRevision, rk, rev.Encode); err != nil {
+		return err
+	}
+	for i, r := range rows {
+		k, err := nokv.ArtifactManifestKey{Root: s.root, Revision: e.Revision, ObjectIndex: uint64(i)}.Encode()
+		if err != nil {
+			return err
+		}
+		if err := putRecord(tx, nokv.FamilyArtifactManifest, k, r.Encode); err != nil {
+			return err
+		}
+	}
+	if st == nil {
+		return nil
+	}
+	for i, blk := range st.blocks {
+		k, err := nokv.StagedObjectKey{Root: s.root, Operation: st.op, Sequence: uint64(i)}.Encode()
+		if err != nil {
+			return err
+		}
+		so := nokv.StagedObject{
+			Revision: e.Revision, ObjectKey: blk.Key, ExpectedLength: blk.Size, ExpectedDigestURI: blk.Digest.URI(),
+			Provider: nokv.StagedProviderStateUploaded, Cleanup: nokv.StagedCleanupStateOwned,
+		}
+		if err := putRecord(tx, nokv.FamilyStagedObject, k, so.Encode); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,71 @@
+package workbench
+
+import (
+	"context"
+	"testing"
+
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/workbench/nokv"
+)
+
+// SetRestoreHookForTest installs fn to run after each command of a
+// restore of s lands ("prepare", "copy", "final"); an error stops the
+// restore there, as a crash between its commands would. nil removes it.
+func SetRestoreHookForTest(s *Service, fn func(step string) error) { s.restoreHook = fn }
+
+// SetRestoreBatchForTest sets how many members one copy command places,
+// and one cleaning command of an abort removes, and returns a function
+// that restores the defaults.
+func SetRestoreBatchForTest(n int) func() {
+	old, oldAbort := restoreBatch, abortBatch
+	restoreBatch, abortBatch = n, n
+	return func() { restoreBatch, abortBatch = old, oldAbort }
+}
+
+// RestoreOperationForTest returns the Restore operation whose destination
+// is dst, and its id.
+func RestoreOperationForTest(tb testing.TB, s *Service, dst string) (nokv.OperationID, nokv.RestoreOperation) {
+	tb.Helper()
+	sn, err := s.store.Pin(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	prefix := append(append([]byte(nil), s.root[:]...), uint8(nokv.OperationKindRestore))
+	recs, err := sn.Scan(context.Background(), nokv.FamilyOperation, prefix, nil, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, r := range recs {
+		k, err := nokv.ParseOperationKey(r.Key)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		op, err := nokv.DecodeRestoreOperation(r.Value)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if op.DestinationWorkbenchID == dst {
+			return k.ID, op
+		}
+	}
+	tb.Fatalf("no restore operation into %s", dst)
+	return nokv.OperationID{}, nokv.RestoreOperation{}
+}
+
+// PutRestoreOperationForTest overwrites the Restore operation id.
+func PutRestoreOperationForTest(tb testing.TB, s *Service, id nokv.OperationID, op nokv.RestoreOperation) {
+	tb.Helper()
+	_, err := s.store.Do(context.Background(), head.Command{
+		Namespace: s.root,
+		Apply: func(tx *head.Tx) ([]byte, error) {
+			key, err := nokv.OperationKey{Root: s.root, Kind: nokv.OperationKindRestore, ID: id}.Encode()
+			if err != nil {
+				return nil, err
+			}
+			return nil, putRecord(tx, nokv.FamilyOperation, key, op.Encode)
+		},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
