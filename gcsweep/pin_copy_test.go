@@ -262,6 +262,10 @@ func TestPinRestoreMakesThePinnedStateCurrent(t *testing.T) {
 	lateRead := fmt.Sprintf(`{"id":"wb","section":"outputs","path":%q,"at_snapshot":%s}`, paths[3], late)
 	wantLate := call(t, svc, "workbench_read", lateRead)
 	wantSnapshots := call(t, svc, "workbench_snapshot_list", `{"id":"wb"}`)
+	wantFeed, err := svc.ReadChanges(ctx, workbench.ChangesRequest{WorkbenchID: "wb", Limit: workbench.MaxChangesLimit})
+	if err != nil || len(wantFeed.Events) == 0 {
+		t.Fatalf("feed before the restore: %d events, %v", len(wantFeed.Events), err)
+	}
 	before, err := svc.Store().Pin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -294,6 +298,19 @@ func TestPinRestoreMakesThePinnedStateCurrent(t *testing.T) {
 		t.Fatalf("read at the later snapshot after restore\n got %s\nwant %s", got, wantLate)
 	}
 	call(t, fresh, "workbench_snapshot_retire", fmt.Sprintf(`{"id":"wb","snapshot_id":%s}`, early))
+	// The change feed's log is history: every event served before the
+	// restore is still there, in order.
+	feed, err := fresh.ReadChanges(ctx, workbench.ChangesRequest{WorkbenchID: "wb", Limit: workbench.MaxChangesLimit})
+	if err != nil || len(feed.Events) < len(wantFeed.Events) {
+		t.Fatalf("feed after the restore: %d events, want at least %d: %v", len(feed.Events), len(wantFeed.Events), err)
+	}
+	for i := range wantFeed.Events {
+		g, _ := json.Marshal(feed.Events[i])
+		w, _ := json.Marshal(wantFeed.Events[i])
+		if string(g) != string(w) {
+			t.Fatalf("feed event %d after the restore\n got %s\nwant %s", i, g, w)
+		}
+	}
 	// History is intact: the state before the restore is still readable.
 	prev, err := fresh.Store().At(ctx, sn.Root().Parent)
 	if err != nil || prev.Sequence() != before.Sequence() {
