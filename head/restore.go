@@ -39,8 +39,9 @@ type RestoreOptions struct {
 	Verified bool
 	// KeepCurrent names families whose records stay as the current root
 	// has them; every other family comes from the kept root. A product
-	// names here the families that record its holds and clocks (the
-	// Workbench: its snapshot rows and lease clock), and then the holds
+	// names here the families that record its holds, its clocks and its
+	// logs (the Workbench: its snapshot rows, lease clock and change
+	// feed, workbench.RestoreKeepCurrent), and then the holds
 	// stay the current root's too, so that the records and the holds
 	// they describe stay in step. Without it, the holds are the union of
 	// both roots'. The engine's own families cannot be named.
@@ -54,7 +55,8 @@ var ErrKeptDamaged = errors.New("head: the root to restore is not whole")
 
 // RestoreRoot commits, on top of the current head, a root whose records
 // are those of root kept: the same tables and delta segments, by
-// reference, so nothing but the new root is written. History is not
+// reference, so nothing but the new root is written (and, with
+// opts.KeepCurrent, one delta segment). History is not
 // rewritten: the new root's parent is the current root, its sequence the
 // head's plus one, and the head moves by the usual conditional write
 // (a lost race pins the new head and builds again). It returns a frozen
@@ -63,12 +65,14 @@ var ErrKeptDamaged = errors.New("head: the root to restore is not whole")
 // restore of it with no commit since), nothing is written: the pinned
 // head comes back, and committed is false.
 //
-// Holds are the union of the current root's and kept's (on one owner the
-// current root's wins): a snapshot taken since kept stays readable for
-// its lease, and a snapshot kept held regains both its rows and its root.
-// The records come back whole, the engine's own families included, so
-// command_dedupe forgets the requests committed after kept: an exact
-// retry of one of them applies again, as a new request.
+// With opts.KeepCurrent the holds are the current root's, as are the
+// records of the families it names. Without it, the holds are the union
+// of the current root's and kept's (on one owner the current root's
+// wins): a hold taken since kept keeps its root, and one kept held
+// comes back with the records that describe it. The engine's own
+// families come back as kept has them, so command_dedupe forgets the
+// requests committed after kept: an exact retry of one of them applies
+// again, as a new request.
 //
 // The writer rule does not hold here, by design: kept's objects are
 // neither the parent's nor written by this attempt. Rewriting them under
@@ -80,6 +84,11 @@ var ErrKeptDamaged = errors.New("head: the root to restore is not whole")
 // below the head's, and reach a whole state: unless opts.Verified, a
 // strict Check of it runs first, and any finding is ErrKeptDamaged.
 func (s *Store) RestoreRoot(ctx context.Context, kept digest.Hash, opts RestoreOptions) (sn *Snapshot, committed bool, err error) {
+	for _, f := range opts.KeepCurrent {
+		if f == shards.System || f == shards.CommandDedupe || !s.fams.Known(f) {
+			return nil, false, fmt.Errorf("head: restore: cannot keep family %#x current", uint8(f))
+		}
+	}
 	old, err := s.loadRoot(ctx, kept)
 	if err != nil {
 		return nil, false, err
@@ -92,11 +101,6 @@ func (s *Store) RestoreRoot(ctx context.Context, kept digest.Hash, opts RestoreO
 				return nil, false, fmt.Errorf("head: restore: check root %s: %w", kept, err)
 			}
 			return nil, false, fmt.Errorf("%w: root %s: %w", ErrKeptDamaged, kept, err)
-		}
-	}
-	for _, f := range opts.KeepCurrent {
-		if f == shards.System || f == shards.CommandDedupe || !s.fams.Known(f) {
-			return nil, false, fmt.Errorf("head: restore: cannot keep family %v current", f)
 		}
 	}
 	for try := 0; ; try++ {
