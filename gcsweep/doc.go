@@ -38,4 +38,16 @@
 // (Options.Marker) or a missing object the mark reaches stops the sweep
 // before any delete. Why a commit racing the sweep never loses an object
 // is argued at the top of sweep.go and in docs/operations.md.
+//
+// # Backups
+//
+// PinHead pins a store's current head, CreatePin and DeletePin write and
+// remove pins (create-only: a pin is never replaced), ReadPin and
+// ListPins read them. VerifyPin walks a pinned root with Verify and
+// reports every missing or damaged object, going on past each. CopyPin
+// copies what a pinned root reaches to another bucket, then the pin,
+// then a head (head.WriteHeadAt), so the copy serves the pinned state;
+// run again, it writes only what the destination lacks intact. Making a
+// pinned state current again is head.Store.RestoreRoot, which relies on
+// the pin to keep the objects it references (docs/operations.md).
 package gcsweep

@@ -8,6 +8,7 @@
 //	cairn fsck                   check a deployment root's objects and records
 //	cairn gc [--agent ID]        delete what no root, hold, pin or recent head reaches
 //	cairn import DIR --workbench ID  import a directory tree into a workbench
+//	cairn pin VERB [NAME]        create, verify, copy, restore or delete backup pins
 //	cairn serve                  serve the Workbench tools over HTTP
 //	cairn workbench TOOL         run one Workbench tool on a JSON input
 //

@@ -38,6 +38,8 @@ type Options struct {
 	Label string
 	// Total is the count of files the command will process.
 	Total int64
+	// Unit names what Total counts in the report. Default "files".
+	Unit string
 	// Terminal redraws one bar in place; otherwise a plain line is
 	// written every Interval.
 	Terminal bool
@@ -136,12 +138,20 @@ func (m *Meter) line() string {
 	if dt := now.Sub(first.t).Seconds(); dt > 0 {
 		rate = float64(done-first.done) / dt
 	}
-	return Format(m.opts.Label, done, m.opts.Total, b, rate, m.opts.Terminal)
+	return format(m.opts.Label, m.opts.Unit, done, m.opts.Total, b, rate, m.opts.Terminal)
 }
 
 // Format renders one report: done of total files, bytes, the rate in files
 // per second and the ETA at that rate; with bar, a 20-cell bar first.
 func Format(label string, done, total, bytes int64, rate float64, bar bool) string {
+	return format(label, "", done, total, bytes, rate, bar)
+}
+
+// format is Format counting unit ("files" if empty).
+func format(label, unit string, done, total, bytes int64, rate float64, bar bool) string {
+	if unit == "" {
+		unit = "files"
+	}
 	var sb strings.Builder
 	sb.WriteString(label)
 	sb.WriteString(": ")
@@ -155,7 +165,7 @@ func Format(label string, done, total, bytes int64, rate float64, bar bool) stri
 		full = min(max(full, 0), cells)
 		sb.WriteString("[" + strings.Repeat("#", full) + strings.Repeat(".", cells-full) + "] ")
 	}
-	fmt.Fprintf(&sb, "%d/%d files (%.0f%%), %s, %.0f files/s", done, total, pct, Bytes(bytes), rate)
+	fmt.Fprintf(&sb, "%d/%d %s (%.0f%%), %s, %.0f %s/s", done, total, unit, pct, Bytes(bytes), rate, unit)
 	if rate > 0 && done < total {
 		eta := time.Duration(float64(total-done) / rate * float64(time.Second))
 		fmt.Fprintf(&sb, ", ETA %s", eta.Round(time.Second))

@@ -74,3 +74,17 @@ func TestMeterTerminalEndsLine(t *testing.T) {
 		t.Fatal("a buffer is not a terminal")
 	}
 }
+
+func TestMeterUnit(t *testing.T) {
+	var out syncBuffer
+	m := progress.Start(&out, progress.Options{Label: "copy", Total: 8, Unit: "objects", Interval: time.Millisecond})
+	m.Add(2, 2000)
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(out.String(), "2/8 objects") && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	m.Stop()
+	if got := out.String(); !strings.Contains(got, "copy: 2/8 objects (25%), 2.0 kB") {
+		t.Fatalf("output %q", got)
+	}
+}

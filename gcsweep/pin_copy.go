@@ -1,0 +1,156 @@
+package gcsweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/shards"
+)
+
+// Copying what a pin keeps to another bucket.
+
+// CopyReport is what CopyPin did.
+type CopyReport struct {
+	Objects      int64 // objects the pinned root reaches
+	Bytes        int64 // their bytes, of those done
+	Copied       int64 // objects written to the destination
+	CopiedBytes  int64
+	Present      int64 // objects already at the destination, intact
+	HeadSequence uint64
+	Elapsed      time.Duration
+}
+
+// CopyPin copies the state pin p keeps from store's bucket to dst, under
+// the same keys: every object the pinned root reaches (the blocks refs
+// finds included), then the pin, then a head naming the pinned root
+// (head.WriteHeadAt), so that a Store opened on dst serves exactly the
+// pinned state. Objects are copied opts.Concurrency at a time; each is
+// checked after it is read from the source (its hash, a block's slice
+// against its digest), and a damaged source object fails the copy
+// rather than travel.
+//
+// It resumes: an object already at dst whose bytes check is not written
+// again, so a copy run again after an interruption writes only the rest
+// (it still reads each object at dst once). The head is written last,
+// and only if dst has none or one naming the same root: a head naming
+// another root is head.ErrHeadExists, and nothing of dst's is replaced
+// but objects that were missing or damaged.
+func CopyPin(ctx context.Context, store *head.Store, dst bucket.Bucket, p Pin, refs Refs, opts VerifyOptions) (CopyReport, error) {
+	opts.fill()
+	start := time.Now()
+	var rep CopyReport
+	src, layout := store.Bucket(), store.Layout()
+	objs, blocks, err := collect(ctx, src, layout, p.RootHash, refs, opts.Concurrency)
+	if err != nil {
+		return rep, fmt.Errorf("gcsweep: copy pin %s: %w", p.Name, err)
+	}
+	rep.Objects = int64(len(objs))
+	opts.Total(rep.Objects)
+	var total, copied, copiedBytes, present atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(opts.Concurrency)
+	for _, o := range objs {
+		g.Go(func() error {
+			n, wrote, err := copyObject(gctx, src, dst, o, blocks[o.Key])
+			if err != nil {
+				return err
+			}
+			total.Add(n)
+			if wrote {
+				copied.Add(1)
+				copiedBytes.Add(n)
+			} else {
+				present.Add(1)
+			}
+			opts.Progress(n)
+			return nil
+		})
+	}
+	err = g.Wait()
+	rep.Bytes, rep.Copied, rep.CopiedBytes, rep.Present = total.Load(), copied.Load(), copiedBytes.Load(), present.Load()
+	if err != nil {
+		return rep, fmt.Errorf("gcsweep: copy pin %s: %w", p.Name, err)
+	}
+	if err := CreatePin(ctx, dst, layout, p); err != nil {
+		return rep, fmt.Errorf("gcsweep: copy pin %s: %w", p.Name, err)
+	}
+	h, err := head.WriteHeadAt(ctx, dst, layout.ID(), store.Schema(), p.RootHash, p.Created())
+	if err != nil {
+		return rep, fmt.Errorf("gcsweep: copy pin %s: %w", p.Name, err)
+	}
+	rep.HeadSequence = h.Sequence
+	rep.Elapsed = time.Since(start)
+	return rep, nil
+}
+
+// collect walks from root (without Verify: it fetches what it must
+// decode) and returns every object it reaches, and for each block the
+// reference that led to it, whose slice and digest check the block's
+// bytes.
+func collect(ctx context.Context, b bucket.Bucket, layout shards.Layout, root digest.Hash, refs Refs, concurrency int) ([]Object, map[string]BlockRef, error) {
+	var mu sync.Mutex
+	blocks := map[string]BlockRef{}
+	seen := func(f shards.Family, key, value []byte) ([]BlockRef, error) {
+		brs, err := refs(f, key, value)
+		mu.Lock()
+		for _, br := range brs {
+			if _, ok := blocks[br.Key]; !ok {
+				blocks[br.Key] = br
+			}
+		}
+		mu.Unlock()
+		return brs, err
+	}
+	var objs []Object
+	err := Walk(ctx, b, layout, root, seen, WalkOptions{Concurrency: concurrency}, func(o Object) error {
+		objs = append(objs, o)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return objs, blocks, nil
+}
+
+// intact checks body as the object o: its hash for an engine object
+// (the key names it), the slice br names against br's digest for a
+// block.
+func intact(o Object, br BlockRef, body []byte) error {
+	if o.Kind == KindBlock {
+		return checkSlice(body, br)
+	}
+	return digest.Verify(body, o.Hash)
+}
+
+// copyObject makes o present and intact at dst, and reports its size and
+// whether it wrote it.
+func copyObject(ctx context.Context, src, dst bucket.Bucket, o Object, br BlockRef) (int64, bool, error) {
+	have, _, err := dst.Get(ctx, o.Key)
+	switch {
+	case err == nil && intact(o, br, have) == nil:
+		return int64(len(have)), false, nil
+	case err != nil && !errors.Is(err, bucket.ErrNotExist) && !errors.Is(err, bucket.ErrIntegrity):
+		return 0, false, fmt.Errorf("read %s at the destination: %w", o.Key, err)
+	}
+	body, _, err := src.Get(ctx, o.Key)
+	if err != nil {
+		return 0, false, fmt.Errorf("read %s: %w", o.Key, err)
+	}
+	if err := intact(o, br, body); err != nil {
+		return 0, false, fmt.Errorf("source %s %s: %w", o.Kind, o.Key, err)
+	}
+	// Immutable, and checked: a damaged object at dst is replaced.
+	if _, err := dst.Put(ctx, o.Key, body, bucket.Unconditional); err != nil {
+		return 0, false, fmt.Errorf("write %s: %w", o.Key, err)
+	}
+	return int64(len(body)), true, nil
+}
