@@ -146,15 +146,6 @@ func (p *serveProc) stop(t *testing.T) {
 	}
 }
 
-// kill ends the process at once (SIGKILL): nothing in it runs afterwards.
-func (p *serveProc) kill(t *testing.T) {
-	t.Helper()
-	if err := p.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-p.exited
-}
-
 // startFakeGCSProc runs `cairn fake-gcs` as a process with one bucket and
 // returns the gs:// URL it prints.
 func startFakeGCSProc(t *testing.T, bin, name string) string {

@@ -113,7 +113,10 @@ func runReplicas(t *testing.T, bin, bucketURL string) {
 func (r *mpRun) killMidRun(done chan<- struct{}) {
 	defer close(done)
 	v := r.replicas[mpVictim]
-	for r.ackCount.Load() < mpClients*mpOps*4/10 && !r.t.Failed() {
+	for r.ackCount.Load() < mpClients*mpOps*4/10 {
+		if r.t.Failed() {
+			return
+		}
 		time.Sleep(time.Millisecond)
 	}
 	atLeast := int64(2)
@@ -152,14 +155,15 @@ func (r *mpRun) tool(i int, name string) string {
 	return r.replicas[i].base + "/v1/agents/mp/tools/" + name
 }
 
-// call posts to random live replicas until one answers, and returns the
-// answer and the replica that gave it. A replica that cannot be reached
-// (it was killed) is tried no more by this call.
+// call posts to random live replicas until one answers with something
+// other than 503 (a failure worth another try), and returns the answer
+// and the replica that gave it. A replica that cannot be reached (it was
+// killed) is tried no more by this call.
 func (r *mpRun) call(not int, name, body string, headers ...string) (reply, int) {
 	for range 20 {
 		i := r.pick(not)
 		rep, err := post(r.client, r.tool(i, name), body, headers...)
-		if err == nil {
+		if err == nil && rep.status != http.StatusServiceUnavailable {
 			return rep, i
 		}
 		not = i
@@ -265,7 +269,11 @@ func (r *mpRun) read(i int, file string) []string {
 	for range 20 {
 		ans, err := post(r.client, r.tool(i, "workbench_read"), body)
 		if err != nil {
-			i = r.pick(i)
+			i = r.pick(i) // it was killed
+			continue
+		}
+		if ans.status == http.StatusServiceUnavailable {
+			time.Sleep(10 * time.Millisecond)
 			continue
 		}
 		var res struct {
