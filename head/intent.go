@@ -189,12 +189,14 @@ func (s *Store) settleApplied(ctx context.Context, sn *Snapshot, calls []*call) 
 // head's interval: the commit then carries the intents published during
 // most of it. It leaves the last 40% of the interval to build and stage.
 func (s *Store) gather() {
-	if !s.contended() {
+	if !s.contended() || s.opts.MinCommitInterval <= 0 {
+		// Unpaced, the interval is the head's own cycle: waiting a part
+		// of it would only lengthen the cycle it is measured from.
 		return
 	}
 	s.mu.Lock()
 	carrier := !s.headWritten.Equal(s.othersSeen)
-	wait := s.shareLocked()*6/10 - time.Since(s.headWritten)
+	wait := s.opts.MinCommitInterval*6/10 - time.Since(s.headWritten)
 	s.mu.Unlock()
 	if carrier && wait > 0 {
 		time.Sleep(wait)
@@ -220,7 +222,7 @@ func (s *Store) shareLocked() time.Duration {
 // The bounds of shareLocked for a Store that does not pace.
 const (
 	minShare     = 20 * time.Millisecond
-	maxShare     = 2 * time.Second
+	maxShare     = 500 * time.Millisecond
 	defaultShare = 100 * time.Millisecond
 )
 
