@@ -23,7 +23,7 @@ import (
 // 300 ms): three replicas put, append to and edit their own files (inline
 // bodies and bodies of two blocks) while a fourth reads, and a sweep, then
 // a collection of the replaced revisions it allows, runs every 100 ms. Every read must return a body some writer put; at the end
-// the head's root passes a strict Check, a cold replica reads every file
+// the head's root passes a strict Check and fsck finds nothing, a cold replica reads every file
 // as its writer last saw it, and the sweeps must have deleted roots,
 // tables and shard objects.
 
@@ -222,6 +222,13 @@ func TestSweepBesideWritersAndReaders(t *testing.T) {
 	raw := newBucket()
 	if err := head.Check(ctx, raw, layout, headRoot(t, raw, layout), head.CheckOptions{Strict: true}); err != nil {
 		t.Fatalf("check of the final root: %v", err)
+	}
+	fr, err := workbench.Fsck(ctx, newBucket(), workbench.FsckOptions{AgentID: "conc", Bodies: true})
+	if err != nil {
+		t.Fatalf("fsck after the sweeps: %v", err)
+	}
+	if !fr.Clean() {
+		t.Errorf("fsck after the sweeps: %d findings, the first: %+v", len(fr.Findings), fr.Findings[0])
 	}
 	cold := openService(t, newBucket(), concOptions("conc"))
 	for w, files := range final {
