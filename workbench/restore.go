@@ -192,11 +192,17 @@ func (s *Service) restoreTool(ctx context.Context, in *restoreInput) (map[string
 		return nil, FromError(err)
 	}
 	if found {
+		// The reference's backend answers both as BackendProtocolMismatch,
+		// which the restore tool remaps to RestoreProtocolMismatch.
 		if op.IdentityDigest != p.identity {
-			return nil, InvalidState(fmt.Sprintf("restore operation id %s collides with another restore's identity", p.opID))
+			return nil, RestoreProtocolMismatch(BackendProtocolMismatch(
+				fmt.Sprintf("restore operation id %s collides with another restore's identity", p.opID),
+				map[string]any{"operation_id": p.opID.String(), "expected_identity_digest": hex.EncodeToString(op.IdentityDigest[:]), "actual_identity_digest": hex.EncodeToString(p.identity[:])}))
 		}
 		if op.InitializationDigest != p.init {
-			return nil, InvalidState(fmt.Sprintf("restore operation %s was initialized with a different restore manifest", p.opID))
+			return nil, RestoreProtocolMismatch(BackendProtocolMismatch(
+				fmt.Sprintf("restore operation %s was initialized with a different restore manifest", p.opID),
+				map[string]any{"operation_id": p.opID.String(), "expected_initialization_digest": hex.EncodeToString(op.InitializationDigest[:]), "actual_initialization_digest": hex.EncodeToString(p.init[:])}))
 		}
 		switch op.Phase {
 		case nokv.RestorePhaseComplete:

@@ -435,14 +435,14 @@ func TestRestoreOperationCollisionAndMismatch(t *testing.T) {
 	bad.IdentityDigest[31] ^= 1
 	workbench.PutRestoreOperationForTest(t, s, id, bad)
 	got, ok := call(t, s, "workbench_restore", in)
-	if ok || got["code"] != "InvalidState" || !strings.Contains(got["message"].(string), "collides") {
+	if ok || got["code"] != "RestoreProtocolMismatch" || got["retryable"] != true || !strings.Contains(got["message"].(string), "collides") {
 		t.Fatalf("collision: %v", got)
 	}
 	bad = op
 	bad.InitializationDigest[0] ^= 1
 	workbench.PutRestoreOperationForTest(t, s, id, bad)
 	got, ok = call(t, s, "workbench_restore", in)
-	if ok || got["code"] != "InvalidState" || !strings.Contains(got["message"].(string), "different restore manifest") {
+	if ok || got["code"] != "RestoreProtocolMismatch" || !strings.Contains(got["message"].(string), "different restore manifest") {
 		t.Fatalf("mismatch: %v", got)
 	}
 	// Put back, the exact retry resumes and completes.
