@@ -30,8 +30,9 @@
 // the heads of the grace period and the pins reach, reads the head again
 // (and marks it if it moved), and deletes each listed object that is
 // unmarked and older than Options.Grace by the store's clock
-// (bucket.Attrs.ModTime; now is read with a probe object). It never
-// deletes the head, pins, idempotency records, a key it does not
+// (bucket.Attrs.ModTime; now is read with a probe object), and an HTTP
+// server's idempotency records older than Options.IdempotencyRetention
+// (a day). It never deletes the head, pins, a key it does not
 // recognise, or an object whose listing has no time. Deletes are
 // conditional on the listed version where the adapter supports it. A
 // shard with objects and no head, a bad pin, a head of another schema

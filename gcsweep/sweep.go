@@ -41,10 +41,11 @@ import (
 // engine prefixes (roots, tables, deltas, shard objects and pages, page
 // indexes), its staging ledgers and intents, and its artifact blocks,
 // that is not marked and whose store time (bucket.Attrs.ModTime, the
-// store's own clock) is older than Grace. It never touches the head,
-// pins, the idempotency records of an HTTP server (whose expiry is the
-// server's) or any key it does not recognise, and it never deletes an
-// object whose listing carries no time.
+// store's own clock) is older than Grace. The idempotency records of an
+// HTTP server are deleted once older than IdempotencyRetention (a day by
+// default). It never touches the head, pins or any key it does not
+// recognise, and it never deletes an object whose listing carries no
+// time.
 //
 // # Why a commit racing the sweep never loses an object
 //
@@ -93,6 +94,10 @@ const (
 	DefaultGrace = time.Hour
 	// DefaultMaxAttemptAge is head.Options.MaxAttemptAge's default.
 	DefaultMaxAttemptAge = 10 * time.Minute
+	// DefaultIdempotencyRetention is Options.IdempotencyRetention's
+	// default: a day, as long as a client may reasonably retry a request
+	// with the same Idempotency-Key.
+	DefaultIdempotencyRetention = 24 * time.Hour
 	// maxRemarks bounds how often a sweep marks a head that moved.
 	maxRemarks = 8
 )
@@ -126,6 +131,12 @@ type Options struct {
 	// (head.Options.MaxAttemptAge of every writer of the shard). Default
 	// DefaultMaxAttemptAge.
 	MaxAttemptAge time.Duration
+	// IdempotencyRetention is how long the idempotency records an HTTP
+	// server keeps under the shard's idempotency prefix are honoured: a
+	// record older than this by the store's clock (from its last write)
+	// is deleted, and a retry with its key then runs as a new request.
+	// Default DefaultIdempotencyRetention; negative keeps every record.
+	IdempotencyRetention time.Duration
 	// DryRun marks and classifies but deletes nothing.
 	DryRun bool
 	// Concurrency bounds the requests in flight. Default
@@ -191,7 +202,10 @@ const (
 	ClassStaging Class = "staging"
 	ClassIntent  Class = "intent"
 	ClassBlock   Class = "block"
-	ClassUnknown Class = "unknown" // a key the sweep does not recognise: kept
+	// ClassIdempotency is an HTTP server's idempotency record: deleted
+	// once older than Options.IdempotencyRetention, never marked.
+	ClassIdempotency Class = "idempotency"
+	ClassUnknown     Class = "unknown" // a key the sweep does not recognise: kept
 )
 
 // Report is what a sweep found and did.
@@ -275,12 +289,15 @@ func Sweep(ctx context.Context, b bucket.Bucket, layout shards.Layout, opts Opti
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultConcurrency
 	}
+	if opts.IdempotencyRetention == 0 {
+		opts.IdempotencyRetention = DefaultIdempotencyRetention
+	}
 	cb := counting.New(b)
 	s := &sweeper{b: cb, layout: layout, opts: opts, rep: &Report{DryRun: opts.DryRun, Grace: Duration(opts.Grace)}, byClass: map[Class]*ClassRow{}}
 	err := s.run(ctx)
 	s.rep.Requests = cb.Snapshot().Total().Requests
 	s.rep.Duration = Duration(time.Since(start))
-	for _, c := range []Class{ClassRoot, ClassTable, ClassDelta, ClassShard, ClassIndex, ClassStaging, ClassIntent, ClassBlock, ClassUnknown} {
+	for _, c := range []Class{ClassRoot, ClassTable, ClassDelta, ClassShard, ClassIndex, ClassStaging, ClassIntent, ClassBlock, ClassIdempotency, ClassUnknown} {
 		if row := s.byClass[c]; row != nil {
 			s.rep.ByClass = append(s.rep.ByClass, *row)
 		}
@@ -434,7 +451,11 @@ func (s *sweeper) clock(ctx context.Context) error {
 func (s *sweeper) list(ctx context.Context) error {
 	s.progress(Progress{Phase: PhaseList, Start: true})
 	s.times = map[string]time.Time{}
-	for _, prefix := range []string{s.layout.Prefix(), s.layout.ArtifactsPrefix()} {
+	prefixes := []string{s.layout.Prefix(), s.layout.ArtifactsPrefix()}
+	if s.opts.IdempotencyRetention >= 0 {
+		prefixes = append(prefixes, s.layout.IdempotencyPrefix())
+	}
+	for _, prefix := range prefixes {
 		opts := bucket.ListOptions{Prefix: prefix}
 		for {
 			page, err := s.b.List(ctx, opts)
@@ -464,6 +485,8 @@ func (s *sweeper) list(ctx context.Context) error {
 // ClassUnknown and kept.
 func (s *sweeper) classify(key string) Class {
 	switch {
+	case strings.HasPrefix(key, s.layout.IdempotencyPrefix()):
+		return ClassIdempotency
 	case strings.HasPrefix(key, s.layout.StagingPrefix()):
 		return ClassStaging
 	case strings.HasPrefix(key, s.layout.IntentsPrefix()):
@@ -587,6 +610,17 @@ func (s *sweeper) sweep(ctx context.Context) error {
 		switch {
 		case o.class == ClassUnknown:
 			s.rep.Unknown.add(o.Size)
+		case o.class == ClassIdempotency:
+			// Never reachable from a root: kept for its retention.
+			switch {
+			case o.ModTime.IsZero() || s.now.IsZero():
+				s.rep.UnknownAge.add(o.Size)
+			case s.now.Sub(o.ModTime) <= s.opts.IdempotencyRetention:
+				s.rep.Young.add(o.Size)
+			default:
+				doomed = append(doomed, o)
+				continue
+			}
 		case s.w.marked(o.Key):
 			s.rep.Reachable.add(o.Size)
 		case o.ModTime.IsZero() || s.cutoff.IsZero():

@@ -423,3 +423,61 @@ func quiesce(t testing.TB, b bucket.Bucket, layout shards.Layout) {
 	}
 	t.Fatal("the head kept moving")
 }
+
+// TestSweepExpiresIdempotencyRecords: an HTTP server's idempotency
+// records are kept for their retention and deleted after it, whatever
+// the grace; a negative retention keeps them.
+func TestSweepExpiresIdempotencyRecords(t *testing.T) {
+	ctx := context.Background()
+	clk := newFakeClock()
+	b := newClockBucket(mem.NewBucket(), clk, nil)
+	s := openService(t, b, smallOptions("idem"))
+	layout := s.Store().Layout()
+	fill(t, s, files{}, 0, 4)
+	s.Close()
+	quiesce(t, b, layout)
+	rec := layout.Idempotency(digest.Sum([]byte("a key")))
+	if _, err := b.Put(ctx, rec, []byte(`{"state":"done"}`), bucket.IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
+	exists := func() bool {
+		_, err := b.Stat(ctx, rec)
+		if err != nil && !errors.Is(err, bucket.ErrNotExist) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+
+	clk.Advance(23 * time.Hour)
+	if _, err := gcsweep.Sweep(ctx, b, layout, sweepOptions()); err != nil {
+		t.Fatal(err)
+	}
+	if !exists() {
+		t.Fatal("a record within its retention was deleted")
+	}
+	clk.Advance(2 * time.Hour)
+	keep := sweepOptions()
+	keep.IdempotencyRetention = -1
+	if _, err := gcsweep.Sweep(ctx, b, layout, keep); err != nil {
+		t.Fatal(err)
+	}
+	if !exists() {
+		t.Fatal("a negative retention deleted a record")
+	}
+	rep, err := gcsweep.Sweep(ctx, b, layout, sweepOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exists() {
+		t.Fatalf("a record past its retention was kept: %+v", rep.ByClass)
+	}
+	var row *gcsweep.ClassRow
+	for i := range rep.ByClass {
+		if rep.ByClass[i].Class == gcsweep.ClassIdempotency {
+			row = &rep.ByClass[i]
+		}
+	}
+	if row == nil || row.Deleted.Objects != 1 {
+		t.Fatalf("report: %+v", rep.ByClass)
+	}
+}

@@ -58,6 +58,7 @@ func runGC(ctx context.Context, e *env, args []string) int {
 	all := fs.Bool("all-agents", false, "sweep every Workbench shard in the bucket")
 	grace := fs.Duration("grace", gcsweep.DefaultGrace, "keep unreachable objects younger than this, and the heads of this period")
 	maxAttempt := fs.Duration("max-attempt-age", gcsweep.DefaultMaxAttemptAge, "the writers' longest commit attempt (head.Options.MaxAttemptAge)")
+	idemRetention := fs.Duration("idempotency-retention", gcsweep.DefaultIdempotencyRetention, "delete the HTTP server's idempotency records older than this (negative: keep them)")
 	dryRun := fs.Bool("dry-run", false, "delete nothing; report what would be deleted")
 	asJSON := fs.Bool("json", false, "print each report as one line of JSON")
 	concurrency := fs.Int("concurrency", gcsweep.DefaultConcurrency, "requests in flight")
@@ -128,6 +129,7 @@ func runGC(ctx context.Context, e *env, args []string) int {
 	for _, tg := range targets {
 		opts := workbench.SweepOptions()
 		opts.Grace, opts.MaxAttemptAge, opts.DryRun, opts.Concurrency = *grace, *maxAttempt, *dryRun, *concurrency
+		opts.IdempotencyRetention = *idemRetention
 		bar := &gcProgress{w: e.stderr, terminal: progress.IsTerminal(e.stderr)}
 		opts.Progress = bar.report
 		rep, err := gcsweep.Sweep(ctx, b, tg.layout, opts)
