@@ -60,6 +60,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	requestTimeout := fs.Duration("request-timeout", 0, "deadline of each request (default 60s)")
 	idleTimeout := fs.Duration("idle-timeout", 0, "close an agent's engine after this long without a request (default 5m)")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 0, "time given to requests in flight on shutdown (default 30s)")
+	cacheMiB := fs.Int("cache-mib", 0, "decoded-object cache of each open agent's engine, in MiB (default 512)")
 	fs.Usage = func() {
 		fmt.Fprintln(e.stderr, "usage: cairn serve [--bucket URL] [--addr HOST:PORT] [--config FILE] [--request-timeout D] [--idle-timeout D] [--shutdown-timeout D]")
 		fs.PrintDefaults()
@@ -118,6 +119,10 @@ func runServe(ctx context.Context, e *env, args []string) int {
 		MCP:            mcpMount,
 		Log:            slog.New(slog.NewJSONHandler(e.stderr, nil)),
 	}
+	if *cacheMiB < 0 {
+		return usageErr("--cache-mib must not be negative")
+	}
+	opts.Workbench.Engine.CacheBytes = int64(*cacheMiB) << 20
 	grace := pickDuration(*shutdownTimeout, time.Duration(cfg.ShutdownTimeout), defaultShutdownTimeout)
 
 	b, url, code, err := openBucket(ctx, pick(*bucketURL, os.Getenv("CAIRN_BUCKET"), cfg.Bucket))

@@ -226,6 +226,7 @@ func TestServeUsage(t *testing.T) {
 		{"serve", "--addr", ""},
 		{"serve", "extra"},
 		{"serve", "--idle-timeout", "-1s"},
+		{"serve", "--cache-mib", "-1"},
 		{"workbench", "--server", "ftp://x", "workbench_list"},
 		{"workbench", "--server", "http://x", "--bucket", "mem://x", "workbench_list"},
 		{"workbench", "--token", "t", "workbench_list"},
