@@ -167,17 +167,9 @@ func (s *Service) commit(ctx context.Context, req *commitRequest, now func() tim
 	if err != nil {
 		return nil, FromError(err)
 	}
-	if int64(len(env)) > s.opts.MaxBytes {
-		return nil, ArtifactTooLarge(uint64(len(env)), s.opts.MaxBytes)
-	}
-	st := s.planStaging("workbench_commit", req.id, runManifestComps, env)
-	if werr := s.stageBytes(ctx, st, env); werr != nil {
+	st, rows, rowsDigest, werr := s.stageRunManifest(ctx, "workbench_commit", req.id, env)
+	if werr != nil {
 		return nil, werr
-	}
-	rows := ownRows(st, 0, nil)
-	rowsDigest, err := manifestDigestURI(rows)
-	if err != nil {
-		return nil, FromError(err)
 	}
 	b := &commitBuild{
 		s: s, req: req, observed: observed, newInc: nokv.NewIncarnationID(),
@@ -298,4 +290,24 @@ func (s *Service) replayCommit(req *commitRequest, op nokv.BuildCommitOperation)
 	}
 	tree := nokv.Commit{MemberDigest: op.MemberDigest}.TreeDigestURI()
 	return s.commitResult(req, len(env), envDigest, op.Result.HeadGeneration, tree, true), nil
+}
+
+// stageRunManifest stages env, a run manifest envelope, as the body of
+// workbench id's metadata/run_manifest.json for tool (a commit, or a
+// restore's final step), and returns the staging, its manifest rows and
+// their digest.
+func (s *Service) stageRunManifest(ctx context.Context, tool, id string, env []byte) (*staging, []nokv.ArtifactManifestEntry, string, *Error) {
+	if int64(len(env)) > s.opts.MaxBytes {
+		return nil, nil, "", ArtifactTooLarge(uint64(len(env)), s.opts.MaxBytes)
+	}
+	st := s.planStaging(tool, id, runManifestComps, env)
+	if werr := s.stageBytes(ctx, st, env); werr != nil {
+		return nil, nil, "", werr
+	}
+	rows := ownRows(st, 0, nil)
+	rowsDigest, err := manifestDigestURI(rows)
+	if err != nil {
+		return nil, nil, "", FromError(err)
+	}
+	return st, rows, rowsDigest, nil
 }

@@ -312,17 +312,9 @@ func (s *Service) finishRestore(ctx context.Context, sn *head.Snapshot, p *resto
 	if err != nil {
 		return nil, FromError(err)
 	}
-	if int64(len(env)) > s.opts.MaxBytes {
-		return nil, ArtifactTooLarge(uint64(len(env)), s.opts.MaxBytes)
-	}
-	st := s.planStaging("workbench_restore", p.dstID, runManifestComps, env)
-	if werr := s.stageBytes(ctx, st, env); werr != nil {
+	st, rows, rowsDigest, werr := s.stageRunManifest(ctx, "workbench_restore", p.dstID, env)
+	if werr != nil {
 		return nil, werr
-	}
-	rows := ownRows(st, 0, nil)
-	rowsDigest, err := manifestDigestURI(rows)
-	if err != nil {
-		return nil, FromError(err)
 	}
 	f := &restoreFinal{s: s, p: p, st: st, rows: rows, env: env}
 	f.runEntry = nokv.PathEntry{
@@ -357,7 +349,7 @@ func (s *Service) finishRestore(ctx context.Context, sn *head.Snapshot, p *resto
 			return nil, FromError(err)
 		}
 	}
-	sn, werr := s.pin(ctx)
+	sn, werr = s.pin(ctx)
 	if werr != nil {
 		return nil, werr
 	}
