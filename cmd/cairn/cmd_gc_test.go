@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/head"
@@ -18,7 +19,7 @@ import (
 // and returns its URL.
 func gcBucket(t *testing.T, name string, n int) string {
 	t.Helper()
-	url := "mem://" + name
+	url := fmt.Sprintf("mem://%s-%d", name, time.Now().UnixNano()) // fresh on every run
 	for i := range n {
 		in := fmt.Sprintf(`{"id":"wb","section":"outputs","path":"f%d.txt","text":"body %d"}`, i, i)
 		var out, errOut bytes.Buffer
@@ -148,7 +149,7 @@ func TestGCCommandAllAgentsSkipsOtherSchemas(t *testing.T) {
 // TestGCCommandRevisions: --revisions collects nothing a reader within
 // the grace may still read, and says so; it needs --agent.
 func TestGCCommandRevisions(t *testing.T) {
-	url := "mem://gc-revisions"
+	url := fmt.Sprintf("mem://gc-revisions-%d", time.Now().UnixNano())
 	big := strings.Repeat("x", 6000)
 	for i, replace := range []bool{false, true} {
 		in := fmt.Sprintf(`{"id":"wb","section":"outputs","path":"big.txt","text":"%s%d","replace":%t}`, big, i, replace)
