@@ -440,24 +440,11 @@ func (s *Service) planMembers(ctx context.Context, sn *head.Snapshot, p *restore
 	}
 	var rows []row
 	if p.src.kind == nokv.RestoreSourceKindSnapshot {
-		prefix, err := nokv.PathCurrentPrefix(s.root, p.srcInc, nil)
-		if err != nil {
-			return FromError(err)
-		}
-		recs, err := sn.Scan(ctx, nokv.FamilyPathCurrent, prefix, nil, 0)
-		if err != nil {
-			return FromError(err)
-		}
-		for _, r := range recs {
-			k, err := nokv.ParsePathCurrentKey(r.Key)
-			if err != nil {
-				return FromError(err)
-			}
-			e, err := nokv.DecodePathEntry(r.Value)
-			if err != nil {
-				return FromError(err)
-			}
-			rows = append(rows, row{k.Path, e})
+		if werr := s.scanPaths(ctx, sn, p.srcInc, nil, nil, func(path []string, e nokv.PathEntry) bool {
+			rows = append(rows, row{path, e})
+			return true
+		}); werr != nil {
+			return werr
 		}
 	} else {
 		recs, err := sn.Scan(ctx, nokv.FamilyCommitMember, nokv.CommitMemberPrefix(s.root, p.src.commit), nil, 0)

@@ -264,17 +264,24 @@ func (v *view) entry(ctx context.Context, path []string) (nokv.PathEntry, bool, 
 // dir is empty), in key order, until fn returns false. after, when not
 // nil, starts strictly after that path's key.
 func (v *view) scan(ctx context.Context, dir []string, after []string, fn func(path []string, e nokv.PathEntry) bool) *Error {
-	prefix, err := nokv.PathCurrentPrefix(v.s.root, v.ws.Incarnation, dir)
+	return v.s.scanPaths(ctx, v.sn, v.ws.Incarnation, dir, after, fn)
+}
+
+// scanPaths calls fn for every PathCurrent row of incarnation inc under
+// dir as sn sees it, in key order, until fn returns false. after, when
+// not nil, starts strictly after that path's key.
+func (s *Service) scanPaths(ctx context.Context, sn *head.Snapshot, inc nokv.IncarnationID, dir, after []string, fn func(path []string, e nokv.PathEntry) bool) *Error {
+	prefix, err := nokv.PathCurrentPrefix(s.root, inc, dir)
 	if err != nil {
 		return FromError(err)
 	}
 	var afterKey []byte
 	if after != nil {
-		if afterKey, err = (nokv.PathCurrentKey{Root: v.s.root, Incarnation: v.ws.Incarnation, Path: after}).Encode(); err != nil {
+		if afterKey, err = (nokv.PathCurrentKey{Root: s.root, Incarnation: inc, Path: after}).Encode(); err != nil {
 			return FromError(err)
 		}
 	}
-	recs, err := v.sn.Scan(ctx, nokv.FamilyPathCurrent, prefix, afterKey, 0)
+	recs, err := sn.Scan(ctx, nokv.FamilyPathCurrent, prefix, afterKey, 0)
 	if err != nil {
 		return FromError(err)
 	}

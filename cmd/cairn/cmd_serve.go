@@ -61,6 +61,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	idleTimeout := fs.Duration("idle-timeout", 0, "close an agent's engine after this long without a request (default 5m)")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 0, "time given to requests in flight on shutdown (default 30s)")
 	cacheMiB := fs.Int("cache-mib", 0, "decoded-object cache of each open agent's engine, in MiB (default 512)")
+	commitInterval := fs.Duration("commit-interval", 0, "least time between two head writes of one agent's group commits: the store's write rate for one object (GCS: 1s; default 0, unpaced)")
 	fs.Usage = func() {
 		fmt.Fprintln(e.stderr, "usage: cairn serve [--bucket URL] [--addr HOST:PORT] [--config FILE] [--request-timeout D] [--idle-timeout D] [--shutdown-timeout D]")
 		fs.PrintDefaults()
@@ -123,6 +124,10 @@ func runServe(ctx context.Context, e *env, args []string) int {
 		return usageErr("--cache-mib must not be negative")
 	}
 	opts.Workbench.Engine.CacheBytes = int64(*cacheMiB) << 20
+	if *commitInterval < 0 {
+		return usageErr("--commit-interval must not be negative")
+	}
+	opts.Workbench.Engine.MinCommitInterval = *commitInterval
 	grace := pickDuration(*shutdownTimeout, time.Duration(cfg.ShutdownTimeout), defaultShutdownTimeout)
 
 	b, url, code, err := openBucket(ctx, pick(*bucketURL, os.Getenv("CAIRN_BUCKET"), cfg.Bucket))

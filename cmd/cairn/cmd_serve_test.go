@@ -227,6 +227,7 @@ func TestServeUsage(t *testing.T) {
 		{"serve", "extra"},
 		{"serve", "--idle-timeout", "-1s"},
 		{"serve", "--cache-mib", "-1"},
+		{"serve", "--commit-interval", "-1s"},
 		{"workbench", "--server", "ftp://x", "workbench_list"},
 		{"workbench", "--server", "http://x", "--bucket", "mem://x", "workbench_list"},
 		{"workbench", "--token", "t", "workbench_list"},
