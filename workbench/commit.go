@@ -68,11 +68,12 @@ func (in *commitInput) resolve(*Service) *Error {
 	return nil
 }
 
-// MaxCommitMembers bounds the files of one commit. A commit is one engine
-// command, which holds a CommitMember row and a revision rewrite per file
-// in memory and writes about a kilobyte per file; beyond this bound the
-// commit is ResourceExhausted and nothing is written.
-const MaxCommitMembers = 100_000
+// MaxCommitMembers bounds the members of one commit: 100,000 files and
+// the run manifest. A commit is one engine command, which holds a
+// CommitMember row and a revision rewrite per file in memory and writes
+// about a kilobyte per file; beyond this bound the commit is
+// ResourceExhausted and nothing is written.
+const MaxCommitMembers = 100_000 + 1
 
 // maxCommitMembers is MaxCommitMembers; tests lower it.
 var maxCommitMembers = MaxCommitMembers
