@@ -28,9 +28,8 @@ import (
 // tables and shard objects.
 
 const (
-	concGrace      = 1500 * time.Millisecond
-	concAttemptAge = 300 * time.Millisecond
-	concRun        = 3500 * time.Millisecond
+	concGrace = 2 * time.Second // head.MinGrace
+	concRun   = 3500 * time.Millisecond
 	// concMaxRun bounds a run on a slow machine that has not yet made
 	// old enough garbage after concRun.
 	concMaxRun = 20 * time.Second
@@ -42,15 +41,11 @@ func concOptions(agent string) workbench.Options {
 		BlockSize:    128,
 		InlineMax:    64,
 		CleanupDelay: 10 * time.Millisecond,
-		// A block must be named by a landed record within the grace:
-		// staging age, plus an attempt's age, plus a margin.
-		MaxStagingAge: concGrace - 2*concAttemptAge - 300*time.Millisecond,
 		Engine: head.Options{
-			PageBytes:     256,
-			InlineBytes:   160,
-			MaxDeltas:     4,
-			MaxAttemptAge: concAttemptAge,
-			Check:         true,
+			PageBytes:   256,
+			InlineBytes: 160,
+			MaxDeltas:   4,
+			Check:       true,
 		},
 	}
 }
@@ -174,7 +169,7 @@ func TestSweepBesideWritersAndReaders(t *testing.T) {
 				return
 			}
 			opts := workbench.SweepOptions()
-			opts.Grace, opts.MaxAttemptAge = concGrace, concAttemptAge
+			opts.Grace, opts.SetGrace, opts.Touch = concGrace, true, true
 			rep, err := gcsweep.Sweep(ctx, sb, layout, opts)
 			if err != nil {
 				fail("sweep: %v", err)

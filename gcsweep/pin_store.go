@@ -22,26 +22,68 @@ func PinName(now time.Time, seq uint64) string {
 }
 
 // PinHead pins the current head of store: it reads the head and creates
-// the pin called name (PinName when name is empty) naming its root. The
-// root is kept from the moment the pin is stored; a sweep that marked
-// before that already kept it as the current root, or as one committed
-// within its grace window.
+// the pin called name (PinName when name is empty) naming its root.
+//
+// The root is kept from the moment the pin is stored. A sweep that
+// listed the pins before that read a head no newer than the one read
+// just after the store (H_q, of store time T_q), and keeps every root
+// that may have been the head at or after its horizon, at the latest
+// T_q − G: the pinned root was the head until after its own head's store
+// time T_p. So the pin is safe when T_p ≥ T_q − G/2 (the margin of the
+// floor, head/horizon.go). A process paused longer than that between
+// its read of the head and the store of the pin deletes the pin it
+// stored and pins anew (a named pin is then refused as taken only if
+// another process made it).
 func PinHead(ctx context.Context, store *head.Store, name, note string, now time.Time) (Pin, error) {
+	for try := 0; ; try++ {
+		p, ok, err := pinOnce(ctx, store, name, note, now)
+		if err != nil || ok {
+			return p, err
+		}
+		if try == 3 {
+			return Pin{}, fmt.Errorf("gcsweep: pin: %w: each try took longer than half the grace period between its read of the head and its store of the pin", head.ErrRetryable)
+		}
+	}
+}
+
+// pinOnce makes one try of PinHead; ok is false, with the pin deleted,
+// when it took too long to be safe.
+func pinOnce(ctx context.Context, store *head.Store, name, note string, now time.Time) (Pin, bool, error) {
 	sn, err := store.Pin(ctx)
 	if err != nil {
-		return Pin{}, fmt.Errorf("gcsweep: pin: read head: %w", err)
+		return Pin{}, false, fmt.Errorf("gcsweep: pin: read head: %w", err)
 	}
 	if name == "" {
 		name = PinName(now, sn.Sequence())
 	}
 	p, err := NewPin(store.Layout(), name, sn.Sequence(), sn.RootHash(), now, note)
 	if err != nil {
-		return Pin{}, err
+		return Pin{}, false, err
 	}
 	if err := CreatePin(ctx, store.Bucket(), store.Layout(), p); err != nil {
-		return Pin{}, err
+		return Pin{}, false, err
 	}
-	return p, nil
+	after, err := store.Pin(ctx)
+	if err != nil {
+		return Pin{}, false, fmt.Errorf("gcsweep: pin %s: read the head after storing it: %w", p.Name, err)
+	}
+	g, err := sn.Grace(ctx)
+	if err != nil {
+		return Pin{}, false, err
+	}
+	ga, err := after.Grace(ctx)
+	if err != nil {
+		return Pin{}, false, err
+	}
+	g = min(g, ga)
+	tp, tq := sn.StoreTime(), after.StoreTime()
+	if tp.IsZero() || tq.IsZero() || !tp.Before(tq.Add(-g/2)) {
+		return p, true, nil
+	}
+	if err := DeletePin(ctx, store.Bucket(), store.Layout(), p.Name); err != nil {
+		return Pin{}, false, err
+	}
+	return Pin{}, false, nil
 }
 
 // CreatePin stores p under its name, create-only: an existing pin of that

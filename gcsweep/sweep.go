@@ -22,49 +22,43 @@ import (
 
 // The sweep: mark, then delete what nothing keeps.
 //
+// # The horizon
+//
+// Every age is the store's: the time the bucket recorded for an object
+// (bucket.Attrs.ModTime) and for the head. The sweep reads the head, of
+// store time T, and the grace period G its root records (the deployment
+// root's own setting, head.Snapshot.Grace, which writers read too); its
+// horizon is T − G (head.Horizon). It deletes an object only if nothing
+// it marked reaches it and the store stamped it before the horizon.
+// Writers name only what their parent root reaches or what the store
+// stamped after T_H − G/2 for the head H they build on (head.Tx.Floor),
+// which is why no head that lands after the sweep read its head names a
+// deleted object, however long any process pauses (head/horizon.go has
+// the argument). With Options.Touch the sweep first commits an empty
+// change, so that T is the present and the horizon a grace period ago.
+//
 // # What is kept
 //
 // Sweep marks, with Walk, everything reachable from
 //
 //   - the current head's root, and every root its holds name (snapshots,
-//     operations in flight), recursively;
-//   - every root that was the head within the grace period: walking back
-//     the parent chain from the head, a parent is kept while its child
-//     root was written less than Grace + MaxAttemptAge ago by the store's
-//     clock (the child's commit, which ended the parent's time as head,
-//     came at most MaxAttemptAge after the child was written), so a
-//     request that pinned an older head less than Grace ago can still
-//     read it;
-//   - every pinned root (ListPins).
+//     operations in flight);
+//   - every root that may have been the head at or after the horizon,
+//     walking back the parent chain: a root was the head until its child
+//     became the head, which happened before the child's own child was
+//     staged (that attempt read the child's head first), or at the store
+//     time of a head the sweep read naming the child. A request that
+//     pinned such a root may still be reading it, and a pin made of it
+//     may be stored only now (PinHead);
+//   - every pinned root (ListPins), then every kept root (keeps.go: a
+//     restore in flight).
 //
-// It then deletes each object it listed beforehand under the shard's
-// engine prefixes (roots, tables, deltas, shard objects and pages, page
-// indexes), its staging ledgers and intents, and its artifact blocks,
-// that is not marked and whose store time (bucket.Attrs.ModTime, the
-// store's own clock) is older than Grace. The idempotency records of an
-// HTTP server are deleted once older than IdempotencyRetention (a day by
-// default). It never touches the head, pins or any key it does not
-// recognise, and it never deletes an object whose listing carries no
-// time.
-//
-// # Why a commit racing the sweep never loses an object
-//
-// The engine's writer rule: a new root references only objects reachable
-// from its parent root (the pinned head) or written by its own attempt,
-// and an attempt whose staging began more than MaxAttemptAge ago is
-// abandoned before its head write. Every object the sweep deletes was
-// listed before the mark began and is older than Grace > MaxAttemptAge.
-// Take any root R that a head names at any time after the mark:
-//
-//   - if R is the head the sweep marked, or one reachable from its holds
-//     or parents within the grace, it is marked with all it reaches;
-//   - otherwise R was committed after the mark read the head. Each object
-//     R references is reachable from R's parent (by induction a marked
-//     root or another such R) or was written by R's attempt, which began
-//     at most MaxAttemptAge before a head write that came after the mark
-//     began: the object is younger than Grace, so never deleted. A hold
-//     in R names R's parent or a root the parent holds: the same
-//     argument.
+// It never touches the head, pins or any key it does not recognise, and
+// it never deletes an object whose listing carries no time. It reads
+// every root it would delete: one of a sequence above the head's (or
+// right after it, written before the head was) means the head is older
+// than the bucket's history, an older head put back, and then nothing is
+// deleted (ErrRollback).
 //
 // Salting makes the other half: every object an attempt writes embeds the
 // attempt's nonce, so an attempt never "finds" an orphan with the bytes it
@@ -72,28 +66,13 @@ import (
 //
 // Before deleting, the sweep reads the head again, as ADR 0008 asks: if
 // it moved, it marks the new head (and its chain back to what it marked)
-// and reads again, a few times. The argument above makes this a second
-// line of defence, not the first: the deletes themselves may race any
-// number of later commits.
-//
-// The same argument covers artifact blocks when the product keeps the
-// rule for them: a publication names only blocks it uploaded in this
-// attempt or blocks a record reachable from its parent already names.
-// The Workbench's publications do (workbench.BlockRefs, docs/operations.md),
-// provided a publication's uploads and its commit together take less than
-// Grace − MaxAttemptAge; Grace must therefore leave room for the largest
-// upload, which is why its default is an hour.
+// and reads again, a few times.
 
 // Defaults of a sweep.
 const (
-	// DefaultGrace is the default grace period: an object younger than
-	// this is never deleted, and a root that was the head this recently
-	// is kept. An hour: six times the engine's MaxAttemptAge, so that
-	// body uploads, replicas' clocks and requests that read an old
-	// snapshot all fit within it (docs/operations.md).
-	DefaultGrace = time.Hour
-	// DefaultMaxAttemptAge is head.Options.MaxAttemptAge's default.
-	DefaultMaxAttemptAge = 10 * time.Minute
+	// DefaultGrace is the grace period of a deployment root that records
+	// none (head.DefaultGrace): an hour.
+	DefaultGrace = head.DefaultGrace
 	// DefaultIdempotencyRetention is Options.IdempotencyRetention's
 	// default: a day, as long as a client may reasonably retry a request
 	// with the same Idempotency-Key.
@@ -104,10 +83,9 @@ const (
 
 // Errors of a sweep.
 var (
-	// ErrGrace is returned when the grace period does not exceed the
-	// writers' MaxAttemptAge: a commit could then reference an object
-	// old enough to be deleted.
-	ErrGrace = errors.New("gcsweep: grace period must exceed the writers' MaxAttemptAge")
+	// ErrGrace is returned for a grace shorter than the one the
+	// deployment root records: writers keep only that one's promise.
+	ErrGrace = errors.New("gcsweep: the grace period may not be shorter than the deployment root's")
 	// ErrNoHead is returned for a shard whose head is missing while
 	// objects exist under its prefix: everything would look unreachable,
 	// so nothing is deleted.
@@ -119,18 +97,32 @@ var (
 	// Options.Marker: the shard belongs to another product or version,
 	// whose families the layout would misread.
 	ErrMarker = errors.New("gcsweep: the head's schema marker is not the one expected")
+	// ErrRollback is returned when a root or pin in the bucket is newer
+	// than the head: an older head object was put back (a bucket-level
+	// restore, a mistake), and everything committed after it would look
+	// unreachable. Nothing is deleted; cairn fsck reports it.
+	ErrRollback = errors.New("gcsweep: the head is older than a root or pin in the bucket")
 )
 
 // Options tune a Sweep.
 type Options struct {
-	// Grace: an unmarked object is deleted only once it is older than
-	// this by the store's clock. Default DefaultGrace. It must exceed
-	// MaxAttemptAge (ErrGrace).
+	// Grace, if set, is the grace period of this sweep: at least the one
+	// the deployment root records (ErrGrace otherwise), which is the
+	// default. With SetGrace it is recorded as the root's first, and may
+	// be shorter; a dry run reports as if it were.
 	Grace time.Duration
-	// MaxAttemptAge is the longest a writer's commit attempt lives
-	// (head.Options.MaxAttemptAge of every writer of the shard). Default
-	// DefaultMaxAttemptAge.
-	MaxAttemptAge time.Duration
+	// SetGrace records Grace as the deployment root's grace period
+	// (head.Store.SetGrace, one commit when it changes) before the sweep:
+	// writers read it from the same root, so no value can make a write
+	// name what the sweep deletes. Needs Marker; a dry run records
+	// nothing.
+	SetGrace bool
+	// Touch commits an empty change (head.Store.Touch) before the sweep
+	// reads the head, so that its horizon is a grace period before now
+	// rather than before the last write. Needs Marker. A dry run never
+	// touches: it counts from the store's time now instead, as the sweep
+	// it previews would.
+	Touch bool
 	// IdempotencyRetention is how long the idempotency records an HTTP
 	// server keeps under the shard's idempotency prefix are honoured: a
 	// record older than this by the store's clock (from its last write)
@@ -153,7 +145,9 @@ type Options struct {
 	Marker *head.Marker
 	// Now, if set, is the store's clock. By default the sweep reads it:
 	// it writes an empty object under shards.Layout.ClockProbe, takes its
-	// ModTime, and deletes it. A dry run does the same.
+	// ModTime, and deletes it. A dry run does the same. It dates the
+	// report and the idempotency records; the horizon comes from the
+	// head.
 	Now func() time.Time
 	// Progress, if set, is told of work done, from one goroutine at a
 	// time.
@@ -202,6 +196,9 @@ const (
 	ClassStaging Class = "staging"
 	ClassIntent  Class = "intent"
 	ClassBlock   Class = "block"
+	// ClassKeep is a keep (keeps.go): kept while younger than the
+	// horizon, its root marked.
+	ClassKeep Class = "keep"
 	// ClassIdempotency is an HTTP server's idempotency record: deleted
 	// once older than Options.IdempotencyRetention, never marked.
 	ClassIdempotency Class = "idempotency"
@@ -218,25 +215,36 @@ type Report struct {
 	// heads, those within the grace, held and pinned roots): no reader
 	// may read a state older than it, which is what collecting a
 	// revision waits for (workbench.CollectRevisions).
-	OldestSequence uint64     `json:"oldest_sequence"`
-	RootsInGrace   int        `json:"roots_in_grace"`
-	Holds          int        `json:"held_roots"` // distinct roots the holds of marked roots name
-	Pins           int        `json:"pins"`
-	Grace          Duration   `json:"grace"`
-	StoreNow       time.Time  `json:"store_now"`
-	ClockSkew      Duration   `json:"clock_skew"` // the store's clock minus this machine's
-	Live           Tally      `json:"live"`       // everything marked (what Walk reached), listed or not
-	Scanned        Tally      `json:"scanned"`
-	Reachable      Tally      `json:"kept_reachable"`
-	Young          Tally      `json:"kept_within_grace"`
-	UnknownAge     Tally      `json:"kept_unknown_age"`
-	Unknown        Tally      `json:"kept_unknown_key"`
-	Deleted        Tally      `json:"deleted"` // in a dry run: would be deleted
-	Failed         Tally      `json:"delete_failed"`
-	Changed        Tally      `json:"delete_skipped"` // the object changed or vanished since the listing
-	ByClass        []ClassRow `json:"by_class"`
-	Requests       int64      `json:"requests"`
-	Duration       Duration   `json:"duration"`
+	OldestSequence uint64   `json:"oldest_sequence"`
+	RootsInGrace   int      `json:"roots_in_grace"` // roots that may have been the head at or after the horizon
+	Holds          int      `json:"held_roots"`     // distinct roots the holds of marked roots name
+	Pins           int      `json:"pins"`
+	Keeps          int      `json:"keeps"` // keeps of operations in flight (keeps.go)
+	Grace          Duration `json:"grace"`
+	// HeadTime is the store time of the head the horizon is counted
+	// from, and Horizon that time less the grace: only what the store
+	// stamped before it is deleted.
+	HeadTime time.Time `json:"head_time"`
+	Horizon  time.Time `json:"horizon"`
+	// Touched: the sweep committed an empty change first (Options.Touch).
+	Touched bool `json:"touched"`
+	// RootsChecked counts the unmarked roots read for a rollback before
+	// anything was deleted.
+	RootsChecked int        `json:"roots_checked"`
+	StoreNow     time.Time  `json:"store_now"`
+	ClockSkew    Duration   `json:"clock_skew"` // the store's clock minus this machine's
+	Live         Tally      `json:"live"`       // everything marked (what Walk reached), listed or not
+	Scanned      Tally      `json:"scanned"`
+	Reachable    Tally      `json:"kept_reachable"`
+	Young        Tally      `json:"kept_within_grace"`
+	UnknownAge   Tally      `json:"kept_unknown_age"`
+	Unknown      Tally      `json:"kept_unknown_key"`
+	Deleted      Tally      `json:"deleted"` // in a dry run: would be deleted
+	Failed       Tally      `json:"delete_failed"`
+	Changed      Tally      `json:"delete_skipped"` // the object changed or vanished since the listing
+	ByClass      []ClassRow `json:"by_class"`
+	Requests     int64      `json:"requests"`
+	Duration     Duration   `json:"duration"`
 }
 
 // ClassRow is the report of one class of objects.
@@ -277,14 +285,16 @@ type listed struct {
 // anything, unless it is the joined errors of failed deletes).
 func Sweep(ctx context.Context, b bucket.Bucket, layout shards.Layout, opts Options) (*Report, error) {
 	start := time.Now()
-	if opts.Grace == 0 {
-		opts.Grace = DefaultGrace
+	if opts.Grace < 0 {
+		return nil, fmt.Errorf("%w: %v", ErrGrace, opts.Grace)
 	}
-	if opts.MaxAttemptAge == 0 {
-		opts.MaxAttemptAge = DefaultMaxAttemptAge
+	if (opts.Touch || opts.SetGrace) && opts.Marker == nil {
+		return nil, errors.New("gcsweep: a sweep that writes the head needs the schema marker")
 	}
-	if opts.Grace <= opts.MaxAttemptAge || opts.MaxAttemptAge < 0 {
-		return nil, fmt.Errorf("%w: grace %v, max attempt age %v", ErrGrace, opts.Grace, opts.MaxAttemptAge)
+	if opts.SetGrace {
+		if err := head.CheckGrace(opts.Grace); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultConcurrency
@@ -293,11 +303,11 @@ func Sweep(ctx context.Context, b bucket.Bucket, layout shards.Layout, opts Opti
 		opts.IdempotencyRetention = DefaultIdempotencyRetention
 	}
 	cb := counting.New(b)
-	s := &sweeper{b: cb, layout: layout, opts: opts, rep: &Report{DryRun: opts.DryRun, Grace: Duration(opts.Grace)}, byClass: map[Class]*ClassRow{}}
+	s := &sweeper{b: cb, layout: layout, opts: opts, rep: &Report{DryRun: opts.DryRun}, byClass: map[Class]*ClassRow{}}
 	err := s.run(ctx)
 	s.rep.Requests = cb.Snapshot().Total().Requests
 	s.rep.Duration = Duration(time.Since(start))
-	for _, c := range []Class{ClassRoot, ClassTable, ClassDelta, ClassShard, ClassIndex, ClassStaging, ClassIntent, ClassBlock, ClassIdempotency, ClassUnknown} {
+	for _, c := range []Class{ClassRoot, ClassTable, ClassDelta, ClassShard, ClassIndex, ClassStaging, ClassIntent, ClassBlock, ClassKeep, ClassIdempotency, ClassUnknown} {
 		if row := s.byClass[c]; row != nil {
 			s.rep.ByClass = append(s.rep.ByClass, *row)
 		}
@@ -314,15 +324,21 @@ type sweeper struct {
 	repMu   sync.Mutex // guards rep and byClass while deletes run
 	byClass map[Class]*ClassRow
 
-	now    time.Time
-	cutoff time.Time // objects written before it are older than the grace
-	objs   []listed
-	times  map[string]time.Time // listed key → store time
+	now     time.Time
+	horizon time.Time // objects stamped before it may go; zero: none may
+	objs    []listed
+	times   map[string]time.Time // listed key → store time
+	keeps   []listedKeep
 
 	w       *walker
 	parents map[digest.Hash]digest.Hash // every root the walk decoded → its parent
 	held    map[digest.Hash]bool        // every root a hold of a decoded root names
-	mu      sync.Mutex
+	// became holds, for roots named by a head the sweep read, that
+	// head's store time: the latest the root can have become the head.
+	became map[digest.Hash]time.Time
+	last   *head.Head // the newest head read
+	lastAt time.Time  // its store time
+	mu     sync.Mutex
 }
 
 func (s *sweeper) progress(p Progress) {
@@ -332,14 +348,34 @@ func (s *sweeper) progress(p Progress) {
 }
 
 func (s *sweeper) run(ctx context.Context) error {
-	hd, version, err := s.readHead(ctx)
+	hd, attrs, err := s.readHead(ctx)
 	if err != nil {
 		return err
 	}
 	if hd == nil {
 		return nil // a shard never written
 	}
+	if s.opts.SetGrace && !s.opts.DryRun {
+		if err := s.writeHead(ctx, func(st *head.Store) error { return st.SetGrace(ctx, s.opts.Grace) }); err != nil {
+			return fmt.Errorf("gcsweep: record the grace period: %w", err)
+		}
+		if hd, attrs, err = s.readHeadAgain(ctx); err != nil {
+			return err
+		}
+	}
+	s.became = map[digest.Hash]time.Time{}
+	s.noteHead(hd, attrs)
 	if err := s.clock(ctx); err != nil {
+		return err
+	}
+	headTime := attrs.ModTime
+	if s.opts.Touch && !s.now.IsZero() {
+		// The sweep touches the head once it has found nothing to stop
+		// for (a dry run only reports as if): its horizon counts from
+		// now, and never from later than the head it will write.
+		headTime = s.now
+	}
+	if err := s.setHorizon(ctx, hd, headTime); err != nil {
 		return err
 	}
 	// List before marking: whatever is written after the listing is
@@ -347,8 +383,14 @@ func (s *sweeper) run(ctx context.Context) error {
 	if err := s.list(ctx); err != nil {
 		return err
 	}
+	// Pins before keeps: a keep written after this listing of the keeps
+	// was written after the pins were listed, while the pin its
+	// operation checked existed (keeps.go).
 	pins, err := ListPins(ctx, s.b, s.layout)
 	if err != nil {
+		return err
+	}
+	if s.keeps, err = listKeeps(ctx, s.b, s.layout); err != nil {
 		return err
 	}
 	s.progress(Progress{Phase: PhaseMark, Start: true})
@@ -365,59 +407,148 @@ func (s *sweeper) run(ctx context.Context) error {
 		}
 		s.rep.Pins++
 	}
-	// Read the head again: a head that moved is marked too.
-	for range maxRemarks {
-		again, v, err := s.readHead(ctx)
-		if err != nil {
+	for _, k := range s.keeps {
+		if !s.stale(k.attrs) {
+			if err := s.w.walk(ctx, []digest.Hash{k.RootHash}); err != nil {
+				return fmt.Errorf("gcsweep: keep %s: %w", k.Key, err)
+			}
+			s.rep.Keeps++
+		}
+	}
+	version, err := s.remark(ctx, attrs.Version)
+	if err != nil {
+		return err
+	}
+	if err := s.checkRollback(ctx, pins); err != nil {
+		return err
+	}
+	if s.opts.Touch && !s.opts.DryRun {
+		// Nothing stops the sweep: touch the head, so that the horizon
+		// may reach a grace period before now, and mark from there.
+		if err := s.writeHead(ctx, func(st *head.Store) error { _, err := st.Touch(ctx); return err }); err != nil {
+			return fmt.Errorf("gcsweep: touch the head: %w", err)
+		}
+		s.rep.Touched = true
+		if _, err := s.remark(ctx, version); err != nil {
 			return err
 		}
-		if again == nil {
-			return fmt.Errorf("%w: the head vanished during the sweep", ErrNoHead)
-		}
-		if v == version {
-			break
-		}
-		version = v
-		s.rep.HeadMoves++
-		if err := s.markHead(ctx, again); err != nil {
-			return err
+		if h := head.Horizon(s.lastAt, time.Duration(s.rep.Grace)); h.Before(s.horizon) {
+			s.horizon, s.rep.Horizon = h, h // the store's clock went back
 		}
 	}
 	s.rep.Holds = len(s.held)
 	return s.sweep(ctx)
 }
 
+// remark reads the head again until it stands still, marking every head
+// that moved (with its chain back to what is marked), and returns the
+// version it last read.
+func (s *sweeper) remark(ctx context.Context, version bucket.Version) (bucket.Version, error) {
+	for range maxRemarks {
+		again, a, err := s.readHeadAgain(ctx)
+		if err != nil {
+			return version, err
+		}
+		if a.Version == version {
+			return version, nil
+		}
+		version = a.Version
+		s.noteHead(again, a)
+		s.rep.HeadMoves++
+		if err := s.markHead(ctx, again); err != nil {
+			return version, err
+		}
+	}
+	return version, nil
+}
+
+// readHeadAgain reads the head of a shard that has one.
+func (s *sweeper) readHeadAgain(ctx context.Context) (*head.Head, bucket.Attrs, error) {
+	h, a, err := s.readHead(ctx)
+	if err == nil && h == nil {
+		err = fmt.Errorf("%w: the head vanished during the sweep", ErrNoHead)
+	}
+	return h, a, err
+}
+
+// writeHead runs fn on a Store of the shard: the sweep's own commits
+// (SetGrace, Touch).
+func (s *sweeper) writeHead(ctx context.Context, fn func(*head.Store) error) error {
+	st, err := head.Open(ctx, s.b, s.layout.ID(), head.Schema{Marker: *s.opts.Marker, Families: s.layout.Schema()}, head.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return fn(st)
+}
+
+// noteHead records a head the sweep read and its store time.
+func (s *sweeper) noteHead(h *head.Head, attrs bucket.Attrs) {
+	root, _ := digest.Parse(h.Root)
+	if t, ok := s.became[root]; !ok || attrs.ModTime.Before(t) {
+		s.became[root] = attrs.ModTime
+	}
+	if s.last == nil || h.Sequence >= s.last.Sequence {
+		s.last, s.lastAt = h, attrs.ModTime
+	}
+}
+
+// setHorizon reads the grace period the head's root records and sets the
+// horizon from the head's store time.
+func (s *sweeper) setHorizon(ctx context.Context, h *head.Head, headTime time.Time) error {
+	root, _ := digest.Parse(h.Root)
+	g, err := head.GraceAt(ctx, s.b, s.layout, root)
+	if err != nil {
+		return fmt.Errorf("gcsweep: read the deployment root's grace: %w", err)
+	}
+	if s.opts.Grace != 0 && s.opts.Grace < g && !(s.opts.SetGrace && s.opts.DryRun) {
+		return fmt.Errorf("%w: %v, and the deployment root records %v", ErrGrace, s.opts.Grace, g)
+	}
+	if s.opts.Grace != 0 {
+		g = s.opts.Grace
+	}
+	s.rep.Grace, s.rep.HeadTime = Duration(g), headTime
+	s.horizon = head.Horizon(headTime, g)
+	s.rep.Horizon = s.horizon
+	return nil
+}
+
+// stale reports whether the store stamped an object before the horizon.
+func (s *sweeper) stale(a bucket.Attrs) bool {
+	return !s.horizon.IsZero() && !a.ModTime.IsZero() && a.ModTime.Before(s.horizon)
+}
+
 // readHead reads and decodes the head; nil, without error, for a shard
 // with nothing under its prefix.
-func (s *sweeper) readHead(ctx context.Context) (*head.Head, bucket.Version, error) {
+func (s *sweeper) readHead(ctx context.Context) (*head.Head, bucket.Attrs, error) {
 	body, attrs, err := s.b.Get(ctx, s.layout.Head())
 	if errors.Is(err, bucket.ErrNotExist) {
 		page, lerr := s.b.List(ctx, bucket.ListOptions{Prefix: s.layout.Prefix(), PageSize: 1})
 		if lerr != nil {
-			return nil, "", fmt.Errorf("gcsweep: list %s: %w", s.layout.Prefix(), lerr)
+			return nil, attrs, fmt.Errorf("gcsweep: list %s: %w", s.layout.Prefix(), lerr)
 		}
 		if len(page.Objects) > 0 {
-			return nil, "", fmt.Errorf("%w: %s", ErrNoHead, s.layout.Prefix())
+			return nil, attrs, fmt.Errorf("%w: %s", ErrNoHead, s.layout.Prefix())
 		}
-		return nil, "", nil
+		return nil, attrs, nil
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("gcsweep: read head: %w", err)
+		return nil, attrs, fmt.Errorf("gcsweep: read head: %w", err)
 	}
 	var h head.Head
 	if err := manifests.Decode(body, &h); err != nil {
-		return nil, "", fmt.Errorf("%w: %w", ErrBadHead, err)
+		return nil, attrs, fmt.Errorf("%w: %w", ErrBadHead, err)
 	}
 	if m := s.opts.Marker; m != nil && h.Marker != *m {
-		return nil, "", fmt.Errorf("%w: %+v, want %+v", ErrMarker, h.Marker, *m)
+		return nil, attrs, fmt.Errorf("%w: %+v, want %+v", ErrMarker, h.Marker, *m)
 	}
 	if h.ShardID != s.layout.ID().String() {
-		return nil, "", fmt.Errorf("%w: names shard %q, want %s", ErrBadHead, h.ShardID, s.layout.ID())
+		return nil, attrs, fmt.Errorf("%w: names shard %q, want %s", ErrBadHead, h.ShardID, s.layout.ID())
 	}
 	if _, err := digest.Parse(h.Root); err != nil {
-		return nil, "", fmt.Errorf("%w: root %q", ErrBadHead, h.Root)
+		return nil, attrs, fmt.Errorf("%w: root %q", ErrBadHead, h.Root)
 	}
-	return &h, attrs.Version, nil
+	return &h, attrs, nil
 }
 
 // clock reads the store's clock and sets the cutoff.
@@ -439,7 +570,6 @@ func (s *sweeper) clock(ctx context.Context) error {
 		s.now = attrs.ModTime
 	}
 	if !s.now.IsZero() {
-		s.cutoff = s.now.Add(-s.opts.Grace)
 		s.rep.ClockSkew = Duration(s.now.Sub(local))
 	}
 	s.rep.StoreNow = s.now
@@ -451,7 +581,7 @@ func (s *sweeper) clock(ctx context.Context) error {
 func (s *sweeper) list(ctx context.Context) error {
 	s.progress(Progress{Phase: PhaseList, Start: true})
 	s.times = map[string]time.Time{}
-	prefixes := []string{s.layout.Prefix(), s.layout.ArtifactsPrefix()}
+	prefixes := []string{s.layout.Prefix(), s.layout.ArtifactsPrefix(), s.layout.KeepsPrefix()}
 	if s.opts.IdempotencyRetention >= 0 {
 		prefixes = append(prefixes, s.layout.IdempotencyPrefix())
 	}
@@ -491,6 +621,8 @@ func (s *sweeper) classify(key string) Class {
 		return ClassStaging
 	case strings.HasPrefix(key, s.layout.IntentsPrefix()):
 		return ClassIntent
+	case strings.HasPrefix(key, s.layout.KeepsPrefix()):
+		return ClassKeep
 	case strings.HasPrefix(key, s.layout.ArtifactsPrefix()):
 		if isBlockKey(strings.TrimPrefix(key, s.layout.ArtifactsPrefix())) {
 			return ClassBlock
@@ -555,19 +687,27 @@ func (s *sweeper) sawRoot(h digest.Hash, r *roots.Root) {
 	s.mu.Unlock()
 }
 
-// markHead marks a head's root, with its holds, and the parents that
-// were the head within the grace period.
+// markHead marks a head's root, with its holds, and the roots before it
+// that may have been the head at or after the horizon.
+//
+// A root was the head until its child became the head. That happened no
+// later than the store time of a head the sweep read naming the child
+// (became), and before the child's own child was staged, since that
+// attempt read the child's head first: the store time of the listed
+// grandchild bounds it. A parent is kept while that bound is at or after
+// the horizon; a bound the sweep does not know keeps it.
 func (s *sweeper) markHead(ctx context.Context, h *head.Head) error {
 	root, _ := digest.Parse(h.Root)
 	s.rep.HeadSequence, s.rep.HeadRoot = h.Sequence, h.Root
 	if err := s.w.walk(ctx, []digest.Hash{root}); err != nil {
 		return fmt.Errorf("gcsweep: head %d: %w", h.Sequence, err)
 	}
-	for child := root; ; {
+	child, became := root, s.became[root]
+	for {
 		s.mu.Lock()
 		parent := s.parents[child]
 		s.mu.Unlock()
-		if parent.IsZero() || !s.headWithinGrace(child) {
+		if parent.IsZero() || s.horizon.IsZero() || (!became.IsZero() && became.Before(s.horizon)) {
 			return nil
 		}
 		key := s.layout.Root(parent)
@@ -581,23 +721,13 @@ func (s *sweeper) markHead(ctx context.Context, h *head.Head) error {
 			return fmt.Errorf("gcsweep: root %s, parent of %s: %w", parent, child, err)
 		}
 		s.rep.RootsInGrace++
+		// The parent became the head before the child was staged.
+		became = s.times[s.layout.Root(child)]
+		if t, ok := s.became[parent]; ok && (became.IsZero() || t.Before(became)) {
+			became = t
+		}
 		child = parent
 	}
-}
-
-// headWithinGrace reports whether the parent of root child may have been
-// the head within the grace period: child's commit, which ended it, came
-// at most MaxAttemptAge after child was written. A root not listed was
-// written after the listing.
-func (s *sweeper) headWithinGrace(child digest.Hash) bool {
-	if s.cutoff.IsZero() {
-		return false // no clock: nothing is deleted, so no older root need be marked
-	}
-	t, ok := s.times[s.layout.Root(child)]
-	if !ok || t.IsZero() {
-		return true
-	}
-	return t.Add(s.opts.MaxAttemptAge).After(s.cutoff)
 }
 
 // sweep classifies every listed object and deletes the doomed.
@@ -623,9 +753,9 @@ func (s *sweeper) sweep(ctx context.Context) error {
 			}
 		case s.w.marked(o.Key):
 			s.rep.Reachable.add(o.Size)
-		case o.ModTime.IsZero() || s.cutoff.IsZero():
+		case o.ModTime.IsZero() || s.horizon.IsZero():
 			s.rep.UnknownAge.add(o.Size)
-		case !o.ModTime.Before(s.cutoff):
+		case !s.stale(o.Attrs):
 			s.rep.Young.add(o.Size)
 		default:
 			doomed = append(doomed, o)

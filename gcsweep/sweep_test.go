@@ -21,7 +21,8 @@ import (
 	"github.com/cairnstore/cairn/workbench"
 )
 
-// sweepOptions are the Workbench's refs with the default grace.
+// sweepOptions are the Workbench's (with a touch of the head first, as
+// cairn gc sweeps) and the deployment's grace.
 func sweepOptions() gcsweep.Options {
 	return workbench.SweepOptions()
 }
@@ -86,7 +87,7 @@ func orphanStaging(t testing.TB, b bucket.Bucket, layout shards.Layout, root [16
 	op[0], rev[0] = 0xee, 0xee
 	data := []byte(body(999, 2100))
 	st := &bodies.Staging{Operation: op, Root: root, Revision: rev, Blocks: bs.Plan(root, rev, data)}
-	if err := bs.Stage(context.Background(), st, data); err != nil {
+	if _, err := bs.Stage(context.Background(), st, data); err != nil {
 		t.Fatal(err)
 	}
 	keys := []string{layout.Staging(op)}
@@ -144,7 +145,8 @@ func TestSweepDeletesGarbageKeepsLive(t *testing.T) {
 	}
 	t.Logf("report: %+v", *rep)
 	after := listAll(t, b)
-	want := map[string]bool{layout.Head(): true, unknown: true}
+	// What the head reaches, and the root of the sweep's own touch.
+	want := map[string]bool{layout.Head(): true, unknown: true, layout.Root(headRoot(t, b, layout)): true}
 	maps.Copy(want, live)
 	maps.Copy(want, blocks)
 	if !maps.Equal(after, want) {
@@ -155,15 +157,15 @@ func TestSweepDeletesGarbageKeepsLive(t *testing.T) {
 			t.Errorf("garbage %s survived", k)
 		}
 	}
-	gone := int64(len(before) - len(after))
+	gone := int64(len(before) - len(after) + 1) // the touch wrote a root
 	if rep.Deleted.Objects != gone || dry.Deleted != rep.Deleted {
 		t.Errorf("deleted %d objects (dry run: %d), the bucket lost %d", rep.Deleted.Objects, dry.Deleted.Objects, gone)
 	}
 	if rep.Unknown.Objects != 1 || rep.Reachable.Objects != int64(len(live)+len(blocks)) || rep.Young.Objects != 0 {
 		t.Errorf("kept: unknown %d, reachable %d (want %d), young %d", rep.Unknown.Objects, rep.Reachable.Objects, len(live)+len(blocks), rep.Young.Objects)
 	}
-	if rep.HeadSequence == 0 || rep.HeadRoot != root.String() || rep.Requests == 0 {
-		t.Errorf("report: head %d %s, requests %d", rep.HeadSequence, rep.HeadRoot, rep.Requests)
+	if rep.HeadSequence == 0 || rep.HeadRoot != headRoot(t, b, layout).String() || parentOf(t, b, layout, headRoot(t, b, layout)) != root || !rep.Touched || rep.Requests == 0 {
+		t.Errorf("report: head %d %s (touched %v), requests %d", rep.HeadSequence, rep.HeadRoot, rep.Touched, rep.Requests)
 	}
 	checkState(t, b, "sweep", fs)
 
@@ -195,8 +197,8 @@ func TestSweepKeepsYoungAndUntimed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after := listAll(t, b); !maps.Equal(after, before) || rep.Deleted.Objects != 0 || rep.Young.Objects == 0 {
-		t.Fatalf("within the grace: deleted %d, young %d, gone %v", rep.Deleted.Objects, rep.Young.Objects, minus(before, after))
+	if gone := minus(before, listAll(t, b)); len(gone) != 0 || rep.Deleted.Objects != 0 || rep.Young.Objects == 0 {
+		t.Fatalf("within the grace: deleted %d, young %d, gone %v", rep.Deleted.Objects, rep.Young.Objects, gone)
 	}
 
 	clk.Advance(2 * time.Hour)
@@ -205,14 +207,18 @@ func TestSweepKeepsYoungAndUntimed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after := listAll(t, b); !maps.Equal(after, before) || rep.Deleted.Objects != 0 || rep.UnknownAge.Objects == 0 {
-		t.Fatalf("without times: deleted %d, unknown age %d, gone %v", rep.Deleted.Objects, rep.UnknownAge.Objects, minus(before, after))
+	if gone := minus(before, listAll(t, b)); len(gone) != 0 || rep.Deleted.Objects != 0 || rep.UnknownAge.Objects == 0 {
+		t.Fatalf("without times: deleted %d, unknown age %d, gone %v", rep.Deleted.Objects, rep.UnknownAge.Objects, gone)
 	}
 }
 
 // TestSweepKeepsHoldsPinsAndGraceRoots: a root held by the head (a
-// snapshot), a pinned root, and the roots that were the head within the
-// grace keep everything they reach; older roots go.
+// snapshot), a pinned root, and the roots that may have been the head
+// since the horizon keep everything they reach; older roots go. A root
+// was the head until its child's head write, which the sweep bounds by
+// the store time of the child's child: so the root before the oldest one
+// that was the head since the horizon is kept too (old's parent here),
+// and its parent goes.
 func TestSweepKeepsHoldsPinsAndGraceRoots(t *testing.T) {
 	ctx := context.Background()
 	clk := newFakeClock()
@@ -250,12 +256,15 @@ func TestSweepKeepsHoldsPinsAndGraceRoots(t *testing.T) {
 	if rep.Pins != 1 || rep.Holds != 1 || rep.Deleted.Objects == 0 {
 		t.Fatalf("pins %d, held roots %d, deleted %d", rep.Pins, rep.Holds, rep.Deleted.Objects)
 	}
-	// old was the head until the first of the recent commits, within the
-	// grace: it is kept; so are the recent roots. Its parent is not.
-	if rep.RootsInGrace != len(recent) {
-		t.Errorf("roots in grace %d, want %d", rep.RootsInGrace, len(recent))
+	// old was the head until the first of the recent commits, since the
+	// horizon: it is kept; so are the recent roots (the newest is the
+	// head the sweep first read), and old's parent, whose end as the
+	// head only the first recent root's store time bounds.
+	oldParent := parentOf(t, b, layout, old)
+	if rep.RootsInGrace != len(recent)+1 {
+		t.Errorf("roots since the horizon %d, want %d", rep.RootsInGrace, len(recent)+1)
 	}
-	for _, r := range append([]digest.Hash{held, pinned, old}, recent...) {
+	for _, r := range append([]digest.Hash{held, pinned, old, oldParent}, recent...) {
 		if err := head.Check(ctx, b, layout, r, head.CheckOptions{Strict: true}); err != nil {
 			t.Errorf("root %s after the sweep: %v", r, err)
 		}
@@ -264,8 +273,8 @@ func TestSweepKeepsHoldsPinsAndGraceRoots(t *testing.T) {
 			t.Errorf("root %s: %d objects, %d blocks", r, len(live), len(blocks))
 		}
 	}
-	if _, err := b.Stat(ctx, layout.Root(parentOf(t, b, layout, old))); !errors.Is(err, bucket.ErrNotExist) {
-		t.Errorf("the parent of the oldest root within the grace survived: %v", err)
+	if _, err := b.Stat(ctx, layout.Root(parentOf(t, b, layout, oldParent))); !errors.Is(err, bucket.ErrNotExist) {
+		t.Errorf("the grandparent of the oldest root since the horizon survived: %v", err)
 	}
 	checkState(t, b, "keep", fs)
 }

@@ -432,10 +432,21 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		return true, nil
 	} // a transient failure is met again, and retried, by the read itself
 	foreign = append(foreign, probed()...)
+	floor, err := sn.Floor(ctx)
+	if err != nil {
+		if bucket.Transient(err) {
+			return false, err
+		}
+		for _, c := range calls {
+			c.finish(Result{}, err)
+		}
+		return true, nil
+	}
 	state := newBatchState(s.fams)
 	outs := make([]outcome, len(calls))
 	now := s.opts.Now()
 	seq := sn.head.Sequence + 1
+	at := applyClock{seq: seq, now: now, floor: floor}
 	fold := false
 	for i, c := range calls {
 		if err := c.ctx.Err(); err != nil {
@@ -446,13 +457,13 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 			fold = s.overDeltas(sn.root, 1) || (c.all && len(sn.root.Deltas) > 0)
 			continue
 		}
-		outs[i] = s.apply(ctx, sn, state, c.cmd, seq, now, c.intent != "")
+		outs[i] = s.apply(ctx, sn, state, c.cmd, at, c.intent != "")
 		var rej *Rejected
 		if c.intent != "" && outs[i].err != nil && !errors.As(outs[i].err, &rej) {
 			outs[i].retry = true // another replica may apply its intent: never report this failure
 		}
 	}
-	settled := s.applyForeign(ctx, sn, state, foreign, seq, now)
+	settled := s.applyForeign(ctx, sn, state, foreign, at)
 	if state.empty() && !fold {
 		if reused {
 			// Nothing to commit, so no head write validates a snapshot
@@ -496,7 +507,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		return true, nil
 	}
 	staged := time.Now()
-	if err := s.stage(ctx, cand); err != nil {
+	if err := s.stage(ctx, cand, floor); err != nil {
 		if endCommit(ctx, calls, err) {
 			return true, nil
 		}
@@ -631,12 +642,21 @@ func dedupeKey(cmd Command) []byte {
 	return append(append([]byte(nil), cmd.Namespace[:]...), cmd.RequestID...)
 }
 
+// applyClock is what every command of one attempt reads of time and
+// order: the commit sequence, the writer's clock and the attempt's floor
+// on the store's clock (Tx.Floor).
+type applyClock struct {
+	seq   uint64
+	now   time.Time
+	floor time.Time
+}
+
 // apply runs one command on top of the batch so far. With published set
 // (the command travels in an intent), a data command's Rejected refusal
 // is recorded in the dedupe family as a result is, so that every replica
 // that meets the intent again replays the refusal; a command no other
 // replica can see is refused without a trace, as any command is.
-func (s *Store) apply(ctx context.Context, sn *Snapshot, state *batchState, cmd Command, seq uint64, now time.Time, published bool) outcome {
+func (s *Store) apply(ctx context.Context, sn *Snapshot, state *batchState, cmd Command, at applyClock, published bool) outcome {
 	if cmd.Kind != "" {
 		h, ok := s.handler(cmd.Kind)
 		if !ok {
@@ -656,13 +676,13 @@ func (s *Store) apply(ctx context.Context, sn *Snapshot, state *batchState, cmd 
 			return replay(v, cmd)
 		}
 	}
-	tx := &Tx{ctx: ctx, sn: sn, base: state, own: newBatchState(s.fams), seq: seq, now: now}
+	tx := &Tx{ctx: ctx, sn: sn, base: state, own: newBatchState(s.fams), seq: at.seq, now: at.now, floor: at.floor}
 	val, err := cmd.Apply(tx)
 	if err != nil {
 		var rej *Rejected
 		if published && dkey != nil && errors.As(err, &rej) {
 			refusal := newBatchState(s.fams)
-			if perr := refusal.put(shards.CommandDedupe, dkey, encodeDedupeRecord(dedupeRejected, cmd.Digest, seq, rej.Value)); perr != nil {
+			if perr := refusal.put(shards.CommandDedupe, dkey, encodeDedupeRecord(dedupeRejected, cmd.Digest, at.seq, rej.Value)); perr != nil {
 				return outcome{err: perr}
 			}
 			state.merge(refusal)
@@ -670,12 +690,12 @@ func (s *Store) apply(ctx context.Context, sn *Snapshot, state *batchState, cmd 
 		return outcome{err: err}
 	}
 	if dkey != nil {
-		if err := tx.own.put(shards.CommandDedupe, dkey, encodeDedupe(cmd.Digest, seq, val)); err != nil {
+		if err := tx.own.put(shards.CommandDedupe, dkey, encodeDedupe(cmd.Digest, at.seq, val)); err != nil {
 			return outcome{err: err}
 		}
 	}
 	state.merge(tx.own)
-	return outcome{res: Result{Value: val, Sequence: seq}}
+	return outcome{res: Result{Value: val, Sequence: at.seq}}
 }
 
 // The dedupe record: version 1 | command digest [32] | sequence u64 | result.

@@ -511,12 +511,12 @@ func (s *Store) pendingIntents(ctx context.Context, calls []*call) ([]foreignInt
 // fails for a reason other than Rejected, is left out, to be applied by a
 // later commit. It returns the intents whose every command is now settled
 // (applied, replayed or rejected), which the commit deletes once landed.
-func (s *Store) applyForeign(ctx context.Context, sn *Snapshot, state *batchState, foreign []foreignIntent, seq uint64, now time.Time) []string {
+func (s *Store) applyForeign(ctx context.Context, sn *Snapshot, state *batchState, foreign []foreignIntent, at applyClock) []string {
 	var settled []string
 	for _, fi := range foreign {
 		all := true
 		for _, ic := range fi.cmds {
-			o := s.apply(ctx, sn, state, ic.command(), seq, now, true)
+			o := s.apply(ctx, sn, state, ic.command(), at, true)
 			var rej *Rejected
 			if o.err != nil && !errors.As(o.err, &rej) {
 				all = false

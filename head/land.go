@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -22,10 +23,20 @@ import (
 // are bounded by bytes (Options.StageBytes) and by count (maxStageWrites),
 // not by a small count: a fold of a large batch writes a thousand pages or
 // more, and at 32 in flight they took a second of round trips.
-func (s *Store) stage(ctx context.Context, c *candidate) error {
+//
+// Every object must be stamped by the store at or after floor (the
+// attempt's floor, horizon.go). Written after the head was read, they
+// are, unless the store's clock went back by more than the floor's
+// margin: then a sweep may take them for old, and the attempt fails with
+// an error wrapping ErrStale (and bucket.ErrUnavailable, so that it is
+// retried, on a fresh pin, with fresh objects).
+func (s *Store) stage(ctx context.Context, c *candidate, floor time.Time) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(maxStageWrites)
 	sem := semaphore.NewWeighted(s.opts.StageBytes)
+	var mu sync.Mutex
+	var oldest time.Time
+	var oldestKey string
 	for _, w := range c.writes {
 		n := min(int64(len(w.body)), s.opts.StageBytes)
 		if err := sem.Acquire(gctx, n); err != nil {
@@ -33,7 +44,15 @@ func (s *Store) stage(ctx context.Context, c *candidate) error {
 		}
 		g.Go(func() error {
 			defer sem.Release(n)
-			return s.putImmutable(gctx, w.key, w.body)
+			attrs, err := s.putImmutable(gctx, w.key, w.body)
+			if err == nil && !attrs.ModTime.IsZero() {
+				mu.Lock()
+				if oldest.IsZero() || attrs.ModTime.Before(oldest) {
+					oldest, oldestKey = attrs.ModTime, w.key
+				}
+				mu.Unlock()
+			}
+			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -41,6 +60,10 @@ func (s *Store) stage(ctx context.Context, c *candidate) error {
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if !oldest.IsZero() && oldest.Before(floor) {
+		return fmt.Errorf("%w: %w: the store stamped %s at %s, before the attempt's floor %s: its clock went back",
+			bucket.ErrUnavailable, ErrStale, oldestKey, oldest.Format(time.RFC3339Nano), floor.Format(time.RFC3339Nano))
 	}
 	for h, o := range c.objects {
 		s.objects.Add(h, o)
@@ -82,13 +105,16 @@ func endCommit(ctx context.Context, calls []*call, err error) bool {
 
 // putImmutable writes a new immutable object, retrying what a retry cannot
 // make worse: the key is new and its bytes are fixed.
-func (s *Store) putImmutable(ctx context.Context, key string, body []byte) error {
+func (s *Store) putImmutable(ctx context.Context, key string, body []byte) (bucket.Attrs, error) {
 	p := s.retry
 	p.Attempts = putAttempts
-	return bucket.Retry(ctx, p, func(ctx context.Context) error {
-		_, err := s.b.Put(ctx, key, body, bucket.Unconditional)
+	var attrs bucket.Attrs
+	err := bucket.Retry(ctx, p, func(ctx context.Context) error {
+		var err error
+		attrs, err = s.b.Put(ctx, key, body, bucket.Unconditional)
 		return err
 	})
+	return attrs, err
 }
 
 // settleTimeout bounds how long a commit whose callers have all given up
@@ -190,7 +216,7 @@ func (s *Store) cas(ctx context.Context, sn *Snapshot, c *candidate, nonce roots
 			s.mu.Lock()
 			s.ownVersion = attrs.Version
 			s.mu.Unlock()
-			s.remember(&Snapshot{s: s, head: c.head, version: attrs.Version, rootHash: c.rootRef.Hash, root: c.root})
+			s.remember(&Snapshot{s: s, head: c.head, version: attrs.Version, stamp: attrs.ModTime, rootHash: c.rootRef.Hash, root: c.root})
 			return true, nil
 		}
 		lastErr = err

@@ -27,11 +27,14 @@ var ErrHeadExists = errors.New("head: a head naming another root exists")
 // RestoreOptions qualify RestoreRoot.
 type RestoreOptions struct {
 	// Guard, if set, runs after each attempt is staged and before its
-	// head write; an error ends the restore with nothing committed. The
-	// pin command passes a check that the pin naming the root still
-	// exists, so the restored objects stay marked up to the head write
-	// (see RestoreRoot).
-	Guard func(ctx context.Context) error
+	// head write, with the attempt's floor (Tx.Floor); an error ends the
+	// restore with nothing committed. The kept root's objects are neither
+	// reachable from the parent nor written by the attempt, so something
+	// else must keep them from every sweep up to the head write: the pin
+	// command passes gcsweep.RestoreGuard.Check, which keeps the root with
+	// a keep stamped at or after the floor and checks that the pin naming
+	// it still exists.
+	Guard func(ctx context.Context, floor time.Time) error
 	// Verified says the caller has checked that every object the kept
 	// root reaches is there and intact (the pin command verifies them, in
 	// parallel, blocks included); otherwise RestoreRoot runs a strict
@@ -200,12 +203,16 @@ func (s *Store) restoreAttempt(ctx context.Context, sn *Snapshot, old *roots.Roo
 	if c.headBytes, err = encodeHead(c.head); err != nil {
 		return nil, err
 	}
+	floor, err := sn.Floor(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("head: restore: %w", err)
+	}
 	staged := time.Now()
-	if err := s.stage(ctx, c); err != nil {
+	if err := s.stage(ctx, c, floor); err != nil {
 		return nil, fmt.Errorf("head: restore: stage: %w", err)
 	}
 	if opts.Guard != nil {
-		if err := opts.Guard(ctx); err != nil {
+		if err := opts.Guard(ctx, floor); err != nil {
 			return nil, fmt.Errorf("head: restore: %w", err)
 		}
 	}

@@ -118,7 +118,7 @@ func TestRestoreRootGuardRefusalCommitsNothing(t *testing.T) {
 	mustDo(t, s, rqPut(f, 1, 2))
 	before := rqPin(t, s)
 	gone := errors.New("pin deleted")
-	_, _, err := s.RestoreRoot(context.Background(), kept.RootHash(), head.RestoreOptions{Guard: func(context.Context) error { return gone }})
+	_, _, err := s.RestoreRoot(context.Background(), kept.RootHash(), head.RestoreOptions{Guard: func(context.Context, time.Time) error { return gone }})
 	if !errors.Is(err, gone) {
 		t.Fatalf("err %v, want the guard's", err)
 	}
@@ -208,7 +208,7 @@ func TestRestoreRootRebuildsAfterALostRace(t *testing.T) {
 	defer other.Close()
 	guards := 0
 	var racing head.Result
-	guard := func(context.Context) error {
+	guard := func(context.Context, time.Time) error {
 		guards++
 		if guards == 1 {
 			racing = mustDo(t, other, rqPut(f, 2, 3))

@@ -24,6 +24,7 @@ type Snapshot struct {
 	s        *Store
 	head     *Head          // nil for a frozen snapshot of a held root
 	version  bucket.Version // the head object's version
+	stamp    time.Time      // the head object's store time (StoreTime)
 	rootHash digest.Hash
 	root     *roots.Root
 	empty    bool // the shard was never written (PinOrEmpty)
@@ -167,7 +168,7 @@ func (s *Store) readHead(ctx context.Context) (*Snapshot, error) {
 	if root.Sequence != h.Sequence {
 		return nil, fmt.Errorf("%w: head sequence %d names root of sequence %d", ErrBadHead, h.Sequence, root.Sequence)
 	}
-	sn := &Snapshot{s: s, head: h, version: attrs.Version, rootHash: rootHash, root: root}
+	sn := &Snapshot{s: s, head: h, version: attrs.Version, stamp: attrs.ModTime, rootHash: rootHash, root: root}
 	s.remember(sn)
 	s.startGate(sn) // beside the caller's first reads, not before them
 	return sn, nil

@@ -393,7 +393,7 @@ func (s *Store) initialize(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.stage(ctx, c); err != nil {
+	if err := s.stage(ctx, c, time.Time{}); err != nil {
 		return err
 	}
 	h := &Head{

@@ -23,6 +23,8 @@ type batchState struct {
 	muts  map[shards.Family]map[string]shards.Mutation
 	order map[shards.Family]*keyOrder
 	holds map[string]*digest.Hash // owner → held root; nil releases
+	// touched makes the batch commit even without a change (Touch).
+	touched bool
 }
 
 // keyOrder is the keys of one family's pending mutations in order: a
@@ -67,7 +69,7 @@ func newBatchState(fams *shards.Schema) *batchState {
 		order: map[shards.Family]*keyOrder{}, holds: map[string]*digest.Hash{}}
 }
 
-func (b *batchState) empty() bool { return len(b.muts) == 0 && len(b.holds) == 0 }
+func (b *batchState) empty() bool { return len(b.muts) == 0 && len(b.holds) == 0 && !b.touched }
 
 // set records m as the pending mutation of its key in family f.
 func (b *batchState) set(f shards.Family, m shards.Mutation) {
@@ -116,6 +118,7 @@ func (b *batchState) merge(o *batchState) {
 	for owner, h := range o.holds {
 		b.holds[owner] = h
 	}
+	b.touched = b.touched || o.touched
 }
 
 // sorted returns family f's mutations in key order.
@@ -184,6 +187,10 @@ type Tx struct {
 	own  *batchState
 	seq  uint64
 	now  time.Time
+	// floor is the attempt's floor (see horizon.go): what the command
+	// names that the parent root does not reach must be stamped at or
+	// after it.
+	floor time.Time
 }
 
 // Context returns the context of the commit.
@@ -196,6 +203,16 @@ func (tx *Tx) Snapshot() *Snapshot { return tx.sn }
 // Sequence is the sequence this command commits at if it commits: the
 // pinned sequence plus one.
 func (tx *Tx) Sequence() uint64 { return tx.seq }
+
+// Floor is the attempt's floor on the store's clock (Snapshot.Floor of
+// the snapshot it is built on): an object the command names that the
+// pinned root does not reach, such as an artifact body uploaded before
+// the command, must carry a store time (bucket.Attrs.ModTime) at or after
+// it, or a sweep may delete it before the head write lands. A command
+// that finds such an object older refuses (wrapping ErrStale) and its
+// caller writes the object again under a fresh name. Zero when the store
+// reports no times (nothing is then ever swept by age).
+func (tx *Tx) Floor() time.Time { return tx.floor }
 
 // Now is the attempt's clock reading, the same for every command of one
 // attempt.

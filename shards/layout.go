@@ -150,6 +150,16 @@ func (l Layout) ClockProbe(token [16]byte) string {
 	return "gc/" + l.id.String() + "/clock/" + hex.EncodeToString(token[:])
 }
 
+// KeepsPrefix returns "keeps/{lsid}/", under which an operation in flight
+// keeps a root it will name from every sweep (package gcsweep): a restore
+// of a pinned state, whose tables its parent does not reach. It lies
+// outside the shard's prefix, as pins do.
+func (l Layout) KeepsPrefix() string { return "keeps/" + l.id.String() + "/" }
+
+// Keep returns the key of a keep: "keeps/{lsid}/{hex}", one random token
+// per operation.
+func (l Layout) Keep(token [16]byte) string { return l.KeepsPrefix() + hex.EncodeToString(token[:]) }
+
 // Pin returns the key of the pin with the given name. A name is 1 to 128
 // bytes of ASCII letters, digits, '.', '_' and '-', and not "." or "..".
 func (l Layout) Pin(name string) (string, error) {

@@ -62,6 +62,18 @@ type appendState struct {
 	rematBase nokv.RevisionID
 }
 
+// adopt follows a publication that staged its body again (publish): the
+// staging it sent, sent, is now fresh.
+func (st *appendState) adopt(sent, fresh *staging) {
+	switch {
+	case sent == fresh:
+	case st.own == sent:
+		st.own = fresh
+	case st.remat == sent:
+		st.remat = fresh
+	}
+}
+
 // discard deletes every staged object but keep's.
 func (st *appendState) discard(ctx context.Context, keep *staging) {
 	for _, x := range []*staging{st.own, st.remat} {
@@ -91,7 +103,9 @@ func (s *Service) appendFile(ctx context.Context, id string, path []string, delt
 			as.discard(ctx, nil)
 			return nil, werr
 		}
+		sent := p.st
 		out, werr, rejected := s.publish(ctx, p)
+		as.adopt(sent, p.st)
 		if werr == nil {
 			as.discard(ctx, p.st)
 			rememberBody(s.root, p.st.rev, h, p.size)
@@ -315,16 +329,17 @@ func (as *appendState) stageRemat(ctx context.Context, base *nokv.PathEntry, row
 	st.blocks = plan.Blocks()
 
 	// Pass two: the ledger and the blocks, cut from the body read again.
-	err = s.bodies.StageStream(ctx, s.objects(st), func(write func([]byte) error) error {
+	st.produce = func(write func([]byte) error) error {
 		if err := s.streamBody(ctx, rows, nil, write); err != nil {
 			return err
 		}
 		return write(as.delta)
-	})
+	}
+	stamp, err := s.bodies.StageStream(ctx, s.objects(st), st.produce)
 	if err != nil {
 		return nil, FromError(err)
 	}
-	st.staged = true
+	st.stamp, st.staged = stamp, true
 	return h, nil
 }
 

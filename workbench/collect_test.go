@@ -21,12 +21,17 @@ func collectOptions(agent string) workbench.Options {
 	return workbench.Options{AgentID: agent, BlockSize: 1 << 10, InlineMax: 256}
 }
 
-// sweepPast runs a sweep of s's shard as if two hours had passed, and
-// returns its report: its OldestSequence is the floor of a collection.
+// collectClock is the store's clock of the buckets of these tests, which
+// sweepPast moves on.
+var collectClock = newStoreClock()
+
+// sweepPast moves the store's clock (collectClock) two hours on and runs
+// a sweep of s's shard, and returns its report: its OldestSequence is the
+// floor of a collection.
 func sweepPast(t *testing.T, b bucket.Bucket, s *workbench.Service, dryRun bool) *gcsweep.Report {
 	t.Helper()
+	collectClock.Advance(2 * time.Hour)
 	opts := workbench.SweepOptions()
-	opts.Now = func() time.Time { return time.Now().Add(2 * time.Hour) }
 	opts.DryRun = dryRun
 	rep, err := gcsweep.Sweep(context.Background(), b, s.Store().Layout(), opts)
 	if err != nil {
@@ -75,7 +80,7 @@ func blockCount(t *testing.T, b bucket.Bucket, s *workbench.Service) int {
 // exactly what the head reaches, the store checks, and every file reads.
 func TestCollectRevisions(t *testing.T) {
 	ctx := context.Background()
-	b := mem.NewBucket()
+	b := mem.NewBucketAt(collectClock.Now)
 	s := newServiceOn(t, b, collectOptions("collect"))
 	a1, a2 := strings.Repeat("a", 2500), strings.Repeat("A", 1500)
 	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "a.txt", `"text":"`+a1+`"`))
@@ -188,7 +193,7 @@ func TestCollectRevisions(t *testing.T) {
 // and later runs leave it alone.
 func TestCollectRevisionsQuarantinesAnAmbiguousDelete(t *testing.T) {
 	ctx := context.Background()
-	inner := mem.NewBucket()
+	inner := mem.NewBucketAt(collectClock.Now)
 	fb := fault.New(inner)
 	s := newServiceOn(t, fb, collectOptions("quarantine"))
 	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "a.txt", `"text":"`+strings.Repeat("a", 2500)+`"`))

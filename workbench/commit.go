@@ -176,12 +176,7 @@ func (s *Service) commit(ctx context.Context, req *commitRequest, now func() tim
 		s: s, req: req, observed: observed, newInc: nokv.NewIncarnationID(),
 		committedAt: committedAt, env: env, st: st, rows: rows, rowsDigest: rowsDigest,
 	}
-	sctx, cancel, werr := s.withinStagingAge(ctx, st)
-	if werr != nil {
-		return nil, werr
-	}
-	defer cancel()
-	res, err := s.doExact(sctx, head.Command{
+	res, err := s.doExact(ctx, head.Command{
 		Namespace: s.root,
 		RequestID: s.requestID(),
 		Digest:    b.commandDigest(),

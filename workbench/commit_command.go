@@ -171,6 +171,9 @@ func (b *commitBuild) apply(tx *head.Tx) ([]byte, error) {
 	} else if exists {
 		return json.Marshal(commitOutcome{Replayed: true})
 	}
+	if b.st.stale(tx.Floor()) {
+		return nil, reject(staleStaging())
+	}
 	for _, step := range []func() error{
 		c.openWorkspace,
 		c.checkHead,

@@ -119,7 +119,7 @@ func (s *Service) editFile(ctx context.Context, id string, path []string, oldB, 
 		}
 		out, werr, rejected := s.publish(ctx, p)
 		if werr == nil {
-			rememberBody(s.root, st.rev, h, p.size)
+			rememberBody(s.root, p.st.rev, h, p.size)
 			res["generation"] = out.Generation
 			res["no_change"] = false
 			return res, nil
@@ -127,7 +127,7 @@ func (s *Service) editFile(ctx context.Context, id string, path []string, oldB, 
 		if !rejected {
 			return nil, werr
 		}
-		s.discardStaging(ctx, st)
+		s.discardStaging(ctx, p.st)
 		if !isGenerationConflict(werr) {
 			return nil, werr
 		}

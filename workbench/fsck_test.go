@@ -26,7 +26,11 @@ import (
 // Service and the snapshot's id.
 func fsckStore(t *testing.T) (bucket.Bucket, *workbench.Service, string) {
 	t.Helper()
-	b := mem.NewBucket()
+	return fsckStoreOn(t, mem.NewBucket())
+}
+
+func fsckStoreOn(t *testing.T, b bucket.Bucket) (bucket.Bucket, *workbench.Service, string) {
+	t.Helper()
 	s := newServiceOn(t, b, workbench.Options{BlockSize: 64, InlineMax: 16,
 		// Folds early, and no shard object inline in its table: the
 		// engine objects of every kind are in the bucket.
@@ -463,7 +467,8 @@ func TestFsckFindsCorruptRecords(t *testing.T) {
 // clean after it as before, though the sweep deleted old roots, deltas
 // and ledgers.
 func TestFsckCleanAfterSweep(t *testing.T) {
-	b, s, _ := fsckStore(t)
+	clock := newStoreClock()
+	b, s, _ := fsckStoreOn(t, mem.NewBucketAt(clock.Now))
 	ctx := context.Background()
 	sn, err := s.Store().Pin(ctx)
 	if err != nil {
@@ -473,11 +478,12 @@ func TestFsckCleanAfterSweep(t *testing.T) {
 	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "later.txt", `"text":"`+strings.Repeat("later ", 30)+`"`))
 	putPin(t, b, s, "old", old)
 	workbench.FlushCleanupForTest(s)
-	rep, err := gcsweep.Sweep(ctx, b, s.Store().Layout(), gcsweep.Options{
-		Grace: 2 * gcsweep.DefaultMaxAttemptAge, Refs: workbench.BlockRefs, RefFamilies: workbench.BlockRefFamilies,
-		// The store's clock a day on: everything unreachable is old enough.
-		Now: func() time.Time { return time.Now().Add(24 * time.Hour) },
-	})
+	// The store's clock a day on, and a sweep that touches the head:
+	// everything unreachable is older than the horizon.
+	clock.Advance(24 * time.Hour)
+	opts := workbench.SweepOptions()
+	opts.Touch = true
+	rep, err := gcsweep.Sweep(ctx, b, s.Store().Layout(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -526,7 +532,7 @@ func TestFsckHeadRootDamaged(t *testing.T) {
 // live revision that names a missing block stays a finding.
 func TestFsckCleanAfterCollection(t *testing.T) {
 	ctx := context.Background()
-	b := mem.NewBucket()
+	b := mem.NewBucketAt(collectClock.Now)
 	s := newServiceOn(t, b, workbench.Options{BlockSize: 64, InlineMax: 16, Engine: head.Options{MaxDeltas: 8}})
 	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "a.txt", `"text":"`+strings.Repeat("a", 300)+`"`))
 	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "b.txt", `"text":"`+strings.Repeat("b", 300)+`"`))
@@ -567,7 +573,7 @@ func TestFsckCleanAfterCollection(t *testing.T) {
 // blocks may be gone: not a finding, as long as it stays out of use.
 func TestFsckCleanWithAQuarantinedRevision(t *testing.T) {
 	ctx := context.Background()
-	inner := mem.NewBucket()
+	inner := mem.NewBucketAt(collectClock.Now)
 	fb := fault.New(inner)
 	s := newServiceOn(t, fb, workbench.Options{BlockSize: 64, InlineMax: 16})
 	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "a.txt", `"text":"`+strings.Repeat("a", 300)+`"`))

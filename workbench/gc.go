@@ -17,11 +17,12 @@ import (
 // SweepOptions returns the options of a sweep of a Workbench shard
 // (gcsweep.Sweep) that only the Workbench knows: the blocks its records
 // keep, and its schema marker, so that a sweep never reads a shard of
-// another schema with the Workbench's families. The caller sets the
-// grace period and the rest.
+// another schema with the Workbench's families (and may write its head:
+// it touches the head first, so that its horizon reaches a grace period
+// before now). The caller sets the rest.
 func SweepOptions() gcsweep.Options {
 	m := nokv.Schema().Marker
-	return gcsweep.Options{Refs: BlockRefs, RefFamilies: BlockRefFamilies, Marker: &m}
+	return gcsweep.Options{Refs: BlockRefs, RefFamilies: BlockRefFamilies, Marker: &m, Touch: true}
 }
 
 // BlockRefFamilies are the families whose records BlockRefs reads: only

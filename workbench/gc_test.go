@@ -2,12 +2,14 @@ package workbench_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/fault"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/nokv"
@@ -53,30 +55,55 @@ func TestLayoutIsTheServicesLayout(t *testing.T) {
 	}
 }
 
-// TestPublicationPastStagingAge: a publication whose uploads began more
-// than MaxStagingAge ago never sends its command, since a sweep may own
-// its blocks by then; it fails Timeout, retryable, and leaves what it
-// staged to the ledger and the sweep. A body inline in its row has no
-// such bound.
-func TestPublicationPastStagingAge(t *testing.T) {
-	var calls atomic.Int64
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	// Every reading of the clock is half an hour after the previous one.
-	now := func() time.Time { return t0.Add(time.Duration(calls.Add(1)) * 30 * time.Minute) }
-	b := mem.NewBucket()
-	s := newServiceOn(t, b, workbench.Options{AgentID: "stale", Now: now, BlockSize: 1 << 10, InlineMax: 256})
-	big := strings.Repeat("x", 2500)
-	got, ok := call(t, s, "workbench_put_file", putInput("wb", "outputs", "big.txt", `"text":"`+big+`"`))
-	if ok || got["code"] != workbench.CodeTimeout || got["retryable"] != true {
-		t.Fatalf("a stale publication: %v", got)
-	}
-	if got, ok := call(t, s, "workbench_stat", `{"id":"wb","section":"outputs","path":"big.txt"}`); ok {
-		t.Fatalf("the stale publication committed: %v", got)
-	}
+// TestPublicationRestagesStaleBlocks: a publication whose blocks the
+// store stamped more than half the grace before the head its command is
+// built on (a process that paused between its upload and its command,
+// while another wrote the head a grace period later) is refused by its
+// attempt, since a sweep may take the blocks before the head write
+// lands; the publication uploads the body again under a fresh revision
+// and commits it. The stale blocks are gone, the file reads back whole,
+// and the local clock of the writer (frozen here) plays no part.
+func TestPublicationRestagesStaleBlocks(t *testing.T) {
+	ctx := context.Background()
+	clock := newStoreClock()
+	fb := fault.New(mem.NewBucketAt(clock.Now))
+	frozen := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	opts := workbench.Options{AgentID: "stale", BlockSize: 1 << 10, InlineMax: 256, Now: func() time.Time { return frozen }}
+	s := newServiceOn(t, fb, opts)
+	other := newServiceOn(t, fb, opts)
+	mustCall(t, s, "workbench_create", `{"id":"wb"}`)
 	layout := s.Store().Layout()
-	blocks, _, err := bucket.ListAll(context.Background(), b, bucket.ListOptions{Prefix: layout.ArtifactsPrefix()})
-	if err != nil || len(blocks) != 3 {
-		t.Fatalf("staged blocks left: %d, %v", len(blocks), err)
+	var first []string
+	fb.Inject(fault.Rule{Op: fault.OpPut, Prefix: layout.ArtifactsPrefix(), Count: 1, Fault: fault.HookAfter(func(ctx context.Context, _ fault.Op, key string) error {
+		// The first block has landed: another replica writes the head an
+		// hour (the default grace) later by the store's clock.
+		first = append(first, key)
+		clock.Advance(time.Hour)
+		if _, err := other.Store().Touch(ctx); err != nil {
+			t.Errorf("touch: %v", err)
+		}
+		return nil
+	})})
+	big := strings.Repeat("x", 2500)
+	got := mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "big.txt", `"text":"`+big+`"`))
+	if fmt.Sprint(got["generation"]) != "1" {
+		t.Fatalf("put: %v", got)
 	}
-	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "small.txt", `"text":"small"`))
+	if got := readText(t, other, "wb", "outputs/big.txt"); got != big {
+		t.Fatalf("read back %d bytes", len(got))
+	}
+	if len(first) != 1 {
+		t.Fatalf("first block keys %v", first)
+	}
+	if _, err := fb.Stat(ctx, first[0]); !errors.Is(err, bucket.ErrNotExist) {
+		t.Fatalf("the stale block %s is still there: %v", first[0], err)
+	}
+	blocks, _, err := bucket.ListAll(ctx, fb, bucket.ListOptions{Prefix: layout.ArtifactsPrefix()})
+	if err != nil || len(blocks) != 3 {
+		t.Fatalf("blocks in the bucket: %d, %v", len(blocks), err)
+	}
+	fsck, err := s.Fsck(ctx, workbench.FsckOptions{Bodies: true})
+	if err != nil || len(fsck.Findings) != 0 {
+		t.Fatalf("fsck: %v, %+v", err, fsck)
+	}
 }

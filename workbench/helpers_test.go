@@ -2,7 +2,9 @@ package workbench_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/mem"
@@ -76,3 +78,15 @@ func mustCall(t testing.TB, s *workbench.Service, tool, input string) map[string
 }
 
 var _ = head.Options{}
+
+// storeClock is a store's clock (mem.NewBucketAt) that tests move on:
+// the real time plus an offset.
+type storeClock struct{ offset atomic.Int64 }
+
+func newStoreClock() *storeClock { return &storeClock{} }
+
+// Now is the store's time.
+func (c *storeClock) Now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
+
+// Advance moves the store's clock on by d.
+func (c *storeClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }

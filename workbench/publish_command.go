@@ -189,7 +189,10 @@ type pubOutcome struct {
 
 // pubReject is a predicate failure of a publication command: nothing was
 // applied.
-type pubReject struct{ e *Error }
+type pubReject struct {
+	e     *Error
+	stale bool // the blocks were older than the attempt's floor
+}
 
 func (r *pubReject) Error() string { return r.e.Error() }
 
@@ -228,27 +231,49 @@ func (p *pubPlan) commandDigest(manifestDigest string) [32]byte {
 
 // publish runs the plan's one engine command. A predicate failure comes
 // back with rejected set: nothing was applied, and the caller decides
-// what becomes of the staged objects. On success the ledger is dropped.
+// what becomes of the staged objects (p.st, which publish may have
+// replaced). On success the ledger is dropped.
+//
+// A command refused because its blocks are older than its attempt's
+// floor (a pause of half the grace period or more between the upload and
+// the head write) is sent again, a few times, with the body uploaded
+// again under fresh ids (restage) and a new request id: the refusal of
+// the old one is final, recorded where another replica could apply it.
 func (s *Service) publish(ctx context.Context, p *pubPlan) (out pubOutcome, werr *Error, rejected bool) {
+	for try := 0; ; try++ {
+		out, werr, rejected, stale := s.publishOnce(ctx, p)
+		if !stale || try == maxRestages {
+			return out, werr, rejected
+		}
+		fresh, rerr := s.restage(ctx, p.st)
+		if rerr != nil {
+			return out, werr, rejected
+		}
+		p.rows = restagedRows(p.rows, p.st, fresh)
+		p.st = fresh
+	}
+}
+
+// maxRestages bounds how often one publication uploads its body again.
+const maxRestages = 3
+
+// publishOnce is one command of publish; stale reports a refusal of
+// stale blocks.
+func (s *Service) publishOnce(ctx context.Context, p *pubPlan) (out pubOutcome, werr *Error, rejected, stale bool) {
 	md, err := manifestDigestURI(p.rows)
 	if err != nil {
-		return out, FromError(err), false
+		return out, FromError(err), false, false
 	}
 	digest := p.commandDigest(md)
 	reads, err := s.publishReads(p)
 	if err != nil {
-		return out, FromError(err), false
+		return out, FromError(err), false, false
 	}
 	payload, err := encodePubPayload(p, md, digest)
 	if err != nil {
-		return out, FromError(err), false
+		return out, FromError(err), false, false
 	}
 	reqID, digest := s.commandIdentity(ctx, digest)
-	ctx, cancel, werr := s.withinStagingAge(ctx, p.st)
-	if werr != nil {
-		return out, werr, false
-	}
-	defer cancel()
 	res, err := s.doExact(ctx, head.Command{
 		Namespace: s.root,
 		RequestID: reqID,
@@ -261,12 +286,13 @@ func (s *Service) publish(ctx context.Context, p *pubPlan) (out pubOutcome, werr
 	if err != nil {
 		var rej *head.Rejected
 		if errors.As(err, &rej) {
-			return out, publicationRefusal(rej), true
+			werr, stale := publicationRefusal(rej)
+			return out, werr, true, stale
 		}
-		return out, FromError(err), false
+		return out, FromError(err), false, false
 	}
 	if err := json.Unmarshal(res.Value, &out); err != nil {
-		return out, FromError(fmt.Errorf("workbench: publish result: %w: %w", err, bucket.ErrIntegrity)), false
+		return out, FromError(fmt.Errorf("workbench: publish result: %w: %w", err, bucket.ErrIntegrity)), false, false
 	}
 	// The StagedObject rows own the blocks now: the ledger goes in the
 	// background, once past the store's write budget for its name
@@ -274,7 +300,7 @@ func (s *Service) publish(ctx context.Context, p *pubPlan) (out pubOutcome, werr
 	if p.st.hasLedger() {
 		s.cleanup.add(p.st.op)
 	}
-	return out, nil, false
+	return out, nil, false, false
 }
 
 // exactRetries bounds the retries of an engine command whose outcome was
@@ -334,6 +360,7 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 	c := &pubCommand{s: s, tx: tx, p: p, manifestDigest: manifestDigest, digest: digest, seq: tx.Sequence()}
 	c.out.CommitVersion = c.seq
 	for _, step := range []func() error{
+		c.checkStaging,
 		c.openWorkspace,
 		c.readPath,
 		c.checkCondition,
@@ -357,6 +384,15 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 	c.out.WorkspaceRevision = c.ws.WorkspaceRevision
 	c.out.Size = c.p.size
 	return json.Marshal(c.out)
+}
+
+// checkStaging refuses blocks the store stamped before the attempt's
+// floor: a sweep may delete them before this commit lands (head.Tx.Floor).
+func (c *pubCommand) checkStaging() error {
+	if c.p.st.stale(c.tx.Floor()) {
+		return &pubReject{e: staleStaging(), stale: true}
+	}
+	return nil
 }
 
 // pubCommand is one run of the publication command: the plan, and what

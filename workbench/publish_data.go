@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/digest"
@@ -22,23 +23,27 @@ import (
 const publishKind = "cairn.workbench.publish.v1"
 
 type pubPayload struct {
-	Tool           string         `json:"tool"`
-	Mode           pubMode        `json:"mode"`
-	ID             string         `json:"id"`
-	Path           []string       `json:"path"`
-	NewInc         []byte         `json:"new_inc"`
-	Base           []byte         `json:"base,omitempty"` // nokv.PathEntry's encoding
-	ContentType    string         `json:"content_type"`
-	Size           uint64         `json:"size"`
-	Digest         string         `json:"digest"`
-	Rows           [][]byte       `json:"rows"` // nokv.ArtifactManifestEntry encodings
-	Deps           [][]byte       `json:"deps,omitempty"`
-	Depth          uint32         `json:"depth"`
-	Op             []byte         `json:"op"`
-	Rev            []byte         `json:"rev"`
-	Blocks         []pubBlockWire `json:"blocks,omitempty"`
-	ManifestDigest string         `json:"manifest_digest"`
-	CommandDigest  []byte         `json:"command_digest"`
+	Tool        string         `json:"tool"`
+	Mode        pubMode        `json:"mode"`
+	ID          string         `json:"id"`
+	Path        []string       `json:"path"`
+	NewInc      []byte         `json:"new_inc"`
+	Base        []byte         `json:"base,omitempty"` // nokv.PathEntry's encoding
+	ContentType string         `json:"content_type"`
+	Size        uint64         `json:"size"`
+	Digest      string         `json:"digest"`
+	Rows        [][]byte       `json:"rows"` // nokv.ArtifactManifestEntry encodings
+	Deps        [][]byte       `json:"deps,omitempty"`
+	Depth       uint32         `json:"depth"`
+	Op          []byte         `json:"op"`
+	Rev         []byte         `json:"rev"`
+	Blocks      []pubBlockWire `json:"blocks,omitempty"`
+	// Staged is the oldest store time of the blocks, in Unix
+	// nanoseconds (0: none known): whoever applies the command checks it
+	// against its attempt's floor (head.Tx.Floor).
+	Staged         int64  `json:"staged_unix_ns,omitempty"`
+	ManifestDigest string `json:"manifest_digest"`
+	CommandDigest  []byte `json:"command_digest"`
 }
 
 // pubBlockWire is what the command records of a staged block.
@@ -55,6 +60,9 @@ func encodePubPayload(p *pubPlan, manifestDigest string, cmdDigest [32]byte) ([]
 		Tool: p.tool, Mode: p.mode, ID: p.id, Path: p.path, NewInc: p.newInc[:],
 		ContentType: p.contentType, Size: p.size, Digest: p.digest, Depth: p.depth,
 		Op: p.st.op[:], Rev: p.st.rev[:], ManifestDigest: manifestDigest, CommandDigest: cmdDigest[:],
+	}
+	if !p.st.stamp.IsZero() {
+		w.Staged = p.st.stamp.UnixNano()
 	}
 	if p.base != nil {
 		b, err := p.base.Encode()
@@ -99,6 +107,9 @@ func decodePubPayload(b []byte) (*pubPlan, string, [32]byte, error) {
 	copy(p.st.op[:], w.Op)
 	copy(p.st.rev[:], w.Rev)
 	copy(cmdDigest[:], w.CommandDigest)
+	if w.Staged != 0 {
+		p.st.stamp = time.Unix(0, w.Staged)
+	}
 	if w.Base != nil {
 		e, err := nokv.DecodePathEntry(w.Base)
 		if err != nil {
@@ -137,6 +148,9 @@ type rejectedError struct {
 	Message   string         `json:"message"`
 	Retryable bool           `json:"retryable"`
 	Details   map[string]any `json:"details"`
+	// Stale marks the refusal of blocks older than the attempt's floor
+	// (staleStaging), which the publication answers by staging again.
+	Stale bool `json:"stale,omitempty"`
 }
 
 // handlePublish is the Handler of publications: it applies the plan the
@@ -150,7 +164,7 @@ func (s *Service) handlePublish(tx *head.Tx, payload []byte) ([]byte, error) {
 	out, err := s.applyPublish(tx, p, md, cmdDigest)
 	var rej *pubReject
 	if errors.As(err, &rej) {
-		b, merr := json.Marshal(rejectedError{Code: rej.e.Code, Message: rej.e.Message, Retryable: rej.e.Retryable, Details: rej.e.Details})
+		b, merr := json.Marshal(rejectedError{Code: rej.e.Code, Message: rej.e.Message, Retryable: rej.e.Retryable, Details: rej.e.Details, Stale: rej.stale})
 		if merr != nil {
 			return nil, merr
 		}
@@ -161,17 +175,17 @@ func (s *Service) handlePublish(tx *head.Tx, payload []byte) ([]byte, error) {
 
 // publicationRefusal returns the workbench error a Rejected publication
 // carries: the original one when this replica refused it, else the one
-// its dedupe record keeps.
-func publicationRefusal(rej *head.Rejected) *Error {
+// its dedupe record keeps; and whether it refused stale blocks.
+func publicationRefusal(rej *head.Rejected) (*Error, bool) {
 	var pr *pubReject
 	if errors.As(rej.Err, &pr) {
-		return pr.e
+		return pr.e, pr.stale
 	}
 	var w rejectedError
 	d := json.NewDecoder(bytes.NewReader(rej.Value))
 	d.UseNumber()
 	if err := d.Decode(&w); err != nil || w.Code == "" {
-		return Internal(fmt.Sprintf("a recorded refusal does not decode: %v", err))
+		return Internal(fmt.Sprintf("a recorded refusal does not decode: %v", err)), false
 	}
-	return &Error{Code: w.Code, Message: w.Message, Retryable: w.Retryable, Details: w.Details}
+	return &Error{Code: w.Code, Message: w.Message, Retryable: w.Retryable, Details: w.Details}, w.Stale
 }

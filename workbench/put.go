@@ -83,11 +83,11 @@ func (s *Service) putFile(ctx context.Context, id string, path []string, body []
 	out, werr, rejected := s.publish(ctx, p)
 	if werr != nil {
 		if rejected {
-			s.discardStaging(ctx, st)
+			s.discardStaging(ctx, p.st)
 		}
 		return nil, werr
 	}
-	rememberBody(s.root, st.rev, h, p.size)
+	rememberBody(s.root, p.st.rev, h, p.size)
 	res := s.fileResult(id, path)
 	res["size_bytes"] = p.size
 	res["digest_uri"] = p.digest

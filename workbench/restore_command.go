@@ -429,6 +429,9 @@ func (f *restoreFinal) apply(tx *head.Tx) ([]byte, error) {
 	s, p := f.s, f.p
 	seq := tx.Sequence()
 	f.landed = false
+	if f.st.stale(tx.Floor()) {
+		return nil, reject(staleStaging())
+	}
 	opKey, err := p.opKey(s.root)
 	if err != nil {
 		return nil, err

@@ -71,12 +71,6 @@ type Options struct {
 	// ReapBatch is the most snapshots one reap command ends. Default
 	// DefaultReapBatch.
 	ReapBatch int
-	// MaxStagingAge bounds how long after its uploads began a publication
-	// may still send its command (see the constant MaxStagingAge, its
-	// default). A sweep whose grace period is shorter than the default
-	// needs a shorter one here: the grace must exceed MaxStagingAge plus
-	// Engine.MaxAttemptAge plus a few seconds (docs/operations.md).
-	MaxStagingAge time.Duration
 	// Engine tunes the commit engine.
 	Engine head.Options
 }
@@ -134,9 +128,6 @@ func Open(ctx context.Context, b bucket.Bucket, opts Options) (*Service, error) 
 	opts.InlineMax = min(opts.InlineMax, opts.BlockSize, nokv.MaxInlineBytes)
 	if opts.CleanupDelay <= 0 {
 		opts.CleanupDelay = DefaultCleanupDelay
-	}
-	if opts.MaxStagingAge <= 0 {
-		opts.MaxStagingAge = MaxStagingAge
 	}
 	if opts.CloseTimeout <= 0 {
 		opts.CloseTimeout = DefaultCloseTimeout

@@ -28,45 +28,32 @@ type staging struct {
 	blocks []bodies.Block
 	inline []byte // the whole body, when it is kept inline
 	staged bool   // the ledger and every block are in the bucket
-	// stagedAt is when the first upload began (Options.Now): the
-	// command that names the blocks must be sent within MaxStagingAge
-	// of it (withinStagingAge).
-	stagedAt time.Time
-}
-
-// MaxStagingAge is the default of Options.MaxStagingAge. It bounds how
-// long after its uploads began a publication
-// may still send the command that names its blocks. A sweep (package
-// gcsweep) deletes a block no reachable record names once it is older
-// than its grace period; the blocks of a publication are named by no
-// record until its command lands, which may be as late as MaxStagingAge,
-// plus the engine's MaxAttemptAge for an intent another replica carries
-// (it takes intents up to that old) and MaxAttemptAge again for that
-// replica's attempt, plus the few seconds a sent head write takes to
-// settle. 20 minutes + 2 × 10 + a few seconds is well inside
-// gcsweep.DefaultGrace, an hour; a sweep with a shorter grace must keep
-// that sum below it (docs/operations.md).
-const MaxStagingAge = 20 * time.Minute
-
-// withinStagingAge returns ctx bounded by st's staging deadline, or the
-// retryable Timeout when it has passed: the blocks may be the sweep's by
-// then, so the command is never sent. A staging without blocks has no
-// deadline.
-func (s *Service) withinStagingAge(ctx context.Context, st *staging) (context.Context, context.CancelFunc, *Error) {
-	if st == nil || !st.hasLedger() || st.stagedAt.IsZero() {
-		return ctx, func() {}, nil
-	}
-	left := s.opts.MaxStagingAge - s.opts.Now().Sub(st.stagedAt)
-	if left <= 0 {
-		return ctx, func() {}, newError(CodeTimeout, "the body was staged too long ago to be published; the change was not applied", true, sourceDetails())
-	}
-	ctx, cancel := context.WithTimeout(ctx, left)
-	return ctx, cancel, nil
+	// stamp is the oldest store time of the blocks (zero: none, or a
+	// store that reports no times). The command that names them must be
+	// built on a head whose floor is no later (head.Tx.Floor), else a
+	// sweep may take them first: it refuses (staleStaging), and the
+	// publication uploads the body again under fresh ids (restage).
+	stamp time.Time
+	// produce writes the body again, for restage; nil when it cannot.
+	produce func(write func([]byte) error) error
 }
 
 // hasLedger reports whether st has objects and so a ledger to stage and,
 // once published, to delete.
 func (st *staging) hasLedger() bool { return len(st.blocks) > 0 }
+
+// stale reports whether st's blocks are older than floor, the floor of
+// the attempt that would name them.
+func (st *staging) stale(floor time.Time) bool {
+	return st != nil && st.hasLedger() && !st.stamp.IsZero() && st.stamp.Before(floor)
+}
+
+// staleStaging is the refusal of a command whose blocks are older than
+// its attempt's floor: nothing was applied, and it never will be (a
+// published command's refusal is recorded for its request id).
+func staleStaging() *Error {
+	return newError(CodeTimeout, "the body was staged too long ago to be published; the change was not applied", true, sourceDetails())
+}
 
 // newStaging draws the ids of a publication of path in workbench id by
 // tool; its blocks are planned by the caller.
@@ -106,14 +93,57 @@ func (s *Service) stageBytes(ctx context.Context, st *staging, data []byte) *Err
 		st.staged = true
 		return nil
 	}
-	if st.stagedAt.IsZero() {
-		st.stagedAt = s.opts.Now()
-	}
-	if err := s.bodies.Stage(ctx, s.objects(st), data); err != nil {
+	st.produce = func(write func([]byte) error) error { return write(data) }
+	stamp, err := s.bodies.Stage(ctx, s.objects(st), data)
+	if err != nil {
 		return FromError(err)
 	}
-	st.staged = true
+	st.stamp, st.staged = stamp, true
 	return nil
+}
+
+// restage uploads st's body again under fresh ids (a new operation and
+// revision, so new keys that no sweep has listed) and returns the new
+// staging, for a command that refused st as stale. The blocks are cut
+// alike (the same bytes, the same block size), so only their owner and
+// keys change (restagedRows). st itself is discarded.
+func (s *Service) restage(ctx context.Context, st *staging) (*staging, *Error) {
+	if st.produce == nil {
+		return nil, staleStaging()
+	}
+	fresh := &staging{op: nokv.NewOperationID(), rev: nokv.NewRevisionID(), origin: st.origin, produce: st.produce}
+	plan := s.bodies.NewPlanner(s.root, fresh.rev)
+	if err := st.produce(func(b []byte) error { plan.Write(b); return nil }); err != nil {
+		return nil, FromError(err)
+	}
+	fresh.blocks = plan.Blocks()
+	if len(fresh.blocks) != len(st.blocks) {
+		return nil, Internal(fmt.Sprintf("a body staged again was cut into %d blocks, first into %d", len(fresh.blocks), len(st.blocks)))
+	}
+	stamp, err := s.bodies.StageStream(ctx, s.objects(fresh), fresh.produce)
+	if err != nil {
+		return nil, FromError(err)
+	}
+	fresh.stamp, fresh.staged = stamp, true
+	s.discardStaging(ctx, st)
+	return fresh, nil
+}
+
+// restagedRows returns rows with every row of old's blocks naming the
+// block of fresh at the same index instead.
+func restagedRows(rows []nokv.ArtifactManifestEntry, old, fresh *staging) []nokv.ArtifactManifestEntry {
+	out := append([]nokv.ArtifactManifestEntry(nil), rows...)
+	for i, r := range out {
+		if r.PhysicalOwner != old.rev || r.Inline != nil {
+			continue
+		}
+		for _, b := range fresh.blocks {
+			if b.Index == r.PhysicalObjectIndex {
+				out[i].PhysicalOwner, out[i].ObjectKey = fresh.rev, b.Key
+			}
+		}
+	}
+	return out
 }
 
 // discardStaging deletes what a publication that did not land staged:

@@ -55,6 +55,11 @@ func open(_ context.Context, u *url.URL) (bucket.Bucket, error) {
 
 // Store is the shared state behind one or more Buckets.
 type Store struct {
+	// Clock, if set, is the store's clock: the time it records for each
+	// write (Attrs.ModTime). Tests set it to move the store's time apart
+	// from the writers' clocks. Set it before first use. Default time.Now.
+	Clock func() time.Time
+
 	mu      sync.RWMutex
 	objects map[string]object
 	next    uint64 // last version handed out
@@ -96,6 +101,14 @@ func New(s *Store, prefix string) (*Bucket, error) {
 
 // NewBucket returns a Bucket over a fresh Store.
 func NewBucket() *Bucket { return &Bucket{s: NewStore()} }
+
+// NewBucketAt returns a Bucket over a fresh Store whose clock is clock
+// (Store.Clock).
+func NewBucketAt(clock func() time.Time) *Bucket {
+	s := NewStore()
+	s.Clock = clock
+	return &Bucket{s: s}
+}
 
 func (b *Bucket) key(ctx context.Context, key string) (string, error) {
 	k, err := bucket.JoinKey(b.prefix, key)
@@ -163,7 +176,11 @@ func (b *Bucket) Put(ctx context.Context, key string, body []byte, cond bucket.C
 	if err != nil {
 		return bucket.Attrs{}, err
 	}
-	o := object{body: append([]byte(nil), body...), mod: time.Now()}
+	now := time.Now
+	if b.s.Clock != nil {
+		now = b.s.Clock
+	}
+	o := object{body: append([]byte(nil), body...), mod: now()}
 	b.s.mu.Lock()
 	defer b.s.mu.Unlock()
 	if err := b.check("put", key, k, cond); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/cmd/cairn/internal/progress"
 	"github.com/cairnstore/cairn/gcsweep"
+	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench"
 )
@@ -25,12 +26,13 @@ func init() {
 // runGC sweeps the shard of one agent, or of every Workbench agent:
 //
 //	cairn gc [--bucket URL] [--agent ID | --all-agents] [--grace D]
-//	         [--max-attempt-age D] [--dry-run] [--json] [--concurrency N]
+//	         [--dry-run] [--json] [--concurrency N]
 //
-// It marks everything the head, its holds, the heads of the grace period
-// and the pins reach, and deletes the shard's other objects once they are
-// older than the grace period by the store's clock (package gcsweep,
-// docs/operations.md). It prints a report per shard: a table, or with
+// It commits an empty change (so that the head's store time is now),
+// marks everything the head, its holds, the heads since the horizon and
+// the pins reach, and deletes the shard's other objects that the store
+// stamped before the horizon, a grace period before the head's store
+// time (package gcsweep, docs/operations.md). It prints a report per shard: a table, or with
 // --json one JSON object per line. --dry-run deletes nothing and reports
 // what it would delete. A progress bar is drawn on standard error when it
 // is a terminal.
@@ -40,9 +42,10 @@ func init() {
 // (workbench.CollectRevisions): their blocks are deleted, their rows
 // marked Deleted. With --dry-run it only counts them.
 //
-// --grace (default 1h) must exceed --max-attempt-age (default 10m, the
-// engine's), which must be at least every writer's
-// head.Options.MaxAttemptAge. --all-agents sweeps every shard under
+// The grace period is the deployment root's own setting, which its
+// writers read too (an hour unless recorded): --grace D records D first
+// (any value from head.MinGrace to head.MaxGrace is safe; with --dry-run
+// it is only reported as if). --all-agents sweeps every shard under
 // shards/ whose head carries the Workbench's schema marker and skips, with
 // a note, any other.
 //
@@ -56,8 +59,7 @@ func runGC(ctx context.Context, e *env, args []string) int {
 	bucketURL := fs.String("bucket", "", "bucket URL (default: file://$PWD/"+defaultDataDir+", created if missing)")
 	agent := fs.String("agent", workbench.DefaultAgentID, "agent id: sweep the shard serving /agents/ID/wb")
 	all := fs.Bool("all-agents", false, "sweep every Workbench shard in the bucket")
-	grace := fs.Duration("grace", gcsweep.DefaultGrace, "keep unreachable objects younger than this, and the heads of this period")
-	maxAttempt := fs.Duration("max-attempt-age", gcsweep.DefaultMaxAttemptAge, "the writers' longest commit attempt (head.Options.MaxAttemptAge)")
+	grace := fs.Duration("grace", 0, "record this as the deployment root's grace period first (default: keep the recorded one, an hour unless set)")
 	idemRetention := fs.Duration("idempotency-retention", gcsweep.DefaultIdempotencyRetention, "delete the HTTP server's idempotency records older than this (negative: keep them)")
 	dryRun := fs.Bool("dry-run", false, "delete nothing; report what would be deleted")
 	asJSON := fs.Bool("json", false, "print each report as one line of JSON")
@@ -75,13 +77,13 @@ func runGC(ctx context.Context, e *env, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
+	graceSet := false
+	fs.Visit(func(f *flag.Flag) { graceSet = graceSet || f.Name == "grace" })
 	switch {
 	case fs.NArg() != 0:
 		return usageErr("unexpected argument %q", fs.Arg(0))
-	case *grace <= 0 || *maxAttempt <= 0:
-		return usageErr("--grace and --max-attempt-age must be positive")
-	case *grace <= *maxAttempt:
-		return usageErr("--grace %v must exceed --max-attempt-age %v", *grace, *maxAttempt)
+	case graceSet && head.CheckGrace(*grace) != nil:
+		return usageErr("--grace %v: must be between %v and %v", *grace, head.MinGrace, head.MaxGrace)
 	case *concurrency <= 0:
 		return usageErr("--concurrency must be positive")
 	}
@@ -128,7 +130,8 @@ func runGC(ctx context.Context, e *env, args []string) int {
 	exit := exitOK
 	for _, tg := range targets {
 		opts := workbench.SweepOptions()
-		opts.Grace, opts.MaxAttemptAge, opts.DryRun, opts.Concurrency = *grace, *maxAttempt, *dryRun, *concurrency
+		opts.Grace, opts.SetGrace = *grace, graceSet
+		opts.DryRun, opts.Concurrency = *dryRun, *concurrency
 		opts.IdempotencyRetention = *idemRetention
 		bar := &gcProgress{w: e.stderr, terminal: progress.IsTerminal(e.stderr)}
 		opts.Progress = bar.report
@@ -258,10 +261,15 @@ func printGCReport(w io.Writer, tg gcTarget, r *gcsweep.Report) {
 		verb = "would delete"
 	}
 	fmt.Fprintf(w, "%s: head sequence %d, root %s\n", who, r.HeadSequence, r.HeadRoot)
-	fmt.Fprintf(w, "grace %v by the store's clock (%s, %v from this machine's)\n",
-		time.Duration(r.Grace), r.StoreNow.UTC().Format(time.RFC3339), time.Duration(r.ClockSkew).Round(time.Millisecond))
-	fmt.Fprintf(w, "marked: the head, %d heads within the grace, %d held roots, %d pins, %d later heads: %d objects, %s\n",
-		r.RootsInGrace, r.Holds, r.Pins, r.HeadMoves, r.Live.Objects, progress.Bytes(r.Live.Bytes))
+	touched := ""
+	if r.Touched {
+		touched = ", written by this run"
+	}
+	fmt.Fprintf(w, "horizon %s: the head's store time %s%s, less the grace %v (the store's clock now %s, %v from this machine's)\n",
+		r.Horizon.UTC().Format(time.RFC3339), r.HeadTime.UTC().Format(time.RFC3339), touched, time.Duration(r.Grace),
+		r.StoreNow.UTC().Format(time.RFC3339), time.Duration(r.ClockSkew).Round(time.Millisecond))
+	fmt.Fprintf(w, "marked: the head, %d heads since the horizon, %d held roots, %d pins, %d keeps, %d later heads: %d objects, %s\n",
+		r.RootsInGrace, r.Holds, r.Pins, r.Keeps, r.HeadMoves, r.Live.Objects, progress.Bytes(r.Live.Bytes))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "class\tscanned\tbytes\tkept\tbytes\t%s\tbytes\t\n", verb)
 	cell := func(t gcsweep.Tally) string { return fmt.Sprintf("%d\t%s", t.Objects, progress.Bytes(t.Bytes)) }
@@ -273,8 +281,8 @@ func printGCReport(w io.Writer, tg gcTarget, r *gcsweep.Report) {
 	}
 	fmt.Fprintf(tw, "total\t%s\t%s\t%s\t\n", cell(r.Scanned), cell(kept), cell(r.Deleted))
 	tw.Flush()
-	fmt.Fprintf(w, "kept: %d reachable, %d within the grace, %d of unknown age, %d unknown keys\n",
-		r.Reachable.Objects, r.Young.Objects, r.UnknownAge.Objects, r.Unknown.Objects)
+	fmt.Fprintf(w, "kept: %d reachable, %d since the horizon, %d of unknown age, %d unknown keys; %d unreachable roots read, none newer than the head\n",
+		r.Reachable.Objects, r.Young.Objects, r.UnknownAge.Objects, r.Unknown.Objects, r.RootsChecked)
 	if r.Failed.Objects > 0 || r.Changed.Objects > 0 {
 		fmt.Fprintf(w, "not deleted: %d failed, %d changed or gone since the listing\n", r.Failed.Objects, r.Changed.Objects)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -50,16 +51,25 @@ func listKeys(t *testing.T, url string) []string {
 }
 
 // TestGCCommand: a sweep of a young store keeps everything and says so,
-// in the table and in JSON; --all-agents finds the agent's shard.
+// in the table and in JSON; --all-agents finds the agent's shard. A
+// dry run changes nothing; a sweep adds only the root of its touch of
+// the head.
 func TestGCCommand(t *testing.T) {
 	url := gcBucket(t, "gc-cmd", 4)
 	before := listKeys(t, url)
 
-	code, out, errOut := runCmd(t, "gc", "--bucket", url, "--agent", "gc")
+	code, out, errOut := runCmd(t, "gc", "--bucket", url, "--agent", "gc", "--dry-run")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
-	for _, want := range []string{"agent gc (shard ", "head sequence 5", "grace 1h0m0s", "kept: ", "total"} {
+	if after := listKeys(t, url); strings.Join(after, "\n") != strings.Join(before, "\n") {
+		t.Errorf("a dry run changed the store:\nbefore %v\nafter %v", before, after)
+	}
+	code, out, errOut = runCmd(t, "gc", "--bucket", url, "--agent", "gc")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"agent gc (shard ", "head sequence 6", "written by this run, less the grace 1h0m0s", "kept: ", "total"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the report lacks %q:\n%s", want, out)
 		}
@@ -83,19 +93,27 @@ func TestGCCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[0]), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if !rep.DryRun || rep.HeadSequence != 5 || rep.Scanned.Objects == 0 || rep.Reachable.Objects != rep.Scanned.Objects || rep.Deleted.Objects != 0 {
+	if !rep.DryRun || rep.HeadSequence != 6 || rep.Scanned.Objects == 0 || rep.Reachable.Objects != rep.Scanned.Objects || rep.Deleted.Objects != 0 {
 		t.Errorf("report %+v", rep)
 	}
-	if after := listKeys(t, url); strings.Join(after, "\n") != strings.Join(before, "\n") {
-		t.Errorf("a sweep of a young store changed it:\nbefore %v\nafter %v", before, after)
+	after := listKeys(t, url)
+	if len(after) != len(before)+1 {
+		t.Errorf("a sweep of a young store deleted or wrote more than its touch's root:\nbefore %v\nafter %v", before, after)
+	}
+	for _, k := range before {
+		if !slices.Contains(after, k) {
+			t.Errorf("a sweep of a young store deleted %s", k)
+		}
 	}
 }
 
 func TestGCCommandUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"gc", "extra"},
-		{"gc", "--grace", "5m"},
+		{"gc", "--grace", "1s"},
 		{"gc", "--grace", "0s"},
+		{"gc", "--grace", "-1h"},
+		{"gc", "--grace", "9000h"},
 		{"gc", "--agent", ""},
 		{"gc", "--agent", "a/b"},
 		{"gc", "--agent", "x", "--all-agents"},

@@ -268,19 +268,14 @@ func (p *pinCmd) restore(ctx context.Context, name string) int {
 	if err != nil {
 		return p.fail(err)
 	}
-	// The pin keeps the restored objects from the sweep until the head
-	// names them: it must still be there, unchanged, just before the
-	// head write.
-	guard := func(ctx context.Context) error {
-		now, err := gcsweep.ReadPin(ctx, b, layout, name)
-		if err != nil {
-			return fmt.Errorf("pin %s no longer readable: %w", name, err)
-		}
-		if now.RootHash != pin.RootHash {
-			return fmt.Errorf("pin %s now names root %s, not %s", name, now.Root, pin.Root)
-		}
-		return nil
+	// The restored objects must stay kept from every sweep until the
+	// head names them, however long this process pauses: a keep holds
+	// them, checked against each attempt's floor, beside the pin.
+	guard, err := gcsweep.NewRestoreGuard(ctx, b, layout, pin, time.Now)
+	if err != nil {
+		return p.fail(err)
 	}
+	defer guard.Close(context.WithoutCancel(ctx))
 	// Never commit a state with a hole in it: every object the pinned
 	// root reaches, blocks included, must read back intact first.
 	rep, err := gcsweep.VerifyPin(ctx, b, layout, pin, workbench.BlockRefs, gcsweep.VerifyOptions{})
@@ -294,7 +289,7 @@ func (p *pinCmd) restore(ctx context.Context, name string) int {
 		fmt.Fprintf(p.e.stderr, "cairn pin restore: pin %s: %d objects missing or damaged; nothing restored\n", name, len(rep.Problems))
 		return exitFailed
 	}
-	sn, committed, err := p.store.RestoreRoot(ctx, pin.RootHash, head.RestoreOptions{Guard: guard, Verified: true, KeepCurrent: workbench.RestoreKeepCurrent})
+	sn, committed, err := p.store.RestoreRoot(ctx, pin.RootHash, head.RestoreOptions{Guard: guard.Check, Verified: true, KeepCurrent: workbench.RestoreKeepCurrent})
 	if err != nil {
 		return p.fail(err)
 	}

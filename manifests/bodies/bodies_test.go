@@ -121,7 +121,7 @@ func TestStageThenStream(t *testing.T) {
 			t.Fatalf("block %d: %+v", i, blk)
 		}
 	}
-	if err := s.Stage(ctx, st, body); err != nil {
+	if _, err := s.Stage(ctx, st, body); err != nil {
 		t.Fatal(err)
 	}
 	raw, _, err := b.Get(ctx, layout.Staging(op))
@@ -141,7 +141,7 @@ func TestStageThenStream(t *testing.T) {
 	}
 
 	// Staging again is harmless: every object is there with its bytes.
-	if err := s.Stage(ctx, st, body); err != nil {
+	if _, err := s.Stage(ctx, st, body); err != nil {
 		t.Fatalf("stage again: %v", err)
 	}
 	// A ledger that differs is refused, for good.
@@ -165,7 +165,7 @@ func TestRetryTransientWrite(t *testing.T) {
 	st := staging(s, body)
 	unavailable := fb.Inject(fault.Rule{Op: fault.OpPut, Key: st.Blocks[1].Key, Count: 1, Fault: fault.FailBefore(bucket.ErrUnavailable)})
 	lost := fb.Inject(fault.Rule{Op: fault.OpPut, Key: st.Blocks[2].Key, Count: 1, Fault: fault.LoseResponse()})
-	if err := s.Stage(ctx, st, body); err != nil {
+	if _, err := s.Stage(ctx, st, body); err != nil {
 		t.Fatal(err)
 	}
 	if unavailable.Fired() != 1 || lost.Fired() != 1 {
@@ -191,7 +191,7 @@ func TestRetryGivesUp(t *testing.T) {
 	s := bodies.New(cb, newLayout(t), bodies.Options{Retry: fastRetry})
 	fb.Inject(fault.Rule{Op: fault.OpPut, Fault: fault.FailBefore(bucket.ErrUnavailable)})
 	st := staging(s, []byte("x"))
-	if err := s.Stage(t.Context(), st, []byte("x")); !errors.Is(err, bucket.ErrUnavailable) {
+	if _, err := s.Stage(t.Context(), st, []byte("x")); !errors.Is(err, bucket.ErrUnavailable) {
 		t.Fatalf("stage: %v, want ErrUnavailable", err)
 	}
 	// The ledger and the block, each up to the policy's tries.
@@ -212,7 +212,7 @@ func TestNoRetryOnDifferentBytes(t *testing.T) {
 	if _, err := inner.Put(ctx, st.Blocks[0].Key, []byte("theirs"), bucket.Unconditional); err != nil {
 		t.Fatal(err)
 	}
-	err := s.Stage(ctx, st, body)
+	_, err := s.Stage(ctx, st, body)
 	if !errors.Is(err, bucket.ErrPrecondition) || bucket.Transient(err) || errors.Is(err, bucket.ErrIntegrity) {
 		t.Fatalf("stage onto other bytes: %v, want a precondition failure only", err)
 	}
@@ -230,13 +230,13 @@ func TestUploadChecksPlan(t *testing.T) {
 	s := bodies.New(b, newLayout(t), bodies.Options{BlockSize: 4})
 	st := staging(s, []byte("aaaabbbb"))
 	for name, stream := range map[string]string{"other bytes": "aaaaBBBB", "short": "aaaa", "long": "aaaabbbbc"} {
-		err := s.Upload(ctx, st, func(write func([]byte) error) error { return write([]byte(stream)) })
+		_, err := s.Upload(ctx, st, func(write func([]byte) error) error { return write([]byte(stream)) })
 		if !errors.Is(err, bucket.ErrIntegrity) {
 			t.Errorf("%s: %v, want ErrIntegrity", name, err)
 		}
 	}
 	// In pieces of any size.
-	err := s.Upload(ctx, st, func(write func([]byte) error) error {
+	_, err := s.Upload(ctx, st, func(write func([]byte) error) error {
 		for _, p := range []string{"a", "aaab", "", "bb", "b"} {
 			if err := write([]byte(p)); err != nil {
 				return err
@@ -285,7 +285,7 @@ func TestDiscardOrder(t *testing.T) {
 			s := bodies.New(fb, layout, bodies.Options{BlockSize: 2})
 			body := []byte("aabbccddeeffgghhiijj") // 10 blocks
 			st := staging(s, body)
-			if err := s.Stage(ctx, st, body); err != nil {
+			if _, err := s.Stage(ctx, st, body); err != nil {
 				t.Fatal(err)
 			}
 			if failing {
@@ -338,7 +338,7 @@ func TestDropLedger(t *testing.T) {
 	layout := newLayout(t)
 	s := bodies.New(b, layout, bodies.Options{BlockSize: 2})
 	st := staging(s, []byte("aabb"))
-	if err := s.Stage(ctx, st, []byte("aabb")); err != nil {
+	if _, err := s.Stage(ctx, st, []byte("aabb")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.DropLedger(ctx, op); err != nil {
@@ -367,7 +367,7 @@ func TestStreamRequests(t *testing.T) {
 		st := staging(s, body)
 		st.Operation, st.Revision = [16]byte{byte(c.blocks)}, [16]byte{byte(c.blocks)}
 		st.Blocks = s.Plan(root, st.Revision, body)
-		if err := s.Stage(ctx, st, body); err != nil {
+		if _, err := s.Stage(ctx, st, body); err != nil {
 			t.Fatal(err)
 		}
 		cb.Reset()
@@ -396,7 +396,7 @@ func TestStreamChecks(t *testing.T) {
 	s := bodies.New(b, newLayout(t), bodies.Options{BlockSize: 4})
 	body := []byte("aaaabbbbccccdddd")
 	st := staging(s, body)
-	if err := s.Stage(ctx, st, body); err != nil {
+	if _, err := s.Stage(ctx, st, body); err != nil {
 		t.Fatal(err)
 	}
 
@@ -445,7 +445,7 @@ func TestStageOneRound(t *testing.T) {
 	cb := counting.New(latency.New(mem.NewBucket(), latency.Options{PerRequest: 20 * time.Millisecond}))
 	s := bodies.New(cb, newLayout(t), bodies.Options{BlockSize: 4})
 	body := []byte("0123456789abcdef") // 4 blocks
-	if err := s.Stage(t.Context(), staging(s, body), body); err != nil {
+	if _, err := s.Stage(t.Context(), staging(s, body), body); err != nil {
 		t.Fatal(err)
 	}
 	if st := cb.Snapshot(); st.Put.Requests != 5 || st.Rounds != 1 {
@@ -463,7 +463,7 @@ func TestStageFailedBlockKeepsLedger(t *testing.T) {
 	body := []byte("aabbccdd")
 	st := staging(s, body)
 	fb.Inject(fault.Rule{Op: fault.OpPut, Key: st.Blocks[0].Key, Fault: fault.FailBefore(errors.New("boom"))})
-	if err := s.Stage(t.Context(), st, body); err == nil {
+	if _, err := s.Stage(t.Context(), st, body); err == nil {
 		t.Fatal("stage succeeded")
 	}
 	if _, _, err := b.Get(t.Context(), layout.Staging(op)); err != nil {
@@ -481,7 +481,7 @@ func TestInlineAndPrefetchedBlocks(t *testing.T) {
 	s := bodies.New(cb, newLayout(t), bodies.Options{BlockSize: 4})
 	body := []byte("0123456789")
 	st := staging(s, body)
-	if err := s.Stage(ctx, st, body); err != nil {
+	if _, err := s.Stage(ctx, st, body); err != nil {
 		t.Fatal(err)
 	}
 	inline := bodies.Block{Size: 3, Digest: digest.Sum([]byte("xyz")), Data: []byte("xyz")}
@@ -534,7 +534,7 @@ func TestBlockCache(t *testing.T) {
 		s := bodies.New(cb, newLayout(t), opts)
 		body := []byte("aaaabbbbcccc")
 		st := staging(s, body)
-		if err := s.Stage(ctx, st, body); err != nil {
+		if _, err := s.Stage(ctx, st, body); err != nil {
 			t.Fatal(err)
 		}
 		read := func(what string, blocks []bodies.Block, gets int64) {
@@ -576,7 +576,7 @@ func TestBlockCache(t *testing.T) {
 	s := bodies.New(cb, newLayout(t), bodies.Options{BlockSize: bodies.CacheMaxBlock + 1})
 	body := bytes.Repeat([]byte("x"), bodies.CacheMaxBlock+1)
 	st := staging(s, body)
-	if err := s.Stage(ctx, st, body); err != nil {
+	if _, err := s.Stage(ctx, st, body); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {

@@ -88,15 +88,17 @@ func (s *Store) WriteLedger(ctx context.Context, st *Staging) error {
 	if err != nil {
 		return err
 	}
-	return s.put(ctx, s.layout.Staging(st.Operation), b)
+	_, err = s.put(ctx, s.layout.Staging(st.Operation), b)
+	return err
 }
 
 // Stage writes st's ledger and uploads its blocks, cut from data, in the
 // same round: the ledger is sent beside the blocks, not before them (see
 // the package documentation for why that is safe). A failed block does not
 // cancel the ledger's write, so short of a crash whatever was uploaded is
-// named by a ledger when Stage returns.
-func (s *Store) Stage(ctx context.Context, st *Staging, data []byte) error {
+// named by a ledger when Stage returns. It returns the oldest store time
+// of the blocks (Stamped).
+func (s *Store) Stage(ctx context.Context, st *Staging, data []byte) (time.Time, error) {
 	return s.StageStream(ctx, st, func(write func([]byte) error) error { return write(data) })
 }
 
@@ -104,17 +106,17 @@ func (s *Store) Stage(ctx context.Context, st *Staging, data []byte) error {
 // The ledger is sent with the first block, once that block is checked
 // against its plan, so that the two share a round however long the check
 // takes.
-func (s *Store) StageStream(ctx context.Context, st *Staging, produce func(write func([]byte) error) error) error {
+func (s *Store) StageStream(ctx context.Context, st *Staging, produce func(write func([]byte) error) error) (time.Time, error) {
 	ledger := make(chan error, 1)
 	var once sync.Once
 	send := func() { once.Do(func() { go func() { ledger <- s.WriteLedger(ctx, st) }() }) }
-	uerr := s.upload(ctx, st, produce, send)
+	oldest, uerr := s.upload(ctx, st, produce, send)
 	send() // a stream that emitted nothing, or failed before its first block
 	lerr := <-ledger
 	if lerr != nil {
-		return lerr
+		return time.Time{}, lerr
 	}
-	return uerr
+	return oldest, uerr
 }
 
 // Upload uploads st's blocks create-only and in parallel, cut from the
@@ -123,14 +125,22 @@ func (s *Store) StageStream(ctx context.Context, st *Staging, produce func(write
 // of more or fewer blocks, fails with an error wrapping
 // bucket.ErrIntegrity. Upload writes no ledger (StageStream writes both).
 // write may keep the slices it is given until Upload returns.
-func (s *Store) Upload(ctx context.Context, st *Staging, produce func(write func([]byte) error) error) error {
+//
+// Upload returns the oldest of the store times of the blocks (the
+// Attrs.ModTime of each write, or of the object a retried write found
+// there): a command that names the blocks must be built on a head whose
+// floor is no later (head.Tx.Floor), or a sweep may take them. A store
+// that answers a write without a time is asked for it (Stat).
+func (s *Store) Upload(ctx context.Context, st *Staging, produce func(write func([]byte) error) error) (time.Time, error) {
 	return s.upload(ctx, st, produce, func() {})
 }
 
 // upload is Upload, calling sent as each block's write is started.
-func (s *Store) upload(ctx context.Context, st *Staging, produce func(write func([]byte) error) error, sent func()) error {
+func (s *Store) upload(ctx context.Context, st *Staging, produce func(write func([]byte) error) error, sent func()) (time.Time, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.opts.Parallel)
+	var mu sync.Mutex
+	var oldest time.Time
 	n := 0
 	cut := &cutter{size: s.opts.BlockSize, emit: func(b []byte) error {
 		if err := gctx.Err(); err != nil {
@@ -142,7 +152,17 @@ func (s *Store) upload(ctx context.Context, st *Staging, produce func(write func
 			return fmt.Errorf("bodies: upload block %d: bytes differ from the staging plan: %w", i, bucket.ErrIntegrity)
 		}
 		key := st.Blocks[i].Key
-		g.Go(func() error { return s.put(gctx, key, b) })
+		g.Go(func() error {
+			t, err := s.put(gctx, key, b)
+			if err == nil {
+				mu.Lock()
+				if oldest.IsZero() || t.Before(oldest) {
+					oldest = t
+				}
+				mu.Unlock()
+			}
+			return err
+		})
 		sent()
 		return nil
 	}}
@@ -155,31 +175,49 @@ func (s *Store) upload(ctx context.Context, st *Staging, produce func(write func
 	}
 	werr := g.Wait()
 	if perr != nil && !(errors.Is(perr, context.Canceled) && werr != nil) {
-		return perr
+		return time.Time{}, perr
 	}
-	return werr
+	if werr != nil {
+		return time.Time{}, werr
+	}
+	return oldest, nil
 }
 
 // put writes a new immutable object create-only, retrying transient
-// failures under the Store's policy. A precondition failure means the
-// key is taken, most often by an earlier try whose answer was lost: the
-// object's bytes then match and the write succeeded. Different bytes are
-// an error wrapping bucket.ErrPrecondition, which is not retried.
-func (s *Store) put(ctx context.Context, key string, body []byte) error {
-	return bucket.Retry(ctx, s.opts.Retry, func(ctx context.Context) error {
-		_, err := s.b.Put(ctx, key, body, bucket.IfAbsent())
+// failures under the Store's policy, and returns the store time of the
+// object. A precondition failure means the key is taken, most often by
+// an earlier try whose answer was lost: the object's bytes then match and
+// the write succeeded. Different bytes are an error wrapping
+// bucket.ErrPrecondition, which is not retried.
+func (s *Store) put(ctx context.Context, key string, body []byte) (time.Time, error) {
+	var stamp time.Time
+	err := bucket.Retry(ctx, s.opts.Retry, func(ctx context.Context) error {
+		attrs, err := s.b.Put(ctx, key, body, bucket.IfAbsent())
+		if err == nil {
+			stamp = attrs.ModTime
+			return nil
+		}
 		if !errors.Is(err, bucket.ErrPrecondition) {
 			return err
 		}
-		got, _, err := s.b.Get(ctx, key)
+		got, gattrs, err := s.b.Get(ctx, key)
 		if err != nil {
 			return err
 		}
 		if !bytes.Equal(got, body) {
 			return fmt.Errorf("bodies: put %q: a different object exists: %w", key, bucket.ErrPrecondition)
 		}
+		stamp = gattrs.ModTime
 		return nil
 	})
+	if err == nil && stamp.IsZero() {
+		attrs, serr := s.b.Stat(ctx, key)
+		if serr != nil {
+			return time.Time{}, serr
+		}
+		stamp = attrs.ModTime
+	}
+	return stamp, err
 }
 
 // Discard deletes the objects of a staging whose publication did not
