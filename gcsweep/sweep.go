@@ -112,10 +112,10 @@ type Options struct {
 	// be shorter; a dry run reports as if it were.
 	Grace time.Duration
 	// SetGrace records Grace as the deployment root's grace period
-	// (head.Store.SetGrace, one commit when it changes) before the sweep:
-	// writers read it from the same root, so no value can make a write
-	// name what the sweep deletes. Needs Marker; a dry run records
-	// nothing.
+	// (head.Store.SetGrace, one commit when it changes) once the sweep has
+	// found nothing to stop for, before it deletes: writers read it from
+	// the same root, so no value can make a write name what the sweep
+	// deletes. Needs Marker; a dry run records nothing.
 	SetGrace bool
 	// Touch commits an empty change (head.Store.Touch) before the sweep
 	// reads the head, so that its horizon is a grace period before now
@@ -355,14 +355,6 @@ func (s *sweeper) run(ctx context.Context) error {
 	if hd == nil {
 		return nil // a shard never written
 	}
-	if s.opts.SetGrace && !s.opts.DryRun {
-		if err := s.writeHead(ctx, func(st *head.Store) error { return st.SetGrace(ctx, s.opts.Grace) }); err != nil {
-			return fmt.Errorf("gcsweep: record the grace period: %w", err)
-		}
-		if hd, attrs, err = s.readHeadAgain(ctx); err != nil {
-			return err
-		}
-	}
 	s.became = map[digest.Hash]time.Time{}
 	s.noteHead(hd, attrs)
 	if err := s.clock(ctx); err != nil {
@@ -422,13 +414,14 @@ func (s *sweeper) run(ctx context.Context) error {
 	if err := s.checkRollback(ctx, pins); err != nil {
 		return err
 	}
-	if s.opts.Touch && !s.opts.DryRun {
-		// Nothing stops the sweep: touch the head, so that the horizon
-		// may reach a grace period before now, and mark from there.
-		if err := s.writeHead(ctx, func(st *head.Store) error { _, err := st.Touch(ctx); return err }); err != nil {
-			return fmt.Errorf("gcsweep: touch the head: %w", err)
+	if (s.opts.Touch || s.opts.SetGrace) && !s.opts.DryRun {
+		// Nothing stops the sweep: record the grace, touch the head so
+		// that the horizon may reach a grace period before now, and mark
+		// what the heads since reach. An attempt built on a head before
+		// these commits (and its older grace) can no longer land.
+		if err := s.writeHead(ctx); err != nil {
+			return err
 		}
-		s.rep.Touched = true
 		if _, err := s.remark(ctx, version); err != nil {
 			return err
 		}
@@ -471,15 +464,26 @@ func (s *sweeper) readHeadAgain(ctx context.Context) (*head.Head, bucket.Attrs, 
 	return h, a, err
 }
 
-// writeHead runs fn on a Store of the shard: the sweep's own commits
-// (SetGrace, Touch).
-func (s *sweeper) writeHead(ctx context.Context, fn func(*head.Store) error) error {
+// writeHead makes the sweep's own commits: the grace (SetGrace), then an
+// empty one (Touch).
+func (s *sweeper) writeHead(ctx context.Context) error {
 	st, err := head.Open(ctx, s.b, s.layout.ID(), head.Schema{Marker: *s.opts.Marker, Families: s.layout.Schema()}, head.Options{})
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	return fn(st)
+	if s.opts.SetGrace {
+		if err := st.SetGrace(ctx, s.opts.Grace); err != nil {
+			return fmt.Errorf("gcsweep: record the grace period: %w", err)
+		}
+	}
+	if s.opts.Touch {
+		if _, err := st.Touch(ctx); err != nil {
+			return fmt.Errorf("gcsweep: touch the head: %w", err)
+		}
+		s.rep.Touched = true
+	}
+	return nil
 }
 
 // noteHead records a head the sweep read and its store time.
@@ -501,7 +505,7 @@ func (s *sweeper) setHorizon(ctx context.Context, h *head.Head, headTime time.Ti
 	if err != nil {
 		return fmt.Errorf("gcsweep: read the deployment root's grace: %w", err)
 	}
-	if s.opts.Grace != 0 && s.opts.Grace < g && !(s.opts.SetGrace && s.opts.DryRun) {
+	if s.opts.Grace != 0 && s.opts.Grace < g && !s.opts.SetGrace {
 		return fmt.Errorf("%w: %v, and the deployment root records %v", ErrGrace, s.opts.Grace, g)
 	}
 	if s.opts.Grace != 0 {

@@ -200,6 +200,19 @@ func (s *Service) Fsck(ctx context.Context, opts FsckOptions) (*FsckReport, erro
 			tops = append(tops, p.RootHash)
 		}
 	}
+	// A head older than a root or pin of the bucket: an older head object
+	// put back. Every later commit is unreachable from it.
+	rb, err := gcsweep.FindRollback(ctx, b, store.Layout())
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, ctx.Err()
+	case err != nil:
+		fk.add(FsckFinding{Layer: "engine", Root: sn.RootHash().String(), Record: "head " + store.Layout().Head(),
+			Expected: "every root of the shard readable, none newer than the head", Found: err.Error()})
+	case rb != nil:
+		fk.add(FsckFinding{Layer: "engine", Root: sn.RootHash().String(), Record: "head " + store.Layout().Head(),
+			Expected: fmt.Sprintf("the newest head (sequence %d or later)", rb.Sequence), Found: rb.Error()})
+	}
 	for _, h := range tops {
 		if err := fk.checkObjects(ctx, h); err != nil {
 			return nil, err
