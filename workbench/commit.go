@@ -168,21 +168,35 @@ func (s *Service) commit(ctx context.Context, req *commitRequest, now func() tim
 	if err != nil {
 		return nil, FromError(err)
 	}
-	st, rows, rowsDigest, werr := s.stageRunManifest(ctx, "workbench_commit", req.id, env)
-	if werr != nil {
-		return nil, werr
+	var st *staging
+	var res head.Result
+	for try := 0; ; try++ {
+		var rows []nokv.ArtifactManifestEntry
+		var rowsDigest string
+		var werr *Error
+		st, rows, rowsDigest, werr = s.stageRunManifest(ctx, "workbench_commit", req.id, env)
+		if werr != nil {
+			return nil, werr
+		}
+		b := &commitBuild{
+			s: s, req: req, observed: observed, newInc: nokv.NewIncarnationID(),
+			committedAt: committedAt, env: env, st: st, rows: rows, rowsDigest: rowsDigest,
+		}
+		res, err = s.doExact(ctx, head.Command{
+			Namespace: s.root,
+			RequestID: s.requestID(),
+			Digest:    b.commandDigest(),
+			Apply:     b.apply,
+			At:        sn,
+		})
+		if !isStale(err) || try == maxRestages {
+			break
+		}
+		// The run manifest's blocks aged past the attempt's floor (a
+		// pause): stage it again, under fresh ids, and send again.
+		s.discardStaging(ctx, st)
+		sn = nil
 	}
-	b := &commitBuild{
-		s: s, req: req, observed: observed, newInc: nokv.NewIncarnationID(),
-		committedAt: committedAt, env: env, st: st, rows: rows, rowsDigest: rowsDigest,
-	}
-	res, err := s.doExact(ctx, head.Command{
-		Namespace: s.root,
-		RequestID: s.requestID(),
-		Digest:    b.commandDigest(),
-		Apply:     b.apply,
-		At:        sn,
-	})
 	if err != nil {
 		if _, rejected := errors.AsType[*pubReject](err); rejected {
 			s.discardStaging(ctx, st)

@@ -172,7 +172,7 @@ func (b *commitBuild) apply(tx *head.Tx) ([]byte, error) {
 		return json.Marshal(commitOutcome{Replayed: true})
 	}
 	if b.st.stale(tx.Floor()) {
-		return nil, reject(staleStaging())
+		return nil, rejectStale()
 	}
 	for _, step := range []func() error{
 		c.openWorkspace,

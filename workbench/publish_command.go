@@ -390,7 +390,7 @@ func (s *Service) applyPublish(tx *head.Tx, p *pubPlan, manifestDigest string, d
 // floor: a sweep may delete them before this commit lands (head.Tx.Floor).
 func (c *pubCommand) checkStaging() error {
 	if c.p.st.stale(c.tx.Floor()) {
-		return &pubReject{e: staleStaging(), stale: true}
+		return rejectStale()
 	}
 	return nil
 }

@@ -312,27 +312,40 @@ func (s *Service) finishRestore(ctx context.Context, sn *head.Snapshot, p *resto
 	if err != nil {
 		return nil, FromError(err)
 	}
-	st, rows, rowsDigest, werr := s.stageRunManifest(ctx, "workbench_restore", p.dstID, env)
-	if werr != nil {
-		return nil, werr
+	var st *staging
+	var f *restoreFinal
+	for try := 0; ; try++ {
+		var rows []nokv.ArtifactManifestEntry
+		var rowsDigest string
+		var werr *Error
+		st, rows, rowsDigest, werr = s.stageRunManifest(ctx, "workbench_restore", p.dstID, env)
+		if werr != nil {
+			return nil, werr
+		}
+		f = &restoreFinal{s: s, p: p, st: st, rows: rows, env: env}
+		f.runEntry = nokv.PathEntry{
+			Generation: 1, Revision: st.rev, LogicalSize: uint64(len(env)),
+			BodyDigestURI: DigestURI(env), ManifestDigestURI: rowsDigest, ContentType: runManifestContentType,
+		}
+		if werr := f.planCommit(); werr != nil {
+			return nil, werr
+		}
+		_, err = s.doExact(ctx, head.Command{
+			Namespace: s.root,
+			RequestID: s.requestID(),
+			Digest: head.Digest([]byte("cairn.workbench.restore.final.v1"), p.identity[:], p.init[:], p.chain[:],
+				st.op[:], st.rev[:], []byte(rowsDigest)),
+			Apply: f.apply,
+			Reads: append(p.reads(s, sn, []restoreMember{{path: restoreManifestComps, entry: p.rmEntry}, {path: runManifestComps, entry: f.runEntry}}),
+				head.ShardRef{Family: nokv.FamilyRestoreMember, Index: restoreMemberShard(sn, s.root, p.opID), Prefix: nokv.RestoreMemberPrefix(s.root, p.opID)}),
+		})
+		if !isStale(err) || try == maxRestages {
+			break
+		}
+		// The run manifest's blocks aged past the attempt's floor (a
+		// pause): stage it again, under fresh ids, and send again.
+		s.discardStaging(ctx, st)
 	}
-	f := &restoreFinal{s: s, p: p, st: st, rows: rows, env: env}
-	f.runEntry = nokv.PathEntry{
-		Generation: 1, Revision: st.rev, LogicalSize: uint64(len(env)),
-		BodyDigestURI: DigestURI(env), ManifestDigestURI: rowsDigest, ContentType: runManifestContentType,
-	}
-	if werr := f.planCommit(); werr != nil {
-		return nil, werr
-	}
-	_, err = s.doExact(ctx, head.Command{
-		Namespace: s.root,
-		RequestID: s.requestID(),
-		Digest: head.Digest([]byte("cairn.workbench.restore.final.v1"), p.identity[:], p.init[:], p.chain[:],
-			st.op[:], st.rev[:], []byte(rowsDigest)),
-		Apply: f.apply,
-		Reads: append(p.reads(s, sn, []restoreMember{{path: restoreManifestComps, entry: p.rmEntry}, {path: runManifestComps, entry: f.runEntry}}),
-			head.ShardRef{Family: nokv.FamilyRestoreMember, Index: restoreMemberShard(sn, s.root, p.opID), Prefix: nokv.RestoreMemberPrefix(s.root, p.opID)}),
-	})
 	if err != nil {
 		if _, rejected := errors.AsType[*pubReject](err); rejected {
 			s.discardStaging(ctx, st)
@@ -349,7 +362,7 @@ func (s *Service) finishRestore(ctx context.Context, sn *head.Snapshot, p *resto
 			return nil, FromError(err)
 		}
 	}
-	sn, werr = s.pin(ctx)
+	sn, werr := s.pin(ctx)
 	if werr != nil {
 		return nil, werr
 	}
@@ -430,7 +443,7 @@ func (f *restoreFinal) apply(tx *head.Tx) ([]byte, error) {
 	seq := tx.Sequence()
 	f.landed = false
 	if f.st.stale(tx.Floor()) {
-		return nil, reject(staleStaging())
+		return nil, rejectStale()
 	}
 	opKey, err := p.opKey(s.root)
 	if err != nil {

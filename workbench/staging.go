@@ -9,6 +9,7 @@ package workbench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -53,6 +54,16 @@ func (st *staging) stale(floor time.Time) bool {
 // published command's refusal is recorded for its request id).
 func staleStaging() *Error {
 	return newError(CodeTimeout, "the body was staged too long ago to be published; the change was not applied", true, sourceDetails())
+}
+
+// rejectStale is a command's refusal of stale blocks (staleStaging),
+// which its caller answers by staging the body again (isStale).
+func rejectStale() error { return &pubReject{e: staleStaging(), stale: true} }
+
+// isStale reports whether a command refused its blocks as stale.
+func isStale(err error) bool {
+	pr, ok := errors.AsType[*pubReject](err)
+	return ok && pr.stale
 }
 
 // newStaging draws the ids of a publication of path in workbench id by
