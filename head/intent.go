@@ -3,12 +3,10 @@ package head
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -429,7 +427,7 @@ func (s *Store) publishIntent(ctx context.Context, calls []*call) {
 	}
 	var salt [8]byte
 	rand.Read(salt[:])
-	key := fmt.Sprintf("%s%013d-%s", s.intentsPrefix(), now.UnixMilli(), hex.EncodeToString(salt[:]))
+	key := s.layout.Intent(now.UnixMilli(), salt)
 	if _, err := s.b.Put(ctx, key, body, bucket.IfAbsent()); err != nil {
 		return
 	}
@@ -468,15 +466,9 @@ func (s *Store) pendingIntents(ctx context.Context, calls []*call) ([]foreignInt
 	cutoff := time.Now().Add(-s.opts.MaxAttemptAge).UnixMilli()
 	var keys []string
 	for _, o := range objs {
-		name := strings.TrimPrefix(o.Key, s.intentsPrefix())
-		var ms int64
-		if own[o.Key] || len(name) < 13 {
-			continue
+		if ms, ok := s.layout.ParseIntent(o.Key); ok && !own[o.Key] && ms >= cutoff {
+			keys = append(keys, o.Key)
 		}
-		if _, err := fmt.Sscanf(name[:13], "%d", &ms); err != nil || ms < cutoff {
-			continue
-		}
-		keys = append(keys, o.Key)
 	}
 	slices.Sort(keys)
 	out := make([]foreignIntent, len(keys))

@@ -142,6 +142,34 @@ func (l Layout) Staging(operation [16]byte) string {
 // commits next (package head).
 func (l Layout) IntentsPrefix() string { return l.prefix + "intents/" }
 
+// Intent returns the key of an intent published at unixMS (the
+// publisher's clock) with a random salt: "intents/{ms:13}-{salt:16 hex}",
+// so that a listing returns intents oldest first.
+func (l Layout) Intent(unixMS int64, salt [8]byte) string {
+	return fmt.Sprintf("%s%013d-%s", l.IntentsPrefix(), unixMS, hex.EncodeToString(salt[:]))
+}
+
+// ParseIntent returns the publication time an intent key names, in Unix
+// milliseconds; ok is false for a key that is not one of this shard's
+// intents as Intent spells it.
+func (l Layout) ParseIntent(key string) (unixMS int64, ok bool) {
+	name, found := strings.CutPrefix(key, l.IntentsPrefix())
+	if !found || len(name) != 13+1+16 || name[13] != '-' {
+		return 0, false
+	}
+	var salt [8]byte
+	if parseLowerHex(salt[:], name[14:]) != nil {
+		return 0, false
+	}
+	for _, c := range name[:13] {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		unixMS = unixMS*10 + int64(c-'0')
+	}
+	return unixMS, true
+}
+
 // ClockProbe returns the key of an empty object a sweep writes and
 // deletes to read the store's clock (its ModTime): "gc/{lsid}/clock/{hex}"
 // with a random token per sweep. It lies outside the shard's prefix, so

@@ -175,3 +175,26 @@ func FuzzParseObjectKey(f *testing.F) {
 		}
 	})
 }
+
+func TestIntentKeys(t *testing.T) {
+	l := testLayout(t)
+	key := l.Intent(1767225600123, [8]byte{0xab, 1, 2, 3, 4, 5, 6, 0xff})
+	if want := l.Prefix() + "intents/1767225600123-ab010203040506ff"; key != want {
+		t.Fatalf("key %q, want %q", key, want)
+	}
+	if ms, ok := l.ParseIntent(key); !ok || ms != 1767225600123 {
+		t.Fatalf("parse: %d %v", ms, ok)
+	}
+	for _, bad := range []string{
+		l.Prefix() + "intents/1767225600123-AB010203040506FF",
+		l.Prefix() + "intents/176722560012-ab010203040506ff0",
+		l.Prefix() + "intents/1767225600123_ab010203040506ff",
+		l.Prefix() + "intents/1767225600123-ab01020304050",
+		shards.NewLayout(schema, shards.ShardID{2}).Intent(1, [8]byte{}),
+		l.Prefix() + "roots/1767225600123-ab010203040506ff",
+	} {
+		if _, ok := l.ParseIntent(bad); ok {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
