@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/shards"
 )
@@ -447,8 +448,8 @@ func checkSlice(body []byte, br BlockRef) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", bucket.ErrIntegrity, err)
 	}
-	if br.Offset < 0 || br.Size < 0 || br.Offset+br.Size > int64(len(body)) {
-		return fmt.Errorf("%w: %d bytes, a record names bytes %d..%d", bucket.ErrIntegrity, len(body), br.Offset, br.Offset+br.Size)
+	if br.Offset < 0 || br.Size < 0 {
+		return fmt.Errorf("%w: a record names bytes %d..%d", bucket.ErrIntegrity, br.Offset, br.Offset+br.Size)
 	}
-	return digest.Verify(body[br.Offset:br.Offset+br.Size], want)
+	return bodies.VerifySlice(body, uint64(br.Offset), uint64(br.Size), want)
 }

@@ -49,6 +49,17 @@ func (s *Store) Stream(ctx context.Context, blocks []Block, fn func([]byte) erro
 	return nil
 }
 
+// VerifySlice checks bytes offset..offset+size of a block object against
+// want: the one check every reader of a block makes (reads, and the
+// walks of sweeps, pins and fsck). A slice outside the object, or bytes
+// of another digest, is bucket.ErrIntegrity.
+func VerifySlice(obj []byte, offset, size uint64, want digest.Hash) error {
+	if offset > uint64(len(obj)) || size > uint64(len(obj))-offset {
+		return fmt.Errorf("%d bytes, want [%d, %d): %w", len(obj), offset, offset+size, bucket.ErrIntegrity)
+	}
+	return digest.Verify(obj[offset:offset+size], want)
+}
+
 // fetch reads one block, or takes the bytes it holds, and checks it.
 func (s *Store) fetch(ctx context.Context, blk Block) ([]byte, error) {
 	if blk.Data != nil {
@@ -82,13 +93,10 @@ func (s *Store) fetch(ctx context.Context, blk Block) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if blk.Offset > uint64(len(obj)) || blk.Size > uint64(len(obj))-blk.Offset {
-		return nil, fmt.Errorf("bodies: block %s: %d bytes, want [%d, %d): %w", blk.Key, len(obj), blk.Offset, blk.Offset+blk.Size, bucket.ErrIntegrity)
-	}
-	b := obj[blk.Offset : blk.Offset+blk.Size]
-	if err := digest.Verify(b, blk.Digest); err != nil {
+	if err := VerifySlice(obj, blk.Offset, blk.Size, blk.Digest); err != nil {
 		return nil, fmt.Errorf("bodies: block %s: %w", blk.Key, err)
 	}
+	b := obj[blk.Offset : blk.Offset+blk.Size]
 	if cacheable && blk.Size == uint64(len(obj)) {
 		s.cache.Add(ck, cachedBlock{digest: blk.Digest, b: b})
 	}
