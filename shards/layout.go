@@ -63,9 +63,23 @@ type Layout struct {
 	prefix string // "shards/{lsid}/"
 }
 
+// ShardsPrefix is the prefix under which every logical shard has its own,
+// "shards/{lsid}/".
+const ShardsPrefix = "shards/"
+
 // NewLayout returns the layout of shard id under schema s.
 func NewLayout(s *Schema, id ShardID) Layout {
-	return Layout{schema: s, id: id, prefix: "shards/" + id.String() + "/"}
+	return Layout{schema: s, id: id, prefix: ShardsPrefix + id.String() + "/"}
+}
+
+// ParseShardPrefix returns the shard id of a shard's prefix as a listing
+// of ShardsPrefix with the delimiter "/" returns it ("shards/{lsid}/").
+func ParseShardPrefix(p string) (ShardID, error) {
+	rest, ok := strings.CutPrefix(p, ShardsPrefix)
+	if !ok || !strings.HasSuffix(rest, "/") {
+		return ShardID{}, fmt.Errorf("shards: %q is not a shard's prefix: %w", p, ErrInvalidObjectKey)
+	}
+	return ParseShardID(strings.TrimSuffix(rest, "/"))
 }
 
 // ID returns the layout's shard id.

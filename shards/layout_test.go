@@ -198,3 +198,15 @@ func TestIntentKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestParseShardPrefix(t *testing.T) {
+	l := testLayout(t)
+	if id, err := shards.ParseShardPrefix(l.Prefix()); err != nil || id != l.ID() {
+		t.Fatalf("%q: %v %v", l.Prefix(), id, err)
+	}
+	for _, bad := range []string{"shards/" + lsid, "pins/" + lsid + "/", "shards/" + strings.ToUpper(lsid) + "/", "shards/x/"} {
+		if _, err := shards.ParseShardPrefix(bad); !errors.Is(err, shards.ErrInvalidObjectKey) {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}

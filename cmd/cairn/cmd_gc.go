@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -206,13 +205,13 @@ type gcTarget struct {
 // prefix. Which of them are the Workbench's is learned from their heads,
 // by the sweep (gcsweep.ErrMarker).
 func workbenchShards(ctx context.Context, b bucket.Bucket) ([]gcTarget, error) {
-	_, prefixes, err := bucket.ListAll(ctx, b, bucket.ListOptions{Prefix: "shards/", Delimiter: "/"})
+	_, prefixes, err := bucket.ListAll(ctx, b, bucket.ListOptions{Prefix: shards.ShardsPrefix, Delimiter: "/"})
 	if err != nil {
 		return nil, err
 	}
 	var out []gcTarget
 	for _, p := range prefixes {
-		id, err := shards.ParseShardID(strings.TrimSuffix(strings.TrimPrefix(p, "shards/"), "/"))
+		id, err := shards.ParseShardPrefix(p)
 		if err != nil {
 			continue // not a shard of cairn's
 		}
