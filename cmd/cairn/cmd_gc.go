@@ -261,8 +261,11 @@ func printGCReport(w io.Writer, tg gcTarget, r *gcsweep.Report) {
 	}
 	fmt.Fprintf(w, "%s: head sequence %d, root %s\n", who, r.HeadSequence, r.HeadRoot)
 	touched := ""
-	if r.Touched {
+	switch {
+	case r.Touched:
 		touched = ", written by this run"
+	case r.DryRun && r.HeadTime.Equal(r.StoreNow):
+		touched = ", as if this run had written it"
 	}
 	fmt.Fprintf(w, "horizon %s: the head's store time %s%s, less the grace %v (the store's clock now %s, %v from this machine's)\n",
 		r.Horizon.UTC().Format(time.RFC3339), r.HeadTime.UTC().Format(time.RFC3339), touched, time.Duration(r.Grace),
