@@ -27,7 +27,7 @@ import (
 // Sweep marks, with Walk, everything reachable from
 //
 //   - the current head's root, and every root its holds name (snapshots,
-//     operations in flight), recursively;
+//     operations in flight);
 //   - every root that was the head within the grace period: walking back
 //     the parent chain from the head, a parent is kept while its child
 //     root was written less than Grace + MaxAttemptAge ago by the store's
@@ -36,6 +36,12 @@ import (
 //     request that pinned an older head less than Grace ago can still
 //     read it;
 //   - every pinned root (ListPins).
+//
+// Holds keep one level (roots.Root.KeptHolds): each root kept for one of
+// the reasons above keeps the roots its holds name, with everything they
+// reach, but the holds of a held root keep nothing. Report.Kept lists
+// every root kept, with its sequence and why: what collecting a replaced
+// artifact revision waits for (workbench.CollectRevisions).
 //
 // It then deletes each object it listed beforehand under the shard's
 // engine prefixes (roots, tables, deltas, shard objects and pages, page
@@ -56,15 +62,15 @@ import (
 // listed before the mark began and is older than Grace > MaxAttemptAge.
 // Take any root R that a head names at any time after the mark:
 //
-//   - if R is the head the sweep marked, or one reachable from its holds
-//     or parents within the grace, it is marked with all it reaches;
+//   - if R is the head the sweep marked, or one its holds name, or a
+//     parent within the grace, it is marked with all it reaches;
 //   - otherwise R was committed after the mark read the head. Each object
 //     R references is reachable from R's parent (by induction a marked
 //     root or another such R) or was written by R's attempt, which began
 //     at most MaxAttemptAge before a head write that came after the mark
 //     began: the object is younger than Grace, so never deleted. A hold
-//     in R names R's parent or a root the parent holds: the same
-//     argument.
+//     in R names R's parent or a root the parent holds (head.Tx.Hold):
+//     the same argument.
 //
 // Salting makes the other half: every object an attempt writes embeds the
 // attempt's nonce, so an attempt never "finds" an orphan with the bytes it
@@ -214,10 +220,14 @@ type Report struct {
 	HeadSequence uint64 `json:"head_sequence"` // the newest head marked
 	HeadRoot     string `json:"head_root"`
 	HeadMoves    int    `json:"head_moves"` // heads marked after the first
-	// OldestSequence is the lowest sequence of the roots marked (the
-	// heads, those within the grace, held and pinned roots): no reader
-	// may read a state older than it, which is what collecting a
-	// revision waits for (workbench.CollectRevisions).
+	// Kept is every root the sweep kept, with its sequence and why
+	// (KeptRoot); a root kept for several reasons is listed once for
+	// each. Collecting a replaced artifact revision decides from it
+	// (workbench.CollectRevisions). Not in the JSON report: the heads of
+	// a busy grace period number thousands; the counts below say how
+	// many of each kind.
+	Kept []KeptRoot `json:"-"`
+	// OldestSequence is the lowest sequence of the roots kept (Kept).
 	OldestSequence uint64     `json:"oldest_sequence"`
 	RootsInGrace   int        `json:"roots_in_grace"`
 	Holds          int        `json:"held_roots"` // distinct roots the holds of marked roots name
@@ -238,6 +248,34 @@ type Report struct {
 	Requests       int64      `json:"requests"`
 	Duration       Duration   `json:"duration"`
 }
+
+// KeptRoot is one root a sweep kept: its hash, its sequence (the
+// sequence of the commit that made it) and why.
+type KeptRoot struct {
+	Root     digest.Hash
+	Sequence uint64
+	Why      Why
+}
+
+// Why a sweep kept a root.
+type Why string
+
+// Reasons a root is kept. A root reached only through a hold is KeptHeld
+// whatever kept the root that holds it.
+const (
+	// KeptHead: the root of the head (of every head the sweep read, when
+	// the head moved during the sweep).
+	KeptHead Why = "head"
+	// KeptGrace: a root that was the head within the grace period: kept
+	// for requests that pinned it and still read it, which read through
+	// references.
+	KeptGrace Why = "grace"
+	// KeptHeld: a root a hold of a kept root names: a snapshot's frozen
+	// state, the source of a restore in flight.
+	KeptHeld Why = "held"
+	// KeptPinned: a pinned root (ListPins).
+	KeptPinned Why = "pinned"
+)
 
 // ClassRow is the report of one class of objects.
 type ClassRow struct {
@@ -320,8 +358,10 @@ type sweeper struct {
 	times  map[string]time.Time // listed key → store time
 
 	w       *walker
-	parents map[digest.Hash]digest.Hash // every root the walk decoded → its parent
-	held    map[digest.Hash]bool        // every root a hold of a decoded root names
+	parents map[digest.Hash]digest.Hash  // every root the walk decoded → its parent
+	decoded map[digest.Hash]*roots.Root  // every root the walk decoded
+	kept    map[digest.Hash]map[Why]bool // the roots kept in their own right, and why (keep)
+	order   []digest.Hash                // kept's keys in the order kept
 	mu      sync.Mutex
 }
 
@@ -354,7 +394,8 @@ func (s *sweeper) run(ctx context.Context) error {
 	s.progress(Progress{Phase: PhaseMark, Start: true})
 	s.w = newWalker(s.b, s.layout, s.opts.Refs, WalkOptions{RefFamilies: s.opts.RefFamilies, Concurrency: s.opts.Concurrency}, s.live)
 	s.parents = map[digest.Hash]digest.Hash{}
-	s.held = map[digest.Hash]bool{}
+	s.decoded = map[digest.Hash]*roots.Root{}
+	s.kept = map[digest.Hash]map[Why]bool{}
 	s.w.onRoot = s.sawRoot
 	if err := s.markHead(ctx, hd); err != nil {
 		return err
@@ -363,6 +404,7 @@ func (s *sweeper) run(ctx context.Context) error {
 		if err := s.w.walk(ctx, []digest.Hash{p.RootHash}); err != nil {
 			return fmt.Errorf("gcsweep: pin %s: %w", p.Name, err)
 		}
+		s.keep(p.RootHash, KeptPinned)
 		s.rep.Pins++
 	}
 	// Read the head again: a head that moved is marked too.
@@ -383,7 +425,7 @@ func (s *sweeper) run(ctx context.Context) error {
 			return err
 		}
 	}
-	s.rep.Holds = len(s.held)
+	s.keptRoots()
 	return s.sweep(ctx)
 }
 
@@ -546,13 +588,59 @@ func (s *sweeper) live(o Object) error {
 func (s *sweeper) sawRoot(h digest.Hash, r *roots.Root) {
 	s.mu.Lock()
 	s.parents[h] = r.Parent
-	if s.rep.OldestSequence == 0 || r.Sequence < s.rep.OldestSequence {
-		s.rep.OldestSequence = r.Sequence
-	}
-	for _, hold := range r.Holds {
-		s.held[hold.Root] = true
-	}
+	s.decoded[h] = r
 	s.mu.Unlock()
+}
+
+// keep records that root h, walked as a kept root, is kept for why.
+func (s *sweeper) keep(h digest.Hash, why Why) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kept[h] == nil {
+		s.kept[h] = map[Why]bool{}
+		s.order = append(s.order, h)
+	}
+	s.kept[h][why] = true
+}
+
+// isKept reports whether root h was walked as a kept root.
+func (s *sweeper) isKept(h digest.Hash) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.kept[h] != nil
+}
+
+// keptRoots fills the report's Kept, Holds and OldestSequence: every
+// root kept in its own right (keep), and every root their holds name
+// (one level, roots.Root.KeptHolds), each with its sequence.
+func (s *sweeper) keptRoots() {
+	held := map[digest.Hash]bool{}
+	add := func(h digest.Hash, why Why) {
+		r := s.decoded[h]
+		if r == nil {
+			return // not decoded: the walk failed, and the sweep stops
+		}
+		s.rep.Kept = append(s.rep.Kept, KeptRoot{Root: h, Sequence: r.Sequence, Why: why})
+		if s.rep.OldestSequence == 0 || r.Sequence < s.rep.OldestSequence {
+			s.rep.OldestSequence = r.Sequence
+		}
+	}
+	for _, h := range s.order {
+		for _, why := range []Why{KeptHead, KeptGrace, KeptPinned} {
+			if s.kept[h][why] {
+				add(h, why)
+			}
+		}
+		if r := s.decoded[h]; r != nil {
+			for _, hold := range r.KeptHolds(roots.ReachKept) {
+				if !held[hold.Root] {
+					held[hold.Root] = true
+					add(hold.Root, KeptHeld)
+				}
+			}
+		}
+	}
+	s.rep.Holds = len(held)
 }
 
 // markHead marks a head's root, with its holds, and the parents that
@@ -563,6 +651,7 @@ func (s *sweeper) markHead(ctx context.Context, h *head.Head) error {
 	if err := s.w.walk(ctx, []digest.Hash{root}); err != nil {
 		return fmt.Errorf("gcsweep: head %d: %w", h.Sequence, err)
 	}
+	s.keep(root, KeptHead)
 	for child := root; ; {
 		s.mu.Lock()
 		parent := s.parents[child]
@@ -571,8 +660,8 @@ func (s *sweeper) markHead(ctx context.Context, h *head.Head) error {
 			return nil
 		}
 		key := s.layout.Root(parent)
-		if s.w.marked(key) {
-			return nil // marked with its chain already
+		if s.isKept(parent) {
+			return nil // kept with its chain already (a root only held is not)
 		}
 		if _, ok := s.times[key]; !ok {
 			return nil // not in the bucket: an earlier sweep deleted it
@@ -580,6 +669,7 @@ func (s *sweeper) markHead(ctx context.Context, h *head.Head) error {
 		if err := s.w.walk(ctx, []digest.Hash{parent}); err != nil {
 			return fmt.Errorf("gcsweep: root %s, parent of %s: %w", parent, child, err)
 		}
+		s.keep(parent, KeptGrace)
 		s.rep.RootsInGrace++
 		child = parent
 	}
