@@ -122,9 +122,39 @@ func wantFinding(t *testing.T, rep *workbench.FsckReport, family string, parts .
 	}
 }
 
+// liveBlocks returns the blocks of the revisions the head references, in
+// key order.
+func liveBlocks(t *testing.T, s *workbench.Service) []string {
+	t.Helper()
+	ctx := context.Background()
+	sn, err := s.Store().Pin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs, err := workbench.PinBlockRefs(ctx, s.Store(), sn.RootHash())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks []string
+	err = gcsweep.Walk(ctx, s.Store().Bucket(), s.Store().Layout(), sn.RootHash(), refs, gcsweep.WalkOptions{}, func(o gcsweep.Object) error {
+		if o.Kind == gcsweep.KindBlock {
+			blocks = append(blocks, o.Key)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(blocks)
+	return blocks
+}
+
+// TestFsckMissingBlock: a block a referenced revision reads is missing.
+// (A block only the rows of a replaced, unreferenced revision name may be
+// collected: TestFsckIgnoresUnreferencedRevisions.)
 func TestFsckMissingBlock(t *testing.T) {
 	b, s, _ := fsckStore(t)
-	blocks := listKeys(t, b, s.Store().Layout().ArtifactsPrefix())
+	blocks := liveBlocks(t, s)
 	if len(blocks) == 0 {
 		t.Fatal("no block objects")
 	}
@@ -146,6 +176,52 @@ func TestFsckMissingBlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantFinding(t, rep, "artifact_revision", "body of revision", victim)
+}
+
+// TestFsckIgnoresUnreferencedRevisions: the blocks of revisions that no
+// checked root references (a replaced file's, which a collection may
+// delete while a pinned or held root still holds their rows) may be
+// missing: fsck, with bodies, and a pin's verify say nothing of them.
+func TestFsckIgnoresUnreferencedRevisions(t *testing.T) {
+	b, s, _ := fsckStore(t)
+	ctx := context.Background()
+	live := liveBlocks(t, s)
+	var gone int
+	for _, key := range listKeys(t, b, s.Store().Layout().ArtifactsPrefix()) {
+		if !slices.Contains(live, key) {
+			if err := b.Delete(ctx, key, bucket.Unconditional); err != nil {
+				t.Fatal(err)
+			}
+			gone++
+		}
+	}
+	if gone == 0 {
+		t.Fatal("no block of an unreferenced revision to delete")
+	}
+	rep, err := workbench.Fsck(ctx, b, workbench.FsckOptions{AgentID: "test", Bodies: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Findings {
+		t.Errorf("finding: %s", f)
+	}
+	p, err := gcsweep.PinHead(ctx, s.Store(), "after", "", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs, err := workbench.PinBlockRefs(ctx, s.Store(), p.RootHash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vr, err := gcsweep.VerifyPin(ctx, b, s.Store().Layout(), p, refs, gcsweep.VerifyOptions{})
+	if err != nil || len(vr.Problems) != 0 {
+		t.Fatalf("verify: %v, problems %v", err, vr.Problems)
+	}
+	// Every block a row names is still demanded by the unfiltered refs.
+	vr, err = gcsweep.VerifyPin(ctx, b, s.Store().Layout(), p, workbench.BlockRefs, gcsweep.VerifyOptions{})
+	if err != nil || len(vr.Problems) != gone {
+		t.Fatalf("verify with every row: %v, %d problems, want %d", err, len(vr.Problems), gone)
+	}
 }
 
 func TestFsckCorruptShardObject(t *testing.T) {
