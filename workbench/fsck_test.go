@@ -607,7 +607,7 @@ func TestFsckCleanAfterCollection(t *testing.T) {
 	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "a.txt", `"text":"`+strings.Repeat("a", 300)+`"`))
 	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "b.txt", `"text":"`+strings.Repeat("b", 300)+`"`))
 	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "a.txt", `"text":"`+strings.Repeat("A", 200)+`"`, `"replace":true`))
-	rep, err := s.CollectRevisions(ctx, workbench.CollectOptions{Floor: sweepPast(t, b, s, true).OldestSequence})
+	rep, err := s.CollectRevisions(ctx, workbench.CollectOptions{Kept: sweepPast(t, b, s, true).Kept})
 	if err != nil || rep.Collected != 1 || rep.BlocksDeleted == 0 {
 		t.Fatalf("collection: %+v, %v", rep, err)
 	}
@@ -649,7 +649,7 @@ func TestFsckCleanWithAQuarantinedRevision(t *testing.T) {
 	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "a.txt", `"text":"`+strings.Repeat("a", 300)+`"`))
 	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "a.txt", `"text":"small"`, `"replace":true`))
 	fb.Inject(fault.Rule{Op: fault.OpDelete, Prefix: s.Store().Layout().ArtifactsPrefix(), Count: 1, Fault: fault.LoseResponse()})
-	rep, err := s.CollectRevisions(ctx, workbench.CollectOptions{Floor: sweepPast(t, inner, s, true).OldestSequence})
+	rep, err := s.CollectRevisions(ctx, workbench.CollectOptions{Kept: sweepPast(t, inner, s, true).Kept})
 	if err != nil || rep.Quarantined != 1 {
 		t.Fatalf("collection: %+v, %v", rep, err)
 	}
