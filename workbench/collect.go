@@ -49,6 +49,14 @@ import (
 // candidate Claimed; the next run resumes at step 2. Batches repeat until
 // no due candidate is left, so one run collects them all; a batch is
 // bounded by CollectOptions.Batch candidates and BatchBytes of records.
+// A run that committed anything ends with a fold (head.Store.Fold), so
+// that the head's objects no longer hold the collected rows (a delta
+// that wrote them, under the newer one that deleted them). The package's
+// CollectRevisions opens its Store with room for a run's deltas
+// (collectEngine), so that its batches are folded once, at the end,
+// rather than after every command: each fold rewrites the pages its
+// changes touch, and the rows of a replaced revision are spread over all
+// of them.
 //
 // # What keeps a revision
 //
@@ -129,16 +137,24 @@ type CollectReport struct {
 	Failed        int   `json:"failed"`      // left Deleting for a later run
 	BlocksDeleted int   `json:"blocks_deleted"`
 	BytesDeleted  int64 `json:"bytes_deleted"` // as the manifest rows say
-	// Commands counts the engine commands run (a claim and a finish per
-	// batch).
+	// Commands counts the engine commands that committed (a claim and a
+	// finish per batch; the fold that ends a run is not counted).
 	Commands int           `json:"commands"`
 	Elapsed  time.Duration `json:"elapsed_ns"`
 }
 
+// collectEngine are the engine options of the Store the package's
+// CollectRevisions opens: the most deltas a root may list before a fold
+// (head.Options.MaxDeltas is at most roots.MaxDeltas / 2), and room for
+// their bytes, so that a run of up to 16 batches (a claim and a finish
+// each) folds once, at its end.
+var collectEngine = head.Options{MaxDeltas: 32, MaxDeltaBytes: 64 << 20}
+
 // CollectRevisions opens the deployment root of opts.AgentID in b and
-// collects its due revisions (Service.CollectRevisions).
+// collects its due revisions (Service.CollectRevisions), folding its
+// batches' changes once, at the end (collectEngine).
 func CollectRevisions(ctx context.Context, b bucket.Bucket, opts CollectOptions) (CollectReport, error) {
-	s, err := Open(ctx, b, Options{AgentID: opts.AgentID})
+	s, err := Open(ctx, b, Options{AgentID: opts.AgentID, Engine: collectEngine})
 	if err != nil {
 		return CollectReport{}, err
 	}
@@ -153,7 +169,12 @@ func CollectRevisions(ctx context.Context, b bucket.Bucket, opts CollectOptions)
 func (s *Service) CollectRevisions(ctx context.Context, opts CollectOptions) (CollectReport, error) {
 	start := time.Now()
 	var rep CollectReport
-	defer func() { rep.Elapsed = time.Since(start) }()
+	err := s.collect(ctx, opts, &rep)
+	rep.Elapsed = time.Since(start)
+	return rep, err
+}
+
+func (s *Service) collect(ctx context.Context, opts CollectOptions, rep *CollectReport) error {
 	if opts.Batch <= 0 {
 		opts.Batch = DefaultCollectBatch
 	}
@@ -165,25 +186,25 @@ func (s *Service) CollectRevisions(ctx context.Context, opts CollectOptions) (Co
 	}
 	keep, err := s.keptBy(ctx, opts.Kept)
 	if err != nil {
-		return rep, err
+		return err
 	}
 	sn, werr := s.pin(ctx)
 	if werr != nil {
-		return rep, werr
+		return werr
 	}
 	recs, err := sn.Scan(ctx, nokv.FamilyGcCandidate, s.root[:], nil, 0)
 	if err != nil {
-		return rep, err
+		return err
 	}
 	var due []nokv.GcCandidateKey
 	for _, rec := range recs {
 		k, err := nokv.ParseGcCandidateKey(rec.Key)
 		if err != nil {
-			return rep, err
+			return err
 		}
 		c, err := nokv.DecodeGcCandidate(rec.Value)
 		if err != nil {
-			return rep, err
+			return err
 		}
 		switch c.Claim {
 		case nokv.GcClaimStateComplete:
@@ -199,7 +220,7 @@ func (s *Service) CollectRevisions(ctx context.Context, opts CollectOptions) (Co
 		// Kept now: no claim is tried. (The claim decides again, at the
 		// state it commits on.)
 		if kept, err := s.keptNow(ctx, sn, keep, k, c); err != nil {
-			return rep, err
+			return err
 		} else if kept {
 			rep.Waiting++
 			continue
@@ -209,7 +230,7 @@ func (s *Service) CollectRevisions(ctx context.Context, opts CollectOptions) (Co
 	var errs []error
 	for len(due) > 0 {
 		if err := ctx.Err(); err != nil {
-			return rep, err
+			return err
 		}
 		b := &collectBatch{s: s, keep: keep, opts: opts}
 		var n int
@@ -219,7 +240,7 @@ func (s *Service) CollectRevisions(ctx context.Context, opts CollectOptions) (Co
 			n, err = b.claim(ctx, due)
 		}
 		if err != nil {
-			return rep, err
+			return err
 		}
 		if !opts.DryRun && len(b.claimed)+b.stale > 0 {
 			rep.Commands++ // a claim that changes nothing commits nothing
@@ -239,14 +260,19 @@ func (s *Service) CollectRevisions(ctx context.Context, opts CollectOptions) (Co
 		rep.Failed += b.failed
 		if len(b.done)+len(b.ambiguous) > 0 {
 			if err := b.finish(ctx); err != nil {
-				return rep, errors.Join(append(errs, err)...)
+				return errors.Join(append(errs, err)...)
 			}
 			rep.Commands++
 		}
 		rep.Collected += len(b.done)
 		rep.Quarantined += len(b.ambiguous)
 	}
-	return rep, errors.Join(errs...)
+	if rep.Commands > 0 {
+		if err := s.store.Fold(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("workbench: collect revisions: fold: %w", err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // keptBy is what the roots a sweep kept say about candidates.

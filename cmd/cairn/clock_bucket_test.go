@@ -11,18 +11,21 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 )
 
-// A bucket whose clock the test sets: clockmem://NAME opens the mem
-// bucket mem://NAME and stamps every object written through it with the
-// time of NAME's clock, which it reports as the object's ModTime. The
-// sweep reads the store's clock from such a time (it writes a probe), so
-// moving the clock ages every object at once, as if hours had passed.
+// A bucket whose clock the test sets: clocked://NAME opens the bucket
+// newClocked registered under NAME (a mem bucket, or any URL) and stamps
+// every object written through it with the time of NAME's clock, which it
+// reports as the object's ModTime. The sweep reads the store's clock from
+// such a time (it writes a probe), so moving the clock ages every object
+// at once, as if hours had passed. The times live in this process.
 
 func init() {
-	bucket.Register("clockmem", openClockMem)
+	bucket.Register("clocked", openClocked)
 }
 
-// storeClock is one clockmem bucket's clock and the times of its objects.
+// storeClock is one clocked bucket's clock, the bucket it wraps, and the
+// times of its objects.
 type storeClock struct {
+	inner string // URL
 	mu    sync.Mutex
 	now   time.Time
 	times sync.Map // key → time.Time
@@ -46,26 +49,36 @@ var (
 	storeClocks   = map[string]*storeClock{}
 )
 
-// newClockMem returns the URL of a fresh clockmem bucket and its clock,
-// set to this machine's time.
+// newClockMem returns the URL of a fresh clocked mem bucket and its
+// clock, set to this machine's time.
 func newClockMem(t testing.TB, name string) (string, *storeClock) {
 	t.Helper()
 	name = fmt.Sprintf("%s-%d", name, time.Now().UnixNano())
-	c := &storeClock{now: time.Now()}
-	storeClocksMu.Lock()
-	storeClocks[name] = c
-	storeClocksMu.Unlock()
-	return "clockmem://" + name, c
+	return newClocked(t, name, "mem://"+name)
 }
 
-func openClockMem(ctx context.Context, u *url.URL) (bucket.Bucket, error) {
+// newClocked returns the URL of a clocked bucket over the bucket inner
+// names, and its clock, set to this machine's time.
+func newClocked(t testing.TB, name, inner string) (string, *storeClock) {
+	t.Helper()
+	c := &storeClock{inner: inner, now: time.Now()}
+	storeClocksMu.Lock()
+	defer storeClocksMu.Unlock()
+	if storeClocks[name] != nil {
+		t.Fatalf("clocked bucket %q exists", name)
+	}
+	storeClocks[name] = c
+	return "clocked://" + name, c
+}
+
+func openClocked(ctx context.Context, u *url.URL) (bucket.Bucket, error) {
 	storeClocksMu.Lock()
 	c := storeClocks[u.Host]
 	storeClocksMu.Unlock()
 	if c == nil {
-		return nil, fmt.Errorf("clockmem: no clock for %q (newClockMem)", u.Host)
+		return nil, fmt.Errorf("clocked: no clock for %q (newClocked)", u.Host)
 	}
-	inner, err := bucket.Open(ctx, "mem://"+u.Host)
+	inner, err := bucket.Open(ctx, c.inner)
 	if err != nil {
 		return nil, err
 	}
