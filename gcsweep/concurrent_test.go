@@ -181,7 +181,7 @@ func TestSweepBesideWritersAndReaders(t *testing.T) {
 					shardsDeleted += row.Deleted.Objects
 				}
 			}
-			c, err := collector.CollectRevisions(ctx, workbench.CollectOptions{Floor: rep.OldestSequence})
+			c, err := collector.CollectRevisions(ctx, workbench.CollectOptions{Kept: rep.Kept})
 			if err != nil {
 				fail("collect revisions: %v", err)
 				return

@@ -8,7 +8,8 @@
 //
 // # The walk
 //
-// Walk visits a root, every root its holds name, their tables, delta
+// Walk visits a root, every root its holds name (one level: the holds of
+// a held root keep nothing, roots.Root.KeptHolds), their tables, delta
 // segments, shard objects, page indexes and pages, and the blocks Refs
 // finds in their records. Each distinct object is reported once. A table
 // entry carried inline is not an object; its records are still read.
@@ -37,7 +38,9 @@
 // conditional on the listed version where the adapter supports it. A
 // shard with objects and no head, a bad pin, a head of another schema
 // (Options.Marker) or a missing object the mark reaches stops the sweep
-// before any delete. Why a commit racing the sweep never loses an object
+// before any delete. Report.Kept lists every root the sweep kept, with
+// its sequence and why (head, grace, held, pinned): what the collection
+// of replaced artifact revisions decides from. Why a commit racing the sweep never loses an object
 // is argued at the top of sweep.go and in docs/operations.md.
 //
 // # Backups

@@ -53,6 +53,12 @@ import (
 //   - every pinned root (ListPins), then every kept root (keeps.go: a
 //     restore in flight).
 //
+// Holds keep one level (roots.Root.KeptHolds): each root kept for one of
+// the reasons above keeps the roots its holds name, with everything they
+// reach, but the holds of a held root keep nothing. Report.Kept lists
+// every root kept, with its sequence and why: what collecting a replaced
+// artifact revision waits for (workbench.CollectRevisions).
+//
 // It never touches the head, pins or any key it does not recognise, and
 // it never deletes an object whose listing carries no time. It reads
 // every root it would delete: one of a sequence above the head's (or
@@ -211,10 +217,14 @@ type Report struct {
 	HeadSequence uint64 `json:"head_sequence"` // the newest head marked
 	HeadRoot     string `json:"head_root"`
 	HeadMoves    int    `json:"head_moves"` // heads marked after the first
-	// OldestSequence is the lowest sequence of the roots marked (the
-	// heads, those within the grace, held and pinned roots): no reader
-	// may read a state older than it, which is what collecting a
-	// revision waits for (workbench.CollectRevisions).
+	// Kept is every root the sweep kept, with its sequence and why
+	// (KeptRoot); a root kept for several reasons is listed once for
+	// each. Collecting a replaced artifact revision decides from it
+	// (workbench.CollectRevisions). Not in the JSON report: the heads of
+	// a busy grace period number thousands; the counts below say how
+	// many of each kind.
+	Kept []KeptRoot `json:"-"`
+	// OldestSequence is the lowest sequence of the roots kept (Kept).
 	OldestSequence uint64   `json:"oldest_sequence"`
 	RootsInGrace   int      `json:"roots_in_grace"` // roots that may have been the head at or after the horizon
 	Holds          int      `json:"held_roots"`     // distinct roots the holds of marked roots name
@@ -246,6 +256,37 @@ type Report struct {
 	Requests     int64      `json:"requests"`
 	Duration     Duration   `json:"duration"`
 }
+
+// KeptRoot is one root a sweep kept: its hash, its sequence (the
+// sequence of the commit that made it) and why.
+type KeptRoot struct {
+	Root     digest.Hash
+	Sequence uint64
+	Why      Why
+}
+
+// Why a sweep kept a root.
+type Why string
+
+// Reasons a root is kept. A root reached only through a hold is KeptHeld
+// whatever kept the root that holds it.
+const (
+	// KeptHead: the root of the head (of every head the sweep read, when
+	// the head moved during the sweep).
+	KeptHead Why = "head"
+	// KeptGrace: a root that was the head within the grace period: kept
+	// for requests that pinned it and still read it, which read through
+	// references.
+	KeptGrace Why = "grace"
+	// KeptHeld: a root a hold of a kept root names: a snapshot's frozen
+	// state, the source of a restore in flight.
+	KeptHeld Why = "held"
+	// KeptPinned: a pinned root (ListPins).
+	KeptPinned Why = "pinned"
+	// KeptKept: a root a keep names (keeps.go): a pin restore in flight.
+	// Collection treats it as a pinned root.
+	KeptKept Why = "kept"
+)
 
 // ClassRow is the report of one class of objects.
 type ClassRow struct {
@@ -331,8 +372,10 @@ type sweeper struct {
 	keeps   []listedKeep
 
 	w       *walker
-	parents map[digest.Hash]digest.Hash // every root the walk decoded → its parent
-	held    map[digest.Hash]bool        // every root a hold of a decoded root names
+	parents map[digest.Hash]digest.Hash  // every root the walk decoded → its parent
+	decoded map[digest.Hash]*roots.Root  // every root the walk decoded
+	kept    map[digest.Hash]map[Why]bool // the roots kept in their own right, and why (keep)
+	order   []digest.Hash                // kept's keys in the order kept
 	// became holds, for roots named by a head the sweep read, that
 	// head's store time: the latest the root can have become the head.
 	became map[digest.Hash]time.Time
@@ -388,7 +431,8 @@ func (s *sweeper) run(ctx context.Context) error {
 	s.progress(Progress{Phase: PhaseMark, Start: true})
 	s.w = newWalker(s.b, s.layout, s.opts.Refs, WalkOptions{RefFamilies: s.opts.RefFamilies, Concurrency: s.opts.Concurrency}, s.live)
 	s.parents = map[digest.Hash]digest.Hash{}
-	s.held = map[digest.Hash]bool{}
+	s.decoded = map[digest.Hash]*roots.Root{}
+	s.kept = map[digest.Hash]map[Why]bool{}
 	s.w.onRoot = s.sawRoot
 	if err := s.markHead(ctx, hd); err != nil {
 		return err
@@ -397,6 +441,7 @@ func (s *sweeper) run(ctx context.Context) error {
 		if err := s.w.walk(ctx, []digest.Hash{p.RootHash}); err != nil {
 			return fmt.Errorf("gcsweep: pin %s: %w", p.Name, err)
 		}
+		s.keep(p.RootHash, KeptPinned)
 		s.rep.Pins++
 	}
 	for _, k := range s.keeps {
@@ -404,6 +449,7 @@ func (s *sweeper) run(ctx context.Context) error {
 			if err := s.w.walk(ctx, []digest.Hash{k.RootHash}); err != nil {
 				return fmt.Errorf("gcsweep: keep %s: %w", k.Key, err)
 			}
+			s.keep(k.RootHash, KeptKept)
 			s.rep.Keeps++
 		}
 	}
@@ -429,7 +475,7 @@ func (s *sweeper) run(ctx context.Context) error {
 			s.horizon, s.rep.Horizon = h, h // the store's clock went back
 		}
 	}
-	s.rep.Holds = len(s.held)
+	s.keptRoots()
 	return s.sweep(ctx)
 }
 
@@ -682,13 +728,59 @@ func (s *sweeper) live(o Object) error {
 func (s *sweeper) sawRoot(h digest.Hash, r *roots.Root) {
 	s.mu.Lock()
 	s.parents[h] = r.Parent
-	if s.rep.OldestSequence == 0 || r.Sequence < s.rep.OldestSequence {
-		s.rep.OldestSequence = r.Sequence
-	}
-	for _, hold := range r.Holds {
-		s.held[hold.Root] = true
-	}
+	s.decoded[h] = r
 	s.mu.Unlock()
+}
+
+// keep records that root h, walked as a kept root, is kept for why.
+func (s *sweeper) keep(h digest.Hash, why Why) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kept[h] == nil {
+		s.kept[h] = map[Why]bool{}
+		s.order = append(s.order, h)
+	}
+	s.kept[h][why] = true
+}
+
+// isKept reports whether root h was walked as a kept root.
+func (s *sweeper) isKept(h digest.Hash) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.kept[h] != nil
+}
+
+// keptRoots fills the report's Kept, Holds and OldestSequence: every
+// root kept in its own right (keep), and every root their holds name
+// (one level, roots.Root.KeptHolds), each with its sequence.
+func (s *sweeper) keptRoots() {
+	held := map[digest.Hash]bool{}
+	add := func(h digest.Hash, why Why) {
+		r := s.decoded[h]
+		if r == nil {
+			return // not decoded: the walk failed, and the sweep stops
+		}
+		s.rep.Kept = append(s.rep.Kept, KeptRoot{Root: h, Sequence: r.Sequence, Why: why})
+		if s.rep.OldestSequence == 0 || r.Sequence < s.rep.OldestSequence {
+			s.rep.OldestSequence = r.Sequence
+		}
+	}
+	for _, h := range s.order {
+		for _, why := range []Why{KeptHead, KeptGrace, KeptPinned, KeptKept} {
+			if s.kept[h][why] {
+				add(h, why)
+			}
+		}
+		if r := s.decoded[h]; r != nil {
+			for _, hold := range r.KeptHolds(roots.ReachKept) {
+				if !held[hold.Root] {
+					held[hold.Root] = true
+					add(hold.Root, KeptHeld)
+				}
+			}
+		}
+	}
+	s.rep.Holds = len(held)
 }
 
 // markHead marks a head's root, with its holds, and the roots before it
@@ -706,6 +798,7 @@ func (s *sweeper) markHead(ctx context.Context, h *head.Head) error {
 	if err := s.w.walk(ctx, []digest.Hash{root}); err != nil {
 		return fmt.Errorf("gcsweep: head %d: %w", h.Sequence, err)
 	}
+	s.keep(root, KeptHead)
 	child, became := root, s.became[root]
 	for {
 		s.mu.Lock()
@@ -715,8 +808,8 @@ func (s *sweeper) markHead(ctx context.Context, h *head.Head) error {
 			return nil
 		}
 		key := s.layout.Root(parent)
-		if s.w.marked(key) {
-			return nil // marked with its chain already
+		if s.isKept(parent) {
+			return nil // kept with its chain already (a root only held is not)
 		}
 		if _, ok := s.times[key]; !ok {
 			return nil // not in the bucket: an earlier sweep deleted it
@@ -724,6 +817,7 @@ func (s *sweeper) markHead(ctx context.Context, h *head.Head) error {
 		if err := s.w.walk(ctx, []digest.Hash{parent}); err != nil {
 			return fmt.Errorf("gcsweep: root %s, parent of %s: %w", parent, child, err)
 		}
+		s.keep(parent, KeptGrace)
 		s.rep.RootsInGrace++
 		// The parent became the head before the child was staged.
 		became = s.times[s.layout.Root(child)]

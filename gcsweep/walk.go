@@ -106,7 +106,8 @@ type WalkOptions struct {
 const DefaultConcurrency = 16
 
 // Walk calls fn once per distinct object reachable from root: the root,
-// each root its holds name (recursively), its tables, delta segments,
+// each root its holds name (one level: roots.Root.KeptHolds; the holds of
+// a held root are not followed), their tables, delta segments,
 // shard objects, page indexes and pages (a table entry carried inline is
 // not an object and yields none, though its records are read for refs),
 // and the blocks refs finds in the records of all of them. It does not
@@ -142,26 +143,37 @@ type walker struct {
 	// use.
 	onRoot func(digest.Hash, *roots.Root)
 
-	mu   sync.Mutex
-	seen map[string]bool
-	emit sync.Mutex // serializes fn
+	mu    sync.Mutex
+	seen  map[string]bool
+	roots map[digest.Hash]*rootVisit // under mu
+	emit  sync.Mutex                 // serializes fn
+}
+
+// rootVisit is what a walker knows of a root it reached: whether it was
+// reached as a kept root (so that its holds are followed), and its holds
+// once decoded. A root first reached through a hold and later as a kept
+// root (a pinned root a snapshot also holds) has its holds followed then.
+type rootVisit struct {
+	kept    bool
+	decoded bool
+	holds   []roots.Hold
 }
 
 func newWalker(b bucket.Bucket, layout shards.Layout, refs Refs, opts WalkOptions, fn func(Object) error) *walker {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultConcurrency
 	}
-	return &walker{b: b, layout: layout, refs: refs, opts: opts, fn: fn, seen: map[string]bool{}}
+	return &walker{b: b, layout: layout, refs: refs, opts: opts, fn: fn, seen: map[string]bool{}, roots: map[digest.Hash]*rootVisit{}}
 }
 
-// walk visits every root of rs and what it reaches, skipping objects an
-// earlier walk of w visited.
+// walk visits every root of rs, each a kept root, and what it reaches,
+// skipping objects an earlier walk of w visited.
 func (w *walker) walk(ctx context.Context, rs []digest.Hash) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(w.opts.Concurrency)
 	t := &task{w: w, g: g}
 	for _, h := range rs {
-		if err := t.spawn(func() error { return t.root(ctx, h) }); err != nil {
+		if err := t.spawn(func() error { return t.root(ctx, h, roots.ReachKept) }); err != nil {
 			_ = g.Wait()
 			return err
 		}
@@ -178,6 +190,43 @@ func (w *walker) seenKey(key string) bool {
 	}
 	w.seen[key] = true
 	return false
+}
+
+// reachRoot notes that the walk reached root h as reach. first reports
+// whether this is the first visit of h (the caller fetches it); holds,
+// on a later visit, are the holds to follow now: those of a root decoded
+// earlier as a held root and reached as a kept one only now.
+func (w *walker) reachRoot(h digest.Hash, reach roots.Reach) (first bool, holds []roots.Hold) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	v := w.roots[h]
+	if v == nil {
+		w.roots[h] = &rootVisit{kept: reach == roots.ReachKept}
+		w.seen[w.layout.Root(h)] = true
+		return true, nil
+	}
+	if reach != roots.ReachKept || v.kept {
+		return false, nil
+	}
+	v.kept = true
+	if v.decoded {
+		return false, v.holds
+	}
+	return false, nil // the first visit follows them once it has decoded the root
+}
+
+// decodedRoot records root h's holds and returns those to follow: all of
+// them if h was reached as a kept root by now.
+func (w *walker) decodedRoot(h digest.Hash, r *roots.Root) []roots.Hold {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	v := w.roots[h]
+	v.decoded, v.holds = true, r.Holds
+	reach := roots.ReachHeld
+	if v.kept {
+		reach = roots.ReachKept
+	}
+	return r.KeptHolds(reach)
 }
 
 // marked reports whether key was visited.
@@ -233,11 +282,15 @@ func (t *task) spawn(f func() error) error {
 	return f()
 }
 
-func (t *task) root(ctx context.Context, h digest.Hash) error {
+// root visits root h, reached as reach, and what it reaches: its
+// tables, deltas and, if it is a kept root, the roots its holds name
+// (roots.Root.KeptHolds).
+func (t *task) root(ctx context.Context, h digest.Hash, reach roots.Reach) error {
 	w := t.w
 	o := Object{Key: w.layout.Root(h), Hash: h, Kind: KindRoot}
-	if w.seenKey(o.Key) {
-		return nil
+	first, holds := w.reachRoot(h, reach)
+	if !first {
+		return t.held(ctx, holds)
 	}
 	body, err := w.get(ctx, o)
 	if err != nil {
@@ -251,6 +304,7 @@ func (t *task) root(ctx context.Context, h digest.Hash) error {
 	if w.onRoot != nil {
 		w.onRoot(h, r)
 	}
+	holds = w.decodedRoot(h, r)
 	if err := w.call(o); err != nil {
 		return err
 	}
@@ -264,8 +318,13 @@ func (t *task) root(ctx context.Context, h digest.Hash) error {
 			return err
 		}
 	}
-	for _, hold := range r.Holds {
-		if err := t.spawn(func() error { return t.root(ctx, hold.Root) }); err != nil {
+	return t.held(ctx, holds)
+}
+
+// held visits the roots holds name, as held roots.
+func (t *task) held(ctx context.Context, holds []roots.Hold) error {
+	for _, hold := range holds {
+		if err := t.spawn(func() error { return t.root(ctx, hold.Root, roots.ReachHeld) }); err != nil {
 			return err
 		}
 	}

@@ -14,7 +14,9 @@ import (
 // CheckOptions tune Check.
 type CheckOptions struct {
 	// Strict also decodes every record key against its family's shape and
-	// checks each held root the same way (not only that it exists).
+	// checks each root the holds of root name the same way (not only that
+	// it exists). Holds keep one level (roots.Root.KeptHolds): the holds
+	// of a held root are not followed.
 	Strict bool
 	// MaxFindings stops after this many findings. Default 100.
 	MaxFindings int
@@ -32,7 +34,7 @@ func Check(ctx context.Context, b bucket.Bucket, layout shards.Layout, root dige
 		opts.MaxFindings = 100
 	}
 	c := &checker{b: b, layout: layout, opts: opts, seen: map[digest.Hash]bool{}}
-	c.root(ctx, root, opts.Strict)
+	c.root(ctx, root, roots.ReachKept)
 	return errors.Join(c.findings...)
 }
 
@@ -69,7 +71,7 @@ func (c *checker) get(ctx context.Context, key string) ([]byte, bool) {
 	return body, true
 }
 
-func (c *checker) root(ctx context.Context, h digest.Hash, deep bool) {
+func (c *checker) root(ctx context.Context, h digest.Hash, reach roots.Reach) {
 	if c.seen[h] {
 		return
 	}
@@ -89,9 +91,9 @@ func (c *checker) root(ctx context.Context, h digest.Hash, deep bool) {
 	for _, dr := range r.Deltas {
 		c.delta(ctx, h, dr)
 	}
-	for _, hold := range r.Holds {
-		if deep {
-			c.root(ctx, hold.Root, deep)
+	for _, hold := range r.KeptHolds(reach) {
+		if c.opts.Strict {
+			c.root(ctx, hold.Root, roots.ReachHeld)
 		} else if _, err := c.b.Stat(ctx, c.layout.Root(hold.Root)); err != nil {
 			c.add("root %s: hold %q: root %s: %w", h, hold.Owner, hold.Root, err)
 		}

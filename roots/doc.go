@@ -17,7 +17,8 @@
 // A root also carries its parent's hash, the sequence of the commit that
 // made it, the commit's nonce, and holds: roots that must be kept (a
 // snapshot's state, an operation in flight), each under a unique owner
-// name. GC marks from the current root, its holds and pins.
+// name. GC marks from the current root, its holds and pins; holds keep
+// one level (Root.KeptHolds).
 //
 // # Formats
 //

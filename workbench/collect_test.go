@@ -2,6 +2,7 @@ package workbench_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -26,8 +27,8 @@ func collectOptions(agent string) workbench.Options {
 var collectClock = newStoreClock()
 
 // sweepPast moves the store's clock (collectClock) two hours on and runs
-// a sweep of s's shard, and returns its report: its OldestSequence is the
-// floor of a collection.
+// a sweep of s's shard, and returns its report: its Kept is what a
+// collection waits for.
 func sweepPast(t *testing.T, b bucket.Bucket, s *workbench.Service, dryRun bool) *gcsweep.Report {
 	t.Helper()
 	collectClock.Advance(2 * time.Hour)
@@ -101,7 +102,7 @@ func TestCollectRevisions(t *testing.T) {
 	}
 
 	// Held: nothing is due.
-	rep, err := s.CollectRevisions(ctx, workbench.CollectOptions{Floor: sweepPast(t, b, s, true).OldestSequence})
+	rep, err := s.CollectRevisions(ctx, workbench.CollectOptions{Kept: sweepPast(t, b, s, true).Kept})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,18 +118,18 @@ func TestCollectRevisions(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	dry, err := s.CollectRevisions(ctx, workbench.CollectOptions{Floor: sweepPast(t, b, s, true).OldestSequence, DryRun: true})
+	dry, err := s.CollectRevisions(ctx, workbench.CollectOptions{Kept: sweepPast(t, b, s, true).Kept, DryRun: true})
 	if err != nil || dry.Collected != 2 || blockCount(t, b, s) != 8 {
 		t.Fatalf("dry run: %+v, %v, %d blocks", dry, err, blockCount(t, b, s))
 	}
-	rep, err = s.CollectRevisions(ctx, workbench.CollectOptions{Floor: sweepPast(t, b, s, true).OldestSequence})
+	rep, err = s.CollectRevisions(ctx, workbench.CollectOptions{Kept: sweepPast(t, b, s, true).Kept})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.Collected != 2 || rep.BlocksDeleted != 3 || blockCount(t, b, s) != 5 {
 		t.Fatalf("first round: %+v, %d blocks left", rep, blockCount(t, b, s))
 	}
-	rep, err = s.CollectRevisions(ctx, workbench.CollectOptions{Floor: sweepPast(t, b, s, true).OldestSequence})
+	rep, err = s.CollectRevisions(ctx, workbench.CollectOptions{Kept: sweepPast(t, b, s, true).Kept})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestCollectRevisions(t *testing.T) {
 	if st := revisionStates(t, s); st[nokv.RevisionStateDeleted] != 3 || st[nokv.RevisionStateAvailable] != 2 {
 		t.Fatalf("revision states %v", st)
 	}
-	again, err := s.CollectRevisions(ctx, workbench.CollectOptions{Floor: sweepPast(t, b, s, true).OldestSequence})
+	again, err := s.CollectRevisions(ctx, workbench.CollectOptions{Kept: sweepPast(t, b, s, true).Kept})
 	if err != nil || again.Candidates != 0 {
 		t.Fatalf("a third round: %+v, %v", again, err)
 	}
@@ -164,20 +165,26 @@ func TestCollectRevisions(t *testing.T) {
 	}
 	// A walk reads records as stored: a delta the head still lists may
 	// hold a collected revision's rows under the newer delta that deleted
-	// them. Once folded, a verifying walk finds every block it names.
-	if err := s.Store().Fold(ctx); err != nil {
-		t.Fatal(err)
-	}
-	body, _, err = b.Get(ctx, layout.Head())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := manifests.Decode(body, &h); err != nil {
-		t.Fatal(err)
-	}
-	root, _ = digest.Parse(h.Root)
-	if err := gcsweep.Walk(ctx, b, layout, root, workbench.BlockRefs, gcsweep.WalkOptions{Verify: true}, func(gcsweep.Object) error { return nil }); err != nil {
-		t.Fatalf("a verifying walk after collection: %v", err)
+	// them. A verifying walk with the refs of what the root references
+	// (as pin verify walks) demands only the live revisions' blocks, and
+	// finds every one, before a fold and after.
+	for _, fold := range []bool{false, true} {
+		if fold {
+			if err := s.Store().Fold(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sn, err := s.Store().Pin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs, err := workbench.PinBlockRefs(ctx, s.Store(), sn.RootHash())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := gcsweep.Walk(ctx, b, layout, sn.RootHash(), refs, gcsweep.WalkOptions{Verify: true}, func(gcsweep.Object) error { return nil }); err != nil {
+			t.Fatalf("a verifying walk after collection (folded %t): %v", fold, err)
+		}
 	}
 	cold := newServiceOn(t, b, collectOptions("collect"))
 	if got := readText(t, cold, "wb", "outputs/a.txt"); got != a2 {
@@ -199,7 +206,7 @@ func TestCollectRevisionsQuarantinesAnAmbiguousDelete(t *testing.T) {
 	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "a.txt", `"text":"`+strings.Repeat("a", 2500)+`"`))
 	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "a.txt", `"text":"small"`, `"replace":true`))
 	fb.Inject(fault.Rule{Op: fault.OpDelete, Prefix: s.Store().Layout().ArtifactsPrefix(), Count: 1, Fault: fault.LoseResponse()})
-	rep, err := s.CollectRevisions(ctx, workbench.CollectOptions{Floor: sweepPast(t, inner, s, true).OldestSequence})
+	rep, err := s.CollectRevisions(ctx, workbench.CollectOptions{Kept: sweepPast(t, inner, s, true).Kept})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,11 +216,121 @@ func TestCollectRevisionsQuarantinesAnAmbiguousDelete(t *testing.T) {
 	if st := revisionStates(t, s); st[nokv.RevisionStateQuarantined] != 1 {
 		t.Fatalf("revision states %v", st)
 	}
-	rep, err = s.CollectRevisions(ctx, workbench.CollectOptions{Floor: sweepPast(t, inner, s, true).OldestSequence})
+	rep, err = s.CollectRevisions(ctx, workbench.CollectOptions{Kept: sweepPast(t, inner, s, true).Kept})
 	if err != nil || rep.Quarantined != 1 || rep.Candidates != 0 || rep.BlocksDeleted != 0 {
 		t.Fatalf("a later run: %+v, %v", rep, err)
 	}
 	if got := readText(t, s, "wb", "outputs/a.txt"); got != "small" {
 		t.Fatalf("a.txt: %q", got)
+	}
+}
+
+// candidateOf returns the one current candidate's revision: its created
+// version and the version since which it has had no reference.
+func candidateOf(t *testing.T, s *workbench.Service) (created, lastZero uint64) {
+	t.Helper()
+	ctx := context.Background()
+	sn, err := s.Store().Pin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := s.Root()
+	recs, err := sn.Scan(ctx, nokv.FamilyGcCandidate, root[:], nil, 0)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("%d candidates, %v", len(recs), err)
+	}
+	k, err := nokv.ParseGcCandidateKey(recs[0].Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rk, _ := nokv.ArtifactRevisionKey{Root: root, Revision: k.Revision}.Encode()
+	b, _, err := sn.Get(ctx, nokv.FamilyArtifactRevision, rk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := nokv.DecodeArtifactRevision(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rev.CreatedVersion, rev.LastZeroRefVersion
+}
+
+// TestCollectRevisionsGraceRule: what the sweep kept decides. A root
+// within the grace period keeps a replaced revision only if it was
+// committed while the revision was referenced (created ≤ S < last zero);
+// a candidate that became one after the newest head the sweep kept
+// waits; without a head nothing is collected.
+func TestCollectRevisionsGraceRule(t *testing.T) {
+	ctx := context.Background()
+	b := mem.NewBucketAt(collectClock.Now)
+	s := newServiceOn(t, b, collectOptions("grace"))
+	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "a.txt", `"text":"`+strings.Repeat("a", 2500)+`"`))
+	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "b.txt", `"text":"b"`))
+	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "a.txt", `"text":"A"`, `"replace":true`))
+	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "c.txt", `"text":"c"`))
+	created, lastZero := candidateOf(t, s)
+	head := gcsweep.KeptRoot{Sequence: lastZero + 1, Why: gcsweep.KeptHead}
+	grace := func(seq uint64) gcsweep.KeptRoot { return gcsweep.KeptRoot{Sequence: seq, Why: gcsweep.KeptGrace} }
+	for _, c := range []struct {
+		name      string
+		kept      []gcsweep.KeptRoot
+		collected int
+	}{
+		{"no head", []gcsweep.KeptRoot{grace(lastZero)}, 0},
+		{"replaced after the newest head", []gcsweep.KeptRoot{{Sequence: lastZero - 1, Why: gcsweep.KeptHead}}, 0},
+		{"a root of the grace that referenced it", []gcsweep.KeptRoot{head, grace(lastZero - 1)}, 0},
+		{"the root that created it", []gcsweep.KeptRoot{head, grace(created)}, 0},
+		{"a root of the grace since the replacement", []gcsweep.KeptRoot{head, grace(lastZero)}, 1},
+		{"a root of the grace before it was created", []gcsweep.KeptRoot{head, grace(created - 1)}, 1},
+	} {
+		rep, err := s.CollectRevisions(ctx, workbench.CollectOptions{Kept: c.kept, DryRun: true})
+		if err != nil || rep.Candidates != 1 || rep.Collected != c.collected || rep.Waiting != 1-c.collected {
+			t.Errorf("%s: %+v, %v", c.name, rep, err)
+		}
+	}
+}
+
+// TestCollectRevisionsInBatches: one run collects every due candidate,
+// a bounded batch per claim and finish command.
+func TestCollectRevisionsInBatches(t *testing.T) {
+	ctx := context.Background()
+	b := mem.NewBucketAt(collectClock.Now)
+	s := newServiceOn(t, b, collectOptions("batches"))
+	const files = 11
+	for i := range files {
+		mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", fmt.Sprintf("f%d.txt", i), `"text":"`+strings.Repeat("x", 1500)+`"`))
+	}
+	for i := range files {
+		mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", fmt.Sprintf("f%d.txt", i), `"text":"small"`, `"replace":true`))
+	}
+	if got := blockCount(t, b, s); got != 2*files {
+		t.Fatalf("%d blocks, want %d", got, 2*files)
+	}
+	rep, err := s.CollectRevisions(ctx, workbench.CollectOptions{Kept: sweepPast(t, b, s, true).Kept, Batch: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Candidates != files || rep.Collected != files || rep.BlocksDeleted != 2*files || rep.Commands != 2*3 {
+		t.Fatalf("%+v, want %d collected in 3 batches", rep, files)
+	}
+	if got := blockCount(t, b, s); got != 0 {
+		t.Fatalf("%d blocks left", got)
+	}
+	if st := revisionStates(t, s); st[nokv.RevisionStateDeleted] != files || st[nokv.RevisionStateAvailable] != files {
+		t.Fatalf("revision states %v", st)
+	}
+	// BatchBytes bounds a batch too: each revision's records exceed one
+	// byte, so each batch holds one.
+	for i := range files {
+		mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", fmt.Sprintf("f%d.txt", i), `"text":"smaller"`, `"replace":true`))
+	}
+	again, err := s.CollectRevisions(ctx, workbench.CollectOptions{Kept: sweepPast(t, b, s, true).Kept, BatchBytes: 1})
+	if err != nil || again.Candidates != files || again.Collected != files || again.Commands != 2*files {
+		t.Fatalf("a second run: %+v, %v", again, err)
+	}
+	for i := range files {
+		if got := readText(t, s, "wb", fmt.Sprintf("outputs/f%d.txt", i)); got != "smaller" {
+			t.Fatalf("f%d.txt: %q", i, got)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/manifests"
 	"github.com/cairnstore/cairn/manifests/bodies"
+	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
@@ -24,7 +25,8 @@ import (
 // # Layers
 //
 // Fsck checks the head's root and the root of every pin of the shard, and
-// the roots their holds name.
+// the roots their holds name: one level, as the sweep keeps them
+// (roots.Root.KeptHolds); the holds of a held root are not followed.
 //
 // The engine layer is head.Check in strict mode: every object those roots
 // reach exists, hashes to its name, decodes canonically, and agrees with
@@ -220,11 +222,18 @@ func (s *Service) Fsck(ctx context.Context, opts FsckOptions) (*FsckReport, erro
 	}
 
 	// The Workbench layer, root by root: the head's first, then the
-	// pinned ones, and each held root once.
-	todo := slices.Clone(tops)
+	// pinned ones, and each root their holds name once (one level).
+	type visit struct {
+		h     digest.Hash
+		reach roots.Reach
+	}
+	var todo []visit
+	for _, h := range tops {
+		todo = append(todo, visit{h, roots.ReachKept})
+	}
 	done := map[digest.Hash]bool{}
 	for len(todo) > 0 {
-		h := todo[0]
+		h, reach := todo[0].h, todo[0].reach
 		todo = todo[1:]
 		if done[h] {
 			continue
@@ -244,8 +253,8 @@ func (s *Service) Fsck(ctx context.Context, opts FsckOptions) (*FsckReport, erro
 		if err := fk.checkRoot(ctx, at); err != nil {
 			return nil, err
 		}
-		for _, hold := range at.Root().Holds {
-			todo = append(todo, hold.Root)
+		for _, hold := range at.Root().KeptHolds(reach) {
+			todo = append(todo, visit{hold.Root, roots.ReachHeld})
 		}
 	}
 	fk.reportBlocks()
@@ -329,10 +338,12 @@ func (fk *fsck) checkObjects(ctx context.Context, h digest.Hash) error {
 }
 
 // reportBlocks reports the blocks that failed the walk and that a row of
-// a live revision names, at a root the Workbench layer read: the rows of
-// a revision being collected (Deleting, Quarantined) name blocks that
-// may be gone, and rows the walk met in a delta that a newer one deletes
-// are no rows at all. When a root's records could not all be read, every
+// a live revision names, at a root the Workbench layer read: one that is
+// Available and referenced there. The rows of a revision no reference
+// reaches (a replaced one, which may be collected: docs/operations.md,
+// section 5), or one being collected (Deleting, Quarantined), name
+// blocks that may be gone, and rows the walk met in a delta that a
+// newer one deletes are no rows at all. When a root's records could not all be read, every
 // failed block is reported: what names it is unknown.
 func (fk *fsck) reportBlocks() {
 	keys := slices.Sorted(maps.Keys(fk.badBlocks))

@@ -373,8 +373,8 @@ func revisionList(ids []nokv.RevisionID) string {
 	return strings.Join(s, ", ")
 }
 
-// checkBodies reads, for each Available revision not read at an earlier
-// root, its whole body (every block checked against its row's length and
+// checkBodies reads, for each live revision (Available and referenced)
+// not read at an earlier root, its whole body (every block checked against its row's length and
 // digest on the way) and checks it against the revision's body digest.
 func (c *rootCheck) checkBodies(ctx context.Context) error {
 	if !c.fk.opts.Bodies {
@@ -382,7 +382,7 @@ func (c *rootCheck) checkBodies(ctx context.Context) error {
 	}
 	var todo []nokv.RevisionID
 	for _, id := range sortedRevisions(c.revisions) {
-		if c.revisions[id].v.State == nokv.RevisionStateAvailable && !c.fk.checked[id] {
+		if revisionLive(c.revisions[id].v) && !c.fk.checked[id] {
 			todo = append(todo, id)
 		}
 	}

@@ -442,6 +442,12 @@ func (c *rootCheck) load(ctx context.Context) (bool, error) {
 	return complete, nil
 }
 
+// revisionLive reports whether a root's reads can reach revision v: it is
+// Available and referenced. Only a live revision's blocks must exist.
+func revisionLive(v nokv.ArtifactRevision) bool {
+	return v.State == nokv.RevisionStateAvailable && v.StrongReferenceCount > 0
+}
+
 func cmpU64(a, b uint64) int {
 	switch {
 	case a < b:
@@ -453,12 +459,15 @@ func cmpU64(a, b uint64) int {
 }
 
 // markLiveBlocks notes the blocks the manifest rows of live revisions
-// name: every revision but one being collected (Deleting, Quarantined:
-// its blocks may be gone) or collected (Deleted: it has no rows left).
-// Rows without a revision count as live; checkManifests reports them.
+// name: those Available with a reference at this root. A revision no
+// reference reaches may be collected (its blocks deleted) while this
+// root, held or pinned, still holds its rows; no read at this root can
+// reach it. One being collected (Deleting, Quarantined) may have lost its
+// blocks, and a collected one (Deleted) has no rows left. Rows without a
+// revision count as live; checkManifests reports them.
 func (c *rootCheck) markLiveBlocks() {
 	for rev, rows := range c.manifests {
-		if r, ok := c.revisions[rev]; ok && r.v.State != nokv.RevisionStateAvailable {
+		if r, ok := c.revisions[rev]; ok && !revisionLive(r.v) {
 			continue
 		}
 		for _, r := range rows {

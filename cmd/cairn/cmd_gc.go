@@ -24,8 +24,8 @@ func init() {
 
 // runGC sweeps the shard of one agent, or of every Workbench agent:
 //
-//	cairn gc [--bucket URL] [--agent ID | --all-agents] [--grace D]
-//	         [--dry-run] [--json] [--concurrency N]
+//	cairn gc [--bucket URL] [--agent ID [--revisions=false] | --all-agents]
+//	         [--grace D] [--dry-run] [--json] [--concurrency N]
 //
 // It commits an empty change (so that the head's store time is now),
 // marks everything the head, its holds, the heads since the horizon and
@@ -36,10 +36,12 @@ func init() {
 // what it would delete. A progress bar is drawn on standard error when it
 // is a terminal.
 //
-// --revisions (with --agent) then collects the agent's replaced artifact
-// revisions that no root a reader may read names any more
-// (workbench.CollectRevisions): their blocks are deleted, their rows
-// marked Deleted. With --dry-run it only counts them.
+// With --agent, the sweep is followed by the collection of the agent's
+// replaced artifact revisions that no root the sweep kept may still read
+// (workbench.CollectRevisions): their blocks are deleted and they are
+// marked Deleted, in batches, until none is due. --revisions=false skips
+// it; --all-agents, which knows shards and not agents, does not collect.
+// With --dry-run it only counts them.
 //
 // The grace period is the deployment root's own setting, which its
 // writers read too (an hour unless recorded): --grace D records D first
@@ -63,9 +65,9 @@ func runGC(ctx context.Context, e *env, args []string) int {
 	dryRun := fs.Bool("dry-run", false, "delete nothing; report what would be deleted")
 	asJSON := fs.Bool("json", false, "print each report as one line of JSON")
 	concurrency := fs.Int("concurrency", gcsweep.DefaultConcurrency, "requests in flight")
-	revisions := fs.Bool("revisions", false, "after the sweep, collect the replaced artifact revisions no reader can read any more (needs --agent)")
+	revisions := fs.Bool("revisions", true, "after the sweep, collect the replaced artifact revisions no reader can read any more (with --agent; =false skips it)")
 	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: cairn gc [--bucket URL] [--agent ID [--revisions] | --all-agents] [--grace D] [--dry-run] [--json]")
+		fmt.Fprintln(e.stderr, "usage: cairn gc [--bucket URL] [--agent ID [--revisions=false] | --all-agents] [--grace D] [--dry-run] [--json]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -86,14 +88,18 @@ func runGC(ctx context.Context, e *env, args []string) int {
 	case *concurrency <= 0:
 		return usageErr("--concurrency must be positive")
 	}
-	agentSet := false
-	fs.Visit(func(f *flag.Flag) { agentSet = agentSet || f.Name == "agent" })
+	agentSet, revisionsSet := false, false
+	fs.Visit(func(f *flag.Flag) {
+		agentSet = agentSet || f.Name == "agent"
+		revisionsSet = revisionsSet || f.Name == "revisions"
+	})
 	if *all && agentSet {
 		return usageErr("--agent and --all-agents exclude each other")
 	}
-	if *all && *revisions {
+	if *all && revisionsSet && *revisions {
 		return usageErr("--revisions needs --agent: a revision is collected through its agent's Workbench")
 	}
+	collect := *revisions && !*all
 	if err := nonEmptyFlags(fs, "agent", "bucket"); err != nil {
 		return usageErr("%v", err)
 	}
@@ -148,8 +154,10 @@ func runGC(ctx context.Context, e *env, args []string) int {
 			continue
 		}
 		var collected *workbench.CollectReport
-		if *revisions && err == nil {
-			c, cerr := collectRevisions(ctx, b, tg.agent, rep.OldestSequence, *dryRun)
+		if collect && err == nil && rep.HeadSequence > 0 { // a shard never written has nothing to collect
+			c, cerr := workbench.CollectRevisions(ctx, b, workbench.CollectOptions{
+				AgentID: tg.agent, Kept: rep.Kept, Concurrency: *concurrency, DryRun: *dryRun,
+			})
 			if cerr != nil {
 				fmt.Fprintf(e.stderr, "cairn gc: collect revisions of agent %s: %v\n", tg.agent, cerr)
 				exit = exitFailed
@@ -175,23 +183,12 @@ func runGC(ctx context.Context, e *env, args []string) int {
 				if *dryRun {
 					verb = "would collect"
 				}
-				fmt.Fprintf(e.stdout, "revisions: %d candidates, %s %d (%d blocks, %s), %d waiting for older readers, %d stale, %d quarantined, %d failed\n",
-					c.Candidates, verb, c.Collected, c.BlocksDeleted, progress.Bytes(c.BytesDeleted), c.Waiting, c.Stale, c.Quarantined, c.Failed)
+				fmt.Fprintf(e.stdout, "revisions: %d candidates, %s %d (%d blocks, %s) in %d engine commands, %v; %d waiting for a root that may read them, %d stale, %d quarantined, %d failed\n",
+					c.Candidates, verb, c.Collected, c.BlocksDeleted, progress.Bytes(c.BytesDeleted), c.Commands, c.Elapsed.Round(time.Millisecond), c.Waiting, c.Stale, c.Quarantined, c.Failed)
 			}
 		}
 	}
 	return exit
-}
-
-// collectRevisions collects the agent's revisions that no root at or
-// after floor names (workbench.CollectRevisions).
-func collectRevisions(ctx context.Context, b bucket.Bucket, agent string, floor uint64, dryRun bool) (workbench.CollectReport, error) {
-	s, err := workbench.Open(ctx, b, workbench.Options{AgentID: agent})
-	if err != nil {
-		return workbench.CollectReport{}, err
-	}
-	defer s.Close()
-	return s.CollectRevisions(ctx, workbench.CollectOptions{Floor: floor, DryRun: dryRun})
 }
 
 // gcTarget is one shard to sweep; agent is "" when only the shard id is

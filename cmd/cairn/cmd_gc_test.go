@@ -164,8 +164,9 @@ func TestGCCommandAllAgentsSkipsOtherSchemas(t *testing.T) {
 	}
 }
 
-// TestGCCommandRevisions: --revisions collects nothing a reader within
-// the grace may still read, and says so; it needs --agent.
+// TestGCCommandRevisions: the collection that follows a sweep of one
+// agent collects nothing a reader within the grace may still read, and
+// says so; --revisions needs --agent, and --revisions=false skips it.
 func TestGCCommandRevisions(t *testing.T) {
 	url := fmt.Sprintf("mem://gc-revisions-%d", time.Now().UnixNano())
 	big := strings.Repeat("x", 6000)
@@ -177,14 +178,21 @@ func TestGCCommandRevisions(t *testing.T) {
 			t.Fatalf("put: exit %d\n%s%s", code, out.String(), errOut.String())
 		}
 	}
-	code, out, errOut := runCmd(t, "gc", "--bucket", url, "--agent", "gc", "--revisions")
+	code, out, errOut := runCmd(t, "gc", "--bucket", url, "--agent", "gc")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
-	if want := "revisions: 1 candidates, collected 0 (0 blocks, 0 B), 1 waiting for older readers"; !strings.Contains(out, want) {
+	if want := "revisions: 1 candidates, collected 0 (0 blocks, 0 B) in 0 engine commands"; !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+	if want := "1 waiting for a root that may read them"; !strings.Contains(out, want) {
 		t.Errorf("output lacks %q:\n%s", want, out)
 	}
 	if code, _, _ := runCmd(t, "gc", "--bucket", url, "--all-agents", "--revisions"); code != exitUsage {
 		t.Errorf("--all-agents --revisions: exit %d", code)
+	}
+	code, out, errOut = runCmd(t, "gc", "--bucket", url, "--agent", "gc", "--revisions=false")
+	if code != 0 || strings.Contains(out, "revisions:") {
+		t.Errorf("--revisions=false: exit %d\n%s%s", code, out, errOut)
 	}
 }

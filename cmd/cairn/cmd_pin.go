@@ -40,7 +40,9 @@ var pinVerbs = []string{"create", "list", "show", "verify", "copy", "restore", "
 // list prints one line per pin (one JSON object per line with --json);
 // show prints one pin as JSON. verify reads every object the pinned root
 // reaches and checks its hash (a block against its digest), prints each
-// missing or damaged one and a summary. copy copies those objects to the
+// missing or damaged one and a summary; the blocks it reads are those of
+// the revisions the pinned state references (workbench.PinBlockRefs),
+// as do copy and restore. copy copies those objects to the
 // bucket --to names, then the pin, then a head naming the pinned root, so
 // that `cairn serve --bucket URL` serves exactly the pinned state; an
 // interrupted copy run again copies only what is not yet there intact.
@@ -278,7 +280,11 @@ func (p *pinCmd) restore(ctx context.Context, name string) int {
 	defer guard.Close(context.WithoutCancel(ctx))
 	// Never commit a state with a hole in it: every object the pinned
 	// root reaches, blocks included, must read back intact first.
-	rep, err := gcsweep.VerifyPin(ctx, b, layout, pin, workbench.BlockRefs, gcsweep.VerifyOptions{})
+	refs, err := workbench.PinBlockRefs(ctx, p.store, pin.RootHash)
+	if err != nil {
+		return p.fail(err)
+	}
+	rep, err := gcsweep.VerifyPin(ctx, b, layout, pin, refs, gcsweep.VerifyOptions{})
 	if err != nil {
 		return p.fail(err)
 	}
@@ -347,7 +353,11 @@ func (p *pinCmd) verify(ctx context.Context, name string) int {
 	}
 	code := exitOK
 	for _, pin := range pins {
-		rep, err := gcsweep.VerifyPin(ctx, b, layout, pin, workbench.BlockRefs, gcsweep.VerifyOptions{})
+		refs, err := workbench.PinBlockRefs(ctx, p.store, pin.RootHash)
+		if err != nil {
+			return p.fail(err)
+		}
+		rep, err := gcsweep.VerifyPin(ctx, b, layout, pin, refs, gcsweep.VerifyOptions{})
 		if err != nil {
 			return p.fail(err)
 		}
@@ -384,7 +394,11 @@ func (p *pinCmd) copy(ctx context.Context, name, to string, parallel int, quiet 
 		}
 		opts.Progress = func(n int64) { meter.Add(1, n) }
 	}
-	rep, err := gcsweep.CopyPin(ctx, p.store, dst, pin, workbench.BlockRefs, opts)
+	refs, err := workbench.PinBlockRefs(ctx, p.store, pin.RootHash)
+	if err != nil {
+		return p.fail(err)
+	}
+	rep, err := gcsweep.CopyPin(ctx, p.store, dst, pin, refs, opts)
 	if meter != nil {
 		meter.Stop()
 	}
