@@ -309,9 +309,11 @@ func unionHolds(cur, old []roots.Hold) []roots.Hold {
 // be in b (its key verified against its hash): the last step of copying
 // a kept state to another bucket. The head carries the root's own
 // sequence and the nonce of the attempt that wrote it, no recent nonces,
-// and committed as its time. It is created only if absent; a head that
-// already names root (an earlier run of the same copy) is returned as
-// is, and any other head is ErrHeadExists, never overwritten.
+// and committed as its time. It is created only if absent, or in place
+// of a genesis head (a shard that holds nothing), conditional on that
+// head's version; a head that already names root (an earlier run of the
+// same copy) is returned as is, and any other head is ErrHeadExists,
+// never overwritten.
 func WriteHeadAt(ctx context.Context, b bucket.Bucket, id shards.ShardID, sc Schema, root digest.Hash, committed time.Time) (*Head, error) {
 	if err := sc.check(); err != nil {
 		return nil, err
@@ -347,17 +349,27 @@ func WriteHeadAt(ctx context.Context, b bucket.Bucket, id shards.ShardID, sc Sch
 		return nil, fmt.Errorf("head: write head at %s: %w", id, err)
 	}
 	// A head is there: ours from an earlier run (or a write whose answer
-	// was lost), or another.
-	cur, _, gerr := b.Get(ctx, layout.Head())
-	if gerr != nil {
-		return nil, fmt.Errorf("head: write head at %s: %w (read back: %w)", id, err, gerr)
+	// was lost), a genesis head (a shard whose first write stopped before
+	// its first commit: it holds nothing, and the copy takes its place,
+	// conditional on its version, so that a commit racing the copy and
+	// the copy cannot both land), or another.
+	for range 2 {
+		got, attrs, rerr := ReadHead(ctx, b, layout, sc.Marker)
+		if rerr != nil {
+			return nil, fmt.Errorf("head: write head at %s: %w (read back: %w)", id, err, rerr)
+		}
+		if got.RootHash() == root && !got.Genesis() {
+			return got, nil
+		}
+		if !got.Genesis() {
+			return nil, fmt.Errorf("%w: shard %s names root %s at sequence %d, want %s", ErrHeadExists, id, got.RootHash(), got.Sequence, root)
+		}
+		if _, err = b.Put(ctx, layout.Head(), hb, bucket.IfVersion(attrs.Version)); err == nil {
+			return h, nil
+		}
+		if !errors.Is(err, bucket.ErrPrecondition) && !errors.Is(err, bucket.ErrAmbiguous) {
+			return nil, fmt.Errorf("head: write head at %s: replace the genesis head: %w", id, err)
+		}
 	}
-	got, gotRoot, derr := decodeHead(cur, id, sc.Marker)
-	if derr != nil {
-		return nil, fmt.Errorf("head: write head at %s: %w", id, derr)
-	}
-	if gotRoot != root {
-		return nil, fmt.Errorf("%w: shard %s names root %s at sequence %d, want %s", ErrHeadExists, id, gotRoot, got.Sequence, root)
-	}
-	return got, nil
+	return nil, fmt.Errorf("head: write head at %s: the head keeps changing: %w", id, err)
 }

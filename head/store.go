@@ -262,12 +262,14 @@ func Open(_ context.Context, b bucket.Bucket, id shards.ShardID, sc Schema, opts
 }
 
 // pinOrInitialize pins the head for a commit. A shard never written (no
-// head and no object under its prefix) is initialized first (create-only:
-// if another process initialized it meanwhile, its head is pinned). A
-// shard with objects but no head is not: its head is lost, or another
-// process is initializing it this moment, so the head is read again a few
-// times; if it stays missing the error wraps ErrNoHead and nothing is
-// written. A lost head never becomes an empty shard.
+// head and no object under its prefix) gets a genesis head first
+// (create-only, before anything is staged: if another process created a
+// head meanwhile, that head is pinned). A shard with objects but no head
+// is not initialized: its head is lost, so the head is read again a few
+// times (in case it is being restored this moment); if it stays missing
+// the error wraps ErrNoHead and nothing is written. A lost head never
+// becomes an empty shard. The snapshot may be of a genesis head: the
+// commit built on it writes the schema record too (attempt).
 func (s *Store) pinOrInitialize(ctx context.Context) (*Snapshot, error) {
 	sn, err := s.PinOrEmpty(ctx)
 	for try := 0; errors.Is(err, ErrNoHead) && try < 5; try++ {
@@ -276,24 +278,36 @@ func (s *Store) pinOrInitialize(ctx context.Context) (*Snapshot, error) {
 		}
 		sn, err = s.PinOrEmpty(ctx)
 	}
-	if err != nil || !sn.empty {
+	if err != nil || sn.head != nil {
 		return sn, err
 	}
-	if err := s.initialize(ctx); err != nil && !errors.Is(err, bucket.ErrPrecondition) {
+	if err := s.createGenesis(ctx); err != nil && !errors.Is(err, bucket.ErrPrecondition) {
 		return nil, fmt.Errorf("head: initialize shard %s: %w", s.id, err)
 	}
 	return s.Pin(ctx)
 }
 
-// Initialize makes sure the shard has a head, as the first commit would:
-// it reads the head and, if there is none, creates the genesis state
-// (create-only; a concurrent initialization wins harmlessly). Then it
-// checks the schema gate. Tools and tests that want an initialized shard
-// before the first command call it; serving needs no call.
+// Initialize makes sure the shard is initialized, as the first commit
+// would: it reads the head and, if there is none and nothing is stored
+// under the shard's prefix, creates the genesis head (create-only; a
+// concurrent initialization wins harmlessly); if the head is a genesis
+// head (just created, or left by a write that stopped there), it commits
+// the schema record, an ordinary commit of sequence 1. Then it checks the
+// schema gate. Tools and tests that want an initialized shard before the
+// first command call it; serving needs no call. A shard whose head is
+// lost fails with ErrNoHead and nothing is written.
 func (s *Store) Initialize(ctx context.Context) error {
 	sn, err := s.pinOrInitialize(ctx)
 	if err != nil {
 		return err
+	}
+	if sn.head.Genesis() {
+		if _, err := s.Do(ctx, Command{Apply: func(*Tx) ([]byte, error) { return nil, nil }}); err != nil {
+			return fmt.Errorf("head: initialize shard %s: commit the schema record: %w", s.id, err)
+		}
+		if sn, err = s.Pin(ctx); err != nil {
+			return err
+		}
 	}
 	return sn.gate(ctx)
 }
@@ -377,33 +391,16 @@ func (sn *Snapshot) checkSchemaRecord(ctx context.Context) error {
 	return nil
 }
 
-// initialize writes the first root, holding only the schema marker in the
-// system family, and creates the head if it is still absent.
-func (s *Store) initialize(ctx context.Context) error {
-	marker, err := manifests.Encode(s.schema.Marker)
-	if err != nil {
-		return err
-	}
-	tx := newBatchState(s.fams)
-	if err := tx.put(shards.System, SchemaKey, marker); err != nil {
-		return err
-	}
-	nonce, now := newNonce(), s.opts.Now()
-	c, err := s.build(ctx, nil, tx, nonce, false, now)
-	if err != nil {
-		return err
-	}
-	if err := s.stage(ctx, c); err != nil {
-		return err
-	}
+// createGenesis creates the shard's genesis head, create-only: sequence
+// 0, no root, no recent nonces, the schema's marker and a fresh nonce. It
+// is the first write of a shard, before anything is staged under its
+// prefix. A head that exists already is bucket.ErrPrecondition.
+func (s *Store) createGenesis(ctx context.Context) error {
 	h := &Head{
 		Marker:    s.schema.Marker,
 		ShardID:   s.id.String(),
-		Sequence:  1,
-		Root:      c.rootRef.Hash.String(),
-		RootSize:  c.rootRef.Size,
-		Nonce:     nonceString(nonce),
-		Committed: now.UnixMilli(),
+		Nonce:     nonceString(newNonce()),
+		Committed: s.opts.Now().UnixMilli(),
 		Recent:    []string{},
 	}
 	b, err := encodeHead(h)
@@ -412,6 +409,16 @@ func (s *Store) initialize(ctx context.Context) error {
 	}
 	_, err = s.b.Put(ctx, s.layout.Head(), b, bucket.IfAbsent())
 	return err
+}
+
+// schemaRecord adds the schema record, the marker in System("schema"), to
+// state: the first commit of a shard, on its genesis head, writes it.
+func (s *Store) schemaRecord(state *batchState) error {
+	marker, err := manifests.Encode(s.schema.Marker)
+	if err != nil {
+		return err
+	}
+	return state.put(shards.System, SchemaKey, marker)
 }
 
 // ID returns the logical shard's id.
