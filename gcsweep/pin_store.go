@@ -21,15 +21,24 @@ func PinName(now time.Time, seq uint64) string {
 	return fmt.Sprintf("%013d-%d", now.UnixMilli(), seq)
 }
 
+// ErrNothingToPin: the shard has no committed state to pin: it was never
+// written, or its head is a genesis head (its first write stopped before
+// its first commit). Nothing was written.
+var ErrNothingToPin = errors.New("gcsweep: nothing to pin: the shard holds no commit")
+
 // PinHead pins the current head of store: it reads the head and creates
 // the pin called name (PinName when name is empty) naming its root. The
 // root is kept from the moment the pin is stored; a sweep that marked
 // before that already kept it as the current root, or as one committed
-// within its grace window.
+// within its grace window. A shard without a commit is ErrNothingToPin;
+// one whose head is lost while objects remain is head.ErrNoHead.
 func PinHead(ctx context.Context, store *head.Store, name, note string, now time.Time) (Pin, error) {
-	sn, err := store.Pin(ctx)
+	sn, err := store.PinOrEmpty(ctx)
 	if err != nil {
 		return Pin{}, fmt.Errorf("gcsweep: pin: read head: %w", err)
+	}
+	if sn.Empty() {
+		return Pin{}, fmt.Errorf("%w: shard %s", ErrNothingToPin, store.ID())
 	}
 	if name == "" {
 		name = PinName(now, sn.Sequence())

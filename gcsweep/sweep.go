@@ -15,7 +15,6 @@ import (
 	"github.com/cairnstore/cairn/bucket/counting"
 	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/head"
-	"github.com/cairnstore/cairn/manifests"
 	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/shards"
 )
@@ -110,15 +109,14 @@ var (
 	ErrGrace = errors.New("gcsweep: grace period must exceed the writers' MaxAttemptAge")
 	// ErrNoHead is returned for a shard whose head is missing while
 	// objects exist under its prefix: everything would look unreachable,
-	// so nothing is deleted.
-	ErrNoHead = errors.New("gcsweep: the shard has objects but no head")
-	// ErrBadHead is returned for a head that does not decode or names
-	// another shard.
-	ErrBadHead = errors.New("gcsweep: bad head")
+	// so nothing is deleted. It is head.ErrNoHead.
+	ErrNoHead = head.ErrNoHead
 	// ErrMarker is returned for a head whose schema marker is not
 	// Options.Marker: the shard belongs to another product or version,
-	// whose families the layout would misread.
-	ErrMarker = errors.New("gcsweep: the head's schema marker is not the one expected")
+	// whose families the layout would misread. It is
+	// head.ErrSchemaMismatch. A head that does not decode, or names
+	// another shard, is head.ErrBadHead.
+	ErrMarker = head.ErrSchemaMismatch
 )
 
 // Options tune a Sweep.
@@ -332,13 +330,14 @@ func (s *sweeper) progress(p Progress) {
 }
 
 func (s *sweeper) run(ctx context.Context) error {
-	hd, version, err := s.readHead(ctx)
+	hd, attrs, err := s.readHead(ctx)
 	if err != nil {
 		return err
 	}
 	if hd == nil {
 		return nil // a shard never written
 	}
+	version := attrs.Version
 	if err := s.clock(ctx); err != nil {
 		return err
 	}
@@ -367,17 +366,17 @@ func (s *sweeper) run(ctx context.Context) error {
 	}
 	// Read the head again: a head that moved is marked too.
 	for range maxRemarks {
-		again, v, err := s.readHead(ctx)
+		again, at, err := s.readHead(ctx)
 		if err != nil {
 			return err
 		}
 		if again == nil {
-			return fmt.Errorf("%w: the head vanished during the sweep", ErrNoHead)
+			return fmt.Errorf("gcsweep: the head vanished during the sweep: %w", ErrNoHead)
 		}
-		if v == version {
+		if at.Version == version {
 			break
 		}
-		version = v
+		version = at.Version
 		s.rep.HeadMoves++
 		if err := s.markHead(ctx, again); err != nil {
 			return err
@@ -387,37 +386,31 @@ func (s *sweeper) run(ctx context.Context) error {
 	return s.sweep(ctx)
 }
 
-// readHead reads and decodes the head; nil, without error, for a shard
-// with nothing under its prefix.
-func (s *sweeper) readHead(ctx context.Context) (*head.Head, bucket.Version, error) {
-	body, attrs, err := s.b.Get(ctx, s.layout.Head())
-	if errors.Is(err, bucket.ErrNotExist) {
-		page, lerr := s.b.List(ctx, bucket.ListOptions{Prefix: s.layout.Prefix(), PageSize: 1})
+// readHead reads the head through head.ReadHead, with the head object's
+// attributes; nil, without error, for a shard never written (no head and
+// nothing under its prefix). A head that is missing while objects remain
+// is ErrNoHead: everything would look unreachable. A genesis head is a
+// head: it names no root, so it keeps nothing.
+func (s *sweeper) readHead(ctx context.Context) (*head.Head, bucket.Attrs, error) {
+	var want head.Marker // the zero marker accepts any
+	if s.opts.Marker != nil {
+		want = *s.opts.Marker
+	}
+	h, attrs, err := head.ReadHead(ctx, s.b, s.layout, want)
+	if errors.Is(err, head.ErrNoHead) {
+		written, lerr := head.HasObjects(ctx, s.b, s.layout)
 		if lerr != nil {
-			return nil, "", fmt.Errorf("gcsweep: list %s: %w", s.layout.Prefix(), lerr)
+			return nil, bucket.Attrs{}, fmt.Errorf("gcsweep: %w", lerr)
 		}
-		if len(page.Objects) > 0 {
-			return nil, "", fmt.Errorf("%w: %s", ErrNoHead, s.layout.Prefix())
+		if written {
+			return nil, bucket.Attrs{}, fmt.Errorf("gcsweep: %s has objects but no head: %w", s.layout.Prefix(), err)
 		}
-		return nil, "", nil
+		return nil, bucket.Attrs{}, nil
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("gcsweep: read head: %w", err)
+		return nil, bucket.Attrs{}, fmt.Errorf("gcsweep: %w", err)
 	}
-	var h head.Head
-	if err := manifests.Decode(body, &h); err != nil {
-		return nil, "", fmt.Errorf("%w: %w", ErrBadHead, err)
-	}
-	if m := s.opts.Marker; m != nil && h.Marker != *m {
-		return nil, "", fmt.Errorf("%w: %+v, want %+v", ErrMarker, h.Marker, *m)
-	}
-	if h.ShardID != s.layout.ID().String() {
-		return nil, "", fmt.Errorf("%w: names shard %q, want %s", ErrBadHead, h.ShardID, s.layout.ID())
-	}
-	if _, err := digest.Parse(h.Root); err != nil {
-		return nil, "", fmt.Errorf("%w: root %q", ErrBadHead, h.Root)
-	}
-	return &h, attrs.Version, nil
+	return h, attrs, nil
 }
 
 // clock reads the store's clock and sets the cutoff.
@@ -558,8 +551,11 @@ func (s *sweeper) sawRoot(h digest.Hash, r *roots.Root) {
 // markHead marks a head's root, with its holds, and the parents that
 // were the head within the grace period.
 func (s *sweeper) markHead(ctx context.Context, h *head.Head) error {
-	root, _ := digest.Parse(h.Root)
 	s.rep.HeadSequence, s.rep.HeadRoot = h.Sequence, h.Root
+	if h.Genesis() {
+		return nil // no root: nothing committed to keep
+	}
+	root := h.RootHash()
 	if err := s.w.walk(ctx, []digest.Hash{root}); err != nil {
 		return fmt.Errorf("gcsweep: head %d: %w", h.Sequence, err)
 	}
