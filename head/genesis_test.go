@@ -201,9 +201,10 @@ func crashAfterWrite(t *testing.T, n int64) (*fault.Bucket, bucket.Bucket, *atom
 }
 
 // TestGenesisFirstWriteCrash: the first write of a shard creates its
-// genesis head before it stages anything, so a process that dies after
-// any of its writes leaves a shard that a new process reads (as empty,
-// or with the first commit) and writes to.
+// genesis head before it stages anything, then commits the schema record
+// (sequence 1), then the command (2), so a process that dies after any
+// of its writes leaves a shard that a new process reads (as empty, or
+// with the commits that landed) and writes to.
 func TestGenesisFirstWriteCrash(t *testing.T) {
 	ctx := context.Background()
 	id := shards.NewShardID()
@@ -222,8 +223,8 @@ func TestGenesisFirstWriteCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	total := writes.Load()
-	if total != 4 { // genesis head, delta, root, head
-		t.Fatalf("a first commit made %d writes, want 4", total)
+	if total != 7 { // genesis head; delta, root, head of the schema record; delta, root, head of the command
+		t.Fatalf("a first commit made %d writes, want 7", total)
 	}
 	for n := int64(1); n <= total; n++ {
 		fb, plain, _ := crashAfterWrite(t, n)
@@ -242,7 +243,7 @@ func TestGenesisFirstWriteCrash(t *testing.T) {
 		if err != nil {
 			t.Fatalf("crash after write %d (%v): a new process cannot read the shard: %v", n, derr, err)
 		}
-		if sn.Head() == nil || sn.Head().Sequence > 1 || (sn.Head().Sequence == 0) != sn.Empty() {
+		if sn.Head() == nil || sn.Head().Sequence > 2 || (sn.Head().Sequence == 0) != sn.Empty() {
 			t.Fatalf("crash after write %d: head %+v, empty %v", n, sn.Head(), sn.Empty())
 		}
 		if sn.Head().Genesis() && (sn.StoreTime().IsZero() || Check(ctx, plain, fresh.Layout(), sn.RootHash(), CheckOptions{Strict: true}) != nil) {
@@ -252,7 +253,8 @@ func TestGenesisFirstWriteCrash(t *testing.T) {
 		if err != nil {
 			t.Fatalf("crash after write %d: the next write fails: %v", n, err)
 		}
-		if want := sn.Head().Sequence + 1; res.Sequence != want {
+		// On a genesis head the schema record commits first, at 1.
+		if want := max(sn.Head().Sequence, 1) + 1; res.Sequence != want {
 			t.Fatalf("crash after write %d: next write landed at %d, want %d", n, res.Sequence, want)
 		}
 		after, err := fresh.Pin(ctx)
@@ -418,5 +420,41 @@ func TestWriteHeadAtGenesis(t *testing.T) {
 	}
 	if _, err := WriteHeadAt(ctx, other, id, testSchema, sn.RootHash(), time.UnixMilli(sn.Head().Committed)); !errors.Is(err, ErrHeadExists) {
 		t.Fatalf("WriteHeadAt over a committed head: %v, want ErrHeadExists", err)
+	}
+}
+
+// TestGenesisCommitAt: a command that brings a snapshot of a genesis head
+// (Command.At) commits on it directly: its commit is the shard's first,
+// and writes the schema record beside the command's own records.
+func TestGenesisCommitAt(t *testing.T) {
+	ctx := context.Background()
+	b := mem.NewBucket()
+	s, err := Open(ctx, b, shards.NewShardID(), testSchema, Options{Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.createGenesis(ctx); err != nil {
+		t.Fatal(err)
+	}
+	genesis, err := s.Pin(ctx)
+	if err != nil || !genesis.Head().Genesis() {
+		t.Fatalf("Pin = %+v, %v", genesis, err)
+	}
+	res, err := s.Do(ctx, Command{At: genesis, Apply: func(tx *Tx) ([]byte, error) {
+		return nil, tx.Put(shardstest.Fixed32, make([]byte, 32), []byte("v"))
+	}})
+	if err != nil || res.Sequence != 1 {
+		t.Fatalf("Do at a genesis head = %+v, %v", res, err)
+	}
+	sn, err := s.Pin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sn.checkSchemaRecord(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := sn.Get(ctx, shardstest.Fixed32, make([]byte, 32)); err != nil || !ok || string(v) != "v" {
+		t.Fatalf("read back %q, %v, %v", v, ok, err)
 	}
 }

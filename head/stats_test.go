@@ -20,20 +20,8 @@ func TestCommitStats(t *testing.T) {
 	b1, _ := mem.New(store, "")
 	b2, _ := mem.New(store, "")
 	id := shards.NewShardID()
-	// Not initialized: a's first commit is the shard's first (it writes
-	// the schema record too), so every commit counted is the test's.
-	var a, b *head.Store
-	for _, s := range []struct {
-		store **head.Store
-		b     *mem.Bucket
-	}{{&a, b1}, {&b, b2}} {
-		st, err := head.Open(ctx, s.b, id, head.SchemaForTest, head.Options{Check: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		*s.store = st
-	}
+	a := open(t, b1, id, head.Options{})
+	b := open(t, b2, id, head.Options{})
 
 	if _, err := a.Do(ctx, put(1, "one")); err != nil {
 		t.Fatal(err)

@@ -264,11 +264,14 @@ func Open(_ context.Context, b bucket.Bucket, id shards.ShardID, sc Schema, opts
 // pinOrInitialize pins the head for a commit. A shard never written (no
 // head and no object under its prefix) gets a genesis head first
 // (create-only, before anything is staged: if another process created a
-// head meanwhile, that head is pinned). A shard with objects but no head
-// is not initialized: its head is lost, so the head is read again a few
-// times (in case it is being restored this moment); if it stays missing
-// the error wraps ErrNoHead and nothing is written. A lost head never
-// becomes an empty shard. The snapshot may be of a genesis head: the
+// head meanwhile, that head is pinned), and a genesis head (just created,
+// or left by a first write that stopped there) gets its first commit,
+// the schema record alone, at sequence 1 (initialize). A shard with
+// objects but no head is not initialized: its head is lost, so the head
+// is read again a few times (in case it is being restored this moment);
+// if it stays missing the error wraps ErrNoHead and nothing is written. A
+// lost head never becomes an empty shard. The snapshot returned is of a
+// genesis head only when the schema commit could not be settled; a
 // commit built on it writes the schema record too (attempt).
 func (s *Store) pinOrInitialize(ctx context.Context) (*Snapshot, error) {
 	sn, err := s.PinOrEmpty(ctx)
@@ -278,36 +281,53 @@ func (s *Store) pinOrInitialize(ctx context.Context) (*Snapshot, error) {
 		}
 		sn, err = s.PinOrEmpty(ctx)
 	}
-	if err != nil || sn.head != nil {
-		return sn, err
+	if err != nil {
+		return nil, err
 	}
-	if err := s.createGenesis(ctx); err != nil && !errors.Is(err, bucket.ErrPrecondition) {
-		return nil, fmt.Errorf("head: initialize shard %s: %w", s.id, err)
+	if sn.head == nil {
+		if err := s.createGenesis(ctx); err != nil && !errors.Is(err, bucket.ErrPrecondition) {
+			return nil, fmt.Errorf("head: initialize shard %s: %w", s.id, err)
+		}
+		if sn, err = s.Pin(ctx); err != nil {
+			return nil, err
+		}
 	}
-	return s.Pin(ctx)
+	for try := 0; sn.head.Genesis() && try < s.opts.MaxAttempts; try++ {
+		ierr := s.initialize(ctx, sn)
+		if ierr != nil && !errors.Is(ierr, bucket.ErrPrecondition) && !bucket.Transient(ierr) {
+			return nil, fmt.Errorf("head: initialize shard %s: %w", s.id, ierr)
+		}
+		if ierr != nil && !errors.Is(ierr, bucket.ErrPrecondition) {
+			// Throttled, unavailable or unknown: wait, then the head
+			// tells whether it landed.
+			if werr := s.retry.Wait(ctx, try, ierr); werr != nil {
+				return nil, fmt.Errorf("head: initialize shard %s: %w", s.id, ierr)
+			}
+		}
+		// Landed, lost to another writer, or not: the head tells.
+		if sn, err = s.Pin(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return sn, nil
 }
 
 // Initialize makes sure the shard is initialized, as the first commit
 // would: it reads the head and, if there is none and nothing is stored
 // under the shard's prefix, creates the genesis head (create-only; a
-// concurrent initialization wins harmlessly); if the head is a genesis
-// head (just created, or left by a write that stopped there), it commits
-// the schema record, an ordinary commit of sequence 1. Then it checks the
-// schema gate. Tools and tests that want an initialized shard before the
-// first command call it; serving needs no call. A shard whose head is
-// lost fails with ErrNoHead and nothing is written.
+// concurrent initialization wins harmlessly); on a genesis head (just
+// created, or left by a write that stopped there) it commits the schema
+// record, an ordinary commit of sequence 1. Then it checks the schema
+// gate. Tools and tests that want an initialized shard before the first
+// command call it; serving needs no call. A shard whose head is lost
+// fails with ErrNoHead and nothing is written.
 func (s *Store) Initialize(ctx context.Context) error {
 	sn, err := s.pinOrInitialize(ctx)
 	if err != nil {
 		return err
 	}
 	if sn.head.Genesis() {
-		if _, err := s.Do(ctx, Command{Apply: func(*Tx) ([]byte, error) { return nil, nil }}); err != nil {
-			return fmt.Errorf("head: initialize shard %s: commit the schema record: %w", s.id, err)
-		}
-		if sn, err = s.Pin(ctx); err != nil {
-			return err
-		}
+		return fmt.Errorf("%w: shard %s: the schema record's commit did not settle", ErrRetryable, s.id)
 	}
 	return sn.gate(ctx)
 }
@@ -407,8 +427,70 @@ func (s *Store) createGenesis(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.b.Put(ctx, s.layout.Head(), b, bucket.IfAbsent())
-	return err
+	s.noteHeadWrite()
+	attrs, err := s.b.Put(ctx, s.layout.Head(), b, bucket.IfAbsent())
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.ownVersion = attrs.Version
+	s.mu.Unlock()
+	return nil
+}
+
+// initialize commits the schema record on sn, a genesis head: the
+// shard's first commit, sequence 1, an ordinary commit (a delta segment
+// holding the record and a root listing it, staged in one round) whose
+// head write is conditional on the genesis head's version. A
+// precondition failure means another process committed first.
+func (s *Store) initialize(ctx context.Context, sn *Snapshot) error {
+	state := newBatchState(s.fams)
+	if err := s.schemaRecord(state); err != nil {
+		return err
+	}
+	nonce, now := newNonce(), s.opts.Now()
+	c, err := s.build(ctx, sn, state, nonce, false, now)
+	if err != nil {
+		return err
+	}
+	h := &Head{
+		Marker:    s.schema.Marker,
+		ShardID:   s.id.String(),
+		Sequence:  1,
+		Root:      c.rootRef.Hash.String(),
+		RootSize:  c.rootRef.Size,
+		Nonce:     nonceString(nonce),
+		Committed: now.UnixMilli(),
+		Recent:    recentNonces(sn.head),
+	}
+	b, err := encodeHead(h)
+	if err != nil {
+		return err
+	}
+	if err := s.stage(ctx, c); err != nil {
+		return err
+	}
+	if err := s.waitTurn(ctx); err != nil { // the genesis head was written a moment ago
+		return err
+	}
+	s.noteHeadWrite()
+	attrs, err := s.b.Put(ctx, s.layout.Head(), b, bucket.IfVersion(sn.version))
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.ownVersion = attrs.Version // this Store's own write: no sign of another writer
+	s.mu.Unlock()
+	s.remember(&Snapshot{s: s, head: h, version: attrs.Version, storeTime: attrs.ModTime, rootHash: c.rootRef.Hash, root: c.root})
+	return nil
+}
+
+// noteHeadWrite records that this Store is sending a head write now, for
+// the pacing of the next one (Options.MinCommitInterval, waitTurn).
+func (s *Store) noteHeadWrite() {
+	s.mu.Lock()
+	s.headWritten = time.Now()
+	s.mu.Unlock()
 }
 
 // schemaRecord adds the schema record, the marker in System("schema"), to
