@@ -36,6 +36,12 @@ import (
 //     read it;
 //   - every pinned root (ListPins).
 //
+// The head is read through head.ReadHead, the engine's own reader. A
+// genesis head (sequence 0, no root: a shard whose first write stopped
+// before its first commit) is a head: it keeps nothing, and what the
+// first commit staged is garbage once older than the grace. A shard
+// with objects but no head is ErrNoHead: nothing is deleted.
+//
 // It then deletes each object it listed beforehand under the shard's
 // engine prefixes (roots, tables, deltas, shard objects and pages, page
 // indexes), its staging ledgers and intents, and its artifact blocks,
