@@ -188,3 +188,50 @@ func runFirstWrite(t *testing.T, fw firstWrite, n int, after bool) crashRun {
 	r.usable = true
 	return r
 }
+
+// TestGenesisDeploymentReads: a deployment left with only a genesis head
+// (its first write died right after creating it) reads as empty
+// everywhere, writes nothing when read, and the next write goes on.
+func TestGenesisDeploymentReads(t *testing.T) {
+	ctx := context.Background()
+	fb, plain := faultAndPlain(t)
+	crashed := newMatrixService(t, fb)
+	var writes atomic.Int64
+	fb.Inject(fault.Rule{Op: fault.OpPut | fault.OpDelete, Fault: fault.Hook(func(context.Context, fault.Op, string) error {
+		if writes.Add(1) > 1 {
+			return errCrashed
+		}
+		return nil
+	})})
+	if _, ok := call(t, crashed, "workbench_create", `{"id":"m"}`); ok {
+		t.Fatal("create through a store that dies after its first write succeeded")
+	}
+	layout := crashed.Store().Layout()
+	if h, _, err := head.ReadHead(ctx, plain, layout, crashed.Store().Schema().Marker); err != nil || !h.Genesis() {
+		t.Fatalf("left head %+v, %v; want a genesis head", h, err)
+	}
+	before := listKeys(t, plain, "")
+
+	s := newMatrixService(t, plain)
+	if m, ok := call(t, s, "workbench_list", `{"id":"m","section":"outputs"}`); ok || m["code"] != "NotFound" {
+		t.Fatalf("list in a genesis deployment: %v", m)
+	}
+	page, err := s.ReadChanges(ctx, workbench.ChangesRequest{})
+	if err != nil || len(page.Events) != 0 || page.ReadVersion != 0 || !page.CaughtUp {
+		t.Fatalf("changes of a genesis deployment: %+v, %v", page, err)
+	}
+	if n, err := s.Reap(ctx); err != nil || n != 0 {
+		t.Fatalf("reap of a genesis deployment: %d, %v", n, err)
+	}
+	rep, err := s.Fsck(ctx, workbench.FsckOptions{})
+	if err != nil || !rep.Empty || !rep.Clean() {
+		t.Fatalf("fsck of a genesis deployment: %+v, %v", rep, err)
+	}
+	if after := listKeys(t, plain, ""); len(after) != len(before) {
+		t.Fatalf("reads of a genesis deployment wrote: %d objects, then %d", len(before), len(after))
+	}
+	mustCall(t, s, "workbench_put_file", putInput("m", "outputs", "a.txt", `"text":"after"`))
+	if body, _, code, ok := readPath(t, s, "a.txt"); !ok || string(body) != "after" {
+		t.Fatalf("read back %q, %s", body, code)
+	}
+}
