@@ -314,7 +314,13 @@ func (r *recovery) run(ctx context.Context, pinName string, want digest.Hash) in
 	if r.out.DryRun {
 		return exitOK
 	}
-	wrote, err := head.WriteHeadAt(ctx, r.b, layout.ID(), sc, chosen, rt.stored)
+	// The head's commit time: when the store wrote the root, the closest
+	// to its commit that the bucket records.
+	committed := rt.stored
+	if committed.IsZero() {
+		committed = time.Now()
+	}
+	wrote, err := head.WriteHeadAt(ctx, r.b, layout.ID(), sc, chosen, committed)
 	if err != nil {
 		return r.refuse(err, "the head could not be written")
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -265,5 +266,26 @@ func TestRecoverCommand(t *testing.T) {
 	// An agent never written has nothing to recover.
 	if code, _, errOut := runWith(t, "", "recover", "--bucket", r.url, "--agent", "nobody"); code != exitFailed || errOut != "" {
 		t.Fatalf("recover of an agent never written: exit %d %s", code, errOut)
+	}
+}
+
+func TestRecoverCommandUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"recover", "extra"},
+		{"recover", "--agent", ""},
+		{"recover", "--agent", "a/b"},
+		{"recover", "--pin", ""},
+		{"recover", "--pin", "a b"},
+		{"recover", "--root", strings.Repeat("AB", 32)},
+		{"recover", "--root", strings.Repeat("0", 64)},
+		{"recover", "--bucket", "nope://x"},
+	} {
+		if code, out, errOut := runWith(t, "", args...); code != exitUsage {
+			t.Errorf("%q: exit %d, want %d\n%s%s", args, code, exitUsage, out, errOut)
+		}
+	}
+	missing := "file://" + filepath.Join(t.TempDir(), "absent")
+	if code, _, errOut := runWith(t, "", "recover", "--bucket", missing); code != exitStore {
+		t.Errorf("a bucket that does not exist: exit %d, want %d: %s", code, exitStore, errOut)
 	}
 }
