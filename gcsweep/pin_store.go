@@ -21,8 +21,15 @@ func PinName(now time.Time, seq uint64) string {
 	return fmt.Sprintf("%013d-%d", now.UnixMilli(), seq)
 }
 
+// ErrNothingToPin: the shard has no committed state to pin: it was never
+// written, or its head is a genesis head (its first write stopped before
+// its first commit). Nothing was written.
+var ErrNothingToPin = errors.New("gcsweep: nothing to pin: the shard holds no commit")
+
 // PinHead pins the current head of store: it reads the head and creates
-// the pin called name (PinName when name is empty) naming its root.
+// the pin called name (PinName when name is empty) naming its root. A
+// shard without a commit is ErrNothingToPin; one whose head is lost while
+// objects remain is head.ErrNoHead.
 //
 // The root is kept from the moment the pin is stored. A sweep that
 // listed the pins before that read a head no newer than the one read
@@ -49,9 +56,12 @@ func PinHead(ctx context.Context, store *head.Store, name, note string, now time
 // pinOnce makes one try of PinHead; ok is false, with the pin deleted,
 // when it took too long to be safe.
 func pinOnce(ctx context.Context, store *head.Store, name, note string, now time.Time) (Pin, bool, error) {
-	sn, err := store.Pin(ctx)
+	sn, err := store.PinOrEmpty(ctx)
 	if err != nil {
 		return Pin{}, false, fmt.Errorf("gcsweep: pin: read head: %w", err)
+	}
+	if sn.Empty() {
+		return Pin{}, false, fmt.Errorf("%w: shard %s", ErrNothingToPin, store.ID())
 	}
 	if name == "" {
 		name = PinName(now, sn.Sequence())

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/shards"
 )
 
@@ -70,6 +71,18 @@ func (o *VerifyOptions) fill() {
 // without what that object would have led to. The error is for a failure
 // to verify at all: the bucket unreachable, ctx ended.
 func VerifyPin(ctx context.Context, b bucket.Bucket, layout shards.Layout, p Pin, refs Refs, opts VerifyOptions) (VerifyReport, error) {
+	rep, err := VerifyRoot(ctx, b, layout, p.RootHash, refs, opts)
+	if err != nil {
+		return rep, fmt.Errorf("pin %s: %w", p.Name, err)
+	}
+	return rep, nil
+}
+
+// VerifyRoot is VerifyPin for any root of the shard: it reads every object
+// root reaches, blocks included, and checks each; each missing or damaged
+// object is a Problem. Recovery (cairn recover) verifies the root it
+// would make current with it.
+func VerifyRoot(ctx context.Context, b bucket.Bucket, layout shards.Layout, root digest.Hash, refs Refs, opts VerifyOptions) (VerifyReport, error) {
 	opts.fill()
 	start := time.Now()
 	var rep VerifyReport
@@ -84,7 +97,7 @@ func VerifyPin(ctx context.Context, b bucket.Bucket, layout shards.Layout, p Pin
 			return nil
 		},
 	}
-	err := Walk(ctx, b, layout, p.RootHash, refs, walk, func(o Object) error {
+	err := Walk(ctx, b, layout, root, refs, walk, func(o Object) error {
 		rep.Objects++
 		rep.Bytes += o.Size
 		opts.Progress(o.Size)
@@ -93,7 +106,7 @@ func VerifyPin(ctx context.Context, b bucket.Bucket, layout shards.Layout, p Pin
 	sort.Slice(rep.Problems, func(i, j int) bool { return rep.Problems[i].Object.Key < rep.Problems[j].Object.Key })
 	rep.Elapsed = time.Since(start)
 	if err != nil {
-		return rep, fmt.Errorf("gcsweep: verify pin %s: %w", p.Name, err)
+		return rep, fmt.Errorf("gcsweep: verify root %s: %w", root, err)
 	}
 	return rep, nil
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/cairnstore/cairn/bucket/counting"
 	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/head"
-	"github.com/cairnstore/cairn/manifests"
 	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/shards"
 )
@@ -59,6 +58,12 @@ import (
 // every root kept, with its sequence and why: what collecting a replaced
 // artifact revision waits for (workbench.CollectRevisions).
 //
+// The head is read through head.ReadHead, the engine's own reader. A
+// genesis head (sequence 0, no root: a shard whose first write stopped
+// before its first commit) is a head: it keeps nothing, and what the
+// first commit staged is garbage once older than the grace. A shard
+// with objects but no head is ErrNoHead: nothing is deleted.
+//
 // It never touches the head, pins or any key it does not recognise, and
 // it never deletes an object whose listing carries no time. It reads
 // every root it would delete: one of a sequence above the head's (or
@@ -94,15 +99,14 @@ var (
 	ErrGrace = errors.New("gcsweep: the grace period may not be shorter than the deployment root's")
 	// ErrNoHead is returned for a shard whose head is missing while
 	// objects exist under its prefix: everything would look unreachable,
-	// so nothing is deleted.
-	ErrNoHead = errors.New("gcsweep: the shard has objects but no head")
-	// ErrBadHead is returned for a head that does not decode or names
-	// another shard.
-	ErrBadHead = errors.New("gcsweep: bad head")
+	// so nothing is deleted. It is head.ErrNoHead.
+	ErrNoHead = head.ErrNoHead
 	// ErrMarker is returned for a head whose schema marker is not
 	// Options.Marker: the shard belongs to another product or version,
-	// whose families the layout would misread.
-	ErrMarker = errors.New("gcsweep: the head's schema marker is not the one expected")
+	// whose families the layout would misread. It is
+	// head.ErrSchemaMismatch. A head that does not decode, or names
+	// another shard, is head.ErrBadHead.
+	ErrMarker = head.ErrSchemaMismatch
 	// ErrRollback is returned when a root or pin in the bucket is newer
 	// than the head: an older head object was put back (a bucket-level
 	// restore, a mistake), and everything committed after it would look
@@ -546,10 +550,12 @@ func (s *sweeper) noteHead(h *head.Head, attrs bucket.Attrs) {
 // setHorizon reads the grace period the head's root records and sets the
 // horizon from the head's store time.
 func (s *sweeper) setHorizon(ctx context.Context, h *head.Head, headTime time.Time) error {
-	root, _ := digest.Parse(h.Root)
-	g, err := head.GraceAt(ctx, s.b, s.layout, root)
-	if err != nil {
-		return fmt.Errorf("gcsweep: read the deployment root's grace: %w", err)
+	g := head.DefaultGrace // a genesis head's root records nothing
+	if !h.Genesis() {
+		var err error
+		if g, err = head.GraceAt(ctx, s.b, s.layout, h.RootHash()); err != nil {
+			return fmt.Errorf("gcsweep: read the deployment root's grace: %w", err)
+		}
 	}
 	if s.opts.Grace != 0 && s.opts.Grace < g && !s.opts.SetGrace {
 		return fmt.Errorf("%w: %v, and the deployment root records %v", ErrGrace, s.opts.Grace, g)
@@ -568,37 +574,31 @@ func (s *sweeper) stale(a bucket.Attrs) bool {
 	return !s.horizon.IsZero() && !a.ModTime.IsZero() && a.ModTime.Before(s.horizon)
 }
 
-// readHead reads and decodes the head; nil, without error, for a shard
-// with nothing under its prefix.
+// readHead reads the head through head.ReadHead, with the head object's
+// attributes; nil, without error, for a shard never written (no head and
+// nothing under its prefix). A head that is missing while objects remain
+// is ErrNoHead: everything would look unreachable. A genesis head is a
+// head: it names no root, so it keeps nothing.
 func (s *sweeper) readHead(ctx context.Context) (*head.Head, bucket.Attrs, error) {
-	body, attrs, err := s.b.Get(ctx, s.layout.Head())
-	if errors.Is(err, bucket.ErrNotExist) {
-		page, lerr := s.b.List(ctx, bucket.ListOptions{Prefix: s.layout.Prefix(), PageSize: 1})
+	var want head.Marker // the zero marker accepts any
+	if s.opts.Marker != nil {
+		want = *s.opts.Marker
+	}
+	h, attrs, err := head.ReadHead(ctx, s.b, s.layout, want)
+	if errors.Is(err, head.ErrNoHead) {
+		written, lerr := head.HasObjects(ctx, s.b, s.layout)
 		if lerr != nil {
-			return nil, attrs, fmt.Errorf("gcsweep: list %s: %w", s.layout.Prefix(), lerr)
+			return nil, bucket.Attrs{}, fmt.Errorf("gcsweep: %w", lerr)
 		}
-		if len(page.Objects) > 0 {
-			return nil, attrs, fmt.Errorf("%w: %s", ErrNoHead, s.layout.Prefix())
+		if written {
+			return nil, bucket.Attrs{}, fmt.Errorf("gcsweep: %s has objects but no head: %w", s.layout.Prefix(), err)
 		}
-		return nil, attrs, nil
+		return nil, bucket.Attrs{}, nil
 	}
 	if err != nil {
-		return nil, attrs, fmt.Errorf("gcsweep: read head: %w", err)
+		return nil, bucket.Attrs{}, fmt.Errorf("gcsweep: %w", err)
 	}
-	var h head.Head
-	if err := manifests.Decode(body, &h); err != nil {
-		return nil, attrs, fmt.Errorf("%w: %w", ErrBadHead, err)
-	}
-	if m := s.opts.Marker; m != nil && h.Marker != *m {
-		return nil, attrs, fmt.Errorf("%w: %+v, want %+v", ErrMarker, h.Marker, *m)
-	}
-	if h.ShardID != s.layout.ID().String() {
-		return nil, attrs, fmt.Errorf("%w: names shard %q, want %s", ErrBadHead, h.ShardID, s.layout.ID())
-	}
-	if _, err := digest.Parse(h.Root); err != nil {
-		return nil, attrs, fmt.Errorf("%w: root %q", ErrBadHead, h.Root)
-	}
-	return &h, attrs, nil
+	return h, attrs, nil
 }
 
 // clock reads the store's clock and sets the cutoff.
@@ -793,8 +793,11 @@ func (s *sweeper) keptRoots() {
 // grandchild bounds it. A parent is kept while that bound is at or after
 // the horizon; a bound the sweep does not know keeps it.
 func (s *sweeper) markHead(ctx context.Context, h *head.Head) error {
-	root, _ := digest.Parse(h.Root)
 	s.rep.HeadSequence, s.rep.HeadRoot = h.Sequence, h.Root
+	if h.Genesis() {
+		return nil // no root: nothing committed to keep
+	}
+	root := h.RootHash()
 	if err := s.w.walk(ctx, []digest.Hash{root}); err != nil {
 		return fmt.Errorf("gcsweep: head %d: %w", h.Sequence, err)
 	}

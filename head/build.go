@@ -252,7 +252,7 @@ func (s *Store) checkWriterRule(ctx context.Context, sn *Snapshot, c *candidate)
 		return fmt.Errorf("%w: delta %s of sequence %d is neither the parent's nor written by this attempt", ErrWriterRule, dr.Ref.Hash, dr.Sequence)
 	}
 	for _, h := range c.root.Holds {
-		if sn != nil && (h.Root == sn.rootHash || heldBy(sn.root, h.Root)) {
+		if sn != nil && !h.Root.IsZero() && (h.Root == sn.rootHash || heldBy(sn.root, h.Root)) {
 			continue
 		}
 		return fmt.Errorf("%w: hold %q names root %s, neither the parent nor held by it", ErrWriterRule, h.Owner, h.Root)

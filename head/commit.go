@@ -443,6 +443,16 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		return true, nil
 	}
 	state := newBatchState(s.fams)
+	if sn.head.Genesis() {
+		// The shard's first commit: it writes the schema record, before
+		// and beside whatever the commands write.
+		if err := s.schemaRecord(state); err != nil {
+			for _, c := range calls {
+				c.finish(Result{}, err)
+			}
+			return true, nil
+		}
+	}
 	outs := make([]outcome, len(calls))
 	now := s.opts.Now()
 	seq := sn.head.Sequence + 1

@@ -13,7 +13,14 @@
 // family only. The nonce makes every head's bytes unique, so S3's content
 // ETags never repeat for one head. A head of the previous format
 // ("cairn.head.v1") is refused with ErrOldFormat, never read as empty or
-// overwritten.
+// overwritten. ReadHead (and DecodeHead, its decoder) is the one reader of
+// heads: the engine, the sweep, pins, fsck and recovery all use it; it
+// returns the head object's attributes too, its store time among them.
+//
+// A genesis head (Head.Genesis) has sequence 0 and names no root: the
+// first write of a shard creates it, create-only, before anything is
+// staged, so that a crash during a first write leaves nothing, a genesis
+// head or a committed head, never objects without a head.
 //
 // # The schema gate
 //
@@ -24,11 +31,15 @@
 // format version). Every shard object, table and root is decoded against
 // that registry, and a family tag it does not hold fails closed.
 //
-// Open does no I/O. The first commit of a shard without a head
-// initializes it (create-only) with the schema's marker, in both the head
-// and the System("schema") record of the first root; a read of a shard
-// without a head fails with ErrNoHead and writes nothing (a read cannot
-// tell a shard never written from one whose head was lost). Every Pin
+// Open does no I/O. The first commit of a shard without a head (and
+// without any object under its prefix) initializes it: it creates the
+// genesis head (create-only), then commits the System("schema") record,
+// the schema's marker, as an ordinary commit of sequence 1; the head
+// carries the marker too. A genesis head reads as an empty shard. A read
+// of a shard without a head fails with ErrNoHead and writes nothing (a
+// read cannot tell a shard never written from one whose head was lost;
+// PinOrEmpty lists the prefix to tell), and a shard with objects but no
+// head is never initialized: its head is lost. Every Pin
 // checks the head's marker and shard id (ErrSchemaMismatch, ErrBadHead);
 // the system record is checked once per Store, beside the first
 // snapshot's own reads, and every read and commit waits for that check

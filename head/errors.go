@@ -37,7 +37,8 @@ var (
 
 	// ErrNoHead: the shard has no head. A read cannot tell a shard never
 	// written from one whose head was lost, so it fails with ErrNoHead and
-	// writes nothing; the first commit initializes the shard (create-only).
+	// writes nothing; the first commit initializes a shard that holds
+	// nothing (its genesis head, create-only), never one with objects.
 	ErrNoHead = errors.New("head: shard has no head")
 
 	// ErrRetryable: the command did not commit within the attempt budget

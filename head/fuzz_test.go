@@ -22,6 +22,7 @@ func FuzzDecodeHead(f *testing.F) {
 		`"nonce":"00000000000000000000000000000000","recent_nonces":[],` +
 		`"root":"0101010101010101010101010101010101010101010101010101010101010101",` +
 		`"root_size":1,"schema":"cairn.head.v2","sequence":1}`))
+	f.Add([]byte(goldenGenesisHead))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, root, err := decodeHead(b, goldenShardID, testSchema.Marker)
 		if err != nil {
@@ -33,9 +34,14 @@ func FuzzDecodeHead(f *testing.F) {
 			}
 			return
 		}
-		if h.Marker != testSchema.Marker || h.ShardID != goldenShardID.String() || root.IsZero() ||
-			root.String() != h.Root || h.Sequence == 0 || h.RootSize <= 0 || len(h.Recent) > MaxRecentNonces ||
-			uint64(len(h.Recent)) >= h.Sequence || len(b) >= MaxHeadBytes {
+		if h.Marker != testSchema.Marker || h.ShardID != goldenShardID.String() || len(h.Recent) > MaxRecentNonces || len(b) >= MaxHeadBytes {
+			t.Fatalf("accepted %+v", h)
+		}
+		if h.Genesis() {
+			if !root.IsZero() || h.Root != "" || h.RootSize != 0 || len(h.Recent) != 0 {
+				t.Fatalf("accepted genesis head %+v", h)
+			}
+		} else if root.IsZero() || root.String() != h.Root || h.RootSize <= 0 || uint64(len(h.Recent)) >= h.Sequence {
 			t.Fatalf("accepted %+v", h)
 		}
 		for _, n := range append([]string{h.Nonce}, h.Recent...) {

@@ -1,12 +1,15 @@
 package head
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
+	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/manifests"
 	"github.com/cairnstore/cairn/roots"
@@ -77,7 +80,8 @@ type Head struct {
 	Committed int64  `json:"committed_at_unix_ms"`
 	// Recent are the nonces of the attempts that wrote the previous heads,
 	// newest first: Recent[i] wrote sequence Sequence-1-i. At most
-	// MaxRecentNonces, and never more than Sequence-1.
+	// MaxRecentNonces, and never more than Sequence-1 (none at sequence 0
+	// or 1: a genesis head is written by no commit).
 	Recent []string `json:"recent_nonces"`
 }
 
@@ -92,39 +96,101 @@ func encodeHead(h *Head) ([]byte, error) {
 	return manifests.Encode(h)
 }
 
-// decodeHead strictly decodes a head and checks the schema gate and the
-// shard id. Anything unexpected fails closed; a head of an older format
-// is ErrOldFormat.
-func decodeHead(b []byte, id shards.ShardID, want Marker) (*Head, digest.Hash, error) {
+// Genesis reports whether h is a genesis head: sequence 0, naming no
+// root. The first write of a shard creates one (create-only) before it
+// stages anything, so that a crash at any point of that write leaves
+// nothing, a genesis head or a committed head, never objects without a
+// head. A genesis shard holds no record; its first commit writes the
+// schema record (sequence 1).
+func (h *Head) Genesis() bool { return h.Sequence == 0 }
+
+// RootHash is the hash of the root h names; zero for a genesis head.
+func (h *Head) RootHash() digest.Hash {
+	if h.Genesis() {
+		return digest.Hash{}
+	}
+	r, _ := digest.Parse(h.Root) // DecodeHead checked it
+	return r
+}
+
+// DecodeHead strictly decodes the bytes of shard id's head and checks
+// the schema gate and the shard id. Anything unexpected fails closed: a
+// head of an older format is ErrOldFormat, a marker other than want
+// ErrSchemaMismatch, anything else malformed ErrBadHead. A genesis head
+// (sequence 0) must name no root ("" and size 0) and remember no nonce;
+// every other head names a root of size > 0 and at most
+// min(MaxRecentNonces, sequence-1) recent nonces. The zero Marker for
+// want accepts any marker (a sweep of a shard whose product it does not
+// know); a product passes its own.
+func DecodeHead(b []byte, id shards.ShardID, want Marker) (*Head, error) {
 	h := &Head{}
 	if err := manifests.Decode(b, h); err != nil {
 		if old := olderFormat(b); old != "" {
-			return nil, digest.Hash{}, fmt.Errorf("%w: head format %s is from an older cairn; this version reads %s", ErrOldFormat, old, HeadFormat)
+			return nil, fmt.Errorf("%w: head format %s is from an older cairn; this version reads %s", ErrOldFormat, old, HeadFormat)
 		}
-		return nil, digest.Hash{}, fmt.Errorf("%w: %w", ErrBadHead, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadHead, err)
 	}
-	if h.Marker != want {
-		return nil, digest.Hash{}, fmt.Errorf("%w: marker %+v, want %+v", ErrSchemaMismatch, h.Marker, want)
+	if want != (Marker{}) && h.Marker != want {
+		return nil, fmt.Errorf("%w: marker %+v, want %+v", ErrSchemaMismatch, h.Marker, want)
 	}
 	if h.ShardID != id.String() {
-		return nil, digest.Hash{}, fmt.Errorf("%w: head names logical shard %q, want %s", ErrBadHead, h.ShardID, id)
+		return nil, fmt.Errorf("%w: head names logical shard %q, want %s", ErrBadHead, h.ShardID, id)
 	}
-	root, err := digest.Parse(h.Root)
-	if err != nil || root.IsZero() || h.RootSize <= 0 || h.Sequence == 0 {
-		return nil, digest.Hash{}, fmt.Errorf("%w: bad root %q, size %d or sequence %d", ErrBadHead, h.Root, h.RootSize, h.Sequence)
+	if h.Genesis() {
+		if h.Root != "" || h.RootSize != 0 {
+			return nil, fmt.Errorf("%w: genesis head (sequence 0) names root %q of size %d", ErrBadHead, h.Root, h.RootSize)
+		}
+	} else if root, err := digest.Parse(h.Root); err != nil || root.IsZero() || h.RootSize <= 0 {
+		return nil, fmt.Errorf("%w: bad root %q or size %d at sequence %d", ErrBadHead, h.Root, h.RootSize, h.Sequence)
 	}
 	if _, err := parseNonce(h.Nonce); err != nil {
-		return nil, digest.Hash{}, fmt.Errorf("%w: %w", ErrBadHead, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadHead, err)
 	}
-	if h.Recent == nil || len(h.Recent) > MaxRecentNonces || uint64(len(h.Recent)) > h.Sequence-1 {
-		return nil, digest.Hash{}, fmt.Errorf("%w: %d recent nonces at sequence %d", ErrBadHead, len(h.Recent), h.Sequence)
+	if h.Recent == nil || len(h.Recent) > MaxRecentNonces || uint64(len(h.Recent)) > max(h.Sequence, 1)-1 {
+		return nil, fmt.Errorf("%w: %d recent nonces at sequence %d", ErrBadHead, len(h.Recent), h.Sequence)
 	}
 	for _, n := range h.Recent {
 		if _, err := parseNonce(n); err != nil {
-			return nil, digest.Hash{}, fmt.Errorf("%w: recent nonces: %w", ErrBadHead, err)
+			return nil, fmt.Errorf("%w: recent nonces: %w", ErrBadHead, err)
 		}
 	}
-	return h, root, nil
+	return h, nil
+}
+
+// ReadHead reads the head of layout's shard (a strong read) and decodes
+// it with DecodeHead: the one reader of heads that the engine, the sweep,
+// pins, fsck and recovery share. It returns the head and the head
+// object's attributes: its Version, and its ModTime, when the store last
+// wrote it by the store's own clock. A missing head is an error wrapping
+// both ErrNoHead and bucket.ErrNotExist (ReadHead cannot tell a shard
+// never written from one whose head was lost: HasObjects can); a failed
+// read is the bucket's error; a head that does not decode is ErrBadHead,
+// ErrOldFormat or ErrSchemaMismatch, as DecodeHead says.
+func ReadHead(ctx context.Context, b bucket.Bucket, layout shards.Layout, want Marker) (*Head, bucket.Attrs, error) {
+	body, attrs, err := b.Get(ctx, layout.Head())
+	if errors.Is(err, bucket.ErrNotExist) {
+		return nil, bucket.Attrs{}, fmt.Errorf("head: read head of shard %s: %w: %w", layout.ID(), ErrNoHead, err)
+	}
+	if err != nil {
+		return nil, bucket.Attrs{}, fmt.Errorf("head: read head of shard %s: %w", layout.ID(), err)
+	}
+	h, err := DecodeHead(body, layout.ID(), want)
+	if err != nil {
+		return nil, bucket.Attrs{}, fmt.Errorf("head: shard %s: %w", layout.ID(), err)
+	}
+	return h, attrs, nil
+}
+
+// HasObjects reports whether anything is stored under the shard's prefix
+// (shards.Layout.Prefix), the head aside or not: one listing of one key.
+// A shard without a head and without objects was never written (or was
+// wholly removed); one with objects but no head has lost its head.
+func HasObjects(ctx context.Context, b bucket.Bucket, layout shards.Layout) (bool, error) {
+	page, err := b.List(ctx, bucket.ListOptions{Prefix: layout.Prefix(), PageSize: 1})
+	if err != nil {
+		return false, fmt.Errorf("head: list %s: %w", layout.Prefix(), err)
+	}
+	return len(page.Objects) > 0 || len(page.Prefixes) > 0, nil
 }
 
 // olderFormat returns the schema member of b when it names a head format
@@ -140,8 +206,12 @@ func olderFormat(b []byte) string {
 }
 
 // recentNonces returns the Recent list of the head that follows parent.
+// A genesis head is no commit: the head of sequence 1 remembers none.
 func recentNonces(parent *Head) []string {
 	out := make([]string, 0, MaxRecentNonces)
+	if parent.Genesis() {
+		return out
+	}
 	out = append(out, parent.Nonce)
 	for _, n := range parent.Recent {
 		if len(out) == MaxRecentNonces {

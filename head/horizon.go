@@ -114,11 +114,6 @@ func floorOf(headTime time.Time, grace time.Duration) time.Time {
 	return headTime.Add(-grace / 2)
 }
 
-// StoreTime is the time the store recorded for the head the snapshot was
-// pinned from (bucket.Attrs.ModTime of the head object); zero for a
-// frozen snapshot, an empty one, or a store that reports no times.
-func (sn *Snapshot) StoreTime() time.Time { return sn.stamp }
-
 // Grace returns the grace period the snapshot's root records
 // (DefaultGrace when it records none).
 func (sn *Snapshot) Grace(ctx context.Context) (time.Duration, error) {
@@ -144,7 +139,7 @@ func (sn *Snapshot) Floor(ctx context.Context) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	return floorOf(sn.stamp, g), nil
+	return floorOf(sn.storeTime, g), nil
 }
 
 func decodeCollection(v []byte) (time.Duration, error) {

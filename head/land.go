@@ -216,7 +216,7 @@ func (s *Store) cas(ctx context.Context, sn *Snapshot, c *candidate, nonce roots
 			s.mu.Lock()
 			s.ownVersion = attrs.Version
 			s.mu.Unlock()
-			s.remember(&Snapshot{s: s, head: c.head, version: attrs.Version, stamp: attrs.ModTime, rootHash: c.rootRef.Hash, root: c.root})
+			s.remember(&Snapshot{s: s, head: c.head, version: attrs.Version, storeTime: attrs.ModTime, rootHash: c.rootRef.Hash, root: c.root})
 			return true, nil
 		}
 		lastErr = err

@@ -312,13 +312,57 @@ func unionHolds(cur, old []roots.Hold) []roots.Hold {
 	return out
 }
 
+// WriteHeadAbove is WriteHeadAt for a shard whose bucket holds roots (or
+// pins) of sequences up to above, later than kept's: a lost head
+// recovered to an older state. It writes a root of sequence above + 1
+// that lists kept's tables, deltas and holds by reference, with kept as
+// its parent, and creates the head naming it. No root in the bucket is
+// then newer than the head, so the abandoned later roots are garbage, not
+// the evidence of a head put back (gcsweep.ErrRollback). With above at or
+// below kept's sequence it is WriteHeadAt of kept itself.
+func WriteHeadAbove(ctx context.Context, b bucket.Bucket, id shards.ShardID, sc Schema, kept digest.Hash, above uint64, committed time.Time) (*Head, error) {
+	if err := sc.check(); err != nil {
+		return nil, err
+	}
+	layout := shards.NewLayout(sc.Families, id)
+	body, _, err := b.Get(ctx, layout.Root(kept))
+	if err != nil {
+		return nil, fmt.Errorf("head: write head at %s: read root: %w", id, err)
+	}
+	old, err := roots.DecodeRoot(sc.Families, body, kept)
+	if err != nil {
+		return nil, fmt.Errorf("head: write head at %s: %w", id, err)
+	}
+	if above <= old.Sequence {
+		return WriteHeadAt(ctx, b, id, sc, kept, committed)
+	}
+	r := &roots.Root{
+		Nonce:    newNonce(),
+		Parent:   kept,
+		Sequence: above + 1,
+		Families: old.Families,
+		Holds:    old.Holds,
+		Deltas:   old.Deltas,
+	}
+	rb, ref, err := r.Encode(sc.Families)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := b.Put(ctx, layout.Root(ref.Hash), rb, bucket.Unconditional); err != nil {
+		return nil, fmt.Errorf("head: write head at %s: write root: %w", id, err)
+	}
+	return WriteHeadAt(ctx, b, id, sc, ref.Hash, committed)
+}
+
 // WriteHeadAt gives shard id in b a head naming root, which must already
 // be in b (its key verified against its hash): the last step of copying
 // a kept state to another bucket. The head carries the root's own
 // sequence and the nonce of the attempt that wrote it, no recent nonces,
-// and committed as its time. It is created only if absent; a head that
-// already names root (an earlier run of the same copy) is returned as
-// is, and any other head is ErrHeadExists, never overwritten.
+// and committed as its time. It is created only if absent, or in place
+// of a genesis head (a shard that holds nothing), conditional on that
+// head's version; a head that already names root (an earlier run of the
+// same copy) is returned as is, and any other head is ErrHeadExists,
+// never overwritten.
 func WriteHeadAt(ctx context.Context, b bucket.Bucket, id shards.ShardID, sc Schema, root digest.Hash, committed time.Time) (*Head, error) {
 	if err := sc.check(); err != nil {
 		return nil, err
@@ -354,17 +398,27 @@ func WriteHeadAt(ctx context.Context, b bucket.Bucket, id shards.ShardID, sc Sch
 		return nil, fmt.Errorf("head: write head at %s: %w", id, err)
 	}
 	// A head is there: ours from an earlier run (or a write whose answer
-	// was lost), or another.
-	cur, _, gerr := b.Get(ctx, layout.Head())
-	if gerr != nil {
-		return nil, fmt.Errorf("head: write head at %s: %w (read back: %w)", id, err, gerr)
+	// was lost), a genesis head (a shard whose first write stopped before
+	// its first commit: it holds nothing, and the copy takes its place,
+	// conditional on its version, so that a commit racing the copy and
+	// the copy cannot both land), or another.
+	for range 2 {
+		got, attrs, rerr := ReadHead(ctx, b, layout, sc.Marker)
+		if rerr != nil {
+			return nil, fmt.Errorf("head: write head at %s: %w (read back: %w)", id, err, rerr)
+		}
+		if got.RootHash() == root && !got.Genesis() {
+			return got, nil
+		}
+		if !got.Genesis() {
+			return nil, fmt.Errorf("%w: shard %s names root %s at sequence %d, want %s", ErrHeadExists, id, got.RootHash(), got.Sequence, root)
+		}
+		if _, err = b.Put(ctx, layout.Head(), hb, bucket.IfVersion(attrs.Version)); err == nil {
+			return h, nil
+		}
+		if !errors.Is(err, bucket.ErrPrecondition) && !errors.Is(err, bucket.ErrAmbiguous) {
+			return nil, fmt.Errorf("head: write head at %s: replace the genesis head: %w", id, err)
+		}
 	}
-	got, gotRoot, derr := decodeHead(cur, id, sc.Marker)
-	if derr != nil {
-		return nil, fmt.Errorf("head: write head at %s: %w", id, derr)
-	}
-	if gotRoot != root {
-		return nil, fmt.Errorf("%w: shard %s names root %s at sequence %d, want %s", ErrHeadExists, id, gotRoot, got.Sequence, root)
-	}
-	return got, nil
+	return nil, fmt.Errorf("head: write head at %s: the head keeps changing: %w", id, err)
 }

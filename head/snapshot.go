@@ -24,10 +24,14 @@ type Snapshot struct {
 	s        *Store
 	head     *Head          // nil for a frozen snapshot of a held root
 	version  bucket.Version // the head object's version
-	stamp    time.Time      // the head object's store time (StoreTime)
 	rootHash digest.Hash
 	root     *roots.Root
-	empty    bool // the shard was never written (PinOrEmpty)
+	// empty: the shard holds no record: it was never written (no head,
+	// nothing under its prefix: PinOrEmpty) or its head is a genesis head.
+	empty bool
+	// storeTime is when the store wrote the head object (its ModTime,
+	// by the store's clock); zero for a frozen or never-written snapshot.
+	storeTime time.Time
 
 	dmu    sync.Mutex
 	deltas []*shards.Delta // the root's deltas once loaded, newest first
@@ -43,8 +47,14 @@ func (sn *Snapshot) RootHash() digest.Hash { return sn.rootHash }
 func (sn *Snapshot) Root() *roots.Root { return sn.root }
 
 // Head returns the head the snapshot was pinned from, or nil for a frozen
-// snapshot.
+// snapshot and for a shard never written.
 func (sn *Snapshot) Head() *Head { return sn.head }
+
+// StoreTime is when the store wrote the head this snapshot was pinned
+// from, by the store's own clock (bucket.Attrs.ModTime): zero for a
+// frozen snapshot (At), for a shard never written, and where the store
+// gives no time.
+func (sn *Snapshot) StoreTime() time.Time { return sn.storeTime }
 
 // PinOrEmpty is Pin for a reader that may meet a shard never written. When
 // the head is missing it lists the shard's prefix: if nothing is there,
@@ -58,17 +68,19 @@ func (s *Store) PinOrEmpty(ctx context.Context) (*Snapshot, error) {
 	if !errors.Is(err, ErrNoHead) {
 		return sn, err
 	}
-	page, lerr := s.b.List(ctx, bucket.ListOptions{Prefix: s.layout.Prefix(), PageSize: 1})
+	written, lerr := HasObjects(ctx, s.b, s.layout)
 	if lerr != nil {
-		return nil, fmt.Errorf("head: shard %s has no head; list its objects: %w", s.id, lerr)
+		return nil, fmt.Errorf("head: shard %s has no head: %w", s.id, lerr)
 	}
-	if len(page.Objects) > 0 || len(page.Prefixes) > 0 {
+	if written {
 		return nil, fmt.Errorf("head: shard %s has objects but no head: %w", s.id, err)
 	}
 	return &Snapshot{s: s, root: &roots.Root{}, empty: true}, nil
 }
 
-// Empty reports whether the snapshot is of a shard never written.
+// Empty reports whether the snapshot holds no record: the shard was
+// never written (Head is nil) or its head is a genesis head (Head is
+// sequence 0 and names no root). Every read of it finds nothing.
 func (sn *Snapshot) Empty() bool { return sn.empty }
 
 // headFlight is one head read that several Pins may share.
@@ -133,15 +145,14 @@ func (s *Store) runFlights(f *headFlight) {
 	}
 }
 
-// readHead performs one head read and returns its snapshot.
+// readHead performs one head read and returns its snapshot. A genesis
+// head gives an empty snapshot: no root, no records, nothing for the
+// schema gate to check.
 func (s *Store) readHead(ctx context.Context) (*Snapshot, error) {
 	seen := s.seenSequence() // before the read: every head it names was written before
-	b, attrs, err := s.b.Get(ctx, s.layout.Head())
-	if errors.Is(err, bucket.ErrNotExist) {
-		return nil, fmt.Errorf("head: read head of shard %s: %w: %w", s.id, ErrNoHead, err)
-	}
+	h, attrs, err := ReadHead(ctx, s.b, s.layout, s.schema.Marker)
 	if err != nil {
-		return nil, fmt.Errorf("head: read head: %w", err)
+		return nil, err
 	}
 	s.mu.Lock()
 	latest := s.latest
@@ -149,14 +160,16 @@ func (s *Store) readHead(ctx context.Context) (*Snapshot, error) {
 	if latest != nil && latest.version == attrs.Version {
 		return latest, nil
 	}
-	h, rootHash, err := decodeHead(b, s.id, s.schema.Marker)
-	if err != nil {
-		return nil, err
-	}
 	if h.Sequence < seen {
 		return nil, fmt.Errorf("%w: shard %s: the head read has sequence %d, but this replica has seen sequence %d; it is not served",
 			ErrHeadRolledBack, s.id, h.Sequence, seen)
 	}
+	if h.Genesis() {
+		sn := &Snapshot{s: s, head: h, version: attrs.Version, storeTime: attrs.ModTime, root: &roots.Root{}, empty: true}
+		s.remember(sn)
+		return sn, nil
+	}
+	rootHash := h.RootHash()
 	root, err := s.loadRoot(ctx, rootHash)
 	if errors.Is(err, bucket.ErrNotExist) {
 		// Everything a head names must exist: a missing root is damage.
@@ -168,7 +181,7 @@ func (s *Store) readHead(ctx context.Context) (*Snapshot, error) {
 	if root.Sequence != h.Sequence {
 		return nil, fmt.Errorf("%w: head sequence %d names root of sequence %d", ErrBadHead, h.Sequence, root.Sequence)
 	}
-	sn := &Snapshot{s: s, head: h, version: attrs.Version, stamp: attrs.ModTime, rootHash: rootHash, root: root}
+	sn := &Snapshot{s: s, head: h, version: attrs.Version, storeTime: attrs.ModTime, rootHash: rootHash, root: root}
 	s.remember(sn)
 	s.startGate(sn) // beside the caller's first reads, not before them
 	return sn, nil

@@ -262,12 +262,17 @@ func Open(_ context.Context, b bucket.Bucket, id shards.ShardID, sc Schema, opts
 }
 
 // pinOrInitialize pins the head for a commit. A shard never written (no
-// head and no object under its prefix) is initialized first (create-only:
-// if another process initialized it meanwhile, its head is pinned). A
-// shard with objects but no head is not: its head is lost, or another
-// process is initializing it this moment, so the head is read again a few
-// times; if it stays missing the error wraps ErrNoHead and nothing is
-// written. A lost head never becomes an empty shard.
+// head and no object under its prefix) gets a genesis head first
+// (create-only, before anything is staged: if another process created a
+// head meanwhile, that head is pinned), and a genesis head (just created,
+// or left by a first write that stopped there) gets its first commit,
+// the schema record alone, at sequence 1 (initialize). A shard with
+// objects but no head is not initialized: its head is lost, so the head
+// is read again a few times (in case it is being restored this moment);
+// if it stays missing the error wraps ErrNoHead and nothing is written. A
+// lost head never becomes an empty shard. The snapshot returned is of a
+// genesis head only when the schema commit could not be settled; a
+// commit built on it writes the schema record too (attempt).
 func (s *Store) pinOrInitialize(ctx context.Context) (*Snapshot, error) {
 	sn, err := s.PinOrEmpty(ctx)
 	for try := 0; errors.Is(err, ErrNoHead) && try < 5; try++ {
@@ -276,24 +281,53 @@ func (s *Store) pinOrInitialize(ctx context.Context) (*Snapshot, error) {
 		}
 		sn, err = s.PinOrEmpty(ctx)
 	}
-	if err != nil || !sn.empty {
-		return sn, err
+	if err != nil {
+		return nil, err
 	}
-	if err := s.initialize(ctx); err != nil && !errors.Is(err, bucket.ErrPrecondition) {
-		return nil, fmt.Errorf("head: initialize shard %s: %w", s.id, err)
+	if sn.head == nil {
+		if err := s.createGenesis(ctx); err != nil && !errors.Is(err, bucket.ErrPrecondition) {
+			return nil, fmt.Errorf("head: initialize shard %s: %w", s.id, err)
+		}
+		if sn, err = s.Pin(ctx); err != nil {
+			return nil, err
+		}
 	}
-	return s.Pin(ctx)
+	for try := 0; sn.head.Genesis() && try < s.opts.MaxAttempts; try++ {
+		ierr := s.initialize(ctx, sn)
+		if ierr != nil && !errors.Is(ierr, bucket.ErrPrecondition) && !bucket.Transient(ierr) {
+			return nil, fmt.Errorf("head: initialize shard %s: %w", s.id, ierr)
+		}
+		if ierr != nil && !errors.Is(ierr, bucket.ErrPrecondition) {
+			// Throttled, unavailable or unknown: wait, then the head
+			// tells whether it landed.
+			if werr := s.retry.Wait(ctx, try, ierr); werr != nil {
+				return nil, fmt.Errorf("head: initialize shard %s: %w", s.id, ierr)
+			}
+		}
+		// Landed, lost to another writer, or not: the head tells.
+		if sn, err = s.Pin(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return sn, nil
 }
 
-// Initialize makes sure the shard has a head, as the first commit would:
-// it reads the head and, if there is none, creates the genesis state
-// (create-only; a concurrent initialization wins harmlessly). Then it
-// checks the schema gate. Tools and tests that want an initialized shard
-// before the first command call it; serving needs no call.
+// Initialize makes sure the shard is initialized, as the first commit
+// would: it reads the head and, if there is none and nothing is stored
+// under the shard's prefix, creates the genesis head (create-only; a
+// concurrent initialization wins harmlessly); on a genesis head (just
+// created, or left by a write that stopped there) it commits the schema
+// record, an ordinary commit of sequence 1. Then it checks the schema
+// gate. Tools and tests that want an initialized shard before the first
+// command call it; serving needs no call. A shard whose head is lost
+// fails with ErrNoHead and nothing is written.
 func (s *Store) Initialize(ctx context.Context) error {
 	sn, err := s.pinOrInitialize(ctx)
 	if err != nil {
 		return err
+	}
+	if sn.head.Genesis() {
+		return fmt.Errorf("%w: shard %s: the schema record's commit did not settle", ErrRetryable, s.id)
 	}
 	return sn.gate(ctx)
 }
@@ -377,23 +411,46 @@ func (sn *Snapshot) checkSchemaRecord(ctx context.Context) error {
 	return nil
 }
 
-// initialize writes the first root, holding only the schema marker in the
-// system family, and creates the head if it is still absent.
-func (s *Store) initialize(ctx context.Context) error {
-	marker, err := manifests.Encode(s.schema.Marker)
+// createGenesis creates the shard's genesis head, create-only: sequence
+// 0, no root, no recent nonces, the schema's marker and a fresh nonce. It
+// is the first write of a shard, before anything is staged under its
+// prefix. A head that exists already is bucket.ErrPrecondition.
+func (s *Store) createGenesis(ctx context.Context) error {
+	h := &Head{
+		Marker:    s.schema.Marker,
+		ShardID:   s.id.String(),
+		Nonce:     nonceString(newNonce()),
+		Committed: s.opts.Now().UnixMilli(),
+		Recent:    []string{},
+	}
+	b, err := encodeHead(h)
 	if err != nil {
 		return err
 	}
-	tx := newBatchState(s.fams)
-	if err := tx.put(shards.System, SchemaKey, marker); err != nil {
+	s.noteHeadWrite()
+	attrs, err := s.b.Put(ctx, s.layout.Head(), b, bucket.IfAbsent())
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.ownVersion = attrs.Version
+	s.mu.Unlock()
+	return nil
+}
+
+// initialize commits the schema record on sn, a genesis head: the
+// shard's first commit, sequence 1, an ordinary commit (a delta segment
+// holding the record and a root listing it, staged in one round) whose
+// head write is conditional on the genesis head's version. A
+// precondition failure means another process committed first.
+func (s *Store) initialize(ctx context.Context, sn *Snapshot) error {
+	state := newBatchState(s.fams)
+	if err := s.schemaRecord(state); err != nil {
 		return err
 	}
 	nonce, now := newNonce(), s.opts.Now()
-	c, err := s.build(ctx, nil, tx, nonce, false, now)
+	c, err := s.build(ctx, sn, state, nonce, false, now)
 	if err != nil {
-		return err
-	}
-	if err := s.stage(ctx, c, time.Time{}); err != nil {
 		return err
 	}
 	h := &Head{
@@ -404,14 +461,50 @@ func (s *Store) initialize(ctx context.Context) error {
 		RootSize:  c.rootRef.Size,
 		Nonce:     nonceString(nonce),
 		Committed: now.UnixMilli(),
-		Recent:    []string{},
+		Recent:    recentNonces(sn.head),
 	}
 	b, err := encodeHead(h)
 	if err != nil {
 		return err
 	}
-	_, err = s.b.Put(ctx, s.layout.Head(), b, bucket.IfAbsent())
-	return err
+	floor, err := sn.Floor(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.stage(ctx, c, floor); err != nil {
+		return err
+	}
+	if err := s.waitTurn(ctx); err != nil { // the genesis head was written a moment ago
+		return err
+	}
+	s.noteHeadWrite()
+	attrs, err := s.b.Put(ctx, s.layout.Head(), b, bucket.IfVersion(sn.version))
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.ownVersion = attrs.Version // this Store's own write: no sign of another writer
+	s.mu.Unlock()
+	s.remember(&Snapshot{s: s, head: h, version: attrs.Version, storeTime: attrs.ModTime, rootHash: c.rootRef.Hash, root: c.root})
+	return nil
+}
+
+// noteHeadWrite records that this Store is sending a head write now, for
+// the pacing of the next one (Options.MinCommitInterval, waitTurn).
+func (s *Store) noteHeadWrite() {
+	s.mu.Lock()
+	s.headWritten = time.Now()
+	s.mu.Unlock()
+}
+
+// schemaRecord adds the schema record, the marker in System("schema"), to
+// state: the first commit of a shard, on its genesis head, writes it.
+func (s *Store) schemaRecord(state *batchState) error {
+	marker, err := manifests.Encode(s.schema.Marker)
+	if err != nil {
+		return err
+	}
+	return state.put(shards.System, SchemaKey, marker)
 }
 
 // ID returns the logical shard's id.

@@ -506,7 +506,7 @@ func FromError(err error) *Error {
 	case errors.Is(err, bucket.ErrUnavailable):
 		e = ObjectUnavailable("the object store is unavailable", true)
 	case errors.Is(err, head.ErrNoHead):
-		e = ObjectUnavailable("the deployment's store has no head: nothing was written to it yet, or its head is lost; the first write creates it", false)
+		e = ObjectUnavailable("the deployment's head is lost: objects are stored but no head names them; every call is refused until an operator runs cairn recover", false)
 	case errors.Is(err, bucket.ErrNotExist):
 		e = ObjectUnavailable("a stored object is missing", false)
 	case errors.Is(err, head.ErrHeadRolledBack):

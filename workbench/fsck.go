@@ -11,7 +11,6 @@ import (
 	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/gcsweep"
 	"github.com/cairnstore/cairn/head"
-	"github.com/cairnstore/cairn/manifests"
 	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/workbench/nokv"
@@ -99,7 +98,8 @@ type FsckReport struct {
 	AgentID string `json:"agent_id"`
 	// Shard is the logical shard id of the deployment.
 	Shard string `json:"shard"`
-	// Empty: the shard has no head yet, so there was nothing to check.
+	// Empty: the shard has no head yet, or a genesis head (sequence 0,
+	// no root), so there was nothing to check.
 	Empty bool `json:"empty"`
 	// Head is the hash of the root the head named, Sequence its commit
 	// sequence.
@@ -179,6 +179,8 @@ func (s *Service) Fsck(ctx context.Context, opts FsckOptions) (*FsckReport, erro
 		return fk.unopened(ctx, start, err)
 	}
 	if sn.Empty() {
+		// Never written, or a genesis head (a first write that stopped
+		// before its first commit): no root, no record to check.
 		rep.Empty = true
 		rep.Elapsed = time.Since(start)
 		return rep, nil
@@ -269,18 +271,14 @@ func (s *Service) Fsck(ctx context.Context, opts FsckOptions) (*FsckReport, erro
 // cannot run.
 func (fk *fsck) unopened(ctx context.Context, start time.Time, pinErr error) (*FsckReport, error) {
 	b, layout := fk.store.Bucket(), fk.store.Layout()
-	body, _, err := b.Get(ctx, layout.Head())
+	hd, _, err := head.ReadHead(ctx, b, layout, fk.store.Schema().Marker)
 	if err != nil {
 		return nil, fmt.Errorf("workbench: fsck: %w (read the head: %w)", pinErr, err)
 	}
-	var hd head.Head
-	if err := manifests.Decode(body, &hd); err != nil {
-		return nil, fmt.Errorf("workbench: fsck: %w (decode the head: %w)", pinErr, err)
+	if hd.Genesis() {
+		return nil, fmt.Errorf("workbench: fsck: %w (the head is a genesis head)", pinErr)
 	}
-	h, err := digest.Parse(hd.Root)
-	if err != nil {
-		return nil, fmt.Errorf("workbench: fsck: %w (the head's root %q: %w)", pinErr, hd.Root, err)
-	}
+	h := hd.RootHash()
 	fk.rep.Head, fk.rep.Sequence = hd.Root, hd.Sequence
 	fk.add(FsckFinding{Layer: "engine", Root: hd.Root, Record: "head " + layout.Head(),
 		Expected: "a root that opens", Found: pinErr.Error()})

@@ -129,7 +129,7 @@ func printFsck(w io.Writer, url string, rep *workbench.FsckReport) {
 	fmt.Fprintf(w, "bucket:    %s\n", url)
 	fmt.Fprintf(w, "agent:     %s (shard %s)\n", rep.AgentID, rep.Shard)
 	if rep.Empty {
-		fmt.Fprintf(w, "head:      none: the agent has no store here, nothing to check\n")
+		fmt.Fprintf(w, "head:      no commit (no head, or a genesis head): nothing to check\n")
 		return
 	}
 	fmt.Fprintf(w, "head:      %s (sequence %d)\n", rep.Head, rep.Sequence)

@@ -9,6 +9,7 @@
 //	cairn gc [--agent ID]        delete what no root, hold, pin or recent head reaches
 //	cairn import DIR --workbench ID  import a directory tree into a workbench
 //	cairn pin VERB [NAME]        create, verify, copy, restore or delete backup pins
+//	cairn recover                give a deployment root whose head is lost a verified root
 //	cairn serve                  serve the Workbench tools over HTTP
 //	cairn workbench TOOL         run one Workbench tool on a JSON input
 //
