@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,7 +44,11 @@ type pauseWorld struct {
 	fb    *fault.Bucket // the paused writer's view of raw
 	w, o  *workbench.Service
 	opts  workbench.Options
-	files map[string]string // "id/section/path" → the body last acknowledged
+	// files is "id/section/path" → the body last acknowledged. The
+	// writer's engine may make its calls (and so the pause) on its own
+	// goroutine while the test goroutine records an answer: mu guards it.
+	mu    sync.Mutex
+	files map[string]string
 	pin   gcsweep.Pin
 	// pinned and snapped are the files at the pin and at the snapshot.
 	pinned, snapped map[string]string
@@ -104,12 +109,21 @@ func (pw *pauseWorld) put(key, body string) {
 	pw.t.Helper()
 	id, rest, _ := strings.Cut(key, "/")
 	sec, path, _ := strings.Cut(rest, "/")
+	pw.mu.Lock()
 	_, replace := pw.files[key]
+	pw.mu.Unlock()
 	in := putInput(id, sec, path, `"text":"`+body+`"`)
 	if replace {
 		in = putInput(id, sec, path, `"text":"`+body+`"`, `"replace":true`)
 	}
 	mustCall(pw.t, pw.o, "workbench_put_file", in)
+	pw.set(key, body)
+}
+
+// set records the body last acknowledged at key.
+func (pw *pauseWorld) set(key, body string) {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
 	pw.files[key] = body
 }
 
@@ -192,7 +206,7 @@ var pauseOps = []pauseOp{
 		body := strings.Repeat("n", 300)
 		res, ok := call(pw.t, pw.w, "workbench_put_file", putInput("wb", "outputs", "new.txt", `"text":"`+body+`"`))
 		if ok {
-			pw.files["wb/outputs/new.txt"] = body
+			pw.set("wb/outputs/new.txt", body)
 		}
 		return ok, fmt.Sprint(res["code"])
 	}},
@@ -200,7 +214,9 @@ var pauseOps = []pauseOp{
 		delta := strings.Repeat("+", 150)
 		res, ok := call(pw.t, pw.w, "workbench_append", appendInput("wb", "outputs", "a.txt", `"text":"`+delta+`"`))
 		if ok {
+			pw.mu.Lock()
 			pw.files["wb/outputs/a.txt"] += delta
+			pw.mu.Unlock()
 		}
 		return ok, fmt.Sprint(res["code"])
 	}},
@@ -212,7 +228,7 @@ var pauseOps = []pauseOp{
 		res, ok := call(pw.t, pw.w, "workbench_restore", restoreIn("wb", "back", `"at_snapshot":`+pw.snap))
 		if ok {
 			for k, v := range pw.snapped {
-				pw.files["back/"+strings.TrimPrefix(k, "wb/")] = v
+				pw.set("back/"+strings.TrimPrefix(k, "wb/"), v)
 			}
 		}
 		return ok, fmt.Sprint(res["code"])
@@ -256,7 +272,9 @@ var pauseOps = []pauseOp{
 		if _, _, err := store.RestoreRoot(ctx, pw.pin.RootHash, head.RestoreOptions{Guard: g.Check, KeepCurrent: workbench.RestoreKeepCurrent}); err != nil {
 			return false, err.Error()
 		}
+		pw.mu.Lock()
 		pw.files = maps.Clone(pw.pinned)
+		pw.mu.Unlock()
 		return true, ""
 	}},
 }
@@ -302,17 +320,27 @@ func TestPausedWriterLosesNothing(t *testing.T) {
 			for k := int64(1); k <= n; k++ {
 				t.Run(fmt.Sprintf("%s/%s/%d", op.name, v.name, k), func(t *testing.T) {
 					pw := newPauseWorld(t, v.frozen)
-					var calls atomic.Int64
-					var ended atomic.Bool // the writer's own background calls come after
+					// The pause holds every call of the writer's process
+					// (its engine's goroutines too) until it ends, as a
+					// stopped process would. Calls after the operation
+					// answered (its background work) pause nothing.
+					var hook sync.Mutex
+					var calls int64
+					ended := false
 					pw.fb.Inject(fault.Rule{Fault: fault.Hook(func(context.Context, fault.Op, string) error {
-						if !ended.Load() && calls.Add(1) == k {
+						hook.Lock()
+						defer hook.Unlock()
+						if calls++; !ended && calls == k {
 							pw.meanwhile(v.moveHead, v.touch)
 						}
 						return nil
 					})})
 					acked, code := op.run(pw)
-					ended.Store(true)
-					if calls.Load() < k {
+					hook.Lock()
+					ended = true
+					made := calls
+					hook.Unlock()
+					if made < k {
 						return // this run made fewer calls
 					}
 					r.points++

@@ -150,8 +150,8 @@ func runGC(ctx context.Context, e *env, args []string) int {
 			fmt.Fprintf(e.stderr, "cairn gc: shard %s: %v\n", tg.layout.ID(), err)
 			exit = exitFailed
 		}
-		if rep == nil {
-			continue
+		if rep == nil || (err != nil && rep.HeadTime.IsZero()) {
+			continue // stopped before it read a head: a report would be empty
 		}
 		var collected *workbench.CollectReport
 		if collect && err == nil && rep.HeadSequence > 0 { // a shard never written has nothing to collect
