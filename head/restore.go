@@ -348,13 +348,38 @@ func WriteHeadAt(ctx context.Context, b bucket.Bucket, id shards.ShardID, sc Sch
 	}
 	// A head is there: ours from an earlier run (or a write whose answer
 	// was lost), or another.
-	cur, _, gerr := b.Get(ctx, layout.Head())
-	if gerr != nil {
-		return nil, fmt.Errorf("head: write head at %s: %w (read back: %w)", id, err, gerr)
+	got, err := CheckHeadAt(ctx, b, id, sc, root)
+	if err == nil && got == nil {
+		err = fmt.Errorf("%w: the head write was refused but no head is there", bucket.ErrAmbiguous)
 	}
-	got, gotRoot, derr := decodeHead(cur, id, sc.Marker)
-	if derr != nil {
-		return nil, fmt.Errorf("head: write head at %s: %w", id, derr)
+	if err != nil {
+		return nil, fmt.Errorf("head: write head at %s: %w", id, err)
+	}
+	return got, nil
+}
+
+// CheckHeadAt says whether WriteHeadAt could give shard id in b a head
+// naming root, without writing anything: nil and no error when the shard
+// has no head, the head when it names root already, ErrHeadExists when
+// it names another root, and the decode error (ErrSchemaMismatch,
+// ErrBadHead, ErrOldFormat) for a head that is not one of sc's. A copy
+// calls it before it writes anything, so that a copy that will be
+// refused leaves the destination as it was.
+func CheckHeadAt(ctx context.Context, b bucket.Bucket, id shards.ShardID, sc Schema, root digest.Hash) (*Head, error) {
+	if err := sc.check(); err != nil {
+		return nil, err
+	}
+	layout := shards.NewLayout(sc.Families, id)
+	cur, _, err := b.Get(ctx, layout.Head())
+	if errors.Is(err, bucket.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("head: check head at %s: %w", id, err)
+	}
+	got, gotRoot, err := decodeHead(cur, id, sc.Marker)
+	if err != nil {
+		return nil, fmt.Errorf("head: check head at %s: %w", id, err)
 	}
 	if gotRoot != root {
 		return nil, fmt.Errorf("%w: shard %s names root %s at sequence %d, want %s", ErrHeadExists, id, gotRoot, got.Sequence, root)
