@@ -278,5 +278,8 @@ func printGCReport(w io.Writer, tg gcTarget, r *gcsweep.Report) {
 	if r.Failed.Objects > 0 || r.Changed.Objects > 0 {
 		fmt.Fprintf(w, "not deleted: %d failed, %d changed or gone since the listing\n", r.Failed.Objects, r.Changed.Objects)
 	}
+	if r.Rewritable.Objects > 0 {
+		fmt.Fprintf(w, "kept: %d idempotency records past their retention: the store deletes nothing conditionally, and they are rewritten in place\n", r.Rewritable.Objects)
+	}
 	fmt.Fprintf(w, "%d requests in %v\n", r.Requests, time.Duration(r.Duration).Round(time.Millisecond))
 }
