@@ -31,9 +31,15 @@ func init() {
 // and the pins reach, and deletes the shard's other objects once they are
 // older than the grace period by the store's clock (package gcsweep,
 // docs/operations.md). It prints a report per shard: a table, or with
-// --json one JSON object per line. --dry-run deletes nothing and reports
-// what it would delete. A progress bar is drawn on standard error when it
+// --json one JSON object per line. --dry-run writes nothing and reports
+// what it would delete (judging ages by this machine's clock: probing the
+// store's would write). A progress bar is drawn on standard error when it
 // is a terminal.
+//
+// On a local-file bucket it then removes the temporary files that writes
+// of processes that died left behind, once older than the grace (a write
+// keeps one only while it runs), and prints how many (with --json, one
+// more line, {"temporary_files_removed":N,"dry_run":B}).
 //
 // --revisions (with --agent) then collects the agent's replaced artifact
 // revisions that no root a reader may read names any more
@@ -130,6 +136,12 @@ func runGC(ctx context.Context, e *env, args []string) int {
 		opts := workbench.SweepOptions()
 		opts.Grace, opts.MaxAttemptAge, opts.DryRun, opts.Concurrency = *grace, *maxAttempt, *dryRun, *concurrency
 		opts.IdempotencyRetention = *idemRetention
+		if *dryRun {
+			// A dry run writes nothing, so it does not probe the store's
+			// clock (an object written and deleted): it judges ages by
+			// this machine's clock, and the real run by the store's.
+			opts.Now = time.Now
+		}
 		bar := &gcProgress{w: e.stderr, terminal: progress.IsTerminal(e.stderr)}
 		opts.Progress = bar.report
 		rep, err := gcsweep.Sweep(ctx, b, tg.layout, opts)
@@ -178,7 +190,37 @@ func runGC(ctx context.Context, e *env, args []string) int {
 			}
 		}
 	}
+	if code := removeTemps(ctx, e, b, *grace, *dryRun, *asJSON); code != exitOK {
+		exit = code
+	}
 	return exit
+}
+
+// removeTemps removes the temporary files of interrupted writes that a
+// local-file bucket keeps (bucket.TempRemover) once older than the
+// grace, and prints how many: a write keeps one only while it runs, so
+// one that old was left by a process that died mid-write. A bucket
+// without such files prints nothing.
+func removeTemps(ctx context.Context, e *env, b bucket.Bucket, grace time.Duration, dryRun, asJSON bool) int {
+	tr, ok := b.(bucket.TempRemover)
+	if !ok {
+		return exitOK
+	}
+	n, err := tr.RemoveTemps(ctx, grace, dryRun)
+	if asJSON {
+		fmt.Fprintf(e.stdout, "{\"temporary_files_removed\":%d,\"dry_run\":%t}\n", n, dryRun)
+	} else {
+		verb := "removed"
+		if dryRun {
+			verb = "would remove"
+		}
+		fmt.Fprintf(e.stdout, "temporary files of interrupted writes older than %v: %s %d\n", grace, verb, n)
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cairn gc: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
 }
 
 // collectRevisions collects the agent's revisions that no root at or
