@@ -153,3 +153,13 @@ func PageSize(n int) int {
 	}
 	return n
 }
+
+// TempRemover is implemented by adapters that write through temporary
+// files (the file adapter): RemoveTemps removes those last modified more
+// than olderThan ago, left by writes whose process died, and returns how
+// many it removed (with dryRun, how many it would remove). `cairn gc`
+// calls it with its grace period. Wrappers do not forward it: callers
+// type-assert the adapter they opened.
+type TempRemover interface {
+	RemoveTemps(ctx context.Context, olderThan time.Duration, dryRun bool) (int, error)
+}

@@ -25,9 +25,29 @@ type BucketCheck struct {
 	// note, not a failure: other programs using the port may need it,
 	// cairn does not.
 	ReliedOn bool
+	// ReliedOnIf, if set, decides instead of ReliedOn from the capabilities
+	// of the bucket under test: cairn relies on conditional deletes only
+	// where the store declares them.
+	ReliedOnIf func(bucket.Capabilities) bool
+	// Uses names the kinds of request (bucket/counting's Kind) whose use
+	// by cairn means it relies on the behaviour: ReliedOn is true exactly
+	// when cairn's commands make one of them (a test runs them over a
+	// counting bucket and checks). "key-and-prefix" is a key written
+	// beside other keys under it as a directory. Empty for a behaviour no
+	// request shows (zero-values), which cairn does not rely on.
+	Uses []string
 	// Why says where cairn relies on the behaviour, or why it never does.
 	Why string
 	Run func(ctx context.Context, b bucket.Bucket) error
+}
+
+// Relied reports whether cairn relies on c's behaviour on a store with
+// the capabilities caps.
+func (c BucketCheck) Relied(caps bucket.Capabilities) bool {
+	if c.ReliedOnIf != nil {
+		return c.ReliedOnIf(caps)
+	}
+	return c.ReliedOn
 }
 
 // Result is how a check ended.
@@ -57,59 +77,60 @@ type Outcome struct {
 }
 
 // BucketChecks returns the bucket suite's checks in a fixed order. What
-// cairn relies on was read off the engine: every key it writes comes from
-// shards.Layout; it writes with Put (unconditional, IfAbsent, and IfVersion
-// on the head), reads with Get and Stat, deletes only unconditionally
-// (staging ledgers and the blocks of an abandoned publish), and lists only
-// once, one object under a shard's prefix, to tell a shard never written
-// from one whose head is lost.
+// cairn relies on is what its commands ask of the store: a test in
+// cmd/cairn runs the Workbench tools, several replicas with intents, the
+// HTTP server's idempotency records, pins (create, list, verify, copy,
+// restore, delete), gc (the sweep and the collection of revisions), fsck
+// and the change feed over a counting bucket that pages its listings
+// small, and checks that each check whose Uses it saw is ReliedOn and no
+// other is. Every key cairn writes comes from shards.Layout.
 func BucketChecks() []BucketCheck {
 	return []BucketCheck{
-		{Name: "round-trip", ReliedOn: true, Run: checkRoundTrip,
+		{Name: "round-trip", ReliedOn: true, Run: checkRoundTrip, Uses: []string{"get"},
 			Why: "every engine object is written once and read back byte for byte"},
-		{Name: "empty-object", ReliedOn: false, Run: checkEmptyObject,
-			Why: "cairn never writes an empty object: engine objects start with a header, and empty and small bodies are kept inline in their manifest row"},
-		{Name: "missing-keys", ReliedOn: true, Run: checkMissingKeys,
+		{Name: "empty-object", ReliedOn: true, Run: checkEmptyObject, Uses: []string{"put-empty"},
+			Why: "gc reads the store's clock from the time of an empty probe object it creates and deletes"},
+		{Name: "missing-keys", ReliedOn: true, Run: checkMissingKeys, Uses: []string{"get-missing", "stat-missing"},
 			Why: "a missing head (ErrNotExist) is how a reader meets a shard never written, and IfVersion on a missing head must fail"},
-		{Name: "overwrite", ReliedOn: true, Run: checkOverwrite,
+		{Name: "overwrite", ReliedOn: true, Run: checkOverwrite, Uses: []string{"put-if-version"},
 			Why: "every commit overwrites the shard's head, and the new version is what the next commit conditions on"},
-		{Name: "create-only-twice", ReliedOn: true, Run: checkCreateOnlyTwice,
-			Why: "the first head and every body object are written create-only (IfAbsent)"},
-		{Name: "replace-if-version", ReliedOn: true, Run: checkReplaceIfVersion,
-			Why: "a commit replaces the head only if it is the version the commit read (IfVersion): it is cairn's compare-and-swap"},
-		{Name: "delete-recreate", ReliedOn: true, Run: checkDeleteRecreate,
-			Why: "a deleted key must be gone, and a stale version must not match what replaced it, or a compare-and-swap could land on the wrong object"},
-		{Name: "conditional-delete", ReliedOn: false, Run: checkConditionalDelete,
-			Why: "cairn deletes only unconditionally: staging ledgers and the blocks of an abandoned publish, whose keys no one else writes"},
-		{Name: "versions-consistent", ReliedOn: true, Run: checkVersionsConsistent,
+		{Name: "create-only-twice", ReliedOn: true, Run: checkCreateOnlyTwice, Uses: []string{"put-if-absent"},
+			Why: "the first head, pins, intents, staging ledgers and idempotency records are written create-only (IfAbsent)"},
+		{Name: "replace-if-version", ReliedOn: true, Run: checkReplaceIfVersion, Uses: []string{"put-if-version"},
+			Why: "a commit replaces the head only if it is the version the commit read (IfVersion): it is cairn's compare-and-swap; the HTTP server's idempotency records change state the same way"},
+		{Name: "delete-recreate", ReliedOn: true, Run: checkDeleteRecreate, Uses: []string{"delete", "delete-if-version"},
+			Why: "gc deletes what no root reaches, settled intents and landed ledgers are deleted, pins are deleted and may be created again under their name: a deleted key must be gone, and a stale version must not match what replaced it"},
+		{Name: "conditional-delete", ReliedOnIf: func(c bucket.Capabilities) bool { return c.ConditionalDelete }, Run: checkConditionalDelete, Uses: []string{"delete-if-version"},
+			Why: "where the store declares conditional deletes, gc deletes each object only if it is still the version it listed; a store declared without them (s3 conditional_delete=false, fake-gcs-server) gets unconditional deletes, and nothing that can be rewritten in place is deleted there"},
+		{Name: "versions-consistent", ReliedOn: true, Run: checkVersionsConsistent, Uses: []string{"put-if-version"},
 			Why: "the version a read returns is the one the next conditional write names"},
-		{Name: "list-order", ReliedOn: false, Run: checkListOrder,
-			Why: "cairn's one listing asks only whether a shard's prefix holds any object, never in what order"},
-		{Name: "key-and-prefix-coexist", ReliedOn: false, Run: checkKeyAndPrefixCoexist,
+		{Name: "list-order", ReliedOn: false, Run: checkListOrder, Uses: []string{"list-start-after"},
+			Why: "cairn never resumes a listing from a key: it follows page tokens, and sorts what it needs in order (intents) itself"},
+		{Name: "key-and-prefix-coexist", ReliedOn: false, Run: checkKeyAndPrefixCoexist, Uses: []string{"key-and-prefix"},
 			Why: "cairn never writes a key ending in / nor a key that is also the directory of another: each kind of engine key has a fixed depth under its own literal segment (shards/ID/head, shards/ID/roots/HASH, artifacts/ID/ROOT/REV/blocks/N, ...)"},
-		{Name: "list-prefix", ReliedOn: true, Run: checkListPrefix,
-			Why: "a reader that finds no head lists the shard's prefix to tell a shard never written from one whose head is lost"},
-		{Name: "list-delimiter", ReliedOn: false, Run: checkListDelimiter,
-			Why: "cairn never lists with a delimiter"},
-		{Name: "list-start-after", ReliedOn: false, Run: checkListStartAfter,
+		{Name: "list-prefix", ReliedOn: true, Run: checkListPrefix, Uses: []string{"list"},
+			Why: "gc, pins and intents list what lies under a prefix, and a reader that finds no head lists the shard's prefix to tell a shard never written from one whose head is lost"},
+		{Name: "list-delimiter", ReliedOn: true, Run: checkListDelimiter, Uses: []string{"list-delimiter"},
+			Why: "cairn gc --all-agents finds the agents' shards by listing shards/ with the delimiter /"},
+		{Name: "list-start-after", ReliedOn: false, Run: checkListStartAfter, Uses: []string{"list-start-after"},
 			Why: "cairn never lists from a start key"},
-		{Name: "list-paging", ReliedOn: false, Run: checkListPaging,
-			Why: "cairn reads only the first page of its one listing, and only whether it is empty"},
-		{Name: "read-after-write", ReliedOn: true, Run: checkReadAfterWrite,
+		{Name: "list-paging", ReliedOn: true, Run: checkListPaging, Uses: []string{"list-next-page"},
+			Why: "gc's sweep, the pins' and the intents' listings read every page, following the store's page tokens"},
+		{Name: "read-after-write", ReliedOn: true, Run: checkReadAfterWrite, Uses: []string{"get"},
 			Why: "a commit reads the head another process just wrote, and a reader must see the latest commit"},
-		{Name: "list-after-write", ReliedOn: true, Run: checkListAfterWrite,
-			Why: "a listing that missed written objects would take a shard whose head is lost for one never written"},
-		{Name: "concurrent-create", ReliedOn: true, Run: checkConcurrentCreate,
+		{Name: "list-after-write", ReliedOn: true, Run: checkListAfterWrite, Uses: []string{"list"},
+			Why: "a listing that missed written objects would miss pending intents and pins, or take a shard whose head is lost for one never written"},
+		{Name: "concurrent-create", ReliedOn: true, Run: checkConcurrentCreate, Uses: []string{"put-if-absent"},
 			Why: "writers racing to create a shard's first head must have exactly one winner"},
-		{Name: "concurrent-replace", ReliedOn: true, Run: checkConcurrentReplace,
+		{Name: "concurrent-replace", ReliedOn: true, Run: checkConcurrentReplace, Uses: []string{"put-if-version"},
 			Why: "writers racing to commit on one head must have exactly one winner: it is what makes commits serializable"},
-		{Name: "invalid-keys", ReliedOn: false, Run: checkInvalidKeys,
+		{Name: "invalid-keys", ReliedOn: false, Run: checkInvalidKeys, Uses: []string{"invalid-key"},
 			Why: "cairn writes only its layout's keys: ASCII, no empty or dot segments, far below the length limit"},
-		{Name: "long-key", ReliedOn: false, Run: checkLongKey,
-			Why: "cairn's keys are under 200 bytes (plus the bucket URL's prefix); the check writes 900"},
-		{Name: "cancelled-context", ReliedOn: true, Run: checkCancelledContext,
-			Why: "a tool call or import that is interrupted stops its requests; a store that ignores cancellation keeps it running"},
-		{Name: "big-object", ReliedOn: true, Run: checkBigObject,
+		{Name: "long-key", ReliedOn: false, Run: checkLongKey, Uses: []string{"long-key"},
+			Why: "cairn's keys are under 256 bytes (plus the bucket URL's prefix); the check writes 900"},
+		{Name: "cancelled-context", ReliedOn: true, Run: checkCancelledContext, Uses: []string{"context-ended"},
+			Why: "a tool call or import that is interrupted stops its requests, and the engine sends no head write once its callers have gone; a store that ignores cancellation keeps them running"},
+		{Name: "big-object", ReliedOn: true, Run: checkBigObject, Uses: []string{"put-large"},
 			Why: "body blocks are 4 MiB by default and shard objects grow with the data"},
 		{Name: "zero-values", ReliedOn: false, Run: checkZeroValues,
 			Why: "cairn reads nothing but the error of a failed call"},
@@ -135,7 +156,7 @@ func RunCheck(ctx context.Context, c BucketCheck, newBucket NewBucketFunc, opts 
 	if !declared {
 		gap = b.Capabilities().KnownGaps[c.Name]
 	}
-	if c.ReliedOn {
+	if c.Relied(b.Capabilities()) {
 		return Outcome{Name: c.Name, Result: Fail, Detail: err.Error(), Gap: gap}
 	}
 	return Outcome{Name: c.Name, Result: Note, Detail: fmt.Sprintf("%v (cairn does not rely on it: %s)", err, c.Why), Gap: gap}

@@ -49,9 +49,12 @@
 // remove pins (create-only: a pin is never replaced), ReadPin and
 // ListPins read them. VerifyPin walks a pinned root with Verify and
 // reports every missing or damaged object, going on past each. CopyPin
-// copies what a pinned root reaches to another bucket, then the pin,
-// then a head (head.WriteHeadAt), so the copy serves the pinned state;
-// run again, it writes only what the destination lacks intact. Making a
+// first checks that the destination would take it (no head naming
+// another root, no other pin of that name; a refused copy writes
+// nothing), then copies what a pinned root reaches to another bucket,
+// then a head (head.WriteHeadAt), then the pin, so the copy serves the
+// pinned state; run again, it writes only what the destination lacks
+// intact. Making a
 // pinned state current again is head.Store.RestoreRoot, which relies on
 // the pin to keep the objects it references (docs/operations.md).
 package gcsweep

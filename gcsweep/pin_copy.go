@@ -1,6 +1,7 @@
 package gcsweep
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -31,24 +32,34 @@ type CopyReport struct {
 
 // CopyPin copies the state pin p keeps from store's bucket to dst, under
 // the same keys: every object the pinned root reaches (the blocks refs
-// finds included), then the pin, then a head naming the pinned root
-// (head.WriteHeadAt), so that a Store opened on dst serves exactly the
-// pinned state. Objects are copied opts.Concurrency at a time; each is
-// checked after it is read from the source (its hash, a block's slice
-// against its digest), and a damaged source object fails the copy
-// rather than travel.
+// finds included), then a head naming the pinned root
+// (head.WriteHeadAt), then the pin, so that a Store opened on dst serves
+// exactly the pinned state. Objects are copied opts.Concurrency at a
+// time; each is checked after it is read from the source (its hash, a
+// block's slice against its digest), and a damaged source object fails
+// the copy rather than travel.
+//
+// A copy that will be refused writes nothing: before its first write it
+// reads dst's head and dst's pin of p's name (checkCopy), and a head
+// naming another root (head.ErrHeadExists), a head that is not one of
+// this schema's, or another pin of that name (ErrPinExists) end it with
+// dst as it was. The head comes before the pin so that a head refused at
+// the last moment (another writer created one after the check) leaves no
+// pin behind that a restore could take for the destination's own.
 //
 // It resumes: an object already at dst whose bytes check is not written
 // again, so a copy run again after an interruption writes only the rest
-// (it still reads each object at dst once). The head is written last,
-// and only if dst has none or one naming the same root: a head naming
-// another root is head.ErrHeadExists, and nothing of dst's is replaced
-// but objects that were missing or damaged.
+// (it still reads each object at dst once); a head it wrote earlier is
+// its own and the pin follows. Nothing of dst's is ever replaced but
+// objects of the pinned state that were missing or damaged.
 func CopyPin(ctx context.Context, store *head.Store, dst bucket.Bucket, p Pin, refs Refs, opts VerifyOptions) (CopyReport, error) {
 	opts.fill()
 	start := time.Now()
 	var rep CopyReport
 	src, layout := store.Bucket(), store.Layout()
+	if err := checkCopy(ctx, store, dst, p); err != nil {
+		return rep, fmt.Errorf("gcsweep: copy pin %s: %w", p.Name, err)
+	}
 	objs, blocks, err := collect(ctx, src, layout, p.RootHash, refs, opts.Concurrency)
 	if err != nil {
 		return rep, fmt.Errorf("gcsweep: copy pin %s: %w", p.Name, err)
@@ -80,16 +91,49 @@ func CopyPin(ctx context.Context, store *head.Store, dst bucket.Bucket, p Pin, r
 	if err != nil {
 		return rep, fmt.Errorf("gcsweep: copy pin %s: %w", p.Name, err)
 	}
-	if err := CreatePin(ctx, dst, layout, p); err != nil {
-		return rep, fmt.Errorf("gcsweep: copy pin %s: %w", p.Name, err)
-	}
 	h, err := head.WriteHeadAt(ctx, dst, layout.ID(), store.Schema(), p.RootHash, p.Created())
 	if err != nil {
+		return rep, fmt.Errorf("gcsweep: copy pin %s: %w", p.Name, err)
+	}
+	if err := CreatePin(ctx, dst, layout, p); err != nil {
 		return rep, fmt.Errorf("gcsweep: copy pin %s: %w", p.Name, err)
 	}
 	rep.HeadSequence = h.Sequence
 	rep.Elapsed = time.Since(start)
 	return rep, nil
+}
+
+// checkCopy reads what at dst would make copying p there refused, before
+// anything is written: dst's head of the shard, which must be absent or
+// name p's root (head.CheckHeadAt), and dst's pin of p's name, which
+// must be absent or hold p's exact bytes (CreatePin's test). Both are
+// checked again by the writes themselves, which are create-only.
+func checkCopy(ctx context.Context, store *head.Store, dst bucket.Bucket, p Pin) error {
+	layout := store.Layout()
+	if p.Shard != layout.ID().String() {
+		return fmt.Errorf("%w: %s names shard %s, want %s", ErrBadPin, p.Name, p.Shard, layout.ID())
+	}
+	if _, err := head.CheckHeadAt(ctx, dst, layout.ID(), store.Schema(), p.RootHash); err != nil {
+		return err
+	}
+	key, err := layout.Pin(p.Name)
+	if err != nil {
+		return err
+	}
+	want, err := EncodePin(p)
+	if err != nil {
+		return err
+	}
+	have, _, err := dst.Get(ctx, key)
+	switch {
+	case errors.Is(err, bucket.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read pin %s at the destination: %w", p.Name, err)
+	case !bytes.Equal(have, want):
+		return fmt.Errorf("%w at the destination: %s", ErrPinExists, p.Name)
+	}
+	return nil
 }
 
 // collect walks from root (without Verify: it fetches what it must

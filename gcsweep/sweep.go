@@ -259,6 +259,10 @@ type Report struct {
 	ByClass      []ClassRow `json:"by_class"`
 	Requests     int64      `json:"requests"`
 	Duration     Duration   `json:"duration"`
+
+	// Rewritable are idempotency records past their retention, kept
+	// because the store cannot delete them conditionally (see sweep).
+	Rewritable Tally `json:"kept_rewritable"`
 }
 
 // KeptRoot is one root a sweep kept: its hash, its sequence (the
@@ -842,12 +846,18 @@ func (s *sweeper) sweep(ctx context.Context) error {
 		case o.class == ClassUnknown:
 			s.rep.Unknown.add(o.Size)
 		case o.class == ClassIdempotency:
-			// Never reachable from a root: kept for its retention.
+			// Never reachable from a root: kept for its retention. A record
+			// is rewritten in place (claimed, taken over, finished), so a
+			// delete that is not conditional on the version listed could
+			// remove a rewrite made after the listing: a store without
+			// conditional deletes keeps them all.
 			switch {
 			case o.ModTime.IsZero() || s.now.IsZero():
 				s.rep.UnknownAge.add(o.Size)
 			case s.now.Sub(o.ModTime) <= s.opts.IdempotencyRetention:
 				s.rep.Young.add(o.Size)
+			case !s.b.Capabilities().ConditionalDelete:
+				s.rep.Rewritable.add(o.Size)
 			default:
 				doomed = append(doomed, o)
 				continue

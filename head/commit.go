@@ -82,8 +82,17 @@ func (s *Store) Do(ctx context.Context, cmd Command) (Result, error) {
 			cmd.RequestID = "cairn." + nonceString(newNonce())
 		}
 	}
+	res, err := s.do(ctx, cmd)
+	return res, s.outcomes.answer(cmd, err)
+}
+
+func (s *Store) do(ctx context.Context, cmd Command) (Result, error) {
 	c := &call{ctx: ctx, cmd: cmd, done: make(chan struct{})}
 	if s.opts.NoGroupCommit {
+		if !s.enter() {
+			return Result{}, ErrClosed
+		}
+		defer s.leave()
 		s.commitBatch([]*call{c}, nil)
 		return c.res, c.err
 	}
@@ -95,7 +104,11 @@ func (s *Store) Do(ctx context.Context, cmd Command) (Result, error) {
 	s.queue = append(s.queue, c)
 	if !s.leader {
 		s.leader = true
-		go s.lead()
+		s.running++ // the leader, until it ends (Close waits for it)
+		go func() {
+			defer s.leave()
+			s.lead()
+		}()
 	}
 	s.mu.Unlock()
 	select {
@@ -272,9 +285,10 @@ func payloadBytes(calls []*call) int64 {
 	return n
 }
 
-// batchContext is cancelled once every call's own context has ended.
-func batchContext(batch []*call) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.Background())
+// batchContext is cancelled once every call's own context has ended, or
+// the store is closing (stop).
+func batchContext(stop context.Context, batch []*call) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(stop)
 	var mu sync.Mutex
 	live := len(batch)
 	stops := make([]func() bool, len(batch))
@@ -331,7 +345,7 @@ var errIntentPending = fmt.Errorf("a command's intent is still pending: %w", err
 // refill, if not nil, adds commands queued meanwhile to a batch that must
 // retry, so that a group commit carries everything waiting.
 func (s *Store) commitBatch(calls []*call, refill func(n int, room int64) []*call) {
-	ctx, cancel := batchContext(calls)
+	ctx, cancel := batchContext(s.stop, calls)
 	defer func() { cancel() }()
 	var lastErr error
 	var budget attemptBudget
@@ -345,16 +359,20 @@ func (s *Store) commitBatch(calls []*call, refill func(n int, room int64) []*cal
 			if more := s.takeMore(refill, s.opts.MaxBatch-len(calls), s.opts.MaxBatchBytes-payloadBytes(calls)); len(more) > 0 {
 				calls = append(calls, more...)
 				cancel()
-				ctx, cancel = batchContext(calls)
+				ctx, cancel = batchContext(s.stop, calls)
 			}
 		}
 		if attempt > 0 {
 			finishEnded(calls)
 		}
 		if budget.exhausted(s.opts.MaxAttempts) {
-			for _, c := range calls {
-				c.finish(Result{}, c.unsettled(fmt.Errorf("%w after %d attempts: %w", ErrRetryable, attempt, lastErr)))
-			}
+			failAll(calls, fmt.Errorf("%w after %d attempts: %w", ErrRetryable, attempt, lastErr))
+			return
+		}
+		if s.isClosed() {
+			// Close began: no further attempt. The one before did not
+			// land (or the calls would be finished).
+			failAll(calls, ErrClosed)
 			return
 		}
 		if ctx.Err() != nil {
@@ -398,9 +416,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		if bucket.Transient(err) && !errors.Is(err, ErrHeadRolledBack) {
 			return false, err
 		}
-		for _, c := range calls {
-			c.finish(Result{}, err)
-		}
+		failAll(calls, err)
 		return true, nil
 	}
 	var foreign []foreignIntent
@@ -426,9 +442,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 	probed := s.probeIntents(ctx, calls)
 	if err := s.prefetchReads(ctx, sn, calls); err != nil && !bucket.Transient(err) {
 		probed()
-		for _, c := range calls {
-			c.finish(Result{}, err)
-		}
+		failAll(calls, err)
 		return true, nil
 	} // a transient failure is met again, and retried, by the read itself
 	foreign = append(foreign, probed()...)
@@ -495,9 +509,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 	nonce := newNonce()
 	cand, err := s.build(ctx, sn, state, nonce, fold, now)
 	if err != nil {
-		for _, c := range calls {
-			c.finish(Result{}, err)
-		}
+		failAll(calls, err)
 		return true, nil
 	}
 	cand.head = &Head{
@@ -511,9 +523,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		Recent:    recentNonces(sn.head),
 	}
 	if cand.headBytes, err = encodeHead(cand.head); err != nil {
-		for _, c := range calls {
-			c.finish(Result{}, err)
-		}
+		failAll(calls, err)
 		return true, nil
 	}
 	staged := time.Now()
@@ -547,9 +557,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 	}
 	landed, err := s.settle(ctx, sn, cand, nonce, staged)
 	if err != nil {
-		for _, c := range calls {
-			c.finish(Result{}, err)
-		}
+		failAll(calls, err)
 		return true, nil
 	}
 	if !landed {

@@ -514,7 +514,11 @@ func (s *Store) noticeDeltas(r *roots.Root) {
 	}
 	s.folding = true
 	if s.opts.NoGroupCommit {
-		go s.runFold()
+		s.running++ // Close waits for the fold
+		go func() {
+			defer s.leave()
+			s.runFold()
+		}()
 	} else {
 		s.foldDue = true
 	}
@@ -539,12 +543,10 @@ func (s *Store) takeFold() bool {
 // to fold less often calls it at the end, so that readers with the
 // default bounds do not read its long delta list.
 func (s *Store) Fold(ctx context.Context) error {
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
+	if !s.enter() {
 		return ErrClosed
 	}
+	defer s.leave()
 	c := &call{ctx: ctx, fold: true, all: true, done: make(chan struct{})}
 	s.commitBatch([]*call{c}, nil) // finishes c, whatever the outcome
 	<-c.done
@@ -571,9 +573,7 @@ func (s *Store) runFold(with ...*call) {
 	closed := s.closed
 	s.mu.Unlock()
 	if closed {
-		for _, c := range with {
-			c.finish(Result{}, ErrClosed)
-		}
+		failAll(with, ErrClosed)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.MaxAttemptAge)

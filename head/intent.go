@@ -405,8 +405,14 @@ func decodeIntent(b []byte) (time.Time, []intentCmd, error) {
 func (s *Store) intentsPrefix() string { return s.layout.IntentsPrefix() }
 
 // publishIntent writes the calls' data commands that have no intent yet
-// as one intent, and marks them with its name. A failed write leaves them
+// as one intent, and marks them with its name. A write the store refused
+// before it took effect (throttled, or refused for good) leaves them
 // without one: they are then committed by this Store alone, as before.
+// Any other failure (a lost answer, a cancelled request, a timeout, a
+// precondition failure that a retried create of our own may answer) may
+// have left the intent in the bucket, where another replica may apply it:
+// the calls are marked as published, so that none of them is ever told it
+// was not applied (call.unsettled).
 func (s *Store) publishIntent(ctx context.Context, calls []*call) {
 	var cmds []intentCmd
 	var mine []*call
@@ -428,13 +434,19 @@ func (s *Store) publishIntent(ctx context.Context, calls []*call) {
 	var salt [8]byte
 	rand.Read(salt[:])
 	key := s.layout.Intent(now.UnixMilli(), salt)
-	if _, err := s.b.Put(ctx, key, body, bucket.IfAbsent()); err != nil {
+	if ctx.Err() != nil {
+		return // nothing sent
+	}
+	_, err = s.b.Put(ctx, key, body, bucket.IfAbsent())
+	if err != nil && (errors.Is(err, bucket.ErrThrottled) || bucket.Permanent(err)) {
 		return
 	}
 	for _, c := range mine {
 		c.intent = key
 	}
-	s.published.Add(1)
+	if err == nil {
+		s.published.Add(1)
+	}
 }
 
 // IntentStats reports the intents this Store published and the commands

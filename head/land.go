@@ -96,10 +96,7 @@ func endCommit(ctx context.Context, calls []*call, err error) bool {
 	if bucket.Transient(err) || ctx.Err() != nil {
 		return false
 	}
-	err = fmt.Errorf("head: stage: %w", err)
-	for _, c := range calls {
-		c.finish(Result{}, err)
-	}
+	failAll(calls, fmt.Errorf("head: stage: %w", err))
 	return true
 }
 

@@ -422,3 +422,31 @@ func WriteHeadAt(ctx context.Context, b bucket.Bucket, id shards.ShardID, sc Sch
 	}
 	return nil, fmt.Errorf("head: write head at %s: the head keeps changing: %w", id, err)
 }
+
+// CheckHeadAt says whether WriteHeadAt could give shard id in b a head
+// naming root, without writing anything: nil and no error when the shard
+// has no head, the head when it names root already, ErrHeadExists when
+// it names another root, and the decode error (ErrSchemaMismatch,
+// ErrBadHead, ErrOldFormat) for a head that is not one of sc's. A copy
+// calls it before it writes anything, so that a copy that will be
+// refused leaves the destination as it was.
+func CheckHeadAt(ctx context.Context, b bucket.Bucket, id shards.ShardID, sc Schema, root digest.Hash) (*Head, error) {
+	if err := sc.check(); err != nil {
+		return nil, err
+	}
+	layout := shards.NewLayout(sc.Families, id)
+	got, _, err := ReadHead(ctx, b, layout, sc.Marker)
+	if errors.Is(err, ErrNoHead) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("head: check head at %s: %w", id, err)
+	}
+	if got.Genesis() {
+		return nil, nil // holds nothing: a copy takes its place (WriteHeadAt)
+	}
+	if gotRoot := got.RootHash(); gotRoot != root {
+		return nil, fmt.Errorf("%w: shard %s names root %s at sequence %d, want %s", ErrHeadExists, id, gotRoot, got.Sequence, root)
+	}
+	return got, nil
+}

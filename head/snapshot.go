@@ -100,7 +100,7 @@ type headFlight struct {
 // tables and shards load lazily as reads need them.
 func (s *Store) Pin(ctx context.Context) (*Snapshot, error) {
 	s.mu.Lock()
-	if s.closed {
+	if s.shut {
 		s.mu.Unlock()
 		return nil, ErrClosed
 	}

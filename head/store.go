@@ -224,13 +224,22 @@ type Store struct {
 	handlers    map[string]Handler
 	foldDue     bool // a landed root of this Store wants folding
 	folding     bool // a fold of this Store is queued or running
-	closed      bool
+	closed      bool // Close began: no new command or attempt (close.go)
+	shut        bool // Close ended: reads are refused too
+	running     int  // leaders, synchronous commits and folds under way, which Close waits for
+	quiet       chan struct{}
 	gatePassed  bool  // the system record carries the marker
 	gateRun     *gate // the system-record check in progress, or failed for good
 
 	retry bucket.RetryPolicy // spaces the commit's attempts and repeated requests
 
 	counters commitCounters // CommitStats
+
+	// stop is cancelled when Close begins: a batch's attempt ends before
+	// its head write (close.go).
+	stop     context.Context
+	stopNow  context.CancelFunc
+	outcomes unknownOutcomes
 }
 
 // Open returns a Store for logical shard id in b under schema sc. It does
@@ -245,7 +254,10 @@ func Open(_ context.Context, b bucket.Bucket, id shards.ShardID, sc Schema, opts
 		return nil, err
 	}
 	opts.fill()
+	stop, stopNow := context.WithCancel(context.Background())
 	return &Store{
+		stop:    stop,
+		stopNow: stopNow,
 		b:       b,
 		id:      id,
 		schema:  sc,
@@ -524,16 +536,11 @@ func (s *Store) CacheStats() (objects, tables, rootsStats shards.CacheStats) {
 	return s.objects.Stats(), s.tables.Stats(), s.roots.Stats()
 }
 
-// Close stops the store: waiting and later commands fail with ErrClosed.
+// Close stops the store (see close.go): queued and later commands fail
+// with ErrClosed, and the batch in progress and a running fold settle
+// first, for at most closeWait.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	s.closed = true
-	q := s.queue
-	s.queue = nil
-	s.mu.Unlock()
-	for _, c := range q {
-		c.finish(Result{}, ErrClosed)
-	}
+	s.close(closeWait)
 	return nil
 }
 

@@ -32,11 +32,23 @@
 // Rounds are those of this wrapper only: two wrappers over one store
 // count independently.
 //
+// # Kinds
+//
+// Kinds counts the requests by what they ask of the store (Kind):
+// a Put as unconditional, create-only or replace-if-version, and also as
+// empty or large by its body; a Delete as unconditional or conditional; a
+// Get or Stat, and also whether it found nothing; a List, and also
+// whether it used a delimiter, a start key or a page token; and any
+// request whose context had ended before it was made, whose key was
+// refused, or whose key is long. The conformance suite's table of what
+// cairn relies on is checked against the kinds cairn's commands make.
+//
 // All methods are safe for concurrent use.
 package counting
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/cairnstore/cairn/bucket"
@@ -56,6 +68,47 @@ func (s *OpStats) add(o OpStats) {
 	s.BytesRead += o.BytesRead
 	s.BytesWritten += o.BytesWritten
 }
+
+// Kind is one kind of request (see the package documentation).
+type Kind string
+
+// The kinds of request. A request counts as one of the first group for
+// its operation and condition, and also as each of the others that
+// applies.
+const (
+	KindGet             Kind = "get"
+	KindStat            Kind = "stat"
+	KindPut             Kind = "put"               // unconditional
+	KindPutIfAbsent     Kind = "put-if-absent"     // create-only
+	KindPutIfVersion    Kind = "put-if-version"    // replace-if-version
+	KindDelete          Kind = "delete"            // unconditional
+	KindDeleteIfVersion Kind = "delete-if-version" // conditional
+	KindList            Kind = "list"
+
+	KindGetMissing     Kind = "get-missing"      // a Get that found no object
+	KindStatMissing    Kind = "stat-missing"     // a Stat that found no object
+	KindPutEmpty       Kind = "put-empty"        // a Put of an empty body
+	KindPutLarge       Kind = "put-large"        // a Put of LargeBody bytes or more
+	KindListDelimiter  Kind = "list-delimiter"   // a List with a Delimiter
+	KindListStartAfter Kind = "list-start-after" // a List with a StartAfter
+	KindListNextPage   Kind = "list-next-page"   // a List that follows a NextPageToken
+	KindContextEnded   Kind = "context-ended"    // a request made with a context that had ended
+	KindInvalidKey     Kind = "invalid-key"      // a request refused with bucket.ErrInvalidKey
+	KindLongKey        Kind = "long-key"         // a request whose key is longer than LongKey bytes
+)
+
+// Kinds lists every Kind.
+var Kinds = []Kind{
+	KindGet, KindStat, KindPut, KindPutIfAbsent, KindPutIfVersion, KindDelete, KindDeleteIfVersion, KindList,
+	KindGetMissing, KindStatMissing, KindPutEmpty, KindPutLarge, KindListDelimiter, KindListStartAfter,
+	KindListNextPage, KindContextEnded, KindInvalidKey, KindLongKey,
+}
+
+// Thresholds of KindPutLarge and KindLongKey.
+const (
+	LargeBody = 1 << 20
+	LongKey   = 256
+)
 
 // Stats is a snapshot of the counts since the last Reset.
 type Stats struct {
@@ -83,6 +136,7 @@ type Bucket struct {
 
 	mu       sync.Mutex
 	stats    Stats
+	kinds    map[Kind]int64
 	inFlight int64
 	counted  bool // the round in progress has been counted since Reset
 }
@@ -99,12 +153,25 @@ func (b *Bucket) Snapshot() Stats {
 	return b.stats
 }
 
+// Kinds returns the requests of each kind since the last Reset (or New);
+// a kind never made is absent.
+func (b *Bucket) Kinds() map[Kind]int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	m := make(map[Kind]int64, len(b.kinds))
+	for k, n := range b.kinds {
+		m[k] = n
+	}
+	return m
+}
+
 // Reset sets every count to zero. Requests in flight when Reset is called
 // are counted, when they return, towards the new period.
 func (b *Bucket) Reset() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.stats = Stats{}
+	b.kinds = nil
 	b.counted = false
 }
 
@@ -120,10 +187,19 @@ func (b *Bucket) start() {
 	b.stats.MaxInFlight = max(b.stats.MaxInFlight, b.inFlight)
 }
 
-// end records the end of a request with its counts.
-func (b *Bucket) end(op *OpStats, err error, read, written int) {
+// end records the end of a request with its counts and kinds.
+func (b *Bucket) end(op *OpStats, err error, read, written int, kinds ...Kind) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.kinds == nil {
+		b.kinds = map[Kind]int64{}
+	}
+	for _, k := range kinds {
+		b.kinds[k]++
+	}
+	if errors.Is(err, bucket.ErrInvalidKey) {
+		b.kinds[KindInvalidKey]++
+	}
 	b.inFlight--
 	if b.inFlight == 0 {
 		b.counted = false
@@ -135,47 +211,94 @@ func (b *Bucket) end(op *OpStats, err error, read, written int) {
 	op.add(o)
 }
 
+// common returns the kinds every request of key with ctx has.
+func common(ctx context.Context, key string, kinds ...Kind) []Kind {
+	if ctx.Err() != nil {
+		kinds = append(kinds, KindContextEnded)
+	}
+	if len(key) > LongKey {
+		kinds = append(kinds, KindLongKey)
+	}
+	return kinds
+}
+
 // Get implements bucket.Bucket.
 func (b *Bucket) Get(ctx context.Context, key string) ([]byte, bucket.Attrs, error) {
+	kinds := common(ctx, key, KindGet)
 	b.start()
 	body, a, err := b.inner.Get(ctx, key)
 	n := 0
 	if err == nil {
 		n = len(body)
 	}
-	b.end(&b.stats.Get, err, n, 0)
+	if errors.Is(err, bucket.ErrNotExist) {
+		kinds = append(kinds, KindGetMissing)
+	}
+	b.end(&b.stats.Get, err, n, 0, kinds...)
 	return body, a, err
 }
 
 // Stat implements bucket.Bucket.
 func (b *Bucket) Stat(ctx context.Context, key string) (bucket.Attrs, error) {
+	kinds := common(ctx, key, KindStat)
 	b.start()
 	a, err := b.inner.Stat(ctx, key)
-	b.end(&b.stats.Stat, err, 0, 0)
+	if errors.Is(err, bucket.ErrNotExist) {
+		kinds = append(kinds, KindStatMissing)
+	}
+	b.end(&b.stats.Stat, err, 0, 0, kinds...)
 	return a, err
 }
 
 // Put implements bucket.Bucket.
 func (b *Bucket) Put(ctx context.Context, key string, body []byte, cond bucket.Condition) (bucket.Attrs, error) {
+	kind := KindPut
+	if cond.IsAbsent() {
+		kind = KindPutIfAbsent
+	} else if _, ok := cond.Version(); ok {
+		kind = KindPutIfVersion
+	}
+	kinds := common(ctx, key, kind)
+	switch {
+	case len(body) == 0:
+		kinds = append(kinds, KindPutEmpty)
+	case len(body) >= LargeBody:
+		kinds = append(kinds, KindPutLarge)
+	}
 	b.start()
 	a, err := b.inner.Put(ctx, key, body, cond)
-	b.end(&b.stats.Put, err, 0, len(body))
+	b.end(&b.stats.Put, err, 0, len(body), kinds...)
 	return a, err
 }
 
 // Delete implements bucket.Bucket.
 func (b *Bucket) Delete(ctx context.Context, key string, cond bucket.Condition) error {
+	kind := KindDelete
+	if _, ok := cond.Version(); ok {
+		kind = KindDeleteIfVersion
+	}
+	kinds := common(ctx, key, kind)
 	b.start()
 	err := b.inner.Delete(ctx, key, cond)
-	b.end(&b.stats.Delete, err, 0, 0)
+	b.end(&b.stats.Delete, err, 0, 0, kinds...)
 	return err
 }
 
 // List implements bucket.Bucket.
 func (b *Bucket) List(ctx context.Context, opts bucket.ListOptions) (bucket.ListPage, error) {
+	kinds := common(ctx, opts.Prefix, KindList)
+	if opts.Delimiter != "" {
+		kinds = append(kinds, KindListDelimiter)
+	}
+	if opts.StartAfter != "" {
+		kinds = append(kinds, KindListStartAfter)
+	}
+	if opts.PageToken != "" {
+		kinds = append(kinds, KindListNextPage)
+	}
 	b.start()
 	p, err := b.inner.List(ctx, opts)
-	b.end(&b.stats.List, err, 0, 0)
+	b.end(&b.stats.List, err, 0, 0, kinds...)
 	return p, err
 }
 

@@ -3,6 +3,7 @@ package counting_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -262,5 +263,51 @@ func TestForwardsCapabilitiesAndClose(t *testing.T) {
 	}
 	if got := b.Snapshot(); got != (counting.Stats{}) {
 		t.Fatalf("capabilities and close were counted: %+v", got)
+	}
+}
+
+// TestKinds: each request counts as its operation's kind and as each
+// other kind that applies to it.
+func TestKinds(t *testing.T) {
+	ctx := context.Background()
+	b := counting.New(mem.NewBucket())
+	a, err := b.Put(ctx, "a", []byte("x"), bucket.Unconditional)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Put(ctx, "e", nil, bucket.IfAbsent())
+	b.Put(ctx, "big", make([]byte, counting.LargeBody), bucket.IfAbsent())
+	b.Put(ctx, "a", []byte("y"), bucket.IfVersion(a.Version))
+	b.Get(ctx, "a")
+	b.Get(ctx, "missing")
+	b.Stat(ctx, "missing")
+	b.Get(ctx, strings.Repeat("k", counting.LongKey+1))
+	b.Get(ctx, "")
+	b.Delete(ctx, "e", bucket.Unconditional)
+	attrs, _ := b.Stat(ctx, "a")
+	b.Delete(ctx, "a", bucket.IfVersion(attrs.Version))
+	b.Put(ctx, "z", []byte("z"), bucket.Unconditional) // two objects: two pages of one
+	p, _ := b.List(ctx, bucket.ListOptions{PageSize: 1})
+	b.List(ctx, bucket.ListOptions{PageSize: 1, PageToken: p.NextPageToken})
+	b.List(ctx, bucket.ListOptions{Delimiter: "/", StartAfter: "a"})
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	b.Get(ended, "a")
+	want := map[counting.Kind]int64{
+		counting.KindPut: 2, counting.KindPutIfAbsent: 2, counting.KindPutIfVersion: 1, counting.KindPutEmpty: 1, counting.KindPutLarge: 1,
+		counting.KindGet: 5, counting.KindGetMissing: 2, counting.KindStat: 2, counting.KindStatMissing: 1, // the long key is missing too
+		counting.KindLongKey: 1, counting.KindInvalidKey: 1, counting.KindContextEnded: 1,
+		counting.KindDelete: 1, counting.KindDeleteIfVersion: 1,
+		counting.KindList: 3, counting.KindListNextPage: 1, counting.KindListDelimiter: 1, counting.KindListStartAfter: 1,
+	}
+	got := b.Kinds()
+	for _, k := range counting.Kinds {
+		if got[k] != want[k] {
+			t.Errorf("%s: %d, want %d", k, got[k], want[k])
+		}
+	}
+	b.Reset()
+	if got := b.Kinds(); len(got) != 0 {
+		t.Errorf("after Reset: %v", got)
 	}
 }

@@ -70,8 +70,12 @@
 //     supported. Delete removes directories it leaves empty, best effort.
 //   - List walks the directory under the prefix's last complete segment and
 //     reads the header of each object on the page it returns. Temporary
-//     files of interrupted writes are never listed; stale ones (older than
-//     an hour) are removed when a Bucket is opened.
+//     files of interrupted writes are never listed; RemoveTemps
+//     (bucket.TempRemover, which `cairn gc` calls with its grace) removes
+//     those older than it is told.
+//   - Opening a Bucket and reading it write nothing: .locks/ and its lock
+//     files are made by the first write that takes a lock, so a directory
+//     only read is left exactly as it was.
 //   - Context cancellation is honoured before each step that changes
 //     anything; a Put or Delete already waiting for a lock waits for it
 //     (locks are held only for a rename and a directory sync).

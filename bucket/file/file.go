@@ -47,10 +47,9 @@ func open(_ context.Context, u *url.URL) (bucket.Bucket, error) {
 }
 
 const (
-	locksDir   = ".locks"
-	tmpPrefix  = ".tmp-"
-	stripes    = 256
-	staleAfter = time.Hour // temporary files older than this are debris
+	locksDir  = ".locks"
+	tmpPrefix = ".tmp-"
+	stripes   = 256
 )
 
 // Bucket is a bucket kept in a local directory.
@@ -63,7 +62,10 @@ type Bucket struct {
 	syncDir func(dir string) error
 }
 
-var _ bucket.Bucket = (*Bucket)(nil)
+var (
+	_ bucket.Bucket      = (*Bucket)(nil)
+	_ bucket.TempRemover = (*Bucket)(nil)
+)
 
 // New opens the bucket kept in dir, which must exist: a missing directory
 // is ErrNoBucket, so that a mistyped path does not become a new, empty
@@ -107,10 +109,10 @@ func openDir(dir string, create bool) (*Bucket, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("file: open %s: not a directory", abs)
 	}
-	if err := os.Mkdir(filepath.Join(abs, locksDir), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("file: open %s: %w", abs, classify(err))
-	}
-	b.cleanTemps()
+	// Opening writes nothing: the lock directory is made by the first
+	// write that takes a lock (lock), and temporary files of interrupted
+	// writes are removed by RemoveTemps (cairn gc), so a bucket opened
+	// only to read leaves its directory as it was.
 	return b, nil
 }
 
@@ -166,26 +168,45 @@ func (b *Bucket) makeRoot() error {
 	return nil
 }
 
-// cleanTemps removes temporary files that interrupted writes left behind.
-// It is best effort.
-func (b *Bucket) cleanTemps() {
-	f, err := os.Open(b.dir)
-	if err != nil {
-		return
+// RemoveTemps implements bucket.TempRemover: it removes the temporary
+// files of writes (.tmp-* in the bucket's directory) last modified more
+// than olderThan ago, by this host's clock, or with dryRun only counts
+// them. A write lives in its temporary file only between writing it and
+// renaming it into place, so one much older than any write takes was
+// left by a process that died (or stopped) mid-write; a writer that
+// resumes after its file was removed fails its write with an error, and
+// nothing it wrote is visible.
+func (b *Bucket) RemoveTemps(ctx context.Context, olderThan time.Duration, dryRun bool) (int, error) {
+	if b.closed.Load() {
+		return 0, fmt.Errorf("file: remove temporary files: bucket is closed: %w", fs.ErrClosed)
 	}
-	defer f.Close()
-	ents, err := f.ReadDir(-1)
+	ents, err := os.ReadDir(b.dir)
 	if err != nil {
-		return
+		return 0, fmt.Errorf("file: remove temporary files: %w", classify(err))
 	}
+	n := 0
 	for _, e := range ents {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
 		if !strings.HasPrefix(e.Name(), tmpPrefix) || !e.Type().IsRegular() {
 			continue
 		}
-		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > staleAfter {
-			os.Remove(filepath.Join(b.dir, e.Name()))
+		info, err := e.Info()
+		if err != nil || time.Since(info.ModTime()) <= olderThan {
+			continue // gone meanwhile, or young
 		}
+		if !dryRun {
+			if err := os.Remove(filepath.Join(b.dir, e.Name())); err != nil {
+				if notExist(err) {
+					continue
+				}
+				return n, fmt.Errorf("file: remove temporary file %s: %w", e.Name(), classify(err))
+			}
+		}
+		n++
 	}
+	return n, nil
 }
 
 // syncDir fsyncs a directory.

@@ -400,7 +400,8 @@ func TestChecksum(t *testing.T) {
 
 // TestInternalAndForeignFilesInvisible: temporary files, lock files,
 // empty directories and files that are not the adapter's never show up as
-// objects, and stale temporary files are removed on open.
+// objects; RemoveTemps removes the temporary files older than it is told
+// (a dry run only counts them), and opening a bucket removes nothing.
 func TestInternalAndForeignFilesInvisible(t *testing.T) {
 	ctx := context.Background()
 	b, dir := newBucket(t)
@@ -434,6 +435,18 @@ func TestInternalAndForeignFilesInvisible(t *testing.T) {
 	b2, err := file.New(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); err != nil {
+		t.Errorf("opening removed a temporary file: %v", err)
+	}
+	if n, err := b2.RemoveTemps(ctx, time.Hour, true); err != nil || n != 1 {
+		t.Errorf("dry run: %d, %v; want 1", n, err)
+	}
+	if _, err := os.Stat(stale); err != nil {
+		t.Errorf("a dry run removed a temporary file: %v", err)
+	}
+	if n, err := b2.RemoveTemps(ctx, time.Hour, false); err != nil || n != 1 {
+		t.Errorf("removed %d, %v; want 1", n, err)
 	}
 	if _, err := os.Stat(stale); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("stale temporary file kept: %v", err)
@@ -722,5 +735,78 @@ func checkRound(t *testing.T, b bucket.Bucket, round int, kind, key string, rs [
 	}
 	if want := bodyOf(kind, winner, round); !bytes.Equal(body, want) || a.Version != version {
 		t.Fatalf("round %d %s: stored %q version %s, winner %d wrote %q version %s", round, kind, body, a.Version, winner, want, version)
+	}
+}
+
+// tree lists every path under dir with its size and contents.
+func tree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() {
+			out[rel+"/"] = ""
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		out[rel] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestReadingWritesNothing: opening a bucket and reading it (Get, Stat,
+// List, a missing key included) leave its directory exactly as it was:
+// no lock directory, no lock file. The first write makes them.
+func TestReadingWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	w, err := file.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".locks")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("opening made the lock directory: %v", err)
+	}
+	if _, err := w.Put(ctx, "a/b", []byte("x"), bucket.IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".locks")); err != nil {
+		t.Fatalf("the first write made no lock directory: %v", err)
+	}
+	os.RemoveAll(filepath.Join(dir, ".locks")) // as a directory copied without it
+	before := tree(t, dir)
+	r, err := bucket.Open(ctx, "file://"+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.Get(ctx, "a/b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Stat(ctx, "a/missing"); !errors.Is(err, bucket.ErrNotExist) {
+		t.Fatal(err)
+	}
+	if _, _, err := bucket.ListAll(ctx, r, bucket.ListOptions{Delimiter: "/"}); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	after := tree(t, dir)
+	if len(before) != len(after) {
+		t.Fatalf("reading changed the tree:\nbefore %v\nafter  %v", before, after)
+	}
+	for p, v := range before {
+		if after[p] != v {
+			t.Fatalf("reading changed %s", p)
+		}
+	}
+	// A write on a directory without the lock directory makes it again.
+	if _, err := w.Put(ctx, "c", []byte("y"), bucket.Unconditional); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -5,15 +5,21 @@
 //
 // The URL is
 //
-//	s3://BUCKET[/PREFIX][?endpoint=URL&region=R&path_style=true]
+//	s3://BUCKET[/PREFIX][?endpoint=URL&region=R&path_style=true&conditional_delete=false]
 //
-// All three query parameters are optional and any other is an error.
+// All four query parameters are optional and any other is an error.
 // endpoint points the client at an S3-compatible store instead of AWS.
 // region defaults to the SDK's default chain (AWS_REGION, the shared
 // config), and to "us-east-1" when an endpoint is given and nothing else
 // names one. path_style (a boolean) addresses the bucket in the URL path
 // instead of the host name; stores on localhost need it, because the
-// virtual-host name BUCKET.localhost does not resolve. Credentials come
+// virtual-host name BUCKET.localhost does not resolve.
+// conditional_delete=false (a boolean, default true) declares a store
+// that does not honour If-Match on DeleteObject: the bucket then reports
+// no ConditionalDelete and refuses a conditional Delete with
+// ErrUnsupported, and cairn deletes nothing that can be rewritten in
+// place (`cairn conformance` with the default finds out: its
+// conditional-delete check fails on such a store). Credentials come
 // from the SDK's default chain (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY,
 // the shared config, instance roles). Programs that build their own client
 // use New.
@@ -42,7 +48,8 @@
 // # Edge semantics
 //
 //   - Delete of a missing key is nil when unconditional. Delete with
-//     IfVersion sends If-Match (ConditionalDelete is true) and fails with
+//     IfVersion sends If-Match (ConditionalDelete is true unless the store
+//     is declared without it, when it is ErrUnsupported) and fails with
 //     ErrPrecondition when the object changed or is missing. Delete with
 //     IfAbsent is ErrUnsupported.
 //   - Put with IfVersion on a missing key is ErrPrecondition: AWS answers

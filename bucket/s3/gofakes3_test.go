@@ -2,10 +2,14 @@ package s3_test
 
 import (
 	"net/http/httptest"
+	"slices"
 	"testing"
 
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	"github.com/cairnstore/cairn/bucket/s3"
+	"github.com/cairnstore/cairn/conformance"
 )
 
 // newGofakes3 starts an in-process gofakes3 server for the test.
@@ -27,7 +31,29 @@ var gofakes3Gaps = map[string]string{
 
 func TestGofakes3Conformance(t *testing.T) {
 	srv := newGofakes3(t)
-	runConformance(t, newClient(srv.URL, nil, 0), gofakes3Gaps)
+	// Declared without conditional deletes (conditional_delete=false in a
+	// URL): the adapter refuses them, and cairn does not rely on them.
+	runConformance(t, newClient(srv.URL, nil, 0), gofakes3Gaps, s3.Options{NoConditionalDelete: true})
+}
+
+// TestGofakes3DeclaredConditionalDeleteFails: declared with conditional
+// deletes (the default), gofakes3 fails the conditional-delete check, and
+// since cairn then relies on it (the sweep deletes conditionally), that
+// is a failure, not a portability note: `cairn conformance` tells the
+// operator to declare conditional_delete=false.
+func TestGofakes3DeclaredConditionalDeleteFails(t *testing.T) {
+	srv := newGofakes3(t)
+	client := newClient(srv.URL, nil, 0)
+	checks := conformance.BucketChecks()
+	i := slices.IndexFunc(checks, func(c conformance.BucketCheck) bool { return c.Name == "conditional-delete" })
+	o := conformance.RunCheck(t.Context(), checks[i], newBucketFunc(client, "", s3.Options{}), conformance.BucketOptions{KnownGaps: gofakes3Gaps})
+	if o.Result != conformance.Fail {
+		t.Fatalf("conditional-delete on gofakes3 declared with conditional deletes: %s %s, want a failure", o.Result, o.Detail)
+	}
+	o = conformance.RunCheck(t.Context(), checks[i], newBucketFunc(client, "", s3.Options{NoConditionalDelete: true}), conformance.BucketOptions{KnownGaps: gofakes3Gaps})
+	if o.Result != conformance.Note {
+		t.Fatalf("conditional-delete on gofakes3 declared without: %s %s, want a portability note", o.Result, o.Detail)
+	}
 }
 
 func TestGofakes3Listing(t *testing.T) {

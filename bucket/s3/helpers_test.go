@@ -63,14 +63,14 @@ func newBucketFunc(client *awss3.Client, prefix string, opts s3.Options) conform
 
 // runConformance runs the bucket suite at the bucket root and under a
 // prefix.
-func runConformance(t *testing.T, client *awss3.Client, gaps map[string]string) {
+func runConformance(t *testing.T, client *awss3.Client, gaps map[string]string, opts s3.Options) {
 	for _, prefix := range []string{"", "some/prefix/"} {
 		name := "root"
 		if prefix != "" {
 			name = "prefix"
 		}
 		t.Run(name, func(t *testing.T) {
-			conformancetest.RunBucketSuite(t, newBucketFunc(client, prefix, s3.Options{}), conformance.BucketOptions{KnownGaps: gaps})
+			conformancetest.RunBucketSuite(t, newBucketFunc(client, prefix, opts), conformance.BucketOptions{KnownGaps: gaps})
 		})
 	}
 }

@@ -29,10 +29,13 @@ type urlConfig struct {
 	endpoint  string
 	region    string
 	pathStyle bool
+	// noCondDelete: conditional_delete=false declares a store that does
+	// not honour If-Match on DeleteObject (Options.NoConditionalDelete).
+	noCondDelete bool
 }
 
 func parseURL(u *url.URL) (urlConfig, error) {
-	q, err := bucket.Query(u, "endpoint", "region", "path_style")
+	q, err := bucket.Query(u, "endpoint", "region", "path_style", "conditional_delete")
 	if err != nil {
 		return urlConfig{}, fmt.Errorf("s3: %w", err)
 	}
@@ -48,6 +51,13 @@ func parseURL(u *url.URL) (urlConfig, error) {
 		if c.pathStyle, err = strconv.ParseBool(v); err != nil {
 			return urlConfig{}, fmt.Errorf("s3: path_style=%q: want a boolean", v)
 		}
+	}
+	if v, ok := q["conditional_delete"]; ok {
+		cd, err := strconv.ParseBool(v)
+		if err != nil {
+			return urlConfig{}, fmt.Errorf("s3: conditional_delete=%q: want a boolean", v)
+		}
+		c.noCondDelete = !cd
 	}
 	if c.endpoint != "" {
 		e, err := url.Parse(c.endpoint)
@@ -83,5 +93,5 @@ func open(ctx context.Context, u *url.URL) (bucket.Bucket, error) {
 		}
 		o.UsePathStyle = c.pathStyle
 	})
-	return New(client, c.bucket, c.prefix, Options{})
+	return New(client, c.bucket, c.prefix, Options{NoConditionalDelete: c.noCondDelete})
 }

@@ -19,6 +19,8 @@ func TestParseURL(t *testing.T) {
 			urlConfig{bucket: "bkt", endpoint: "http://127.0.0.1:9000", pathStyle: true}},
 		{"s3://bkt?path_style=1", urlConfig{bucket: "bkt", pathStyle: true}},
 		{"s3://bkt?path_style=false", urlConfig{bucket: "bkt"}},
+		{"s3://bkt?conditional_delete=false", urlConfig{bucket: "bkt", noCondDelete: true}},
+		{"s3://bkt?conditional_delete=true", urlConfig{bucket: "bkt"}},
 		{"s3://bkt?endpoint=https%3A%2F%2Fs3.example.com%3A8443&region=r1&path_style=TRUE",
 			urlConfig{bucket: "bkt", endpoint: "https://s3.example.com:8443", region: "r1", pathStyle: true}},
 	}
@@ -42,6 +44,7 @@ func TestParseURLErrors(t *testing.T) {
 		{"s3://bkt?bogus=1", `unknown query parameter "bogus"`},
 		{"s3://bkt?endpoint=http://x&Region=r", `unknown query parameter "Region"`},
 		{"s3://bkt?path_style=maybe", `path_style="maybe"`},
+		{"s3://bkt?conditional_delete=no-thanks", `conditional_delete="no-thanks"`},
 		{"s3://bkt?path_style=", `path_style=""`},
 		{"s3://bkt?path_style=true&path_style=false", `given 2 times`},
 		{"s3://bkt?endpoint=ftp://host", `want an http or https URL`},

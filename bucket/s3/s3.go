@@ -25,6 +25,13 @@ type Options struct {
 	// not to honour, each with why; Capabilities reports them. Adapters
 	// against AWS and faithful stores leave it nil.
 	KnownGaps map[string]string
+	// NoConditionalDelete declares a store that does not honour If-Match
+	// on DeleteObject (some S3-compatible stores delete whatever is
+	// there): Capabilities reports no ConditionalDelete, and a Delete
+	// with IfVersion is ErrUnsupported without a request, so that no
+	// caller believes a delete was conditional when it was not. In a URL,
+	// conditional_delete=false.
+	NoConditionalDelete bool
 }
 
 // Bucket is a bucket.Bucket over one S3 bucket, keeping its keys under a
@@ -34,6 +41,8 @@ type Bucket struct {
 	bucket string
 	prefix string
 	gaps   map[string]string
+	// noCondDelete: Options.NoConditionalDelete.
+	noCondDelete bool
 }
 
 var _ bucket.Bucket = (*Bucket)(nil)
@@ -60,7 +69,7 @@ func New(client *awss3.Client, name, prefix string, opts Options) (*Bucket, erro
 			gaps[k] = v
 		}
 	}
-	return &Bucket{client: client, bucket: name, prefix: prefix, gaps: gaps}, nil
+	return &Bucket{client: client, bucket: name, prefix: prefix, gaps: gaps, noCondDelete: opts.NoConditionalDelete}, nil
 }
 
 // checksums keeps the SDK to the checksums an operation requires. Left to
@@ -228,6 +237,9 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond bucket.Condition) 
 	optFns := []func(*awss3.Options){checksums}
 	op := opDelete
 	if v, ok := cond.Version(); ok {
+		if b.noCondDelete {
+			return fmt.Errorf("s3: delete %q %s: %w: the store is declared without conditional deletes (conditional_delete=false)", key, cond, bucket.ErrUnsupported)
+		}
 		if v == "" {
 			return fmt.Errorf("s3: delete %q: %w: empty version", key, bucket.ErrPrecondition)
 		}
@@ -289,7 +301,7 @@ func (b *Bucket) List(ctx context.Context, opts bucket.ListOptions) (bucket.List
 
 // Capabilities implements bucket.Bucket.
 func (b *Bucket) Capabilities() bucket.Capabilities {
-	return bucket.Capabilities{ConditionalDelete: true, KnownGaps: b.gaps}
+	return bucket.Capabilities{ConditionalDelete: !b.noCondDelete, KnownGaps: b.gaps}
 }
 
 // Close implements bucket.Bucket. The client holds no resources the

@@ -194,7 +194,7 @@ var versitygwGaps = map[string]string{
 
 func TestVersitygwConformance(t *testing.T) {
 	endpoint := versitygwEndpoint(t)
-	runConformance(t, newClient(endpoint, nil, 0), versitygwGaps)
+	runConformance(t, newClient(endpoint, nil, 0), versitygwGaps, s3.Options{})
 }
 
 func TestVersitygwListing(t *testing.T) {

@@ -73,7 +73,11 @@ func runConformance(ctx context.Context, e *env, args []string) int {
 		n++
 		return bucket.WithPrefix(b, fmt.Sprintf("%s%02d/", *prefix, n))
 	}
+	var condDelete conformance.Outcome
 	sum := conformance.RunBucket(ctx, newBucket, conformance.BucketOptions{}, func(o conformance.Outcome) {
+		if o.Name == "conditional-delete" {
+			condDelete = o
+		}
 		line := fmt.Sprintf("%-9s %s", o.Result, o.Name)
 		if o.Detail != "" {
 			line += ": " + o.Detail
@@ -99,10 +103,25 @@ func runConformance(ctx context.Context, e *env, args []string) int {
 	default:
 		cleaned = true
 	}
+	fmt.Fprintln(e.stdout, conditionalDeleteLine(b.Capabilities().ConditionalDelete, condDelete.Result))
 	fmt.Fprintln(e.stdout, sum)
 	fmt.Fprintln(e.stdout, sum.Verdict())
 	if !sum.CanRun() || !cleaned {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// conditionalDeleteLine says what the run learned of conditional deletes:
+// whether the URL declares them and, if so, whether the store honours
+// them (the conditional-delete check).
+func conditionalDeleteLine(declared bool, r conformance.Result) string {
+	switch {
+	case !declared:
+		return "conditional delete: not declared for this store: gc deletes unconditionally, and keeps what is rewritten in place (idempotency records)"
+	case r == conformance.Pass:
+		return "conditional delete: declared and honoured: gc deletes an object only if it is still the version it listed"
+	default:
+		return "conditional delete: declared but NOT honoured: the store deletes whatever is there; declare it without (s3: conditional_delete=false) so that gc deletes nothing that can be rewritten in place"
+	}
 }

@@ -68,8 +68,9 @@ func TestConformanceReportsFailures(t *testing.T) {
 }
 
 // TestConformanceAgainstFakeGCS: against fake-gcs-server, found through its
-// URL, the fake's known gap (conditional delete, which cairn does not use)
-// is a portability note that names the gap, and the command exits 0.
+// URL, the fake's known gap (conditional delete, which its URL declares
+// it lacks, so that cairn does not rely on it) is a portability note that
+// names the gap, and the command exits 0.
 func TestConformanceAgainstFakeGCS(t *testing.T) {
 	srv := fakegcstest.New(t)
 	if err := srv.CreateBucket("conformance"); err != nil {
@@ -79,7 +80,7 @@ func TestConformanceAgainstFakeGCS(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
-	for _, want := range []string{"portability note conditional-delete: ", "known gap: fake-gcs-server", "23 passed, 0 failed, 1 portability notes", "verdict: cairn can run"} {
+	for _, want := range []string{"portability note conditional-delete: ", "known gap: fake-gcs-server", "conditional delete: not declared", "23 passed, 0 failed, 1 portability notes", "verdict: cairn can run"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
 		}
@@ -90,8 +91,16 @@ func TestConformanceAgainstFakeGCS(t *testing.T) {
 // conformance command through a scheme of its own.
 type wrapped struct {
 	bucket.Bucket
-	refuseDirKeys    bool
-	ignoreConditions bool
+	refuseDirKeys          bool
+	ignoreConditions       bool
+	ignoreDeleteConditions bool
+}
+
+func (w wrapped) Delete(ctx context.Context, key string, cond bucket.Condition) error {
+	if w.ignoreDeleteConditions {
+		cond = bucket.Unconditional
+	}
+	return w.Bucket.Delete(ctx, key, cond)
 }
 
 func (w wrapped) Put(ctx context.Context, key string, body []byte, cond bucket.Condition) (bucket.Attrs, error) {
@@ -110,6 +119,9 @@ func init() {
 	})
 	bucket.Register("test-nocond", func(context.Context, *url.URL) (bucket.Bucket, error) {
 		return wrapped{Bucket: mem.NewBucket(), ignoreConditions: true}, nil
+	})
+	bucket.Register("test-nocondel", func(context.Context, *url.URL) (bucket.Bucket, error) {
+		return wrapped{Bucket: mem.NewBucket(), ignoreDeleteConditions: true}, nil
 	})
 }
 
@@ -136,5 +148,21 @@ func TestConformanceGradesByReliance(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
 		}
+	}
+
+	// A store that declares conditional deletes and ignores them: gc
+	// would rely on them, so it is a failure, and the report says what to
+	// declare.
+	code, out, errOut = runCmd(t, "conformance", "test-nocondel://x")
+	if code != exitFailed {
+		t.Fatalf("exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"fail      conditional-delete: ", "conditional delete: declared but NOT honoured", "verdict: cairn cannot run on this store: 1 behaviours"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, out, _ = runCmd(t, "conformance", "mem://conformance-honoured"); !strings.Contains(out, "conditional delete: declared and honoured") {
+		t.Fatalf("output on a store that honours conditional deletes:\n%s", out)
 	}
 }

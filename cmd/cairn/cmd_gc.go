@@ -31,10 +31,16 @@ func init() {
 // marks everything the head, its holds, the heads since the horizon and
 // the pins reach, and deletes the shard's other objects that the store
 // stamped before the horizon, a grace period before the head's store
-// time (package gcsweep, docs/operations.md). It prints a report per shard: a table, or with
-// --json one JSON object per line. --dry-run deletes nothing and reports
-// what it would delete. A progress bar is drawn on standard error when it
-// is a terminal.
+// time (package gcsweep, docs/operations.md). It prints a report per
+// shard: a table, or with --json one JSON object per line. --dry-run
+// writes nothing and reports what it would delete (counting the horizon
+// from this machine's clock: probing the store's would write). A
+// progress bar is drawn on standard error when it is a terminal.
+//
+// On a local-file bucket it then removes the temporary files that writes
+// of processes that died left behind, once older than the grace (a write
+// keeps one only while it runs), and prints how many (with --json, one
+// more line, {"temporary_files_removed":N,"dry_run":B}).
 //
 // With --agent, the sweep is followed by the collection of the agent's
 // replaced artifact revisions that no root the sweep kept may still read
@@ -133,11 +139,18 @@ func runGC(ctx context.Context, e *env, args []string) int {
 	}
 
 	exit := exitOK
+	tempGrace := head.DefaultGrace
 	for _, tg := range targets {
 		opts := workbench.SweepOptions()
 		opts.Grace, opts.SetGrace = *grace, graceSet
 		opts.DryRun, opts.Concurrency = *dryRun, *concurrency
 		opts.IdempotencyRetention = *idemRetention
+		if *dryRun {
+			// A dry run writes nothing, so it does not probe the store's
+			// clock (an object written and deleted): it judges ages by
+			// this machine's clock, and the real run by the store's.
+			opts.Now = time.Now
+		}
 		bar := &gcProgress{w: e.stderr, terminal: progress.IsTerminal(e.stderr)}
 		opts.Progress = bar.report
 		rep, err := gcsweep.Sweep(ctx, b, tg.layout, opts)
@@ -149,6 +162,9 @@ func runGC(ctx context.Context, e *env, args []string) int {
 		if err != nil {
 			fmt.Fprintf(e.stderr, "cairn gc: shard %s: %v\n", tg.layout.ID(), err)
 			exit = exitFailed
+		}
+		if rep != nil {
+			tempGrace = max(tempGrace, time.Duration(rep.Grace))
 		}
 		if rep == nil || (err != nil && rep.HeadTime.IsZero()) {
 			continue // stopped before it read a head: a report would be empty
@@ -188,7 +204,42 @@ func runGC(ctx context.Context, e *env, args []string) int {
 			}
 		}
 	}
+	// Temporary files belong to no shard: they wait the grace given, or
+	// else the longest of an hour and the graces of the shards swept.
+	if !graceSet {
+		*grace = tempGrace
+	}
+	if code := removeTemps(ctx, e, b, *grace, *dryRun, *asJSON); code != exitOK {
+		exit = code
+	}
 	return exit
+}
+
+// removeTemps removes the temporary files of interrupted writes that a
+// local-file bucket keeps (bucket.TempRemover) once older than the
+// grace, and prints how many: a write keeps one only while it runs, so
+// one that old was left by a process that died mid-write. A bucket
+// without such files prints nothing.
+func removeTemps(ctx context.Context, e *env, b bucket.Bucket, grace time.Duration, dryRun, asJSON bool) int {
+	tr, ok := b.(bucket.TempRemover)
+	if !ok {
+		return exitOK
+	}
+	n, err := tr.RemoveTemps(ctx, grace, dryRun)
+	if asJSON {
+		fmt.Fprintf(e.stdout, "{\"temporary_files_removed\":%d,\"dry_run\":%t}\n", n, dryRun)
+	} else {
+		verb := "removed"
+		if dryRun {
+			verb = "would remove"
+		}
+		fmt.Fprintf(e.stdout, "temporary files of interrupted writes older than %v: %s %d\n", grace, verb, n)
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cairn gc: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
 }
 
 // gcTarget is one shard to sweep; agent is "" when only the shard id is
@@ -284,6 +335,9 @@ func printGCReport(w io.Writer, tg gcTarget, r *gcsweep.Report) {
 		r.Reachable.Objects, r.Young.Objects, r.UnknownAge.Objects, r.Unknown.Objects, r.RootsChecked)
 	if r.Failed.Objects > 0 || r.Changed.Objects > 0 {
 		fmt.Fprintf(w, "not deleted: %d failed, %d changed or gone since the listing\n", r.Failed.Objects, r.Changed.Objects)
+	}
+	if r.Rewritable.Objects > 0 {
+		fmt.Fprintf(w, "kept: %d idempotency records past their retention: the store deletes nothing conditionally, and they are rewritten in place\n", r.Rewritable.Objects)
 	}
 	fmt.Fprintf(w, "%d requests in %v\n", r.Requests, time.Duration(r.Duration).Round(time.Millisecond))
 }

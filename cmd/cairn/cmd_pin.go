@@ -42,9 +42,11 @@ var pinVerbs = []string{"create", "list", "show", "verify", "copy", "restore", "
 // reaches and checks its hash (a block against its digest), prints each
 // missing or damaged one and a summary; the blocks it reads are those of
 // the revisions the pinned state references (workbench.PinBlockRefs),
-// as do copy and restore. copy copies those objects to the
-// bucket --to names, then the pin, then a head naming the pinned root, so
-// that `cairn serve --bucket URL` serves exactly the pinned state; an
+// as do copy and restore. copy copies those objects to the bucket --to
+// names, then a head naming the pinned root, then the pin, so that
+// `cairn serve --bucket URL` serves exactly the pinned state; a copy the
+// destination refuses (it has a head naming another root, or another pin
+// of that name) is refused before anything is written, and an
 // interrupted copy run again copies only what is not yet there intact.
 // restore makes the pinned state current again with one ordinary commit
 // (history is kept: the previous state is the new root's parent). delete
@@ -405,8 +407,12 @@ func (p *pinCmd) copy(ctx context.Context, name, to string, parallel int, quiet 
 	fmt.Fprintf(p.e.stdout, "pin %s: %d objects (%s): %d copied (%s), %d already there and intact\n",
 		pin.Name, rep.Objects, progress.Bytes(rep.Bytes), rep.Copied, progress.Bytes(rep.CopiedBytes), rep.Present)
 	if err != nil {
-		if errors.Is(err, head.ErrHeadExists) {
-			fmt.Fprintf(p.e.stderr, "cairn pin copy: %s holds another state: %v\n", to, err)
+		switch {
+		case errors.Is(err, head.ErrHeadExists), errors.Is(err, head.ErrSchemaMismatch), errors.Is(err, head.ErrBadHead):
+			fmt.Fprintf(p.e.stderr, "cairn pin copy: %s holds another state; copy refused: %v\n", to, err)
+			return exitFailed
+		case errors.Is(err, gcsweep.ErrPinExists):
+			fmt.Fprintf(p.e.stderr, "cairn pin copy: %s holds another pin named %s; copy refused: %v\n", to, name, err)
 			return exitFailed
 		}
 		code := p.fail(err)

@@ -156,3 +156,64 @@ func TestPinCommandUsage(t *testing.T) {
 		t.Errorf("show of a missing pin: exit %d %s", code, errOut)
 	}
 }
+
+// A copy onto a bucket that holds another state is refused before it
+// writes anything: every key there keeps its bytes, and the source's pin
+// is not planted, so a restore of it there finds no pin.
+func TestPinCopyRefusedLeavesTheDestination(t *testing.T) {
+	ctx := context.Background()
+	stamp := time.Now().UnixNano()
+	src := fmt.Sprintf("mem://pin-refused-src-%d", stamp)
+	dst := fmt.Sprintf("mem://pin-refused-dst-%d", stamp)
+	wb := func(url, tool, input string) {
+		t.Helper()
+		if code, out, errOut := runWith(t, input, "workbench", "--bucket", url, "--agent", "pa", tool); code != 0 {
+			t.Fatalf("%s: exit %d: %s %s", tool, code, out, errOut)
+		}
+	}
+	wb(src, "workbench_create", `{"id":"w"}`)
+	wb(src, "workbench_put_file", fmt.Sprintf(`{"id":"w","section":"outputs","path":"report.txt","text":%q}`, strings.Repeat("the source's report\n", 400)))
+	if code, _, errOut := runWith(t, "", "pin", "create", "--bucket", src, "--agent", "pa", "--name", "p1"); code != 0 {
+		t.Fatalf("create: exit %d: %s", code, errOut)
+	}
+	wb(dst, "workbench_create", `{"id":"w"}`)
+	wb(dst, "workbench_put_file", `{"id":"w","section":"outputs","path":"mine.txt","text":"the destination's own\n"}`)
+
+	b, err := bucket.Open(ctx, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snapshot := func() map[string]string {
+		objs, _, err := bucket.ListAll(ctx, b, bucket.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, o := range objs {
+			body, _, err := b.Get(ctx, o.Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[o.Key] = string(body)
+		}
+		return out
+	}
+	before := snapshot()
+	code, _, errOut := runWith(t, "", "pin", "copy", "p1", "--bucket", src, "--agent", "pa", "--to", dst, "--quiet")
+	if code != exitFailed || !strings.Contains(errOut, "holds another state; copy refused") {
+		t.Fatalf("copy onto another state: exit %d %s", code, errOut)
+	}
+	after := snapshot()
+	if len(after) != len(before) {
+		t.Errorf("%d keys before the refused copy, %d after", len(before), len(after))
+	}
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s changed by the refused copy", k)
+		}
+	}
+	t.Logf("%d keys at the destination, byte-identical after the refused copy", len(after))
+	if code, _, errOut := runWith(t, "", "pin", "restore", "p1", "--bucket", dst, "--agent", "pa"); code != exitFailed || !strings.Contains(errOut, "not found") {
+		t.Fatalf("restore at the destination of the refused pin: exit %d %s", code, errOut)
+	}
+}

@@ -46,7 +46,11 @@ func mcpMount(call serve.CallFunc) http.Handler {
 //
 // SIGINT or SIGTERM stops accepting connections, lets the requests in
 // flight finish (their commits included) for up to --shutdown-timeout,
-// then closes the agents' engines.
+// then closes the agents' engines. A request still running when the
+// grace ends has its connection closed and its context cancelled; the
+// engines are closed only once such requests have settled their commits
+// (at most 15 s more), and each engine's Close waits for its batch in
+// progress and a running fold.
 //
 // Exit status: 0 after a clean shutdown, 1 when serving failed, 2 for a
 // usage error (a bad flag or config, tokens missing for a non-loopback

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -324,5 +326,76 @@ func TestServeShutdownFinishesInFlight(t *testing.T) {
 	out, ok := svc.Call(context.Background(), "workbench_read", []byte(`{"id":"wb","section":"outputs","path":"late.txt"}`))
 	if !ok || !strings.Contains(string(out), "landed") {
 		t.Fatalf("after shutdown: %s", out)
+	}
+}
+
+// TestServeShutdownPastGraceSettlesInFlight: a keyed put whose head write
+// is still under way when the shutdown's grace runs out loses its
+// connection, but the server does not stop (nor close the engine) before
+// the put has settled: its idempotency record holds its true outcome, and
+// a retry with the key on a new server replays the success.
+func TestServeShutdownPastGraceSettlesInFlight(t *testing.T) {
+	fb := fault.New(mem.NewBucket())
+	srv := serve.New(fb, serve.Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String() + "/v1/agents/a1/tools/"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan int, 1)
+	go func() {
+		served <- serveOn(ctx, ln, srv, slog.New(slog.DiscardHandler), "mem://", 50*time.Millisecond)
+	}()
+	if st, body := postJSON(t, base+"workbench_create", `{"id":"wb"}`); st != 200 {
+		t.Fatalf("create: %d %s", st, body)
+	}
+	reached, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	fb.Inject(fault.Rule{Op: fault.OpPut, Fault: fault.Hook(func(_ context.Context, _ fault.Op, key string) error {
+		if strings.HasSuffix(key, "/head") {
+			once.Do(func() { close(reached) })
+			<-release
+		}
+		return nil
+	})})
+	const input = `{"id":"wb","section":"outputs","path":"late.txt","text":"landed"}`
+	cut := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, base+"workbench_put_file", strings.NewReader(input))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", "k1")
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			err = fmt.Errorf("answered %d", resp.StatusCode)
+		}
+		cut <- err
+	}()
+	<-reached
+	cancel() // SIGTERM; the grace runs out while the head write is held
+	if err := <-cut; err == nil || strings.HasPrefix(err.Error(), "answered") {
+		t.Fatalf("the put was answered past the grace: %v", err)
+	}
+	time.Sleep(200 * time.Millisecond) // room for a server that would not wait to stop
+	select {
+	case code := <-served:
+		t.Fatalf("the server stopped (%d) while a put it took was settling", code)
+	default:
+	}
+	close(release)
+	if code := <-served; code != exitOK {
+		t.Fatalf("serveOn: %d", code)
+	}
+	again := serve.New(fb, serve.Options{})
+	defer again.Close()
+	req := httptest.NewRequest(http.MethodPost, "/v1/agents/a1/tools/workbench_put_file", strings.NewReader(input))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", "k1")
+	rec := httptest.NewRecorder()
+	again.Handler().ServeHTTP(rec, req)
+	if rec.Code != 200 || rec.Header().Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("retry with the key: %d replayed=%q %s, want the stored success", rec.Code, rec.Header().Get("Idempotent-Replayed"), rec.Body)
 	}
 }

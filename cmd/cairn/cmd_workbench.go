@@ -39,6 +39,8 @@ func init() {
 // `cairn serve` instead: the same input, the same output, the same exit
 // codes, exit 3 when the server cannot be reached or refuses the token
 // (--token, or CAIRN_TOKEN) or the agent (see cmd_workbench_remote.go).
+// A signal after the call was sent waits (at most 15 s) for the server's
+// answer; a call sent whose answer is lost prints UnknownOutcome.
 //
 // Exit status (see exit.go): 0 for a success result, 1 for an error result
 // (still printed; an unknown TOOL is the UnknownTool error result), 2 for

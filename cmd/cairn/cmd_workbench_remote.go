@@ -7,10 +7,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/cairnstore/cairn/cmd/cairn/internal/serve"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // remoteCall is one tool call `cairn workbench --server` posts.
@@ -36,18 +40,55 @@ func checkServerURL(s string) error {
 	return nil
 }
 
+// remoteSettle is how long `cairn workbench --server` still waits for
+// the answer of a call it has sent once it is told to stop (SIGINT,
+// SIGTERM): the server runs the call to its end whatever the client
+// does, and a write whose head write was sent settles within the
+// engine's settle timeout.
+const remoteSettle = 15 * time.Second
+
 // callServer posts the call to POST {server}/v1/agents/{agent}/tools/{tool}
 // and prints the result as the local mode does. A result, success or
 // error envelope, is printed on standard output and exits 0 or 1. A server
 // that cannot be reached, answers something that is not a result, refuses
 // the token or does not serve the agent exits 3 with a message on
 // standard error: as a bucket that cannot be used, nothing was done.
+//
+// Once the request is sent the server may run it, so an exchange that
+// fails after that (the connection breaks, or no answer comes within
+// remoteSettle of a signal) prints the UnknownOutcome error result and
+// exits 1: a retry with the same Idempotency-Key settles it. A signal
+// before the request is sent ends the call at once.
 func callServer(ctx context.Context, e *env, c remoteCall) int {
 	target := strings.TrimSuffix(c.server, "/") + "/v1/agents/" + url.PathEscape(c.agent) + "/tools/" + url.PathEscape(c.tool)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(c.input))
+	var sent atomic.Bool
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		if !sent.Load() {
+			cancel()
+			return
+		}
+		time.AfterFunc(remoteSettle, cancel)
+	})
+	defer stop()
+	rctx = httptrace.WithClientTrace(rctx, &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
+		if i.Err == nil {
+			sent.Store(true)
+		}
+	}})
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, target, bytes.NewReader(c.input))
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cairn workbench: %v\n", err)
 		return exitUsage
+	}
+	unknown := func(err error) int {
+		fmt.Fprintf(e.stderr, "cairn workbench: server %s: the call was sent, and no answer came: %v\n", c.server, err)
+		werr := &workbench.Error{Code: workbench.CodeUnknownOutcome, Retryable: true,
+			Message: "the call was sent to the server and its answer was lost; it may have been applied (retry with the same Idempotency-Key to learn its outcome)"}
+		out, _ := workbench.MarshalResult(werr.Envelope())
+		fmt.Fprintf(e.stdout, "%s\n", out)
+		return exitFailed
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if c.token != "" {
@@ -58,14 +99,16 @@ func callServer(ctx context.Context, e *env, c remoteCall) int {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
+		if sent.Load() {
+			return unknown(err)
+		}
 		fmt.Fprintf(e.stderr, "cairn workbench: server %s: %v\n", c.server, err)
 		return exitStore
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "cairn workbench: server %s: read the response: %v\n", c.server, err)
-		return exitStore
+		return unknown(fmt.Errorf("read the response: %w", err))
 	}
 	var env struct {
 		Status  string `json:"status"`

@@ -213,7 +213,7 @@ func (rep *storeReplica) crash(gen int) {
 	rep.crashes++
 	rep.mu.Unlock()
 	if old != nil {
-		old.Close()
+		old.CloseNow() // a crash waits for nothing; this runs inside one of the store's requests
 	}
 }
 

@@ -46,6 +46,10 @@ type pool struct {
 
 	stop chan struct{}
 	done chan struct{}
+	// busy counts the requests holding an agent; drained, once close has
+	// begun, is closed when it reaches zero.
+	busy    int
+	drained chan struct{}
 }
 
 // closedStats are the engine counters of Services the pool has closed.
@@ -96,6 +100,7 @@ func (p *pool) acquire(ctx context.Context, id string) (*agent, error) {
 		p.agents[id] = a
 	}
 	a.inFlight++
+	p.busy++
 	return a, nil
 }
 
@@ -104,6 +109,11 @@ func (p *pool) release(a *agent) {
 	p.mu.Lock()
 	a.inFlight--
 	a.lastUsed = p.now()
+	p.busy--
+	if p.busy == 0 && p.drained != nil {
+		close(p.drained)
+		p.drained = nil
+	}
 	p.mu.Unlock()
 }
 
@@ -188,8 +198,18 @@ func addCache(dst *shards.CacheStats, s shards.CacheStats) {
 	dst.Rejected += s.Rejected
 }
 
+// drainWait bounds how long close waits for the requests still running.
+// They run only when the HTTP server's shutdown grace ran out: their
+// connections are closed and their contexts cancelled, so each ends once
+// its commit settles (within the engine's settle timeout).
+const drainWait = 15 * time.Second
+
 // close stops the reaper and closes every agent. The HTTP server has
-// finished its requests before (Server.Shutdown), so none is in flight.
+// finished its requests before (Server.Shutdown), unless its grace ran
+// out: then close first waits, at most drainWait, for the requests still
+// running, so that each settles its commit (and stores its idempotent
+// result) on an open engine; a request still running after that is
+// answered by its engine's Close (head.ErrClosed, or its outcome).
 func (p *pool) close() {
 	p.mu.Lock()
 	if p.closed {
@@ -197,6 +217,21 @@ func (p *pool) close() {
 		return
 	}
 	p.closed = true
+	var drained chan struct{}
+	if p.busy > 0 {
+		p.drained = make(chan struct{})
+		drained = p.drained
+	}
+	p.mu.Unlock()
+	if drained != nil {
+		t := time.NewTimer(drainWait)
+		select {
+		case <-drained:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	p.mu.Lock()
 	all := make([]*agent, 0, len(p.agents))
 	for id, a := range p.agents {
 		delete(p.agents, id)

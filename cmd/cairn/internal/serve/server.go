@@ -129,7 +129,9 @@ func New(b bucket.Bucket, opts Options) *Server {
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close closes every open agent engine. Call it once the HTTP server has
-// finished its requests.
+// shut down: requests still running (the shutdown's grace ran out) are
+// waited for first, at most drainWait, so that they settle on an open
+// engine.
 func (s *Server) Close() {
 	s.closeOnce.Do(s.pool.close)
 }
