@@ -819,7 +819,19 @@ func (s *sweeper) markHead(ctx context.Context, h *head.Head) error {
 			return nil // kept with its chain already (a root only held is not)
 		}
 		if _, ok := s.times[key]; !ok {
-			return nil // not in the bucket: an earlier sweep deleted it
+			// Not listed: written since the listing (a head that moved
+			// meanwhile, the sweep's own commits), or deleted by an
+			// earlier sweep, which ends the chain.
+			a, err := s.b.Stat(ctx, key)
+			if errors.Is(err, bucket.ErrNotExist) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("gcsweep: root %s, parent of %s: %w", parent, child, err)
+			}
+			s.mu.Lock()
+			s.times[key] = a.ModTime
+			s.mu.Unlock()
 		}
 		if err := s.w.walk(ctx, []digest.Hash{parent}); err != nil {
 			return fmt.Errorf("gcsweep: root %s, parent of %s: %w", parent, child, err)

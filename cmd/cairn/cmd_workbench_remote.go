@@ -97,7 +97,7 @@ func callServer(ctx context.Context, e *env, c remoteCall) int {
 	if c.key != "" {
 		req.Header.Set("Idempotency-Key", c.key)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := oneCall.Do(req)
 	if err != nil {
 		if sent.Load() {
 			return unknown(err)
@@ -131,6 +131,12 @@ func callServer(ctx context.Context, e *env, c remoteCall) int {
 	}
 	return exitOK
 }
+
+// oneCall is the client of one call: a process makes one, so it keeps
+// no connection for later. A kept one could be a dead server's, which a
+// request would be written to before the refusal shows, and a call to a
+// server that is gone would then look sent.
+var oneCall = &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, DisableKeepAlives: true}}
 
 // firstLine is the start of a body that is not a result, for a message.
 func firstLine(b []byte) string {
