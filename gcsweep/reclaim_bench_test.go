@@ -105,10 +105,10 @@ func BenchmarkReclamation(b *testing.B) {
 		after.Objects, after.Bytes, float64(before.Objects)/float64(after.Objects), float64(before.Bytes)/float64(after.Bytes))
 	b.Logf("sweep: %d requests in %v; kept %d reachable, %d since the horizon, %d unknown",
 		rep.Requests, time.Duration(rep.Duration).Round(time.Millisecond), rep.Reachable.Objects, rep.Young.Objects, rep.Unknown.Objects)
-	// The live graph, the head, and the roots of the sweep's own commits
-	// (the grace, the touch), which reach what the head before them did.
-	if after.Objects != live.Objects+3 {
-		b.Errorf("after the sweep %d objects, the live graph %d, the head and two roots", after.Objects, live.Objects)
+	// The live graph, the head, and what the sweep's own commits wrote:
+	// the grace's root and its delta segment, the touch's root.
+	if after.Objects != live.Objects+4 {
+		b.Errorf("after the sweep %d objects, the live graph %d, the head, two roots and a delta", after.Objects, live.Objects)
 	}
 }
 
