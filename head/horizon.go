@@ -169,17 +169,7 @@ func GraceAt(ctx context.Context, b bucket.Bucket, layout shards.Layout, root di
 // a small cache, no schema gate (its callers read only the engine's own
 // records).
 func newReader(b bucket.Bucket, layout shards.Layout) *Store {
-	opts := Options{CacheBytes: 4 << 20}
-	opts.fill()
-	return &Store{
-		b: b, id: layout.ID(), fams: layout.Schema(), layout: layout, opts: opts,
-		objects: shards.NewObjectCache(opts.CacheBytes * 11 / 16),
-		indexes: shards.NewCache(opts.CacheBytes/16, (*shards.Index).MemSize),
-		deltas:  shards.NewCache(opts.CacheBytes/8, (*shards.Delta).MemSize),
-		tables:  shards.NewCache(opts.CacheBytes/16, tableSize),
-		roots:   shards.NewCache(opts.CacheBytes/16, rootSize),
-		retry:   opts.retryPolicy(),
-	}
+	return newStore(b, layout, Options{CacheBytes: 4 << 20})
 }
 
 // SetGrace records d as the deployment root's grace period, in one

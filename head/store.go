@@ -253,16 +253,23 @@ func Open(_ context.Context, b bucket.Bucket, id shards.ShardID, sc Schema, opts
 	if err := sc.check(); err != nil {
 		return nil, err
 	}
+	s := newStore(b, shards.NewLayout(sc.Families, id), opts)
+	s.schema = sc
+	return s, nil
+}
+
+// newStore returns a Store of layout's shard in b, its options filled
+// and its caches made; Open adds the schema.
+func newStore(b bucket.Bucket, layout shards.Layout, opts Options) *Store {
 	opts.fill()
 	stop, stopNow := context.WithCancel(context.Background())
 	return &Store{
 		stop:    stop,
 		stopNow: stopNow,
 		b:       b,
-		id:      id,
-		schema:  sc,
-		fams:    sc.Families,
-		layout:  shards.NewLayout(sc.Families, id),
+		id:      layout.ID(),
+		fams:    layout.Schema(),
+		layout:  layout,
 		opts:    opts,
 		objects: shards.NewObjectCache(opts.CacheBytes * 11 / 16),
 		indexes: shards.NewCache(opts.CacheBytes/16, (*shards.Index).MemSize),
@@ -270,7 +277,7 @@ func Open(_ context.Context, b bucket.Bucket, id shards.ShardID, sc Schema, opts
 		tables:  shards.NewCache(opts.CacheBytes/16, tableSize),
 		roots:   shards.NewCache(opts.CacheBytes/16, rootSize),
 		retry:   opts.retryPolicy(),
-	}, nil
+	}
 }
 
 // pinOrInitialize pins the head for a commit. A shard never written (no
