@@ -451,9 +451,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		if bucket.Transient(err) {
 			return false, err
 		}
-		for _, c := range calls {
-			c.finish(Result{}, err)
-		}
+		failAll(calls, err)
 		return true, nil
 	}
 	state := newBatchState(s.fams)
@@ -461,9 +459,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		// The shard's first commit: it writes the schema record, before
 		// and beside whatever the commands write.
 		if err := s.schemaRecord(state); err != nil {
-			for _, c := range calls {
-				c.finish(Result{}, err)
-			}
+			failAll(calls, err)
 			return true, nil
 		}
 	}
@@ -474,7 +470,9 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 	fold := false
 	for i, c := range calls {
 		if err := c.ctx.Err(); err != nil {
-			outs[i] = outcome{err: err}
+			// Its caller gave up; a command whose intent is out may still
+			// be applied by another replica (call.unsettled).
+			outs[i] = outcome{err: c.unsettled(err)}
 			continue
 		}
 		if c.fold {

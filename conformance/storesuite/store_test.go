@@ -67,12 +67,15 @@ func TestStoreMemIntents(t *testing.T) {
 }
 
 // TestStoreMemDedupeWindow runs the mixed scenario with dedupe records
-// expiring after 32 commits and folds every few commits, so that folds
-// drop records while clients still retry: a client retries at once, well
-// within the window, so no append may apply twice.
+// expiring after 128 commits and folds every few commits, so that folds
+// drop records while clients still retry (a run makes about 150
+// commits): a client retries at once, well within the window, so no
+// append may apply twice. (With a window of 32, a retry delayed on a
+// loaded machine came after the window and applied again, as the window
+// allows.)
 func TestStoreMemDedupeWindow(t *testing.T) {
 	conformancetest.RunStoreSuite(t, func(*testing.T) bucket.Bucket { return mem.NewBucket() },
-		storesuite.Options{Scenarios: []string{"mixed"}, Head: head.Options{DedupeWindow: 32, MaxDeltas: 2}})
+		storesuite.Options{Scenarios: []string{"mixed"}, Head: head.Options{DedupeWindow: 128, MaxDeltas: 2}})
 }
 
 // TestStoreFile runs every scenario over bucket/file, each replica opening
