@@ -319,6 +319,14 @@ func TestCollectRevisionsInBatches(t *testing.T) {
 	if st := revisionStates(t, s); st[nokv.RevisionStateDeleted] != files || st[nokv.RevisionStateAvailable] != files {
 		t.Fatalf("revision states %v", st)
 	}
+	// A replaced inline revision needs no collection: with no snapshot
+	// that may name it, the replacing command retires it.
+	for i := range files {
+		mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", fmt.Sprintf("f%d.txt", i), `"text":"`+strings.Repeat("y", 1500)+`"`, `"replace":true`))
+	}
+	if st := revisionStates(t, s); st[nokv.RevisionStateDeleted] != 2*files || st[nokv.RevisionStateAvailable] != files {
+		t.Fatalf("revision states after replacing inline bodies %v", st)
+	}
 	// BatchBytes bounds a batch too: each revision's records exceed one
 	// byte, so each batch holds one.
 	for i := range files {
@@ -333,4 +341,51 @@ func TestCollectRevisionsInBatches(t *testing.T) {
 			t.Fatalf("f%d.txt: %q", i, got)
 		}
 	}
+}
+
+// TestReplacedInlineRevisionRetiredUnlessHeld: the command that replaces
+// an inline body retires the old revision at once, unless a snapshot
+// taken since it was created may still restore it; that one waits for a
+// collection, and the restore reads it.
+func TestReplacedInlineRevisionRetiredUnlessHeld(t *testing.T) {
+	ctx := context.Background()
+	b := mem.NewBucketAt(collectClock.Now)
+	s := newServiceOn(t, b, workbench.Options{AgentID: "inline"})
+	put := func(text string, replace bool) {
+		t.Helper()
+		mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "a.txt", fmt.Sprintf(`"text":%q`, text), fmt.Sprintf(`"replace":%t`, replace)))
+	}
+	states := func(when string, deleted, available int) {
+		t.Helper()
+		if st := revisionStates(t, s); st[nokv.RevisionStateDeleted] != deleted || st[nokv.RevisionStateAvailable] != available {
+			t.Fatalf("%s: revision states %v, want %d Deleted and %d Available", when, st, deleted, available)
+		}
+	}
+	put("one", false)
+	put("two", true)
+	states("after one replacement", 1, 1)
+	mustCall(t, s, "workbench_commit", commitInput("wb", `{"task":"inline"}`, digestAA)) // a snapshot needs a commit
+	put("three", true)
+	snap := mintSnapshot(t, s, "wb")
+	put("four", true)
+	// "two" and the run manifest are the commit's; "three" waits for the
+	// snapshot, "four" is current.
+	states("with a snapshot of the replaced body", 1, 4)
+	mustCall(t, s, "workbench_restore", restoreIn("wb", "back", fmt.Sprintf(`"at_snapshot":%d`, snap)))
+	if got := readText(t, s, "back", "outputs/a.txt"); got != "three" {
+		t.Fatalf("restored a.txt: %q", got)
+	}
+	// "four" was created after the snapshot's read version: no hold can
+	// name it.
+	put("five", true)
+	// (The restore referenced "three" again and wrote its own manifests.)
+	states("after replacing a body newer than the snapshot", 2, 6)
+	rep, err := s.CollectRevisions(ctx, workbench.CollectOptions{Kept: sweepPast(t, b, s, true).Kept})
+	if err != nil || rep.Collected != 0 {
+		t.Fatalf("collection with the snapshot alive: %+v, %v", rep, err)
+	}
+	if got := readText(t, s, "wb", "outputs/a.txt"); got != "five" {
+		t.Fatalf("a.txt: %q", got)
+	}
+	workbench.FsckCleanForTest(t, s)
 }

@@ -14,6 +14,11 @@ type refs struct {
 	tx    *head.Tx
 	revs  map[nokv.RevisionID]*nokv.ArtifactRevision
 	order []nokv.RevisionID
+
+	// holds is the newest read version of a HistoryHold in the root, read
+	// once by the first release (holdsRead).
+	holds     uint64
+	holdsRead bool
 }
 
 func (r *refs) load(rev nokv.RevisionID) (*nokv.ArtifactRevision, error) {
@@ -69,18 +74,27 @@ func (r *refs) remove(rev nokv.RevisionID) error {
 }
 
 // flush writes every changed revision; one left without references gets
-// its last-zero version and a GcCandidate keyed by its new epoch.
+// its last-zero version and a GcCandidate keyed by its new epoch, or is
+// retired at once (retireInline).
 func (r *refs) flush() error {
 	seq := r.tx.Sequence()
 	for _, rev := range r.order {
 		a := r.revs[rev]
 		if a.StrongReferenceCount == 0 {
 			a.LastZeroRefVersion = seq
+			claim := nokv.GcClaimStateCandidate
+			retired, err := r.retireInline(rev, a)
+			if err != nil {
+				return err
+			}
+			if retired {
+				claim = nokv.GcClaimStateComplete
+			}
 			ck, err := nokv.GcCandidateKey{Root: r.s.root, Revision: rev, ReferenceEpoch: a.ReferenceEpoch}.Encode()
 			if err != nil {
 				return err
 			}
-			cv := nokv.GcCandidate{LastZeroRefVersion: seq, Claim: nokv.GcClaimStateCandidate}
+			cv := nokv.GcCandidate{LastZeroRefVersion: seq, Claim: claim}
 			if err := putRecord(r.tx, nokv.FamilyGcCandidate, ck, cv.Encode); err != nil {
 				return err
 			}
@@ -94,4 +108,78 @@ func (r *refs) flush() error {
 		}
 	}
 	return nil
+}
+
+// maxHoldScan bounds the HistoryHold rows a release reads to learn
+// whether a hold may reach a revision; past it, every revision is taken
+// as reachable and left to the collection.
+const maxHoldScan = 256
+
+// retireInline takes revision rev, just left without references, straight
+// to Deleted when nothing outside this state can need its rows here: its
+// body is inline in its manifest rows (it owns no block and reuses none,
+// so nothing is left to delete outside the engine), and no HistoryHold (a
+// snapshot's, a restore's, a commit build's) has a read version at or
+// after its creation, so no frozen state that may still add a reference
+// to it can name it. Its manifest rows go in the releasing command, as
+// the collection's finish would delete them (collect.go). Older roots
+// (pins, held roots, the grace period's) keep their own copies of the
+// rows, so their reads, copies and restores are unaffected; the live
+// state just stops carrying the bodies of replaced versions until a
+// collection, which would otherwise keep the whole replaced history in
+// every root for a grace period past it.
+func (r *refs) retireInline(rev nokv.RevisionID, a *nokv.ArtifactRevision) (bool, error) {
+	if a.State != nokv.RevisionStateAvailable {
+		return false, nil
+	}
+	held, err := r.newestHold()
+	if err != nil || held >= a.CreatedVersion {
+		return false, err
+	}
+	rows, err := r.tx.Scan(nokv.FamilyArtifactManifest, nokv.ArtifactManifestPrefix(r.s.root, rev), nil, 0)
+	if err != nil {
+		return false, err
+	}
+	for _, rec := range rows {
+		e, err := nokv.DecodeArtifactManifestEntry(rec.Value)
+		if err != nil {
+			return false, err
+		}
+		if e.Inline == nil || e.ObjectKey != "" {
+			return false, nil
+		}
+	}
+	for _, rec := range rows {
+		if err := r.tx.Delete(nokv.FamilyArtifactManifest, rec.Key); err != nil {
+			return false, err
+		}
+	}
+	a.State = nokv.RevisionStateDeleted
+	return true, nil
+}
+
+// newestHold returns the newest read version among the root's
+// HistoryHolds (0 if none), or the maximum when there are more than
+// maxHoldScan of them.
+func (r *refs) newestHold() (uint64, error) {
+	if r.holdsRead {
+		return r.holds, nil
+	}
+	recs, err := r.tx.Scan(nokv.FamilyHistoryHold, nokv.RootPrefix(r.s.root), nil, maxHoldScan+1)
+	if err != nil {
+		return 0, err
+	}
+	var newest uint64
+	if len(recs) > maxHoldScan {
+		newest = ^uint64(0)
+	}
+	for _, rec := range recs {
+		h, err := nokv.DecodeHistoryHold(rec.Value)
+		if err != nil {
+			return 0, err
+		}
+		newest = max(newest, h.ReadVersion)
+	}
+	r.holds, r.holdsRead = newest, true
+	return newest, nil
 }
