@@ -234,7 +234,7 @@ func (s *Store) awaitBatch() {
 	wait := s.turnAfter() - (s.prep*3/2 + s.opts.MinCommitInterval/20) - time.Since(s.headWritten)
 	s.mu.Unlock()
 	if wait > 0 {
-		time.Sleep(wait)
+		_ = bucket.Sleep(s.stop, wait) // Close ends the wait
 	}
 }
 

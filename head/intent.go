@@ -197,7 +197,7 @@ func (s *Store) gather() {
 	wait := s.opts.MinCommitInterval*6/10 - time.Since(s.headWritten)
 	s.mu.Unlock()
 	if carrier && wait > 0 {
-		time.Sleep(wait)
+		_ = bucket.Sleep(s.stop, wait) // Close ends the wait
 	}
 }
 

@@ -542,11 +542,10 @@ func (b *collectBatch) deleteBlocks(ctx context.Context) error {
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(b.opts.Concurrency)
-	bkt := b.s.store.Bucket()
 	for i, c := range b.claimed {
 		for _, key := range c.blocks {
 			g.Go(func() error {
-				err := bkt.Delete(gctx, key, bucket.Unconditional)
+				err := b.s.bodies.DeleteBlock(gctx, key)
 				mu.Lock()
 				defer mu.Unlock()
 				o := &outs[i]

@@ -235,6 +235,18 @@ func (s *Store) Discard(ctx context.Context, st *Staging) error {
 	return s.DropLedger(ctx, st.Operation)
 }
 
+// DeleteBlock deletes the block object under key, which a collection
+// found no state left to read, and drops it from the cache. A block
+// already gone is no error; a delete whose outcome is unknown returns
+// bucket.ErrAmbiguous, which the caller must settle before it records the
+// block as gone.
+func (s *Store) DeleteBlock(ctx context.Context, key string) error {
+	if s.cache != nil {
+		s.cache.Remove(objectCacheKey(key))
+	}
+	return s.b.Delete(ctx, key, bucket.Unconditional)
+}
+
 // DropLedger deletes the ledger of operation, whose publication landed:
 // the metadata it committed owns the blocks now.
 func (s *Store) DropLedger(ctx context.Context, operation [16]byte) error {
