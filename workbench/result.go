@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/cairnstore/cairn/manifests"
@@ -31,9 +32,11 @@ import (
 // rules; maps with string keys and slices or arrays of any of these
 // (a nil slice is [] and a nil map {}, so an empty list never becomes
 // null); []byte is a base64 string, as encoding/json does; *Error is its
-// envelope. Anything else (structs) goes through encoding/json first, so a
-// float inside a struct loses the float form when integral: give results
-// as maps. Invalid UTF-8 in a string is replaced by U+FFFD.
+// envelope; a struct is an object of its exported fields, named and
+// omitted as encoding/json would (tags, omitempty, "-", embedded structs
+// flattened), its keys sorted like a map's, so a typed result and the map
+// of the same members print the same bytes. Anything else goes through
+// encoding/json first. Invalid UTF-8 in a string is replaced by U+FFFD.
 func MarshalResult(v any) ([]byte, error) {
 	return appendResult(nil, reflect.ValueOf(v), 0)
 }
@@ -142,6 +145,8 @@ func appendResult(dst []byte, v reflect.Value, depth int) ([]byte, error) {
 			}
 		}
 		return append(dst, '}'), nil
+	case reflect.Struct:
+		return appendStruct(dst, v, depth)
 	case reflect.Slice, reflect.Array:
 		if t.Elem().Kind() == reflect.Uint8 && t.Kind() == reflect.Slice {
 			return appendResultString(dst, base64.StdEncoding.EncodeToString(v.Bytes())), nil
@@ -159,6 +164,145 @@ func appendResult(dst []byte, v reflect.Value, depth int) ([]byte, error) {
 		return append(dst, ']'), nil
 	}
 	return appendViaJSON(dst, v)
+}
+
+// appendStruct writes struct v as an object of its fields (structFields),
+// in key order.
+func appendStruct(dst []byte, v reflect.Value, depth int) ([]byte, error) {
+	dst = append(dst, '{')
+	n := 0
+	for _, f := range structFields(v.Type()) {
+		fv, ok := fieldByIndex(v, f.index)
+		if !ok || (f.omitEmpty && omitted(fv)) {
+			continue
+		}
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		n++
+		dst = appendResultString(dst, f.name)
+		dst = append(dst, ':')
+		var err error
+		if dst, err = appendResult(dst, fv, depth+1); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// omitted reports whether omitempty leaves v out, as encoding/json
+// decides: false, 0, a nil pointer or interface, an empty array, map,
+// slice or string (never a struct).
+func omitted(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
+		return v.Len() == 0
+	case reflect.Bool:
+		return !v.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return v.Int() == 0
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return v.Uint() == 0
+	case reflect.Float32, reflect.Float64:
+		return v.Float() == 0
+	case reflect.Interface, reflect.Pointer:
+		return v.IsNil()
+	}
+	return false
+}
+
+// fieldByIndex is v.FieldByIndex that reports false, rather than
+// panicking, when it passes through a nil embedded pointer.
+func fieldByIndex(v reflect.Value, index []int) (reflect.Value, bool) {
+	for i, x := range index {
+		if i > 0 && v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return reflect.Value{}, false
+			}
+			v = v.Elem()
+		}
+		v = v.Field(x)
+	}
+	return v, true
+}
+
+// resultField is one member a struct type prints.
+type resultField struct {
+	name      string
+	index     []int
+	omitEmpty bool
+}
+
+var structFieldCache sync.Map // reflect.Type → []resultField
+
+// structFields lists the members struct type t prints, sorted by name:
+// each exported field under its json tag's name (or its own), without
+// those tagged "-"; the fields of an untagged embedded struct are
+// promoted, a shallower field winning over a deeper one of the same name
+// (two at the same depth cancel, as in encoding/json).
+func structFields(t reflect.Type) []resultField {
+	if fs, ok := structFieldCache.Load(t); ok {
+		return fs.([]resultField)
+	}
+	type candidate struct {
+		resultField
+		depth  int
+		tagged bool
+	}
+	byName := map[string][]candidate{}
+	var walk func(t reflect.Type, index []int, depth int)
+	walk = func(t reflect.Type, index []int, depth int) {
+		for i := range t.NumField() {
+			sf := t.Field(i)
+			tag := sf.Tag.Get("json")
+			if tag == "-" {
+				continue
+			}
+			name, opts, _ := strings.Cut(tag, ",")
+			idx := append(slices.Clone(index), i)
+			ft := sf.Type
+			if sf.Anonymous && name == "" {
+				if ft.Kind() == reflect.Pointer {
+					ft = ft.Elem()
+				}
+				if ft.Kind() == reflect.Struct {
+					walk(ft, idx, depth+1)
+					continue
+				}
+			}
+			if !sf.IsExported() {
+				continue
+			}
+			tagged := name != ""
+			if name == "" {
+				name = sf.Name
+			}
+			byName[name] = append(byName[name], candidate{resultField{name, idx, strings.Contains(","+opts+",", ",omitempty,")}, depth, tagged})
+		}
+	}
+	walk(t, nil, 0)
+	var out []resultField
+	for _, cs := range byName {
+		slices.SortFunc(cs, func(a, b candidate) int {
+			if a.depth != b.depth {
+				return a.depth - b.depth
+			}
+			if a.tagged != b.tagged {
+				if a.tagged {
+					return -1
+				}
+				return 1
+			}
+			return 0
+		})
+		if len(cs) > 1 && cs[0].depth == cs[1].depth && cs[0].tagged == cs[1].tagged {
+			continue // ambiguous: encoding/json drops it
+		}
+		out = append(out, cs[0].resultField)
+	}
+	slices.SortFunc(out, func(a, b resultField) int { return strings.Compare(a.name, b.name) })
+	structFieldCache.Store(t, out)
+	return out
 }
 
 // appendViaJSON encodes v with encoding/json and canonicalizes the result.
