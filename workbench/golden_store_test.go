@@ -92,6 +92,7 @@ func TestGoldenStore(t *testing.T) {
 	defer b.Close()
 	opts := workbench.Options{AgentID: "golden"}
 	opts.Engine.Now = goldenClock()
+	opts.Now = goldenClock() // snapshot leases are judged by it
 	s, err := workbench.Open(ctx, b, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -169,6 +170,7 @@ func writeGoldenStore(t *testing.T, dir string) {
 	defer b.Close()
 	opts := workbench.Options{AgentID: "golden", BlockSize: 64}
 	opts.Engine.Now = goldenClock()
+	opts.Now = goldenClock() // snapshot leases are judged by it
 	s, err := workbench.Open(ctx, b, opts)
 	if err != nil {
 		t.Fatal(err)
