@@ -98,7 +98,7 @@ const goldenHeadV1 = `{"committed_at_unix_ms":1767225600000,` +
 // it is never read as an empty shard.
 func TestHeadOldFormat(t *testing.T) {
 	h, _, err := decodeHead([]byte(goldenHeadV1), goldenShardID, testSchema.Marker)
-	if h != nil || !errors.Is(err, ErrOldFormat) || !errors.Is(err, ErrBadHead) {
+	if h != nil || !errors.Is(err, ErrOldFormat) || !errors.Is(err, ErrBadHead) || !errors.Is(err, shards.ErrFormatVersion) {
 		t.Fatalf("decodeHead(v1) = %+v, %v; want ErrOldFormat", h, err)
 	}
 	const msg = "head format cairn.head.v1 is from an older cairn; this version reads cairn.head.v2"

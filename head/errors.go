@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/shards"
 )
 
 // kindOf is a sentinel that is also another: errors.Is finds both.
@@ -26,7 +27,7 @@ var (
 	// ErrOldFormat: the head is of a format an earlier cairn wrote
 	// ("cairn.head.v1"). It is also ErrBadHead: the shard is refused, never
 	// read as empty or overwritten.
-	ErrOldFormat error = &kindOf{"head: head of an older format", ErrBadHead}
+	ErrOldFormat error = &kindOf{"head: head of an older format", errors.Join(ErrBadHead, shards.ErrFormatVersion)}
 
 	// ErrHeadRolledBack: the head read has a lower sequence than a head
 	// this Store has already seen (an operator restored an older head

@@ -169,8 +169,8 @@ func DecodeTable(s *shards.Schema, b []byte, want digest.Hash) (*Table, error) {
 
 // parseTable decodes the table b, whose hash h the caller has verified.
 func parseTable(s *shards.Schema, b []byte, h digest.Hash) (*Table, error) {
-	if len(b) > len(tableMagic) && string(b[:len(tableMagic)]) == tableMagic && (b[len(tableMagic)] == 1 || b[len(tableMagic)] == 2) {
-		return nil, fmt.Errorf("roots: decode table %s: table format %d (before inline entries) is no longer read; this store needs format %d: %w", h, b[len(tableMagic)], TableFormat, ErrMalformed)
+	if v, ok := formatVersion(b, tableMagic); ok && v != TableFormat {
+		return nil, fmt.Errorf("roots: decode table %s: %w: %w", h, shards.VersionError("table", uint64(v), TableFormat), ErrMalformed)
 	}
 	r := wire.NewReader(b)
 	readMagic(r, tableMagic, TableFormat)
@@ -368,8 +368,8 @@ func DecodeRoot(s *shards.Schema, b []byte, want digest.Hash) (*Root, error) {
 // parseRoot decodes the root b, whose hash h the caller has verified.
 func parseRoot(s *shards.Schema, b []byte, h digest.Hash) (*Root, error) {
 	r := wire.NewReader(b)
-	if len(b) > len(rootMagic) && string(b[:len(rootMagic)]) == rootMagic && b[len(rootMagic)] == 1 {
-		return nil, fmt.Errorf("roots: decode root %s: root format 1 (before delta segments) is no longer read; this store needs format %d: %w", h, RootFormat, ErrMalformed)
+	if v, ok := formatVersion(b, rootMagic); ok && v != RootFormat {
+		return nil, fmt.Errorf("roots: decode root %s: %w: %w", h, shards.VersionError("root", uint64(v), RootFormat), ErrMalformed)
 	}
 	readMagic(r, rootMagic, RootFormat)
 	root := &Root{}
@@ -438,6 +438,15 @@ func parseRoot(s *shards.Schema, b []byte, h digest.Hash) (*Root, error) {
 		return nil, fmt.Errorf("roots: decode root %s: %w: %w", h, err, ErrMalformed)
 	}
 	return root, nil
+}
+
+// formatVersion returns the version byte after magic at the start of b,
+// if b starts with magic.
+func formatVersion(b []byte, magic string) (byte, bool) {
+	if len(b) <= len(magic) || string(b[:len(magic)]) != magic {
+		return 0, false
+	}
+	return b[len(magic)], true
 }
 
 // readMagic reads a format's magic and version byte, failing r on any

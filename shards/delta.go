@@ -217,7 +217,7 @@ func parseDelta(s *Schema, b []byte) (*Delta, error) {
 	case string(magic) != deltaMagic:
 		return bad("bad magic %q", magic)
 	case version != DeltaFormat:
-		return bad("format version %d, want %d", version, DeltaFormat)
+		return nil, fmt.Errorf("shards: decode delta: %w: %w", VersionError("delta segment", uint64(version), DeltaFormat), ErrMalformedObject)
 	case count == 0:
 		return bad("no records")
 	case uint64(count) > uint64(r.Len())/(deltaFrame+1):

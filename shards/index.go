@@ -270,10 +270,8 @@ func parseIndex(s *Schema, b []byte) (*Index, error) {
 		return bad("header: %v", r.Err())
 	case string(magic) != indexMagic:
 		return bad("bad magic %q", magic)
-	case version == 1:
-		return bad("page index format 1 (whole first keys) is no longer read; this store needs format %d", IndexFormat)
 	case version != IndexFormat:
-		return bad("format version %d, want %d", version, IndexFormat)
+		return nil, fmt.Errorf("shards: decode index: %w: %w", VersionError("page index", uint64(version), IndexFormat), ErrMalformedObject)
 	case uint64(count) > uint64(r.Len())/indexPageMin:
 		return bad("count %d does not fit in %d bytes", count, len(b))
 	}

@@ -311,7 +311,7 @@ func parseObject(s *Schema, b []byte) (*Object, error) {
 	case string(magic) != objectMagic:
 		return nil, malformed(0, "bad magic %q", magic)
 	case version != ObjectFormat:
-		return nil, malformed(4, "format version %d, want %d", version, ObjectFormat)
+		return nil, fmt.Errorf("shards: decode object: %w: %w", VersionError("shard object", uint64(version), ObjectFormat), ErrMalformedObject)
 	case count == 0:
 		return nil, malformed(countOff, "no records")
 	case uint64(count) > uint64(r.Len())/(recordFrame+1):

@@ -32,7 +32,7 @@ var (
 	ErrBadRecord = errors.New("bad record")
 	// ErrUnknownVersion is wrapped, beside ErrBadRecord, when a value's
 	// format version is not the one this code reads.
-	ErrUnknownVersion = errors.New("unknown record version")
+	ErrUnknownVersion = fmt.Errorf("unknown record version: %w", shards.ErrFormatVersion)
 	// ErrBadID is wrapped by every error that parsing an id returns.
 	ErrBadID = errors.New("bad id")
 )

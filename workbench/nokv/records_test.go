@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
@@ -381,7 +382,7 @@ func TestDecodeRejectsUnknownVersion(t *testing.T) {
 			c := bytes.Clone(b)
 			c[0] = byte(v)
 			_, err := r.decode(c)
-			if !errors.Is(err, nokv.ErrUnknownVersion) || !errors.Is(err, nokv.ErrBadRecord) {
+			if !errors.Is(err, nokv.ErrUnknownVersion) || !errors.Is(err, nokv.ErrBadRecord) || !errors.Is(err, shards.ErrFormatVersion) {
 				t.Fatalf("%s with version %d: %v, want ErrUnknownVersion and ErrBadRecord", r.name, v, err)
 			}
 		}
