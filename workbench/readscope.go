@@ -155,11 +155,14 @@ func (s *Service) node(id string, comps []string, e *nokv.PathEntry) map[string]
 	return m
 }
 
-// card returns a stat card: node's members, record_count (always null)
-// and the artifact members generation, content_type, digest_uri, producer
-// and manifest_id, all null unless e is an artifact.
-func (s *Service) card(id string, comps []string, e *nokv.PathEntry) map[string]any {
-	m := s.node(id, comps, e)
+// card returns the stat card of the path sc addresses: node's members,
+// with section and relative_path those of the request (as the result's
+// header echoes them), record_count (always null) and the artifact
+// members generation, content_type, digest_uri, producer and manifest_id,
+// all null unless e is an artifact.
+func (s *Service) card(sc readScope, e *nokv.PathEntry) map[string]any {
+	m := s.node(sc.id, sc.comps, e)
+	m["section"], m["relative_path"] = requestScope(sc.section, sc.rel)
 	m["record_count"] = nil
 	m["generation"] = nil
 	m["content_type"] = nil
