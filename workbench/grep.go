@@ -172,6 +172,7 @@ type grepInput struct {
 	Cursor    *string  `json:"cursor"`
 
 	req grepRequest
+	joinedPath
 }
 
 func (in *grepInput) resolve(s *Service) *Error {
@@ -179,9 +180,12 @@ func (in *grepInput) resolve(s *Service) *Error {
 	if werr != nil {
 		return werr
 	}
-	prefix, werr := ScopePath(in.Section, in.Path)
+	prefix, werr := in.take(ScopePath(in.Section, in.Path))
 	if werr != nil {
 		return werr
+	}
+	if in.refused != nil { // like every error past the arguments, with the scope
+		in.refused = in.refused.With("path", PresentationPath(s.logical, id, []string{in.Section, in.Path}))
 	}
 	r := grepRequest{id: id, prefix: prefix, recursive: in.Recursive}
 	if in.Glob != nil {

@@ -53,6 +53,7 @@ type readInput struct {
 	format string // "structured" (the default) or "bytes"
 	limit  uint64 // Limit or defaultReadLimit
 	start  uint64 // the page's first record or byte: offset or cursor
+	joinedPath
 	// pageErr is what is wrong with offset and cursor, held back until
 	// the body is found and its size checked (and after the not-modified
 	// check), as the reference checks them when it slices the body.
@@ -67,7 +68,7 @@ func (in *readInput) resolve(*Service) *Error {
 	if in.Path == "" {
 		return InvalidArguments("path is required")
 	}
-	comps, werr := JoinSection(in.Section, in.Path)
+	comps, werr := in.take(JoinSection(in.Section, in.Path))
 	if werr != nil {
 		return werr
 	}

@@ -39,6 +39,7 @@ type scopeInput struct {
 	AtSnapshot jsonValue `json:"at_snapshot"`
 
 	scope readScope
+	joinedPath
 }
 
 func (in *scopeInput) resolve(*Service) *Error {
@@ -46,7 +47,7 @@ func (in *scopeInput) resolve(*Service) *Error {
 	if werr != nil {
 		return werr
 	}
-	comps, werr := ScopePath(in.Section, in.Path)
+	comps, werr := in.take(ScopePath(in.Section, in.Path))
 	if werr != nil {
 		return werr
 	}
