@@ -110,7 +110,7 @@ func New(b bucket.Bucket, opts Options) *Server {
 	for agent, tok := range opts.Tokens {
 		s.tokens[agent] = sha256.Sum256([]byte(tok))
 	}
-	s.openapi = openAPI(len(s.tokens) > 0)
+	s.openapi = openAPI(len(s.tokens) > 0, opts.MCP != nil)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/agents/{agent_id}/tools/{tool_name}", s.method(http.MethodPost, s.serveTool))
 	mux.HandleFunc("/v1/agents/{agent_id}/mcp", s.serveMCP)
