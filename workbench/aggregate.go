@@ -25,9 +25,12 @@ import (
 // key order (null first) unless sort names group_by fields or measure
 // names; at most limit (1 to 100, default 20) groups are returned,
 // group_count is the number of groups in all (returned or not), and
-// truncated says more exist than were returned. measures must not be
-// empty, and no measure may be named like a group_by field (both would
-// share one name in the result's sort keys).
+// truncated says more exist than were returned. The tool layer checks
+// that measures is a list of unique non-empty names, each with a known op
+// and a field where the op needs one (InvalidArguments); the server's
+// checks follow (InvalidState with its details): 1 to 16 measures, and no
+// measure named like a group_by field (both would share one name in the
+// result's sort keys).
 // input_match_count and row_count are both the number of matching rows.
 // There is no cursor.
 
@@ -55,13 +58,11 @@ type measureInput struct {
 }
 
 // parseMeasures reads the measures argument: unique non-empty names, a
-// known op, a field for every op but count.
+// known op, a field for every op but count. Their number is the server's
+// to check (aggregateTool).
 func parseMeasures(in []measureInput) ([]aggMeasure, *Error) {
 	if in == nil {
 		return nil, InvalidArguments("measures is required")
-	}
-	if len(in) == 0 {
-		return nil, InvalidArguments("measures must not be empty")
 	}
 	out := make([]aggMeasure, 0, len(in))
 	for _, o := range in {
@@ -128,11 +129,6 @@ func (in *aggregateInput) resolve(*Service) *Error {
 	if in.measures, werr = parseMeasures(in.Measures); werr != nil {
 		return werr
 	}
-	for _, m := range in.measures {
-		if slices.Contains(in.groupBy, m.name) {
-			return InvalidArguments("measure name " + m.name + " must differ from the group_by fields")
-		}
-	}
 	if in.keys, werr = parseQuerySort(in.Sort); werr != nil {
 		return werr
 	}
@@ -155,6 +151,9 @@ func (s *Service) aggregateTool(ctx context.Context, in *aggregateInput) (map[st
 	if werr := queryBound("group_by fields", len(groupBy), queryMaxGroupBy); werr != nil {
 		return nil, werr
 	}
+	if len(measures) == 0 {
+		return nil, QueryRefused(fmt.Sprintf("query has no measures, it needs 1 to %d", queryMaxMeasures))
+	}
 	if werr := queryBound("measures", len(measures), queryMaxMeasures); werr != nil {
 		return nil, werr
 	}
@@ -167,6 +166,10 @@ func (s *Service) aggregateTool(ctx context.Context, in *aggregateInput) (map[st
 	for _, m := range measures {
 		if werr := checkQueryFieldID(m.field); werr != nil {
 			return nil, werr
+		}
+		// One name in the result's keys and sort fields.
+		if slices.Contains(groupBy, m.name) {
+			return nil, QueryRefused("measure " + m.name + " shadows a group_by field")
 		}
 	}
 	for _, k := range keys {

@@ -158,21 +158,36 @@ func TestAggregateErrors(t *testing.T) {
 	}
 }
 
-// measures must not be empty, and a measure may not take a group_by
-// field's name: both InvalidArguments with details {}.
+// An empty measures list, or a measure named like a group_by field, is
+// refused by the reference's server, not its tool layer (facts.md 2: the
+// tool layer checks only that measures is an array of unique, non-empty
+// names with a field where needed; the server bounds measures to 1..16
+// and refuses a result id that shadows a group field): InvalidState with
+// the server's details, after the tool layer's own checks and before any
+// row is read, a missing workbench too.
 func TestAggregateMeasureNames(t *testing.T) {
 	s := newService(t)
 	workbench.SeedQueryWorkbench(t, s, "w", qFile("outputs/a", "x"))
 	for _, tc := range []struct{ name, input, text string }{
-		{"empty measures", `{"measures":[]}`, "measures must not be empty"},
-		{"empty measures with group_by", `{"group_by":["path"],"measures":[]}`, "measures must not be empty"},
+		{"empty measures", `{"measures":[]}`, "measures"},
+		{"empty measures with group_by", `{"group_by":["path"],"measures":[]}`, "measures"},
+		{"empty measures, missing workbench", `{"id":"nowhere","measures":[]}`, "measures"},
 		{"measure named like a group field", `{"group_by":["path"],"measures":[{"name":"path","op":"count"}]}`, "path"},
 		{"measure named like its own group field", `{"group_by":["content_type","logical_size"],"measures":[{"name":"logical_size","op":"max","field":"logical_size"}]}`, "logical_size"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, ok := call(t, s, "workbench_aggregate", tc.input)
-			qErr(t, m, ok, "InvalidArguments", false)
+			qErr(t, m, ok, "InvalidState", false, qServerKeys...)
 			qMessage(t, m, tc.text)
 		})
+	}
+	// The tool layer's checks come first.
+	for _, in := range []string{
+		`{"group_by":["path","path"],"measures":[]}`,
+		`{"group_by":["path"],"measures":[{"name":"path","op":"count"},{"name":"path","op":"count"}]}`,
+		`{"measures":[{"name":"","op":"count"}],"group_by":[""]}`,
+	} {
+		m, ok := call(t, s, "workbench_aggregate", in)
+		qErr(t, m, ok, "InvalidArguments", false)
 	}
 }

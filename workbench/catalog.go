@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cairnstore/cairn/workbench/nokv"
 )
@@ -21,9 +22,11 @@ import (
 // facetable, are in field id order. A field is sortable unless its type is
 // null; every field is facetable. catalog.facets and child_catalogs are
 // always empty, include_facets notwithstanding. field_prefix keeps the
-// field ids that start with it (null and "" keep every field; longer than
-// a field id may be, 128 bytes, is the server's InvalidState);
-// catalog_empty says no field is left. A
+// field ids that start with it (null and "" keep every field); the
+// server's rules for a field id apply to it, so one longer than 128 bytes
+// or holding a byte other than an ASCII letter or digit, '_', '.' or '-'
+// ("a b", "p/") is the server's InvalidState; catalog_empty says no field
+// is left. A
 // workbench that does not exist is an empty scope whose catalog has no
 // fields (catalog_empty true), not NotFound. The
 // catalog is computed from one read version in one pass, so no cursor is
@@ -40,6 +43,14 @@ func catalogOperators(t nokv.IndexScalarKind) []string {
 	return append(ops, "exists", "not_exists")
 }
 
+// fieldIDRune reports whether r may appear in a field id as the
+// reference's server checks one: an ASCII letter or digit, '_', '.' or
+// '-'.
+func fieldIDRune(r rune) bool {
+	return r < utf8.RuneSelf && (r == '_' || r == '.' || r == '-' ||
+		'0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z')
+}
+
 // catalogInput is workbench_catalog's input.
 type catalogInput struct {
 	queryScopeInput
@@ -51,9 +62,13 @@ func (in *catalogInput) resolve(*Service) *Error { return in.queryScopeInput.res
 
 func (s *Service) catalogTool(ctx context.Context, in *catalogInput) (map[string]any, *Error) {
 	scope, fieldPrefix := in.scope, in.FieldPrefix
-	// The server's bound: a prefix of a field id is no longer than one.
+	// The server's rules for a field id apply to the prefix: no longer
+	// than one, and only the bytes one may hold.
 	if len(fieldPrefix) > nokv.MaxIndexFieldIDBytes {
 		return nil, QueryRefused(fmt.Sprintf("field_prefix of %d bytes exceeds %d bytes", len(fieldPrefix), nokv.MaxIndexFieldIDBytes))
+	}
+	if i := strings.IndexFunc(fieldPrefix, func(r rune) bool { return !fieldIDRune(r) }); i >= 0 {
+		return nil, QueryRefused(fmt.Sprintf("field_prefix has unsupported byte 0x%02x at offset %d", fieldPrefix[i], i))
 	}
 	d, werr := s.loadQuery(ctx, scope, nil)
 	if werr != nil {

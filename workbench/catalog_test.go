@@ -120,3 +120,28 @@ func TestCatalogFieldPrefixRules(t *testing.T) {
 		t.Fatal("a null field_prefix differs from an absent one")
 	}
 }
+
+// field_prefix is checked as the server checks a field id's bytes: ASCII
+// letters, digits, '_', '.' and '-' only. Any other byte ("a b", "p/") is
+// the server's InvalidState, as an overlong prefix is, even though no
+// field would match it; a prefix of allowed bytes that matches nothing is
+// an empty catalog.
+func TestCatalogFieldPrefixBytes(t *testing.T) {
+	s := newService(t)
+	workbench.SeedQueryWorkbench(t, s, "w", qFile("outputs/a", "x", qUint("run.step-2_b", 1)))
+	for _, bad := range []string{`"a b"`, `"p/"`, `"path\u0000"`, `"é"`, `"x:y"`, `"a\tb"`} {
+		m, ok := call(t, s, "workbench_catalog", `{"id":"w","field_prefix":`+bad+`}`)
+		qErr(t, m, ok, "InvalidState", false, qServerKeys...)
+		qMessage(t, m, "field_prefix")
+		// The prefix is refused before the scope is read: a missing
+		// workbench answers the same.
+		m, ok = call(t, s, "workbench_catalog", `{"id":"nowhere","field_prefix":`+bad+`}`)
+		qErr(t, m, ok, "InvalidState", false, qServerKeys...)
+	}
+	for prefix, want := range map[string]string{"run.step-2_": "[run.step-2_b]", "R": "[]", "9": "[]"} {
+		m := mustCall(t, s, "workbench_catalog", `{"id":"w","field_prefix":"`+prefix+`"}`)
+		if got := fmt.Sprint(m["catalog"].(map[string]any)["facetable"]); got != want {
+			t.Errorf("field_prefix %q: facetable %s, want %s", prefix, got, want)
+		}
+	}
+}

@@ -42,8 +42,10 @@
 // NUL, at most 4096 bytes and 64 components, UTF-8, and nothing rewritten.
 // Tool paths are relative to one of the five sections (input, scripts,
 // outputs, logs, metadata); the stored path is the section followed by the
-// path (JoinSection), so it has at most 63 components of its own, and a path
-// that repeats its section as first component is refused. Write tools
+// path (JoinSection), so it has at most 63 components of its own (over
+// that, the storage side's InvalidState, after the tool's other argument
+// checks), and a path that repeats its section as first component is
+// refused. Write tools
 // cannot address metadata/run_manifest.json or
 // metadata/restore_manifest.json (WritePath). Entries outside the sections
 // are readable with section null (SplitSection).

@@ -8,8 +8,10 @@ import (
 
 // workbench_edit replaces an exact UTF-8 string in an artifact's body. It
 // reads the body at one generation and publishes the result as a replace
-// of that generation. The path must hold an artifact (NotFound otherwise,
-// a directory included); bodies and results over MaxBytes are
+// of that generation. The path must hold an artifact (NotFound with the
+// logical path otherwise, a directory or a missing workbench included,
+// as the reference's tool layer reports a path its backend found
+// nothing at); bodies and results over MaxBytes are
 // PayloadTooLarge; the body must be UTF-8 (InvalidUtf8); old_string must
 // occur (NoMatch) and, without replace_all, exactly once (AmbiguousEdit
 // with the count). A result identical to the body publishes nothing
@@ -56,6 +58,9 @@ func (s *Service) editFile(ctx context.Context, id string, path []string, oldB, 
 		}
 		v, werr := s.openView(ctx, id, nil)
 		if werr != nil {
+			if werr.Code == CodeNotFound { // no workbench: the path is missing
+				return nil, NotFound(logical)
+			}
 			return nil, werr
 		}
 		e, ok, werr := v.entry(ctx, path)

@@ -95,10 +95,13 @@ func TestEditErrors(t *testing.T) {
 	if st, _ := workbench.PathForTest(t, s, "wb", "outputs/a.txt"); st.Entry.Generation != 1 {
 		t.Fatalf("a refused edit published generation %d", st.Entry.Generation)
 	}
-	// A missing workbench is NotFound too.
+	// A missing workbench is the tool layer's NotFound of the path asked
+	// about (facts.md 1.2: edit on a missing path, details.path the
+	// section-joined logical path), as a missing file in one that exists.
 	got, ok := call(t, s, "workbench_edit", editInput("nowhere", "outputs", "a.txt", "a", "b"))
-	if ok || got["code"] != "NotFound" {
-		t.Fatalf("edit in a missing workbench: %v", got)
+	wantWriteError(t, got, ok, "NotFound", false, `{"path":"outputs/a.txt"}`, "path not found: outputs/a.txt")
+	if _, ok := call(t, s, "workbench_stat", `{"id":"nowhere"}`); ok {
+		t.Fatal("a refused edit created its workbench")
 	}
 }
 

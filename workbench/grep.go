@@ -56,12 +56,14 @@ import (
 // the same bounds, for one more match: the cursor points at that line,
 // and is null (truncated false) when no further match exists; a page that
 // stops at a work bound instead points at the first candidate not read.
-// A cursor that does not decode (not an intact grep cursor of this
-// deployment) is InvalidArguments with details {}, checked before
-// anything is read, as the reference's tool layer does. The cursor binds the RootId, the logical root, the workbench, the scope, the
-// recursion mode, the exact pattern set and the glob, and the workspace
-// incarnation and revision the first page read: a write to the workbench
-// between pages makes the continuation fail ReadFenceChanged (retryable).
+// The cursor binds the RootId, the logical root, the workbench, the
+// scope, the recursion mode, the exact pattern set and the glob, and the
+// workspace incarnation and revision the first page read. A cursor that
+// does not decode (not an intact grep cursor of this deployment), or
+// that another query made, is InvalidArguments with details {}, checked
+// before anything is read, as the reference's tool layer does; a write
+// to the workbench between pages makes the continuation fail
+// ReadFenceChanged (retryable).
 // It resumes at a candidate path and line index, so a page may end inside
 // a body. Every error after argument validation carries details.path, the
 // presentation path of the scope.
@@ -170,6 +172,7 @@ type grepInput struct {
 	Cursor    *string  `json:"cursor"`
 
 	req grepRequest
+	joinedPath
 }
 
 func (in *grepInput) resolve(s *Service) *Error {
@@ -177,9 +180,12 @@ func (in *grepInput) resolve(s *Service) *Error {
 	if werr != nil {
 		return werr
 	}
-	prefix, werr := ScopePath(in.Section, in.Path)
+	prefix, werr := in.take(ScopePath(in.Section, in.Path))
 	if werr != nil {
 		return werr
+	}
+	if in.refused != nil { // like every error past the arguments, with the scope
+		in.refused = in.refused.With("path", PresentationPath(s.logical, id, []string{in.Section, in.Path}))
 	}
 	r := grepRequest{id: id, prefix: prefix, recursive: in.Recursive}
 	if in.Glob != nil {
@@ -208,6 +214,9 @@ func (in *grepInput) resolve(s *Service) *Error {
 		}
 		if r.cursor.Line < 0 || len(r.cursor.Path) == 0 {
 			return InvalidArguments("grep cursor is malformed")
+		}
+		if r.cursor.Binding != s.grepBinding(r) {
+			return InvalidArguments("grep cursor belongs to a different workbench, scope, pattern set, glob, or recursion mode")
 		}
 		r.hasCursor = true
 	}
@@ -263,13 +272,7 @@ func (s *Service) grepBinding(r grepRequest) string {
 }
 
 func (s *Service) grep(ctx context.Context, r grepRequest) (map[string]any, *Error) {
-	binding := s.grepBinding(r)
 	cur := r.cursor
-	if r.hasCursor {
-		if cur.Binding != binding {
-			return nil, InvalidState("grep cursor belongs to a different workbench, scope, pattern set, glob, or recursion mode")
-		}
-	}
 	reads := listReads(r.prefix)
 	reads.fams = []shards.Family{nokv.FamilyArtifactManifest}
 	v, werr := s.openViewFor(ctx, r.id, nil, reads)
@@ -311,6 +314,7 @@ func (s *Service) grep(ctx context.Context, r grepRequest) (map[string]any, *Err
 	matches := []any{}
 	filesScanned := 0
 	var next *grepCursor
+	binding := s.grepBinding(r)
 	position := func(path []string, line int) *grepCursor {
 		return &grepCursor{
 			V: queryCursorVersion, Op: "grep", Binding: binding,

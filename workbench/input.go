@@ -101,6 +101,29 @@ func (v *jsonValue) UnmarshalJSON(b []byte) error {
 	return dec.Decode(&v.V)
 }
 
+// joinedPath holds a tool's refusal of its section-joined path over the
+// path limits (JoinSection's InvalidState). The reference's tool layer
+// accepts such a path and its backend, which joins it, refuses it, so
+// the tool layer's other argument checks come first: resolve keeps the
+// refusal here and the dispatcher (registerTool) returns it once resolve
+// has passed, before the tool reads anything. Every input that takes a
+// section and a path embeds one, once.
+type joinedPath struct{ refused *Error }
+
+// take returns comps and err as JoinSection, WritePath or ScopePath gave
+// them, except that a refusal of the joined path is kept for later and
+// neither returned.
+func (j *joinedPath) take(comps []string, err *Error) ([]string, *Error) {
+	if err != nil && err.Code == CodeInvalidState {
+		j.refused = err
+		return nil, nil
+	}
+	return comps, err
+}
+
+// joinedPathRefusal returns the refusal take kept, or nil.
+func (j *joinedPath) joinedPathRefusal() *Error { return j.refused }
+
 // targetInput is the workbench id and target path of a write tool
 // (put_file, append, edit).
 type targetInput struct {
@@ -110,6 +133,7 @@ type targetInput struct {
 
 	id   string   // the checked workbench id
 	path []string // the stored path, section first (WritePath)
+	joinedPath
 }
 
 func (t *targetInput) resolve() *Error {
@@ -117,7 +141,7 @@ func (t *targetInput) resolve() *Error {
 	if t.id, werr = ParseWorkbenchID(t.ID); werr != nil {
 		return werr
 	}
-	t.path, werr = WritePath(t.Section, t.Path)
+	t.path, werr = t.take(WritePath(t.Section, t.Path))
 	return werr
 }
 

@@ -94,10 +94,14 @@ func LogicalPath(components []string) string {
 // five ("unknown Workbench section X" otherwise) and rel a valid relative
 // path (see NormalizePath) whose first component is not section itself
 // ("path is relative to section X; remove the duplicated section prefix";
-// other section names are fine as a first component). The stored path must
-// itself be within the limits, so rel has at most 63 components and
-// 4095-len(section) bytes; over that, the error is the normalizer's for the
-// joined path. All errors are InvalidArguments.
+// other section names are fine as a first component); these errors are
+// InvalidArguments. The stored path must itself be within the limits, so
+// rel has at most 63 components and 4095-len(section) bytes. Over that,
+// the error is the normalizer's message for the joined path as
+// InvalidState {source}, the only InvalidState of JoinSection, WritePath
+// and ScopePath: the reference's tool layer accepts rel, and its backend
+// refuses the path it joins (a tool reports it after its other argument
+// checks, see joinedPath).
 func JoinSection(section, rel string) ([]string, *Error) {
 	if !IsSection(section) {
 		return nil, InvalidArguments("unknown Workbench section " + section)
@@ -109,7 +113,11 @@ func JoinSection(section, rel string) ([]string, *Error) {
 	if c[0] == section {
 		return nil, InvalidArgumentsf("path is relative to section %s; remove the duplicated section prefix", section)
 	}
-	return NormalizePath(section + "/" + rel)
+	c, err = NormalizePath(section + "/" + rel)
+	if err != nil {
+		return nil, InvalidState(err.Message)
+	}
+	return c, nil
 }
 
 // WritePath resolves the target of a write tool (put_file, append, edit):
@@ -156,7 +164,8 @@ func CheckWritable(components []string) *Error {
 //     non-section top-level entry; no duplicated-prefix check applies;
 //   - both: JoinSection.
 //
-// A section that is not one of the five is InvalidArguments.
+// A section that is not one of the five is InvalidArguments; a joined
+// path over the limits is JoinSection's InvalidState.
 func ScopePath(section, rel string) ([]string, *Error) {
 	switch {
 	case section == "" && rel == "":

@@ -160,6 +160,7 @@ type queryScopeInput struct {
 	Path    string  `json:"path"`
 
 	scope queryScope
+	joinedPath
 }
 
 func (in *queryScopeInput) resolve() *Error {
@@ -171,7 +172,7 @@ func (in *queryScopeInput) resolve() *Error {
 		in.scope.id = id
 	}
 	var werr *Error
-	in.scope.prefix, werr = ScopePath(in.Section, in.Path)
+	in.scope.prefix, werr = in.take(ScopePath(in.Section, in.Path))
 	return werr
 }
 

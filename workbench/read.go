@@ -53,8 +53,10 @@ type readInput struct {
 	format string // "structured" (the default) or "bytes"
 	limit  uint64 // Limit or defaultReadLimit
 	start  uint64 // the page's first record or byte: offset or cursor
+	joinedPath
 	// pageErr is what is wrong with offset and cursor, held back until
-	// after the not-modified check when if_none_match is given.
+	// the body is found and its size checked (and after the not-modified
+	// check), as the reference checks them when it slices the body.
 	pageErr *Error
 }
 
@@ -66,7 +68,7 @@ func (in *readInput) resolve(*Service) *Error {
 	if in.Path == "" {
 		return InvalidArguments("path is required")
 	}
-	comps, werr := JoinSection(in.Section, in.Path)
+	comps, werr := in.take(JoinSection(in.Section, in.Path))
 	if werr != nil {
 		return werr
 	}
@@ -86,9 +88,6 @@ func (in *readInput) resolve(*Service) *Error {
 		return InvalidArguments("limit must be positive")
 	}
 	in.pageErr = in.resolvePage()
-	if in.IfNoneMatch == nil {
-		return in.pageErr
-	}
 	return nil
 }
 
@@ -128,8 +127,10 @@ func (in *readInput) resolvePage() *Error {
 // each checked against its manifest row. The size limit applies to small
 // ranges too, from the stored size, as the reference's backend checks it.
 //
-// Arguments are checked before anything is read: path must be non-empty
-// ("path is required"); offset other than 0 is for bytes reads only; a
+// The path is checked before anything is read: it must be non-empty
+// ("path is required"). The page's arguments are checked once the body
+// is found and its size checked, as the reference checks them when it
+// slices the fetched body: offset other than 0 is for bytes reads only; a
 // bytes read takes a non-zero offset or a cursor, not both; cursors are
 // "r:<n>" (structured) or "b:<n>" (bytes), see parseReadCursor. limit
 // counts records, or bytes for a bytes read (default 100).
@@ -141,12 +142,13 @@ func (in *readInput) resolvePage() *Error {
 // answer. Otherwise the read proceeds as if it were not given.
 //
 // A path that is not an artifact (missing, a directory or a section), or
-// a workbench that does not exist, is NotFound with the logical path. A
-// body larger than the Service's MaxBytes is ResourceExhausted before any
-// block is fetched (the stored size is known), so PayloadTooLarge, the
-// reference tool layer's check of a fetched body, never arises here. A
-// record cursor past the record count, or a byte offset past the size, is
-// InvalidArguments; one exactly at the end gives an empty page. The
+// a workbench that does not exist, is NotFound with the logical path,
+// whatever the offset or cursor. A body larger than the Service's
+// MaxBytes is then ResourceExhausted before any block is fetched (the
+// stored size is known), so PayloadTooLarge, the reference tool layer's
+// check of a fetched body, never arises here. A record cursor past the
+// record count, or a byte offset past the size, is InvalidArguments; one
+// exactly at the end gives an empty page. The
 // result has the same members in both formats: items is [] and
 // record_type and record_count are null for bytes; bytes and
 // bytes_encoding are null for structured; at_snapshot only when given.
@@ -169,6 +171,9 @@ func (s *Service) readTool(ctx context.Context, in *readInput) (map[string]any, 
 		res["generation"] = e.Generation
 		return res, nil
 	}
+	if int64(e.LogicalSize) > s.opts.MaxBytes {
+		return nil, ArtifactTooLarge(e.LogicalSize, s.opts.MaxBytes)
+	}
 	if in.pageErr != nil {
 		return nil, in.pageErr
 	}
@@ -183,9 +188,6 @@ func (s *Service) readTool(ctx context.Context, in *readInput) (map[string]any, 
 	var next any
 	if format == "bytes" {
 		size := e.LogicalSize
-		if int64(size) > s.opts.MaxBytes {
-			return nil, ArtifactTooLarge(size, s.opts.MaxBytes)
-		}
 		if start > size {
 			return nil, InvalidArguments("byte offset is past the end of the artifact")
 		}

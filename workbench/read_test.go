@@ -415,6 +415,47 @@ func TestReadNotModifiedBeforePageChecks(t *testing.T) {
 	}
 }
 
+// The body is found before the page is read from the arguments, as the
+// reference's tool layer fetches it first and checks offset and cursor
+// when it slices it (facts.md 3: "the whole body is always fetched and
+// then sliced"; 1.2: read's NotFound when the backend returns nothing;
+// 2: the backend's size check before reading). So a missing path, a
+// missing workbench or a directory is NotFound {path}, and a body over
+// the limit ResourceExhausted, whatever offset or cursor comes with it.
+func TestReadMissingBeforePageChecks(t *testing.T) {
+	b := mem.NewBucket()
+	s := newServiceOn(t, b, workbench.Options{})
+	putFiles(t, s, "wb", workbench.SeedFile{Path: "outputs/dir/a.txt", ContentType: "text/plain", Body: []byte("v1\n")},
+		workbench.SeedFile{Path: "outputs/big.txt", ContentType: "text/plain", Body: []byte("0123456789")})
+	small := newServiceOn(t, b, workbench.Options{MaxBytes: 4})
+	for _, page := range []string{
+		`"cursor":"junk"`,
+		`"cursor":"b:1"`,
+		`"cursor":"r:-1"`,
+		`"offset":3`,
+		`"format":"bytes","offset":1,"cursor":"b:1"`,
+		`"format":"bytes","cursor":"r:0"`,
+		`"format":"bytes","cursor":""`,
+	} {
+		t.Run(page, func(t *testing.T) {
+			for in, logical := range map[string]string{
+				`{"id":"wb","section":"outputs","path":"gone.txt",`:   "outputs/gone.txt",
+				`{"id":"wb","section":"outputs","path":"dir",`:        "outputs/dir",
+				`{"id":"wb","section":"logs","path":"x",`:             "logs/x",
+				`{"id":"nowhere","section":"outputs","path":"a.txt",`: "outputs/a.txt",
+			} {
+				r, ok := call(t, s, "workbench_read", in+page+`}`)
+				wantToolError(t, r, ok, "NotFound", false, "path not found: "+logical, map[string]any{"path": logical})
+			}
+			r, ok := call(t, small, "workbench_read", `{"id":"wb","section":"outputs","path":"big.txt",`+page+`}`)
+			wantToolError(t, r, ok, "ResourceExhausted", false, "", map[string]any{"source": "cairn"})
+			// Found and within the limit, the page's arguments are checked.
+			r, ok = call(t, s, "workbench_read", `{"id":"wb","section":"outputs","path":"dir/a.txt",`+page+`}`)
+			wantToolError(t, r, ok, "InvalidArguments", false, "", map[string]any{})
+		})
+	}
+}
+
 func TestReadErrors(t *testing.T) {
 	b := mem.NewBucket()
 	s := newServiceOn(t, b, workbench.Options{})

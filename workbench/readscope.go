@@ -39,6 +39,7 @@ type scopeInput struct {
 	AtSnapshot jsonValue `json:"at_snapshot"`
 
 	scope readScope
+	joinedPath
 }
 
 func (in *scopeInput) resolve(*Service) *Error {
@@ -46,7 +47,7 @@ func (in *scopeInput) resolve(*Service) *Error {
 	if werr != nil {
 		return werr
 	}
-	comps, werr := ScopePath(in.Section, in.Path)
+	comps, werr := in.take(ScopePath(in.Section, in.Path))
 	if werr != nil {
 		return werr
 	}
@@ -155,11 +156,14 @@ func (s *Service) node(id string, comps []string, e *nokv.PathEntry) map[string]
 	return m
 }
 
-// card returns a stat card: node's members, record_count (always null)
-// and the artifact members generation, content_type, digest_uri, producer
-// and manifest_id, all null unless e is an artifact.
-func (s *Service) card(id string, comps []string, e *nokv.PathEntry) map[string]any {
-	m := s.node(id, comps, e)
+// card returns the stat card of the path sc addresses: node's members,
+// with section and relative_path those of the request (as the result's
+// header echoes them), record_count (always null) and the artifact
+// members generation, content_type, digest_uri, producer and manifest_id,
+// all null unless e is an artifact.
+func (s *Service) card(sc readScope, e *nokv.PathEntry) map[string]any {
+	m := s.node(sc.id, sc.comps, e)
+	m["section"], m["relative_path"] = requestScope(sc.section, sc.rel)
 	m["record_count"] = nil
 	m["generation"] = nil
 	m["content_type"] = nil

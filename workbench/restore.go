@@ -92,12 +92,11 @@ func (in *restoreInput) resolve(*Service) *Error {
 		}
 		in.sel = &sel
 	default:
-		b, err := hex.DecodeString(in.AtCommit)
-		if err != nil || len(b) != 32 {
-			return InvalidArguments("at_commit must be 64 hexadecimal digits")
+		// A commit id as the tools print it: lowercase only.
+		c, err := nokv.ParseCommitID(in.AtCommit)
+		if err != nil {
+			return InvalidArguments("at_commit must be 64 lowercase hexadecimal digits")
 		}
-		var c nokv.CommitID
-		copy(c[:], b)
 		in.commit = &c
 	}
 	return nil

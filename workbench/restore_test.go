@@ -629,3 +629,21 @@ func TestRestoreEmptyTree(t *testing.T) {
 	}
 	workbench.CheckCommitClosureForTest(t, s)
 }
+
+// at_commit is a commit id as the tools print it, 64 lowercase hex digits
+// (facts.md 1.2: a malformed at_commit is InvalidArguments; 1.2 and 8
+// render commit ids in lowercase hex): the upper-case spelling of an
+// existing commit is refused like any other malformed one, and nothing
+// is created.
+func TestRestoreAtCommitIsLowercaseHex(t *testing.T) {
+	s := newService(t)
+	commit := restoreSource(t, s, "src", 2)
+	for _, bad := range []string{strings.ToUpper(commit), strings.ToUpper(commit[:1]) + commit[1:], commit[:63] + "G", " " + commit[1:]} {
+		got, ok := call(t, s, "workbench_restore", restoreIn("src", "dst", fmt.Sprintf(`"at_commit":%q`, bad)))
+		wantToolError(t, got, ok, "InvalidArguments", false, "at_commit must be 64 lowercase hexadecimal digits", map[string]any{})
+	}
+	if _, ok := call(t, s, "workbench_stat", `{"id":"dst"}`); ok {
+		t.Fatal("a refused restore left a destination")
+	}
+	mustCall(t, s, "workbench_restore", restoreIn("src", "dst", fmt.Sprintf(`"at_commit":%q`, commit)))
+}

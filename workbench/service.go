@@ -244,6 +244,11 @@ func registerTool[In any, P interface {
 		if werr := in.resolve(s); werr != nil {
 			return nil, werr
 		}
+		if j, ok := any(in).(interface{ joinedPathRefusal() *Error }); ok {
+			if werr := j.joinedPathRefusal(); werr != nil {
+				return nil, werr
+			}
+		}
 		return run(s, ctx, in)
 	}
 }

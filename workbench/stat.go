@@ -15,16 +15,20 @@ type statInput struct {
 
 // statTool serves workbench_stat: a metadata card without reading a body.
 // Resolution, in order: the workbench itself; an exact artifact; a
-// section (which exists whenever the workbench does); a directory, when
-// some artifact lies below the path; otherwise NotFound with the logical
-// path.
+// section named as section without a path (which exists whenever the
+// workbench does); a directory, when some artifact lies below the path;
+// otherwise NotFound with the logical path. A section's name given as
+// path without a section ({"path":"logs"}) is a plain path: a directory
+// only when something lies below it. The card describes the path asked
+// about: its section and relative_path echo the request's, as the
+// result's own do.
 func (s *Service) statTool(ctx context.Context, in *statInput) (map[string]any, *Error) {
 	sc := in.scope
 	v, werr := s.openScopeView(ctx, sc, entryReads(sc.comps))
 	if werr != nil {
 		return nil, werr
 	}
-	card, werr := v.stat(ctx, sc.comps)
+	card, werr := v.stat(ctx, sc)
 	if werr != nil {
 		return nil, werr
 	}
@@ -36,25 +40,26 @@ func (s *Service) statTool(ctx context.Context, in *statInput) (map[string]any, 
 	return res, nil
 }
 
-// stat returns the card of comps in the view, or nil when nothing is
-// there.
-func (v *view) stat(ctx context.Context, comps []string) (map[string]any, *Error) {
+// stat returns the card of the scope's path in the view, or nil when
+// nothing is there.
+func (v *view) stat(ctx context.Context, sc readScope) (map[string]any, *Error) {
+	comps := sc.comps
 	if len(comps) == 0 {
-		return v.s.card(v.id, nil, nil), nil
+		return v.s.card(sc, nil), nil
 	}
 	e, ok, werr := v.entry(ctx, comps)
 	if werr != nil {
 		return nil, werr
 	}
 	if ok {
-		return v.s.card(v.id, comps, &e), nil
+		return v.s.card(sc, &e), nil
 	}
-	if len(comps) == 1 && IsSection(comps[0]) {
-		return v.s.card(v.id, comps, nil), nil
+	if sc.rel == "" { // a section named as section (ScopePath)
+		return v.s.card(sc, nil), nil
 	}
 	some, werr := v.isDirectory(ctx, comps)
 	if werr != nil || !some {
 		return nil, werr
 	}
-	return v.s.card(v.id, comps, nil), nil
+	return v.s.card(sc, nil), nil
 }

@@ -274,11 +274,19 @@ func TestStatCards(t *testing.T) {
 			"relative_path": "report.txt", "kind": "file", "size_bytes": 25, "generation": 1,
 			"content_type": "text/plain", "digest_uri": workbench.DigestURI([]byte("Hello world\nsecond\nthird\n")),
 		})
-		// Addressing the same file without a section gives the same card;
-		// the result echoes the request's scope (TestReadScopeEchoesRequest).
+		// Addressing the same file without a section gives the same card
+		// but for its section and relative_path, which echo the request's
+		// scope as the result's own do (TestReadScopeEchoesRequest).
 		r2 := mustCall(t, s, "workbench_stat", `{"id":"wb-main","path":"outputs/report.txt"}`)
-		if fmt.Sprint(r2["card"]) != fmt.Sprint(r["card"]) || r2["path"] != r["path"] {
-			t.Errorf("section-less stat\n got %v\nwant %v", r2, r)
+		c, c2 := r["card"].(map[string]any), r2["card"].(map[string]any)
+		wantMembers(t, c2, map[string]any{"section": nil, "relative_path": "outputs/report.txt"})
+		for k, v := range c {
+			if k != "section" && k != "relative_path" && fmt.Sprint(c2[k]) != fmt.Sprint(v) {
+				t.Errorf("section-less stat: card %s = %v, want %v", k, c2[k], v)
+			}
+		}
+		if r2["path"] != r["path"] {
+			t.Errorf("section-less stat: path %v, want %v", r2["path"], r["path"])
 		}
 	})
 	t.Run("workbench", func(t *testing.T) {
@@ -604,8 +612,10 @@ func TestReadToolsAtUnknownSnapshot(t *testing.T) {
 
 // With section null, stat, list and grep echo the request's scope:
 // section null and relative_path the path as given, even when its first
-// component names a section; the presentation path, cards and entries are
-// those of the stored path. With a section, both are echoed as given.
+// component names a section; stat's card echoes it too (it describes the
+// path asked about), while the presentation path, list entries and grep
+// matches are those of the stored path. With a section, both are echoed
+// as given.
 func TestReadScopeEchoesRequest(t *testing.T) {
 	s := newService(t)
 	putFiles(t, s, "wb", workbench.SeedFile{Path: "outputs/dir/a.txt", ContentType: "text/plain", Body: []byte("hit\n")})
@@ -632,13 +642,40 @@ func TestReadScopeEchoesRequest(t *testing.T) {
 			}
 		})
 	}
-	// Cards and matches still project the stored path.
+	// The card agrees with the result's own scope; matches project the
+	// stored path.
 	r := mustCall(t, s, "workbench_stat", `{"id":"wb","path":"outputs/dir/a.txt"}`)
-	if c := r["card"].(map[string]any); c["section"] != "outputs" || c["relative_path"] != "dir/a.txt" {
+	if c := r["card"].(map[string]any); c["section"] != nil || c["relative_path"] != "outputs/dir/a.txt" || c["name"] != "a.txt" {
+		t.Fatalf("card %v", c)
+	}
+	r = mustCall(t, s, "workbench_stat", `{"id":"wb","section":"outputs","path":"dir/a.txt"}`)
+	if c := r["card"].(map[string]any); c["section"] != "outputs" || c["relative_path"] != "dir/a.txt" || c["name"] != "a.txt" {
 		t.Fatalf("card %v", c)
 	}
 	r = mustCall(t, s, "workbench_grep", `{"id":"wb","path":"outputs","pattern":"hit","recursive":true}`)
 	if m := r["matches"].([]any)[0].(map[string]any); m["section"] != "outputs" || m["relative_path"] != "dir/a.txt" {
 		t.Fatalf("match %v", m)
 	}
+}
+
+// A section's name given as path, without section, is a plain path
+// (facts.md section 4, the resolution order): an artifact there, else a
+// directory when something lies below it, else NotFound with the path.
+// Only a section named as section, without a path, is the section card,
+// and that even when the section is empty.
+func TestStatSectionNameAsPath(t *testing.T) {
+	s := newService(t)
+	putFiles(t, s, "w", workbench.SeedFile{Path: "outputs/a.txt", ContentType: "text/plain", Body: []byte("a")})
+	for _, in := range []string{`{"id":"w","path":"logs"}`, `{"id":"w","section":null,"path":"logs"}`} {
+		r, ok := call(t, s, "workbench_stat", in)
+		wantToolError(t, r, ok, "NotFound", false, "path not found: logs", map[string]any{"path": "logs"})
+	}
+	r := mustCall(t, s, "workbench_stat", `{"id":"w","section":"logs"}`)
+	wantMembers(t, r["card"].(map[string]any), map[string]any{"name": "logs", "section": "logs", "relative_path": nil, "kind": "directory"})
+
+	// With something below it, the path is a directory, shown as asked.
+	r = mustCall(t, s, "workbench_stat", `{"id":"w","path":"outputs"}`)
+	wantMembers(t, r, map[string]any{"section": nil, "relative_path": "outputs", "path": "/agents/test/wb/w/outputs"})
+	wantMembers(t, r["card"].(map[string]any), map[string]any{"name": "outputs", "section": nil, "relative_path": "outputs",
+		"kind": "directory", "path": "/agents/test/wb/w/outputs", "size_bytes": nil, "generation": nil})
 }

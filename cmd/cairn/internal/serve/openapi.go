@@ -11,8 +11,10 @@ import (
 // openAPI builds the OpenAPI 3.1 document of the server from the tools'
 // own input schemas (workbench.InputSchema), the same the tools validate
 // with, so the document cannot drift from what the server accepts.
-// secured says whether the server requires bearer tokens.
-func openAPI(secured bool) []byte {
+// secured says whether the server requires bearer tokens; mcp whether it
+// mounts an MCP endpoint (Options.MCP), whose route is documented only
+// then, since without it the route answers RouteNotFound.
+func openAPI(secured, mcp bool) []byte {
 	envelopeRef := map[string]any{"$ref": "#/components/schemas/ErrorEnvelope"}
 	errorResponse := func(desc string) map[string]any {
 		return map[string]any{
@@ -66,6 +68,9 @@ func openAPI(secured bool) []byte {
 		}
 		paths["/v1/agents/{agent_id}/tools/"+tool] = map[string]any{"post": op}
 	}
+	if mcp {
+		paths["/v1/agents/{agent_id}/mcp"] = map[string]any{"post": mcpOperation(agentParam, errorResponse, secured)}
+	}
 	plain := func(summary, desc, ctype string) map[string]any {
 		return map[string]any{"get": map[string]any{
 			"summary":  summary,
@@ -118,4 +123,52 @@ func openAPI(secured bool) []byte {
 		panic("serve: marshal OpenAPI document: " + err.Error())
 	}
 	return out
+}
+
+// mcpOperation is the POST of the MCP endpoint: one JSON-RPC 2.0 message
+// of the streamable-HTTP transport, answered with one
+// application/json body (docs/api.md, section MCP). Tool errors are
+// results, and requests cairn does not serve are JSON-RPC errors; only
+// what the server itself refuses before the endpoint (the agent, the
+// token, the body's size) is the error envelope.
+func mcpOperation(agentParam map[string]any, errorResponse func(string) map[string]any, secured bool) map[string]any {
+	message := map[string]any{
+		"type":        "object",
+		"description": "A JSON-RPC 2.0 request or notification. Methods served: initialize (or server/discover), ping, tools/list and tools/call; the tools are the 18 routes above, with the same input schemas.",
+		"required":    []string{"jsonrpc", "method"},
+		"properties": map[string]any{
+			"jsonrpc": map[string]any{"const": "2.0"},
+			"id":      map[string]any{"type": []string{"string", "integer"}},
+			"method":  map[string]any{"type": "string"},
+			"params":  map[string]any{"type": "object"},
+		},
+	}
+	jsonRPC := func(desc string) map[string]any {
+		return map[string]any{
+			"description": desc,
+			"content":     map[string]any{"application/json": map[string]any{"schema": map[string]any{"type": "object"}}},
+		}
+	}
+	responses := map[string]any{
+		"200": jsonRPC("The JSON-RPC response. A tool's answer, success or error, is a tools/call result (isError true for an error); a method not served or bad params is a JSON-RPC error."),
+		"202": map[string]any{"description": "A notification or a response, accepted; no body."},
+		"400": jsonRPC("A body that is not JSON (-32700) or not a JSON-RPC 2.0 message (-32600), a request without the transport's Accept header, or an agent id that cannot form a root (the error envelope)."),
+		"404": errorResponse("An agent this server does not serve (the error envelope)."),
+		"413": map[string]any{"description": "A body longer than the largest tool input plus the JSON-RPC framing, refused unread."},
+		"415": map[string]any{"description": "A body that is not application/json."},
+		"503": errorResponse("The server is shutting down (the error envelope)."),
+	}
+	if secured {
+		responses["401"] = errorResponse("A missing or wrong bearer token.")
+	}
+	return map[string]any{
+		"operationId": "mcp",
+		"summary":     "The agent's MCP endpoint (streamable HTTP, stateless, no streaming).",
+		"parameters":  []any{agentParam},
+		"requestBody": map[string]any{
+			"required": true,
+			"content":  map[string]any{"application/json": map[string]any{"schema": message}},
+		},
+		"responses": responses,
+	}
 }

@@ -3,7 +3,9 @@ package serve_test
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 
 	"github.com/cairnstore/cairn/bucket/mem"
@@ -99,4 +101,81 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 	xs, _ := json.Marshal(x)
 	ys, _ := json.Marshal(y)
 	return bytes.Equal(xs, ys)
+}
+
+// TestOpenAPIMCP: a server with an MCP endpoint documents its route, a
+// POST of a JSON-RPC message for one agent, behind the same bearer
+// scheme; one without the endpoint (the route answers RouteNotFound)
+// does not.
+func TestOpenAPIMCP(t *testing.T) {
+	mcp := func(serve.CallFunc) http.Handler { return http.NotFoundHandler() }
+	type operation struct {
+		OperationID string `json:"operationId"`
+		Parameters  []struct {
+			Name, In string
+			Required bool
+		}
+		RequestBody struct {
+			Required bool
+			Content  map[string]struct {
+				Schema struct {
+					Type       string
+					Required   []string
+					Properties map[string]any
+				}
+			}
+		} `json:"requestBody"`
+		Responses map[string]any
+	}
+	type document struct {
+		Paths map[string]map[string]*operation
+	}
+	for _, tc := range []struct {
+		name    string
+		opts    serve.Options
+		want    bool
+		secured bool
+	}{
+		{"secured", serve.Options{Tokens: map[string]string{"a1": "t"}, MCP: mcp}, true, true},
+		{"loopback", serve.Options{MCP: mcp}, true, false},
+		{"no MCP", serve.Options{}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newServer(t, mem.NewBucket(), tc.opts).Handler()
+			got := do(h, httptest.NewRequest("GET", "/openapi.json", nil))
+			var doc document
+			if err := json.Unmarshal(got.body, &doc); err != nil {
+				t.Fatal(err)
+			}
+			p, ok := doc.Paths["/v1/agents/{agent_id}/mcp"]
+			if ok != tc.want {
+				t.Fatalf("MCP route documented %v, want %v", ok, tc.want)
+			}
+			if want := len(workbench.Tools()) + 4 + len(p); len(doc.Paths) != want {
+				t.Errorf("%d paths, want %d", len(doc.Paths), want)
+			}
+			if !tc.want {
+				return
+			}
+			post := p["post"]
+			if post == nil || len(p) != 1 {
+				t.Fatalf("MCP route operations %v, want only post", p)
+			}
+			if post.OperationID != "mcp" || len(post.Parameters) != 1 || post.Parameters[0].Name != "agent_id" || post.Parameters[0].In != "path" || !post.Parameters[0].Required {
+				t.Errorf("MCP operation %+v", post)
+			}
+			body := post.RequestBody.Content["application/json"].Schema
+			if !post.RequestBody.Required || body.Type != "object" || !slices.Equal(body.Required, []string{"jsonrpc", "method"}) || body.Properties["params"] == nil {
+				t.Errorf("MCP request body %+v", post.RequestBody)
+			}
+			for _, st := range []string{"200", "400", "404", "413"} {
+				if post.Responses[st] == nil {
+					t.Errorf("MCP: no %s response", st)
+				}
+			}
+			if (post.Responses["401"] != nil) != tc.secured {
+				t.Errorf("MCP: 401 response %v, secured %v", post.Responses["401"], tc.secured)
+			}
+		})
+	}
 }

@@ -283,6 +283,48 @@ func TestRoutesAndMethods(t *testing.T) {
 	}
 }
 
+// TestNonCanonicalPathsAre400: a path with a "." or ".." segment, or an
+// empty one, is refused with 400 (InvalidArguments, details {path}), not
+// redirected to its cleaned form as Go's ServeMux would (307): an agent id
+// ".." cannot form a root (docs/api.md), and a redirect would send the
+// call, and its token, to another route or agent. Nothing is created.
+func TestNonCanonicalPathsAre400(t *testing.T) {
+	for _, opts := range []serve.Options{{}, {Tokens: map[string]string{"a1": "t"}}} {
+		b := mem.NewBucket()
+		h := newServer(t, b, opts).Handler()
+		for _, p := range []string{
+			"/v1/agents/../tools/workbench_create",
+			"/v1/agents/./tools/workbench_create",
+			"/v1/agents/a2/../a1/tools/workbench_create",
+			"/v1/agents//tools/workbench_create",
+			"/v1/agents/a1/tools/../tools/workbench_create",
+			"/v1/agents/../mcp",
+			"/v1/agents/a1/./mcp",
+			"/./healthz",
+			"//openapi.json",
+		} {
+			req := httptest.NewRequest("POST", p, strings.NewReader(`{"id":"wb"}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer t")
+			got := do(h, req)
+			if got.status != 400 || code(t, got.body) != workbench.CodeInvalidArguments || got.header.Get("Location") != "" {
+				t.Errorf("POST %s: %d %s (Location %q), want 400 InvalidArguments", p, got.status, got.body, got.header.Get("Location"))
+			}
+			var env struct{ Details map[string]any }
+			if err := json.Unmarshal(got.body, &env); err != nil || env.Details["path"] != p {
+				t.Errorf("POST %s: details %v, want path", p, env.Details)
+			}
+		}
+		// The canonical forms still route.
+		if got := post(t, h, "a1", "workbench_create", `{"id":"wb"}`, "Authorization", "Bearer t"); got.status != 200 {
+			t.Fatalf("create: %d %s", got.status, got.body)
+		}
+		if got := do(h, httptest.NewRequest("GET", "/healthz", nil)); got.status != 200 {
+			t.Fatalf("healthz: %d %s", got.status, got.body)
+		}
+	}
+}
+
 // TestIdleAgentsClose: an agent's engine closes after the idle period,
 // not while a request holds it, and opens again on the next request.
 func TestIdleAgentsClose(t *testing.T) {

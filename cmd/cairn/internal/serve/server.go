@@ -11,8 +11,10 @@ import (
 	"mime"
 	"net/http"
 	"os"
+	"path"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -110,7 +112,7 @@ func New(b bucket.Bucket, opts Options) *Server {
 	for agent, tok := range opts.Tokens {
 		s.tokens[agent] = sha256.Sum256([]byte(tok))
 	}
-	s.openapi = openAPI(len(s.tokens) > 0)
+	s.openapi = openAPI(len(s.tokens) > 0, opts.MCP != nil)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/agents/{agent_id}/tools/{tool_name}", s.method(http.MethodPost, s.serveTool))
 	mux.HandleFunc("/v1/agents/{agent_id}/mcp", s.serveMCP)
@@ -121,8 +123,40 @@ func New(b bucket.Bucket, opts Options) *Server {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &workbench.Error{Code: CodeRouteNotFound, Message: "no route " + r.URL.Path, Details: map[string]any{"path": r.URL.Path}})
 	})
-	s.handler = s.observe(mux)
+	s.handler = s.observe(canonicalPaths(mux))
 	return s
+}
+
+// canonicalPaths refuses a request whose path is not canonical (a "." or
+// ".." segment, or an empty one from repeated slashes) with 400
+// InvalidArguments, details {path}, where ServeMux would redirect it to
+// the cleaned path (307): "/v1/agents/../tools/T" would otherwise be sent
+// on to another route, and "/v1/agents/a2/../a1/..." to another agent.
+// An agent id "." or ".." cannot form a root, which is 400 in any case.
+func canonicalPaths(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.EscapedPath(); r.Method != http.MethodConnect && !canonicalPath(p) {
+			writeError(w, &workbench.Error{Code: workbench.CodeInvalidArguments,
+				Message: "request path " + p + " is not canonical: it has a '.', '..' or empty segment",
+				Details: map[string]any{"path": p}})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// canonicalPath reports whether p is what ServeMux's cleaning leaves
+// unchanged: absolute, with no ".", ".." or empty segment (a trailing
+// slash is kept).
+func canonicalPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	c := path.Clean(p)
+	if c != "/" && strings.HasSuffix(p, "/") {
+		c += "/"
+	}
+	return c == p
 }
 
 // Handler returns the server's HTTP handler.
