@@ -158,9 +158,11 @@ func walkKeys(t testing.TB, b bucket.Bucket, layout shards.Layout, root digest.H
 }
 
 // TestWalkFindsWhatCheckReads: on a small Workbench store with every
-// kind of object and a held root, Walk reports exactly the engine objects
-// a strict head.Check fetches, and exactly the blocks of the bodies that
-// are not inline; a store of inline bodies only has no block.
+// kind of object and a held root, head.Walk with the Workbench's Refs
+// (as the sweep and pin verify walk) reports exactly the engine objects
+// a strict head.Check fetches (a verifying walk without Refs), whether
+// it verifies or not, and exactly the blocks of the bodies that are not
+// inline; a store of inline bodies only has no block.
 func TestWalkFindsWhatCheckReads(t *testing.T) {
 	ctx := context.Background()
 	b := mem.NewBucket()
