@@ -105,10 +105,12 @@ type WalkOptions struct {
 	// its hash (and decodes it), a block's slice against its digest. It
 	// also checks every object against the reference that named it, as
 	// Check does: a table's size, family, shard count and record count
-	// against its root's FamilyRef; a shard object's or a page index's
-	// size and record count against its table entry; each page's size,
-	// record count and key range against each index that names it
-	// (shards.Index.CheckPage); a delta segment's size, record count and
+	// against its root's FamilyRef; a shard object's size and record
+	// count against every table entry that names it, a page index's
+	// against its table entry; each page's size, record count and key
+	// range against every index that names it (shards.Index.CheckPage:
+	// fetched once, each later reference is checked against its
+	// shards.PageSummary); a delta segment's size, record count and
 	// sequence against its root's DeltaRef. Such a disagreement is
 	// ErrInconsistent (a page's is also bucket.ErrIntegrity), told to
 	// OnError like a damaged object; the walk still follows what the
