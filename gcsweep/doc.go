@@ -1,20 +1,23 @@
-// Package gcsweep owns garbage collection of one logical shard: the walk
-// of everything a root reaches (Walk), the pins that keep roots (ListPins)
-// and the mark-and-sweep that deletes what nothing keeps (Sweep).
+// Package gcsweep owns garbage collection of one logical shard: the pins
+// that keep roots (ListPins) and the mark-and-sweep that deletes what
+// nothing keeps (Sweep).
 //
-// It reads the engine's objects through packages shards and roots and
-// knows no product family: what a record references outside the engine
-// (the Workbench's artifact blocks) is told to it as a Refs function.
+// It reads the engine's objects through the engine's one graph walker
+// (head.Walk, head.Walker) and knows no product family: what a record
+// references outside the engine (the Workbench's artifact blocks) is
+// told to it as a head.Refs function.
 //
 // # The walk
 //
-// Walk visits a root, every root its holds name (one level: the holds of
-// a held root keep nothing, roots.Root.KeptHolds), their tables, delta
-// segments, shard objects, page indexes and pages, and the blocks Refs
-// finds in their records. Each distinct object is reported once. A table
-// entry carried inline is not an object; its records are still read.
-// Without WalkOptions.Verify the walk fetches only what it must decode;
-// with it, every object, each checked against its hash or digest.
+// The walk (head.Walk) visits a root, every root its holds name (one
+// level: the holds of a held root keep nothing, roots.Root.KeptHolds),
+// their tables, delta segments, shard objects, page indexes and pages,
+// and the blocks Refs finds in their records. Each distinct object is
+// reported once. A table entry carried inline is not an object; its
+// records are still read. The sweep's mark walks without
+// head.WalkOptions.Verify, fetching only what it must decode; pin verify
+// walks with it, checking every object against its hash or digest and
+// against the reference that named it, as head.Check and fsck do.
 //
 // # Pins
 //
@@ -48,7 +51,8 @@
 // PinHead pins a store's current head, CreatePin and DeletePin write and
 // remove pins (create-only: a pin is never replaced), ReadPin and
 // ListPins read them. VerifyPin walks a pinned root with Verify and
-// reports every missing or damaged object, going on past each. CopyPin
+// reports every missing, damaged or inconsistent object, going on past
+// each. CopyPin
 // first checks that the destination would take it (no head naming
 // another root, no other pin of that name; a refused copy writes
 // nothing), then copies what a pinned root reaches to another bucket,

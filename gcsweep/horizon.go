@@ -121,7 +121,7 @@ func (s *sweeper) markHead(ctx context.Context, h *head.Head) error {
 		return nil // no root: nothing committed to keep
 	}
 	root := h.RootHash()
-	if err := s.w.walk(ctx, []digest.Hash{root}); err != nil {
+	if err := s.w.Walk(ctx, root); err != nil {
 		return fmt.Errorf("gcsweep: head %d: %w", h.Sequence, err)
 	}
 	s.keep(root, KeptHead)
@@ -152,7 +152,7 @@ func (s *sweeper) markHead(ctx context.Context, h *head.Head) error {
 			s.times[key] = a.ModTime
 			s.mu.Unlock()
 		}
-		if err := s.w.walk(ctx, []digest.Hash{parent}); err != nil {
+		if err := s.w.Walk(ctx, parent); err != nil {
 			return fmt.Errorf("gcsweep: root %s, parent of %s: %w", parent, child, err)
 		}
 		s.keep(parent, KeptGrace)

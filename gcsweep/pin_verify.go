@@ -9,24 +9,30 @@ import (
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/shards"
 )
 
 // Checking what a pin keeps.
 
-// Problem is one object a pinned root reaches that is not intact.
+// Problem is one object a pinned root reaches that is not intact, or
+// that disagrees with the reference that named it
+// (head.ErrInconsistent).
 type Problem struct {
-	Object  Object
+	Object  head.Object
 	Missing bool  // not in the bucket; otherwise its bytes are wrong
 	Err     error // what reading, checking or decoding it said
 }
 
 func (p Problem) String() string {
 	s := fmt.Sprintf("damaged %s %s: %v", p.Object.Kind, p.Object.Key, p.Err)
-	if p.Missing {
+	switch {
+	case p.Missing:
 		s = fmt.Sprintf("missing %s %s", p.Object.Kind, p.Object.Key)
+	case errors.Is(p.Err, head.ErrInconsistent):
+		return fmt.Sprintf("inconsistent %s %s: %v", p.Object.Kind, p.Object.Key, p.Err)
 	}
-	if p.Object.Kind != KindBlock {
+	if p.Object.Kind != head.KindBlock {
 		s += " (what it references was not reached)"
 	}
 	return s
@@ -34,7 +40,7 @@ func (p Problem) String() string {
 
 // VerifyReport is what VerifyPin found.
 type VerifyReport struct {
-	Objects  int64 // intact objects the root reaches (inline entries are not objects)
+	Objects  int64 // objects the root reaches that were read whole and hash to their names (inline entries are not objects)
 	Bytes    int64 // their bytes
 	Problems []Problem
 	Elapsed  time.Duration
@@ -65,12 +71,14 @@ func (o *VerifyOptions) fill() {
 }
 
 // VerifyPin reads every object the pinned root reaches, the blocks refs
-// finds in its records included, and checks each against its hash (a
-// block's slice against its digest); engine objects are decoded too.
-// Each missing or damaged object is a Problem, and the walk goes on
-// without what that object would have led to. The error is for a failure
-// to verify at all: the bucket unreachable, ctx ended.
-func VerifyPin(ctx context.Context, b bucket.Bucket, layout shards.Layout, p Pin, refs Refs, opts VerifyOptions) (VerifyReport, error) {
+// finds in its records included, and checks each as a verifying walk
+// does (head.WalkOptions.Verify), the checks head.Check and fsck make:
+// against its hash (a block's slice against its digest), decoded, and
+// against the reference that named it. Each missing, damaged or
+// inconsistent object is a Problem; the walk goes on without what a
+// missing or damaged object would have led to. The error is for a
+// failure to verify at all: the bucket unreachable, ctx ended.
+func VerifyPin(ctx context.Context, b bucket.Bucket, layout shards.Layout, p Pin, refs head.Refs, opts VerifyOptions) (VerifyReport, error) {
 	rep, err := VerifyRoot(ctx, b, layout, p.RootHash, refs, opts)
 	if err != nil {
 		return rep, fmt.Errorf("pin %s: %w", p.Name, err)
@@ -82,14 +90,14 @@ func VerifyPin(ctx context.Context, b bucket.Bucket, layout shards.Layout, p Pin
 // root reaches, blocks included, and checks each; each missing or damaged
 // object is a Problem. Recovery (cairn recover) verifies the root it
 // would make current with it.
-func VerifyRoot(ctx context.Context, b bucket.Bucket, layout shards.Layout, root digest.Hash, refs Refs, opts VerifyOptions) (VerifyReport, error) {
+func VerifyRoot(ctx context.Context, b bucket.Bucket, layout shards.Layout, root digest.Hash, refs head.Refs, opts VerifyOptions) (VerifyReport, error) {
 	opts.fill()
 	start := time.Now()
 	var rep VerifyReport
-	walk := WalkOptions{
+	walk := head.WalkOptions{
 		Verify:      true,
 		Concurrency: opts.Concurrency,
-		OnError: func(o Object, err error) error {
+		OnError: func(o head.Object, err error) error {
 			if ctx.Err() != nil || unreachable(err) {
 				return err // not a finding: the check could not be made
 			}
@@ -97,7 +105,7 @@ func VerifyRoot(ctx context.Context, b bucket.Bucket, layout shards.Layout, root
 			return nil
 		},
 	}
-	err := Walk(ctx, b, layout, root, refs, walk, func(o Object) error {
+	err := head.Walk(ctx, b, layout, root, refs, walk, func(o head.Object) error {
 		rep.Objects++
 		rep.Bytes += o.Size
 		opts.Progress(o.Size)

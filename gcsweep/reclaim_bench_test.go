@@ -74,8 +74,8 @@ func BenchmarkReclamation(b *testing.B) {
 	seq := sequenceOf(b, raw, layout)
 	before := tallyBucket(b, raw)
 	var live gcsweep.Tally
-	if err := gcsweep.Walk(ctx, raw, layout, headRoot(b, raw, layout), workbench.BlockRefs,
-		gcsweep.WalkOptions{RefFamilies: workbench.BlockRefFamilies}, func(o gcsweep.Object) error {
+	if err := head.Walk(ctx, raw, layout, headRoot(b, raw, layout), workbench.BlockRefs,
+		head.WalkOptions{RefFamilies: workbench.BlockRefFamilies}, func(o head.Object) error {
 			live.Objects++
 			live.Bytes += o.Size
 			return nil

@@ -124,7 +124,7 @@ func readRoots(ctx context.Context, b bucket.Bucket, layout shards.Layout, objs 
 func (s *sweeper) checkRollback(ctx context.Context, pins []Pin) error {
 	var unmarked []bucket.Attrs
 	for _, o := range s.objs {
-		if o.class == ClassRoot && !s.w.marked(o.Key) {
+		if o.class == ClassRoot && !s.w.Reached(o.Key) {
 			unmarked = append(unmarked, o.Attrs)
 		}
 	}

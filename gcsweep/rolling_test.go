@@ -28,7 +28,7 @@ func liveKeys(t *testing.T, s *workbench.Service, root digest.Hash) map[string]b
 		t.Fatal(err)
 	}
 	keys := map[string]bool{}
-	err = gcsweep.Walk(ctx, s.Store().Bucket(), s.Store().Layout(), root, refs, gcsweep.WalkOptions{}, func(o gcsweep.Object) error {
+	err = head.Walk(ctx, s.Store().Bucket(), s.Store().Layout(), root, refs, head.WalkOptions{}, func(o head.Object) error {
 		keys[o.Key] = true
 		return nil
 	})

@@ -38,7 +38,8 @@ import (
 //
 // # What is kept
 //
-// Sweep marks, with Walk, everything reachable from
+// Sweep marks, with the engine's walker (head.Walker), everything
+// reachable from
 //
 //   - the current head's root, and every root its holds name (snapshots,
 //     operations in flight);
@@ -88,6 +89,9 @@ const (
 	// default: a day, as long as a client may reasonably retry a request
 	// with the same Idempotency-Key.
 	DefaultIdempotencyRetention = 24 * time.Hour
+	// DefaultConcurrency is the default of Options.Concurrency and
+	// VerifyOptions.Concurrency: the walk's (head.DefaultWalkConcurrency).
+	DefaultConcurrency = head.DefaultWalkConcurrency
 	// maxRemarks bounds how often a sweep marks a head that moved.
 	maxRemarks = 8
 )
@@ -145,9 +149,9 @@ type Options struct {
 	// DefaultConcurrency.
 	Concurrency int
 	// Refs and RefFamilies name the objects outside the engine the
-	// product's records keep (see Walk). Without Refs no artifact block
-	// is reachable, so blocks are never deleted.
-	Refs        Refs
+	// product's records keep (see head.Walk). Without Refs no artifact
+	// block is reachable, so blocks are never deleted.
+	Refs        head.Refs
 	RefFamilies []shards.Family
 	// Marker, if set, is the schema marker the head must carry
 	// (ErrMarker otherwise): the product's, so that a shard of another
@@ -247,7 +251,7 @@ type Report struct {
 	RootsChecked int        `json:"roots_checked"`
 	StoreNow     time.Time  `json:"store_now"`
 	ClockSkew    Duration   `json:"clock_skew"` // the store's clock minus this machine's
-	Live         Tally      `json:"live"`       // everything marked (what Walk reached), listed or not
+	Live         Tally      `json:"live"`       // everything marked (what the walk reached), listed or not
 	Scanned      Tally      `json:"scanned"`
 	Reachable    Tally      `json:"kept_reachable"`
 	Young        Tally      `json:"kept_within_grace"`
@@ -379,7 +383,7 @@ type sweeper struct {
 	times   map[string]time.Time // listed key → store time
 	keeps   []listedKeep
 
-	w       *walker
+	w       *head.Walker
 	parents map[digest.Hash]digest.Hash  // every root the walk decoded → its parent
 	decoded map[digest.Hash]*roots.Root  // every root the walk decoded
 	kept    map[digest.Hash]map[Why]bool // the roots kept in their own right, and why (keep)
@@ -437,16 +441,16 @@ func (s *sweeper) run(ctx context.Context) error {
 		return err
 	}
 	s.progress(Progress{Phase: PhaseMark, Start: true})
-	s.w = newWalker(s.b, s.layout, s.opts.Refs, WalkOptions{RefFamilies: s.opts.RefFamilies, Concurrency: s.opts.Concurrency}, s.live)
 	s.parents = map[digest.Hash]digest.Hash{}
 	s.decoded = map[digest.Hash]*roots.Root{}
 	s.kept = map[digest.Hash]map[Why]bool{}
-	s.w.onRoot = s.sawRoot
+	s.w = head.NewWalker(s.b, s.layout, s.opts.Refs, head.WalkOptions{
+		RefFamilies: s.opts.RefFamilies, Concurrency: s.opts.Concurrency, OnRoot: s.sawRoot}, s.live)
 	if err := s.markHead(ctx, hd); err != nil {
 		return err
 	}
 	for _, p := range pins {
-		if err := s.w.walk(ctx, []digest.Hash{p.RootHash}); err != nil {
+		if err := s.w.Walk(ctx, p.RootHash); err != nil {
 			return fmt.Errorf("gcsweep: pin %s: %w", p.Name, err)
 		}
 		s.keep(p.RootHash, KeptPinned)
@@ -454,7 +458,7 @@ func (s *sweeper) run(ctx context.Context) error {
 	}
 	for _, k := range s.keeps {
 		if !s.stale(k.attrs) {
-			if err := s.w.walk(ctx, []digest.Hash{k.RootHash}); err != nil {
+			if err := s.w.Walk(ctx, k.RootHash); err != nil {
 				return fmt.Errorf("gcsweep: keep %s: %w", k.Key, err)
 			}
 			s.keep(k.RootHash, KeptKept)
@@ -632,7 +636,7 @@ func isLowerHex(s string, n int) bool {
 }
 
 // live counts a marked object.
-func (s *sweeper) live(o Object) error {
+func (s *sweeper) live(o head.Object) error {
 	s.rep.Live.add(o.Size)
 	s.progress(Progress{Phase: PhaseMark, Objects: 1, Bytes: o.Size})
 	return nil
@@ -723,7 +727,7 @@ func (s *sweeper) sweep(ctx context.Context) error {
 				doomed = append(doomed, o)
 				continue
 			}
-		case s.w.marked(o.Key):
+		case s.w.Reached(o.Key):
 			s.rep.Reachable.add(o.Size)
 		case o.ModTime.IsZero() || s.horizon.IsZero():
 			s.rep.UnknownAge.add(o.Size)

@@ -15,7 +15,6 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/bucket/mem"
-	"github.com/cairnstore/cairn/gcsweep"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/manifests"
 	"github.com/cairnstore/cairn/roots"
@@ -135,14 +134,14 @@ func headRoot(t testing.TB, b bucket.Bucket, layout shards.Layout) digest.Hash {
 
 // walkKeys walks root and returns the keys of engine objects and of
 // blocks it reports, by kind.
-func walkKeys(t testing.TB, b bucket.Bucket, layout shards.Layout, root digest.Hash, verify bool) (engine, blocks map[string]bool, kinds map[gcsweep.Kind]int) {
+func walkKeys(t testing.TB, b bucket.Bucket, layout shards.Layout, root digest.Hash, verify bool) (engine, blocks map[string]bool, kinds map[head.Kind]int) {
 	t.Helper()
-	engine, blocks, kinds = map[string]bool{}, map[string]bool{}, map[gcsweep.Kind]int{}
-	err := gcsweep.Walk(context.Background(), b, layout, root, workbench.BlockRefs,
-		gcsweep.WalkOptions{Verify: verify, RefFamilies: workbench.BlockRefFamilies},
-		func(o gcsweep.Object) error {
+	engine, blocks, kinds = map[string]bool{}, map[string]bool{}, map[head.Kind]int{}
+	err := head.Walk(context.Background(), b, layout, root, workbench.BlockRefs,
+		head.WalkOptions{Verify: verify, RefFamilies: workbench.BlockRefFamilies},
+		func(o head.Object) error {
 			set := engine
-			if o.Kind == gcsweep.KindBlock {
+			if o.Kind == head.KindBlock {
 				set = blocks
 			}
 			if set[o.Key] {
@@ -159,9 +158,11 @@ func walkKeys(t testing.TB, b bucket.Bucket, layout shards.Layout, root digest.H
 }
 
 // TestWalkFindsWhatCheckReads: on a small Workbench store with every
-// kind of object and a held root, Walk reports exactly the engine objects
-// a strict head.Check fetches, and exactly the blocks of the bodies that
-// are not inline; a store of inline bodies only has no block.
+// kind of object and a held root, head.Walk with the Workbench's Refs
+// (as the sweep and pin verify walk) reports exactly the engine objects
+// a strict head.Check fetches (a verifying walk without Refs), whether
+// it verifies or not, and exactly the blocks of the bodies that are not
+// inline; a store of inline bodies only has no block.
 func TestWalkFindsWhatCheckReads(t *testing.T) {
 	ctx := context.Background()
 	b := mem.NewBucket()
@@ -196,7 +197,7 @@ func TestWalkFindsWhatCheckReads(t *testing.T) {
 		if !maps.Equal(engine, rec.gets) {
 			t.Errorf("verify %v: walk and Check differ:\nonly walk: %v\nonly Check: %v", verify, minus(engine, rec.gets), minus(rec.gets, engine))
 		}
-		for _, k := range []gcsweep.Kind{gcsweep.KindRoot, gcsweep.KindTable, gcsweep.KindDelta, gcsweep.KindShard, gcsweep.KindIndex, gcsweep.KindPage} {
+		for _, k := range []head.Kind{head.KindRoot, head.KindTable, head.KindDelta, head.KindShard, head.KindIndex, head.KindPage} {
 			if kinds[k] == 0 {
 				t.Errorf("verify %v: no %s reached; the store should have every kind (%v)", verify, k, kinds)
 			}
@@ -237,12 +238,12 @@ func TestWalkReportsMissingAndCorrupt(t *testing.T) {
 	if err := b.Delete(ctx, block, bucket.Unconditional); err != nil {
 		t.Fatal(err)
 	}
-	err := gcsweep.Walk(ctx, b, layout, root, workbench.BlockRefs, gcsweep.WalkOptions{Verify: true}, func(gcsweep.Object) error { return nil })
+	err := head.Walk(ctx, b, layout, root, workbench.BlockRefs, head.WalkOptions{Verify: true}, func(head.Object) error { return nil })
 	if !errors.Is(err, bucket.ErrNotExist) {
 		t.Fatalf("walk with a missing block: %v", err)
 	}
 	// Without Verify a block is not fetched: the walk cannot see it.
-	if err := gcsweep.Walk(ctx, b, layout, root, workbench.BlockRefs, gcsweep.WalkOptions{}, func(gcsweep.Object) error { return nil }); err != nil {
+	if err := head.Walk(ctx, b, layout, root, workbench.BlockRefs, head.WalkOptions{}, func(head.Object) error { return nil }); err != nil {
 		t.Fatalf("walk without verify: %v", err)
 	}
 
@@ -272,11 +273,11 @@ func TestWalkReportsMissingAndCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	var failed []string
-	err = gcsweep.Walk(ctx, b, layout, root, workbench.BlockRefs, gcsweep.WalkOptions{Verify: true,
-		OnError: func(o gcsweep.Object, err error) error {
+	err = head.Walk(ctx, b, layout, root, workbench.BlockRefs, head.WalkOptions{Verify: true,
+		OnError: func(o head.Object, err error) error {
 			failed = append(failed, o.Key)
 			return nil
-		}}, func(gcsweep.Object) error { return nil })
+		}}, func(head.Object) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}

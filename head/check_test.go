@@ -287,7 +287,7 @@ func TestCheckFindsCountMismatch(t *testing.T) {
 				if err == nil {
 					t.Fatal("Check passed")
 				}
-				if errors.Is(err, bucket.ErrNotExist) || errors.Is(err, bucket.ErrIntegrity) {
+				if errors.Is(err, bucket.ErrNotExist) || errors.Is(err, bucket.ErrIntegrity) || !errors.Is(err, head.ErrInconsistent) {
 					t.Fatalf("Check = %v, want a count finding", err)
 				}
 			}
@@ -297,8 +297,8 @@ func TestCheckFindsCountMismatch(t *testing.T) {
 	cr := newCraft(t)
 	e := cr.object(idx, cr.records(idx, keys), 2)
 	e.Ref.Size++
-	if err := head.Check(context.Background(), cr.b, cr.layout, cr.root([]roots.Entry{e}, nil), head.CheckOptions{}); err == nil {
-		t.Fatal("Check passed a shard whose size disagrees with its table")
+	if err := head.Check(context.Background(), cr.b, cr.layout, cr.root([]roots.Entry{e}, nil), head.CheckOptions{}); !errors.Is(err, head.ErrInconsistent) {
+		t.Fatalf("Check = %v for a shard whose size disagrees with its table", err)
 	}
 }
 
@@ -495,19 +495,26 @@ func TestCheckDeltas(t *testing.T) {
 		t.Fatalf("corrupt delta read: %v", err)
 	}
 
-	// A root that names a real delta under the wrong record count.
-	lying := *r
-	lying.Deltas = append([]roots.DeltaRef(nil), r.Deltas...)
-	lying.Deltas[1].Ref.Count++
-	lb, lref, err := lying.Encode(layout.Schema())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Put(ctx, layout.Root(lref.Hash), lb, bucket.Unconditional); err != nil {
-		t.Fatal(err)
-	}
-	if err := head.Check(ctx, b, layout, lref.Hash, head.CheckOptions{}); err == nil || !strings.Contains(err.Error(), "root says") {
-		t.Fatalf("delta with a wrong count: %v", err)
+	// A root that names a real delta under the wrong record count, or
+	// at another sequence (the newest one's, one later, in a root one
+	// later).
+	for name, lie := range map[string]func(*roots.Root){
+		"count":    func(r *roots.Root) { r.Deltas[1].Ref.Count++ },
+		"sequence": func(r *roots.Root) { r.Sequence++; r.Deltas[0].Sequence++ },
+	} {
+		lying := *r
+		lying.Deltas = append([]roots.DeltaRef(nil), r.Deltas...)
+		lie(&lying)
+		lb, lref, err := lying.Encode(layout.Schema())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Put(ctx, layout.Root(lref.Hash), lb, bucket.Unconditional); err != nil {
+			t.Fatal(err)
+		}
+		if err := head.Check(ctx, b, layout, lref.Hash, head.CheckOptions{}); !errors.Is(err, head.ErrInconsistent) || !strings.Contains(err.Error(), "root says") {
+			t.Fatalf("delta with a wrong %s: %v", name, err)
+		}
 	}
 
 	if err := b.Delete(ctx, key, bucket.Unconditional); err != nil {

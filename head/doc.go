@@ -124,9 +124,15 @@
 // breaks the rule (ErrWriterRule). An attempt whose staging took longer
 // than MaxAttemptAge is abandoned before its CAS.
 //
-// # Check
+// # The graph walker and Check
 //
-// Check verifies a root's whole reachable graph straight from the bucket,
-// as bbolt's Tx.Check does for its file; Options.Check runs it after every
-// commit, which tests turn on.
+// Walk (and Walker, for several roots) is the one walker of the object
+// graph: the sweep's mark, pin verify and pin copy, fsck and Check all
+// use it, so what the sweep keeps and what a check reads are the same
+// objects. A verifying walk (WalkOptions.Verify) checks every object
+// against its hash and against the reference that named it
+// (ErrInconsistent), and every block a record names (Refs) against its
+// digest. Check is a verifying walk of a root's whole reachable graph
+// straight from the bucket, as bbolt's Tx.Check does for its file;
+// Options.Check runs it after every commit, which tests turn on.
 package head

@@ -63,4 +63,10 @@ var (
 
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("head: store closed")
+
+	// ErrInconsistent: an object that exists, hashes to its name and
+	// decodes disagrees with the reference that named it (its size, record
+	// or shard count, family, sequence, or a page's place in its index).
+	// A verifying walk (WalkOptions.Verify) and Check report it.
+	ErrInconsistent = errors.New("head: object disagrees with its reference")
 )

@@ -168,19 +168,43 @@ func (x *Index) Range(prefix, after []byte) (lo, hi int) {
 // match page i of the index: its family, shard, record count, size, and
 // its keys within the page's range.
 func (x *Index) CheckPage(i int, o *Object) error {
+	return x.CheckPageSummary(i, o.Summary())
+}
+
+// CheckPageSummary is CheckPage of the page s summarizes: a walk that
+// meets one page under several indexes checks it against each without
+// keeping its records.
+func (x *Index) CheckPageSummary(i int, s PageSummary) error {
 	p := x.pages[i]
 	switch {
-	case o.family != x.family || o.shard != x.shard:
-		return fmt.Errorf("shards: page %d of %s/%02x is %s/%02x: %w", i, x.schema.Name(x.family), x.shard, o.name(), o.shard, ErrIntegrity)
-	case o.Len() != int(p.Ref.Count) || o.size != p.Ref.Size:
+	case s.Family != x.family || s.Shard != x.shard:
+		return fmt.Errorf("shards: page %d of %s/%02x is %s/%02x: %w", i, x.schema.Name(x.family), x.shard, x.schema.Name(s.Family), s.Shard, ErrIntegrity)
+	case s.Count != int(p.Ref.Count) || s.Size != p.Ref.Size:
 		return fmt.Errorf("shards: page %d of %s/%02x: %d records of %d bytes, index says %d of %d: %w",
-			i, o.name(), x.shard, o.Len(), o.size, p.Ref.Count, p.Ref.Size, ErrIntegrity)
-	case i > 0 && !bytes.Equal(o.First(), p.First):
-		return fmt.Errorf("shards: page %d of %s/%02x begins at %x, index says %x: %w", i, o.name(), x.shard, o.First(), p.First, ErrIntegrity)
-	case i+1 < len(x.pages) && bytes.Compare(o.Last(), x.pages[i+1].First) >= 0:
-		return fmt.Errorf("shards: page %d of %s/%02x ends at %x, past the next page's %x: %w", i, o.name(), x.shard, o.Last(), x.pages[i+1].First, ErrIntegrity)
+			i, x.schema.Name(s.Family), x.shard, s.Count, s.Size, p.Ref.Count, p.Ref.Size, ErrIntegrity)
+	case i > 0 && !bytes.Equal(s.First, p.First):
+		return fmt.Errorf("shards: page %d of %s/%02x begins at %x, index says %x: %w", i, x.schema.Name(s.Family), x.shard, s.First, p.First, ErrIntegrity)
+	case i+1 < len(x.pages) && bytes.Compare(s.Last, x.pages[i+1].First) >= 0:
+		return fmt.Errorf("shards: page %d of %s/%02x ends at %x, past the next page's %x: %w", i, x.schema.Name(s.Family), x.shard, s.Last, x.pages[i+1].First, ErrIntegrity)
 	}
 	return nil
+}
+
+// PageSummary is what CheckPage reads of a page object: its family and
+// shard index, record count, encoded size, and first and last keys.
+type PageSummary struct {
+	Family      Family
+	Shard       uint8
+	Count       int
+	Size        int64
+	First, Last []byte
+}
+
+// Summary returns the object's PageSummary. Its keys are copies: it does
+// not keep the object's bytes.
+func (o *Object) Summary() PageSummary {
+	return PageSummary{Family: o.family, Shard: o.shard, Count: len(o.recs), Size: o.size,
+		First: bytes.Clone(o.First()), Last: bytes.Clone(o.Last())}
 }
 
 // Encode returns the index's canonical bytes and its reference; Count is

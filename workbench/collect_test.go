@@ -182,7 +182,7 @@ func TestCollectRevisions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := gcsweep.Walk(ctx, b, layout, sn.RootHash(), refs, gcsweep.WalkOptions{Verify: true}, func(gcsweep.Object) error { return nil }); err != nil {
+		if err := head.Walk(ctx, b, layout, sn.RootHash(), refs, head.WalkOptions{Verify: true}, func(head.Object) error { return nil }); err != nil {
 			t.Fatalf("a verifying walk after collection (folded %t): %v", fold, err)
 		}
 	}

@@ -27,11 +27,13 @@ import (
 // the roots their holds name: one level, as the sweep keeps them
 // (roots.Root.KeptHolds); the holds of a held root are not followed.
 //
-// The engine layer is head.Check in strict mode: every object those roots
-// reach exists, hashes to its name, decodes canonically, and agrees with
-// the table or root that names it. Then every object again through
-// gcsweep.Walk, which also fetches every block a manifest row names and
-// checks the row's slice of it against the row's digest.
+// The engine layer is one verifying walk of each of those roots
+// (head.Walk with Verify: the checks of head.Check in strict mode, pin
+// verify and the sweep's mark, made by the same walker): every object
+// those roots reach exists, hashes to its name, decodes canonically, and
+// agrees with the table, index or root that names it; every block a
+// manifest row names is fetched and the row's slice of it checked
+// against the row's digest.
 //
 // The Workbench layer reads the records of each root, and checks the
 // invariants docs/operations.md lists ("What fsck checks"): reference
@@ -291,28 +293,29 @@ func (fk *fsck) unopened(ctx context.Context, start time.Time, pinErr error) (*F
 	return fk.rep, nil
 }
 
-// checkObjects is the engine layer at root h: head.Check, strict, of every
-// object h and the roots its holds name reach; then every object again
-// through gcsweep.Walk, blocks included, each block's slice checked
-// against the digest its manifest row gives. Engine objects that fail
-// the walk were reported by Check, in its words. A block that fails is
-// kept in badBlocks for reportBlocks to judge: the walk reads records as
-// stored, so it also meets the rows of a collected revision that a newer
-// delta of the same root deletes. Objects are counted once across roots.
+// checkObjects is the engine layer at root h: one verifying walk
+// (head.Walk with Verify, the walk head.Check, pin verify and the
+// sweep's mark make) of every object h and the roots its holds name
+// reach, blocks included. Each engine object is checked against its
+// hash, decoded and checked against the reference that named it; each
+// block's slice against the digest its manifest row gives. An engine
+// object that fails is a finding. A block that fails is kept in
+// badBlocks for reportBlocks to judge: the walk reads records as stored,
+// so it also meets the rows of a collected revision that a newer delta
+// of the same root deletes. Objects are counted once across roots.
 func (fk *fsck) checkObjects(ctx context.Context, h digest.Hash) error {
 	b, layout, rep := fk.store.Bucket(), fk.store.Layout(), fk.rep
-	if err := head.Check(ctx, b, layout, h, head.CheckOptions{Strict: true, MaxFindings: fk.opts.MaxFindings}); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		for _, e := range unjoin(err) {
-			fk.add(FsckFinding{Layer: "engine", Root: h.String(), Expected: "a sound object", Found: e.Error()})
-		}
-	}
-	walkOpts := gcsweep.WalkOptions{
+	walkOpts := head.WalkOptions{
 		Verify: true, RefFamilies: BlockRefFamilies,
-		OnError: func(o gcsweep.Object, err error) error {
-			if _, seen := fk.badBlocks[o.Key]; o.Kind == gcsweep.KindBlock && !seen {
+		OnError: func(o head.Object, err error) error {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if o.Kind != head.KindBlock {
+				fk.add(FsckFinding{Layer: "engine", Root: h.String(), Expected: "a sound object", Found: err.Error()})
+				return nil
+			}
+			if _, seen := fk.badBlocks[o.Key]; !seen {
 				fk.badBlocks[o.Key] = FsckFinding{Layer: "block", Root: h.String(),
 					Family: layout.Schema().Name(nokv.FamilyArtifactManifest), Record: "block " + o.Key,
 					Expected: "the block, its bytes matching " + o.Digest, Found: err.Error()}
@@ -320,14 +323,14 @@ func (fk *fsck) checkObjects(ctx context.Context, h digest.Hash) error {
 			return nil
 		},
 	}
-	return gcsweep.Walk(ctx, b, layout, h, BlockRefs, walkOpts, func(o gcsweep.Object) error {
+	return head.Walk(ctx, b, layout, h, BlockRefs, walkOpts, func(o head.Object) error {
 		if fk.objects[o.Key] {
 			return nil
 		}
 		fk.objects[o.Key] = true
 		rep.Objects++
 		rep.Bytes += o.Size
-		if o.Kind == gcsweep.KindBlock {
+		if o.Kind == head.KindBlock {
 			rep.Blocks++
 			rep.BlockBytes += o.Size
 		}
@@ -350,14 +353,6 @@ func (fk *fsck) reportBlocks() {
 			fk.add(fk.badBlocks[k])
 		}
 	}
-}
-
-// unjoin splits the error head.Check joined.
-func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
 }
 
 // fsck is one run of Fsck.

@@ -140,8 +140,8 @@ func liveBlocks(t *testing.T, s *workbench.Service) []string {
 		t.Fatal(err)
 	}
 	var blocks []string
-	err = gcsweep.Walk(ctx, s.Store().Bucket(), s.Store().Layout(), sn.RootHash(), refs, gcsweep.WalkOptions{}, func(o gcsweep.Object) error {
-		if o.Kind == gcsweep.KindBlock {
+	err = head.Walk(ctx, s.Store().Bucket(), s.Store().Layout(), sn.RootHash(), refs, head.WalkOptions{}, func(o head.Object) error {
+		if o.Kind == head.KindBlock {
 			blocks = append(blocks, o.Key)
 		}
 		return nil
@@ -237,8 +237,8 @@ func TestFsckCorruptShardObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	var objs []string
-	err = gcsweep.Walk(ctx, b, s.Store().Layout(), sn.RootHash(), nil, gcsweep.WalkOptions{}, func(o gcsweep.Object) error {
-		if o.Kind == gcsweep.KindShard || o.Kind == gcsweep.KindPage {
+	err = head.Walk(ctx, b, s.Store().Layout(), sn.RootHash(), nil, head.WalkOptions{}, func(o head.Object) error {
+		if o.Kind == head.KindShard || o.Kind == head.KindPage {
 			objs = append(objs, o.Key)
 		}
 		return nil

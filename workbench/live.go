@@ -6,7 +6,6 @@ import (
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/digest"
-	"github.com/cairnstore/cairn/gcsweep"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/shards"
@@ -53,7 +52,7 @@ func liveRevisions(ctx context.Context, sn *head.Snapshot, live map[revisionRef]
 	return nil
 }
 
-// PinBlockRefs returns the gcsweep.Refs to walk a pinned root with, to
+// PinBlockRefs returns the head.Refs to walk a pinned root with, to
 // verify it, copy it or check it before a restore (gcsweep.VerifyPin,
 // gcsweep.CopyPin): BlockRefs, less the rows of every revision that
 // neither the pinned root nor a root its holds name (one level,
@@ -62,7 +61,7 @@ func liveRevisions(ctx context.Context, sn *head.Snapshot, live map[revisionRef]
 // not read (missing, damaged) makes it return BlockRefs itself: the walk
 // then reports what is wrong, and every block a row names is demanded.
 // An error means the bucket could not be read.
-func PinBlockRefs(ctx context.Context, store *head.Store, root digest.Hash) (gcsweep.Refs, error) {
+func PinBlockRefs(ctx context.Context, store *head.Store, root digest.Hash) (head.Refs, error) {
 	live := map[revisionRef]bool{}
 	sn, err := store.At(ctx, root)
 	if err == nil {
@@ -92,8 +91,8 @@ func PinBlockRefs(ctx context.Context, store *head.Store, root digest.Hash) (gcs
 
 // liveBlockRefs is BlockRefs restricted to the rows of the revisions in
 // live.
-func liveBlockRefs(live map[revisionRef]bool) gcsweep.Refs {
-	return func(f shards.Family, key, value []byte) ([]gcsweep.BlockRef, error) {
+func liveBlockRefs(live map[revisionRef]bool) head.Refs {
+	return func(f shards.Family, key, value []byte) ([]head.BlockRef, error) {
 		if f != nokv.FamilyArtifactManifest {
 			return nil, nil
 		}

@@ -212,7 +212,7 @@ func liveGraph(tb testing.TB, b bucket.Bucket, agent string) gcsweep.Tally {
 		tb.Fatal(err)
 	}
 	t := gcsweep.Tally{Objects: 1, Bytes: int64(len(hb))}
-	err = gcsweep.Walk(ctx, b, s.Store().Layout(), sn.RootHash(), workbench.BlockRefs, gcsweep.WalkOptions{}, func(o gcsweep.Object) error {
+	err = head.Walk(ctx, b, s.Store().Layout(), sn.RootHash(), workbench.BlockRefs, head.WalkOptions{}, func(o head.Object) error {
 		t.Objects++
 		t.Bytes += o.Size
 		return nil

@@ -44,10 +44,10 @@ func init() {
 // and --root HASH makes one of them current when the operator knows it
 // was committed. --pin NAME makes the pin's root current.
 //
-// Before it writes, it verifies the chosen root's whole state: the
-// engine's strict Check of every object it reaches, and every block its
-// manifests name against its digest (gcsweep.VerifyRoot, as pin verify
-// does). Any problem refuses the recovery and nothing is written. Then it
+// Before it writes, it verifies the chosen root's whole state with one
+// verifying walk (gcsweep.VerifyRoot, as pin verify does): the checks of
+// the engine's strict Check of every object it reaches, and every block
+// its manifests name against its digest. Any problem refuses the recovery and nothing is written. Then it
 // creates the head, create-only, naming that root with the root's own
 // sequence and nonce and no recent nonces (head.WriteHeadAt). A head that
 // exists is never replaced: recover refuses.
@@ -298,15 +298,8 @@ func (r *recovery) run(ctx context.Context, pinName string, want digest.Hash) in
 		return cmp.Or(cmp.Compare(b.Sequence, a.Sequence), strings.Compare(a.Root, b.Root))
 	})
 
-	// Verify the whole state before anything is written.
-	if err := head.Check(ctx, r.b, layout, chosen, head.CheckOptions{Strict: true}); err != nil {
-		if ctx.Err() != nil || storeError(err) {
-			return r.refuse(err, "root %s could not be checked", chosen)
-		}
-		for _, e := range unjoin(err) {
-			r.out.Problems = append(r.out.Problems, e.Error())
-		}
-	}
+	// Verify the whole state before anything is written: one verifying
+	// walk (the checks of a strict head.Check, and every block).
 	vrep, err := gcsweep.VerifyRoot(ctx, r.b, layout, chosen, workbench.BlockRefs, gcsweep.VerifyOptions{})
 	if err != nil {
 		return r.refuse(err, "root %s could not be verified", chosen)
@@ -346,14 +339,6 @@ func (r *recovery) run(ctx context.Context, pinName string, want digest.Hash) in
 	r.out.Sequence = wrote.Sequence
 	r.out.Head = wrote.Root
 	return exitOK
-}
-
-// unjoin splits an errors.Join error into its parts.
-func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
 }
 
 // storedRoot is a root in the bucket and its object's store time.
