@@ -185,249 +185,8 @@ func (c *rootCheck) scan(ctx context.Context, f shards.Family, fn func(key, valu
 
 // load reads the families the checks use.
 func (c *rootCheck) load(ctx context.Context) (bool, error) {
-	type family struct {
-		f  shards.Family
-		fn func(key, value []byte) error
-	}
-	fams := []family{
-		{nokv.FamilyWorkspaceCurrent, func(key, value []byte) error {
-			k, err := nokv.ParseWorkspaceCurrentKey(key)
-			if err != nil {
-				return err
-			}
-			v, err := nokv.DecodeWorkspaceCurrent(value)
-			if err != nil {
-				return err
-			}
-			c.workspaces[k.WorkbenchID] = wsRow{key, v}
-			return nil
-		}},
-		{nokv.FamilyWorkspaceIncarnationClaim, func(key, value []byte) error {
-			k, err := nokv.ParseWorkspaceIncarnationClaimKey(key)
-			if err != nil {
-				return err
-			}
-			v, err := nokv.DecodeWorkspaceIncarnationClaim(value)
-			if err != nil {
-				return err
-			}
-			c.claims[k.Incarnation] = v.WorkbenchID
-			return nil
-		}},
-		{nokv.FamilyPathCurrent, func(key, value []byte) error {
-			k, err := nokv.ParsePathCurrentKey(key)
-			if err != nil {
-				return err
-			}
-			v, err := nokv.DecodePathEntry(value)
-			if err != nil {
-				return err
-			}
-			c.paths[pathID(k.Incarnation, k.Path)] = pathRow{key, k, v}
-			return nil
-		}},
-		{nokv.FamilyPathDirectory, func(key, value []byte) error {
-			k, err := nokv.ParsePathDirectoryKey(key)
-			if err != nil {
-				return err
-			}
-			if _, err := nokv.DecodePathDirectory(value); err != nil {
-				return err
-			}
-			c.dirs[pathID(k.Incarnation, k.Path)] = dirRow{key, k}
-			return nil
-		}},
-		{nokv.FamilyArtifactRevision, func(key, value []byte) error {
-			k, err := nokv.ParseArtifactRevisionKey(key)
-			if err != nil {
-				return err
-			}
-			v, err := nokv.DecodeArtifactRevision(value)
-			if err != nil {
-				return err
-			}
-			c.revisions[k.Revision] = revRow{key, v}
-			return nil
-		}},
-		{nokv.FamilyArtifactManifest, func(key, value []byte) error {
-			k, err := nokv.ParseArtifactManifestKey(key)
-			if err != nil {
-				return err
-			}
-			v, err := nokv.DecodeArtifactManifestEntry(value)
-			if err != nil {
-				return err
-			}
-			c.manifests[k.Revision] = append(c.manifests[k.Revision], manifestRow{key, k, v})
-			return nil
-		}},
-		{nokv.FamilyRevisionRef, func(key, value []byte) error {
-			k, err := nokv.ParseRevisionRefKey(key)
-			if err != nil {
-				return err
-			}
-			v, err := nokv.DecodeRevisionRef(value)
-			if err != nil {
-				return err
-			}
-			c.refs = append(c.refs, refRow{key, k, v})
-			return nil
-		}},
-		{nokv.FamilyGcCandidate, func(key, value []byte) error {
-			k, err := nokv.ParseGcCandidateKey(key)
-			if err != nil {
-				return err
-			}
-			v, err := nokv.DecodeGcCandidate(value)
-			if err != nil {
-				return err
-			}
-			c.candidates = append(c.candidates, candidateRow{key, k, v})
-			return nil
-		}},
-		{nokv.FamilyCommit, func(key, value []byte) error {
-			k, err := nokv.ParseCommitKey(key)
-			if err != nil {
-				return err
-			}
-			v, err := nokv.DecodeCommit(value)
-			if err != nil {
-				return err
-			}
-			c.commits[k.Commit] = commitRow{key, v}
-			return nil
-		}},
-		{nokv.FamilyCommitMember, func(key, value []byte) error {
-			k, err := nokv.ParseCommitMemberKey(key)
-			if err != nil {
-				return err
-			}
-			v, err := nokv.DecodeCommitMember(value)
-			if err != nil {
-				return err
-			}
-			c.members[k.Commit] = append(c.members[k.Commit], memberRow{key, k, v})
-			return nil
-		}},
-		{nokv.FamilyCommitConsumer, func(key, value []byte) error {
-			k, err := nokv.ParseCommitConsumerKey(key)
-			if err != nil {
-				return err
-			}
-			v, err := nokv.DecodeCommitConsumer(value)
-			if err != nil {
-				return err
-			}
-			c.consumers = append(c.consumers, consumerRow{key, k, v})
-			return nil
-		}},
-		{nokv.FamilyWorkbenchCommitHead, func(key, value []byte) error {
-			k, err := nokv.ParseWorkbenchCommitHeadKey(key)
-			if err != nil {
-				return err
-			}
-			v, err := nokv.DecodeWorkbenchCommitHead(value)
-			if err != nil {
-				return err
-			}
-			c.heads = append(c.heads, headRow{key, k, v})
-			return nil
-		}},
-		{nokv.FamilySnapshotRef, func(key, value []byte) error {
-			k, err := nokv.ParseSnapshotRefKey(key)
-			if err != nil {
-				return err
-			}
-			v, err := nokv.DecodeSnapshotRef(value)
-			if err != nil {
-				return err
-			}
-			if _, dup := c.snapshots[k.Snapshot]; dup {
-				return fmt.Errorf("snapshot id %s is taken twice", k.Snapshot)
-			}
-			c.snapshots[k.Snapshot] = snapshotRow{key, k, v}
-			return nil
-		}},
-		{nokv.FamilySnapshotAlias, func(key, value []byte) error {
-			k, err := nokv.ParseSnapshotAliasKey(key)
-			if err != nil {
-				return err
-			}
-			v, err := nokv.DecodeSnapshotAlias(value)
-			if err != nil {
-				return err
-			}
-			c.aliases = append(c.aliases, aliasRow{key, k, v})
-			return nil
-		}},
-		{nokv.FamilyHistoryHold, func(key, value []byte) error {
-			k, err := nokv.ParseHistoryHoldKey(key)
-			if err != nil {
-				return err
-			}
-			v, err := nokv.DecodeHistoryHold(value)
-			if err != nil {
-				return err
-			}
-			c.holds = append(c.holds, historyHoldRow{key, k, v})
-			return nil
-		}},
-		{nokv.FamilySecondaryIndex, func(key, value []byte) error {
-			k, err := nokv.ParseSecondaryIndexKey(key)
-			if err != nil {
-				return err
-			}
-			v, err := nokv.DecodeSecondaryIndexEntry(value)
-			if err != nil {
-				return err
-			}
-			c.index[string(key)] = indexRow{key, k, v}
-			return nil
-		}},
-	}
-	// Families no check reads yet still have to decode.
-	fams = append(fams,
-		family{nokv.FamilyOperation, func(key, value []byte) error {
-			k, err := nokv.ParseOperationKey(key)
-			if err != nil {
-				return err
-			}
-			switch k.Kind {
-			case nokv.OperationKindPublish:
-				_, err = nokv.DecodePublishOperation(value)
-			case nokv.OperationKindBuildCommit:
-				_, err = nokv.DecodeBuildCommitOperation(value)
-			case nokv.OperationKindCommitRetire:
-				_, err = nokv.DecodeCommitRetireOperation(value)
-			}
-			// Restore and Gc operations have no codec here yet; their
-			// keys parsed.
-			return err
-		}},
-		family{nokv.FamilyStagedObject, func(key, value []byte) error {
-			if _, err := nokv.ParseStagedObjectKey(key); err != nil {
-				return err
-			}
-			_, err := nokv.DecodeStagedObject(value)
-			return err
-		}},
-		family{nokv.FamilyChangeEvent, func(key, value []byte) error {
-			if _, err := nokv.ParseChangeEventKey(key); err != nil {
-				return err
-			}
-			_, err := nokv.DecodeChangeEvent(value)
-			return err
-		}},
-		family{nokv.FamilyLeaseClock, func(key, value []byte) error {
-			if _, err := nokv.ParseLeaseClockKey(key); err != nil {
-				return err
-			}
-			_, err := nokv.DecodeLeaseClock(value)
-			return err
-		}},
-	)
 	complete := true
-	for _, f := range fams {
+	for _, f := range c.families() {
 		ok, err := c.scan(ctx, f.f, f.fn)
 		if err != nil {
 			return false, err
@@ -440,6 +199,149 @@ func (c *rootCheck) load(ctx context.Context) (bool, error) {
 		slices.SortFunc(rows, func(a, b manifestRow) int { return cmpU64(a.k.ObjectIndex, b.k.ObjectIndex) })
 	}
 	return complete, nil
+}
+
+// checkedFamily is a family load reads, with what it does with each
+// record.
+type checkedFamily struct {
+	f  shards.Family
+	fn func(key, value []byte) error
+}
+
+// rows returns the record reader of a family whose key parse decodes and
+// whose value decode decodes: keep receives both with the key's bytes.
+func rows[K, V any](parse func([]byte) (K, error), decode func([]byte) (V, error), keep func(key []byte, k K, v V) error) func(key, value []byte) error {
+	return func(key, value []byte) error {
+		k, err := parse(key)
+		if err != nil {
+			return err
+		}
+		v, err := decode(value)
+		if err != nil {
+			return err
+		}
+		return keep(key, k, v)
+	}
+}
+
+// decodeOnly is the record reader of a family no check reads yet, whose
+// records must still decode.
+func decodeOnly[K, V any](parse func([]byte) (K, error), decode func([]byte) (V, error)) func(key, value []byte) error {
+	return rows(parse, decode, func([]byte, K, V) error { return nil })
+}
+
+// families lists what load reads: each family a check reads, into the
+// maps and lists of c, then the families whose records only have to
+// decode.
+func (c *rootCheck) families() []checkedFamily {
+	return []checkedFamily{
+		{nokv.FamilyWorkspaceCurrent, rows(nokv.ParseWorkspaceCurrentKey, nokv.DecodeWorkspaceCurrent,
+			func(key []byte, k nokv.WorkspaceCurrentKey, v nokv.WorkspaceCurrent) error {
+				c.workspaces[k.WorkbenchID] = wsRow{key, v}
+				return nil
+			})},
+		{nokv.FamilyWorkspaceIncarnationClaim, rows(nokv.ParseWorkspaceIncarnationClaimKey, nokv.DecodeWorkspaceIncarnationClaim,
+			func(_ []byte, k nokv.WorkspaceIncarnationClaimKey, v nokv.WorkspaceIncarnationClaim) error {
+				c.claims[k.Incarnation] = v.WorkbenchID
+				return nil
+			})},
+		{nokv.FamilyPathCurrent, rows(nokv.ParsePathCurrentKey, nokv.DecodePathEntry,
+			func(key []byte, k nokv.PathCurrentKey, v nokv.PathEntry) error {
+				c.paths[pathID(k.Incarnation, k.Path)] = pathRow{key, k, v}
+				return nil
+			})},
+		{nokv.FamilyPathDirectory, rows(nokv.ParsePathDirectoryKey, nokv.DecodePathDirectory,
+			func(key []byte, k nokv.PathDirectoryKey, _ nokv.PathDirectory) error {
+				c.dirs[pathID(k.Incarnation, k.Path)] = dirRow{key, k}
+				return nil
+			})},
+		{nokv.FamilyArtifactRevision, rows(nokv.ParseArtifactRevisionKey, nokv.DecodeArtifactRevision,
+			func(key []byte, k nokv.ArtifactRevisionKey, v nokv.ArtifactRevision) error {
+				c.revisions[k.Revision] = revRow{key, v}
+				return nil
+			})},
+		{nokv.FamilyArtifactManifest, rows(nokv.ParseArtifactManifestKey, nokv.DecodeArtifactManifestEntry,
+			func(key []byte, k nokv.ArtifactManifestKey, v nokv.ArtifactManifestEntry) error {
+				c.manifests[k.Revision] = append(c.manifests[k.Revision], manifestRow{key, k, v})
+				return nil
+			})},
+		{nokv.FamilyRevisionRef, rows(nokv.ParseRevisionRefKey, nokv.DecodeRevisionRef,
+			func(key []byte, k nokv.RevisionRefKey, v nokv.RevisionRef) error {
+				c.refs = append(c.refs, refRow{key, k, v})
+				return nil
+			})},
+		{nokv.FamilyGcCandidate, rows(nokv.ParseGcCandidateKey, nokv.DecodeGcCandidate,
+			func(key []byte, k nokv.GcCandidateKey, v nokv.GcCandidate) error {
+				c.candidates = append(c.candidates, candidateRow{key, k, v})
+				return nil
+			})},
+		{nokv.FamilyCommit, rows(nokv.ParseCommitKey, nokv.DecodeCommit,
+			func(key []byte, k nokv.CommitKey, v nokv.Commit) error {
+				c.commits[k.Commit] = commitRow{key, v}
+				return nil
+			})},
+		{nokv.FamilyCommitMember, rows(nokv.ParseCommitMemberKey, nokv.DecodeCommitMember,
+			func(key []byte, k nokv.CommitMemberKey, v nokv.CommitMember) error {
+				c.members[k.Commit] = append(c.members[k.Commit], memberRow{key, k, v})
+				return nil
+			})},
+		{nokv.FamilyCommitConsumer, rows(nokv.ParseCommitConsumerKey, nokv.DecodeCommitConsumer,
+			func(key []byte, k nokv.CommitConsumerKey, v nokv.CommitConsumer) error {
+				c.consumers = append(c.consumers, consumerRow{key, k, v})
+				return nil
+			})},
+		{nokv.FamilyWorkbenchCommitHead, rows(nokv.ParseWorkbenchCommitHeadKey, nokv.DecodeWorkbenchCommitHead,
+			func(key []byte, k nokv.WorkbenchCommitHeadKey, v nokv.WorkbenchCommitHead) error {
+				c.heads = append(c.heads, headRow{key, k, v})
+				return nil
+			})},
+		{nokv.FamilySnapshotRef, rows(nokv.ParseSnapshotRefKey, nokv.DecodeSnapshotRef,
+			func(key []byte, k nokv.SnapshotRefKey, v nokv.SnapshotRef) error {
+				if _, dup := c.snapshots[k.Snapshot]; dup {
+					return fmt.Errorf("snapshot id %s is taken twice", k.Snapshot)
+				}
+				c.snapshots[k.Snapshot] = snapshotRow{key, k, v}
+				return nil
+			})},
+		{nokv.FamilySnapshotAlias, rows(nokv.ParseSnapshotAliasKey, nokv.DecodeSnapshotAlias,
+			func(key []byte, k nokv.SnapshotAliasKey, v nokv.SnapshotAlias) error {
+				c.aliases = append(c.aliases, aliasRow{key, k, v})
+				return nil
+			})},
+		{nokv.FamilyHistoryHold, rows(nokv.ParseHistoryHoldKey, nokv.DecodeHistoryHold,
+			func(key []byte, k nokv.HistoryHoldKey, v nokv.HistoryHold) error {
+				c.holds = append(c.holds, historyHoldRow{key, k, v})
+				return nil
+			})},
+		{nokv.FamilySecondaryIndex, rows(nokv.ParseSecondaryIndexKey, nokv.DecodeSecondaryIndexEntry,
+			func(key []byte, k nokv.SecondaryIndexKey, v nokv.SecondaryIndexEntry) error {
+				c.index[string(key)] = indexRow{key, k, v}
+				return nil
+			})},
+		// Families no check reads yet still have to decode.
+		{nokv.FamilyOperation, decodeOperation},
+		{nokv.FamilyStagedObject, decodeOnly(nokv.ParseStagedObjectKey, nokv.DecodeStagedObject)},
+		{nokv.FamilyChangeEvent, decodeOnly(nokv.ParseChangeEventKey, nokv.DecodeChangeEvent)},
+		{nokv.FamilyLeaseClock, decodeOnly(nokv.ParseLeaseClockKey, nokv.DecodeLeaseClock)},
+	}
+}
+
+// decodeOperation decodes an Operation record by its kind. Restore and Gc
+// operations have no codec here yet: their keys parse.
+func decodeOperation(key, value []byte) error {
+	k, err := nokv.ParseOperationKey(key)
+	if err != nil {
+		return err
+	}
+	switch k.Kind {
+	case nokv.OperationKindPublish:
+		_, err = nokv.DecodePublishOperation(value)
+	case nokv.OperationKindBuildCommit:
+		_, err = nokv.DecodeBuildCommitOperation(value)
+	case nokv.OperationKindCommitRetire:
+		_, err = nokv.DecodeCommitRetireOperation(value)
+	}
+	return err
 }
 
 // revisionLive reports whether a root's reads can reach revision v: it is
