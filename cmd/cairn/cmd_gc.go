@@ -61,74 +61,18 @@ func init() {
 // object the head reaches) or a delete failed, 2 for a usage error, 3 for
 // a bucket that cannot be used.
 func runGC(ctx context.Context, e *env, args []string) int {
-	fs := flag.NewFlagSet("gc", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	bucketURL := fs.String("bucket", "", "bucket URL (default: file://$PWD/"+defaultDataDir+", created if missing)")
-	agent := fs.String("agent", workbench.DefaultAgentID, "agent id: sweep the shard serving /agents/ID/wb")
-	all := fs.Bool("all-agents", false, "sweep every Workbench shard in the bucket")
-	grace := fs.Duration("grace", 0, "record this as the deployment root's grace period first (default: keep the recorded one, an hour unless set)")
-	idemRetention := fs.Duration("idempotency-retention", gcsweep.DefaultIdempotencyRetention, "delete the HTTP server's idempotency records older than this (negative: keep them)")
-	dryRun := fs.Bool("dry-run", false, "delete nothing; report what would be deleted")
-	asJSON := fs.Bool("json", false, "print each report as one line of JSON")
-	concurrency := fs.Int("concurrency", gcsweep.DefaultConcurrency, "requests in flight")
-	revisions := fs.Bool("revisions", true, "after the sweep, collect the replaced artifact revisions no reader can read any more (with --agent; =false skips it)")
-	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: cairn gc [--bucket URL] [--agent ID [--revisions=false] | --all-agents] [--grace D] [--dry-run] [--json]")
-		fs.PrintDefaults()
+	cfg, code := parseGC(e, args)
+	if code != exitOK {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
-	}
-	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(e.stderr, "cairn gc: "+format+"\n", a...)
-		fs.Usage()
-		return exitUsage
-	}
-	graceSet := false
-	fs.Visit(func(f *flag.Flag) { graceSet = graceSet || f.Name == "grace" })
-	switch {
-	case fs.NArg() != 0:
-		return usageErr("unexpected argument %q", fs.Arg(0))
-	case graceSet && head.CheckGrace(*grace) != nil:
-		return usageErr("--grace %v: must be between %v and %v", *grace, head.MinGrace, head.MaxGrace)
-	case *concurrency <= 0:
-		return usageErr("--concurrency must be positive")
-	}
-	agentSet, revisionsSet := false, false
-	fs.Visit(func(f *flag.Flag) {
-		agentSet = agentSet || f.Name == "agent"
-		revisionsSet = revisionsSet || f.Name == "revisions"
-	})
-	if *all && agentSet {
-		return usageErr("--agent and --all-agents exclude each other")
-	}
-	if *all && revisionsSet && *revisions {
-		return usageErr("--revisions needs --agent: a revision is collected through its agent's Workbench")
-	}
-	collect := *revisions && !*all
-	if err := nonEmptyFlags(fs, "agent", "bucket"); err != nil {
-		return usageErr("%v", err)
-	}
-	var targets []gcTarget
-	if !*all {
-		layout, err := workbench.Layout(*agent)
-		if err != nil {
-			var werr *workbench.Error
-			if errors.As(err, &werr) {
-				return usageErr("--agent: %s", werr.Message)
-			}
-			return usageErr("--agent: %v", err)
-		}
-		targets = []gcTarget{{agent: *agent, layout: layout}}
-	}
-
-	b, url, code, err := openBucket(ctx, *bucketURL)
+	b, url, code, err := openBucket(ctx, cfg.bucketURL)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cairn gc: %v\n", err)
 		return code
 	}
 	defer b.Close()
-	if *all {
+	targets := cfg.targets
+	if cfg.all {
 		if targets, err = workbenchShards(ctx, b); err != nil {
 			fmt.Fprintf(e.stderr, "cairn gc: list shards of %s: %v\n", url, err)
 			return exitStore
@@ -137,82 +81,179 @@ func runGC(ctx context.Context, e *env, args []string) int {
 			fmt.Fprintf(e.stderr, "cairn gc: no shard in %s\n", url)
 		}
 	}
-
 	exit := exitOK
 	tempGrace := head.DefaultGrace
 	for _, tg := range targets {
-		opts := workbench.SweepOptions()
-		opts.Grace, opts.SetGrace = *grace, graceSet
-		opts.DryRun, opts.Concurrency = *dryRun, *concurrency
-		opts.IdempotencyRetention = *idemRetention
-		if *dryRun {
-			// A dry run writes nothing, so it does not probe the store's
-			// clock (an object written and deleted): it judges ages by
-			// this machine's clock, and the real run by the store's.
-			opts.Now = time.Now
-		}
-		bar := &gcProgress{w: e.stderr, terminal: progress.IsTerminal(e.stderr)}
-		opts.Progress = bar.report
-		rep, err := gcsweep.Sweep(ctx, b, tg.layout, opts)
-		bar.stop()
-		if *all && errors.Is(err, gcsweep.ErrMarker) {
-			fmt.Fprintf(e.stderr, "cairn gc: shard %s: not a Workbench shard, skipped\n", tg.layout.ID())
-			continue
-		}
-		if err != nil {
-			fmt.Fprintf(e.stderr, "cairn gc: shard %s: %v\n", tg.layout.ID(), err)
-			exit = exitFailed
-		}
-		if rep != nil {
-			tempGrace = max(tempGrace, time.Duration(rep.Grace))
-		}
-		if rep == nil || (err != nil && rep.HeadTime.IsZero()) {
-			continue // stopped before it read a head: a report would be empty
-		}
-		var collected *workbench.CollectReport
-		if collect && err == nil && rep.HeadSequence > 0 { // a shard never written has nothing to collect
-			c, cerr := workbench.CollectRevisions(ctx, b, workbench.CollectOptions{
-				AgentID: tg.agent, Kept: rep.Kept, Concurrency: *concurrency, DryRun: *dryRun,
-			})
-			if cerr != nil {
-				fmt.Fprintf(e.stderr, "cairn gc: collect revisions of agent %s: %v\n", tg.agent, cerr)
-				exit = exitFailed
-			}
-			collected = &c
-		}
-		if *asJSON {
-			line, jerr := json.Marshal(struct {
-				Agent string `json:"agent,omitempty"`
-				Shard string `json:"shard"`
-				*gcsweep.Report
-				Revisions *workbench.CollectReport `json:"revisions,omitempty"`
-			}{tg.agent, tg.layout.ID().String(), rep, collected})
-			if jerr != nil {
-				fmt.Fprintf(e.stderr, "cairn gc: %v\n", jerr)
-				return exitFailed
-			}
-			fmt.Fprintf(e.stdout, "%s\n", line)
-		} else {
-			printGCReport(e.stdout, tg, rep)
-			if c := collected; c != nil {
-				verb := "collected"
-				if *dryRun {
-					verb = "would collect"
-				}
-				fmt.Fprintf(e.stdout, "revisions: %d candidates, %s %d (%d blocks, %s) in %d engine commands, %v; %d waiting for a root that may read them, %d stale, %d quarantined, %d failed\n",
-					c.Candidates, verb, c.Collected, c.BlocksDeleted, progress.Bytes(c.BytesDeleted), c.Commands, c.Elapsed.Round(time.Millisecond), c.Waiting, c.Stale, c.Quarantined, c.Failed)
-			}
+		grace, code := cfg.sweep(ctx, e, b, tg)
+		tempGrace = max(tempGrace, grace)
+		if code != exitOK {
+			exit = code
 		}
 	}
 	// Temporary files belong to no shard: they wait the grace given, or
 	// else the longest of an hour and the graces of the shards swept.
-	if !graceSet {
-		*grace = tempGrace
+	grace := cfg.grace
+	if !cfg.graceSet {
+		grace = tempGrace
 	}
-	if code := removeTemps(ctx, e, b, *grace, *dryRun, *asJSON); code != exitOK {
+	if code := removeTemps(ctx, e, b, grace, cfg.dryRun, cfg.asJSON); code != exitOK {
 		exit = code
 	}
 	return exit
+}
+
+// gcConfig is what the flags of `cairn gc` asked for.
+type gcConfig struct {
+	bucketURL     string
+	targets       []gcTarget // with --agent; --all-agents lists them
+	all           bool
+	grace         time.Duration
+	graceSet      bool
+	idemRetention time.Duration
+	dryRun        bool
+	asJSON        bool
+	concurrency   int
+	collect       bool // collect revisions after each sweep
+}
+
+// parseGC reads the flags of `cairn gc`; a code other than exitOK ends
+// the command (a usage error, already printed).
+func parseGC(e *env, args []string) (gcConfig, int) {
+	var cfg gcConfig
+	fs := flag.NewFlagSet("gc", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.StringVar(&cfg.bucketURL, "bucket", "", "bucket URL (default: file://$PWD/"+defaultDataDir+", created if missing)")
+	agent := fs.String("agent", workbench.DefaultAgentID, "agent id: sweep the shard serving /agents/ID/wb")
+	fs.BoolVar(&cfg.all, "all-agents", false, "sweep every Workbench shard in the bucket")
+	fs.DurationVar(&cfg.grace, "grace", 0, "record this as the deployment root's grace period first (default: keep the recorded one, an hour unless set)")
+	fs.DurationVar(&cfg.idemRetention, "idempotency-retention", gcsweep.DefaultIdempotencyRetention, "delete the HTTP server's idempotency records older than this (negative: keep them)")
+	fs.BoolVar(&cfg.dryRun, "dry-run", false, "delete nothing; report what would be deleted")
+	fs.BoolVar(&cfg.asJSON, "json", false, "print each report as one line of JSON")
+	fs.IntVar(&cfg.concurrency, "concurrency", gcsweep.DefaultConcurrency, "requests in flight")
+	revisions := fs.Bool("revisions", true, "after the sweep, collect the replaced artifact revisions no reader can read any more (with --agent; =false skips it)")
+	fs.Usage = func() {
+		fmt.Fprintln(e.stderr, "usage: cairn gc [--bucket URL] [--agent ID [--revisions=false] | --all-agents] [--grace D] [--dry-run] [--json]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return cfg, exitUsage
+	}
+	usageErr := func(format string, a ...any) (gcConfig, int) {
+		fmt.Fprintf(e.stderr, "cairn gc: "+format+"\n", a...)
+		fs.Usage()
+		return cfg, exitUsage
+	}
+	agentSet, revisionsSet := false, false
+	fs.Visit(func(f *flag.Flag) {
+		cfg.graceSet = cfg.graceSet || f.Name == "grace"
+		agentSet = agentSet || f.Name == "agent"
+		revisionsSet = revisionsSet || f.Name == "revisions"
+	})
+	switch {
+	case fs.NArg() != 0:
+		return usageErr("unexpected argument %q", fs.Arg(0))
+	case cfg.graceSet && head.CheckGrace(cfg.grace) != nil:
+		return usageErr("--grace %v: must be between %v and %v", cfg.grace, head.MinGrace, head.MaxGrace)
+	case cfg.concurrency <= 0:
+		return usageErr("--concurrency must be positive")
+	case cfg.all && agentSet:
+		return usageErr("--agent and --all-agents exclude each other")
+	case cfg.all && revisionsSet && *revisions:
+		return usageErr("--revisions needs --agent: a revision is collected through its agent's Workbench")
+	}
+	cfg.collect = *revisions && !cfg.all
+	if err := nonEmptyFlags(fs, "agent", "bucket"); err != nil {
+		return usageErr("%v", err)
+	}
+	if !cfg.all {
+		layout, err := workbench.Layout(*agent)
+		if err != nil {
+			var werr *workbench.Error
+			if errors.As(err, &werr) {
+				return usageErr("--agent: %s", werr.Message)
+			}
+			return usageErr("--agent: %v", err)
+		}
+		cfg.targets = []gcTarget{{agent: *agent, layout: layout}}
+	}
+	return cfg, exitOK
+}
+
+// sweep sweeps one shard, then collects its agent's revisions if asked,
+// and prints the reports. It returns the shard's grace (zero if the sweep
+// did not read it) and the exit status it earned.
+func (cfg gcConfig) sweep(ctx context.Context, e *env, b bucket.Bucket, tg gcTarget) (time.Duration, int) {
+	opts := workbench.SweepOptions()
+	opts.Grace, opts.SetGrace = cfg.grace, cfg.graceSet
+	opts.DryRun, opts.Concurrency = cfg.dryRun, cfg.concurrency
+	opts.IdempotencyRetention = cfg.idemRetention
+	if cfg.dryRun {
+		// A dry run writes nothing, so it does not probe the store's
+		// clock (an object written and deleted): it judges ages by
+		// this machine's clock, and the real run by the store's.
+		opts.Now = time.Now
+	}
+	bar := &gcProgress{w: e.stderr, terminal: progress.IsTerminal(e.stderr)}
+	opts.Progress = bar.report
+	rep, err := gcsweep.Sweep(ctx, b, tg.layout, opts)
+	bar.stop()
+	if cfg.all && errors.Is(err, gcsweep.ErrMarker) {
+		fmt.Fprintf(e.stderr, "cairn gc: shard %s: not a Workbench shard, skipped\n", tg.layout.ID())
+		return 0, exitOK
+	}
+	exit := exitOK
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cairn gc: shard %s: %v\n", tg.layout.ID(), err)
+		exit = exitFailed
+	}
+	if rep == nil {
+		return 0, exit
+	}
+	grace := time.Duration(rep.Grace)
+	if err != nil && rep.HeadTime.IsZero() {
+		return grace, exit // stopped before it read a head: a report would be empty
+	}
+	var collected *workbench.CollectReport
+	if cfg.collect && err == nil && rep.HeadSequence > 0 { // a shard never written has nothing to collect
+		c, cerr := workbench.CollectRevisions(ctx, b, workbench.CollectOptions{
+			AgentID: tg.agent, Kept: rep.Kept, Concurrency: cfg.concurrency, DryRun: cfg.dryRun,
+		})
+		if cerr != nil {
+			fmt.Fprintf(e.stderr, "cairn gc: collect revisions of agent %s: %v\n", tg.agent, cerr)
+			exit = exitFailed
+		}
+		collected = &c
+	}
+	if !cfg.asJSON {
+		printGCReport(e.stdout, tg, rep)
+		printCollectReport(e.stdout, collected, cfg.dryRun)
+		return grace, exit
+	}
+	line, err := json.Marshal(struct {
+		Agent string `json:"agent,omitempty"`
+		Shard string `json:"shard"`
+		*gcsweep.Report
+		Revisions *workbench.CollectReport `json:"revisions,omitempty"`
+	}{tg.agent, tg.layout.ID().String(), rep, collected})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cairn gc: %v\n", err)
+		return grace, exitFailed
+	}
+	fmt.Fprintf(e.stdout, "%s\n", line)
+	return grace, exit
+}
+
+// printCollectReport prints the line of a revision collection, if one ran.
+func printCollectReport(w io.Writer, c *workbench.CollectReport, dryRun bool) {
+	if c == nil {
+		return
+	}
+	verb := "collected"
+	if dryRun {
+		verb = "would collect"
+	}
+	fmt.Fprintf(w, "revisions: %d candidates, %s %d (%d blocks, %s) in %d engine commands, %v; %d waiting for a root that may read them, %d stale, %d quarantined, %d failed\n",
+		c.Candidates, verb, c.Collected, c.BlocksDeleted, progress.Bytes(c.BytesDeleted), c.Commands, c.Elapsed.Round(time.Millisecond), c.Waiting, c.Stale, c.Quarantined, c.Failed)
 }
 
 // removeTemps removes the temporary files of interrupted writes that a
