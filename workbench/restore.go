@@ -141,41 +141,9 @@ func (s *Service) restoreTool(ctx context.Context, in *restoreInput) (map[string
 	}
 	read := snapshotReader(ctx, sn)
 	p := &restorePlan{srcID: in.src, dstID: in.dst}
-
-	// The source's identity: its incarnation and concrete selector.
-	var ref nokv.SnapshotRef
-	var srcCommit nokv.Commit
-	if in.sel != nil {
-		ws, ok, werr := s.visibleWorkspace(ctx, read, in.src)
-		if werr != nil {
-			return nil, werr
-		}
-		if !ok {
-			return nil, Missing(fmt.Sprintf("workbench %s does not exist", in.src))
-		}
-		id, r, ok, err := s.resolveSnapshot(read, ws.Incarnation, *in.sel)
-		if err != nil {
-			return nil, FromError(err)
-		}
-		if !ok {
-			return nil, SnapshotNotFound(fmt.Sprintf("snapshot %s of workbench %s not found", in.sel, in.src))
-		}
-		p.srcInc, ref, p.readVersion = ws.Incarnation, r, r.ReadVersion
-		p.src = restoreSource{kind: nokv.RestoreSourceKindSnapshot, snapshot: id}
-	} else {
-		if *in.commit == (nokv.CommitID{}) {
-			return nil, LifecycleConflict("restore commit id must be non-zero")
-		}
-		c, ok, err := s.readCommit(read, *in.commit)
-		if err != nil {
-			return nil, FromError(err)
-		}
-		if !ok || c.WorkbenchID != in.src {
-			return nil, Missing(fmt.Sprintf("commit %s of workbench %s does not exist", in.commit, in.src))
-		}
-		srcCommit = c
-		p.srcInc = c.SourceIncarnation
-		p.src = restoreSource{kind: nokv.RestoreSourceKindCommit, commit: *in.commit}
+	from, werr := s.restoreSourceOf(ctx, read, in, p)
+	if werr != nil {
+		return nil, werr
 	}
 	p.dstInc = RestoreIncarnation(s.root, p.srcID, p.srcInc, p.src, p.dstID)
 	p.identity = RestoreIdentityDigest(s.root, p.srcID, p.srcInc, p.src, p.dstID, p.dstInc)
@@ -191,55 +159,17 @@ func (s *Service) restoreTool(ctx context.Context, in *restoreInput) (map[string
 		return nil, FromError(err)
 	}
 	if found {
-		// The reference's backend answers both as BackendProtocolMismatch,
-		// which the restore tool remaps to RestoreProtocolMismatch.
-		if op.IdentityDigest != p.identity {
-			return nil, RestoreProtocolMismatch(BackendProtocolMismatch(
-				fmt.Sprintf("restore operation id %s collides with another restore's identity", p.opID),
-				map[string]any{"operation_id": p.opID.String(), "expected_identity_digest": hex.EncodeToString(op.IdentityDigest[:]), "actual_identity_digest": hex.EncodeToString(p.identity[:])}))
-		}
-		if op.InitializationDigest != p.init {
-			return nil, RestoreProtocolMismatch(BackendProtocolMismatch(
-				fmt.Sprintf("restore operation %s was initialized with a different restore manifest", p.opID),
-				map[string]any{"operation_id": p.opID.String(), "expected_initialization_digest": hex.EncodeToString(op.InitializationDigest[:]), "actual_initialization_digest": hex.EncodeToString(p.init[:])}))
-		}
-		switch op.Phase {
-		case nokv.RestorePhaseComplete:
-			return s.restoreResult(op, true), nil
-		case nokv.RestorePhaseCopying:
-		default:
-			return nil, InvalidState(fmt.Sprintf("restore operation %s is %v", p.opID, op.Phase))
+		if res, werr := s.resumedRestore(op, p); werr != nil || res != nil {
+			return res, werr
 		}
 	} else if res, werr := s.checkRestoreDestination(ctx, sn, p); werr != nil || res != nil {
 		return res, werr
 	}
-
-	// A fresh restore needs a live source. A resumed one holds its source
-	// already (a consumed snapshot is neither retired nor reaped, a
-	// consumed commit not retired), so a lease that ran out since does
-	// not strand its Staging destination.
-	srcSnap := sn
-	if p.src.kind == nokv.RestoreSourceKindSnapshot {
-		clock, err := s.leaseClock(read)
-		if err != nil {
-			return nil, FromError(err)
-		}
-		p.leaseNow = max(s.wallMillis(), clock.HighWater)
-		if st := snapshotState(ref, p.leaseNow); st != "alive" && !found {
-			return nil, SnapshotExpired(fmt.Sprintf("snapshot %s of workbench %s is not alive: %s", p.src.snapshot, p.srcID, st))
-		}
-		frozen, err := s.store.At(ctx, digest.Hash(ref.HeldRoot))
-		if err != nil {
-			if errors.Is(err, bucket.ErrNotExist) {
-				return nil, SnapshotExpired(fmt.Sprintf("snapshot %s of workbench %s is no longer held", p.src.snapshot, p.srcID))
-			}
-			return nil, FromError(err)
-		}
-		srcSnap = frozen
-	} else if srcCommit.State != nokv.CommitStateSealed && !found {
-		return nil, InvalidState(fmt.Sprintf("commit %s is %v", p.src.commit, srcCommit.State))
+	srcSnap, werr := s.restoreSourceState(ctx, read, sn, p, from, found)
+	if werr != nil {
+		return nil, werr
 	}
-	if werr := s.planMembers(ctx, srcSnap, p, srcCommit); werr != nil {
+	if werr := s.planMembers(ctx, srcSnap, p, from.commit); werr != nil {
 		return nil, werr
 	}
 
@@ -258,6 +188,109 @@ func (s *Service) restoreTool(ctx context.Context, in *restoreInput) (map[string
 		}
 	}
 	return s.finishRestore(ctx, sn, p)
+}
+
+// restoreFrom is the record of a restore's source as the pinned state
+// holds it: the snapshot's ref, or the commit.
+type restoreFrom struct {
+	ref    nokv.SnapshotRef
+	commit nokv.Commit
+}
+
+// restoreSourceOf resolves the source the input names (a snapshot of a
+// visible workbench, or one of its commits) into p's source identity.
+func (s *Service) restoreSourceOf(ctx context.Context, read reader, in *restoreInput, p *restorePlan) (restoreFrom, *Error) {
+	var from restoreFrom
+	if in.sel == nil {
+		if *in.commit == (nokv.CommitID{}) {
+			return from, LifecycleConflict("restore commit id must be non-zero")
+		}
+		c, ok, err := s.readCommit(read, *in.commit)
+		if err != nil {
+			return from, FromError(err)
+		}
+		if !ok || c.WorkbenchID != in.src {
+			return from, Missing(fmt.Sprintf("commit %s of workbench %s does not exist", in.commit, in.src))
+		}
+		from.commit = c
+		p.srcInc = c.SourceIncarnation
+		p.src = restoreSource{kind: nokv.RestoreSourceKindCommit, commit: *in.commit}
+		return from, nil
+	}
+	ws, ok, werr := s.visibleWorkspace(ctx, read, in.src)
+	if werr != nil {
+		return from, werr
+	}
+	if !ok {
+		return from, Missing(fmt.Sprintf("workbench %s does not exist", in.src))
+	}
+	id, r, ok, err := s.resolveSnapshot(read, ws.Incarnation, *in.sel)
+	if err != nil {
+		return from, FromError(err)
+	}
+	if !ok {
+		return from, SnapshotNotFound(fmt.Sprintf("snapshot %s of workbench %s not found", in.sel, in.src))
+	}
+	from.ref = r
+	p.srcInc, p.readVersion = ws.Incarnation, r.ReadVersion
+	p.src = restoreSource{kind: nokv.RestoreSourceKindSnapshot, snapshot: id}
+	return from, nil
+}
+
+// resumedRestore answers a restore whose operation exists: its result if
+// it completed, nothing (go on copying) if it is copying, and an error if
+// it is another restore's or in another phase.
+func (s *Service) resumedRestore(op nokv.RestoreOperation, p *restorePlan) (map[string]any, *Error) {
+	// The reference's backend answers both as BackendProtocolMismatch,
+	// which the restore tool remaps to RestoreProtocolMismatch.
+	if op.IdentityDigest != p.identity {
+		return nil, RestoreProtocolMismatch(BackendProtocolMismatch(
+			fmt.Sprintf("restore operation id %s collides with another restore's identity", p.opID),
+			map[string]any{"operation_id": p.opID.String(), "expected_identity_digest": hex.EncodeToString(op.IdentityDigest[:]), "actual_identity_digest": hex.EncodeToString(p.identity[:])}))
+	}
+	if op.InitializationDigest != p.init {
+		return nil, RestoreProtocolMismatch(BackendProtocolMismatch(
+			fmt.Sprintf("restore operation %s was initialized with a different restore manifest", p.opID),
+			map[string]any{"operation_id": p.opID.String(), "expected_initialization_digest": hex.EncodeToString(op.InitializationDigest[:]), "actual_initialization_digest": hex.EncodeToString(p.init[:])}))
+	}
+	switch op.Phase {
+	case nokv.RestorePhaseComplete:
+		return s.restoreResult(op, true), nil
+	case nokv.RestorePhaseCopying:
+		return nil, nil
+	}
+	return nil, InvalidState(fmt.Sprintf("restore operation %s is %v", p.opID, op.Phase))
+}
+
+// restoreSourceState returns the state the restore copies from: the
+// snapshot's held root, or, for a commit, the pinned state sn. A fresh
+// restore needs a live source. A resumed one (found) holds its source
+// already (a consumed snapshot is neither retired nor reaped, a consumed
+// commit not retired), so a lease that ran out since does not strand its
+// Staging destination.
+func (s *Service) restoreSourceState(ctx context.Context, read reader, sn *head.Snapshot, p *restorePlan, from restoreFrom, found bool) (*head.Snapshot, *Error) {
+	if p.src.kind != nokv.RestoreSourceKindSnapshot {
+		if from.commit.State != nokv.CommitStateSealed && !found {
+			return nil, InvalidState(fmt.Sprintf("commit %s is %v", p.src.commit, from.commit.State))
+		}
+		return sn, nil
+	}
+	clock, err := s.leaseClock(read)
+	if err != nil {
+		return nil, FromError(err)
+	}
+	p.leaseNow = max(s.wallMillis(), clock.HighWater)
+	if st := snapshotState(from.ref, p.leaseNow); st != "alive" && !found {
+		return nil, SnapshotExpired(fmt.Sprintf("snapshot %s of workbench %s is not alive: %s", p.src.snapshot, p.srcID, st))
+	}
+	frozen, err := s.store.At(ctx, digest.Hash(from.ref.HeldRoot))
+	if err != nil {
+		if errors.Is(err, bucket.ErrNotExist) {
+			return nil, SnapshotExpired(fmt.Sprintf("snapshot %s of workbench %s is no longer held", p.src.snapshot, p.srcID))
+		}
+		return nil, FromError(err)
+	}
+	return frozen, nil
 }
 
 // reads names what a restore command reads, so that the engine loads it
