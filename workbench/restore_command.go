@@ -440,7 +440,6 @@ func (f *restoreFinal) planCommit() *Error {
 
 func (f *restoreFinal) apply(tx *head.Tx) ([]byte, error) {
 	s, p := f.s, f.p
-	seq := tx.Sequence()
 	f.landed = false
 	if f.st.stale(tx.Floor()) {
 		return nil, rejectStale()
@@ -468,9 +467,25 @@ func (f *restoreFinal) apply(tx *head.Tx) ([]byte, error) {
 	if err := p.checkMembers(s, tx, op); err != nil {
 		return nil, err
 	}
+	if err := f.placeManifests(tx); err != nil {
+		return nil, err
+	}
+	cm, err := f.sealCommit(tx)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.complete(tx, opKey, op, ws, cm); err != nil {
+		return nil, err
+	}
+	f.landed = true
+	return nil, nil
+}
+
+// placeManifests places the restore's two manifests: a new revision
+// each, referenced by its path and by the destination's commit.
+func (f *restoreFinal) placeManifests(tx *head.Tx) error {
+	s, p, seq := f.s, f.p, tx.Sequence()
 	rc := &refs{s: s, tx: tx, revs: map[nokv.RevisionID]*nokv.ArtifactRevision{}}
-	// The two manifests: a new revision each, referenced by its path and
-	// by the destination's commit.
 	for _, m := range []struct {
 		path  []string
 		entry nokv.PathEntry
@@ -480,25 +495,28 @@ func (f *restoreFinal) apply(tx *head.Tx) ([]byte, error) {
 		e := m.entry
 		e.CreatedVersion, e.ModifiedVersion = seq, seq
 		if err := placeRevision(s, tx, e, m.rows, m.st); err != nil {
-			return nil, err
+			return err
 		}
 		if err := placeEntry(s, tx, p.dstInc, m.path, e, rc); err != nil {
-			return nil, err
+			return err
 		}
 		if err := p.commitMember(s, tx, m.path, e, rc); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := rc.flush(); err != nil {
-		return nil, err
-	}
-	// The destination's commit and head.
+	return rc.flush()
+}
+
+// sealCommit writes the destination's sealed commit, its workbench-head
+// consumer and the workbench's commit head.
+func (f *restoreFinal) sealCommit(tx *head.Tx) (nokv.Commit, error) {
+	s, p, seq := f.s, f.p, tx.Sequence()
 	hk, err := nokv.CommitConsumerKey{Root: s.root, Commit: p.commitID, Kind: nokv.CommitConsumerKindWorkbenchHead, Incarnation: p.dstInc}.Encode()
 	if err != nil {
-		return nil, err
+		return nokv.Commit{}, err
 	}
 	if err := putRecord(tx, nokv.FamilyCommitConsumer, hk, nokv.CommitConsumer{ConsumerEpochAtAdd: 1, CreatedVersion: seq}.Encode); err != nil {
-		return nil, err
+		return nokv.Commit{}, err
 	}
 	cm := nokv.Commit{
 		SourceIncarnation: p.dstInc, WorkbenchID: p.dstID,
@@ -512,35 +530,39 @@ func (f *restoreFinal) apply(tx *head.Tx) ([]byte, error) {
 	}
 	ck, err := nokv.CommitKey{Root: s.root, Commit: p.commitID}.Encode()
 	if err != nil {
-		return nil, err
+		return cm, err
 	}
 	if err := txAbsent(tx, nokv.FamilyCommit, ck, "commit "+p.commitID.String()+" already exists"); err != nil {
-		return nil, err
+		return cm, err
 	}
 	if err := putRecord(tx, nokv.FamilyCommit, ck, cm.Encode); err != nil {
-		return nil, err
+		return cm, err
 	}
 	headKey, err := nokv.WorkbenchCommitHeadKey{Root: s.root, Incarnation: p.dstInc}.Encode()
 	if err != nil {
-		return nil, err
+		return cm, err
 	}
-	if err := putRecord(tx, nokv.FamilyWorkbenchCommitHead, headKey, nokv.WorkbenchCommitHead{Commit: p.commitID, HeadGeneration: 1}.Encode); err != nil {
-		return nil, err
-	}
+	return cm, putRecord(tx, nokv.FamilyWorkbenchCommitHead, headKey, nokv.WorkbenchCommitHead{Commit: p.commitID, HeadGeneration: 1}.Encode)
+}
+
+// complete makes the destination visible, releases the source, marks
+// the operation Complete with its result and records the change event.
+func (f *restoreFinal) complete(tx *head.Tx, opKey []byte, op nokv.RestoreOperation, ws nokv.WorkspaceCurrent, cm nokv.Commit) error {
+	s, p, seq := f.s, f.p, tx.Sequence()
 	// Visible from this version on (the change feed reads CreatedVersion
 	// as the version the incarnation became visible).
 	ws.State, ws.Owner = nokv.WorkspaceStateVisible, nil
 	ws.CreatedVersion, ws.ModifiedVersion = seq, seq
 	if err := s.putWorkspace(tx, p.dstID, ws); err != nil {
-		return nil, err
+		return err
 	}
 	if err := p.attachSource(s, tx, false); err != nil {
-		return nil, err
+		return err
 	}
 	op.Phase = nokv.RestorePhaseComplete
 	op.Result = &nokv.RestoreResult{DestinationGeneration: ws.WorkspaceRevision, CommitVersion: seq, Commit: p.commitID}
 	if err := putRecord(tx, nokv.FamilyOperation, opKey, op.Encode); err != nil {
-		return nil, err
+		return err
 	}
 	ev := nokv.ChangeEvent{
 		WorkbenchID: p.dstID, Incarnation: p.dstInc, Kind: nokv.ChangeEventKindWorkspaceRestored,
@@ -553,11 +575,7 @@ func (f *restoreFinal) apply(tx *head.Tx) ([]byte, error) {
 		c := p.src.commit
 		ev.Commit = &c
 	}
-	if err := writeChangeEvent(tx, s.root, ev); err != nil {
-		return nil, err
-	}
-	f.landed = true
-	return nil, nil
+	return writeChangeEvent(tx, s.root, ev)
 }
 
 // checkMembers is the recovery check before Ready: the RestoreMember rows
