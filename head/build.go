@@ -23,6 +23,7 @@ type candidate struct {
 	rootRef   shards.Ref
 	head      *Head
 	headBytes []byte
+	nonce     roots.Nonce // the attempt's; named in the head
 	objects   map[digest.Hash]*shards.Object
 	indexes   map[digest.Hash]*shards.Index
 	tables    map[digest.Hash]*roots.Table

@@ -421,22 +421,9 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 	}
 	var foreign []foreignIntent
 	if s.contended() {
-		// Others write the head too: publish this batch's data commands,
-		// so that whoever wins carries them.
-		s.publishIntent(ctx, calls)
-		if s.settleApplied(ctx, sn, calls) {
-			return true, nil
-		}
-		if s.leaveToCarrier(ctx, calls) {
-			// Another replica carries the head now: let it carry this
-			// batch too, instead of building the same commit beside it.
-			return false, errIntentPending
-		}
-		if s.takeOver(ctx, sn) {
-			return false, errIntentPending // another replica took over first
-		}
-		if s.carrying() {
-			foreign, _ = s.pendingIntents(ctx, calls) // unread intents wait for a later commit
+		var done bool
+		if foreign, done, err = s.share(ctx, sn, calls); done || err != nil {
+			return done, err
 		}
 	}
 	probed := s.probeIntents(ctx, calls)
@@ -454,73 +441,22 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		failAll(calls, err)
 		return true, nil
 	}
-	state := newBatchState(s.fams)
-	if sn.head.Genesis() {
-		// The shard's first commit: it writes the schema record, before
-		// and beside whatever the commands write.
-		if err := s.schemaRecord(state); err != nil {
-			failAll(calls, err)
-			return true, nil
-		}
+	b := &attemptBatch{s: s, sn: sn, calls: calls, state: newBatchState(s.fams), outs: make([]outcome, len(calls)),
+		at: applyClock{seq: sn.head.Sequence + 1, now: s.opts.Now(), floor: floor}}
+	if err := b.applyAll(ctx, foreign); err != nil {
+		failAll(calls, err)
+		return true, nil
 	}
-	outs := make([]outcome, len(calls))
-	now := s.opts.Now()
-	seq := sn.head.Sequence + 1
-	at := applyClock{seq: seq, now: now, floor: floor}
-	fold := false
-	for i, c := range calls {
-		if err := c.ctx.Err(); err != nil {
-			// Its caller gave up; a command whose intent is out may still
-			// be applied by another replica (call.unsettled).
-			outs[i] = outcome{err: c.unsettled(err)}
-			continue
-		}
-		if c.fold {
-			fold = s.overDeltas(sn.root, 1) || (c.all && len(sn.root.Deltas) > 0)
-			continue
-		}
-		outs[i] = s.apply(ctx, sn, state, c.cmd, at, c.intent != "")
-		var rej *Rejected
-		if c.intent != "" && outs[i].err != nil && !errors.As(outs[i].err, &rej) {
-			outs[i].retry = true // another replica may apply its intent: never report this failure
-		}
-	}
-	settled := s.applyForeign(ctx, sn, state, foreign, at)
-	if state.empty() && !fold {
+	if b.state.empty() && !b.fold {
 		if reused {
 			// Nothing to commit, so no head write validates a snapshot
 			// that may predate a call: decide again at a fresh pin.
 			return s.attempt(ctx, calls, false)
 		}
-		// Nothing to commit: every outcome holds at the pinned head, which
-		// was read after each call arrived.
-		for i := range calls {
-			if outs[i].err == nil && !outs[i].res.Replayed {
-				outs[i].res.Sequence = sn.head.Sequence
-			}
-		}
-		if !finishAll(calls, outs) {
-			return false, errIntentPending
-		}
-		return true, nil
+		return b.nothingToCommit()
 	}
-	nonce := newNonce()
-	cand, err := s.build(ctx, sn, state, nonce, fold, now)
+	cand, err := b.candidate(ctx)
 	if err != nil {
-		failAll(calls, err)
-		return true, nil
-	}
-	cand.head = &Head{
-		Marker:    s.schema.Marker,
-		ShardID:   s.id.String(),
-		Sequence:  seq,
-		Root:      cand.rootRef.Hash.String(),
-		RootSize:  cand.rootRef.Size,
-		Nonce:     nonceString(nonce),
-		Committed: now.UnixMilli(),
-		Recent:    recentNonces(sn.head),
-	}
-	if cand.headBytes, err = encodeHead(cand.head); err != nil {
 		failAll(calls, err)
 		return true, nil
 	}
@@ -535,25 +471,10 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 	if time.Since(staged) > s.opts.MaxAttemptAge {
 		return false, fmt.Errorf("head: staging took %v, more than %v", time.Since(staged), s.opts.MaxAttemptAge)
 	}
-	if err := s.waitTurn(ctx); err != nil {
+	if err := s.takeTurn(ctx, sn); err != nil {
 		return false, err
 	}
-	if s.othersActive() && s.opts.MinCommitInterval > 0 {
-		// Other replicas write the head too: read it (reads are not
-		// rate-limited) rather than send a write that would be refused or
-		// throttled; if it moved, another replica may have carried this
-		// batch's intents already.
-		if _, perr := s.Pin(ctx); perr == nil && s.outpaced(sn) {
-			return false, s.lostRace(sn)
-		}
-		if err := s.waitTurn(ctx); err != nil { // a head seen just now moves the turn
-			return false, err
-		}
-	}
-	if s.outpaced(sn) {
-		return false, s.lostRace(sn) // the head write could only fail: never send it
-	}
-	landed, err := s.settle(ctx, sn, cand, nonce, staged)
+	landed, err := s.settle(ctx, sn, cand, cand.nonce, staged)
 	if err != nil {
 		failAll(calls, err)
 		return true, nil
@@ -561,8 +482,152 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 	if !landed {
 		return false, s.lostRace(sn)
 	}
-	for i, c := range calls {
-		if c.intent != "" && !outs[i].retry {
+	return b.landed(ctx, cand)
+}
+
+// share is the part of an attempt that replicas sharing the head add: it
+// publishes the batch's data commands as intents, so that whoever wins
+// carries them, and decides whether this replica builds the commit. done
+// reports the calls finished (applied by another replica); an error
+// (errIntentPending) leaves the batch to a later attempt. foreign are the
+// other replicas' intents a carrier applies beside its own.
+func (s *Store) share(ctx context.Context, sn *Snapshot, calls []*call) (foreign []foreignIntent, done bool, err error) {
+	s.publishIntent(ctx, calls)
+	if s.settleApplied(ctx, sn, calls) {
+		return nil, true, nil
+	}
+	if s.leaveToCarrier(ctx, calls) {
+		// Another replica carries the head now: let it carry this
+		// batch too, instead of building the same commit beside it.
+		return nil, false, errIntentPending
+	}
+	if s.takeOver(ctx, sn) {
+		return nil, false, errIntentPending // another replica took over first
+	}
+	if s.carrying() {
+		foreign, _ = s.pendingIntents(ctx, calls) // unread intents wait for a later commit
+	}
+	return foreign, false, nil
+}
+
+// takeTurn waits for the head's turn to write. It returns an error,
+// without writing, when the head moved past sn meanwhile: the head write
+// could only fail.
+func (s *Store) takeTurn(ctx context.Context, sn *Snapshot) error {
+	if err := s.waitTurn(ctx); err != nil {
+		return err
+	}
+	if s.othersActive() && s.opts.MinCommitInterval > 0 {
+		// Other replicas write the head too: read it (reads are not
+		// rate-limited) rather than send a write that would be refused or
+		// throttled; if it moved, another replica may have carried this
+		// batch's intents already.
+		if _, perr := s.Pin(ctx); perr == nil && s.outpaced(sn) {
+			return s.lostRace(sn)
+		}
+		if err := s.waitTurn(ctx); err != nil { // a head seen just now moves the turn
+			return err
+		}
+	}
+	if s.outpaced(sn) {
+		return s.lostRace(sn)
+	}
+	return nil
+}
+
+// attemptBatch is one attempt's batch of calls applied at a pinned head.
+type attemptBatch struct {
+	s       *Store
+	sn      *Snapshot
+	calls   []*call
+	state   *batchState
+	outs    []outcome
+	at      applyClock
+	fold    bool     // a fold rides with the batch
+	settled []string // intents the commit settles
+}
+
+// applyAll applies every call (and the other replicas' intents foreign)
+// to the batch's state, and the schema record in a shard's first commit.
+// The error is the batch's (the schema record); a call's own failure is
+// its outcome.
+func (b *attemptBatch) applyAll(ctx context.Context, foreign []foreignIntent) error {
+	s, sn := b.s, b.sn
+	if sn.head.Genesis() {
+		// The shard's first commit: it writes the schema record, before
+		// and beside whatever the commands write.
+		if err := s.schemaRecord(b.state); err != nil {
+			return err
+		}
+	}
+	for i, c := range b.calls {
+		if err := c.ctx.Err(); err != nil {
+			// Its caller gave up; a command whose intent is out may still
+			// be applied by another replica (call.unsettled).
+			b.outs[i] = outcome{err: c.unsettled(err)}
+			continue
+		}
+		if c.fold {
+			b.fold = s.overDeltas(sn.root, 1) || (c.all && len(sn.root.Deltas) > 0)
+			continue
+		}
+		b.outs[i] = s.apply(ctx, sn, b.state, c.cmd, b.at, c.intent != "")
+		var rej *Rejected
+		if c.intent != "" && b.outs[i].err != nil && !errors.As(b.outs[i].err, &rej) {
+			b.outs[i].retry = true // another replica may apply its intent: never report this failure
+		}
+	}
+	b.settled = s.applyForeign(ctx, sn, b.state, foreign, b.at)
+	return nil
+}
+
+// nothingToCommit finishes a batch that changed nothing: every outcome
+// holds at the pinned head, which was read after each call arrived.
+func (b *attemptBatch) nothingToCommit() (bool, error) {
+	for i := range b.calls {
+		if b.outs[i].err == nil && !b.outs[i].res.Replayed {
+			b.outs[i].res.Sequence = b.sn.head.Sequence
+		}
+	}
+	if !finishAll(b.calls, b.outs) {
+		return false, errIntentPending
+	}
+	return true, nil
+}
+
+// candidate builds the batch's commit: its objects, root and head.
+func (b *attemptBatch) candidate(ctx context.Context) (*candidate, error) {
+	s, sn := b.s, b.sn
+	nonce := newNonce()
+	cand, err := s.build(ctx, sn, b.state, nonce, b.fold, b.at.now)
+	if err != nil {
+		return nil, err
+	}
+	cand.nonce = nonce
+	cand.head = &Head{
+		Marker:    s.schema.Marker,
+		ShardID:   s.id.String(),
+		Sequence:  b.at.seq,
+		Root:      cand.rootRef.Hash.String(),
+		RootSize:  cand.rootRef.Size,
+		Nonce:     nonceString(nonce),
+		Committed: b.at.now.UnixMilli(),
+		Recent:    recentNonces(sn.head),
+	}
+	if cand.headBytes, err = encodeHead(cand.head); err != nil {
+		return nil, err
+	}
+	return cand, nil
+}
+
+// landed finishes the calls of a batch whose head write landed: it drops
+// the intents the commit settled, forgets what it superseded and, with
+// Options.Check, checks the new root first.
+func (b *attemptBatch) landed(ctx context.Context, cand *candidate) (bool, error) {
+	s := b.s
+	settled := b.settled
+	for i, c := range b.calls {
+		if c.intent != "" && !b.outs[i].retry {
 			settled = append(settled, c.intent)
 		}
 	}
@@ -571,13 +636,13 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 	s.noticeDeltas(cand.root)
 	if s.opts.Check {
 		if err := s.checkLanded(ctx, cand.rootRef.Hash); err != nil {
-			for _, c := range calls {
-				c.finish(Result{}, fmt.Errorf("head: check after commit %d: %w", seq, err))
+			for _, c := range b.calls {
+				c.finish(Result{}, fmt.Errorf("head: check after commit %d: %w", b.at.seq, err))
 			}
 			return true, nil
 		}
 	}
-	if !finishAll(calls, outs) {
+	if !finishAll(b.calls, b.outs) {
 		return false, errIntentPending
 	}
 	return true, nil
