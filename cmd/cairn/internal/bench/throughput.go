@@ -56,13 +56,44 @@ func (r *sizeRun) throughput(ctx context.Context, name string, replicas int) ([]
 	for _, rep := range reps {
 		rep.cnt.Reset()
 	}
+	start, cpu := time.Now(), processCPU()
+	outs, err := r.offer(ctx, name, reps, start)
+	if err != nil {
+		return nil, err
+	}
+	var row Row
+	for _, rep := range reps {
+		row.add(rep.cnt.Snapshot())
+	}
+	row.Scenario, row.Wall, row.CPU, row.HeadBytes = name, time.Since(start), processCPU()-cpu, r.st.headBytes(ctx)
+	lost, dup, landed, err := r.check(ctx, outs)
+	if err != nil {
+		return nil, err
+	}
+	t := tallyOutcomes(outs, cfg, replicas)
+	t.record(&row, cfg)
+	row.metric("lost", float64(lost))
+	row.metric("duplicated", float64(dup))
+	row.note("lost %d, duplicated %d", lost, dup)
+	if landed > 0 {
+		row.note("%d failed calls landed anyway", landed)
+	}
+	t.recordErrors(&row, replicas)
+	return []Row{row}, nil
+}
+
+// offer sends cfg.Rate put_file calls a second from start, each on its
+// schedule whether or not earlier ones have returned, to the replicas in
+// turn, then waits up to cfg.Drain for the calls still running and
+// cancels the rest.
+func (r *sizeRun) offer(ctx context.Context, name string, reps []*replica, start time.Time) ([]outcome, error) {
+	cfg := r.cfg
 	offered := max(1, int(cfg.Rate*cfg.Duration.Seconds()))
 	body := seedText(0)
 	outs := make([]outcome, offered)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	start, cpu := time.Now(), processCPU()
 	for i := range offered {
 		at := start.Add(time.Duration(float64(i) / cfg.Rate * float64(time.Second)))
 		if d := time.Until(at); d > 0 {
@@ -74,7 +105,7 @@ func (r *sizeRun) throughput(ctx context.Context, name string, replicas int) ([]
 				return nil, ctx.Err()
 			}
 		}
-		ri := i % replicas
+		ri := i % len(reps)
 		path := fmt.Sprintf("%s/r%d/p%06d.txt", name, ri, i)
 		wg.Go(func() {
 			in, _ := json.Marshal(map[string]any{"id": WorkbenchID, "section": section, "path": path, "text": body})
@@ -97,103 +128,101 @@ func (r *sizeRun) throughput(ctx context.Context, name string, replicas int) ([]
 		cancel()
 		<-done
 	}
-	wall := time.Since(start)
+	return outs, nil
+}
 
-	var row Row
-	for _, rep := range reps {
-		row.add(rep.cnt.Snapshot())
-	}
-	row.Scenario, row.Wall, row.CPU, row.HeadBytes = name, wall, processCPU()-cpu, r.st.headBytes(ctx)
+// throughputTally is what the outcomes of an open-loop run add up to.
+type throughputTally struct {
+	offered, acked, failed, unfinished int
+	rate, steady                       float64 // acknowledged per second: over the span, and in the steady middle
+	p50, p99                           time.Duration
+	share                              []int // acknowledged per replica
+	codes                              map[string]int
+}
 
+// tallyOutcomes adds up outs, sent at cfg.Rate from the run's start.
+func tallyOutcomes(outs []outcome, cfg Config, replicas int) throughputTally {
+	t := throughputTally{offered: len(outs), share: make([]int, replicas), codes: map[string]int{}}
+	sentAt := func(i int) time.Duration { return time.Duration(float64(i) / cfg.Rate * float64(time.Second)) }
 	var lat []time.Duration
-	var last time.Duration
-	acked, failed, unfinished := 0, 0, 0
-	share := make([]int, replicas)
-	codes := map[string]int{}
-	for _, o := range outs {
+	var last time.Duration // the span runs from the first send to the last acknowledgement
+	for i, o := range outs {
 		switch {
 		case o.ok:
-			acked++
-			share[o.replica]++
+			t.acked++
+			t.share[o.replica]++
 			lat = append(lat, o.latency)
+			last = max(last, sentAt(i)+o.latency)
 		case o.unfinished:
-			unfinished++
+			t.unfinished++
 		default:
-			failed++
-			codes[o.code]++
-		}
-	}
-	// The span runs from the first send to the last acknowledgement.
-	for i, o := range outs {
-		if o.ok {
-			sent := time.Duration(float64(i) / cfg.Rate * float64(time.Second))
-			last = max(last, sent+o.latency)
+			t.failed++
+			t.codes[o.code]++
 		}
 	}
 	slices.Sort(lat)
-	rate := 0.0
 	if last > 0 {
-		rate = float64(acked) / last.Seconds()
+		t.rate = float64(t.acked) / last.Seconds()
 	}
-	p50, p99 := percentile(lat, 0.50), percentile(lat, 0.99)
+	t.p50, t.p99 = percentile(lat, 0.50), percentile(lat, 0.99)
 	// The steady rate counts the acknowledgements of the middle half of
 	// the offered window, shifted by the median latency: in a steady
 	// state it is the rate the shard sustains, free of the ramp at the
 	// start and the drain at the end that the span's rate includes.
-	steady := 0.0
 	if cfg.Duration > 0 {
-		from, to := cfg.Duration/4+p50, 3*cfg.Duration/4+p50
+		from, to := cfg.Duration/4+t.p50, 3*cfg.Duration/4+t.p50
 		n := 0
 		for i, o := range outs {
-			if at := time.Duration(float64(i)/cfg.Rate*float64(time.Second)) + o.latency; o.ok && at >= from && at < to {
+			if at := sentAt(i) + o.latency; o.ok && at >= from && at < to {
 				n++
 			}
 		}
-		steady = float64(n) / (to - from).Seconds()
+		t.steady = float64(n) / (to - from).Seconds()
 	}
-	lost, dup, landed, err := r.check(ctx, outs)
-	if err != nil {
-		return nil, err
-	}
-	row.metric("offered", float64(offered))
-	row.metric("acked", float64(acked))
-	row.metric("acked_per_s", rate)
-	row.metric("steady_per_s", steady)
-	row.metric("p50_s", p50.Seconds())
-	row.metric("p99_s", p99.Seconds())
-	row.metric("failed", float64(failed))
-	row.metric("unfinished", float64(unfinished))
-	row.metric("lost", float64(lost))
-	row.metric("duplicated", float64(dup))
-	row.note("offered %g/s for %s: %d/%d acked, %.1f/s, steady %.1f/s; p50 %s p99 %s; %d failed, %d unfinished after %s drain; lost %d, duplicated %d",
-		cfg.Rate, cfg.Duration, acked, offered, rate, steady, dur(p50), dur(p99), failed, unfinished, cfg.Drain, lost, dup)
-	if landed > 0 {
-		row.note("%d failed calls landed anyway", landed)
-	}
-	if len(codes) > 0 {
+	return t
+}
+
+// record writes the tally's metrics and its summary note to row.
+func (t throughputTally) record(row *Row, cfg Config) {
+	row.metric("offered", float64(t.offered))
+	row.metric("acked", float64(t.acked))
+	row.metric("acked_per_s", t.rate)
+	row.metric("steady_per_s", t.steady)
+	row.metric("p50_s", t.p50.Seconds())
+	row.metric("p99_s", t.p99.Seconds())
+	row.metric("failed", float64(t.failed))
+	row.metric("unfinished", float64(t.unfinished))
+	row.note("offered %g/s for %s: %d/%d acked, %.1f/s, steady %.1f/s; p50 %s p99 %s; %d failed, %d unfinished after %s drain",
+		cfg.Rate, cfg.Duration, t.acked, t.offered, t.rate, t.steady, dur(t.p50), dur(t.p99), t.failed, t.unfinished, cfg.Drain)
+}
+
+// recordErrors notes the error codes met and, with several replicas,
+// each one's share of the acknowledgements.
+func (t throughputTally) recordErrors(row *Row, replicas int) {
+	if len(t.codes) > 0 {
 		var cs []string
-		for c, n := range codes {
+		for c, n := range t.codes {
 			cs = append(cs, fmt.Sprintf("%s×%d", c, n))
 		}
 		slices.Sort(cs)
 		row.note("errors %s", strings.Join(cs, " "))
 	}
-	if replicas > 1 {
-		var ss []string
-		least := 1.0
-		for i, n := range share {
-			f := 0.0
-			if acked > 0 {
-				f = float64(n) / float64(acked)
-			}
-			least = min(least, f)
-			row.metric(fmt.Sprintf("share_%d", i), f)
-			ss = append(ss, fmt.Sprintf("%.0f%%", 100*f))
-		}
-		row.metric("least_share", least)
-		row.note("shares %s", strings.Join(ss, " "))
+	if replicas < 2 {
+		return
 	}
-	return []Row{row}, nil
+	var ss []string
+	least := 1.0
+	for i, n := range t.share {
+		f := 0.0
+		if t.acked > 0 {
+			f = float64(n) / float64(t.acked)
+		}
+		least = min(least, f)
+		row.metric(fmt.Sprintf("share_%d", i), f)
+		ss = append(ss, fmt.Sprintf("%.0f%%", 100*f))
+	}
+	row.metric("least_share", least)
+	row.note("shares %s", strings.Join(ss, " "))
 }
 
 // percentile is the nearest-rank percentile of sorted.
