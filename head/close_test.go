@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -309,4 +310,37 @@ func intentReplicasFault(t *testing.T, n int, interval time.Duration) ([]*head.S
 		fbs = append(fbs, fb)
 	}
 	return stores, fbs
+}
+
+// TestDoSettlesAnUnknownOutcome: a command with a request id whose head
+// write landed with its answer lost, and whose first run could not read
+// the head back to tell, is run again by Do under the same id: the
+// replay of the first run answers it, applied once.
+func TestDoSettlesAnUnknownOutcome(t *testing.T) {
+	inner := mem.NewBucket()
+	fb := fault.New(inner)
+	s := faultOpen(t, fb, shards.NewShardID(), head.Options{NoGroupCommit: true, MaxAttempts: 2, BackoffBase: time.Millisecond, BackoffMax: time.Millisecond})
+	cmd := faultPut(1, "landed")
+	cmd.RequestID, cmd.Digest = "r1", head.Digest([]byte("r1"))
+	// The first run reads the head twice (to settle its write, then to
+	// pin again) and gives up: MaxAttempts 2.
+	const failedReads = 2
+	var reads atomic.Int64
+	fb.Inject(fault.Rule{Op: fault.OpPut, Key: s.Layout().Head(), Conditional: true, Count: 1,
+		Fault: fault.HookAfter(func(context.Context, fault.Op, string) error {
+			// The head cannot be read back for a while: the first run
+			// ends undecided.
+			fb.Inject(fault.Rule{Op: fault.OpGet, Key: s.Layout().Head(),
+				Fault: fault.Hook(func(context.Context, fault.Op, string) error {
+					if reads.Add(1) <= 5 {
+						return bucket.ErrUnavailable
+					}
+					return nil
+				})})
+			return bucket.ErrAmbiguous
+		})})
+	res, err := s.Do(context.Background(), cmd)
+	if err != nil || !res.Replayed {
+		t.Fatalf("Do: %+v %v, want the first run's replay (%d head reads)", res, err, reads.Load())
+	}
 }

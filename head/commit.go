@@ -67,7 +67,9 @@ type Result struct {
 // with concurrent commands of this Store unless NoGroupCommit is set. It
 // returns cmd's own error if its predicates failed, ErrRetryable if it did
 // not commit within the attempt budget, ErrUnknownOutcome if its commit
-// could not be confirmed either way, or the store's own error, at once,
+// could not be confirmed either way (a command with a RequestID is run
+// again up to settleRetries times first, which replays it if it landed),
+// or the store's own error, at once,
 // when the store refused a write for good (bucket.Permanent) and nothing
 // was applied.
 func (s *Store) Do(ctx context.Context, cmd Command) (Result, error) {
@@ -83,8 +85,21 @@ func (s *Store) Do(ctx context.Context, cmd Command) (Result, error) {
 		}
 	}
 	res, err := s.do(ctx, cmd)
-	return res, s.outcomes.answer(cmd, err)
+	err = s.outcomes.answer(cmd, err)
+	// An unknown outcome of a command with a request id is settled here:
+	// run again under the same id and digest, it is replayed if it landed
+	// and applied if it did not, so it applies at most once; a run that
+	// decides nothing answers unknown again (unknownOutcomes).
+	for try := 0; try < settleRetries && cmd.RequestID != "" && errors.Is(err, ErrUnknownOutcome) && ctx.Err() == nil; try++ {
+		cmd.At = nil // settle it at a fresh pin
+		res, err = s.do(ctx, cmd)
+		err = s.outcomes.answer(cmd, err)
+	}
+	return res, err
 }
+
+// settleRetries bounds the runs Do adds to settle an unknown outcome.
+const settleRetries = 3
 
 func (s *Store) do(ctx context.Context, cmd Command) (Result, error) {
 	c := &call{ctx: ctx, cmd: cmd, done: make(chan struct{})}

@@ -182,7 +182,7 @@ func (s *Service) commit(ctx context.Context, req *commitRequest, now func() tim
 			s: s, req: req, observed: observed, newInc: nokv.NewIncarnationID(),
 			committedAt: committedAt, env: env, st: st, rows: rows, rowsDigest: rowsDigest,
 		}
-		res, err = s.doExact(ctx, head.Command{
+		res, err = s.store.Do(ctx, head.Command{
 			Namespace: s.root,
 			RequestID: s.requestID(),
 			Digest:    b.commandDigest(),

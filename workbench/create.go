@@ -61,7 +61,7 @@ func (s *Service) createWorkbench(ctx context.Context, id string) *Error {
 	}
 	inc := nokv.NewIncarnationID()
 	reqID, digest := s.commandIdentity(ctx, head.Digest([]byte("cairn.workbench.create.v1"), []byte(id), inc[:]))
-	_, err := s.doExact(ctx, head.Command{
+	_, err := s.store.Do(ctx, head.Command{
 		Namespace: s.root,
 		RequestID: reqID,
 		Digest:    digest,

@@ -274,7 +274,7 @@ func (s *Service) publishOnce(ctx context.Context, p *pubPlan) (out pubOutcome, 
 		return out, FromError(err), false, false
 	}
 	reqID, digest := s.commandIdentity(ctx, digest)
-	res, err := s.doExact(ctx, head.Command{
+	res, err := s.store.Do(ctx, head.Command{
 		Namespace: s.root,
 		RequestID: reqID,
 		Digest:    digest,
@@ -301,24 +301,6 @@ func (s *Service) publishOnce(ctx context.Context, p *pubPlan) (out pubOutcome, 
 		s.cleanup.add(p.st.op)
 	}
 	return out, nil, false, false
-}
-
-// exactRetries bounds the retries of an engine command whose outcome was
-// unknown, with its own request id and digest.
-const exactRetries = 3
-
-// doExact runs cmd and, while its outcome is unknown, runs it again with
-// the same request id and digest: the engine replays it if it landed and
-// applies it if it did not, so it applies at most once.
-func (s *Service) doExact(ctx context.Context, cmd head.Command) (head.Result, error) {
-	for try := 0; ; try++ {
-		res, err := s.store.Do(ctx, cmd)
-		if errors.Is(err, head.ErrUnknownOutcome) && try < exactRetries && ctx.Err() == nil {
-			cmd.At = nil // settle it at a fresh pin
-			continue
-		}
-		return res, err
-	}
 }
 
 // publishReads names, for the group commit to load with the rest of its

@@ -345,7 +345,7 @@ func (p *restorePlan) reads(s *Service, sn *head.Snapshot, members []restoreMemb
 // restoreStep runs one command of a restore with its own request id (an
 // unknown outcome is settled by rerunning it exactly), then the test hook.
 func (s *Service) restoreStep(ctx context.Context, at *head.Snapshot, p *restorePlan, step string, reads []head.ShardRef, apply func(*head.Tx) ([]byte, error)) *Error {
-	_, err := s.doExact(ctx, head.Command{
+	_, err := s.store.Do(ctx, head.Command{
 		Namespace: s.root,
 		RequestID: s.requestID(),
 		Digest:    head.Digest([]byte("cairn.workbench.restore."+step+".v1"), p.identity[:], p.init[:], p.chain[:]),

@@ -92,7 +92,7 @@ type restoreAbort struct {
 }
 
 func (a *restoreAbort) step(ctx context.Context, step string, apply func(*head.Tx) ([]byte, error)) *Error {
-	_, err := a.s.doExact(ctx, head.Command{
+	_, err := a.s.store.Do(ctx, head.Command{
 		Namespace: a.s.root,
 		RequestID: a.s.requestID(),
 		Digest:    head.Digest([]byte("cairn.workbench.restore."+step+".v1"), a.opID[:]),

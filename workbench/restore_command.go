@@ -330,7 +330,7 @@ func (s *Service) finishRestore(ctx context.Context, sn *head.Snapshot, p *resto
 		if werr := f.planCommit(); werr != nil {
 			return nil, werr
 		}
-		_, err = s.doExact(ctx, head.Command{
+		_, err = s.store.Do(ctx, head.Command{
 			Namespace: s.root,
 			RequestID: s.requestID(),
 			Digest: head.Digest([]byte("cairn.workbench.restore.final.v1"), p.identity[:], p.init[:], p.chain[:],

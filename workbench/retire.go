@@ -56,7 +56,7 @@ func (s *Service) retireCommit(ctx context.Context, commit nokv.CommitID, expect
 		return FromError(err)
 	}
 	r := &retirer{s: s, commit: commit, opKey: opKey, commitKey: commitKey, batch: batch}
-	if _, err := s.doExact(ctx, head.Command{
+	if _, err := s.store.Do(ctx, head.Command{
 		Namespace: s.root,
 		RequestID: s.requestID(),
 		Digest:    head.Digest([]byte("cairn.workbench.commit_retire.claim.v1"), commit[:], wireU64(expectedEpoch)),
@@ -65,7 +65,7 @@ func (s *Service) retireCommit(ctx context.Context, commit nokv.CommitID, expect
 		return FromError(err)
 	}
 	for n := 0; maxBatches < 0 || n < maxBatches; n++ {
-		res, err := s.doExact(ctx, head.Command{
+		res, err := s.store.Do(ctx, head.Command{
 			Namespace: s.root,
 			RequestID: s.requestID(),
 			Digest:    head.Digest([]byte("cairn.workbench.commit_retire.release.v1"), commit[:], wireU64(uint64(n))),

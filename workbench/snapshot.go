@@ -463,7 +463,7 @@ func (s *Service) leaseResult(wb string, o snapshotOutcome, ttl uint64) map[stri
 // at, when not nil, is a snapshot the caller pinned (head.Command.At).
 func (s *Service) runSnapshotCommand(ctx context.Context, at *head.Snapshot, tag string, digestParts [][]byte, apply func(tx *head.Tx) (snapshotOutcome, error)) (snapshotOutcome, *Error) {
 	parts := append([][]byte{[]byte(tag)}, digestParts...)
-	res, err := s.doExact(ctx, head.Command{
+	res, err := s.store.Do(ctx, head.Command{
 		Namespace: s.root,
 		RequestID: s.requestID(),
 		Digest:    head.Digest(parts...),

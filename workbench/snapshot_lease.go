@@ -185,7 +185,7 @@ func (s *Service) reapCommand(ctx context.Context, wall uint64, finish bool) (in
 	if finish {
 		tag = "cairn.workbench.snapshot-reap-finish.v1"
 	}
-	res, err := s.doExact(ctx, head.Command{
+	res, err := s.store.Do(ctx, head.Command{
 		Namespace: s.root,
 		RequestID: s.requestID(),
 		Digest:    head.Digest([]byte(tag), []byte(fmt.Sprint(wall))),
