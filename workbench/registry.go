@@ -109,7 +109,7 @@ var contractTools = []struct {
 	{"workbench_find", "Find workbenches by their committed state and by literal values in their run manifest.",
 		readOnly},
 	{"workbench_commit", "Commit a workbench's run manifest under a deterministic identity; an exact retry replays, a different head needs replace=true.",
-		Annotations{Destructive: true, Idempotent: true}},
+		Annotations{Idempotent: true}},
 	{"workbench_snapshot", "Take a leased point-in-time snapshot of a committed workbench, optionally named and annotated (7-day default lease, 90 days at most).",
 		Annotations{}},
 	{"workbench_snapshot_renew", "Extend a live snapshot's lease, by id or name; a lease is never shortened.",
@@ -249,7 +249,7 @@ func Register(spec ToolSpec) {
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
 	if _, dup := registry.byName[spec.Name]; dup {
-		panic("workbench: register tool " + spec.Name + ": a tool of that name is registered")
+		panic(fmt.Sprintf("workbench: register tool %q: a tool of that name is registered", spec.Name))
 	}
 	registry.byName[spec.Name] = e
 	n := len(contractTools)
