@@ -216,10 +216,10 @@ func (s *Service) requestID() string {
 type tool func(s *Service, ctx context.Context, args []byte) (map[string]any, *Error)
 
 // registerTool installs a contract tool's implementation in the
-// registry; each tool file registers its own from init. run receives the arguments decoded into the tool's
-// input type In, after In's resolve has passed (input.go). An input type
-// whose members are not exactly the schema's properties panics, as a
-// second registration of one name does.
+// registry; each tool file registers its own from init. run receives the
+// arguments decoded into the tool's input type In, after In's resolve has
+// passed (input.go). An input type whose members are not exactly the
+// schema's properties panics, as a second registration of one name does.
 func registerTool[In any, P interface {
 	*In
 	input
