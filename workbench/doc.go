@@ -6,6 +6,15 @@
 // package workbench/nokv's. docs/workbench.md maps each tool to its
 // families and commands.
 //
+// # Tools
+//
+// One registry (registry.go) holds every tool: name, one-line
+// description, input schema, annotations (read-only, destructive,
+// idempotent) and implementation. Tools, Tool and InputSchema read it;
+// Call, the command line, the HTTP server, its OpenAPI document and MCP
+// serve what it holds. The contract's 18 come first, in its order;
+// Register adds a tool beyond them, from an init function.
+//
 // # Validation
 //
 // A tool call's arguments are checked against the contract's frozen input

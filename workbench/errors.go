@@ -146,7 +146,7 @@ func InvalidArgumentsf(format string, args ...any) *Error {
 	return InvalidArguments(fmt.Sprintf(format, args...))
 }
 
-// UnknownTool reports a tool name that is not one of the 18.
+// UnknownTool reports a tool name that is not registered (registry.go).
 func UnknownTool(tool string) *Error {
 	return newError(CodeUnknownTool, "unknown Workbench tool "+tool, false, map[string]any{"tool": tool})
 }

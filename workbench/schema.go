@@ -24,45 +24,6 @@ var inputSchemasJSON []byte
 // InputSchemasVersion is the schema marker of the embedded snapshot.
 const InputSchemasVersion = "nokv.workbench.mcp_input_schemas.v1"
 
-// toolOrder is the contract's tool table order.
-var toolOrder = []string{
-	"workbench_create",
-	"workbench_put_file",
-	"workbench_append",
-	"workbench_edit",
-	"workbench_list",
-	"workbench_stat",
-	"workbench_read",
-	"workbench_grep",
-	"workbench_search",
-	"workbench_aggregate",
-	"workbench_catalog",
-	"workbench_find",
-	"workbench_commit",
-	"workbench_snapshot",
-	"workbench_snapshot_renew",
-	"workbench_snapshot_retire",
-	"workbench_snapshot_list",
-	"workbench_restore",
-}
-
-// Tools returns the names of the 18 Workbench tools in the contract's
-// order (create, put_file, append, edit, list, stat, read, grep, search,
-// aggregate, catalog, find, commit, snapshot, snapshot_renew,
-// snapshot_retire, snapshot_list, restore). The result is a fresh copy.
-func Tools() []string { return slices.Clone(toolOrder) }
-
-// InputSchema returns the input schema of a tool as canonical JSON (keys
-// sorted, compact), the object an MCP tools/list entry publishes, and
-// whether the tool exists.
-func InputSchema(tool string) (json.RawMessage, bool) {
-	s, ok := contract.raw[tool]
-	if !ok {
-		return nil, false
-	}
-	return slices.Clone(s), true
-}
-
 // ValidateInput checks a tool's raw JSON arguments against the tool's
 // input schema before anything else sees them, and returns the decoded
 // arguments. An unknown tool is UnknownTool. Anything else that fails is
@@ -99,10 +60,11 @@ func ValidateInput(tool string, raw []byte) (map[string]any, *Error) {
 // validateInput is ValidateInput returning the arguments both decoded and
 // in canonical form, the text a tool decodes its typed input from.
 func validateInput(tool string, raw []byte) (map[string]any, []byte, *Error) {
-	s, ok := contract.schemas[tool]
+	t, ok := registry.lookup(tool)
 	if !ok {
 		return nil, nil, UnknownTool(tool)
 	}
+	s := t.schema
 	canon, v, err := canonicalArguments(raw)
 	if err != nil {
 		return nil, nil, InvalidArguments(tool + ": $: arguments are not valid JSON")
@@ -112,8 +74,8 @@ func validateInput(tool string, raw []byte) (map[string]any, []byte, *Error) {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		// Every tool schema requires an object; this is unreachable with
-		// the embedded contract.
+		// Every tool schema requires an object (Register refuses one
+		// that does not); this is unreachable.
 		return nil, nil, InvalidArguments(tool + ": $: has the wrong JSON type")
 	}
 	return obj, canon, nil
@@ -246,7 +208,7 @@ func loadContract(b []byte) (toolContract, error) {
 	if !ok {
 		return toolContract{}, fmt.Errorf("workbench: load input schemas: inputSchemas is not an object")
 	}
-	if got := slices.Sorted(maps.Keys(tools)); !slices.Equal(got, slices.Sorted(slices.Values(toolOrder))) {
+	if got := slices.Sorted(maps.Keys(tools)); !slices.Equal(got, slices.Sorted(slices.Values(contractToolNames()))) {
 		return toolContract{}, fmt.Errorf("workbench: load input schemas: tools %v, want the 18 Workbench tools", got)
 	}
 	c := toolContract{schemas: map[string]*schemaNode{}, raw: map[string][]byte{}}

@@ -67,6 +67,9 @@ func TestTools(t *testing.T) {
 		"workbench_commit", "workbench_snapshot", "workbench_snapshot_renew",
 		"workbench_snapshot_retire", "workbench_snapshot_list", "workbench_restore",
 	}
+	// Then the tools this test binary registers (registry_test.go), by
+	// name.
+	want = append(want, registeredForTest...)
 	if !slices.Equal(tools, want) {
 		t.Fatalf("Tools() = %v, want %v", tools, want)
 	}

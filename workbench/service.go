@@ -210,31 +210,22 @@ func (s *Service) requestID() string {
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// tool is one Workbench tool as the registry holds it: it takes the
-// canonical text of arguments its schema has validated.
+// tool is one Workbench tool's implementation as the registry
+// (registry.go) holds it: it takes the canonical text of arguments its
+// schema has validated.
 type tool func(s *Service, ctx context.Context, args []byte) (map[string]any, *Error)
 
-var (
-	toolsMu  sync.RWMutex
-	toolImpl = map[string]tool{}
-)
-
-// registerTool installs a tool's implementation; each tool file registers
-// its own from init. run receives the arguments decoded into the tool's
-// input type In, after In's resolve has passed (input.go). An input type
-// whose members are not exactly the schema's properties panics, as a
-// second registration of one name does.
+// registerTool installs a contract tool's implementation in the
+// registry; each tool file registers its own from init. run receives the
+// arguments decoded into the tool's input type In, after In's resolve has
+// passed (input.go). An input type whose members are not exactly the
+// schema's properties panics, as a second registration of one name does.
 func registerTool[In any, P interface {
 	*In
 	input
 }](name string, run func(*Service, context.Context, P) (map[string]any, *Error)) {
 	checkInputType(name, reflect.TypeFor[In]())
-	toolsMu.Lock()
-	defer toolsMu.Unlock()
-	if _, dup := toolImpl[name]; dup {
-		panic("workbench: tool registered twice: " + name)
-	}
-	toolImpl[name] = func(s *Service, ctx context.Context, args []byte) (map[string]any, *Error) {
+	registry.install(name, func(s *Service, ctx context.Context, args []byte) (map[string]any, *Error) {
 		in := P(new(In))
 		if err := decodeInput(args, in); err != nil {
 			// Unreachable: the input type has the schema's members and the
@@ -250,7 +241,7 @@ func registerTool[In any, P interface {
 			}
 		}
 		return run(s, ctx, in)
-	}
+	})
 }
 
 // Call runs one tool on its JSON input and returns the JSON result and
@@ -298,7 +289,7 @@ func MaxInputBytes(tool string, maxBytes int64) int64 {
 const inputSlack = 64 << 10
 
 func (s *Service) call(ctx context.Context, name string, input []byte) (map[string]any, *Error) {
-	if _, known := contract.schemas[name]; known {
+	if _, known := registry.lookup(name); known {
 		if limit := MaxInputBytes(name, s.opts.MaxBytes); int64(len(input)) > limit {
 			return nil, InputTooLarge(uint64(len(input)), uint64(limit), false)
 		}
@@ -307,9 +298,7 @@ func (s *Service) call(ctx context.Context, name string, input []byte) (map[stri
 	if werr != nil {
 		return nil, werr
 	}
-	toolsMu.RLock()
-	t := toolImpl[name]
-	toolsMu.RUnlock()
+	t := registry.implementation(name)
 	if t == nil {
 		return nil, &Error{Code: "Unimplemented", Message: name + " is not available in this version of cairn", Details: map[string]any{"tool": name}}
 	}

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
+	"text/tabwriter"
 
 	"github.com/cairnstore/cairn/workbench"
 )
@@ -21,7 +21,8 @@ func init() {
 //
 //	cairn workbench [--bucket URL] [--agent ID] [--input FILE] TOOL
 //
-// TOOL is a contract tool name (workbench_put_file, workbench_list, ...).
+// TOOL is a tool of the registry, workbench.Tools (workbench_put_file,
+// workbench_list, ...); the usage lists them with their descriptions.
 // The tool's JSON arguments come from --input FILE, or from standard input
 // ("-" names standard input too); an input of only whitespace is {}. The
 // result, success or error, is printed on standard output as one line of
@@ -69,9 +70,12 @@ func runWorkbench(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "usage: cairn workbench [--bucket URL | --server URL [--token T] [--idempotency-key K]] [--agent ID] [--input FILE] TOOL < input.json")
 		fs.PrintDefaults()
 		fmt.Fprintln(e.stderr, "\ntools:")
+		tw := tabwriter.NewWriter(e.stderr, 0, 0, 2, ' ', 0)
 		for _, t := range workbench.Tools() {
-			fmt.Fprintln(e.stderr, "  "+t)
+			info, _ := workbench.Tool(t)
+			fmt.Fprintf(tw, "  %s\t%s\n", t, info.Description)
 		}
+		tw.Flush()
 	}
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
@@ -119,7 +123,7 @@ func runWorkbench(ctx context.Context, e *env, args []string) int {
 			return exitUsage
 		}
 	}
-	if !slices.Contains(workbench.Tools(), tool) {
+	if _, known := workbench.Tool(tool); !known {
 		// A tool name is the request, not the command line: an unknown one
 		// is the UnknownTool error result, as the reference's CLI answers.
 		out, _ := workbench.MarshalResult(workbench.UnknownTool(tool).Envelope())

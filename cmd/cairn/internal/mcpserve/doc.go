@@ -7,9 +7,11 @@
 //
 // # Methods
 //
-// initialize, ping, tools/list and tools/call. tools/list names the 18
-// tools of workbench.Tools, in that order, each with the input schema the
-// tool validates with (workbench.InputSchema) and a one-line description.
+// initialize, ping, tools/list and tools/call. tools/list names the tools
+// of the registry (workbench.Tools: the contract's 18 in its order, then
+// any added with workbench.Register), each with what workbench.Tool says
+// of it: the input schema the tool validates with, a one-line description
+// and its annotations (readOnlyHint, destructiveHint, idempotentHint).
 // tools/call hands the arguments object to the CallFunc as the bytes the
 // client sent, so a number keeps its text (a snapshot id above 2^53 stays
 // exact).

@@ -54,11 +54,12 @@ func NewHandler(call CallFunc, opts Options) http.Handler {
 	return front{sdk: sdk, call: call, limit: limit}
 }
 
-// sharedServer is the one MCP server of the process, built on first use:
-// registering the 18 tools costs about 2 ms (the SDK decodes each
-// schema), too much to pay per request when a server builds a handler per
-// agent on demand. Its tools find the CallFunc in the request's context
-// (the SDK hands the HTTP request's context values to tool handlers).
+// sharedServer is the one MCP server of the process, built on first use
+// from the tool registry (workbench.Tools): registering the 18 tools
+// costs about 2 ms (the SDK decodes each schema), too much to pay per
+// request when a server builds a handler per agent on demand. Its tools
+// find the CallFunc in the request's context (the SDK hands the HTTP
+// request's context values to tool handlers).
 var sharedServer = sync.OnceValue(func() *mcp.Server {
 	server := mcp.NewServer(&mcp.Implementation{Name: serverName, Version: version()}, &mcp.ServerOptions{
 		// Tools only: the list never changes, and the server sends no log
@@ -66,11 +67,12 @@ var sharedServer = sync.OnceValue(func() *mcp.Server {
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
 	for _, name := range workbench.Tools() {
-		schema, _ := workbench.InputSchema(name)
+		info, _ := workbench.Tool(name)
 		server.AddTool(&mcp.Tool{
 			Name:        name,
-			Description: descriptions[name],
-			InputSchema: schema,
+			Description: info.Description,
+			InputSchema: info.InputSchema,
+			Annotations: annotations(info.Annotations),
 		}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return callTool(ctx, req.Params.Name, req.Params.Arguments), nil
 		})
@@ -78,6 +80,18 @@ var sharedServer = sync.OnceValue(func() *mcp.Server {
 	server.AddReceivingMiddleware(contractOrder, unknownTools)
 	return server
 })
+
+// annotations are a tool's behaviour hints as tools/list gives them. All
+// three are given, so that a host does not fall back on MCP's defaults
+// (a tool that is not read-only is destructive unless it says not).
+func annotations(a workbench.Annotations) *mcp.ToolAnnotations {
+	destructive := a.Destructive
+	return &mcp.ToolAnnotations{
+		ReadOnlyHint:    a.ReadOnly,
+		DestructiveHint: &destructive,
+		IdempotentHint:  a.Idempotent,
+	}
+}
 
 // callKey is the context key of the request's CallFunc.
 type callKey struct{}
@@ -116,8 +130,9 @@ func callTool(ctx context.Context, name string, args json.RawMessage) *mcp.CallT
 	}
 }
 
-// contractOrder lists the tools in the contract's order: the SDK lists a
-// server's tools sorted by name. All 18 fit in the SDK's one page.
+// contractOrder lists the tools in the registry's order (the contract's
+// for its 18): the SDK lists a server's tools sorted by name. They fit in
+// the SDK's one page.
 func contractOrder(next mcp.MethodHandler) mcp.MethodHandler {
 	order := workbench.Tools()
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -143,7 +158,7 @@ func unknownTools(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok || params == nil {
 			return next(ctx, method, req)
 		}
-		if _, known := workbench.InputSchema(params.Name); known {
+		if _, known := workbench.Tool(params.Name); known {
 			return next(ctx, method, req)
 		}
 		return callTool(ctx, params.Name, params.Arguments), nil

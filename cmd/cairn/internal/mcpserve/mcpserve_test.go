@@ -242,6 +242,48 @@ func TestToolsListIsTheContract(t *testing.T) {
 	}
 }
 
+// TestToolsListAnnotations: each tool's description and annotations are
+// the registry's, all three hints given, so that a host does not fall
+// back on MCP's defaults (destructive unless said otherwise).
+func TestToolsListAnnotations(t *testing.T) {
+	url := serve(t, openService(t, mem.NewBucket()).Call)
+	a := rpc(t, url, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	var list struct {
+		Tools []struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Annotations json.RawMessage `json:"annotations"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(a.Result, &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Tools) != len(workbench.Tools()) {
+		t.Fatalf("%d tools listed, want %d", len(list.Tools), len(workbench.Tools()))
+	}
+	got := map[string]string{}
+	for _, tool := range list.Tools {
+		info, _ := workbench.Tool(tool.Name)
+		if tool.Description != info.Description {
+			t.Errorf("%s: description %q, want the registry's %q", tool.Name, tool.Description, info.Description)
+		}
+		h := info.Annotations
+		want := fmt.Sprintf(`{"destructiveHint":%v,"idempotentHint":%v,"readOnlyHint":%v}`, h.Destructive, h.Idempotent, h.ReadOnly)
+		if got[tool.Name] = canonical(t, tool.Annotations); got[tool.Name] != want {
+			t.Errorf("%s: annotations %s, want %s", tool.Name, got[tool.Name], want)
+		}
+	}
+	for name, want := range map[string]string{
+		"workbench_read":            `{"destructiveHint":false,"idempotentHint":true,"readOnlyHint":true}`,
+		"workbench_put_file":        `{"destructiveHint":true,"idempotentHint":false,"readOnlyHint":false}`,
+		"workbench_snapshot_retire": `{"destructiveHint":true,"idempotentHint":true,"readOnlyHint":false}`,
+	} {
+		if got[name] != want {
+			t.Errorf("%s: annotations %s, want %s", name, got[name], want)
+		}
+	}
+}
+
 func TestToolsCallIsServiceCall(t *testing.T) {
 	b := mem.NewBucket()
 	url := serve(t, openService(t, b).Call)

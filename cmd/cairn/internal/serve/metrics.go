@@ -49,7 +49,7 @@ func newMetrics() *metrics {
 // request records one finished HTTP request. tool is "" for the routes
 // that are not tools.
 func (m *metrics) request(tool string, status int, d time.Duration) {
-	if tool != "" && !slices.Contains(workbench.Tools(), tool) {
+	if _, known := workbench.Tool(tool); tool != "" && !known {
 		tool = "unknown" // a client's typo must not mint a series
 	}
 	m.mu.Lock()

@@ -8,9 +8,11 @@ import (
 	"github.com/cairnstore/cairn/workbench"
 )
 
-// openAPI builds the OpenAPI 3.1 document of the server from the tools'
-// own input schemas (workbench.InputSchema), the same the tools validate
-// with, so the document cannot drift from what the server accepts.
+// openAPI builds the OpenAPI 3.1 document of the server from the tool
+// registry: one route per tool of workbench.Tools, with the tool's own
+// description and input schema (workbench.Tool), the schema the tool
+// validates with, so the document cannot drift from what the server
+// accepts.
 // secured says whether the server requires bearer tokens; mcp whether it
 // mounts an MCP endpoint (Options.MCP), whose route is documented only
 // then, since without it the route answers RouteNotFound.
@@ -40,7 +42,7 @@ func openAPI(secured, mcp bool) []byte {
 
 	paths := map[string]any{}
 	for _, tool := range workbench.Tools() {
-		schema, _ := workbench.InputSchema(tool)
+		info, _ := workbench.Tool(tool)
 		responses := map[string]any{
 			"200": map[string]any{
 				"description": "The tool's success result, exactly as workbench.Service.Call returns it.",
@@ -59,10 +61,11 @@ func openAPI(secured, mcp bool) []byte {
 		op := map[string]any{
 			"operationId": tool,
 			"summary":     "Run " + tool + " on its JSON input.",
+			"description": info.Description,
 			"parameters":  []any{agentParam, keyParam, reqIDParam},
 			"requestBody": map[string]any{
 				"required": false,
-				"content":  map[string]any{"application/json": map[string]any{"schema": json.RawMessage(schema)}},
+				"content":  map[string]any{"application/json": map[string]any{"schema": info.InputSchema}},
 			},
 			"responses": responses,
 		}
@@ -134,7 +137,7 @@ func openAPI(secured, mcp bool) []byte {
 func mcpOperation(agentParam map[string]any, errorResponse func(string) map[string]any, secured bool) map[string]any {
 	message := map[string]any{
 		"type":        "object",
-		"description": "A JSON-RPC 2.0 request or notification. Methods served: initialize (or server/discover), ping, tools/list and tools/call; the tools are the 18 routes above, with the same input schemas.",
+		"description": "A JSON-RPC 2.0 request or notification. Methods served: initialize (or server/discover), ping, tools/list and tools/call; the tools are the tool routes above, with the same input schemas.",
 		"required":    []string{"jsonrpc", "method"},
 		"properties": map[string]any{
 			"jsonrpc": map[string]any{"const": "2.0"},

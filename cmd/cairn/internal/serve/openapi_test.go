@@ -179,3 +179,25 @@ func TestOpenAPIMCP(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenAPIDescriptions: each tool route carries the registry's
+// description of the tool.
+func TestOpenAPIDescriptions(t *testing.T) {
+	h := newServer(t, mem.NewBucket(), serve.Options{}).Handler()
+	got := do(h, httptest.NewRequest("GET", "/openapi.json", nil))
+	var doc struct {
+		Paths map[string]struct {
+			Post *struct{ Description string }
+		}
+	}
+	if err := json.Unmarshal(got.body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range workbench.Tools() {
+		info, _ := workbench.Tool(tool)
+		p := doc.Paths["/v1/agents/{agent_id}/tools/"+tool]
+		if p.Post == nil || p.Post.Description == "" || p.Post.Description != info.Description {
+			t.Errorf("%s: description %+v, want %q", tool, p.Post, info.Description)
+		}
+	}
+}
