@@ -34,15 +34,29 @@ func (in *createInput) resolve(*Service) *Error {
 	return werr
 }
 
-func (s *Service) createTool(ctx context.Context, in *createInput) (map[string]any, *Error) {
+// CreateInput is workbench_create's input.
+type CreateInput struct {
+	ID string `json:"id"`
+}
+
+// CreateResult is workbench_create's result.
+type CreateResult struct {
+	Success
+	WorkbenchID string   `json:"workbench_id"`
+	Path        string   `json:"path"`     // the workbench's presentation path
+	Sections    []string `json:"sections"` // the five standard sections
+}
+
+// Create runs workbench_create: it makes sure workbench in.ID exists.
+func (s *Service) Create(ctx context.Context, in CreateInput) (*CreateResult, error) {
+	return invoke[*CreateResult](ctx, s, "workbench_create", in)
+}
+
+func (s *Service) createTool(ctx context.Context, in *createInput) (*CreateResult, *Error) {
 	if werr := s.createWorkbench(ctx, in.id); werr != nil {
 		return nil, werr
 	}
-	return map[string]any{
-		"workbench_id": in.id,
-		"path":         WorkbenchPath(s.logical, in.id),
-		"sections":     Sections(),
-	}, nil
+	return &CreateResult{WorkbenchID: in.id, Path: WorkbenchPath(s.logical, in.id), Sections: Sections()}, nil
 }
 
 // createWorkbench makes sure workbench id exists and is Visible.

@@ -2,6 +2,7 @@ package workbench_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 
@@ -131,5 +132,32 @@ func TestCreateRace(t *testing.T) {
 	}
 	if n := len(workbench.ScanForTest(t, services[1], nokv.FamilyChangeEvent, nil)); n != 1 {
 		t.Fatalf("%d events", n)
+	}
+}
+
+// The typed Create answers what Call answers, and the same error.
+func TestCreateTyped(t *testing.T) {
+	s := newService(t)
+	ctx := context.Background()
+	res, err := s.Create(ctx, workbench.CreateInput{ID: "typed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := workbench.MarshalResult(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := s.Call(ctx, "workbench_create", []byte(`{"id":"typed"}`))
+	if string(got) != string(want) {
+		t.Fatalf("typed %s\ncall  %s", got, want)
+	}
+	_, err = s.Create(ctx, workbench.CreateInput{ID: "no/slash"})
+	var werr *workbench.Error
+	if !errors.As(err, &werr) || werr.Code != workbench.CodeInvalidArguments {
+		t.Fatalf("bad id: %v, want InvalidArguments", err)
+	}
+	out, _ := s.Call(ctx, "workbench_create", []byte(`{"id":"no/slash"}`))
+	if env, _ := workbench.MarshalResult(werr); string(env) != string(out) {
+		t.Fatalf("typed error %s\ncall error  %s", env, out)
 	}
 }

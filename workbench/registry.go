@@ -293,12 +293,16 @@ func compileSpec(spec ToolSpec) (*registeredTool, error) {
 	return &registeredTool{
 		info:   ToolInfo{Name: name, Description: spec.Description, InputSchema: raw, Annotations: spec.Annotations},
 		schema: node,
-		run: func(s *Service, ctx context.Context, args []byte) (map[string]any, *Error) {
+		run: func(s *Service, ctx context.Context, args []byte) (any, *Error) {
 			res, err := run(ctx, s, json.RawMessage(args))
 			if werr := FromError(err); werr != nil {
 				return nil, werr
 			}
-			return resultObject(name, res)
+			obj, werr := resultObject(name, res)
+			if werr != nil {
+				return nil, werr
+			}
+			return succeeded(name, obj)
 		},
 	}, nil
 }

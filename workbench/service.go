@@ -213,7 +213,9 @@ func (s *Service) requestID() string {
 // tool is one Workbench tool's implementation as the registry
 // (registry.go) holds it: it takes the canonical text of arguments its
 // schema has validated.
-type tool func(s *Service, ctx context.Context, args []byte) (map[string]any, *Error)
+// Its result is the value Call prints, status member included: a map, or
+// a typed result (a struct that embeds Success).
+type tool func(s *Service, ctx context.Context, args []byte) (any, *Error)
 
 // registerTool installs a contract tool's implementation in the
 // registry; each tool file registers its own from init. run receives the
@@ -223,9 +225,9 @@ type tool func(s *Service, ctx context.Context, args []byte) (map[string]any, *E
 func registerTool[In any, P interface {
 	*In
 	input
-}](name string, run func(*Service, context.Context, P) (map[string]any, *Error)) {
+}, R any](name string, run func(*Service, context.Context, P) (R, *Error)) {
 	checkInputType(name, reflect.TypeFor[In]())
-	registry.install(name, func(s *Service, ctx context.Context, args []byte) (map[string]any, *Error) {
+	registry.install(name, func(s *Service, ctx context.Context, args []byte) (any, *Error) {
 		in := P(new(In))
 		if err := decodeInput(args, in); err != nil {
 			// Unreachable: the input type has the schema's members and the
@@ -240,7 +242,11 @@ func registerTool[In any, P interface {
 				return nil, werr
 			}
 		}
-		return run(s, ctx, in)
+		res, werr := run(s, ctx, in)
+		if werr != nil {
+			return nil, werr
+		}
+		return succeeded(name, res)
 	})
 }
 
@@ -288,7 +294,7 @@ func MaxInputBytes(tool string, maxBytes int64) int64 {
 // content types and the JSON around them.
 const inputSlack = 64 << 10
 
-func (s *Service) call(ctx context.Context, name string, input []byte) (map[string]any, *Error) {
+func (s *Service) call(ctx context.Context, name string, input []byte) (any, *Error) {
 	if _, known := registry.lookup(name); known {
 		if limit := MaxInputBytes(name, s.opts.MaxBytes); int64(len(input)) > limit {
 			return nil, InputTooLarge(uint64(len(input)), uint64(limit), false)
@@ -302,12 +308,7 @@ func (s *Service) call(ctx context.Context, name string, input []byte) (map[stri
 	if t == nil {
 		return nil, &Error{Code: "Unimplemented", Message: name + " is not available in this version of cairn", Details: map[string]any{"tool": name}}
 	}
-	res, werr := t(s, ctx, args)
-	if werr != nil {
-		return nil, werr
-	}
-	res["status"] = "success"
-	return res, nil
+	return t(s, ctx, args)
 }
 
 // CacheStats reports the engine's caches of decoded objects: shard

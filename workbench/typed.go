@@ -1,0 +1,67 @@
+package workbench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// Typed results and methods.
+//
+// A tool's implementation returns its result as a Go value: a struct of
+// the tool's own (PutFileResult, ...) that embeds Success, or, for the
+// tools not typed yet, a map. MarshalResult prints a struct exactly as
+// the map of the same members, so Call's bytes are the contract's either
+// way (the transcript and golden tests pin them).
+//
+// A typed method (Service.Create, ...) takes the tool's input as a Go
+// struct and returns its typed result, with a *Error as the error. Its
+// input goes through what Call's does (the tool's schema, then its
+// checks, then the tool), so that a typed call and a JSON call of the
+// same arguments answer alike; the result does not go through JSON.
+
+// Success is the status member every successful result carries. Typed
+// results embed it; the dispatcher sets it.
+type Success struct {
+	Status string `json:"status"`
+}
+
+func (s *Success) succeed() { s.Status = "success" }
+
+// succeeder is a typed result: a pointer to a struct that embeds Success.
+type succeeder interface{ succeed() }
+
+// succeeded sets the status member of a tool's result.
+func succeeded(tool string, res any) (any, *Error) {
+	switch r := res.(type) {
+	case map[string]any:
+		r["status"] = "success"
+		return r, nil
+	case succeeder:
+		r.succeed()
+		return r, nil
+	}
+	return nil, Internal(fmt.Sprintf("%s: a result of type %T", tool, res))
+}
+
+// invoke runs tool on the typed input in, as Call runs it on in's JSON,
+// and returns the tool's typed result R.
+func invoke[R any](ctx context.Context, s *Service, tool string, in any) (R, error) {
+	var zero R
+	var raw bytes.Buffer
+	enc := json.NewEncoder(&raw)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(in); err != nil {
+		return zero, InvalidArguments(fmt.Sprintf("%s: encode input: %v", tool, err))
+	}
+	res, werr := s.call(ctx, tool, bytes.TrimSuffix(raw.Bytes(), []byte("\n")))
+	if werr != nil {
+		return zero, werr
+	}
+	r, ok := res.(R)
+	if !ok {
+		return zero, Internal(fmt.Sprintf("%s: a result of type %T, want %T", tool, res, zero))
+	}
+	return r, nil
+}
