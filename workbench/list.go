@@ -35,6 +35,47 @@ type listInput struct {
 	limit uint64 // Limit or defaultListLimit
 }
 
+// ListInput is workbench_list's input.
+type ListInput struct {
+	ID string `json:"id"`
+	// Section is one of the five sections; nil lists the workbench, or
+	// with Path a directory from the workbench's top.
+	Section *string `json:"section,omitempty"`
+	// Path is the directory below Section; "" is none.
+	Path string `json:"path,omitempty"`
+	// AtSnapshot selects a snapshot by id (a non-negative integer) or by
+	// name (a non-empty string); nil lists the live workbench.
+	AtSnapshot any `json:"at_snapshot,omitempty"`
+	// Limit is the page size, 1 to 100; nil is 100.
+	Limit *uint64 `json:"limit,omitempty"`
+	// Cursor continues the listing a page's NextCursor came from; nil
+	// starts at the first child.
+	Cursor *string `json:"cursor,omitempty"`
+}
+
+// ListResult is workbench_list's result: one page of a directory's
+// direct children.
+type ListResult struct {
+	Success
+	ScopeHeader
+	// AtSnapshot echoes the request's snapshot selector, a json.Number
+	// id or a string name; nil (absent from the JSON) for a live read.
+	AtSnapshot any `json:"at_snapshot,omitempty"`
+	// EntryCount is the number of entries in this page.
+	EntryCount int         `json:"entry_count"`
+	Entries    []ListEntry `json:"entries"`
+	// NextCursor continues the listing; nil when this page is the last.
+	NextCursor *string `json:"next_cursor"`
+	// Truncated says that more entries follow (NextCursor is set).
+	Truncated bool `json:"truncated"`
+}
+
+// List runs workbench_list: one page of the direct children of the
+// workbench, a section or a directory, live or at a snapshot.
+func (s *Service) List(ctx context.Context, in ListInput) (*ListResult, error) {
+	return invoke[*ListResult](ctx, s, "workbench_list", in)
+}
+
 func (in *listInput) resolve(s *Service) *Error {
 	if werr := in.scopeInput.resolve(s); werr != nil {
 		return werr
@@ -69,7 +110,7 @@ func (in *listInput) resolve(s *Service) *Error {
 // otherwise InvalidState) and only while the workbench is unchanged
 // (otherwise ReadFenceChanged, retryable): see cursor.go. A null cursor
 // is no cursor; any string, "" included, must be a valid one.
-func (s *Service) listTool(ctx context.Context, in *listInput) (map[string]any, *Error) {
+func (s *Service) listTool(ctx context.Context, in *listInput) (*ListResult, *Error) {
 	sc := in.scope
 	v, werr := s.openViewFor(ctx, sc.id, sc.at, listReads(sc.comps))
 	if werr != nil {
@@ -99,20 +140,23 @@ func (s *Service) listTool(ctx context.Context, in *listInput) (map[string]any, 
 	if werr != nil {
 		return nil, werr
 	}
-	entries := make([]any, len(kids))
+	entries := make([]ListEntry, len(kids))
 	for i, c := range kids {
 		entries[i] = s.node(sc.id, append(slices.Clip(sc.comps), c.name), c.entry)
 	}
-	var next any
+	var next *string
 	if more {
-		next = newListCursor(v, sc.comps, kids[len(kids)-1].name)
+		cur := newListCursor(v, sc.comps, kids[len(kids)-1].name)
+		next = &cur
 	}
-	res := s.header(sc)
-	res["entry_count"] = len(entries)
-	res["entries"] = entries
-	res["next_cursor"] = next
-	res["truncated"] = more
-	return res, nil
+	return &ListResult{
+		ScopeHeader: s.header(sc),
+		AtSnapshot:  sc.at,
+		EntryCount:  len(entries),
+		Entries:     entries,
+		NextCursor:  next,
+		Truncated:   more,
+	}, nil
 }
 
 // listPage returns up to limit direct children of dir after the child

@@ -60,6 +60,83 @@ type readInput struct {
 	pageErr *Error
 }
 
+// ReadInput is workbench_read's input.
+type ReadInput struct {
+	ID      string `json:"id"`
+	Section string `json:"section"` // one of the five sections
+	Path    string `json:"path"`    // the file's path below Section
+	// AtSnapshot selects a snapshot by id (a non-negative integer) or by
+	// name (a non-empty string); nil reads the live workbench.
+	AtSnapshot any `json:"at_snapshot,omitempty"`
+	// Format is "structured" (records) or "bytes" (a base64 byte range);
+	// nil is "structured".
+	Format *string `json:"format,omitempty"`
+	// Limit counts records, or bytes for a bytes read, 1 to 300; nil is
+	// 100.
+	Limit *uint64 `json:"limit,omitempty"`
+	// Offset is a bytes read's first byte; 0 is the start.
+	Offset uint64 `json:"offset,omitempty"`
+	// Cursor continues from a page's NextCursor ("r:<n>" or "b:<n>").
+	Cursor *string `json:"cursor,omitempty"`
+	// IfNoneMatch is a generation: when the file's equals it, the result
+	// says NotModified and carries no page.
+	IfNoneMatch *uint64 `json:"if_none_match,omitempty"`
+}
+
+// ReadResult is workbench_read's result: the file's generation and
+// either NotModified or one page of its body.
+type ReadResult struct {
+	Success
+	ScopeHeader
+	// AtSnapshot echoes the request's snapshot selector, a json.Number
+	// id or a string name; nil (absent from the JSON) for a live read.
+	AtSnapshot any    `json:"at_snapshot,omitempty"`
+	Generation uint64 `json:"generation"`
+	// NotModified is true when the generation matched IfNoneMatch; the
+	// JSON has the member only then.
+	NotModified bool `json:"not_modified,omitempty"`
+	// ReadPage is the page read, nil when NotModified.
+	*ReadPage
+}
+
+// ReadPage is one page of a file's body. A structured page has
+// RecordType, RecordCount and Items; a bytes page has Bytes and
+// BytesEncoding, and no items.
+type ReadPage struct {
+	TotalSizeBytes uint64 `json:"total_size_bytes"`
+	Format         string `json:"format"` // "structured" or "bytes"
+	// RecordType is "json_array", "json_object", "yaml_mapping" or
+	// "text_lines"; nil for bytes.
+	RecordType  *string `json:"record_type"`
+	RecordCount *uint64 `json:"record_count"` // every record; nil for bytes
+	// Cursor echoes the request's cursor, nil when none was given.
+	Cursor *string    `json:"cursor"`
+	Items  []ReadItem `json:"items"`
+	// Bytes is the byte range in standard padded base64; nil for
+	// structured.
+	Bytes         *string `json:"bytes"`
+	BytesEncoding *string `json:"bytes_encoding"` // "base64"; nil for structured
+	// NextCursor continues the read; nil when this page ends the body.
+	NextCursor *string `json:"next_cursor"`
+	// Truncated says that more follows (NextCursor is set).
+	Truncated bool `json:"truncated"`
+}
+
+// ReadItem is one record of a structured page.
+type ReadItem struct {
+	Index uint64 `json:"index"` // the record's position in the whole body
+	// Value is the record as a decoded JSON value (nil, bool,
+	// json.Number, float64, string, []any or map[string]any).
+	Value any `json:"value"`
+}
+
+// Read runs workbench_read: one page of a file's body, as records or as a
+// byte range, or only NotModified when the file's generation is
+// IfNoneMatch.
+func (s *Service) Read(ctx context.Context, in ReadInput) (*ReadResult, error) {
+	return invoke[*ReadResult](ctx, s, "workbench_read", in)
+}
+
 func (in *readInput) resolve(*Service) *Error {
 	id, werr := ParseWorkbenchID(in.ID)
 	if werr != nil {
@@ -152,7 +229,7 @@ func (in *readInput) resolvePage() *Error {
 // result has the same members in both formats: items is [] and
 // record_type and record_count are null for bytes; bytes and
 // bytes_encoding are null for structured; at_snapshot only when given.
-func (s *Service) readTool(ctx context.Context, in *readInput) (map[string]any, *Error) {
+func (s *Service) readTool(ctx context.Context, in *readInput) (*ReadResult, *Error) {
 	sc, format, limit, start := in.scope, in.format, in.limit, in.start
 	v, werr := s.openScopeView(ctx, sc, entryReads(sc.comps, nokv.FamilyArtifactManifest))
 	if werr != nil {
@@ -165,10 +242,9 @@ func (s *Service) readTool(ctx context.Context, in *readInput) (map[string]any, 
 	if !ok {
 		return nil, NotFound(sc.logical())
 	}
-	res := s.header(sc)
+	res := &ReadResult{ScopeHeader: s.header(sc), AtSnapshot: sc.at, Generation: e.Generation}
 	if in.IfNoneMatch != nil && e.Generation == *in.IfNoneMatch {
-		res["not_modified"] = true
-		res["generation"] = e.Generation
+		res.NotModified = true
 		return res, nil
 	}
 	if int64(e.LogicalSize) > s.opts.MaxBytes {
@@ -177,33 +253,24 @@ func (s *Service) readTool(ctx context.Context, in *readInput) (map[string]any, 
 	if in.pageErr != nil {
 		return nil, in.pageErr
 	}
-	res["generation"] = e.Generation
-	res["total_size_bytes"] = e.LogicalSize
-	res["format"] = format
-	if in.Cursor != nil {
-		res["cursor"] = *in.Cursor
-	} else {
-		res["cursor"] = nil
-	}
-	var next any
+	page := &ReadPage{TotalSizeBytes: e.LogicalSize, Format: format, Cursor: in.Cursor}
+	var next string
 	if format == "bytes" {
 		size := e.LogicalSize
 		if start > size {
 			return nil, InvalidArguments("byte offset is past the end of the artifact")
 		}
 		end := start + min(limit, size-start)
-		page, werr := v.bodyRange(ctx, e, start, end)
+		body, werr := v.bodyRange(ctx, e, start, end)
 		if werr != nil {
 			return nil, werr
 		}
 		if end < size {
 			next = readCursor("b", end)
 		}
-		res["record_type"] = nil
-		res["record_count"] = nil
-		res["items"] = []any{}
-		res["bytes"] = base64.StdEncoding.EncodeToString(page)
-		res["bytes_encoding"] = "base64"
+		encoded, encoding := base64.StdEncoding.EncodeToString(body), "base64"
+		page.Items = []ReadItem{}
+		page.Bytes, page.BytesEncoding = &encoded, &encoding
 	} else {
 		body, werr := v.body(ctx, e)
 		if werr != nil {
@@ -221,18 +288,16 @@ func (s *Service) readTool(ctx context.Context, in *readInput) (map[string]any, 
 		if end < count {
 			next = readCursor("r", end)
 		}
-		items := make([]any, 0, end-start)
+		page.Items = make([]ReadItem, 0, end-start)
 		for i := start; i < end; i++ {
-			items = append(items, map[string]any{"index": i, "value": records[i]})
+			page.Items = append(page.Items, ReadItem{Index: i, Value: records[i]})
 		}
-		res["record_type"] = recordType
-		res["record_count"] = count
-		res["items"] = items
-		res["bytes"] = nil
-		res["bytes_encoding"] = nil
+		page.RecordType, page.RecordCount = &recordType, &count
 	}
-	res["next_cursor"] = next
-	res["truncated"] = next != nil
+	if next != "" {
+		page.NextCursor, page.Truncated = &next, true
+	}
+	res.ReadPage = page
 	return res, nil
 }
 

@@ -83,103 +83,141 @@ func (s *Service) openScopeView(ctx context.Context, sc readScope, reads viewRea
 	return v, nil
 }
 
-// header returns the members every read-scope result begins with:
-// workbench_id, workbench_path, the section and relative_path of the
-// request as given (null when absent: with section null a path's first
-// component is not taken for a section), the presentation path of the
-// addressed path, and at_snapshot when a snapshot was selected.
-func (s *Service) header(sc readScope) map[string]any {
+// ScopeHeader is the members every read-scope result (list, stat, read,
+// grep) begins with.
+type ScopeHeader struct {
+	WorkbenchID   string `json:"workbench_id"`
+	WorkbenchPath string `json:"workbench_path"` // the workbench's presentation path
+	// Section and RelativePath echo the request's section and path as
+	// given, nil when absent (with no section, a path's first component
+	// is not taken for a section).
+	Section      *string `json:"section"`
+	RelativePath *string `json:"relative_path"`
+	// Path is the presentation path of the addressed path.
+	Path string `json:"path"`
+}
+
+// header returns the header of a result about sc.
+func (s *Service) header(sc readScope) ScopeHeader {
 	section, rel := requestScope(sc.section, sc.rel)
-	m := map[string]any{
-		"workbench_id":   sc.id,
-		"workbench_path": WorkbenchPath(s.logical, sc.id),
-		"section":        section,
-		"relative_path":  rel,
-		"path":           PresentationPath(s.logical, sc.id, sc.comps),
+	return ScopeHeader{
+		WorkbenchID:   sc.id,
+		WorkbenchPath: WorkbenchPath(s.logical, sc.id),
+		Section:       section,
+		RelativePath:  rel,
+		Path:          PresentationPath(s.logical, sc.id, sc.comps),
 	}
-	if sc.at != nil {
-		m["at_snapshot"] = sc.at
-	}
-	return m
 }
 
 // requestScope returns the section and relative_path a result echoes
-// for a request's section and path: each as given, null when "".
-func requestScope(section, path string) (sec, rel any) {
-	if section != "" {
-		sec = section
+// for a request's section and path: each as given, nil when "".
+func requestScope(section, path string) (sec, rel *string) {
+	return optionalString(section), optionalString(path)
+}
+
+// optionalString is s, or nil when s is "".
+func optionalString(s string) *string {
+	if s == "" {
+		return nil
 	}
-	if path != "" {
-		rel = path
-	}
-	return sec, rel
+	return &s
 }
 
 // projection returns the section and relative path a result shows for a
 // stored path: the section when the first component is one of the five
-// (else null) and the rest joined by "/" (null when there is none).
-func projection(comps []string) (section, rel any) {
+// (else nil) and the rest joined by "/" (nil when there is none).
+func projection(comps []string) (section, rel *string) {
 	sec, r := SplitSection(comps)
-	if sec != "" {
-		section = sec
-	}
-	if len(r) > 0 {
-		rel = LogicalPath(r)
-	}
-	return section, rel
+	return optionalString(sec), optionalString(LogicalPath(r))
 }
 
-// node returns the members a list entry and a stat card share for the
-// child at comps of workbench id: name (the last component, or the
-// workbench id for the workbench itself), path, section, relative_path,
-// kind ("file" for an artifact, "directory" for the workbench, a section
-// or an implicit directory), size_bytes and entry_count (always null).
-func (s *Service) node(id string, comps []string, e *nokv.PathEntry) map[string]any {
+// ListEntry is one child in a workbench_list page.
+type ListEntry struct {
+	// Name is the last component of the path, or the workbench id for the
+	// workbench itself.
+	Name string `json:"name"`
+	Path string `json:"path"` // the presentation path
+	// Section is the path's section, nil outside the five; RelativePath
+	// the rest of the path below it, nil for a section itself.
+	Section      *string `json:"section"`
+	RelativePath *string `json:"relative_path"`
+	// Kind is "file" for an artifact and "directory" for the workbench, a
+	// section or an implicit directory.
+	Kind string `json:"kind"`
+	// SizeBytes is a file's size, nil for a directory.
+	SizeBytes *uint64 `json:"size_bytes"`
+	// EntryCount is always nil: a directory's entries are not counted.
+	EntryCount *uint64 `json:"entry_count"`
+}
+
+// node returns the list entry of the path comps of workbench id, an
+// artifact when e is not nil.
+func (s *Service) node(id string, comps []string, e *nokv.PathEntry) ListEntry {
 	name := id
 	if len(comps) > 0 {
 		name = comps[len(comps)-1]
 	}
 	section, rel := projection(comps)
-	m := map[string]any{
-		"name":          name,
-		"path":          PresentationPath(s.logical, id, comps),
-		"section":       section,
-		"relative_path": rel,
-		"kind":          "directory",
-		"size_bytes":    nil,
-		"entry_count":   nil,
+	n := ListEntry{
+		Name:         name,
+		Path:         PresentationPath(s.logical, id, comps),
+		Section:      section,
+		RelativePath: rel,
+		Kind:         "directory",
 	}
 	if e != nil {
-		m["kind"] = "file"
-		m["size_bytes"] = e.LogicalSize
+		size := e.LogicalSize
+		n.Kind, n.SizeBytes = "file", &size
 	}
-	return m
+	return n
 }
 
-// card returns the stat card of the path sc addresses: node's members,
-// with section and relative_path those of the request (as the result's
-// header echoes them), record_count (always null) and the artifact
-// members generation, content_type, digest_uri, producer and manifest_id,
-// all null unless e is an artifact.
-func (s *Service) card(sc readScope, e *nokv.PathEntry) map[string]any {
-	m := s.node(sc.id, sc.comps, e)
-	m["section"], m["relative_path"] = requestScope(sc.section, sc.rel)
-	m["record_count"] = nil
-	m["generation"] = nil
-	m["content_type"] = nil
-	m["digest_uri"] = nil
-	m["producer"] = nil
-	m["manifest_id"] = nil
+// StatCard is workbench_stat's description of a path. Its section and
+// relative path are those of the request, as the result's header echoes
+// them; the artifact members (SizeBytes, Generation, ContentType,
+// DigestURI, Producer, ManifestID) are nil unless the path is a file.
+type StatCard struct {
+	Name         string  `json:"name"` // as ListEntry.Name
+	Path         string  `json:"path"` // the presentation path
+	Section      *string `json:"section"`
+	RelativePath *string `json:"relative_path"`
+	Kind         string  `json:"kind"` // "file" or "directory"
+	SizeBytes    *uint64 `json:"size_bytes"`
+	// EntryCount and RecordCount are always nil: they are not computed.
+	EntryCount  *uint64 `json:"entry_count"`
+	RecordCount *uint64 `json:"record_count"`
+	Generation  *uint64 `json:"generation"`
+	ContentType *string `json:"content_type"`
+	DigestURI   *string `json:"digest_uri"` // sha256:<hex> of the whole body
+	// Producer and ManifestID are as stored; the Workbench tools never
+	// set them.
+	Producer   *string `json:"producer"`
+	ManifestID *string `json:"manifest_id"`
+}
+
+// card returns the stat card of the path sc addresses, an artifact when e
+// is not nil.
+func (s *Service) card(sc readScope, e *nokv.PathEntry) *StatCard {
+	n := s.node(sc.id, sc.comps, e)
+	c := &StatCard{
+		Name:       n.Name,
+		Path:       n.Path,
+		Kind:       n.Kind,
+		SizeBytes:  n.SizeBytes,
+		EntryCount: n.EntryCount,
+	}
+	c.Section, c.RelativePath = requestScope(sc.section, sc.rel)
 	if e != nil {
-		m["generation"] = e.Generation
-		m["content_type"] = e.ContentType
-		m["digest_uri"] = e.BodyDigestURI
+		gen, ct, digest := e.Generation, e.ContentType, e.BodyDigestURI
+		c.Generation, c.ContentType, c.DigestURI = &gen, &ct, &digest
 		if e.Producer != nil {
-			m["producer"] = *e.Producer
+			p := *e.Producer
+			c.Producer = &p
 		}
 		if e.ManifestID != nil {
-			m["manifest_id"] = *e.ManifestID
+			m := *e.ManifestID
+			c.ManifestID = &m
 		}
 	}
-	return m
+	return c
 }

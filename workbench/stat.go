@@ -13,6 +13,35 @@ type statInput struct {
 	scopeInput
 }
 
+// StatInput is workbench_stat's input.
+type StatInput struct {
+	ID string `json:"id"`
+	// Section is one of the five sections; nil addresses the workbench,
+	// or with Path a path from the workbench's top.
+	Section *string `json:"section,omitempty"`
+	// Path is the path below Section; "" is none.
+	Path string `json:"path,omitempty"`
+	// AtSnapshot selects a snapshot by id (a non-negative integer) or by
+	// name (a non-empty string); nil reads the live workbench.
+	AtSnapshot any `json:"at_snapshot,omitempty"`
+}
+
+// StatResult is workbench_stat's result.
+type StatResult struct {
+	Success
+	ScopeHeader
+	// AtSnapshot echoes the request's snapshot selector, a json.Number
+	// id or a string name; nil (absent from the JSON) for a live read.
+	AtSnapshot any      `json:"at_snapshot,omitempty"`
+	Card       StatCard `json:"card"`
+}
+
+// Stat runs workbench_stat: it describes the workbench, a section, a
+// directory or a file, without reading any body.
+func (s *Service) Stat(ctx context.Context, in StatInput) (*StatResult, error) {
+	return invoke[*StatResult](ctx, s, "workbench_stat", in)
+}
+
 // statTool serves workbench_stat: a metadata card without reading a body.
 // Resolution, in order: the workbench itself; an exact artifact; a
 // section named as section without a path (which exists whenever the
@@ -22,7 +51,7 @@ type statInput struct {
 // only when something lies below it. The card describes the path asked
 // about: its section and relative_path echo the request's, as the
 // result's own do.
-func (s *Service) statTool(ctx context.Context, in *statInput) (map[string]any, *Error) {
+func (s *Service) statTool(ctx context.Context, in *statInput) (*StatResult, *Error) {
 	sc := in.scope
 	v, werr := s.openScopeView(ctx, sc, entryReads(sc.comps))
 	if werr != nil {
@@ -35,14 +64,12 @@ func (s *Service) statTool(ctx context.Context, in *statInput) (map[string]any, 
 	if card == nil {
 		return nil, NotFound(sc.logical())
 	}
-	res := s.header(sc)
-	res["card"] = card
-	return res, nil
+	return &StatResult{ScopeHeader: s.header(sc), AtSnapshot: sc.at, Card: *card}, nil
 }
 
 // stat returns the card of the scope's path in the view, or nil when
 // nothing is there.
-func (v *view) stat(ctx context.Context, sc readScope) (map[string]any, *Error) {
+func (v *view) stat(ctx context.Context, sc readScope) (*StatCard, *Error) {
 	comps := sc.comps
 	if len(comps) == 0 {
 		return v.s.card(sc, nil), nil
