@@ -175,6 +175,63 @@ type grepInput struct {
 	joinedPath
 }
 
+// GrepInput is workbench_grep's input.
+type GrepInput struct {
+	ID string `json:"id"`
+	// Pattern is a literal to find, or several separated by '|' when
+	// Patterns is empty; "" adds none.
+	Pattern string `json:"pattern"`
+	// Patterns are more literals (at most 16, none empty).
+	Patterns []string `json:"patterns,omitempty"`
+	// Recursive scans the whole scope; false scans its direct children.
+	Recursive bool `json:"recursive"`
+	// Section and Path narrow the scope (nil and "" are none): a
+	// directory, a section or one file.
+	Section *string `json:"section,omitempty"`
+	Path    string  `json:"path,omitempty"`
+	// Glob filters files by basename ('*' any run, '?' one character);
+	// nil is every file.
+	Glob *string `json:"glob,omitempty"`
+	// Limit counts matching lines, 1 to 300; nil is 100.
+	Limit *uint64 `json:"limit,omitempty"`
+	// Cursor continues from a page's NextCursor; nil starts at the
+	// beginning.
+	Cursor *string `json:"cursor,omitempty"`
+}
+
+// GrepResult is workbench_grep's result: one page of matching lines.
+type GrepResult struct {
+	Success
+	ScopeHeader
+	Pattern   string      `json:"pattern"` // the request's, as given
+	Recursive bool        `json:"recursive"`
+	Matches   []GrepMatch `json:"matches"`
+	// FilesScanned counts the bodies this call read.
+	FilesScanned int `json:"files_scanned"`
+	// NextCursor continues the scan; nil when nothing is left.
+	NextCursor *string `json:"next_cursor"`
+	// Truncated says that more may follow (NextCursor is set).
+	Truncated bool `json:"truncated"`
+}
+
+// GrepMatch is one matching line.
+type GrepMatch struct {
+	Path string `json:"path"` // the file's presentation path
+	// Section is the file's section, nil outside the five; RelativePath
+	// the rest of its path.
+	Section      *string `json:"section"`
+	RelativePath *string `json:"relative_path"`
+	LineNumber   int     `json:"line_number"` // from 1
+	// Snippet is the line's first 240 Unicode scalar values.
+	Snippet string `json:"snippet"`
+}
+
+// Grep runs workbench_grep: case-insensitive literal line matching over
+// the bodies of a workbench's files, one page at a time.
+func (s *Service) Grep(ctx context.Context, in GrepInput) (*GrepResult, error) {
+	return invoke[*GrepResult](ctx, s, "workbench_grep", in)
+}
+
 func (in *grepInput) resolve(s *Service) *Error {
 	id, werr := ParseWorkbenchID(in.ID)
 	if werr != nil {
@@ -224,19 +281,15 @@ func (in *grepInput) resolve(s *Service) *Error {
 	return nil
 }
 
-func (s *Service) grepTool(ctx context.Context, in *grepInput) (map[string]any, *Error) {
-	id, prefix := in.req.id, in.req.prefix
-	scopePath := PresentationPath(s.logical, id, prefix)
+func (s *Service) grepTool(ctx context.Context, in *grepInput) (*GrepResult, *Error) {
+	h := s.header(readScope{id: in.req.id, comps: in.req.prefix, section: in.Section, rel: in.Path})
 	res, werr := s.grep(ctx, in.req)
 	if werr != nil {
-		return nil, werr.With("path", scopePath)
+		return nil, werr.With("path", h.Path)
 	}
-	res["workbench_id"] = id
-	res["workbench_path"] = WorkbenchPath(s.logical, id)
-	res["section"], res["relative_path"] = requestScope(in.Section, in.Path)
-	res["path"] = scopePath
-	res["pattern"] = in.Pattern
-	res["recursive"] = in.Recursive
+	res.ScopeHeader = h
+	res.Pattern = in.Pattern
+	res.Recursive = in.Recursive
 	return res, nil
 }
 
@@ -271,7 +324,8 @@ func (s *Service) grepBinding(r grepRequest) string {
 	})
 }
 
-func (s *Service) grep(ctx context.Context, r grepRequest) (map[string]any, *Error) {
+// grep returns the page's matches, files_scanned and cursor.
+func (s *Service) grep(ctx context.Context, r grepRequest) (*GrepResult, *Error) {
 	cur := r.cursor
 	reads := listReads(r.prefix)
 	reads.fams = []shards.Family{nokv.FamilyArtifactManifest}
@@ -311,7 +365,7 @@ func (s *Service) grep(ctx context.Context, r grepRequest) (map[string]any, *Err
 
 	f := newGrepFetcher(ctx, v, cands[:plan])
 	defer f.stop()
-	matches := []any{}
+	matches := []GrepMatch{}
 	filesScanned := 0
 	var next *grepCursor
 	binding := s.grepBinding(r)
@@ -346,29 +400,25 @@ scan:
 				next = position(c.path, j)
 				break scan
 			}
-			path, section, rel := s.queryRowLocation(&queryRow{wb: r.id, path: c.path})
-			matches = append(matches, map[string]any{
-				"path":          path,
-				"section":       section,
-				"relative_path": rel,
-				"line_number":   j + 1,
-				"snippet":       grepSnippet(lines[j]),
+			section, rel := projection(c.path)
+			matches = append(matches, GrepMatch{
+				Path:         PresentationPath(s.logical, r.id, c.path),
+				Section:      section,
+				RelativePath: rel,
+				LineNumber:   j + 1,
+				Snippet:      grepSnippet(lines[j]),
 			})
 		}
 	}
 	if next == nil && plan < len(cands) {
 		next = position(cands[plan].path, 0)
 	}
-	var nextCursor any
+	res := &GrepResult{Matches: matches, FilesScanned: filesScanned}
 	if next != nil {
-		nextCursor = s.encodeQueryCursor(next)
+		cur := s.encodeQueryCursor(next)
+		res.NextCursor, res.Truncated = &cur, true
 	}
-	return map[string]any{
-		"matches":       matches,
-		"files_scanned": filesScanned,
-		"next_cursor":   nextCursor,
-		"truncated":     nextCursor != nil,
-	}, nil
+	return res, nil
 }
 
 // grepCandidates lists the artifacts a grep scans, in key order.

@@ -10,7 +10,7 @@ import (
 	"github.com/cairnstore/cairn/workbench"
 )
 
-// The typed methods of the read tools (List, Stat, Read) answer
+// The typed methods of the read tools (List, Stat, Read, Grep) answer
 // exactly as Call does for the same arguments: the result printed by
 // MarshalResult, or the error's envelope, is Call's output byte for byte.
 
@@ -215,5 +215,46 @@ func TestReadTyped(t *testing.T) {
 	wantCode(t, err, workbench.CodeNotFound)
 	_, err = s.Read(ctx, workbench.ReadInput{ID: "wb", Section: "outputs"})
 	sameAsCall(t, s, tool, `{"id":"wb","section":"outputs","path":""}`, nil, err)
+	wantCode(t, err, workbench.CodeInvalidArguments)
+}
+
+func TestGrepTyped(t *testing.T) {
+	s, _ := typedBench(t)
+	ctx := context.Background()
+	const tool = "workbench_grep"
+
+	// The whole workbench, one match a page.
+	r, err := s.Grep(ctx, workbench.GrepInput{ID: "wb", Pattern: "BETA", Recursive: true, Limit: new(uint64(1))})
+	sameAsCall(t, s, tool, `{"id":"wb","pattern":"BETA","recursive":true,"limit":1}`, r, err)
+	if err != nil || len(r.Matches) != 1 || r.Matches[0].LineNumber != 2 || r.Matches[0].Snippet != "Beta" || !r.Truncated || r.Section != nil {
+		t.Fatalf("first page: %+v, %v", r, err)
+	}
+	cursor := *r.NextCursor
+	r, err = s.Grep(ctx, workbench.GrepInput{ID: "wb", Pattern: "BETA", Recursive: true, Limit: new(uint64(1)), Cursor: &cursor})
+	sameAsCall(t, s, tool, `{"id":"wb","pattern":"BETA","recursive":true,"limit":1,"cursor":"`+cursor+`"}`, r, err)
+	if err != nil || len(r.Matches) != 1 || r.Matches[0].LineNumber != 3 || r.NextCursor != nil {
+		t.Fatalf("second page: %+v, %v", r, err)
+	}
+
+	// A section, not recursive, two patterns and a glob: report.txt only.
+	r, err = s.Grep(ctx, workbench.GrepInput{ID: "wb", Pattern: "hello", Patterns: []string{"THIRD"}, Section: new("outputs"), Glob: new("*.txt")})
+	sameAsCall(t, s, tool, `{"id":"wb","pattern":"hello","patterns":["THIRD"],"recursive":false,"section":"outputs","glob":"*.txt"}`, r, err)
+	if err != nil || len(r.Matches) != 2 || r.FilesScanned != 1 || *r.Matches[0].Section != "outputs" || *r.Matches[0].RelativePath != "report.txt" {
+		t.Fatalf("section grep: %+v, %v", r, err)
+	}
+
+	// Failures: a missing scope (details.path); no pattern at all; a glob
+	// with a '/'; a cursor of another pattern set.
+	_, err = s.Grep(ctx, workbench.GrepInput{ID: "wb", Pattern: "x", Recursive: true, Section: new("outputs"), Path: "nowhere"})
+	sameAsCall(t, s, tool, `{"id":"wb","pattern":"x","recursive":true,"section":"outputs","path":"nowhere"}`, nil, err)
+	wantCode(t, err, workbench.CodeNotFound)
+	_, err = s.Grep(ctx, workbench.GrepInput{ID: "wb", Recursive: true})
+	sameAsCall(t, s, tool, `{"id":"wb","pattern":"","recursive":true}`, nil, err)
+	wantCode(t, err, workbench.CodeInvalidArguments)
+	_, err = s.Grep(ctx, workbench.GrepInput{ID: "wb", Pattern: "x", Glob: new("a/b")})
+	sameAsCall(t, s, tool, `{"id":"wb","pattern":"x","recursive":false,"glob":"a/b"}`, nil, err)
+	wantCode(t, err, workbench.CodeInvalidArguments)
+	_, err = s.Grep(ctx, workbench.GrepInput{ID: "wb", Pattern: "gamma", Recursive: true, Cursor: &cursor})
+	sameAsCall(t, s, tool, `{"id":"wb","pattern":"gamma","recursive":true,"cursor":"`+cursor+`"}`, nil, err)
 	wantCode(t, err, workbench.CodeInvalidArguments)
 }
