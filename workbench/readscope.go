@@ -7,8 +7,8 @@ import (
 )
 
 // What the three read-scope tools (stat, list, read) share: the scope they
-// address, the view they open, the header of their results and the
-// shaping of cards and entries.
+// address, the view they open, the header of their results (grep's
+// begins the same way) and the shaping of cards and entries.
 
 // readScope is what a read tool addresses: one workbench, a stored path
 // inside it (no components for the workbench itself) and the view, live or
