@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/nokv"
 )
 
 // typedSame checks that a typed method's answer (res, err) prints the
@@ -91,12 +92,73 @@ func TestSearchTyped(t *testing.T) {
 	// query is refused.
 	_, err = s.Search(ctx, workbench.SearchInput{Predicates: []workbench.Predicate{{Field: "score", Op: "eq"}}})
 	typedSame(t, s, "workbench_search", `{"predicates":[{"field":"score","op":"eq"}]}`, nil, err)
+	typedCode(t, err, workbench.CodeInvalidArguments)
 	_, err = s.Search(ctx, workbench.SearchInput{ID: qPtr("wb-a"), Fields: []string{"nope"}})
 	typedSame(t, s, "workbench_search", `{"id":"wb-a","fields":["nope"]}`, nil, err)
 	_, err = s.Search(ctx, workbench.SearchInput{ID: qPtr("wb-b"), Cursor: in.Cursor})
 	typedSame(t, s, "workbench_search", `{"id":"wb-b","cursor":"`+*in.Cursor+`"}`, nil, err)
+	typedCode(t, err, workbench.CodeInvalidState)
+}
+
+func TestAggregateTyped(t *testing.T) {
+	s := newService(t)
+	ctx := context.Background()
+	workbench.SeedQueryWorkbench(t, s, "w",
+		workbench.QuerySeedFile{Path: "outputs/a", Body: []byte("12345"), Producer: qPtr("p"),
+			Index: []nokv.IndexField{qInt("d", -5), qFloat("r", 0.5), qStr("k", "x")}},
+		workbench.QuerySeedFile{Path: "outputs/b", Body: []byte("1"),
+			Index: []nokv.IndexField{qInt("d", 2), qFloat("r", 1.5), qStr("k", "y")}},
+		workbench.QuerySeedFile{Path: "logs/c", Body: []byte("123"), Index: []nokv.IndexField{qStr("k", "x")}},
+	)
+	// One group of every row: unsigned, signed and float measures, a
+	// float sum that is integral (printed 2.0) and an avg.
+	res, err := s.Aggregate(ctx, workbench.AggregateInput{ID: qPtr("w"), Measures: []workbench.Measure{
+		{Name: "rows", Op: "count"}, {Name: "size", Op: "sum", Field: qPtr("logical_size")},
+		{Name: "dsum", Op: "sum", Field: qPtr("d")}, {Name: "rsum", Op: "sum", Field: qPtr("r")},
+		{Name: "ravg", Op: "avg", Field: qPtr("r")}, {Name: "kmax", Op: "max", Field: qPtr("k")},
+	}})
+	out := typedSame(t, s, "workbench_aggregate", `{"id":"w","measures":[{"name":"rows","op":"count"},{"name":"size","op":"sum","field":"logical_size"},{"name":"dsum","op":"sum","field":"d"},{"name":"rsum","op":"sum","field":"r"},{"name":"ravg","op":"avg","field":"r"},{"name":"kmax","op":"max","field":"k"}]}`, res, err)
+	const wantOne = `{"group_count":1,"groups":[{"key":{},"values":{"dsum":-3,"kmax":"y","ravg":1.0,"rows":3,"rsum":2.0,"size":9}}],"input_match_count":3,"path":"/agents/test/wb/w","row_count":3,"status":"success","truncated":false}`
+	if out != wantOne {
+		t.Fatalf("one group:\ngot  %s\nwant %s", out, wantOne)
+	}
+	if g := res.Groups[0].Values; g["rows"] != uint64(3) || g["dsum"] != int64(-3) || g["rsum"] != 2.0 {
+		t.Fatalf("typed values %#v", g)
+	}
+	// Grouped, filtered, sorted by a measure and cut by limit, over every
+	// workbench: a missing value keys as null.
+	limit := uint64(1)
+	res, err = s.Aggregate(ctx, workbench.AggregateInput{
+		Section:    "outputs",
+		Predicates: []workbench.Predicate{{Field: "logical_size", Op: "in", Value: []uint64{1, 5}}},
+		GroupBy:    []string{"producer"},
+		Measures:   []workbench.Measure{{Name: "n", Op: "count"}, {Name: "top", Op: "max", Field: qPtr("r")}},
+		Sort:       []workbench.SortKey{{Field: "top", Direction: "desc"}},
+		Limit:      &limit,
+	})
+	out = typedSame(t, s, "workbench_aggregate", `{"section":"outputs","predicates":[{"field":"logical_size","op":"in","value":[1,5]}],"group_by":["producer"],"measures":[{"name":"n","op":"count"},{"name":"top","op":"max","field":"r"}],"sort":[{"field":"top","direction":"desc"}],"limit":1}`, res, err)
+	if res.GroupCount != 2 || !res.Truncated || len(res.Groups) != 1 || res.Groups[0].Key["producer"] != nil || res.Groups[0].Values["top"] != 1.5 {
+		t.Fatalf("grouped %s", out)
+	}
+	// Refusals: no measures member (null here, absent is the same
+	// InvalidArguments), an empty list (the server's InvalidState), a
+	// measure that shadows a group field.
+	_, err = s.Aggregate(ctx, workbench.AggregateInput{ID: qPtr("w")})
+	typedSame(t, s, "workbench_aggregate", `{"id":"w","measures":null}`, nil, err)
+	typedCode(t, err, workbench.CodeInvalidArguments)
+	_, err = s.Aggregate(ctx, workbench.AggregateInput{Measures: []workbench.Measure{}})
+	typedSame(t, s, "workbench_aggregate", `{"measures":[]}`, nil, err)
+	typedCode(t, err, workbench.CodeInvalidState)
+	_, err = s.Aggregate(ctx, workbench.AggregateInput{GroupBy: []string{"path"}, Measures: []workbench.Measure{{Name: "path", Op: "count"}}})
+	typedSame(t, s, "workbench_aggregate", `{"group_by":["path"],"measures":[{"name":"path","op":"count"}]}`, nil, err)
+	typedCode(t, err, workbench.CodeInvalidState)
+}
+
+// typedCode checks that err is a *workbench.Error of code.
+func typedCode(t *testing.T, err error, code string) {
+	t.Helper()
 	var werr *workbench.Error
-	if !errors.As(err, &werr) || werr.Code != workbench.CodeInvalidState {
-		t.Fatalf("foreign cursor: %v, want InvalidState", err)
+	if !errors.As(err, &werr) || werr.Code != code {
+		t.Fatalf("error %v, want %s", err, code)
 	}
 }
