@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/cairnstore/cairn/workbench"
@@ -161,4 +162,38 @@ func typedCode(t *testing.T, err error, code string) {
 	if !errors.As(err, &werr) || werr.Code != code {
 		t.Fatalf("error %v, want %s", err, code)
 	}
+}
+
+func TestCatalogTyped(t *testing.T) {
+	s := newService(t)
+	ctx := context.Background()
+	workbench.SeedQueryWorkbench(t, s, "w",
+		qFile("outputs/a", "x", qUint("run.step", 1), qStr("run.name", "a"), qNull("run.gone")))
+	// A workbench's whole catalog: numeric and string groups, a null
+	// field that is not sortable.
+	res, err := s.Catalog(ctx, workbench.CatalogInput{ID: qPtr("w"), IncludeFacets: true})
+	out := typedSame(t, s, "workbench_catalog", `{"id":"w","include_facets":true}`, res, err)
+	if res.CatalogEmpty || len(res.Catalog.Filterable) != 2 || slices.Contains(res.Catalog.Sortable, "run.gone") ||
+		!slices.Contains(res.Catalog.Facetable, "run.gone") || len(res.Catalog.Facets) != 0 || len(res.ChildCatalogs) != 0 {
+		t.Fatalf("catalog %s", out)
+	}
+	// A prefix over the root scope, and one that leaves nothing.
+	res, err = s.Catalog(ctx, workbench.CatalogInput{Section: "outputs", FieldPrefix: "run.s"})
+	out = typedSame(t, s, "workbench_catalog", `{"section":"outputs","field_prefix":"run.s"}`, res, err)
+	if res.Path != "/agents/test/wb" || !slices.Equal(res.Catalog.Facetable, []string{"run.step"}) {
+		t.Fatalf("prefix %s", out)
+	}
+	res, err = s.Catalog(ctx, workbench.CatalogInput{ID: qPtr("nowhere")})
+	out = typedSame(t, s, "workbench_catalog", `{"id":"nowhere"}`, res, err)
+	if !res.CatalogEmpty || res.Catalog.Filterable == nil {
+		t.Fatalf("missing workbench %s", out)
+	}
+	// Refusals: a prefix byte a field id cannot hold (the server's) and a
+	// bad workbench id (the tool layer's).
+	_, err = s.Catalog(ctx, workbench.CatalogInput{FieldPrefix: "p/"})
+	typedSame(t, s, "workbench_catalog", `{"field_prefix":"p/"}`, nil, err)
+	typedCode(t, err, workbench.CodeInvalidState)
+	_, err = s.Catalog(ctx, workbench.CatalogInput{ID: qPtr("")})
+	typedSame(t, s, "workbench_catalog", `{"id":""}`, nil, err)
+	typedCode(t, err, workbench.CodeInvalidArguments)
 }
