@@ -197,3 +197,64 @@ func TestCatalogTyped(t *testing.T) {
 	typedSame(t, s, "workbench_catalog", `{"id":""}`, nil, err)
 	typedCode(t, err, workbench.CodeInvalidArguments)
 }
+
+func TestFindTyped(t *testing.T) {
+	s, commits := findRig(t)
+	ctx := context.Background()
+	// The committed ones with their manifests, one a page: a verified
+	// match, then its continuation from the typed cursor.
+	yes, one := true, uint64(1)
+	in := workbench.FindInput{Committed: &yes, IncludeManifest: true, Limit: &one}
+	res, err := s.Find(ctx, in)
+	out := typedSame(t, s, "workbench_find", `{"committed":true,"include_manifest":true,"limit":1}`, res, err)
+	if len(res.Matches) != 1 || res.NextCursor == nil || !res.Truncated {
+		t.Fatalf("first page %s", out)
+	}
+	m := res.Matches[0]
+	if m.WorkbenchID != "wb-a" || !m.CommitIdentityVerified || m.CommitIdentity == nil || *m.CommitIdentity != commits["wb-a"]["commit_identity"] ||
+		m.ManifestSummary == nil || !slices.Equal(m.ManifestSummary.ManifestKeys, []string{"model", "task"}) ||
+		string(m.ManifestSummary.ManifestTask) != `"ptycho"` || m.Manifest == nil || *m.ManifestGeneration != 1 {
+		t.Fatalf("first match %s", out)
+	}
+	in.Cursor = res.NextCursor
+	res, err = s.Find(ctx, in)
+	out = typedSame(t, s, "workbench_find", `{"committed":true,"include_manifest":true,"limit":1,"cursor":"`+*in.Cursor+`"}`, res, err)
+	if len(res.Matches) != 1 || res.Matches[0].WorkbenchID != "wb-c" || res.NextCursor != nil {
+		t.Fatalf("second page %s", out)
+	}
+	// Without manifests every manifest member is null; an empty pattern
+	// (not the same as none) keeps only the workbenches with a manifest.
+	res, err = s.Find(ctx, workbench.FindInput{})
+	out = typedSame(t, s, "workbench_find", `{}`, res, err)
+	if res.MatchCount != 3 || res.Matches[1].Committed || res.Matches[1].ManifestPath != nil || res.Matches[0].ManifestSummary != nil {
+		t.Fatalf("all %s", out)
+	}
+	no := false
+	res, err = s.Find(ctx, workbench.FindInput{Committed: &no, ManifestPattern: qPtr("")})
+	out = typedSame(t, s, "workbench_find", `{"committed":false,"manifest_pattern":""}`, res, err)
+	if res.MatchCount != 0 || res.EntryCount != 3 {
+		t.Fatalf("empty pattern %s", out)
+	}
+	// A stored envelope that does not verify: summary and manifest shown,
+	// digests and identity null; one that is not an object: no summary.
+	workbench.OverwriteForTest(t, s, "wb-a", "metadata/run_manifest.json", []byte(`{"manifest":{"task":7},"schema":null}`))
+	res, err = s.Find(ctx, workbench.FindInput{IncludeManifest: true, Limit: &one})
+	out = typedSame(t, s, "workbench_find", `{"include_manifest":true,"limit":1}`, res, err)
+	if m := res.Matches[0]; m.CommitIdentityVerified || m.CommitIdentity != nil || m.EnvelopeDigestURI != nil ||
+		m.ManifestSummary == nil || string(m.ManifestSummary.ManifestTask) != "7" || m.ManifestSummary.WorkbenchID != nil {
+		t.Fatalf("unverified %s", out)
+	}
+	workbench.OverwriteForTest(t, s, "wb-a", "metadata/run_manifest.json", []byte(`[1]`))
+	res, err = s.Find(ctx, workbench.FindInput{ManifestPattern: qPtr("1"), Limit: &one})
+	out = typedSame(t, s, "workbench_find", `{"manifest_pattern":"1","limit":1}`, res, err)
+	if m := res.Matches[0]; m.ManifestSummary != nil || m.Manifest != nil || m.ManifestSizeBytes == nil || *m.ManifestSizeBytes != 3 {
+		t.Fatalf("not an object %s", out)
+	}
+	// Refusals: a cursor of another committed filter, a limit over 100.
+	_, err = s.Find(ctx, workbench.FindInput{Cursor: in.Cursor})
+	typedSame(t, s, "workbench_find", `{"cursor":"`+*in.Cursor+`"}`, nil, err)
+	typedCode(t, err, workbench.CodeInvalidState)
+	over := uint64(101)
+	_, err = s.Find(ctx, workbench.FindInput{Limit: &over})
+	typedSame(t, s, "workbench_find", `{"limit":101}`, nil, err)
+}
