@@ -115,6 +115,71 @@ type aggregateInput struct {
 	limit    uint64 // Limit or aggregateDefaultLimit
 }
 
+// AggregateInput is workbench_aggregate's input.
+type AggregateInput struct {
+	// ID is the workbench to aggregate over; nil is every visible one.
+	ID *string `json:"id,omitempty"`
+	// Section and Path narrow the scope to a section[/path] prefix inside
+	// each workbench; "" is none.
+	Section string `json:"section,omitempty"`
+	Path    string `json:"path,omitempty"`
+	// Predicates filter the rows; every one must hold.
+	Predicates []Predicate `json:"predicates,omitempty"`
+	// GroupBy names up to eight fields; each distinct tuple of their
+	// values is a group. None: one group of every matching row.
+	GroupBy []string `json:"group_by,omitempty"`
+	// Measures are computed over each group: 1 to 16, names unique. The
+	// member is required; an empty list is refused by the server.
+	Measures []Measure `json:"measures"`
+	// Sort orders the groups by group_by fields and measure names; the
+	// group key orders the rest.
+	Sort []SortKey `json:"sort,omitempty"`
+	// Limit is the number of groups returned, 1 to 100; nil is 20.
+	Limit *uint64 `json:"limit,omitempty"`
+}
+
+// Measure is one measure of an aggregate: Op (count, sum, avg, min or
+// max) over Field, reported under Name.
+type Measure struct {
+	Name string `json:"name"`
+	Op   string `json:"op"`
+	// Field is the field measured; nil (only for count) counts rows.
+	Field *string `json:"field,omitempty"`
+}
+
+// AggregateResult is workbench_aggregate's result.
+type AggregateResult struct {
+	Success
+	// Path is the scope's presentation path, the logical root when the
+	// aggregate spans every workbench.
+	Path string `json:"path"`
+	// InputMatchCount and RowCount are both the number of matching rows.
+	InputMatchCount int `json:"input_match_count"`
+	RowCount        int `json:"row_count"`
+	// GroupCount is the number of groups, returned or not.
+	GroupCount int              `json:"group_count"`
+	Groups     []AggregateGroup `json:"groups"`
+	// Truncated says that more groups exist than Groups holds.
+	Truncated bool `json:"truncated"`
+}
+
+// AggregateGroup is one group of an aggregate.
+type AggregateGroup struct {
+	// Key maps each group_by field to the group's value of it (null for
+	// missing or null); {} without group_by.
+	Key map[string]any `json:"key"`
+	// Values maps each measure's name to its value: an unsigned, signed
+	// or float number, a scalar for min and max, or null over no values.
+	Values map[string]any `json:"values"`
+}
+
+// Aggregate runs workbench_aggregate: count, sum, avg, min and max over
+// the matching artifacts of one workbench or of all of them, grouped by
+// up to eight fields.
+func (s *Service) Aggregate(ctx context.Context, in AggregateInput) (*AggregateResult, error) {
+	return invoke[*AggregateResult](ctx, s, "workbench_aggregate", in)
+}
+
 func (in *aggregateInput) resolve(*Service) *Error {
 	var werr *Error
 	if werr = in.queryScopeInput.resolve(); werr != nil {
@@ -142,7 +207,7 @@ func (in *aggregateInput) resolve(*Service) *Error {
 	return nil
 }
 
-func (s *Service) aggregateTool(ctx context.Context, in *aggregateInput) (map[string]any, *Error) {
+func (s *Service) aggregateTool(ctx context.Context, in *aggregateInput) (*AggregateResult, *Error) {
 	scope, preds, groupBy, measures, keys, limit := in.scope, in.preds, in.groupBy, in.measures, in.keys, in.limit
 	// The storage side's bounds.
 	if werr := checkPredicateBounds(preds); werr != nil {
@@ -226,7 +291,7 @@ func (s *Service) aggregateTool(ctx context.Context, in *aggregateInput) (map[st
 	if truncated {
 		groups = groups[:limit]
 	}
-	out := make([]any, len(groups))
+	out := make([]AggregateGroup, len(groups))
 	for i, g := range groups {
 		key := make(map[string]any, len(groupBy))
 		for j, f := range groupBy {
@@ -236,15 +301,15 @@ func (s *Service) aggregateTool(ctx context.Context, in *aggregateInput) (map[st
 		for j, m := range measures {
 			values[m.name] = indexScalarJSON(g.values[j])
 		}
-		out[i] = map[string]any{"key": key, "values": values}
+		out[i] = AggregateGroup{Key: key, Values: values}
 	}
-	return map[string]any{
-		"path":              scope.presentation(s),
-		"input_match_count": len(matches),
-		"row_count":         len(matches),
-		"group_count":       groupCount,
-		"groups":            out,
-		"truncated":         truncated,
+	return &AggregateResult{
+		Path:            scope.presentation(s),
+		InputMatchCount: len(matches),
+		RowCount:        len(matches),
+		GroupCount:      groupCount,
+		Groups:          out,
+		Truncated:       truncated,
 	}, nil
 }
 

@@ -60,7 +60,60 @@ type catalogInput struct {
 
 func (in *catalogInput) resolve(*Service) *Error { return in.queryScopeInput.resolve() }
 
-func (s *Service) catalogTool(ctx context.Context, in *catalogInput) (map[string]any, *Error) {
+// CatalogInput is workbench_catalog's input.
+type CatalogInput struct {
+	// ID is the workbench whose fields are listed; nil is every visible
+	// one.
+	ID *string `json:"id,omitempty"`
+	// Section and Path narrow the scope to a section[/path] prefix inside
+	// each workbench; "" is none.
+	Section string `json:"section,omitempty"`
+	Path    string `json:"path,omitempty"`
+	// FieldPrefix keeps the field ids that start with it; "" keeps all.
+	FieldPrefix string `json:"field_prefix,omitempty"`
+	// IncludeFacets has no effect: the catalog's facets are always empty.
+	IncludeFacets bool `json:"include_facets,omitempty"`
+}
+
+// CatalogResult is workbench_catalog's result.
+type CatalogResult struct {
+	Success
+	// Path is the scope's presentation path, the logical root when the
+	// catalog spans every workbench.
+	Path string `json:"path"`
+	// CatalogEmpty says that no field is listed.
+	CatalogEmpty bool    `json:"catalog_empty"`
+	Catalog      Catalog `json:"catalog"`
+	// ChildCatalogs is always empty.
+	ChildCatalogs []any `json:"child_catalogs"`
+}
+
+// Catalog is the fields of a query scope and what each supports, every
+// list in field id order.
+type Catalog struct {
+	// Filterable groups the fields by the predicate operators they take.
+	Filterable []CatalogFilter `json:"filterable"`
+	// Sortable holds every field whose type is not null.
+	Sortable []string `json:"sortable"`
+	// Facetable holds every field.
+	Facetable []string `json:"facetable"`
+	// Facets is always empty.
+	Facets []any `json:"facets"`
+}
+
+// CatalogFilter is the fields that take one list of operators.
+type CatalogFilter struct {
+	Operators []string `json:"operators"`
+	Fields    []string `json:"fields"`
+}
+
+// Catalog runs workbench_catalog: the field ids that search and aggregate
+// accept over one workbench or all of them, and their operators.
+func (s *Service) Catalog(ctx context.Context, in CatalogInput) (*CatalogResult, error) {
+	return invoke[*CatalogResult](ctx, s, "workbench_catalog", in)
+}
+
+func (s *Service) catalogTool(ctx context.Context, in *catalogInput) (*CatalogResult, *Error) {
 	scope, fieldPrefix := in.scope, in.FieldPrefix
 	// The server's rules for a field id apply to the prefix: no longer
 	// than one, and only the bytes one may hold.
@@ -102,20 +155,20 @@ func (s *Service) catalogTool(ctx context.Context, in *catalogInput) (map[string
 		}
 	}
 	slices.SortFunc(groups, func(a, b *group) int { return slices.Compare(a.ops, b.ops) })
-	filterable := make([]any, len(groups))
+	filterable := make([]CatalogFilter, len(groups))
 	for i, g := range groups {
-		filterable[i] = map[string]any{"operators": g.ops, "fields": g.fields}
+		filterable[i] = CatalogFilter{Operators: g.ops, Fields: g.fields}
 	}
 	facetable := append([]string{}, ids...)
-	return map[string]any{
-		"path":          scope.presentation(s),
-		"catalog_empty": len(ids) == 0,
-		"catalog": map[string]any{
-			"filterable": filterable,
-			"sortable":   sortable,
-			"facetable":  facetable,
-			"facets":     []any{},
+	return &CatalogResult{
+		Path:         scope.presentation(s),
+		CatalogEmpty: len(ids) == 0,
+		Catalog: Catalog{
+			Filterable: filterable,
+			Sortable:   sortable,
+			Facetable:  facetable,
+			Facets:     []any{},
 		},
-		"child_catalogs": []any{},
+		ChildCatalogs: []any{},
 	}, nil
 }

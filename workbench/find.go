@@ -56,6 +56,92 @@ type findInput struct {
 	limit int
 }
 
+// FindInput is workbench_find's input.
+type FindInput struct {
+	// Committed keeps the workbenches with a commit head (true) or
+	// without one (false); nil keeps both.
+	Committed *bool `json:"committed,omitempty"`
+	// Cursor continues the listing a page's NextCursor came from, with the
+	// same Committed; nil starts at the first workbench.
+	Cursor *string `json:"cursor,omitempty"`
+	// IncludeManifest reads each workbench's run manifest and returns it
+	// whole.
+	IncludeManifest bool `json:"include_manifest,omitempty"`
+	// Limit is the page size, 1 to 100; nil is 50.
+	Limit *uint64 `json:"limit,omitempty"`
+	// ManifestPattern keeps the workbenches whose run manifest holds it,
+	// ASCII letters compared without case; nil keeps all, "" those with a
+	// manifest.
+	ManifestPattern *string `json:"manifest_pattern,omitempty"`
+}
+
+// FindResult is workbench_find's result: one page of workbenches.
+type FindResult struct {
+	Success
+	// Path is the logical root.
+	Path    string      `json:"path"`
+	Matches []FindMatch `json:"matches"`
+	// MatchCount is the number of matches in this page; EntryCount the
+	// number of workbenches the page drew before the committed false and
+	// manifest filters.
+	MatchCount int `json:"match_count"`
+	EntryCount int `json:"entry_count"`
+	// NextCursor continues the listing; nil when this page is the last.
+	NextCursor *string `json:"next_cursor"`
+	// Truncated says that more workbenches follow (NextCursor is set).
+	Truncated bool `json:"truncated"`
+}
+
+// FindMatch is one workbench find returned. The manifest members are nil
+// when its run manifest was not read (neither IncludeManifest nor a
+// pattern) or it has none; the digest and identity members are nil
+// unless the manifest verified.
+type FindMatch struct {
+	WorkbenchID string `json:"workbench_id"`
+	Path        string `json:"path"` // the workbench's presentation path
+	// Committed says that the workbench has a commit head.
+	Committed bool `json:"committed"`
+	// ManifestPath, ManifestSizeBytes and ManifestGeneration describe the
+	// stored run manifest.
+	ManifestPath       *string `json:"manifest_path"`
+	ManifestSizeBytes  *uint64 `json:"manifest_size_bytes"`
+	ManifestGeneration *uint64 `json:"manifest_generation"`
+	// ContentDigestURI, ManifestDigestURI and CommitIdentity are the
+	// verified envelope's; EnvelopeDigestURI is the digest of its bytes.
+	ContentDigestURI  *string `json:"content_digest_uri"`
+	ManifestDigestURI *string `json:"manifest_digest_uri"`
+	CommitIdentity    *string `json:"commit_identity"`
+	// CommitIdentityVerified says that the envelope verified and names
+	// the workbench's commit head.
+	CommitIdentityVerified bool    `json:"commit_identity_verified"`
+	EnvelopeDigestURI      *string `json:"envelope_digest_uri"`
+	// ManifestSummary is set when the stored manifest is a JSON object.
+	ManifestSummary *ManifestSummary `json:"manifest_summary"`
+	// Manifest is the stored envelope, with IncludeManifest only.
+	Manifest json.RawMessage `json:"manifest"`
+}
+
+// ManifestSummary sums up a stored run manifest envelope. Its members are
+// the envelope's own values, whatever their JSON type, nil when absent.
+type ManifestSummary struct {
+	Schema                 json.RawMessage `json:"schema"`
+	WorkbenchID            json.RawMessage `json:"workbench_id"`
+	ContentDigestURI       json.RawMessage `json:"content_digest_uri"`
+	ManifestDigestURI      json.RawMessage `json:"manifest_digest_uri"`
+	CommitIdentity         json.RawMessage `json:"commit_identity"`
+	CommittedAtUnixSeconds json.RawMessage `json:"committed_at_unix_seconds"`
+	// ManifestKeys are the caller manifest's top-level keys, sorted.
+	ManifestKeys []string `json:"manifest_keys"`
+	// ManifestTask is the caller manifest's "task" value.
+	ManifestTask json.RawMessage `json:"manifest_task"`
+}
+
+// Find runs workbench_find: a page of the root's workbenches in id order,
+// filtered by commit state and by a literal in their run manifests.
+func (s *Service) Find(ctx context.Context, in FindInput) (*FindResult, error) {
+	return invoke[*FindResult](ctx, s, "workbench_find", in)
+}
+
 func (in *findInput) resolve(*Service) *Error {
 	in.limit = defaultFindLimit
 	if in.Limit != nil {
@@ -67,7 +153,7 @@ func (in *findInput) resolve(*Service) *Error {
 	return nil
 }
 
-func (s *Service) findTool(ctx context.Context, in *findInput) (map[string]any, *Error) {
+func (s *Service) findTool(ctx context.Context, in *findInput) (*FindResult, *Error) {
 	sn, werr := s.pin(ctx)
 	if werr != nil {
 		return nil, werr
@@ -134,7 +220,7 @@ func (s *Service) findTool(ctx context.Context, in *findInput) (map[string]any, 
 		page = append(page, c)
 	}
 	loadManifest := in.IncludeManifest || in.ManifestPattern != nil
-	matches := []any{}
+	matches := []FindMatch{}
 	for _, c := range page {
 		if in.Committed != nil && !*in.Committed && c.head != nil {
 			continue
@@ -150,17 +236,18 @@ func (s *Service) findTool(ctx context.Context, in *findInput) (map[string]any, 
 		}
 		matches = append(matches, s.findMatch(c.v.id, c.head != nil, rm, in.IncludeManifest))
 	}
-	var next any
+	var next *string
 	if more {
-		next = encodeFindCursor(s.root, page[len(page)-1].v.id, in.Committed)
+		cur := encodeFindCursor(s.root, page[len(page)-1].v.id, in.Committed)
+		next = &cur
 	}
-	return map[string]any{
-		"path":        s.logical,
-		"matches":     matches,
-		"match_count": len(matches),
-		"entry_count": len(page),
-		"next_cursor": next,
-		"truncated":   more,
+	return &FindResult{
+		Path:       s.logical,
+		Matches:    matches,
+		MatchCount: len(matches),
+		EntryCount: len(page),
+		NextCursor: next,
+		Truncated:  more,
 	}, nil
 }
 
@@ -258,39 +345,26 @@ func lowerASCII(b []byte) []byte {
 }
 
 // findMatch shapes one match.
-func (s *Service) findMatch(id string, committed bool, rm *runManifest, include bool) map[string]any {
-	m := map[string]any{
-		"workbench_id":             id,
-		"path":                     WorkbenchPath(s.logical, id),
-		"committed":                committed,
-		"manifest_path":            nil,
-		"manifest_size_bytes":      nil,
-		"manifest_generation":      nil,
-		"content_digest_uri":       nil,
-		"manifest_digest_uri":      nil,
-		"commit_identity":          nil,
-		"commit_identity_verified": false,
-		"envelope_digest_uri":      nil,
-		"manifest_summary":         nil,
-		"manifest":                 nil,
-	}
+func (s *Service) findMatch(id string, committed bool, rm *runManifest, include bool) FindMatch {
+	m := FindMatch{WorkbenchID: id, Path: WorkbenchPath(s.logical, id), Committed: committed}
 	if rm == nil {
 		return m
 	}
-	m["manifest_path"] = PresentationPath(s.logical, id, runManifestComps)
-	m["manifest_size_bytes"] = rm.entry.LogicalSize
-	m["manifest_generation"] = rm.entry.Generation
+	path := PresentationPath(s.logical, id, runManifestComps)
+	size, gen := rm.entry.LogicalSize, rm.entry.Generation
+	m.ManifestPath, m.ManifestSizeBytes, m.ManifestGeneration = &path, &size, &gen
 	if rm.verified {
-		for _, k := range []string{"content_digest_uri", "manifest_digest_uri", "commit_identity"} {
-			m[k] = rawString(rm.envelope[k])
-		}
-		m["commit_identity_verified"] = true
-		m["envelope_digest_uri"] = DigestURI(rm.raw)
+		m.ContentDigestURI = rawString(rm.envelope["content_digest_uri"])
+		m.ManifestDigestURI = rawString(rm.envelope["manifest_digest_uri"])
+		m.CommitIdentity = rawString(rm.envelope["commit_identity"])
+		m.CommitIdentityVerified = true
+		env := DigestURI(rm.raw)
+		m.EnvelopeDigestURI = &env
 	}
 	if rm.envelope != nil {
-		m["manifest_summary"] = manifestSummary(rm.envelope)
+		m.ManifestSummary = manifestSummary(rm.envelope)
 		if include {
-			m["manifest"] = json.RawMessage(rm.raw)
+			m.Manifest = json.RawMessage(rm.raw)
 		}
 	}
 	return m
@@ -298,40 +372,31 @@ func (s *Service) findMatch(id string, committed bool, rm *runManifest, include 
 
 // manifestSummary is the envelope's summary: its identity fields, the
 // caller manifest's top-level keys, sorted, and its "task" value.
-func manifestSummary(env map[string]json.RawMessage) map[string]any {
-	field := func(k string) any {
-		if b, ok := env[k]; ok {
-			return json.RawMessage(b)
-		}
-		return nil
+func manifestSummary(env map[string]json.RawMessage) *ManifestSummary {
+	sum := &ManifestSummary{
+		Schema:                 env["schema"],
+		WorkbenchID:            env["workbench_id"],
+		ContentDigestURI:       env["content_digest_uri"],
+		ManifestDigestURI:      env["manifest_digest_uri"],
+		CommitIdentity:         env["commit_identity"],
+		CommittedAtUnixSeconds: env["committed_at_unix_seconds"],
+		ManifestKeys:           []string{},
 	}
-	keys := []string{}
-	var task any
 	var manifest map[string]json.RawMessage
 	if json.Unmarshal(env["manifest"], &manifest) == nil && manifest != nil {
-		keys = slices.Sorted(maps.Keys(manifest))
-		if t, ok := manifest["task"]; ok {
-			task = json.RawMessage(t)
-		}
+		sum.ManifestKeys = slices.Sorted(maps.Keys(manifest))
+		sum.ManifestTask = manifest["task"]
 	}
-	return map[string]any{
-		"schema":                    field("schema"),
-		"workbench_id":              field("workbench_id"),
-		"content_digest_uri":        field("content_digest_uri"),
-		"manifest_digest_uri":       field("manifest_digest_uri"),
-		"commit_identity":           field("commit_identity"),
-		"committed_at_unix_seconds": field("committed_at_unix_seconds"),
-		"manifest_keys":             keys,
-		"manifest_task":             task,
-	}
+	return sum
 }
 
-func rawString(b json.RawMessage) any {
+// rawString is b's string value, nil when b is not a JSON string.
+func rawString(b json.RawMessage) *string {
 	var s string
 	if json.Unmarshal(b, &s) != nil {
 		return nil
 	}
-	return s
+	return &s
 }
 
 // Find cursors.

@@ -381,16 +381,17 @@ func optionalScalarJSON(v nokv.IndexScalar, ok bool) any {
 }
 
 // queryRowLocation returns the presentation fields of a row: path, section
-// and relative_path (section null and the whole path outside the
-// sections).
-func (s *Service) queryRowLocation(r *queryRow) (path string, section, rel any) {
+// and relative_path (section nil and the whole path outside the
+// sections; relative_path nil when nothing follows the section).
+func (s *Service) queryRowLocation(r *queryRow) (path string, section, rel *string) {
 	path = PresentationPath(s.logical, r.wb, r.path)
 	sec, rest := SplitSection(r.path)
 	if sec != "" {
-		section = sec
+		section = &sec
 	}
 	if len(rest) > 0 {
-		rel = LogicalPath(rest)
+		p := LogicalPath(rest)
+		rel = &p
 	}
 	return path, section, rel
 }

@@ -57,6 +57,104 @@ type searchInput struct {
 	limit          uint64 // Limit or searchDefaultLimit
 }
 
+// SearchInput is workbench_search's input.
+type SearchInput struct {
+	// ID is the workbench to search; nil searches every visible one.
+	ID *string `json:"id,omitempty"`
+	// Section and Path narrow the scope to a section[/path] prefix inside
+	// each workbench; "" is none.
+	Section string `json:"section,omitempty"`
+	Path    string `json:"path,omitempty"`
+	// Predicates filter the rows; every one must hold.
+	Predicates []Predicate `json:"predicates,omitempty"`
+	// Sort orders the matches; rows equal on every key keep workbench id,
+	// then path order.
+	Sort []SortKey `json:"sort,omitempty"`
+	// Fields are projected into each match's Values.
+	Fields []string `json:"fields,omitempty"`
+	// Facets are counted over every match.
+	Facets []string `json:"facets,omitempty"`
+	// Limit is the page size, 1 to 10; nil is 10.
+	Limit *uint64 `json:"limit,omitempty"`
+	// Cursor continues the search a page's NextCursor came from; nil
+	// starts at the first match.
+	Cursor *string `json:"cursor,omitempty"`
+}
+
+// Predicate is one filter of a metadata query: Field compared by Op (eq,
+// ne, in, lt, lte, gt, gte, prefix, suffix, contains, exists,
+// not_exists) with Value.
+type Predicate struct {
+	Field string `json:"field"`
+	Op    string `json:"op"`
+	// Value is the operand: a string, number or bool, a list of them for
+	// in, nothing (nil) for exists and not_exists. A null operand, which
+	// differs from none, is json.RawMessage("null").
+	Value any `json:"value,omitempty"`
+}
+
+// SortKey is one sort key of a metadata query.
+type SortKey struct {
+	Field string `json:"field"`
+	// Direction is "asc" or "desc"; "" is asc.
+	Direction string `json:"direction,omitempty"`
+}
+
+// SearchResult is workbench_search's result: one page of matches.
+type SearchResult struct {
+	Success
+	// Path is the scope's presentation path, the logical root when the
+	// search spans every workbench.
+	Path string `json:"path"`
+	// MatchCount is the number of matches of every page.
+	MatchCount int           `json:"match_count"`
+	Matches    []SearchMatch `json:"matches"`
+	// Facets holds one facet per requested facet field, over every match.
+	Facets []Facet `json:"facets"`
+	// NextCursor continues the search; nil when this page is the last.
+	NextCursor *string `json:"next_cursor"`
+	// Truncated says that more matches follow (NextCursor is set).
+	Truncated bool `json:"truncated"`
+}
+
+// SearchMatch is one artifact a search matched.
+type SearchMatch struct {
+	WorkbenchID string `json:"workbench_id"`
+	Path        string `json:"path"` // its presentation path
+	// Section is its section, nil outside the five; RelativePath is its
+	// path inside the section (the whole path outside them), nil for none.
+	Section      *string `json:"section"`
+	RelativePath *string `json:"relative_path"`
+	// Values maps each projected field to the artifact's value, null
+	// when it has none.
+	Values map[string]any `json:"values"`
+}
+
+// Facet counts the values one field takes over a search's matches.
+type Facet struct {
+	Field string `json:"field"`
+	// Values are the most frequent values, by count descending then value,
+	// at most 256 of them.
+	Values []FacetValue `json:"values"`
+	// DistinctCount is the number of distinct values, counted or not.
+	DistinctCount int `json:"distinct_count"`
+	// Truncated says that Values holds fewer than DistinctCount.
+	Truncated bool `json:"truncated"`
+}
+
+// FacetValue is one value of a facet and the number of matches with it.
+type FacetValue struct {
+	Value any `json:"value"`
+	Count int `json:"count"`
+}
+
+// Search runs workbench_search: a page of the artifacts of one workbench,
+// or of all of them, that match metadata predicates, with projected
+// fields and facets.
+func (s *Service) Search(ctx context.Context, in SearchInput) (*SearchResult, error) {
+	return invoke[*SearchResult](ctx, s, "workbench_search", in)
+}
+
 func (in *searchInput) resolve(*Service) *Error {
 	var werr *Error
 	if werr = in.queryScopeInput.resolve(); werr != nil {
@@ -84,7 +182,7 @@ func (in *searchInput) resolve(*Service) *Error {
 	return nil
 }
 
-func (s *Service) searchTool(ctx context.Context, in *searchInput) (map[string]any, *Error) {
+func (s *Service) searchTool(ctx context.Context, in *searchInput) (*SearchResult, *Error) {
 	scope, preds, keys, fields, facets := in.scope, in.preds, in.keys, in.fields, in.facets
 	// The storage side's bounds.
 	if werr := checkPredicateBounds(preds); werr != nil {
@@ -161,43 +259,44 @@ func (s *Service) searchTool(ctx context.Context, in *searchInput) (map[string]a
 		return nil, InvalidState("search cursor is past the end of its result")
 	}
 	end := min(cur.Offset+int(in.limit), len(matches))
-	page := make([]any, 0, end-cur.Offset)
+	page := make([]SearchMatch, 0, end-cur.Offset)
 	for _, r := range matches[cur.Offset:end] {
 		path, section, rel := s.queryRowLocation(r)
 		values := make(map[string]any, len(fields))
 		for _, f := range fields {
 			values[f] = optionalScalarJSON(r.value(f))
 		}
-		page = append(page, map[string]any{
-			"workbench_id":  r.wb,
-			"path":          path,
-			"section":       section,
-			"relative_path": rel,
-			"values":        values,
+		page = append(page, SearchMatch{
+			WorkbenchID:  r.wb,
+			Path:         path,
+			Section:      section,
+			RelativePath: rel,
+			Values:       values,
 		})
 	}
-	var next any
+	var next *string
 	if end < len(matches) {
-		next = s.encodeQueryCursor(searchCursor{V: queryCursorVersion, Op: "search", Query: digest, Read: read, Offset: end})
+		cur := s.encodeQueryCursor(searchCursor{V: queryCursorVersion, Op: "search", Query: digest, Read: read, Offset: end})
+		next = &cur
 	}
-	facetResults := make([]any, len(facets))
+	facetResults := make([]Facet, len(facets))
 	for i, f := range facets {
 		facetResults[i] = facetOf(f, matches)
 	}
-	return map[string]any{
-		"path":        scope.presentation(s),
-		"match_count": len(matches),
-		"matches":     page,
-		"facets":      facetResults,
-		"next_cursor": next,
-		"truncated":   next != nil,
+	return &SearchResult{
+		Path:       scope.presentation(s),
+		MatchCount: len(matches),
+		Matches:    page,
+		Facets:     facetResults,
+		NextCursor: next,
+		Truncated:  next != nil,
 	}, nil
 }
 
 // facetOf counts the values of field over rows (rows without the field
 // are not counted; an explicit null is a value): buckets by count
 // descending, then value ascending, at most queryMaxBuckets of them.
-func facetOf(field string, rows []*queryRow) map[string]any {
+func facetOf(field string, rows []*queryRow) Facet {
 	type bucket struct {
 		key   string
 		value nokv.IndexScalar
@@ -229,14 +328,9 @@ func facetOf(field string, rows []*queryRow) map[string]any {
 	if truncated {
 		buckets = buckets[:queryMaxBuckets]
 	}
-	values := make([]any, len(buckets))
+	values := make([]FacetValue, len(buckets))
 	for i, b := range buckets {
-		values[i] = map[string]any{"value": indexScalarJSON(b.value), "count": b.count}
+		values[i] = FacetValue{Value: indexScalarJSON(b.value), Count: b.count}
 	}
-	return map[string]any{
-		"field":          field,
-		"values":         values,
-		"distinct_count": distinct,
-		"truncated":      truncated,
-	}
+	return Facet{Field: field, Values: values, DistinctCount: distinct, Truncated: truncated}
 }
