@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairnstore/cairn/workbench"
 )
@@ -100,4 +102,162 @@ func TestCommitTyped(t *testing.T) {
 	sameCallError(t, s, err, workbench.CodeInvalidArguments, "workbench_commit", commitInput("wb", `{}`, "sha256:AB"))
 	_, err = s.Commit(ctx, workbench.CommitInput{ID: "wb", ContentDigestURI: digest01})
 	sameCallError(t, s, err, workbench.CodeInvalidArguments, "workbench_commit", `{"id":"wb","content_digest_uri":"`+digest01+`"}`)
+}
+
+// historyRef returns a pointer to v: an optional member of a typed input.
+func historyRef[T any](v T) *T { return &v }
+
+func TestSnapshotTyped(t *testing.T) {
+	ctx := context.Background()
+	// Two deployments with the same history and lease clock: a mint's id
+	// is fresh every time, everything else is decided by the state.
+	typed, _ := snapService(t)
+	viaCall, _ := snapService(t)
+	for _, s := range []*workbench.Service{typed, viaCall} {
+		commitWorkbench(t, s, "wb")
+	}
+	for _, c := range []struct {
+		in   workbench.SnapshotInput
+		json string
+	}{
+		{workbench.SnapshotInput{ID: "wb", Name: historyRef("n"), Reason: historyRef("typed"), Metadata: map[string]any{"suite": "typed", "depth": map[string]any{"n": 2}}, TTLDays: historyRef[uint64](3)},
+			`{"id":"wb","name":"n","reason":"typed","metadata":{"depth":{"n":2},"suite":"typed"},"ttl_days":3}`},
+		// Defaults: no name, an annotation of nulls, 7 days and a warning.
+		{workbench.SnapshotInput{ID: "wb"}, `{"id":"wb"}`},
+	} {
+		res, err := typed.Snapshot(ctx, c.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != "success" || res.SnapshotID == 0 || (res.ExpiryWarning != "") != (c.in.TTLDays == nil) {
+			t.Fatalf("mint %s: %+v", c.json, res)
+		}
+		want, ok := viaCall.Call(ctx, "workbench_snapshot", []byte(c.json))
+		var callID struct {
+			SnapshotID json.Number `json:"snapshot_id"`
+		}
+		if !ok || json.Unmarshal(want, &callID) != nil {
+			t.Fatalf("call %s: %s", c.json, want)
+		}
+		got := strings.Replace(historyJSON(t, res), `"snapshot_id":`+historyUint(res.SnapshotID), `"snapshot_id":`+callID.SnapshotID.String(), 1)
+		if got != string(want) {
+			t.Fatalf("mint %s:\ntyped %s\ncall  %s", c.json, got, want)
+		}
+	}
+	// Metadata that is not an object; a workbench without a commit.
+	_, err := typed.Snapshot(ctx, workbench.SnapshotInput{ID: "wb", Metadata: []any{1}})
+	sameCallError(t, typed, err, workbench.CodeInvalidArguments, "workbench_snapshot", `{"id":"wb","metadata":[1]}`)
+	mustCall(t, typed, "workbench_create", `{"id":"fresh"}`)
+	_, err = typed.Snapshot(ctx, workbench.SnapshotInput{ID: "fresh"})
+	sameCallError(t, typed, err, workbench.CodeInvalidState, "workbench_snapshot", `{"id":"fresh"}`)
+}
+
+func TestSnapshotRenewTyped(t *testing.T) {
+	ctx := context.Background()
+	s, clk := snapService(t)
+	commitWorkbench(t, s, "wb")
+	_, id := mint(t, s, "wb", map[string]any{"name": "n", "ttl_days": 3})
+	clk.advance(day)
+
+	// By id: the renewal moves the deadline, its repeat finds it there.
+	res, err := s.SnapshotRenew(ctx, workbench.SnapshotRenewInput{ID: "wb", SnapshotID: historyRef(historyParseUint(t, id)), TTLDays: historyRef[uint64](5)})
+	if err != nil || !res.Renewed || res.Status != "success" || historyUint(res.SnapshotID) != id || res.LeaseExpiresAt != uint64(t0)+6*86_400_000 {
+		t.Fatalf("renew %+v %v", res, err)
+	}
+	sameCall(t, s, historyJSON(t, res), "workbench_snapshot_renew", `{"id":"wb","snapshot_id":`+id+`,"ttl_days":5}`)
+	// By name, with the default lease.
+	res, err = s.SnapshotRenew(ctx, workbench.SnapshotRenewInput{ID: "wb", Name: historyRef("n")})
+	if err != nil || res.TTLDays != 7 {
+		t.Fatalf("renew by name %+v %v", res, err)
+	}
+	sameCall(t, s, historyJSON(t, res), "workbench_snapshot_renew", `{"id":"wb","name":"n"}`)
+
+	// Both selectors; a snapshot that does not exist; a retired one.
+	_, err = s.SnapshotRenew(ctx, workbench.SnapshotRenewInput{ID: "wb", SnapshotID: historyRef[uint64](1), Name: historyRef("n")})
+	sameCallError(t, s, err, workbench.CodeInvalidArguments, "workbench_snapshot_renew", `{"id":"wb","snapshot_id":1,"name":"n"}`)
+	_, err = s.SnapshotRenew(ctx, workbench.SnapshotRenewInput{ID: "wb", Name: historyRef("other")})
+	sameCallError(t, s, err, workbench.CodeSnapshotNotFound, "workbench_snapshot_renew", `{"id":"wb","name":"other"}`)
+	mustCall(t, s, "workbench_snapshot_retire", `{"id":"wb","name":"n"}`)
+	_, err = s.SnapshotRenew(ctx, workbench.SnapshotRenewInput{ID: "wb", SnapshotID: historyRef(historyParseUint(t, id))})
+	sameCallError(t, s, err, workbench.CodeInvalidState, "workbench_snapshot_renew", `{"id":"wb","snapshot_id":`+id+`}`)
+}
+
+func TestSnapshotRetireTyped(t *testing.T) {
+	ctx := context.Background()
+	s, _ := snapService(t)
+	commitWorkbench(t, s, "wb")
+	_, named := mint(t, s, "wb", map[string]any{"name": "n"})
+	_, plain := mint(t, s, "wb", nil)
+
+	// The first retirement retires it and records the reason; its repeat
+	// changes nothing and reports the same snapshot, retired:false.
+	res, err := s.SnapshotRetire(ctx, workbench.SnapshotRetireInput{ID: "wb", SnapshotID: historyRef(historyParseUint(t, named)), Reason: historyRef("done")})
+	if err != nil || !res.Retired || res.State != "retired" || string(res.RetireAnnotation) != `{"metadata":null,"reason":"done"}` {
+		t.Fatalf("retire %+v %v", res, err)
+	}
+	first := historyJSON(t, res)
+	sameCall(t, s, strings.Replace(first, `"retired":true`, `"retired":false`, 1), "workbench_snapshot_retire", `{"id":"wb","snapshot_id":`+named+`,"reason":"done"}`)
+	res, err = s.SnapshotRetire(ctx, workbench.SnapshotRetireInput{ID: "wb", Name: historyRef("n")})
+	if err != nil || res.Retired {
+		t.Fatalf("retire again %+v %v", res, err)
+	}
+	sameCall(t, s, historyJSON(t, res), "workbench_snapshot_retire", `{"id":"wb","name":"n"}`)
+
+	// Without a reason and a name: null annotation, null name.
+	res, err = s.SnapshotRetire(ctx, workbench.SnapshotRetireInput{ID: "wb", SnapshotID: historyRef(historyParseUint(t, plain))})
+	if err != nil || !res.Retired || res.Name != nil || res.RetireAnnotation != nil {
+		t.Fatalf("retire unnamed %+v %v", res, err)
+	}
+	sameCall(t, s, strings.Replace(historyJSON(t, res), `"retired":true`, `"retired":false`, 1), "workbench_snapshot_retire", `{"id":"wb","snapshot_id":`+plain+`}`)
+
+	// No selector; a workbench that does not exist.
+	_, err = s.SnapshotRetire(ctx, workbench.SnapshotRetireInput{ID: "wb"})
+	sameCallError(t, s, err, workbench.CodeInvalidArguments, "workbench_snapshot_retire", `{"id":"wb"}`)
+	_, err = s.SnapshotRetire(ctx, workbench.SnapshotRetireInput{ID: "nowhere", Name: historyRef("n")})
+	sameCallError(t, s, err, workbench.CodeSnapshotNotFound, "workbench_snapshot_retire", `{"id":"nowhere","name":"n"}`)
+}
+
+func TestSnapshotListTyped(t *testing.T) {
+	ctx := context.Background()
+	s, clk := snapService(t)
+	commitWorkbench(t, s, "wb")
+
+	// No snapshot yet: an empty list, not null.
+	res, err := s.SnapshotList(ctx, workbench.SnapshotListInput{ID: "wb"})
+	if err != nil || res.SnapshotCount != 0 || len(res.Snapshots) != 0 {
+		t.Fatalf("empty list %+v %v", res, err)
+	}
+	sameCall(t, s, historyJSON(t, res), "workbench_snapshot_list", `{"id":"wb"}`)
+	if got := historyJSON(t, res); !strings.Contains(got, `"snapshots":[]`) {
+		t.Fatalf("empty list printed %s", got)
+	}
+
+	// Alive, retired with a reason, and expired.
+	_, retired := mint(t, s, "wb", map[string]any{"name": "n", "metadata": map[string]any{"k": "v"}, "ttl_days": 30})
+	mint(t, s, "wb", map[string]any{"ttl_days": 30})
+	mint(t, s, "wb", map[string]any{"ttl_days": 1})
+	mustCall(t, s, "workbench_snapshot_retire", `{"id":"wb","snapshot_id":`+retired+`,"reason":"done"}`)
+	clk.advance(day + time.Second)
+	res, err = s.SnapshotList(ctx, workbench.SnapshotListInput{ID: "wb"})
+	if err != nil || res.SnapshotCount != 3 || len(res.Snapshots) != 3 {
+		t.Fatalf("list %+v %v", res, err)
+	}
+	if got := [3]string{res.Snapshots[0].State, res.Snapshots[1].State, res.Snapshots[2].State}; got != [3]string{"retired", "alive", "expired"} {
+		t.Fatalf("states %v", got)
+	}
+	sameCall(t, s, historyJSON(t, res), "workbench_snapshot_list", `{"id":"wb"}`)
+
+	_, err = s.SnapshotList(ctx, workbench.SnapshotListInput{ID: "nowhere"})
+	sameCallError(t, s, err, workbench.CodeSnapshotNotFound, "workbench_snapshot_list", `{"id":"nowhere"}`)
+}
+
+func historyUint(n uint64) string { return strconv.FormatUint(n, 10) }
+
+func historyParseUint(t *testing.T, s string) uint64 {
+	t.Helper()
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -104,6 +104,54 @@ func (in *snapshotInput) resolve(*Service) *Error {
 	return werr
 }
 
+// SnapshotInput is workbench_snapshot's input.
+type SnapshotInput struct {
+	ID string `json:"id"`
+	// Name names the snapshot; a later mint of the same name takes the
+	// name over, and this snapshot stays reachable by id.
+	Name   *string `json:"name,omitempty"`
+	Reason *string `json:"reason,omitempty"`
+	// Metadata is the caller's annotation: a JSON object (a map, a
+	// struct or a json.RawMessage) nested at most 8 deep, or nil.
+	Metadata any `json:"metadata,omitempty"`
+	// TTLDays is the lease, 1 to 90 days; nil leaves it to 7 days, with
+	// an expiry warning.
+	TTLDays *uint64 `json:"ttl_days,omitempty"`
+}
+
+// SnapshotLease is a snapshot and its lease, as a mint and a renewal
+// report it.
+type SnapshotLease struct {
+	WorkbenchID string  `json:"workbench_id"`
+	Path        string  `json:"path"` // the workbench's presentation path
+	SnapshotID  uint64  `json:"snapshot_id"`
+	Name        *string `json:"name"`         // nil: minted without a name
+	ReadVersion uint64  `json:"read_version"` // the commit version it froze
+	// The lease's deadline in Unix milliseconds of the lease clock, under
+	// both names the contract gives it.
+	LeaseExpiresAt     uint64 `json:"lease_expires_at"`
+	LeaseExpiresUnixMS uint64 `json:"lease_expires_unix_ms"`
+	// Annotation is the canonical {"metadata":…,"reason":…} the mint
+	// recorded.
+	Annotation json.RawMessage `json:"annotation"`
+	State      string          `json:"state"` // alive, expired, retired or reaped
+	TTLDays    uint64          `json:"ttl_days"`
+}
+
+// SnapshotResult is workbench_snapshot's result.
+type SnapshotResult struct {
+	Success
+	SnapshotLease
+	// ExpiryWarning is set when the caller left ttl_days to its default.
+	ExpiryWarning string `json:"expiry_warning,omitempty"`
+}
+
+// Snapshot runs workbench_snapshot: it mints a new snapshot of workbench
+// in.ID's committed state, held under a lease.
+func (s *Service) Snapshot(ctx context.Context, in SnapshotInput) (*SnapshotResult, error) {
+	return invoke[*SnapshotResult](ctx, s, "workbench_snapshot", in)
+}
+
 // checkSnapshotName applies the tool layer's and the record's rules to a
 // snapshot name: not empty, at most 128 bytes, no NUL.
 func checkSnapshotName(name string) *Error {
@@ -391,23 +439,6 @@ func snapshotState(ref nokv.SnapshotRef, leaseNow uint64) string {
 	}
 }
 
-// annotationValue returns a stored annotation as a result value (its
-// canonical JSON), or nil for none.
-func annotationValue(b []byte) any {
-	if b == nil {
-		return nil
-	}
-	return json.RawMessage(b)
-}
-
-// aliasValue returns a snapshot's name as a result value.
-func aliasValue(alias *string) any {
-	if alias == nil {
-		return nil
-	}
-	return *alias
-}
-
 // snapshotOutcome is what a snapshot command returns through the engine:
 // the snapshot's record after the command and the lease clock's now.
 type snapshotOutcome struct {
@@ -442,18 +473,18 @@ func decodeSnapshotOutcome(b []byte) (snapshotOutcome, error) {
 }
 
 // leaseResult is the result of a mint or renewal.
-func (s *Service) leaseResult(wb string, o snapshotOutcome, ttl uint64) map[string]any {
-	return map[string]any{
-		"workbench_id":          wb,
-		"path":                  WorkbenchPath(s.logical, wb),
-		"snapshot_id":           uint64(o.id),
-		"name":                  aliasValue(o.ref.Alias),
-		"read_version":          o.ref.ReadVersion,
-		"lease_expires_at":      o.ref.LeaseDeadline,
-		"lease_expires_unix_ms": o.ref.LeaseDeadline,
-		"annotation":            annotationValue(o.ref.Annotation),
-		"state":                 snapshotState(o.ref, o.leaseNow),
-		"ttl_days":              ttl,
+func (s *Service) leaseResult(wb string, o snapshotOutcome, ttl uint64) SnapshotLease {
+	return SnapshotLease{
+		WorkbenchID:        wb,
+		Path:               WorkbenchPath(s.logical, wb),
+		SnapshotID:         uint64(o.id),
+		Name:               o.ref.Alias,
+		ReadVersion:        o.ref.ReadVersion,
+		LeaseExpiresAt:     o.ref.LeaseDeadline,
+		LeaseExpiresUnixMS: o.ref.LeaseDeadline,
+		Annotation:         json.RawMessage(o.ref.Annotation),
+		State:              snapshotState(o.ref, o.leaseNow),
+		TTLDays:            ttl,
 	}
 }
 
@@ -486,7 +517,7 @@ func (s *Service) runSnapshotCommand(ctx context.Context, at *head.Snapshot, tag
 
 // workbench_snapshot: mint. Not idempotent: every call mints a new
 // snapshot under a fresh id.
-func (s *Service) snapshotTool(ctx context.Context, in *snapshotInput) (map[string]any, *Error) {
+func (s *Service) snapshotTool(ctx context.Context, in *snapshotInput) (*SnapshotResult, *Error) {
 	sn, werr := s.pinForWrite(ctx)
 	if werr != nil {
 		return nil, werr
@@ -512,9 +543,9 @@ func (s *Service) snapshotTool(ctx context.Context, in *snapshotInput) (map[stri
 	if werr != nil {
 		return nil, werr
 	}
-	res := s.leaseResult(in.id, o, in.ttl)
+	res := &SnapshotResult{SnapshotLease: s.leaseResult(in.id, o, in.ttl)}
 	if in.TTLDays == nil {
-		res["expiry_warning"] = expiryWarning
+		res.ExpiryWarning = expiryWarning
 	}
 	return res, nil
 }

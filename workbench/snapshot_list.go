@@ -3,6 +3,7 @@ package workbench
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -22,6 +23,43 @@ func (in *snapshotListInput) resolve(*Service) *Error {
 	return werr
 }
 
+// SnapshotListInput is workbench_snapshot_list's input.
+type SnapshotListInput struct {
+	ID string `json:"id"`
+}
+
+// SnapshotListResult is workbench_snapshot_list's result.
+type SnapshotListResult struct {
+	Success
+	WorkbenchID   string         `json:"workbench_id"`
+	Path          string         `json:"path"` // the workbench's presentation path
+	SnapshotCount int            `json:"snapshot_count"`
+	Snapshots     []SnapshotInfo `json:"snapshots"` // in mint order
+}
+
+// SnapshotInfo is one snapshot of a workbench_snapshot_list result.
+type SnapshotInfo struct {
+	SnapshotID  uint64  `json:"snapshot_id"`
+	Name        *string `json:"name"`         // the name it was minted with; nil: none
+	ReadVersion uint64  `json:"read_version"` // the commit version it froze
+	// The lease's deadline in Unix milliseconds of the lease clock, under
+	// both names the contract gives it.
+	LeaseExpiresAt     uint64 `json:"lease_expires_at"`
+	LeaseExpiresUnixMS uint64 `json:"lease_expires_unix_ms"`
+	// Annotation is the canonical {"metadata":…,"reason":…} of the mint.
+	Annotation json.RawMessage `json:"annotation"`
+	State      string          `json:"state"` // alive, expired, retired or reaped
+	// RetireAnnotation is the canonical {"metadata":null,"reason":…} of
+	// its retirement; nil when none was recorded.
+	RetireAnnotation json.RawMessage `json:"retire_annotation"`
+}
+
+// SnapshotList runs workbench_snapshot_list: every snapshot of workbench
+// in.ID, whatever its state, in mint order.
+func (s *Service) SnapshotList(ctx context.Context, in SnapshotListInput) (*SnapshotListResult, error) {
+	return invoke[*SnapshotListResult](ctx, s, "workbench_snapshot_list", in)
+}
+
 // workbench_snapshot_list: every snapshot of the workbench, whatever its
 // state, in mint order (the commit version of the mint, then the
 // sequence of its SnapshotMinted event in that commit).
@@ -29,7 +67,7 @@ func (in *snapshotListInput) resolve(*Service) *Error {
 // taken the name since. The list first gives the reaper its turn
 // (Service.Reap), so that snapshots past their lease and grace show as
 // reaped rather than expired once a reap could end them.
-func (s *Service) snapshotListTool(ctx context.Context, in *snapshotListInput) (map[string]any, *Error) {
+func (s *Service) snapshotListTool(ctx context.Context, in *snapshotListInput) (*SnapshotListResult, *Error) {
 	sn, werr := s.pin(ctx)
 	if werr != nil {
 		return nil, werr
@@ -76,23 +114,23 @@ func (s *Service) snapshotListTool(ctx context.Context, in *snapshotListInput) (
 		}
 		return cmp.Compare(a.id, b.id)
 	})
-	out := make([]any, len(rows))
+	out := make([]SnapshotInfo, len(rows))
 	for i, r := range rows {
-		out[i] = map[string]any{
-			"snapshot_id":           uint64(r.id),
-			"name":                  aliasValue(r.ref.Alias),
-			"read_version":          r.ref.ReadVersion,
-			"lease_expires_at":      r.ref.LeaseDeadline,
-			"lease_expires_unix_ms": r.ref.LeaseDeadline,
-			"annotation":            annotationValue(r.ref.Annotation),
-			"state":                 snapshotState(r.ref, leaseNow),
-			"retire_annotation":     annotationValue(r.ref.RetireAnnotation),
+		out[i] = SnapshotInfo{
+			SnapshotID:         uint64(r.id),
+			Name:               r.ref.Alias,
+			ReadVersion:        r.ref.ReadVersion,
+			LeaseExpiresAt:     r.ref.LeaseDeadline,
+			LeaseExpiresUnixMS: r.ref.LeaseDeadline,
+			Annotation:         json.RawMessage(r.ref.Annotation),
+			State:              snapshotState(r.ref, leaseNow),
+			RetireAnnotation:   json.RawMessage(r.ref.RetireAnnotation),
 		}
 	}
-	return map[string]any{
-		"workbench_id":   in.id,
-		"path":           WorkbenchPath(s.logical, in.id),
-		"snapshot_count": len(out),
-		"snapshots":      out,
+	return &SnapshotListResult{
+		WorkbenchID:   in.id,
+		Path:          WorkbenchPath(s.logical, in.id),
+		SnapshotCount: len(out),
+		Snapshots:     out,
 	}, nil
 }

@@ -33,6 +33,31 @@ func (in *snapshotRenewInput) resolve(*Service) *Error {
 	return werr
 }
 
+// SnapshotRenewInput is workbench_snapshot_renew's input: exactly one of
+// SnapshotID and Name selects the snapshot.
+type SnapshotRenewInput struct {
+	ID         string  `json:"id"`
+	SnapshotID *uint64 `json:"snapshot_id,omitempty"`
+	Name       *string `json:"name,omitempty"`
+	// TTLDays is the new lease from now, 1 to 90 days; nil: 7.
+	TTLDays *uint64 `json:"ttl_days,omitempty"`
+}
+
+// SnapshotRenewResult is workbench_snapshot_renew's result.
+type SnapshotRenewResult struct {
+	Success
+	SnapshotLease
+	// Renewed is always true, also when the lease already ran later
+	// than the renewal asked and nothing changed.
+	Renewed bool `json:"renewed"`
+}
+
+// SnapshotRenew runs workbench_snapshot_renew: it extends a snapshot's
+// lease to in.TTLDays from the lease clock's now; it never shortens it.
+func (s *Service) SnapshotRenew(ctx context.Context, in SnapshotRenewInput) (*SnapshotRenewResult, error) {
+	return invoke[*SnapshotRenewResult](ctx, s, "workbench_snapshot_renew", in)
+}
+
 // lookupForCommand finds the workbench and the snapshot a renew or retire
 // names, at the command's own state: an unknown workbench or snapshot is
 // SnapshotNotFound, as the reference maps its snapshot lookups' misses.
@@ -73,7 +98,7 @@ func (s *Service) pinNamed(ctx context.Context, wb string) (*head.Snapshot, *Err
 // renewed:true; an Active snapshot past its deadline that no reap has
 // claimed comes back to life. A retired snapshot is InvalidState, one a
 // reap claimed or finished SnapshotExpired.
-func (s *Service) snapshotRenewTool(ctx context.Context, in *snapshotRenewInput) (map[string]any, *Error) {
+func (s *Service) snapshotRenewTool(ctx context.Context, in *snapshotRenewInput) (*SnapshotRenewResult, *Error) {
 	sn, werr := s.pinNamed(ctx, in.id)
 	if werr != nil {
 		return nil, werr
@@ -110,9 +135,7 @@ func (s *Service) snapshotRenewTool(ctx context.Context, in *snapshotRenewInput)
 	if werr != nil {
 		return nil, werr
 	}
-	res := s.leaseResult(in.id, o, in.ttl)
-	res["renewed"] = true
-	return res, nil
+	return &SnapshotRenewResult{SnapshotLease: s.leaseResult(in.id, o, in.ttl), Renewed: true}, nil
 }
 
 // snapshotRetired refuses to renew a retired snapshot: the reference's

@@ -2,6 +2,7 @@ package workbench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/cairnstore/cairn/head"
@@ -28,13 +29,45 @@ func (in *snapshotRetireInput) resolve(*Service) *Error {
 	return werr
 }
 
+// SnapshotRetireInput is workbench_snapshot_retire's input: exactly one
+// of SnapshotID and Name selects the snapshot.
+type SnapshotRetireInput struct {
+	ID         string  `json:"id"`
+	SnapshotID *uint64 `json:"snapshot_id,omitempty"`
+	Name       *string `json:"name,omitempty"`
+	Reason     *string `json:"reason,omitempty"` // recorded in the retire annotation
+}
+
+// SnapshotRetireResult is workbench_snapshot_retire's result.
+type SnapshotRetireResult struct {
+	Success
+	WorkbenchID string  `json:"workbench_id"`
+	Path        string  `json:"path"` // the workbench's presentation path
+	SnapshotID  uint64  `json:"snapshot_id"`
+	Name        *string `json:"name"` // nil: minted without a name
+	// Retired says this call retired the snapshot; false when it had
+	// already ended.
+	Retired bool   `json:"retired"`
+	State   string `json:"state"`
+	// RetireAnnotation is the canonical {"metadata":null,"reason":…} the
+	// first retirement recorded; nil when it gave no reason, or when a
+	// reap ended the snapshot.
+	RetireAnnotation json.RawMessage `json:"retire_annotation"`
+}
+
+// SnapshotRetire runs workbench_snapshot_retire: it ends a snapshot's
+// lease and releases what it held.
+func (s *Service) SnapshotRetire(ctx context.Context, in SnapshotRetireInput) (*SnapshotRetireResult, error) {
+	return invoke[*SnapshotRetireResult](ctx, s, "workbench_snapshot_retire", in)
+}
+
 // workbench_snapshot_retire: the first retirement of a live or expired
 // snapshot reports retired:true and records the retire annotation; a
 // retirement of a snapshot that already ended (retired, reaped, or
 // claimed by a reap) changes nothing and reports retired:false with the
 // annotation the first retirement recorded. A snapshot that a restore
 // still consumes is ForkRetentionActive.
-func (s *Service) snapshotRetireTool(ctx context.Context, in *snapshotRetireInput) (map[string]any, *Error) {
+func (s *Service) snapshotRetireTool(ctx context.Context, in *snapshotRetireInput) (*SnapshotRetireResult, *Error) {
 	sn, werr := s.pinNamed(ctx, in.id)
 	if werr != nil {
 		return nil, werr
@@ -69,13 +102,13 @@ func (s *Service) snapshotRetireTool(ctx context.Context, in *snapshotRetireInpu
 	if werr != nil {
 		return nil, werr
 	}
-	return map[string]any{
-		"workbench_id":      in.id,
-		"path":              WorkbenchPath(s.logical, in.id),
-		"snapshot_id":       uint64(o.id),
-		"name":              aliasValue(o.ref.Alias),
-		"retired":           o.changed,
-		"state":             snapshotState(o.ref, o.leaseNow),
-		"retire_annotation": annotationValue(o.ref.RetireAnnotation),
+	return &SnapshotRetireResult{
+		WorkbenchID:      in.id,
+		Path:             WorkbenchPath(s.logical, in.id),
+		SnapshotID:       uint64(o.id),
+		Name:             o.ref.Alias,
+		Retired:          o.changed,
+		State:            snapshotState(o.ref, o.leaseNow),
+		RetireAnnotation: json.RawMessage(o.ref.RetireAnnotation),
 	}, nil
 }
