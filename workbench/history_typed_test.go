@@ -261,3 +261,49 @@ func historyParseUint(t *testing.T, s string) uint64 {
 	}
 	return n
 }
+
+func TestRestoreTyped(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t)
+	commit := restoreSource(t, s, "src", 4)
+	snap := mintSnapshot(t, s, "src")
+	mustCall(t, s, "workbench_snapshot", `{"id":"src","name":"frozen"}`)
+
+	for _, c := range []struct {
+		in  workbench.RestoreInput
+		sel string
+	}{
+		{workbench.RestoreInput{ID: "src", DestinationID: "by-id", AtSnapshot: snap}, `"at_snapshot":` + historyUint(snap)},
+		{workbench.RestoreInput{ID: "src", DestinationID: "by-name", AtSnapshot: "frozen"}, `"at_snapshot":"frozen"`},
+		{workbench.RestoreInput{ID: "src", DestinationID: "by-commit", AtCommit: commit}, `"at_commit":"` + commit + `"`},
+	} {
+		input := restoreIn(c.in.ID, c.in.DestinationID, c.sel)
+		res, err := s.Restore(ctx, c.in)
+		if err != nil {
+			t.Fatalf("%s: %v", input, err)
+		}
+		if res.Status != "success" || res.IdempotentReplay || (res.CommitID == nil) == (c.in.AtCommit != "") || (res.SnapshotID == nil) != (res.ReadVersion == nil) {
+			t.Fatalf("%s: %+v", input, res)
+		}
+		// The exact retry through Call replays the same bytes; the typed
+		// retry answers the replay's bytes.
+		sameCall(t, s, asReplay(historyJSON(t, res)), "workbench_restore", input)
+		res, err = s.Restore(ctx, c.in)
+		if err != nil || !res.IdempotentReplay {
+			t.Fatalf("%s retried: %+v %v", input, res, err)
+		}
+		sameCall(t, s, historyJSON(t, res), "workbench_restore", input)
+	}
+
+	// Both sources; neither; an upper-case commit id; a destination that
+	// another restore made.
+	_, err := s.Restore(ctx, workbench.RestoreInput{ID: "src", DestinationID: "x", AtSnapshot: snap, AtCommit: commit})
+	sameCallError(t, s, err, workbench.CodeInvalidArguments, "workbench_restore", restoreIn("src", "x", `"at_snapshot":`+historyUint(snap)+`,"at_commit":"`+commit+`"`))
+	_, err = s.Restore(ctx, workbench.RestoreInput{ID: "src", DestinationID: "x"})
+	sameCallError(t, s, err, workbench.CodeInvalidArguments, "workbench_restore", `{"id":"src","destination_id":"x"}`)
+	upper := strings.ToUpper(commit)
+	_, err = s.Restore(ctx, workbench.RestoreInput{ID: "src", DestinationID: "x", AtCommit: upper})
+	sameCallError(t, s, err, workbench.CodeInvalidArguments, "workbench_restore", restoreIn("src", "x", `"at_commit":"`+upper+`"`))
+	_, err = s.Restore(ctx, workbench.RestoreInput{ID: "src", DestinationID: "by-id", AtCommit: commit})
+	sameCallError(t, s, err, workbench.CodeConflict, "workbench_restore", restoreIn("src", "by-id", `"at_commit":"`+commit+`"`))
+}
