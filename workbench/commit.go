@@ -117,7 +117,44 @@ func (r *commitRequest) envelope(committedAt uint64) ([]byte, error) {
 	return runManifestEnvelope(r.id, r.workbenchPath, r.contentDigest, r.canonical, r.manifestDigest, r.identity, committedAt)
 }
 
-func (s *Service) commitTool(ctx context.Context, in *commitInput) (map[string]any, *Error) {
+// CommitInput is workbench_commit's input.
+type CommitInput struct {
+	ID string `json:"id"`
+	// Manifest is the caller's run manifest, a JSON object: a map, a
+	// struct, or a json.RawMessage (whose numbers keep their text, as a
+	// JSON call's do: "1.0" stays "1.0").
+	Manifest         any    `json:"manifest,omitempty"`
+	ContentDigestURI string `json:"content_digest_uri"`
+	// Replace lets the commit replace a different commit head.
+	Replace bool `json:"replace,omitempty"`
+}
+
+// CommitResult is workbench_commit's result. An exact retry answers the
+// same members, idempotent_replay aside.
+type CommitResult struct {
+	Success
+	WorkbenchID       string `json:"workbench_id"`
+	WorkbenchPath     string `json:"workbench_path"`
+	Path              string `json:"path"`       // the run manifest's presentation path
+	SizeBytes         int    `json:"size_bytes"` // of the run manifest envelope
+	Generation        uint64 `json:"generation"` // the commit head's
+	ContentDigestURI  string `json:"content_digest_uri"`
+	ManifestDigestURI string `json:"manifest_digest_uri"` // of the caller's manifest, canonical
+	CommitIdentity    string `json:"commit_identity"`
+	EnvelopeDigestURI string `json:"envelope_digest_uri"`
+	TreeDigestURI     string `json:"tree_digest_uri"`
+	Replace           bool   `json:"replace"`
+	IdempotentReplay  bool   `json:"idempotent_replay"`
+}
+
+// Commit runs workbench_commit: it seals workbench in.ID's tree as a
+// commit, publishes its run manifest and makes it the workbench's commit
+// head.
+func (s *Service) Commit(ctx context.Context, in CommitInput) (*CommitResult, error) {
+	return invoke[*CommitResult](ctx, s, "workbench_commit", in)
+}
+
+func (s *Service) commitTool(ctx context.Context, in *commitInput) (*CommitResult, *Error) {
 	req := s.newCommitRequest(in.id, in.Manifest, in.ContentDigestURI, in.Replace)
 	res, werr := s.commit(ctx, req, time.Now)
 	return res, CommitConflict(werr)
@@ -125,7 +162,7 @@ func (s *Service) commitTool(ctx context.Context, in *commitInput) (map[string]a
 
 // commit runs one commit request; now gives the commit time of a fresh
 // build.
-func (s *Service) commit(ctx context.Context, req *commitRequest, now func() time.Time) (map[string]any, *Error) {
+func (s *Service) commit(ctx context.Context, req *commitRequest, now func() time.Time) (*CommitResult, *Error) {
 	sn, werr := s.pinForWrite(ctx)
 	if werr != nil {
 		return nil, werr
@@ -237,20 +274,20 @@ func headConflict() *Error {
 }
 
 // commitResult shapes the tool's result.
-func (s *Service) commitResult(req *commitRequest, size int, envelopeDigest string, generation uint64, treeDigest string, replay bool) map[string]any {
-	return map[string]any{
-		"workbench_id":        req.id,
-		"workbench_path":      req.workbenchPath,
-		"path":                PresentationPath(s.logical, req.id, runManifestComps),
-		"size_bytes":          size,
-		"generation":          generation,
-		"content_digest_uri":  req.contentDigest,
-		"manifest_digest_uri": req.manifestDigest,
-		"commit_identity":     req.identity.String(),
-		"envelope_digest_uri": envelopeDigest,
-		"tree_digest_uri":     treeDigest,
-		"replace":             req.replace,
-		"idempotent_replay":   replay,
+func (s *Service) commitResult(req *commitRequest, size int, envelopeDigest string, generation uint64, treeDigest string, replay bool) *CommitResult {
+	return &CommitResult{
+		WorkbenchID:       req.id,
+		WorkbenchPath:     req.workbenchPath,
+		Path:              PresentationPath(s.logical, req.id, runManifestComps),
+		SizeBytes:         size,
+		Generation:        generation,
+		ContentDigestURI:  req.contentDigest,
+		ManifestDigestURI: req.manifestDigest,
+		CommitIdentity:    req.identity.String(),
+		EnvelopeDigestURI: envelopeDigest,
+		TreeDigestURI:     treeDigest,
+		Replace:           req.replace,
+		IdempotentReplay:  replay,
 	}
 }
 
@@ -276,7 +313,7 @@ func (s *Service) buildCommitOperation(ctx context.Context, read func(shards.Fam
 // the envelope is rebuilt from the request and the frozen commit time and
 // must match the operation's manifest binding byte for byte, so the answer
 // never depends on what metadata/run_manifest.json holds now.
-func (s *Service) replayCommit(req *commitRequest, op nokv.BuildCommitOperation) (map[string]any, *Error) {
+func (s *Service) replayCommit(req *commitRequest, op nokv.BuildCommitOperation) (*CommitResult, *Error) {
 	if op.Commit != req.identity {
 		return nil, CommitProtocolMismatch(req.identity.String(), op.Commit.String())
 	}

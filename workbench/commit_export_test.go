@@ -24,6 +24,7 @@ func CommitAtForTest(s *Service, id, manifest, contentDigest string, replace boo
 		return nil, CommitConflict(werr)
 	}
 	// As Call would print it.
+	res.succeed()
 	b, err := MarshalResult(res)
 	if err != nil {
 		return nil, FromError(err)

@@ -102,6 +102,42 @@ func (in *restoreInput) resolve(*Service) *Error {
 	return nil
 }
 
+// RestoreInput is workbench_restore's input: exactly one of AtSnapshot
+// and AtCommit names the source.
+type RestoreInput struct {
+	ID            string `json:"id"`             // the source workbench
+	DestinationID string `json:"destination_id"` // the workbench to create
+	// AtSnapshot is a snapshot of the source: its id (an unsigned
+	// integer) or its name (a string).
+	AtSnapshot any `json:"at_snapshot,omitempty"`
+	// AtCommit is a commit of the source: its id, 64 lowercase
+	// hexadecimal digits.
+	AtCommit string `json:"at_commit,omitempty"`
+}
+
+// RestoreResult is workbench_restore's result. An exact retry answers the
+// same members, idempotent_replay aside.
+type RestoreResult struct {
+	Success
+	State                  string  `json:"state"` // "complete"
+	OperationID            string  `json:"operation_id"`
+	SourceWorkbenchID      string  `json:"source_workbench_id"`
+	DestinationWorkbenchID string  `json:"destination_workbench_id"`
+	SnapshotID             *uint64 `json:"snapshot_id"`  // the source snapshot; nil for a commit
+	ReadVersion            *uint64 `json:"read_version"` // the source snapshot's; nil for a commit
+	CommitID               *string `json:"commit_id"`    // the source commit; nil for a snapshot
+	DestinationGeneration  uint64  `json:"destination_generation"`
+	IdempotentReplay       bool    `json:"idempotent_replay"`
+	CleanupPending         bool    `json:"cleanup_pending"`
+	RestoreManifest        string  `json:"restore_manifest"` // the destination's restore manifest's presentation path
+}
+
+// Restore runs workbench_restore: it creates workbench in.DestinationID
+// from a snapshot or a commit of workbench in.ID.
+func (s *Service) Restore(ctx context.Context, in RestoreInput) (*RestoreResult, error) {
+	return invoke[*RestoreResult](ctx, s, "workbench_restore", in)
+}
+
 // restorePlan is one restore: its identity, and, once planned, everything
 // its commands write, all derived from the immutable source.
 type restorePlan struct {
@@ -134,7 +170,7 @@ type restoreMember struct {
 	row   [32]byte
 }
 
-func (s *Service) restoreTool(ctx context.Context, in *restoreInput) (map[string]any, *Error) {
+func (s *Service) restoreTool(ctx context.Context, in *restoreInput) (*RestoreResult, *Error) {
 	sn, werr := s.pinForWrite(ctx)
 	if werr != nil {
 		return nil, werr
@@ -240,7 +276,7 @@ func (s *Service) restoreSourceOf(ctx context.Context, read reader, in *restoreI
 // resumedRestore answers a restore whose operation exists: its result if
 // it completed, nothing (go on copying) if it is copying, and an error if
 // it is another restore's or in another phase.
-func (s *Service) resumedRestore(op nokv.RestoreOperation, p *restorePlan) (map[string]any, *Error) {
+func (s *Service) resumedRestore(op nokv.RestoreOperation, p *restorePlan) (*RestoreResult, *Error) {
 	// The reference's backend answers both as BackendProtocolMismatch,
 	// which the restore tool remaps to RestoreProtocolMismatch.
 	if op.IdentityDigest != p.identity {
@@ -395,7 +431,7 @@ func (s *Service) restoreOperation(read reader, id nokv.OperationID) (nokv.Resto
 // checkRestoreDestination refuses a destination that exists, unless it is
 // the product of this very restore (its restore manifest names the same
 // source and destination), which is replayed from its operation.
-func (s *Service) checkRestoreDestination(ctx context.Context, sn *head.Snapshot, p *restorePlan) (map[string]any, *Error) {
+func (s *Service) checkRestoreDestination(ctx context.Context, sn *head.Snapshot, p *restorePlan) (*RestoreResult, *Error) {
 	read := snapshotReader(ctx, sn)
 	ws, ok, werr := s.workspace(ctx, read, p.dstID)
 	if werr != nil || !ok || ws.State == nokv.WorkspaceStateRetired {
@@ -573,26 +609,24 @@ func entryOfMember(m nokv.CommitMember) nokv.PathEntry {
 }
 
 // restoreResult shapes the tool's result from a Complete operation.
-func (s *Service) restoreResult(op nokv.RestoreOperation, replay bool) map[string]any {
-	res := map[string]any{
-		"state":                    "complete",
-		"operation_id":             restoreOperationID(op.IdentityDigest).String(),
-		"source_workbench_id":      op.SourceWorkbenchID,
-		"destination_workbench_id": op.DestinationWorkbenchID,
-		"snapshot_id":              nil,
-		"read_version":             nil,
-		"commit_id":                nil,
-		"destination_generation":   op.Result.DestinationGeneration,
-		"idempotent_replay":        replay,
-		"cleanup_pending":          false,
-		"restore_manifest":         PresentationPath(s.logical, op.DestinationWorkbenchID, restoreManifestComps),
+func (s *Service) restoreResult(op nokv.RestoreOperation, replay bool) *RestoreResult {
+	res := &RestoreResult{
+		State:                  "complete",
+		OperationID:            restoreOperationID(op.IdentityDigest).String(),
+		SourceWorkbenchID:      op.SourceWorkbenchID,
+		DestinationWorkbenchID: op.DestinationWorkbenchID,
+		DestinationGeneration:  op.Result.DestinationGeneration,
+		IdempotentReplay:       replay,
+		CleanupPending:         false,
+		RestoreManifest:        PresentationPath(s.logical, op.DestinationWorkbenchID, restoreManifestComps),
 	}
 	if op.SourceSnapshot != nil {
-		res["snapshot_id"] = uint64(*op.SourceSnapshot)
-		res["read_version"] = op.SourceReadVersion
+		id, rv := uint64(*op.SourceSnapshot), op.SourceReadVersion
+		res.SnapshotID, res.ReadVersion = &id, &rv
 	}
 	if op.SourceCommit != nil {
-		res["commit_id"] = op.SourceCommit.String()
+		c := op.SourceCommit.String()
+		res.CommitID = &c
 	}
 	return res
 }

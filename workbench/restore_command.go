@@ -306,7 +306,7 @@ type finalMember struct {
 }
 
 // finishRestore stages the rebuilt run manifest and runs step 3.
-func (s *Service) finishRestore(ctx context.Context, sn *head.Snapshot, p *restorePlan) (map[string]any, *Error) {
+func (s *Service) finishRestore(ctx context.Context, sn *head.Snapshot, p *restorePlan) (*RestoreResult, *Error) {
 	committedAt := uint64(max(s.opts.Now().Unix(), 0))
 	env, err := runManifestEnvelope(p.dstID, WorkbenchPath(s.logical, p.dstID), p.contentDigest, p.canonical, p.manifestDigest, p.commitID, committedAt)
 	if err != nil {

@@ -1,14 +1,12 @@
 package workbench
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 
 	"github.com/cairnstore/cairn/bucket/wire"
@@ -104,6 +102,54 @@ func (in *snapshotInput) resolve(*Service) *Error {
 	}
 	in.annotation, werr = snapshotAnnotation(in.Reason, in.Metadata.V)
 	return werr
+}
+
+// SnapshotInput is workbench_snapshot's input.
+type SnapshotInput struct {
+	ID string `json:"id"`
+	// Name names the snapshot; a later mint of the same name takes the
+	// name over, and this snapshot stays reachable by id.
+	Name   *string `json:"name,omitempty"`
+	Reason *string `json:"reason,omitempty"`
+	// Metadata is the caller's annotation: a JSON object (a map, a
+	// struct or a json.RawMessage) nested at most 8 deep, or nil.
+	Metadata any `json:"metadata,omitempty"`
+	// TTLDays is the lease, 1 to 90 days; nil leaves it to 7 days, with
+	// an expiry warning.
+	TTLDays *uint64 `json:"ttl_days,omitempty"`
+}
+
+// SnapshotLease is a snapshot and its lease, as a mint and a renewal
+// report it.
+type SnapshotLease struct {
+	WorkbenchID string  `json:"workbench_id"`
+	Path        string  `json:"path"` // the workbench's presentation path
+	SnapshotID  uint64  `json:"snapshot_id"`
+	Name        *string `json:"name"`         // nil: minted without a name
+	ReadVersion uint64  `json:"read_version"` // the commit version it froze
+	// The lease's deadline in Unix milliseconds of the lease clock, under
+	// both names the contract gives it.
+	LeaseExpiresAt     uint64 `json:"lease_expires_at"`
+	LeaseExpiresUnixMS uint64 `json:"lease_expires_unix_ms"`
+	// Annotation is the canonical {"metadata":…,"reason":…} the mint
+	// recorded.
+	Annotation json.RawMessage `json:"annotation"`
+	State      string          `json:"state"` // alive, expired, retired or reaped
+	TTLDays    uint64          `json:"ttl_days"`
+}
+
+// SnapshotResult is workbench_snapshot's result.
+type SnapshotResult struct {
+	Success
+	SnapshotLease
+	// ExpiryWarning is set when the caller left ttl_days to its default.
+	ExpiryWarning string `json:"expiry_warning,omitempty"`
+}
+
+// Snapshot runs workbench_snapshot: it mints a new snapshot of workbench
+// in.ID's committed state, held under a lease.
+func (s *Service) Snapshot(ctx context.Context, in SnapshotInput) (*SnapshotResult, error) {
+	return invoke[*SnapshotResult](ctx, s, "workbench_snapshot", in)
 }
 
 // checkSnapshotName applies the tool layer's and the record's rules to a
@@ -393,23 +439,6 @@ func snapshotState(ref nokv.SnapshotRef, leaseNow uint64) string {
 	}
 }
 
-// annotationValue returns a stored annotation as a result value (its
-// canonical JSON), or nil for none.
-func annotationValue(b []byte) any {
-	if b == nil {
-		return nil
-	}
-	return json.RawMessage(b)
-}
-
-// aliasValue returns a snapshot's name as a result value.
-func aliasValue(alias *string) any {
-	if alias == nil {
-		return nil
-	}
-	return *alias
-}
-
 // snapshotOutcome is what a snapshot command returns through the engine:
 // the snapshot's record after the command and the lease clock's now.
 type snapshotOutcome struct {
@@ -444,18 +473,18 @@ func decodeSnapshotOutcome(b []byte) (snapshotOutcome, error) {
 }
 
 // leaseResult is the result of a mint or renewal.
-func (s *Service) leaseResult(wb string, o snapshotOutcome, ttl uint64) map[string]any {
-	return map[string]any{
-		"workbench_id":          wb,
-		"path":                  WorkbenchPath(s.logical, wb),
-		"snapshot_id":           uint64(o.id),
-		"name":                  aliasValue(o.ref.Alias),
-		"read_version":          o.ref.ReadVersion,
-		"lease_expires_at":      o.ref.LeaseDeadline,
-		"lease_expires_unix_ms": o.ref.LeaseDeadline,
-		"annotation":            annotationValue(o.ref.Annotation),
-		"state":                 snapshotState(o.ref, o.leaseNow),
-		"ttl_days":              ttl,
+func (s *Service) leaseResult(wb string, o snapshotOutcome, ttl uint64) SnapshotLease {
+	return SnapshotLease{
+		WorkbenchID:        wb,
+		Path:               WorkbenchPath(s.logical, wb),
+		SnapshotID:         uint64(o.id),
+		Name:               o.ref.Alias,
+		ReadVersion:        o.ref.ReadVersion,
+		LeaseExpiresAt:     o.ref.LeaseDeadline,
+		LeaseExpiresUnixMS: o.ref.LeaseDeadline,
+		Annotation:         json.RawMessage(o.ref.Annotation),
+		State:              snapshotState(o.ref, o.leaseNow),
+		TTLDays:            ttl,
 	}
 }
 
@@ -488,7 +517,7 @@ func (s *Service) runSnapshotCommand(ctx context.Context, at *head.Snapshot, tag
 
 // workbench_snapshot: mint. Not idempotent: every call mints a new
 // snapshot under a fresh id.
-func (s *Service) snapshotTool(ctx context.Context, in *snapshotInput) (map[string]any, *Error) {
+func (s *Service) snapshotTool(ctx context.Context, in *snapshotInput) (*SnapshotResult, *Error) {
 	sn, werr := s.pinForWrite(ctx)
 	if werr != nil {
 		return nil, werr
@@ -514,9 +543,9 @@ func (s *Service) snapshotTool(ctx context.Context, in *snapshotInput) (map[stri
 	if werr != nil {
 		return nil, werr
 	}
-	res := s.leaseResult(in.id, o, in.ttl)
+	res := &SnapshotResult{SnapshotLease: s.leaseResult(in.id, o, in.ttl)}
 	if in.TTLDays == nil {
-		res["expiry_warning"] = expiryWarning
+		res.ExpiryWarning = expiryWarning
 	}
 	return res, nil
 }
@@ -600,278 +629,4 @@ func (s *Service) mint(tx *head.Tx, in *snapshotInput, id nokv.SnapshotID, wall 
 		}
 	}
 	return snapshotOutcome{id: id, ref: ref, leaseNow: leaseNow}, nil
-}
-
-// snapshotRenewInput is workbench_snapshot_renew's input.
-type snapshotRenewInput struct {
-	ID         string  `json:"id"`
-	SnapshotID *uint64 `json:"snapshot_id"`
-	Name       *string `json:"name"`
-	TTLDays    *uint64 `json:"ttl_days"`
-
-	id  string
-	sel snapshotSelector
-	ttl uint64
-}
-
-func (in *snapshotRenewInput) resolve(*Service) *Error {
-	var werr *Error
-	if in.id, werr = ParseWorkbenchID(in.ID); werr != nil {
-		return werr
-	}
-	if in.sel, werr = selectorOf(in.SnapshotID, in.Name); werr != nil {
-		return werr
-	}
-	in.ttl, werr = ttlDays(in.TTLDays)
-	return werr
-}
-
-// lookupForCommand finds the workbench and the snapshot a renew or retire
-// names, at the command's own state: an unknown workbench or snapshot is
-// SnapshotNotFound, as the reference maps its snapshot lookups' misses.
-func (s *Service) lookupForCommand(tx *head.Tx, wb string, sel snapshotSelector) (nokv.IncarnationID, nokv.SnapshotID, nokv.SnapshotRef, error) {
-	ws, ok, werr := s.visibleWorkspace(tx.Context(), tx.Get, wb)
-	if werr != nil {
-		return nokv.IncarnationID{}, 0, nokv.SnapshotRef{}, werr
-	}
-	if !ok {
-		return nokv.IncarnationID{}, 0, nokv.SnapshotRef{}, reject(SnapshotNotFound(fmt.Sprintf("workbench %s does not exist", wb)))
-	}
-	id, ref, ok, err := s.resolveSnapshot(tx.Get, ws.Incarnation, sel)
-	if err != nil {
-		return nokv.IncarnationID{}, 0, nokv.SnapshotRef{}, err
-	}
-	if !ok {
-		return nokv.IncarnationID{}, 0, nokv.SnapshotRef{}, reject(SnapshotNotFound(fmt.Sprintf("snapshot %s of workbench %s not found", sel, wb)))
-	}
-	return ws.Incarnation, id, ref, nil
-}
-
-// pinNamed pins the shard for a renewal or retirement of a snapshot of
-// workbench wb. A deployment never written holds no snapshot: that is
-// SnapshotNotFound, and nothing is written.
-func (s *Service) pinNamed(ctx context.Context, wb string) (*head.Snapshot, *Error) {
-	sn, werr := s.pin(ctx)
-	if werr != nil {
-		return nil, werr
-	}
-	if sn.Empty() {
-		return nil, SnapshotNotFound(fmt.Sprintf("workbench %s does not exist", wb))
-	}
-	return sn, nil
-}
-
-// workbench_snapshot_renew: extend only. A renewal whose deadline is not
-// later than the current one changes nothing and still reports
-// renewed:true; an Active snapshot past its deadline that no reap has
-// claimed comes back to life. A retired snapshot is InvalidState, one a
-// reap claimed or finished SnapshotExpired.
-func (s *Service) snapshotRenewTool(ctx context.Context, in *snapshotRenewInput) (map[string]any, *Error) {
-	sn, werr := s.pinNamed(ctx, in.id)
-	if werr != nil {
-		return nil, werr
-	}
-	wall := s.wallMillis()
-	o, werr := s.runSnapshotCommand(ctx, sn, "cairn.workbench.snapshot-renew.v1", [][]byte{
-		[]byte(in.id), []byte(in.sel.String()), wire.NewWriter(nil).U64(in.ttl).U64(wall).Bytes(),
-	}, func(tx *head.Tx) (snapshotOutcome, error) {
-		inc, id, ref, err := s.lookupForCommand(tx, in.id, in.sel)
-		if err != nil {
-			return snapshotOutcome{}, err
-		}
-		switch ref.State {
-		case nokv.SnapshotStateRetired:
-			return snapshotOutcome{}, reject(snapshotRetired(id))
-		case nokv.SnapshotStateReapClaimed, nokv.SnapshotStateReaped:
-			return snapshotOutcome{}, reject(SnapshotExpired(fmt.Sprintf("snapshot %s was reaped", id)))
-		}
-		clock, err := s.observeLeaseClock(tx, wall)
-		if err != nil {
-			return snapshotOutcome{}, err
-		}
-		if deadline := clock.HighWater + in.ttl*dayMillis; deadline > ref.LeaseDeadline {
-			ref.LeaseDeadline = deadline
-			if err := s.putSnapshotRef(tx, inc, id, ref); err != nil {
-				return snapshotOutcome{}, err
-			}
-			if err := s.snapshotEvent(tx, in.id, inc, nokv.ChangeEventKindSnapshotRenewed, id); err != nil {
-				return snapshotOutcome{}, err
-			}
-		}
-		return snapshotOutcome{id: id, ref: ref, leaseNow: clock.HighWater}, nil
-	})
-	if werr != nil {
-		return nil, werr
-	}
-	res := s.leaseResult(in.id, o, in.ttl)
-	res["renewed"] = true
-	return res, nil
-}
-
-// snapshotRetired refuses to renew a retired snapshot: the reference's
-// server refuses it as PreconditionFailed, which the tools report as
-// InvalidState.
-func snapshotRetired(id nokv.SnapshotID) *Error {
-	return newError(CodeInvalidState, fmt.Sprintf("snapshot %s is retired and cannot be renewed", id), false,
-		serverDetails("PreconditionFailed", "SnapshotLifecycle", nil))
-}
-
-// snapshotRetireInput is workbench_snapshot_retire's input.
-type snapshotRetireInput struct {
-	ID         string  `json:"id"`
-	SnapshotID *uint64 `json:"snapshot_id"`
-	Name       *string `json:"name"`
-	Reason     *string `json:"reason"`
-
-	id  string
-	sel snapshotSelector
-}
-
-func (in *snapshotRetireInput) resolve(*Service) *Error {
-	var werr *Error
-	if in.id, werr = ParseWorkbenchID(in.ID); werr != nil {
-		return werr
-	}
-	in.sel, werr = selectorOf(in.SnapshotID, in.Name)
-	return werr
-}
-
-// workbench_snapshot_retire: the first retirement of a live or expired
-// snapshot reports retired:true and records the retire annotation; a
-// retirement of a snapshot that already ended (retired, reaped, or
-// claimed by a reap) changes nothing and reports retired:false with the
-// annotation the first retirement recorded. A snapshot that a restore
-// still consumes is ForkRetentionActive.
-func (s *Service) snapshotRetireTool(ctx context.Context, in *snapshotRetireInput) (map[string]any, *Error) {
-	sn, werr := s.pinNamed(ctx, in.id)
-	if werr != nil {
-		return nil, werr
-	}
-	ann := retireAnnotation(in.Reason)
-	o, werr := s.runSnapshotCommand(ctx, sn, "cairn.workbench.snapshot-retire.v1", [][]byte{
-		[]byte(in.id), []byte(in.sel.String()), ann,
-	}, func(tx *head.Tx) (snapshotOutcome, error) {
-		inc, id, ref, err := s.lookupForCommand(tx, in.id, in.sel)
-		if err != nil {
-			return snapshotOutcome{}, err
-		}
-		if ref.State != nokv.SnapshotStateActive {
-			return snapshotOutcome{id: id, ref: ref}, nil
-		}
-		if ref.ConsumerCount > 0 {
-			return snapshotOutcome{}, reject(ForkRetentionActive(fmt.Sprintf("snapshot %s has %d active fork consumers", id, ref.ConsumerCount)))
-		}
-		ref.State = nokv.SnapshotStateRetired
-		ref.RetireAnnotation = ann
-		if err := s.putSnapshotRef(tx, inc, id, ref); err != nil {
-			return snapshotOutcome{}, err
-		}
-		if err := s.endSnapshot(tx, inc, id, ref, nokv.SnapshotStateRetired); err != nil {
-			return snapshotOutcome{}, err
-		}
-		if err := s.snapshotEvent(tx, in.id, inc, nokv.ChangeEventKindSnapshotRetired, id); err != nil {
-			return snapshotOutcome{}, err
-		}
-		return snapshotOutcome{id: id, ref: ref, changed: true}, nil
-	})
-	if werr != nil {
-		return nil, werr
-	}
-	return map[string]any{
-		"workbench_id":      in.id,
-		"path":              WorkbenchPath(s.logical, in.id),
-		"snapshot_id":       uint64(o.id),
-		"name":              aliasValue(o.ref.Alias),
-		"retired":           o.changed,
-		"state":             snapshotState(o.ref, o.leaseNow),
-		"retire_annotation": annotationValue(o.ref.RetireAnnotation),
-	}, nil
-}
-
-// snapshotListInput is workbench_snapshot_list's input.
-type snapshotListInput struct {
-	ID string `json:"id"`
-
-	id string
-}
-
-func (in *snapshotListInput) resolve(*Service) *Error {
-	var werr *Error
-	in.id, werr = ParseWorkbenchID(in.ID)
-	return werr
-}
-
-// workbench_snapshot_list: every snapshot of the workbench, whatever its
-// state, in mint order (the commit version of the mint, then the
-// sequence of its SnapshotMinted event in that commit).
-// Each reports the name it was minted with, even when a newer mint has
-// taken the name since. The list first gives the reaper its turn
-// (Service.Reap), so that snapshots past their lease and grace show as
-// reaped rather than expired once a reap could end them.
-func (s *Service) snapshotListTool(ctx context.Context, in *snapshotListInput) (map[string]any, *Error) {
-	sn, werr := s.pin(ctx)
-	if werr != nil {
-		return nil, werr
-	}
-	sn = s.reapQuietly(ctx, sn)
-	ws, ok, werr := s.visibleWorkspace(ctx, snapshotReader(ctx, sn), in.id)
-	if werr != nil {
-		return nil, werr
-	}
-	if !ok {
-		return nil, SnapshotNotFound(fmt.Sprintf("workbench %s does not exist", in.id))
-	}
-	clock, err := s.leaseClock(snapshotReader(ctx, sn))
-	if err != nil {
-		return nil, FromError(err)
-	}
-	leaseNow := max(s.wallMillis(), clock.HighWater)
-	recs, err := sn.Scan(ctx, nokv.FamilySnapshotRef, nokv.SnapshotRefPrefix(s.root, ws.Incarnation), nil, 0)
-	if err != nil {
-		return nil, FromError(err)
-	}
-	type row struct {
-		id  nokv.SnapshotID
-		ref nokv.SnapshotRef
-	}
-	rows := make([]row, len(recs))
-	for i, r := range recs {
-		k, err := nokv.ParseSnapshotRefKey(r.Key)
-		if err != nil {
-			return nil, FromError(err)
-		}
-		ref, err := nokv.DecodeSnapshotRef(r.Value)
-		if err != nil {
-			return nil, FromError(err)
-		}
-		rows[i] = row{k.Snapshot, ref}
-	}
-	slices.SortFunc(rows, func(a, b row) int {
-		if c := cmp.Compare(a.ref.CreatedVersion, b.ref.CreatedVersion); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.ref.MintSequence, b.ref.MintSequence); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.id, b.id)
-	})
-	out := make([]any, len(rows))
-	for i, r := range rows {
-		out[i] = map[string]any{
-			"snapshot_id":           uint64(r.id),
-			"name":                  aliasValue(r.ref.Alias),
-			"read_version":          r.ref.ReadVersion,
-			"lease_expires_at":      r.ref.LeaseDeadline,
-			"lease_expires_unix_ms": r.ref.LeaseDeadline,
-			"annotation":            annotationValue(r.ref.Annotation),
-			"state":                 snapshotState(r.ref, leaseNow),
-			"retire_annotation":     annotationValue(r.ref.RetireAnnotation),
-		}
-	}
-	return map[string]any{
-		"workbench_id":   in.id,
-		"path":           WorkbenchPath(s.logical, in.id),
-		"snapshot_count": len(out),
-		"snapshots":      out,
-	}, nil
 }
