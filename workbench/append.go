@@ -46,7 +46,43 @@ func (in *appendInput) resolve(s *Service) *Error {
 	return in.payloadInput.resolve(s.opts.MaxBytes)
 }
 
-func (s *Service) appendTool(ctx context.Context, in *appendInput) (map[string]any, *Error) {
+// AppendInput is workbench_append's input. Exactly one of Text and Base64
+// is set; its strings must be valid UTF-8, as for PutFileInput.
+type AppendInput struct {
+	ID      string `json:"id"`
+	Section string `json:"section"`
+	Path    string `json:"path"` // relative to Section
+	// Text is the appended bytes as UTF-8 text.
+	Text *string `json:"text,omitempty"`
+	// Base64 is the appended bytes in standard base64 with padding.
+	Base64 *string `json:"base64,omitempty"`
+	// ContentType, when set, becomes the artifact's content type; without
+	// it a new artifact gets the payload's default and an existing one
+	// keeps its own.
+	ContentType *string `json:"content_type,omitempty"`
+}
+
+// AppendResult is workbench_append's result.
+type AppendResult struct {
+	Success
+	FileLocation
+	AppendedBytes uint64 `json:"appended_bytes"`
+	Created       bool   `json:"created"`    // whether the append created the path
+	Digest        string `json:"digest"`     // the appended bytes' SHA-256
+	Generation    uint64 `json:"generation"` // the path's generation after the append
+	SizeBytes     uint64 `json:"size_bytes"` // the whole body's size after the append
+}
+
+// Append runs workbench_append: it appends bytes to the artifact at a
+// path, creating it when it is missing.
+func (s *Service) Append(ctx context.Context, in AppendInput) (*AppendResult, error) {
+	if werr := checkUTF8Input("workbench_append", in); werr != nil {
+		return nil, werr
+	}
+	return invoke[*AppendResult](ctx, s, "workbench_append", in)
+}
+
+func (s *Service) appendTool(ctx context.Context, in *appendInput) (*AppendResult, *Error) {
 	return s.appendFile(ctx, in.id, in.path, in.body, in.contentType, in.ContentType != nil)
 }
 
@@ -83,7 +119,7 @@ func (st *appendState) discard(ctx context.Context, keep *staging) {
 	}
 }
 
-func (s *Service) appendFile(ctx context.Context, id string, path []string, delta []byte, ct string, explicitCT bool) (map[string]any, *Error) {
+func (s *Service) appendFile(ctx context.Context, id string, path []string, delta []byte, ct string, explicitCT bool) (*AppendResult, *Error) {
 	as := &appendState{s: s, id: id, path: path, delta: delta}
 	deltaDigest := DigestURI(delta)
 	var lastErr *Error
@@ -109,13 +145,14 @@ func (s *Service) appendFile(ctx context.Context, id string, path []string, delt
 		if werr == nil {
 			as.discard(ctx, p.st)
 			rememberBody(s.root, p.st.rev, h, p.size)
-			res := s.fileResult(id, path)
-			res["appended_bytes"] = uint64(len(delta))
-			res["created"] = out.Created
-			res["digest"] = deltaDigest
-			res["generation"] = out.Generation
-			res["size_bytes"] = out.Size
-			return res, nil
+			return &AppendResult{
+				FileLocation:  s.fileLocation(id, path),
+				AppendedBytes: uint64(len(delta)),
+				Created:       out.Created,
+				Digest:        deltaDigest,
+				Generation:    out.Generation,
+				SizeBytes:     out.Size,
+			}, nil
 		}
 		if !rejected {
 			// The outcome may be unknown: the ledger stays the owner of

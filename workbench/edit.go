@@ -42,11 +42,47 @@ func (in *editInput) resolve(*Service) *Error {
 	return nil
 }
 
-func (s *Service) editTool(ctx context.Context, in *editInput) (map[string]any, *Error) {
+// EditInput is workbench_edit's input. Its strings must be valid UTF-8,
+// as JSON's are: Edit refuses others with InvalidArguments.
+type EditInput struct {
+	ID        string `json:"id"`
+	Section   string `json:"section"`
+	Path      string `json:"path"`       // relative to Section
+	OldString string `json:"old_string"` // the text to replace; not empty
+	NewString string `json:"new_string"`
+	// ReplaceAll replaces every occurrence of OldString; without it
+	// OldString must occur exactly once.
+	ReplaceAll bool `json:"replace_all,omitempty"`
+}
+
+// EditResult is workbench_edit's result.
+type EditResult struct {
+	Success
+	FileLocation
+	Replacements int    `json:"replacements"` // the occurrences replaced
+	SizeBytes    uint64 `json:"size_bytes"`   // the body's size after the edit
+	// Generation is the path's generation after the edit: the one read
+	// when NoChange.
+	Generation uint64 `json:"generation"`
+	// NoChange reports an edit whose result equals the body: nothing was
+	// published.
+	NoChange bool `json:"no_change"`
+}
+
+// Edit runs workbench_edit: it replaces an exact string in the body of
+// the artifact at a path, once or (ReplaceAll) everywhere.
+func (s *Service) Edit(ctx context.Context, in EditInput) (*EditResult, error) {
+	if werr := checkUTF8Input("workbench_edit", in); werr != nil {
+		return nil, werr
+	}
+	return invoke[*EditResult](ctx, s, "workbench_edit", in)
+}
+
+func (s *Service) editTool(ctx context.Context, in *editInput) (*EditResult, *Error) {
 	return s.editFile(ctx, in.id, in.path, []byte(in.OldString), []byte(in.NewString), in.ReplaceAll)
 }
 
-func (s *Service) editFile(ctx context.Context, id string, path []string, oldB, newB []byte, all bool) (map[string]any, *Error) {
+func (s *Service) editFile(ctx context.Context, id string, path []string, oldB, newB []byte, all bool) (*EditResult, *Error) {
 	logical := LogicalPath(path)
 	limit := uint64(s.opts.MaxBytes)
 	var lastMsg string
@@ -95,12 +131,10 @@ func (s *Service) editFile(ctx context.Context, id string, path []string, oldB, 
 		if uint64(len(next)) > limit {
 			return nil, PayloadTooLarge(uint64(len(next)), limit)
 		}
-		res := s.fileResult(id, path)
-		res["replacements"] = n
-		res["size_bytes"] = uint64(len(next))
+		res := &EditResult{FileLocation: s.fileLocation(id, path), Replacements: n, SizeBytes: uint64(len(next))}
 		if bytes.Equal(next, body) {
-			res["generation"] = e.Generation
-			res["no_change"] = true
+			res.Generation = e.Generation
+			res.NoChange = true
 			return res, nil
 		}
 
@@ -125,8 +159,7 @@ func (s *Service) editFile(ctx context.Context, id string, path []string, oldB, 
 		out, werr, rejected := s.publish(ctx, p)
 		if werr == nil {
 			rememberBody(s.root, p.st.rev, h, p.size)
-			res["generation"] = out.Generation
-			res["no_change"] = false
+			res.Generation = out.Generation
 			return res, nil
 		}
 		if !rejected {

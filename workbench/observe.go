@@ -57,14 +57,14 @@ func (o observation) isDirectory(ctx context.Context, s *Service, id string, pat
 	return v.isDirectory(ctx, path)
 }
 
-// fileResult starts a write tool's result: workbench_id, path, section and
-// relative_path.
-func (s *Service) fileResult(id string, path []string) map[string]any {
+// fileLocation is where a write tool's artifact is: the members its
+// result starts with.
+func (s *Service) fileLocation(id string, path []string) FileLocation {
 	section, rel := SplitSection(path)
-	return map[string]any{
-		"workbench_id":  id,
-		"path":          PresentationPath(s.logical, id, path),
-		"section":       section,
-		"relative_path": LogicalPath(rel),
+	return FileLocation{
+		WorkbenchID:  id,
+		Path:         PresentationPath(s.logical, id, path),
+		Section:      section,
+		RelativePath: LogicalPath(rel),
 	}
 }

@@ -277,10 +277,10 @@ func TestPublishLargeBodyInBlocks(t *testing.T) {
 	if werr != nil {
 		t.Fatal(werr)
 	}
-	if got, want := res["size_bytes"], uint64(size); got != want {
+	if got, want := res.SizeBytes, uint64(size); got != want {
 		t.Fatalf("size_bytes %v, want %v", got, want)
 	}
-	if got, want := res["digest_uri"], DigestURI(body); got != want {
+	if got, want := res.DigestURI, DigestURI(body); got != want {
 		t.Fatalf("digest_uri %v, want %v", got, want)
 	}
 
@@ -383,10 +383,10 @@ func TestAppendDependenciesStayBounded(t *testing.T) {
 				if werr != nil {
 					t.Fatalf("append %d: %v", i, werr)
 				}
-				if got := res["size_bytes"]; got != uint64(len(want)) {
+				if got := res.SizeBytes; got != uint64(len(want)) {
 					t.Fatalf("append %d: size_bytes %v, want %d", i, got, len(want))
 				}
-				if got := res["generation"]; got != uint64(i+1) {
+				if got := res.Generation; got != uint64(i+1) {
 					t.Fatalf("append %d: generation %v", i, got)
 				}
 				st, _ := PathForTest(t, s, "wb", "logs/run.log")

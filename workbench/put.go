@@ -3,6 +3,9 @@ package workbench
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/cairnstore/cairn/workbench/nokv"
 )
@@ -29,12 +32,61 @@ func (in *putFileInput) resolve(s *Service) *Error {
 	return in.payloadInput.resolve(s.opts.MaxBytes)
 }
 
-func (s *Service) putFileTool(ctx context.Context, in *putFileInput) (map[string]any, *Error) {
+// PutFileInput is workbench_put_file's input. Exactly one of Text and
+// Base64 is set. Its strings must be valid UTF-8, as JSON's are (a body
+// that is not goes as Base64): PutFile refuses others with
+// InvalidArguments.
+type PutFileInput struct {
+	ID      string `json:"id"`
+	Section string `json:"section"`
+	Path    string `json:"path"` // relative to Section
+	// Text is the body as UTF-8 text (content type TextContentType unless
+	// ContentType is set).
+	Text *string `json:"text,omitempty"`
+	// Base64 is the body in standard base64 with padding (content type
+	// BinaryContentType unless ContentType is set).
+	Base64      *string `json:"base64,omitempty"`
+	ContentType *string `json:"content_type,omitempty"`
+	// Replace makes the put replace-only: the path must hold an artifact.
+	// Without it the put is create-only.
+	Replace bool `json:"replace,omitempty"`
+}
+
+// FileLocation is where a write tool's artifact is: the members every
+// write result (put_file, append, edit) starts with.
+type FileLocation struct {
+	WorkbenchID  string `json:"workbench_id"`
+	Path         string `json:"path"`          // the presentation path
+	Section      string `json:"section"`       // the path's section
+	RelativePath string `json:"relative_path"` // the path within Section
+}
+
+// PutFileResult is workbench_put_file's result.
+type PutFileResult struct {
+	Success
+	FileLocation
+	SizeBytes   uint64 `json:"size_bytes"`
+	DigestURI   string `json:"digest_uri"` // the body's SHA-256
+	Generation  uint64 `json:"generation"` // the path's generation after the put
+	ContentType string `json:"content_type"`
+	Replace     bool   `json:"replace"` // whether the put was replace-only
+}
+
+// PutFile runs workbench_put_file: it publishes a whole body at a path,
+// creating it (the default) or replacing the artifact there (Replace).
+func (s *Service) PutFile(ctx context.Context, in PutFileInput) (*PutFileResult, error) {
+	if werr := checkUTF8Input("workbench_put_file", in); werr != nil {
+		return nil, werr
+	}
+	return invoke[*PutFileResult](ctx, s, "workbench_put_file", in)
+}
+
+func (s *Service) putFileTool(ctx context.Context, in *putFileInput) (*PutFileResult, *Error) {
 	return s.putFile(ctx, in.id, in.path, in.body, in.contentType, in.Replace)
 }
 
 // putFile publishes body at path of workbench id.
-func (s *Service) putFile(ctx context.Context, id string, path []string, body []byte, ct string, replace bool) (map[string]any, *Error) {
+func (s *Service) putFile(ctx context.Context, id string, path []string, body []byte, ct string, replace bool) (*PutFileResult, *Error) {
 	obs, werr := s.observe(ctx, id, path)
 	if werr != nil {
 		return nil, werr
@@ -88,11 +140,38 @@ func (s *Service) putFile(ctx context.Context, id string, path []string, body []
 		return nil, werr
 	}
 	rememberBody(s.root, p.st.rev, h, p.size)
-	res := s.fileResult(id, path)
-	res["size_bytes"] = p.size
-	res["digest_uri"] = p.digest
-	res["generation"] = out.Generation
-	res["content_type"] = ct
-	res["replace"] = replace
-	return res, nil
+	return &PutFileResult{
+		FileLocation: s.fileLocation(id, path),
+		SizeBytes:    p.size,
+		DigestURI:    p.digest,
+		Generation:   out.Generation,
+		ContentType:  ct,
+		Replace:      replace,
+	}, nil
+}
+
+// checkUTF8Input refuses a typed input whose string members (string or
+// *string fields) are not valid UTF-8: JSON text cannot carry such a
+// string, and encoding it would replace the bad bytes with U+FFFD, so the
+// tool would store or look up other text than the caller's. A JSON call
+// cannot send it either ("arguments are not valid JSON"). The error names
+// the member as the schema's errors do: "<tool>: $.<member>: ...".
+func checkUTF8Input(tool string, in any) *Error {
+	v := reflect.ValueOf(in)
+	t := v.Type()
+	for i := range t.NumField() {
+		f := v.Field(i)
+		if f.Kind() == reflect.Pointer {
+			if f.IsNil() {
+				continue
+			}
+			f = f.Elem()
+		}
+		if f.Kind() != reflect.String || utf8.ValidString(f.String()) {
+			continue
+		}
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		return InvalidArguments(fmt.Sprintf("%s: $.%s: is not valid UTF-8", tool, name))
+	}
+	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -173,7 +172,10 @@ func runImport(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "cairn import: read head: %v\n", err)
 		return exitFailed
 	}
-	if r := im.call(ctx, "workbench_create", map[string]any{"id": *id}); !r.ok {
+	if r := im.call(ctx, func(ctx context.Context) error {
+		_, err := s.Create(ctx, workbench.CreateInput{ID: *id})
+		return err
+	}); !r.ok {
 		if r.Code == workbench.CodeInvalidArguments {
 			fmt.Fprintf(e.stderr, "cairn import: --workbench: %s\n", r.Message)
 			return exitUsage
@@ -393,17 +395,6 @@ dispatch:
 	wg.Wait()
 }
 
-// putInput is workbench_put_file's input. Exactly one of Text and Base64
-// is set.
-type putInput struct {
-	ID      string  `json:"id"`
-	Section string  `json:"section"`
-	Path    string  `json:"path"`
-	Text    *string `json:"text,omitempty"`
-	Base64  *string `json:"base64,omitempty"`
-	Replace bool    `json:"replace"`
-}
-
 // put imports one file and returns the bytes it imported.
 func (im *importer) put(ctx context.Context, f *importFile) int64 {
 	body, err := readLimited(f.abs, im.maxBytes)
@@ -412,7 +403,7 @@ func (im *importer) put(ctx context.Context, f *importFile) int64 {
 		im.refused.Add(1)
 		return 0
 	}
-	in := putInput{ID: im.id, Section: im.section, Path: f.rel}
+	in := workbench.PutFileInput{ID: im.id, Section: im.section, Path: f.rel}
 	if utf8.Valid(body) {
 		t := string(body)
 		in.Text = &t
@@ -420,14 +411,18 @@ func (im *importer) put(ctx context.Context, f *importFile) int64 {
 		b64 := base64.StdEncoding.EncodeToString(body)
 		in.Base64 = &b64
 	}
-	r := im.call(ctx, "workbench_put_file", in)
+	putFile := func(ctx context.Context) error {
+		_, err := im.s.PutFile(ctx, in)
+		return err
+	}
+	r := im.call(ctx, putFile)
 	if !r.ok && r.Code == workbench.CodeAlreadyExists {
 		if !im.replace {
 			f.outcome = existing
 			return 0
 		}
 		in.Replace = true
-		if r = im.call(ctx, "workbench_put_file", in); r.ok {
+		if r = im.call(ctx, putFile); r.ok {
 			f.outcome = replaced
 			return int64(len(body))
 		}
@@ -479,35 +474,30 @@ func readLimited(path string, limit int64) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// toolResult is the part of a tool's result the import reads.
+// toolResult is what the import reads of a tool call's outcome.
 type toolResult struct {
 	ok        bool
-	Code      string `json:"code"`
-	Message   string `json:"message"`
-	Retryable bool   `json:"retryable"`
+	Code      string
+	Message   string
+	Retryable bool
 }
 
-// call runs one tool, retrying a retryable error with a jittered backoff
-// (the engine has already retried its own commit). A create-only put
-// whose first attempt may have landed meets its own file on the retry and
-// is reported as existing.
-func (im *importer) call(ctx context.Context, tool string, input any) toolResult {
-	var raw bytes.Buffer
-	enc := json.NewEncoder(&raw)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(input); err != nil {
-		return toolResult{Code: workbench.CodeInternal, Message: "encode input: " + err.Error()}
-	}
+// call runs one tool call, retrying a retryable error with a jittered
+// backoff (the engine has already retried its own commit). A create-only
+// put whose first attempt may have landed meets its own file on the retry
+// and is reported as existing.
+func (im *importer) call(ctx context.Context, run func(context.Context) error) toolResult {
 	var r toolResult
 	for attempt := range importAttempts {
-		out, ok := im.s.Call(ctx, tool, raw.Bytes())
-		r = toolResult{ok: ok}
-		if ok {
-			return r
+		err := run(ctx)
+		if err == nil {
+			return toolResult{ok: true}
 		}
-		if err := json.Unmarshal(out, &r); err != nil {
-			return toolResult{Code: workbench.CodeInternal, Message: "decode result: " + err.Error()}
+		var werr *workbench.Error
+		if !errors.As(err, &werr) {
+			return toolResult{Code: workbench.CodeInternal, Message: err.Error()}
 		}
+		r = toolResult{Code: werr.Code, Message: werr.Message, Retryable: werr.Retryable}
 		if !r.Retryable || attempt == importAttempts-1 {
 			break
 		}

@@ -1,7 +1,7 @@
 // Package bench runs cairn's user-level scenarios and prints one table:
 // what a Workbench tool call costs in requests, sequential rounds, bytes
-// and time, measured as a user would meet it, through
-// workbench.Service.Call.
+// and time, measured as a user would meet it, through workbench.Service:
+// its typed methods (PutFile) and Call.
 //
 // # The store under measurement
 //

@@ -119,8 +119,8 @@ func (r *sizeRun) putNew(ctx context.Context) ([]Row, error) {
 		return nil, err
 	}
 	row, _, err := r.measure(ctx, PutNewWarm, r.warm, func() (map[string]any, error) {
-		return call(ctx, r.warm.svc, "workbench_put_file", map[string]any{
-			"id": WorkbenchID, "section": section, "path": "new/put-new.txt", "text": putBody})
+		_, err := r.warm.svc.PutFile(ctx, workbench.PutFileInput{ID: WorkbenchID, Section: section, Path: "new/put-new.txt", Text: &putBody})
+		return nil, putError(err)
 	})
 	if err != nil {
 		return nil, err
@@ -136,15 +136,25 @@ func (r *sizeRun) putReplace(ctx context.Context) ([]Row, error) {
 		return nil, err
 	}
 	path := r.sh.someFile(1)
-	row, res, err := r.measure(ctx, PutReplaceWarm, r.warm, func() (map[string]any, error) {
-		return call(ctx, r.warm.svc, "workbench_put_file", map[string]any{
-			"id": WorkbenchID, "section": section, "path": path, "text": putBody, "replace": true})
+	var res *workbench.PutFileResult
+	row, _, err := r.measure(ctx, PutReplaceWarm, r.warm, func() (map[string]any, error) {
+		var err error
+		res, err = r.warm.svc.PutFile(ctx, workbench.PutFileInput{ID: WorkbenchID, Section: section, Path: path, Text: &putBody, Replace: true})
+		return nil, putError(err)
 	})
 	if err != nil {
 		return nil, err
 	}
-	row.note("%s besides the 2 KiB body; generation %v", size(row.BytesWritten-int64(len(putBody))), res["generation"])
+	row.note("%s besides the 2 KiB body; generation %d", size(row.BytesWritten-int64(len(putBody))), res.Generation)
 	return []Row{row}, nil
+}
+
+// putError wraps a failed put_file call's error for a scenario.
+func putError(err error) error {
+	if err != nil {
+		return fmt.Errorf("bench: workbench_put_file: %w", err)
+	}
+	return nil
 }
 
 // steps reads a replica's counts after each step of a cold start.

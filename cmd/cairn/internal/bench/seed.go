@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -130,29 +131,33 @@ func (p PutFileSeeder) Seed(ctx context.Context, svc *workbench.Service, files [
 
 // putRetrying puts f, retrying retryable errors a few times.
 func putRetrying(ctx context.Context, svc *workbench.Service, f File) error {
-	in, err := json.Marshal(map[string]any{"id": WorkbenchID, "section": f.Section, "path": f.Path, "text": f.Text})
-	if err != nil {
-		return err
-	}
+	in := workbench.PutFileInput{ID: WorkbenchID, Section: f.Section, Path: f.Path, Text: &f.Text}
 	var last error
 	for range 5 {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		out, ok := svc.Call(ctx, "workbench_put_file", in)
-		if ok {
+		_, err := svc.PutFile(ctx, in)
+		if err == nil {
 			return nil
 		}
-		r, err := decode(out)
-		if err != nil {
-			return err
-		}
-		last = fmt.Errorf("bench: seed %s/%s: %s", f.Section, f.Path, out)
-		if r["retryable"] != true {
+		last = fmt.Errorf("bench: seed %s/%s: %w", f.Section, f.Path, err)
+		var werr *workbench.Error
+		if !errors.As(err, &werr) || !werr.Retryable {
 			return last
 		}
 	}
 	return last
+}
+
+// errorCode returns the Workbench error code of err, or "" for another
+// error.
+func errorCode(err error) string {
+	var werr *workbench.Error
+	if errors.As(err, &werr) {
+		return werr.Code
+	}
+	return ""
 }
 
 // decode decodes a tool's result.

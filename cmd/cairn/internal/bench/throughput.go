@@ -108,14 +108,11 @@ func (r *sizeRun) offer(ctx context.Context, name string, reps []*replica, start
 		ri := i % len(reps)
 		path := fmt.Sprintf("%s/r%d/p%06d.txt", name, ri, i)
 		wg.Go(func() {
-			in, _ := json.Marshal(map[string]any{"id": WorkbenchID, "section": section, "path": path, "text": body})
-			out, ok := reps[ri].svc.Call(runCtx, "workbench_put_file", in)
-			o := outcome{replica: ri, path: path, ok: ok, latency: time.Since(at)}
-			if !ok {
+			_, err := reps[ri].svc.PutFile(runCtx, workbench.PutFileInput{ID: WorkbenchID, Section: section, Path: path, Text: &body})
+			o := outcome{replica: ri, path: path, ok: err == nil, latency: time.Since(at)}
+			if err != nil {
 				o.unfinished = runCtx.Err() != nil
-				if m, err := decode(out); err == nil {
-					o.code, _ = m["code"].(string)
-				}
+				o.code = errorCode(err)
 			}
 			outs[i] = o
 		})
