@@ -76,9 +76,6 @@ type AppendResult struct {
 // Append runs workbench_append: it appends bytes to the artifact at a
 // path, creating it when it is missing.
 func (s *Service) Append(ctx context.Context, in AppendInput) (*AppendResult, error) {
-	if werr := checkUTF8Input("workbench_append", in); werr != nil {
-		return nil, werr
-	}
 	return invoke[*AppendResult](ctx, s, "workbench_append", in)
 }
 

@@ -37,10 +37,24 @@
 // when empty. The constructors fix each code's retryable flag and detail
 // keys. Errors from cairn's engine and object store become Workbench
 // errors in one place, FromError; storage-side errors carry details.source
-// "cairn" (Source). Success results are maps built by the tools, encoded by
-// MarshalResult as the reference prints them: keys sorted, compact,
-// strings escaped only where JSON requires, floats as "2.0" and "1e21".
-// MarshalResultIndent gives the pretty layout of an MCP text result.
+// "cairn" (Source). Success results are typed: each tool returns its own
+// result struct (CreateResult, PutFileResult, ...), which embeds Success,
+// encoded by MarshalResult as the reference prints them: keys sorted,
+// compact, strings escaped only where JSON requires, floats as "2.0" and
+// "1e21". MarshalResultIndent gives the pretty layout of an MCP text
+// result.
+//
+// # The typed API
+//
+// Every tool has a method of the same name taking its Go input and
+// returning its typed result, with a *Error as the error: Create, PutFile,
+// Append, Edit, List, Stat, Read, Grep, Search, Aggregate, Catalog, Find,
+// Commit, Snapshot, SnapshotRenew, SnapshotRetire, SnapshotList, Restore.
+// Its input goes through the path Call's does (the schema, the input's
+// checks, the tool; typed.go), so a typed call and a JSON call of the same
+// arguments answer alike; a string that is not valid UTF-8, which JSON
+// cannot carry, is refused. Call is the adapter the HTTP server, MCP and
+// the command line use.
 //
 // # Ids and paths
 //

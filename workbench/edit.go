@@ -72,9 +72,6 @@ type EditResult struct {
 // Edit runs workbench_edit: it replaces an exact string in the body of
 // the artifact at a path, once or (ReplaceAll) everywhere.
 func (s *Service) Edit(ctx context.Context, in EditInput) (*EditResult, error) {
-	if werr := checkUTF8Input("workbench_edit", in); werr != nil {
-		return nil, werr
-	}
 	return invoke[*EditResult](ctx, s, "workbench_edit", in)
 }
 

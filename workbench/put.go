@@ -3,9 +3,6 @@ package workbench
 import (
 	"context"
 	"fmt"
-	"reflect"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/cairnstore/cairn/workbench/nokv"
 )
@@ -75,9 +72,6 @@ type PutFileResult struct {
 // PutFile runs workbench_put_file: it publishes a whole body at a path,
 // creating it (the default) or replacing the artifact there (Replace).
 func (s *Service) PutFile(ctx context.Context, in PutFileInput) (*PutFileResult, error) {
-	if werr := checkUTF8Input("workbench_put_file", in); werr != nil {
-		return nil, werr
-	}
 	return invoke[*PutFileResult](ctx, s, "workbench_put_file", in)
 }
 
@@ -148,30 +142,4 @@ func (s *Service) putFile(ctx context.Context, id string, path []string, body []
 		ContentType:  ct,
 		Replace:      replace,
 	}, nil
-}
-
-// checkUTF8Input refuses a typed input whose string members (string or
-// *string fields) are not valid UTF-8: JSON text cannot carry such a
-// string, and encoding it would replace the bad bytes with U+FFFD, so the
-// tool would store or look up other text than the caller's. A JSON call
-// cannot send it either ("arguments are not valid JSON"). The error names
-// the member as the schema's errors do: "<tool>: $.<member>: ...".
-func checkUTF8Input(tool string, in any) *Error {
-	v := reflect.ValueOf(in)
-	t := v.Type()
-	for i := range t.NumField() {
-		f := v.Field(i)
-		if f.Kind() == reflect.Pointer {
-			if f.IsNil() {
-				continue
-			}
-			f = f.Elem()
-		}
-		if f.Kind() != reflect.String || utf8.ValidString(f.String()) {
-			continue
-		}
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		return InvalidArguments(fmt.Sprintf("%s: $.%s: is not valid UTF-8", tool, name))
-	}
-	return nil
 }

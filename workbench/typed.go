@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"strings"
+	"unicode/utf8"
 )
 
 // Typed results and methods.
@@ -49,6 +52,9 @@ func succeeded(tool string, res any) (any, *Error) {
 // and returns the tool's typed result R.
 func invoke[R any](ctx context.Context, s *Service, tool string, in any) (R, error) {
 	var zero R
+	if werr := checkUTF8(tool, "$", reflect.ValueOf(in)); werr != nil {
+		return zero, werr
+	}
 	var raw bytes.Buffer
 	enc := json.NewEncoder(&raw)
 	enc.SetEscapeHTML(false)
@@ -64,4 +70,62 @@ func invoke[R any](ctx context.Context, s *Service, tool string, in any) (R, err
 		return zero, Internal(fmt.Sprintf("%s: a result of type %T, want %T", tool, res, zero))
 	}
 	return r, nil
+}
+
+// checkUTF8 refuses a typed input with a string that is not valid UTF-8,
+// wherever it sits (a field, a pointer's target, an element, a map key or
+// value): JSON text cannot carry such a string, and encoding it would
+// replace the bad bytes with U+FFFD, so the tool would store or look up
+// other text than the caller's. A JSON call cannot send one either. The
+// error names the member as the schema's errors do:
+// "<tool>: $.<member>: is not valid UTF-8".
+func checkUTF8(tool, at string, v reflect.Value) *Error {
+	switch v.Kind() {
+	case reflect.String:
+		if !utf8.ValidString(v.String()) {
+			return InvalidArguments(fmt.Sprintf("%s: %s: is not valid UTF-8", tool, at))
+		}
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			return checkUTF8(tool, at, v.Elem())
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			if werr := checkUTF8(tool, at+"."+name, v.Field(i)); werr != nil {
+				return werr
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return nil // bytes travel as base64
+		}
+		for i := range v.Len() {
+			if werr := checkUTF8(tool, fmt.Sprintf("%s[%d]", at, i), v.Index(i)); werr != nil {
+				return werr
+			}
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			k := it.Key()
+			if k.Kind() == reflect.String && !utf8.ValidString(k.String()) {
+				return InvalidArguments(fmt.Sprintf("%s: %s: a key is not valid UTF-8", tool, at))
+			}
+			if werr := checkUTF8(tool, fmt.Sprintf("%s.%v", at, k), it.Value()); werr != nil {
+				return werr
+			}
+		}
+	}
+	return nil
 }

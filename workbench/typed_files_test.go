@@ -130,6 +130,14 @@ func TestTypedRefusesInvalidUTF8(t *testing.T) {
 			_, err := s.Edit(ctx, workbench.EditInput{ID: "wb", Section: "outputs", Path: "a.txt", OldString: "a", NewString: bad})
 			return err
 		}},
+		{"create id", "id", func() error {
+			_, err := s.Create(ctx, workbench.CreateInput{ID: bad})
+			return err
+		}},
+		{"grep's second pattern", "patterns[1]", func() error {
+			_, err := s.Grep(ctx, workbench.GrepInput{ID: "wb", Patterns: []string{"ok", bad}, Recursive: true})
+			return err
+		}},
 	}
 	for _, c := range calls {
 		var werr *workbench.Error
