@@ -138,28 +138,11 @@ func runImport(ctx context.Context, e *env, args []string) int {
 		return exitUsage
 	}
 
-	inner, url, code, err := openBucket(ctx, *bucketURL)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "cairn import: %v\n", err)
+	s, b, code := openImport(ctx, e, *bucketURL, *agent, *interval)
+	if code != exitOK {
 		return code
 	}
-	b := counting.New(inner)
 	defer b.Close()
-	s, err := workbench.Open(ctx, b, workbench.Options{
-		AgentID:  *agent,
-		MaxBytes: workbench.DefaultMaxBytes,
-		Engine: head.Options{MaxBatch: importMaxBatch, MinCommitInterval: *interval,
-			MaxDeltas: importMaxDeltas, MaxDeltaBytes: importDeltaBytes, CacheBytes: importCacheBytes},
-	})
-	if err != nil {
-		var werr *workbench.Error
-		if errors.As(err, &werr) && werr.Code == workbench.CodeInvalidArguments {
-			fmt.Fprintf(e.stderr, "cairn import: --agent: %s\n", werr.Message)
-			return exitUsage
-		}
-		fmt.Fprintf(e.stderr, "cairn import: open %s: %v\n", url, err)
-		return exitFailed
-	}
 	defer s.Close()
 
 	im := &importer{
@@ -217,6 +200,34 @@ func runImport(ctx context.Context, e *env, args []string) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// openImport opens the bucket (counted) and the agent's Service with the
+// import's engine bounds. A code other than exitOK ends the command.
+func openImport(ctx context.Context, e *env, bucketURL, agent string, interval time.Duration) (*workbench.Service, *counting.Bucket, int) {
+	inner, url, code, err := openBucket(ctx, bucketURL)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cairn import: %v\n", err)
+		return nil, nil, code
+	}
+	b := counting.New(inner)
+	s, err := workbench.Open(ctx, b, workbench.Options{
+		AgentID:  agent,
+		MaxBytes: workbench.DefaultMaxBytes,
+		Engine: head.Options{MaxBatch: importMaxBatch, MinCommitInterval: interval,
+			MaxDeltas: importMaxDeltas, MaxDeltaBytes: importDeltaBytes, CacheBytes: importCacheBytes},
+	})
+	if err != nil {
+		b.Close()
+		var werr *workbench.Error
+		if errors.As(err, &werr) && werr.Code == workbench.CodeInvalidArguments {
+			fmt.Fprintf(e.stderr, "cairn import: --agent: %s\n", werr.Message)
+			return nil, nil, exitUsage
+		}
+		fmt.Fprintf(e.stderr, "cairn import: open %s: %v\n", url, err)
+		return nil, nil, exitFailed
+	}
+	return s, b, exitOK
 }
 
 // importRoot resolves DIR: it must name a directory. A symbolic link named

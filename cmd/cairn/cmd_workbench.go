@@ -131,22 +131,37 @@ func runWorkbench(ctx context.Context, e *env, args []string) int {
 		return exitFailed
 	}
 
+	raw, code := readToolInput(e, tool, *input)
+	if code != exitOK {
+		return code
+	}
+	if *server != "" {
+		return callServer(ctx, e, remoteCall{server: *server, token: *token, key: *idemKey, agent: *agent, tool: tool, input: raw})
+	}
+	return callLocal(ctx, e, *bucketURL, *agent, tool, raw)
+}
+
+// readToolInput reads the tool's JSON input from the file named by path
+// (standard input for "" or "-"), refusing it unparsed when it is over
+// the tool's bound (printed as the InputTooLarge result); empty input is
+// {}. A code other than exitOK ends the command.
+func readToolInput(e *env, tool, path string) ([]byte, int) {
 	limit := workbench.MaxInputBytes(tool, workbench.DefaultMaxBytes)
 	var raw []byte
 	var size int64 // the input's size when it is a regular file, else -1
 	var err error
-	if *input == "" || *input == "-" {
+	if path == "" || path == "-" {
 		raw, size, err = readInput(e.stdin, limit)
 	} else {
 		var f *os.File
-		if f, err = os.Open(*input); err == nil {
+		if f, err = os.Open(path); err == nil {
 			raw, size, err = readInput(f, limit)
 			f.Close()
 		}
 	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cairn workbench: read input: %v\n", err)
-		return exitUsage
+		return nil, exitUsage
 	}
 	if size > limit || int64(len(raw)) > limit {
 		// Refused before it is parsed, and before the rest of it is read.
@@ -156,22 +171,24 @@ func runWorkbench(ctx context.Context, e *env, args []string) int {
 		}
 		out, _ := workbench.MarshalResult(werr.Envelope())
 		fmt.Fprintf(e.stdout, "%s\n", out)
-		return exitFailed
+		return nil, exitFailed
 	}
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = []byte("{}")
 	}
-	if *server != "" {
-		return callServer(ctx, e, remoteCall{server: *server, token: *token, key: *idemKey, agent: *agent, tool: tool, input: raw})
-	}
+	return raw, exitOK
+}
 
-	b, url, code, err := openBucket(ctx, *bucketURL)
+// callLocal runs the tool on raw against the bucket at bucketURL and
+// prints its result.
+func callLocal(ctx context.Context, e *env, bucketURL, agent, tool string, raw []byte) int {
+	b, url, code, err := openBucket(ctx, bucketURL)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cairn workbench: %v\n", err)
 		return code
 	}
 	defer b.Close()
-	s, err := workbench.Open(ctx, b, workbench.Options{AgentID: *agent})
+	s, err := workbench.Open(ctx, b, workbench.Options{AgentID: agent})
 	if err != nil {
 		var werr *workbench.Error
 		if errors.As(err, &werr) && werr.Code == workbench.CodeInvalidArguments {
