@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // workbench_aggregate: bounded count/sum/avg/min/max over the artifacts of

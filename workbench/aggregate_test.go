@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/workbench"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // The transcript's workbench_aggregate result, byte for byte as the

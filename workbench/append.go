@@ -8,7 +8,7 @@ import (
 	"slices"
 
 	"github.com/cairnstore/cairn/shards"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // workbench_append creates the path when it is missing (created:true) and

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/workbench"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // The transcript's workbench_catalog result.

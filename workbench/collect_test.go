@@ -15,7 +15,7 @@ import (
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/manifests"
 	"github.com/cairnstore/cairn/workbench"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 func collectOptions(agent string) workbench.Options {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket/fault"
 	"github.com/cairnstore/cairn/workbench"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // Crash injection at each bucket write of a commit: the staging ledger and

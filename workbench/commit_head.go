@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/cairnstore/cairn/head"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // commitHead returns the commit head of the workbench incarnation inc as

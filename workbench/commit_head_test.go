@@ -6,7 +6,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // TestCommitHeadReader writes a WorkbenchCommitHead row with one engine

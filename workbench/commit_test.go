@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/workbench"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 var (

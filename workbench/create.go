@@ -7,7 +7,7 @@ import (
 	"github.com/cairnstore/cairn/bucket/wire"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/shards"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // workbench_create: get-or-create. A workbench that exists and is Visible

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/workbench"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // TestCreateResult: the result is the transcript's, byte for byte, and an

@@ -11,7 +11,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket/wire"
 	"github.com/cairnstore/cairn/head"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // List cursors.

@@ -5,7 +5,7 @@ import (
 
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/shards"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // Directory rows (nokv.FamilyPathDirectory, format 10).

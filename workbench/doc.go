@@ -3,7 +3,7 @@
 // input validation, the error envelope and result encoding, ids and paths,
 // publication and reads, and the change feed (ReadChanges), which is not
 // a tool. The durable records it reads and writes are
-// package workbench/nokv's. docs/workbench.md maps each tool to its
+// package workbench/internal/nokv's. docs/workbench.md maps each tool to its
 // families and commands.
 //
 // # Tools

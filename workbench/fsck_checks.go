@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // The Workbench layer's checks of one root. Each says which records must

@@ -16,7 +16,7 @@ import (
 	"github.com/cairnstore/cairn/manifests"
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // fsckStore builds a workbench with what fsck must understand: bodies in

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/bucket/mem"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // Fuzz targets of what the Workbench decodes from its callers: tool

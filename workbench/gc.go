@@ -6,7 +6,7 @@ import (
 	"github.com/cairnstore/cairn/gcsweep"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/shards"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // What garbage collection needs from the Workbench: the engine's sweep

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cairnstore/cairn/shards"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // workbench_grep: case-insensitive literal line matching over the bodies

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/cairnstore/cairn/bucket/wire"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // The digests and identities of a workbench commit. The run manifest's

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/bucket/mem"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // The commit digests against testdata/history-vectors.json, which

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // Tool inputs.

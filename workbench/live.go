@@ -9,7 +9,7 @@ import (
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/shards"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // Which revisions a kept root still needs. A root holds the

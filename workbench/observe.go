@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/cairnstore/cairn/head"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // observation is what a write saw before it staged anything: the pinned

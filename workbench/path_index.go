@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/cairnstore/cairn/head"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // SecondaryIndex rows of a path: what publication keeps beside each

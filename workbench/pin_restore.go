@@ -2,7 +2,7 @@ package workbench
 
 import (
 	"github.com/cairnstore/cairn/shards"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // RestoreKeepCurrent are the families that a restore of a pinned state

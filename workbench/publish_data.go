@@ -11,7 +11,7 @@ import (
 	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/manifests/bodies"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // A publication as data (head.Command.Kind publishKind): everything the

@@ -10,7 +10,7 @@ import (
 
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/shards"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // Metadata queries: the machinery workbench_search, workbench_aggregate

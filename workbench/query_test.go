@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/workbench"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // Helpers of the query and grep tests (search, aggregate, catalog, grep).

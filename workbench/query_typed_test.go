@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/workbench"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // typedSame checks that a typed method's answer (res, err) prints the

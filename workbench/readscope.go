@@ -3,7 +3,7 @@ package workbench
 import (
 	"context"
 
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // What the three read-scope tools (stat, list, read) share: the scope they

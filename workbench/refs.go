@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cairnstore/cairn/head"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // refs accounts for strong reference changes within one command: every

@@ -13,7 +13,7 @@ import (
 	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/shards"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // workbench_restore creates a new workbench from a snapshot or a commit of

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cairnstore/cairn/head"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // Aborting a restore (docs/workbench.md, "Restore").

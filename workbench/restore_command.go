@@ -8,7 +8,7 @@ import (
 	"slices"
 
 	"github.com/cairnstore/cairn/head"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // The commands of workbench_restore (restore.go runs them): prepare, the

@@ -10,7 +10,7 @@ import (
 	"strconv"
 
 	"github.com/cairnstore/cairn/bucket/wire"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // The identities and digests of a restore (docs/workbench.md, "Restore").

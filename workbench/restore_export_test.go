@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/head"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // SetRestoreHookForTest installs fn to run after each command of a

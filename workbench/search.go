@@ -4,7 +4,7 @@ import (
 	"context"
 	"slices"
 
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // workbench_search: metadata predicates, sort, projection and facets over

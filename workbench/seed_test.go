@@ -3,7 +3,7 @@ package workbench
 import (
 	"testing"
 
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // Seeding of read-side test data straight through the engine: a

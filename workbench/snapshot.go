@@ -12,7 +12,7 @@ import (
 	"github.com/cairnstore/cairn/bucket/wire"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/shards"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // The snapshot tools: workbench_snapshot (mint), workbench_snapshot_renew,

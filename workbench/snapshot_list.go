@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // snapshotListInput is workbench_snapshot_list's input.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket/wire"
 	"github.com/cairnstore/cairn/head"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // snapshotRenewInput is workbench_snapshot_renew's input.

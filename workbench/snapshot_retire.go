@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cairnstore/cairn/head"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // snapshotRetireInput is workbench_snapshot_retire's input.

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/shards"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 func id16(i int) (v [16]byte) {

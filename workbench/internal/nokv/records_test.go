@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/shards"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // Fixture ids: each a repeated byte, so the golden hex below is legible.

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/shards"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // TestShardOfGolden pins the sharding of the NoKV schema: a change to any

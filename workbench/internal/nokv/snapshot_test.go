@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/shards"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // The snapshot records: golden bytes, round trips, strict decoding.

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/shards"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // fuzzTarget is one decoder under FuzzDecodeRecords: decode, then encode

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/shards"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // TestOperationExpiry: a Published Publish operation expires once its

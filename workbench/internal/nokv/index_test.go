@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/workbench"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/shards"
-	"github.com/cairnstore/cairn/workbench/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // ---------------------------------------------------------------------------
