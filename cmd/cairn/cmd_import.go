@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +19,7 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/counting"
 	"github.com/cairnstore/cairn/cmd/cairn/internal/progress"
 	"github.com/cairnstore/cairn/head"
@@ -65,6 +65,11 @@ const (
 	// an interrupt before they are cancelled too.
 	importGrace = 10 * time.Second
 )
+
+// importRetry spaces the tries of a put that failed with a retryable
+// error: the store's jittered exponential backoff (bucket.RetryPolicy),
+// as every retry in cairn is spaced.
+var importRetry = bucket.RetryPolicy{Attempts: importAttempts, Base: 200 * time.Millisecond, Max: 2 * time.Second}
 
 // runImport imports a directory tree into a workbench:
 //
@@ -512,11 +517,8 @@ func (im *importer) call(ctx context.Context, run func(context.Context) error) t
 		if !r.Retryable || attempt == importAttempts-1 {
 			break
 		}
-		wait := time.Duration(100<<attempt)*time.Millisecond + rand.N(100*time.Millisecond)
-		select {
-		case <-ctx.Done():
+		if importRetry.Wait(ctx, attempt, err) != nil {
 			return r
-		case <-time.After(wait):
 		}
 	}
 	return r
