@@ -118,13 +118,6 @@ func (c *ledgerCleanup) close() {
 	<-c.done
 }
 
-// pending returns the number of deletes queued or in flight.
-func (c *ledgerCleanup) pending() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.queue) + c.inflight
-}
-
 // flush sends every queued delete now, without its delay, and waits until
 // none is queued or in flight (a delete that keeps failing is dropped
 // after its tries) or the queue has stopped.
