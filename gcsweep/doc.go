@@ -3,19 +3,19 @@
 // nothing keeps (Sweep).
 //
 // It reads the engine's objects through the engine's one graph walker
-// (head.Walk, head.Walker) and knows no product family: what a record
+// (walk.Walk, walk.Walker) and knows no product family: what a record
 // references outside the engine (the Workbench's artifact blocks) is
-// told to it as a head.Refs function.
+// told to it as a walk.Refs function.
 //
 // # The walk
 //
-// The walk (head.Walk) visits a root, every root its holds name (one
+// The walk (walk.Walk) visits a root, every root its holds name (one
 // level: the holds of a held root keep nothing, roots.Root.KeptHolds),
 // their tables, delta segments, shard objects, page indexes and pages,
 // and the blocks Refs finds in their records. Each distinct object is
 // reported once. A table entry carried inline is not an object; its
 // records are still read. The sweep's mark walks without
-// head.WalkOptions.Verify, fetching only what it must decode; pin verify
+// walk.Options.Verify, fetching only what it must decode; pin verify
 // walks with it, checking every object against its hash or digest and
 // against the reference that named it, as head.Check and fsck do.
 //

@@ -14,6 +14,7 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/roots/walk"
 	"github.com/cairnstore/cairn/shards"
 )
 
@@ -52,7 +53,7 @@ type CopyReport struct {
 // (it still reads each object at dst once); a head it wrote earlier is
 // its own and the pin follows. Nothing of dst's is ever replaced but
 // objects of the pinned state that were missing or damaged.
-func CopyPin(ctx context.Context, store *head.Store, dst bucket.Bucket, p Pin, refs head.Refs, opts VerifyOptions) (CopyReport, error) {
+func CopyPin(ctx context.Context, store *head.Store, dst bucket.Bucket, p Pin, refs walk.Refs, opts VerifyOptions) (CopyReport, error) {
 	opts.fill()
 	start := time.Now()
 	var rep CopyReport
@@ -140,10 +141,10 @@ func checkCopy(ctx context.Context, store *head.Store, dst bucket.Bucket, p Pin)
 // decode) and returns every object it reaches, and for each block the
 // reference that led to it, whose slice and digest check the block's
 // bytes.
-func collect(ctx context.Context, b bucket.Bucket, layout shards.Layout, root digest.Hash, refs head.Refs, concurrency int) ([]head.Object, map[string]head.BlockRef, error) {
+func collect(ctx context.Context, b bucket.Bucket, layout shards.Layout, root digest.Hash, refs walk.Refs, concurrency int) ([]walk.Object, map[string]walk.BlockRef, error) {
 	var mu sync.Mutex
-	blocks := map[string]head.BlockRef{}
-	seen := func(f shards.Family, key, value []byte) ([]head.BlockRef, error) {
+	blocks := map[string]walk.BlockRef{}
+	seen := func(f shards.Family, key, value []byte) ([]walk.BlockRef, error) {
 		brs, err := refs(f, key, value)
 		mu.Lock()
 		for _, br := range brs {
@@ -154,8 +155,8 @@ func collect(ctx context.Context, b bucket.Bucket, layout shards.Layout, root di
 		mu.Unlock()
 		return brs, err
 	}
-	var objs []head.Object
-	err := head.Walk(ctx, b, layout, root, seen, head.WalkOptions{Concurrency: concurrency}, func(o head.Object) error {
+	var objs []walk.Object
+	err := walk.Walk(ctx, b, layout, root, seen, walk.Options{Concurrency: concurrency}, func(o walk.Object) error {
 		objs = append(objs, o)
 		return nil
 	})
@@ -168,8 +169,8 @@ func collect(ctx context.Context, b bucket.Bucket, layout shards.Layout, root di
 // intact checks body as the object o: its hash for an engine object
 // (the key names it), the slice br names against br's digest for a
 // block.
-func intact(o head.Object, br head.BlockRef, body []byte) error {
-	if o.Kind == head.KindBlock {
+func intact(o walk.Object, br walk.BlockRef, body []byte) error {
+	if o.Kind == walk.KindBlock {
 		return br.Verify(body)
 	}
 	return digest.Verify(body, o.Hash)
@@ -177,7 +178,7 @@ func intact(o head.Object, br head.BlockRef, body []byte) error {
 
 // copyObject makes o present and intact at dst, and reports its size and
 // whether it wrote it.
-func copyObject(ctx context.Context, src, dst bucket.Bucket, o head.Object, br head.BlockRef) (int64, bool, error) {
+func copyObject(ctx context.Context, src, dst bucket.Bucket, o walk.Object, br walk.BlockRef) (int64, bool, error) {
 	have, _, err := dst.Get(ctx, o.Key)
 	switch {
 	case err == nil && intact(o, br, have) == nil:

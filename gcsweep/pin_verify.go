@@ -10,6 +10,7 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/roots/walk"
 	"github.com/cairnstore/cairn/shards"
 )
 
@@ -19,7 +20,7 @@ import (
 // that disagrees with the reference that named it
 // (head.ErrInconsistent).
 type Problem struct {
-	Object  head.Object
+	Object  walk.Object
 	Missing bool  // not in the bucket; otherwise its bytes are wrong
 	Err     error // what reading, checking or decoding it said
 }
@@ -32,7 +33,7 @@ func (p Problem) String() string {
 	case errors.Is(p.Err, head.ErrInconsistent):
 		return fmt.Sprintf("inconsistent %s %s: %v", p.Object.Kind, p.Object.Key, p.Err)
 	}
-	if p.Object.Kind != head.KindBlock {
+	if p.Object.Kind != walk.KindBlock {
 		s += " (what it references was not reached)"
 	}
 	return s
@@ -72,13 +73,13 @@ func (o *VerifyOptions) fill() {
 
 // VerifyPin reads every object the pinned root reaches, the blocks refs
 // finds in its records included, and checks each as a verifying walk
-// does (head.WalkOptions.Verify), the checks head.Check and fsck make:
+// does (walk.Options.Verify), the checks head.Check and fsck make:
 // against its hash (a block's slice against its digest), decoded, and
 // against the reference that named it. Each missing, damaged or
 // inconsistent object is a Problem; the walk goes on without what a
 // missing or damaged object would have led to. The error is for a
 // failure to verify at all: the bucket unreachable, ctx ended.
-func VerifyPin(ctx context.Context, b bucket.Bucket, layout shards.Layout, p Pin, refs head.Refs, opts VerifyOptions) (VerifyReport, error) {
+func VerifyPin(ctx context.Context, b bucket.Bucket, layout shards.Layout, p Pin, refs walk.Refs, opts VerifyOptions) (VerifyReport, error) {
 	rep, err := VerifyRoot(ctx, b, layout, p.RootHash, refs, opts)
 	if err != nil {
 		return rep, fmt.Errorf("pin %s: %w", p.Name, err)
@@ -90,14 +91,14 @@ func VerifyPin(ctx context.Context, b bucket.Bucket, layout shards.Layout, p Pin
 // root reaches, blocks included, and checks each; each missing or damaged
 // object is a Problem. Recovery (cairn recover) verifies the root it
 // would make current with it.
-func VerifyRoot(ctx context.Context, b bucket.Bucket, layout shards.Layout, root digest.Hash, refs head.Refs, opts VerifyOptions) (VerifyReport, error) {
+func VerifyRoot(ctx context.Context, b bucket.Bucket, layout shards.Layout, root digest.Hash, refs walk.Refs, opts VerifyOptions) (VerifyReport, error) {
 	opts.fill()
 	start := time.Now()
 	var rep VerifyReport
-	walk := head.WalkOptions{
+	wopts := walk.Options{
 		Verify:      true,
 		Concurrency: opts.Concurrency,
-		OnError: func(o head.Object, err error) error {
+		OnError: func(o walk.Object, err error) error {
 			if ctx.Err() != nil || unreachable(err) {
 				return err // not a finding: the check could not be made
 			}
@@ -105,7 +106,7 @@ func VerifyRoot(ctx context.Context, b bucket.Bucket, layout shards.Layout, root
 			return nil
 		},
 	}
-	err := head.Walk(ctx, b, layout, root, refs, walk, func(o head.Object) error {
+	err := walk.Walk(ctx, b, layout, root, refs, wopts, func(o walk.Object) error {
 		rep.Objects++
 		rep.Bytes += o.Size
 		opts.Progress(o.Size)

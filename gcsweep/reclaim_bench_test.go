@@ -11,6 +11,7 @@ import (
 	"github.com/cairnstore/cairn/bucket/file"
 	"github.com/cairnstore/cairn/gcsweep"
 	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/roots/walk"
 	"github.com/cairnstore/cairn/workbench"
 )
 
@@ -74,8 +75,8 @@ func BenchmarkReclamation(b *testing.B) {
 	seq := sequenceOf(b, raw, layout)
 	before := tallyBucket(b, raw)
 	var live gcsweep.Tally
-	if err := head.Walk(ctx, raw, layout, headRoot(b, raw, layout), workbench.BlockRefs,
-		head.WalkOptions{RefFamilies: workbench.BlockRefFamilies}, func(o head.Object) error {
+	if err := walk.Walk(ctx, raw, layout, headRoot(b, raw, layout), workbench.BlockRefs,
+		walk.Options{RefFamilies: workbench.BlockRefFamilies}, func(o walk.Object) error {
 			live.Objects++
 			live.Bytes += o.Size
 			return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/gcsweep"
 	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/roots/walk"
 	"github.com/cairnstore/cairn/workbench"
 )
 
@@ -28,7 +29,7 @@ func liveKeys(t *testing.T, s *workbench.Service, root digest.Hash) map[string]b
 		t.Fatal(err)
 	}
 	keys := map[string]bool{}
-	err = head.Walk(ctx, s.Store().Bucket(), s.Store().Layout(), root, refs, head.WalkOptions{}, func(o head.Object) error {
+	err = walk.Walk(ctx, s.Store().Bucket(), s.Store().Layout(), root, refs, walk.Options{}, func(o walk.Object) error {
 		keys[o.Key] = true
 		return nil
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/roots"
+	"github.com/cairnstore/cairn/roots/walk"
 	"github.com/cairnstore/cairn/shards"
 )
 
@@ -38,7 +39,7 @@ import (
 //
 // # What is kept
 //
-// Sweep marks, with the engine's walker (head.Walker), everything
+// Sweep marks, with the engine's walker (walk.Walker), everything
 // reachable from
 //
 //   - the current head's root, and every root its holds name (snapshots,
@@ -90,8 +91,8 @@ const (
 	// with the same Idempotency-Key.
 	DefaultIdempotencyRetention = 24 * time.Hour
 	// DefaultConcurrency is the default of Options.Concurrency and
-	// VerifyOptions.Concurrency: the walk's (head.DefaultWalkConcurrency).
-	DefaultConcurrency = head.DefaultWalkConcurrency
+	// VerifyOptions.Concurrency: the walk's (walk.DefaultConcurrency).
+	DefaultConcurrency = walk.DefaultConcurrency
 	// maxRemarks bounds how often a sweep marks a head that moved.
 	maxRemarks = 8
 )
@@ -149,9 +150,9 @@ type Options struct {
 	// DefaultConcurrency.
 	Concurrency int
 	// Refs and RefFamilies name the objects outside the engine the
-	// product's records keep (see head.Walk). Without Refs no artifact
+	// product's records keep (see walk.Walk). Without Refs no artifact
 	// block is reachable, so blocks are never deleted.
-	Refs        head.Refs
+	Refs        walk.Refs
 	RefFamilies []shards.Family
 	// Marker, if set, is the schema marker the head must carry
 	// (ErrMarker otherwise): the product's, so that a shard of another
@@ -383,7 +384,7 @@ type sweeper struct {
 	times   map[string]time.Time // listed key → store time
 	keeps   []listedKeep
 
-	w       *head.Walker
+	w       *walk.Walker
 	parents map[digest.Hash]digest.Hash  // every root the walk decoded → its parent
 	decoded map[digest.Hash]*roots.Root  // every root the walk decoded
 	kept    map[digest.Hash]map[Why]bool // the roots kept in their own right, and why (keep)
@@ -444,7 +445,7 @@ func (s *sweeper) run(ctx context.Context) error {
 	s.parents = map[digest.Hash]digest.Hash{}
 	s.decoded = map[digest.Hash]*roots.Root{}
 	s.kept = map[digest.Hash]map[Why]bool{}
-	s.w = head.NewWalker(s.b, s.layout, s.opts.Refs, head.WalkOptions{
+	s.w = walk.NewWalker(s.b, s.layout, s.opts.Refs, walk.Options{
 		RefFamilies: s.opts.RefFamilies, Concurrency: s.opts.Concurrency, OnRoot: s.sawRoot}, s.live)
 	if err := s.markHead(ctx, hd); err != nil {
 		return err
@@ -636,7 +637,7 @@ func isLowerHex(s string, n int) bool {
 }
 
 // live counts a marked object.
-func (s *sweeper) live(o head.Object) error {
+func (s *sweeper) live(o walk.Object) error {
 	s.rep.Live.add(o.Size)
 	s.progress(Progress{Phase: PhaseMark, Objects: 1, Bytes: o.Size})
 	return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/manifests"
 	"github.com/cairnstore/cairn/roots"
+	"github.com/cairnstore/cairn/roots/walk"
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench"
 )
@@ -134,14 +135,14 @@ func headRoot(t testing.TB, b bucket.Bucket, layout shards.Layout) digest.Hash {
 
 // walkKeys walks root and returns the keys of engine objects and of
 // blocks it reports, by kind.
-func walkKeys(t testing.TB, b bucket.Bucket, layout shards.Layout, root digest.Hash, verify bool) (engine, blocks map[string]bool, kinds map[head.Kind]int) {
+func walkKeys(t testing.TB, b bucket.Bucket, layout shards.Layout, root digest.Hash, verify bool) (engine, blocks map[string]bool, kinds map[walk.Kind]int) {
 	t.Helper()
-	engine, blocks, kinds = map[string]bool{}, map[string]bool{}, map[head.Kind]int{}
-	err := head.Walk(context.Background(), b, layout, root, workbench.BlockRefs,
-		head.WalkOptions{Verify: verify, RefFamilies: workbench.BlockRefFamilies},
-		func(o head.Object) error {
+	engine, blocks, kinds = map[string]bool{}, map[string]bool{}, map[walk.Kind]int{}
+	err := walk.Walk(context.Background(), b, layout, root, workbench.BlockRefs,
+		walk.Options{Verify: verify, RefFamilies: workbench.BlockRefFamilies},
+		func(o walk.Object) error {
 			set := engine
-			if o.Kind == head.KindBlock {
+			if o.Kind == walk.KindBlock {
 				set = blocks
 			}
 			if set[o.Key] {
@@ -158,7 +159,7 @@ func walkKeys(t testing.TB, b bucket.Bucket, layout shards.Layout, root digest.H
 }
 
 // TestWalkFindsWhatCheckReads: on a small Workbench store with every
-// kind of object and a held root, head.Walk with the Workbench's Refs
+// kind of object and a held root, walk.Walk with the Workbench's Refs
 // (as the sweep and pin verify walk) reports exactly the engine objects
 // a strict head.Check fetches (a verifying walk without Refs), whether
 // it verifies or not, and exactly the blocks of the bodies that are not
@@ -197,7 +198,7 @@ func TestWalkFindsWhatCheckReads(t *testing.T) {
 		if !maps.Equal(engine, rec.gets) {
 			t.Errorf("verify %v: walk and Check differ:\nonly walk: %v\nonly Check: %v", verify, minus(engine, rec.gets), minus(rec.gets, engine))
 		}
-		for _, k := range []head.Kind{head.KindRoot, head.KindTable, head.KindDelta, head.KindShard, head.KindIndex, head.KindPage} {
+		for _, k := range []walk.Kind{walk.KindRoot, walk.KindTable, walk.KindDelta, walk.KindShard, walk.KindIndex, walk.KindPage} {
 			if kinds[k] == 0 {
 				t.Errorf("verify %v: no %s reached; the store should have every kind (%v)", verify, k, kinds)
 			}
@@ -238,12 +239,12 @@ func TestWalkReportsMissingAndCorrupt(t *testing.T) {
 	if err := b.Delete(ctx, block, bucket.Unconditional); err != nil {
 		t.Fatal(err)
 	}
-	err := head.Walk(ctx, b, layout, root, workbench.BlockRefs, head.WalkOptions{Verify: true}, func(head.Object) error { return nil })
+	err := walk.Walk(ctx, b, layout, root, workbench.BlockRefs, walk.Options{Verify: true}, func(walk.Object) error { return nil })
 	if !errors.Is(err, bucket.ErrNotExist) {
 		t.Fatalf("walk with a missing block: %v", err)
 	}
 	// Without Verify a block is not fetched: the walk cannot see it.
-	if err := head.Walk(ctx, b, layout, root, workbench.BlockRefs, head.WalkOptions{}, func(head.Object) error { return nil }); err != nil {
+	if err := walk.Walk(ctx, b, layout, root, workbench.BlockRefs, walk.Options{}, func(walk.Object) error { return nil }); err != nil {
 		t.Fatalf("walk without verify: %v", err)
 	}
 
@@ -273,11 +274,11 @@ func TestWalkReportsMissingAndCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	var failed []string
-	err = head.Walk(ctx, b, layout, root, workbench.BlockRefs, head.WalkOptions{Verify: true,
-		OnError: func(o head.Object, err error) error {
+	err = walk.Walk(ctx, b, layout, root, workbench.BlockRefs, walk.Options{Verify: true,
+		OnError: func(o walk.Object, err error) error {
 			failed = append(failed, o.Key)
 			return nil
-		}}, func(head.Object) error { return nil })
+		}}, func(walk.Object) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}

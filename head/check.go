@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/roots/walk"
 	"github.com/cairnstore/cairn/shards"
 )
 
@@ -34,10 +35,10 @@ type CheckOptions struct {
 // state of a genesis head (Head.RootHash): no root and no record, so
 // nothing to check.
 //
-// Check is a verifying walk (Walk with WalkOptions.Verify, no Refs): the
+// Check is a verifying walk (walk.Walk with walk.Options.Verify, no Refs): the
 // objects it reads and the checks it makes are those of the sweep's
 // mark, pin verify and fsck. Without Strict the roots the holds name are
-// only Stat'ed (WalkOptions.StatHeld).
+// only Stat'ed (walk.Options.StatHeld).
 func Check(ctx context.Context, b bucket.Bucket, layout shards.Layout, root digest.Hash, opts CheckOptions) error {
 	if root.IsZero() {
 		return nil
@@ -46,10 +47,10 @@ func Check(ctx context.Context, b bucket.Bucket, layout shards.Layout, root dige
 		opts.MaxFindings = 100
 	}
 	var findings []error
-	walk := WalkOptions{
+	wopts := walk.Options{
 		Verify:   true,
 		StatHeld: !opts.Strict,
-		OnError: func(_ Object, err error) error {
+		OnError: func(_ walk.Object, err error) error {
 			if len(findings) >= opts.MaxFindings {
 				return errEnough
 			}
@@ -60,7 +61,7 @@ func Check(ctx context.Context, b bucket.Bucket, layout shards.Layout, root dige
 			return nil
 		},
 	}
-	err := Walk(ctx, b, layout, root, nil, walk, func(Object) error { return nil })
+	err := walk.Walk(ctx, b, layout, root, nil, wopts, func(walk.Object) error { return nil })
 	if err != nil && !errors.Is(err, errEnough) && len(findings) < opts.MaxFindings {
 		findings = append(findings, err) // the walk ended early: ctx, for one
 	}

@@ -129,7 +129,7 @@
 // Walk (and Walker, for several roots) is the one walker of the object
 // graph: the sweep's mark, pin verify and pin copy, fsck and Check all
 // use it, so what the sweep keeps and what a check reads are the same
-// objects. A verifying walk (WalkOptions.Verify) checks every object
+// objects. A verifying walk (walk.Options.Verify) checks every object
 // against its hash and against the reference that named it
 // (ErrInconsistent), and every block a record names (Refs) against its
 // digest. Check is a verifying walk of a root's whole reachable graph

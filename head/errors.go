@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/roots/walk"
 	"github.com/cairnstore/cairn/shards"
 )
 
@@ -67,6 +68,6 @@ var (
 	// ErrInconsistent: an object that exists, hashes to its name and
 	// decodes disagrees with the reference that named it (its size, record
 	// or shard count, family, sequence, or a page's place in its index).
-	// A verifying walk (WalkOptions.Verify) and Check report it.
-	ErrInconsistent = errors.New("head: object disagrees with its reference")
+	// A verifying walk (walk.Options.Verify) and Check report it.
+	ErrInconsistent = walk.ErrInconsistent
 )

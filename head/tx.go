@@ -390,5 +390,20 @@ func (tx *Tx) heldRoot(root digest.Hash) bool {
 	return false
 }
 
+// HoldsAtMost returns an upper bound of the holds the state being built
+// keeps: those of the pinned root and those this batch added (a release
+// in the batch is not subtracted). It reads nothing.
+func (tx *Tx) HoldsAtMost() int {
+	n := len(tx.sn.root.Holds)
+	for _, st := range []*batchState{tx.own, tx.base} {
+		for _, h := range st.holds {
+			if h != nil {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // Release drops owner's hold, if any.
 func (tx *Tx) Release(owner string) { tx.own.holds[owner] = nil }

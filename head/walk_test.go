@@ -16,6 +16,7 @@ import (
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/roots"
+	"github.com/cairnstore/cairn/roots/walk"
 	"github.com/cairnstore/cairn/shards"
 )
 
@@ -23,17 +24,17 @@ import (
 // errors OnError saw, by key.
 type walked struct {
 	mu     sync.Mutex
-	objs   map[string]head.Kind
+	objs   map[string]walk.Kind
 	errs   map[string][]error
 	twice  []string
 	rootsN int
 }
 
 func newWalked() *walked {
-	return &walked{objs: map[string]head.Kind{}, errs: map[string][]error{}}
+	return &walked{objs: map[string]walk.Kind{}, errs: map[string][]error{}}
 }
 
-func (w *walked) fn(o head.Object) error {
+func (w *walked) fn(o walk.Object) error {
 	if _, ok := w.objs[o.Key]; ok {
 		w.twice = append(w.twice, o.Key)
 	}
@@ -41,7 +42,7 @@ func (w *walked) fn(o head.Object) error {
 	return nil
 }
 
-func (w *walked) onError(o head.Object, err error) error {
+func (w *walked) onError(o walk.Object, err error) error {
 	w.errs[o.Key] = append(w.errs[o.Key], err)
 	return nil
 }
@@ -52,8 +53,8 @@ func (w *walked) onRoot(digest.Hash, *roots.Root) {
 	w.mu.Unlock()
 }
 
-func (w *walked) options(verify bool) head.WalkOptions {
-	return head.WalkOptions{Verify: verify, OnError: w.onError, OnRoot: w.onRoot}
+func (w *walked) options(verify bool) walk.Options {
+	return walk.Options{Verify: verify, OnError: w.onError, OnRoot: w.onRoot}
 }
 
 // pagedIndex writes the pages of keys (in groups, one page each) as
@@ -117,7 +118,7 @@ func TestWalkChecksAPageAgainstEveryIndex(t *testing.T) {
 			t.Run(fmt.Sprintf("together=%v/bad-first=%v", together, order[0] == bad), func(t *testing.T) {
 				rec := &getCounter{Bucket: cr.b, gets: map[string]int{}}
 				w := newWalked()
-				walker := head.NewWalker(rec, cr.layout, nil, w.options(true), w.fn)
+				walker := walk.NewWalker(rec, cr.layout, nil, w.options(true), w.fn)
 				if together {
 					if err := walker.Walk(ctx, order...); err != nil {
 						t.Fatal(err)
@@ -135,7 +136,7 @@ func TestWalkChecksAPageAgainstEveryIndex(t *testing.T) {
 				if err := w.errs[shared][0]; !errors.Is(err, head.ErrInconsistent) || !errors.Is(err, bucket.ErrIntegrity) {
 					t.Fatalf("the misplaced page: %v, want ErrInconsistent and ErrIntegrity", err)
 				}
-				if n := rec.gets[shared]; n != 1 || len(w.twice) != 0 || w.objs[shared] != head.KindPage {
+				if n := rec.gets[shared]; n != 1 || len(w.twice) != 0 || w.objs[shared] != walk.KindPage {
 					t.Fatalf("the shared page fetched %d times, reported as %v; reported twice: %v", n, w.objs[shared], w.twice)
 				}
 			})
@@ -174,7 +175,7 @@ func TestWalkVerifyChecksReferences(t *testing.T) {
 	tableKey, shardKey := cr.layout.Table(fr.Table.Hash), cr.layout.Shard(fam, idx, e.Ref.Hash)
 
 	w := newWalked()
-	if err := head.Walk(ctx, cr.b, cr.layout, root, nil, w.options(true), w.fn); err != nil {
+	if err := walk.Walk(ctx, cr.b, cr.layout, root, nil, w.options(true), w.fn); err != nil {
 		t.Fatal(err)
 	}
 	if got := slices.Sorted(maps.Keys(w.errs)); !slices.Equal(got, sortedStrings(tableKey, shardKey)) {
@@ -185,18 +186,18 @@ func TestWalkVerifyChecksReferences(t *testing.T) {
 			t.Fatalf("%s: %v, want one ErrInconsistent", k, errs)
 		}
 	}
-	if w.objs[tableKey] != head.KindTable || w.objs[shardKey] != head.KindShard {
+	if w.objs[tableKey] != walk.KindTable || w.objs[shardKey] != walk.KindShard {
 		t.Fatalf("the walk stopped at an inconsistent object: reached %v", w.objs)
 	}
 
 	quiet := newWalked()
-	if err := head.Walk(ctx, cr.b, cr.layout, root, nil, quiet.options(false), quiet.fn); err != nil || len(quiet.errs) != 0 {
+	if err := walk.Walk(ctx, cr.b, cr.layout, root, nil, quiet.options(false), quiet.fn); err != nil || len(quiet.errs) != 0 {
 		t.Fatalf("a walk that does not verify: %v, told %v", err, quiet.errs)
 	}
 	if !maps.Equal(quiet.objs, w.objs) {
 		t.Fatalf("the walks reached %v and %v", quiet.objs, w.objs)
 	}
-	err := head.Walk(ctx, cr.b, cr.layout, root, nil, head.WalkOptions{Verify: true}, func(head.Object) error { return nil })
+	err := walk.Walk(ctx, cr.b, cr.layout, root, nil, walk.Options{Verify: true}, func(walk.Object) error { return nil })
 	if !errors.Is(err, head.ErrInconsistent) {
 		t.Fatalf("a verifying walk without OnError: %v", err)
 	}
@@ -219,16 +220,16 @@ func TestWalkerSharesAcrossWalks(t *testing.T) {
 	for h := headRoot(t, b, layout); !h.IsZero(); h = readRoot(t, b, layout, h).Parent {
 		chain = append(chain, h)
 	}
-	union := map[string]head.Kind{}
+	union := map[string]walk.Kind{}
 	for _, h := range chain {
 		w := newWalked()
-		if err := head.Walk(ctx, b, layout, h, nil, w.options(false), w.fn); err != nil {
+		if err := walk.Walk(ctx, b, layout, h, nil, w.options(false), w.fn); err != nil {
 			t.Fatal(err)
 		}
 		maps.Copy(union, w.objs)
 	}
 	w := newWalked()
-	walker := head.NewWalker(b, layout, nil, w.options(false), w.fn)
+	walker := walk.NewWalker(b, layout, nil, w.options(false), w.fn)
 	for _, h := range chain {
 		if err := walker.Walk(ctx, h); err != nil {
 			t.Fatal(err)
@@ -263,7 +264,7 @@ func TestWalkerHoldsOneLevel(t *testing.T) {
 	mid := cr.root([]roots.Entry{cr.object(idx, cr.records(idx, keys[:2]), 2)}, nil, roots.Hold{Owner: "a", Root: deep})
 	top := cr.root([]roots.Entry{cr.object(idx, cr.records(idx, keys[:3]), 3)}, nil, roots.Hold{Owner: "b", Root: mid})
 	w := newWalked()
-	walker := head.NewWalker(cr.b, cr.layout, nil, w.options(true), w.fn)
+	walker := walk.NewWalker(cr.b, cr.layout, nil, w.options(true), w.fn)
 	if err := walker.Walk(ctx, top); err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +275,7 @@ func TestWalkerHoldsOneLevel(t *testing.T) {
 	if err := walker.Walk(ctx, mid); err != nil {
 		t.Fatal(err)
 	}
-	if !walker.Reached(cr.layout.Root(deep)) || w.objs[cr.layout.Root(deep)] != head.KindRoot {
+	if !walker.Reached(cr.layout.Root(deep)) || w.objs[cr.layout.Root(deep)] != walk.KindRoot {
 		t.Fatal("mid walked as a kept root did not follow its hold")
 	}
 	if len(w.errs) != 0 || len(w.twice) != 0 {
@@ -296,7 +297,7 @@ func TestWalkStatHeld(t *testing.T) {
 	w := newWalked()
 	opts := w.options(true)
 	opts.StatHeld = true
-	if err := head.Walk(ctx, cr.b, cr.layout, top, nil, opts, w.fn); err != nil {
+	if err := walk.Walk(ctx, cr.b, cr.layout, top, nil, opts, w.fn); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := w.objs[cr.layout.Root(held)]; ok {
@@ -313,7 +314,7 @@ func TestWalkStatHeld(t *testing.T) {
 // blockRefs is a Refs for tests: a value "blk:blocks/<name>" names the
 // object under that key, whose bytes are <name>; any other "blk:" value
 // is refused.
-func blockRefs(_ shards.Family, _, value []byte) ([]head.BlockRef, error) {
+func blockRefs(_ shards.Family, _, value []byte) ([]walk.BlockRef, error) {
 	key, ok := bytes.CutPrefix(value, []byte("blk:"))
 	if !ok {
 		return nil, nil
@@ -322,7 +323,7 @@ func blockRefs(_ shards.Family, _, value []byte) ([]head.BlockRef, error) {
 	if !ok {
 		return nil, fmt.Errorf("bad block value %q", value)
 	}
-	return []head.BlockRef{{Key: string(key), Digest: digest.Sum(name).URI(), Size: int64(len(name))}}, nil
+	return []walk.BlockRef{{Key: string(key), Digest: digest.Sum(name).URI(), Size: int64(len(name))}}, nil
 }
 
 // TestWalkBlocks: the blocks Refs finds are reported once however many
@@ -349,12 +350,12 @@ func TestWalkBlocks(t *testing.T) {
 	root := headRoot(t, b, layout)
 	rec := &getCounter{Bucket: b, gets: map[string]int{}}
 	w := newWalked()
-	if err := head.Walk(ctx, rec, layout, root, blockRefs, w.options(false), w.fn); err != nil {
+	if err := walk.Walk(ctx, rec, layout, root, blockRefs, w.options(false), w.fn); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for k, kind := range w.objs {
-		if kind == head.KindBlock {
+		if kind == walk.KindBlock {
 			got = append(got, k)
 		}
 	}
@@ -371,7 +372,7 @@ func TestWalkBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	w = newWalked()
-	if err := head.Walk(ctx, b, layout, root, blockRefs, w.options(true), w.fn); err != nil {
+	if err := walk.Walk(ctx, b, layout, root, blockRefs, w.options(true), w.fn); err != nil {
 		t.Fatal(err)
 	}
 	if errs := w.errs[blocks[1]]; len(w.errs) != 1 || len(errs) != 1 || !errors.Is(errs[0], bucket.ErrIntegrity) {
@@ -383,14 +384,14 @@ func TestWalkBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	w = newWalked()
-	if err := head.Walk(ctx, b, layout, headRoot(t, b, layout), blockRefs, w.options(false), w.fn); err != nil {
+	if err := walk.Walk(ctx, b, layout, headRoot(t, b, layout), blockRefs, w.options(false), w.fn); err != nil {
 		t.Fatal(err)
 	}
 	if len(w.errs) != 1 {
 		t.Fatalf("OnError told of %v, want the object holding the refused record", w.errs)
 	}
 	for k := range w.errs {
-		if w.objs[k] != head.KindDelta && w.objs[k] != head.KindShard {
+		if w.objs[k] != walk.KindDelta && w.objs[k] != walk.KindShard {
 			t.Fatalf("OnError told of %s (%v), not an object holding records", k, w.objs[k])
 		}
 	}
@@ -403,14 +404,14 @@ func TestBlockRefVerify(t *testing.T) {
 	slice := digest.Sum(body[2:6]).URI()
 	for _, c := range []struct {
 		name string
-		br   head.BlockRef
+		br   walk.BlockRef
 		ok   bool
 	}{
-		{"the slice", head.BlockRef{Digest: slice, Offset: 2, Size: 4}, true},
-		{"another slice", head.BlockRef{Digest: slice, Offset: 3, Size: 4}, false},
-		{"past the end", head.BlockRef{Digest: digest.Sum(body[8:]).URI(), Offset: 8, Size: 4}, false},
-		{"negative offset", head.BlockRef{Digest: slice, Offset: -1, Size: 4}, false},
-		{"no digest", head.BlockRef{Digest: "md5:00", Offset: 2, Size: 4}, false},
+		{"the slice", walk.BlockRef{Digest: slice, Offset: 2, Size: 4}, true},
+		{"another slice", walk.BlockRef{Digest: slice, Offset: 3, Size: 4}, false},
+		{"past the end", walk.BlockRef{Digest: digest.Sum(body[8:]).URI(), Offset: 8, Size: 4}, false},
+		{"negative offset", walk.BlockRef{Digest: slice, Offset: -1, Size: 4}, false},
+		{"no digest", walk.BlockRef{Digest: "md5:00", Offset: 2, Size: 4}, false},
 	} {
 		err := c.br.Verify(body)
 		if c.ok != (err == nil) || (err != nil && !errors.Is(err, bucket.ErrIntegrity)) {

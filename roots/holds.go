@@ -1,7 +1,7 @@
 package roots
 
 // What a root's holds keep: one rule for the one walker of the object
-// graph (head.Walk), which the sweep's mark, head.Check, cairn fsck, pin
+// graph (walk.Walk), which the sweep's mark, head.Check, cairn fsck, pin
 // verify and pin copy all use.
 
 // Reach says how a walk came to a root, which decides what the root's

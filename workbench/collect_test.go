@@ -14,6 +14,7 @@ import (
 	"github.com/cairnstore/cairn/gcsweep"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/manifests"
+	"github.com/cairnstore/cairn/roots/walk"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
@@ -182,7 +183,7 @@ func TestCollectRevisions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := head.Walk(ctx, b, layout, sn.RootHash(), refs, head.WalkOptions{Verify: true}, func(head.Object) error { return nil }); err != nil {
+		if err := walk.Walk(ctx, b, layout, sn.RootHash(), refs, walk.Options{Verify: true}, func(walk.Object) error { return nil }); err != nil {
 			t.Fatalf("a verifying walk after collection (folded %t): %v", fold, err)
 		}
 	}
@@ -386,6 +387,29 @@ func TestReplacedInlineRevisionRetiredUnlessHeld(t *testing.T) {
 	}
 	if got := readText(t, s, "wb", "outputs/a.txt"); got != "five" {
 		t.Fatalf("a.txt: %q", got)
+	}
+	workbench.FsckCleanForTest(t, s)
+}
+
+// TestReplacedInlineRevisionUnderManySnapshots: past 16 live snapshots a
+// release reads no HistoryHold rows and leaves every replaced revision to
+// the collection, even one no snapshot can name.
+func TestReplacedInlineRevisionUnderManySnapshots(t *testing.T) {
+	b := mem.NewBucketAt(collectClock.Now)
+	s := newServiceOn(t, b, workbench.Options{AgentID: "many"})
+	put := func(path, text string, replace bool) {
+		t.Helper()
+		mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", path, fmt.Sprintf(`"text":%q`, text), fmt.Sprintf(`"replace":%t`, replace)))
+	}
+	put("a.txt", "one", false)
+	mustCall(t, s, "workbench_commit", commitInput("wb", `{"task":"many"}`, digestAA))
+	for range 17 {
+		mintSnapshot(t, s, "wb")
+	}
+	put("b.txt", "one", false) // created after every snapshot
+	put("b.txt", "two", true)
+	if st := revisionStates(t, s); st[nokv.RevisionStateDeleted] != 0 {
+		t.Fatalf("revision states under 17 snapshots %v: want none retired at once", st)
 	}
 	workbench.FsckCleanForTest(t, s)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/roots"
+	"github.com/cairnstore/cairn/roots/walk"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
@@ -28,7 +29,7 @@ import (
 // (roots.Root.KeptHolds); the holds of a held root are not followed.
 //
 // The engine layer is one verifying walk of each of those roots
-// (head.Walk with Verify: the checks of head.Check in strict mode, pin
+// (walk.Walk with Verify: the checks of head.Check in strict mode, pin
 // verify and the sweep's mark, made by the same walker): every object
 // those roots reach exists, hashes to its name, decodes canonically, and
 // agrees with the table, index or root that names it; every block a
@@ -294,7 +295,7 @@ func (fk *fsck) unopened(ctx context.Context, start time.Time, pinErr error) (*F
 }
 
 // checkObjects is the engine layer at root h: one verifying walk
-// (head.Walk with Verify, the walk head.Check, pin verify and the
+// (walk.Walk with Verify, the walk head.Check, pin verify and the
 // sweep's mark make) of every object h and the roots its holds name
 // reach, blocks included. Each engine object is checked against its
 // hash, decoded and checked against the reference that named it; each
@@ -305,13 +306,13 @@ func (fk *fsck) unopened(ctx context.Context, start time.Time, pinErr error) (*F
 // of the same root deletes. Objects are counted once across roots.
 func (fk *fsck) checkObjects(ctx context.Context, h digest.Hash) error {
 	b, layout, rep := fk.store.Bucket(), fk.store.Layout(), fk.rep
-	walkOpts := head.WalkOptions{
+	walkOpts := walk.Options{
 		Verify: true, RefFamilies: BlockRefFamilies,
-		OnError: func(o head.Object, err error) error {
+		OnError: func(o walk.Object, err error) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if o.Kind != head.KindBlock {
+			if o.Kind != walk.KindBlock {
 				fk.add(FsckFinding{Layer: "engine", Root: h.String(), Expected: "a sound object", Found: err.Error()})
 				return nil
 			}
@@ -323,14 +324,14 @@ func (fk *fsck) checkObjects(ctx context.Context, h digest.Hash) error {
 			return nil
 		},
 	}
-	return head.Walk(ctx, b, layout, h, BlockRefs, walkOpts, func(o head.Object) error {
+	return walk.Walk(ctx, b, layout, h, BlockRefs, walkOpts, func(o walk.Object) error {
 		if fk.objects[o.Key] {
 			return nil
 		}
 		fk.objects[o.Key] = true
 		rep.Objects++
 		rep.Bytes += o.Size
-		if o.Kind == head.KindBlock {
+		if o.Kind == walk.KindBlock {
 			rep.Blocks++
 			rep.BlockBytes += o.Size
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/cairnstore/cairn/gcsweep"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/manifests"
+	"github.com/cairnstore/cairn/roots/walk"
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
@@ -140,8 +141,8 @@ func liveBlocks(t *testing.T, s *workbench.Service) []string {
 		t.Fatal(err)
 	}
 	var blocks []string
-	err = head.Walk(ctx, s.Store().Bucket(), s.Store().Layout(), sn.RootHash(), refs, head.WalkOptions{}, func(o head.Object) error {
-		if o.Kind == head.KindBlock {
+	err = walk.Walk(ctx, s.Store().Bucket(), s.Store().Layout(), sn.RootHash(), refs, walk.Options{}, func(o walk.Object) error {
+		if o.Kind == walk.KindBlock {
 			blocks = append(blocks, o.Key)
 		}
 		return nil
@@ -237,8 +238,8 @@ func TestFsckCorruptShardObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	var objs []string
-	err = head.Walk(ctx, b, s.Store().Layout(), sn.RootHash(), nil, head.WalkOptions{}, func(o head.Object) error {
-		if o.Kind == head.KindShard || o.Kind == head.KindPage {
+	err = walk.Walk(ctx, b, s.Store().Layout(), sn.RootHash(), nil, walk.Options{}, func(o walk.Object) error {
+		if o.Kind == walk.KindShard || o.Kind == walk.KindPage {
 			objs = append(objs, o.Key)
 		}
 		return nil

@@ -19,7 +19,7 @@ import (
 // object disagrees with that object (a table's record count, a delta
 // segment's record count or sequence) is reported by head.Check, by pin
 // verify and by fsck alike, in the same words: all three are one
-// verifying walk (head.Walk). The honest root beside it passes all
+// verifying walk (walk.Walk). The honest root beside it passes all
 // three.
 func TestOneWalkerFindsInconsistencies(t *testing.T) {
 	cases := []struct {

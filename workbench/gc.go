@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cairnstore/cairn/gcsweep"
-	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/roots/walk"
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
@@ -30,12 +30,12 @@ func SweepOptions() gcsweep.Options {
 // ArtifactManifest rows name block objects.
 var BlockRefFamilies = []shards.Family{nokv.FamilyArtifactManifest}
 
-// BlockRefs is the Workbench's head.Refs (what the graph walker asks of
+// BlockRefs is the Workbench's walk.Refs (what the graph walker asks of
 // a record): the block an ArtifactManifest row names, with the digest of
 // the slice of it the row reads. An inline row keeps its bytes in the row
 // and names no object; every other family names none. A row that does
 // not decode is an error: a sweep cannot tell which block it keeps.
-func BlockRefs(f shards.Family, key, value []byte) ([]head.BlockRef, error) {
+func BlockRefs(f shards.Family, key, value []byte) ([]walk.BlockRef, error) {
 	if f != nokv.FamilyArtifactManifest {
 		return nil, nil
 	}
@@ -46,7 +46,7 @@ func BlockRefs(f shards.Family, key, value []byte) ([]head.BlockRef, error) {
 	if row.Inline != nil || row.ObjectKey == "" {
 		return nil, nil
 	}
-	return []head.BlockRef{{
+	return []walk.BlockRef{{
 		Key:    row.ObjectKey,
 		Digest: row.DigestURI,
 		Offset: int64(row.ObjectOffset),

@@ -8,6 +8,7 @@ import (
 	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/roots"
+	"github.com/cairnstore/cairn/roots/walk"
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
@@ -52,7 +53,7 @@ func liveRevisions(ctx context.Context, sn *head.Snapshot, live map[revisionRef]
 	return nil
 }
 
-// PinBlockRefs returns the head.Refs to walk a pinned root with, to
+// PinBlockRefs returns the walk.Refs to walk a pinned root with, to
 // verify it, copy it or check it before a restore (gcsweep.VerifyPin,
 // gcsweep.CopyPin): BlockRefs, less the rows of every revision that
 // neither the pinned root nor a root its holds name (one level,
@@ -61,7 +62,7 @@ func liveRevisions(ctx context.Context, sn *head.Snapshot, live map[revisionRef]
 // not read (missing, damaged) makes it return BlockRefs itself: the walk
 // then reports what is wrong, and every block a row names is demanded.
 // An error means the bucket could not be read.
-func PinBlockRefs(ctx context.Context, store *head.Store, root digest.Hash) (head.Refs, error) {
+func PinBlockRefs(ctx context.Context, store *head.Store, root digest.Hash) (walk.Refs, error) {
 	live := map[revisionRef]bool{}
 	sn, err := store.At(ctx, root)
 	if err == nil {
@@ -91,8 +92,8 @@ func PinBlockRefs(ctx context.Context, store *head.Store, root digest.Hash) (hea
 
 // liveBlockRefs is BlockRefs restricted to the rows of the revisions in
 // live.
-func liveBlockRefs(live map[revisionRef]bool) head.Refs {
-	return func(f shards.Family, key, value []byte) ([]head.BlockRef, error) {
+func liveBlockRefs(live map[revisionRef]bool) walk.Refs {
+	return func(f shards.Family, key, value []byte) ([]walk.BlockRef, error) {
 		if f != nokv.FamilyArtifactManifest {
 			return nil, nil
 		}

@@ -331,6 +331,13 @@ func (s *Service) publishReads(p *pubPlan) ([]head.ShardRef, error) {
 		if err := add(nokv.FamilyArtifactRevision, old, err); err != nil {
 			return nil, err
 		}
+		// The replaced revision's rows, which its release reads to retire
+		// it at once when its body is inline (refs.retireInline).
+		row, err := nokv.ArtifactManifestKey{Root: s.root, Revision: p.base.Revision}.Encode()
+		if err := add(nokv.FamilyArtifactManifest, row, err); err != nil {
+			return nil, err
+		}
+		refs[len(refs)-1].Prefix = nokv.ArtifactManifestPrefix(s.root, p.base.Revision)
 	}
 	return refs, nil
 }

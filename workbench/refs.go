@@ -110,10 +110,16 @@ func (r *refs) flush() error {
 	return nil
 }
 
-// maxHoldScan bounds the HistoryHold rows a release reads to learn
-// whether a hold may reach a revision; past it, every revision is taken
-// as reachable and left to the collection.
-const maxHoldScan = 256
+// maxHolds bounds the engine holds (each a live snapshot's) under which a
+// release still reads the HistoryHold rows to learn whether one may reach
+// a revision: the rows are sharded by their whole key, so a scan reads up
+// to one shard per row. Past it, or past maxHoldScan rows (a restore in
+// flight adds one beside its snapshot's), every revision is taken as
+// reachable and left to the collection, with nothing read.
+const (
+	maxHolds    = 16
+	maxHoldScan = 2 * maxHolds
+)
 
 // retireInline takes revision rev, just left without references, straight
 // to Deleted when nothing outside this state can need its rows here: its
@@ -159,10 +165,21 @@ func (r *refs) retireInline(rev nokv.RevisionID, a *nokv.ArtifactRevision) (bool
 }
 
 // newestHold returns the newest read version among the root's
-// HistoryHolds (0 if none), or the maximum when there are more than
+// HistoryHolds (0 if none), or the maximum when there may be more than
 // maxHoldScan of them.
 func (r *refs) newestHold() (uint64, error) {
 	if r.holdsRead {
+		return r.holds, nil
+	}
+	// A HistoryHold lives only beside a live snapshot's engine hold (a
+	// snapshot's own, or a restore's of a snapshot it keeps alive): with
+	// no engine hold there is none to read.
+	switch n := r.tx.HoldsAtMost(); {
+	case n == 0:
+		r.holdsRead = true
+		return 0, nil
+	case n > maxHolds:
+		r.holds, r.holdsRead = ^uint64(0), true
 		return r.holds, nil
 	}
 	recs, err := r.tx.Scan(nokv.FamilyHistoryHold, nokv.RootPrefix(r.s.root), nil, maxHoldScan+1)

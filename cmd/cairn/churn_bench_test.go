@@ -14,6 +14,7 @@ import (
 	"github.com/cairnstore/cairn/gcsweep"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/manifests"
+	"github.com/cairnstore/cairn/roots/walk"
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench"
 )
@@ -212,7 +213,7 @@ func liveGraph(tb testing.TB, b bucket.Bucket, agent string) gcsweep.Tally {
 		tb.Fatal(err)
 	}
 	t := gcsweep.Tally{Objects: 1, Bytes: int64(len(hb))}
-	err = head.Walk(ctx, b, s.Store().Layout(), sn.RootHash(), workbench.BlockRefs, head.WalkOptions{}, func(o head.Object) error {
+	err = walk.Walk(ctx, b, s.Store().Layout(), sn.RootHash(), workbench.BlockRefs, walk.Options{}, func(o walk.Object) error {
 		t.Objects++
 		t.Bytes += o.Size
 		return nil

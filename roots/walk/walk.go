@@ -1,7 +1,8 @@
-package head
+package walk
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -99,8 +100,8 @@ func (br BlockRef) Verify(body []byte) error {
 // product supplies it. It must not keep key or value.
 type Refs func(f shards.Family, key, value []byte) ([]BlockRef, error)
 
-// WalkOptions tune a walk.
-type WalkOptions struct {
+// Options tune a walk.
+type Options struct {
 	// Verify fetches every object and checks it: an engine object against
 	// its hash (and decodes it), a block's slice against its digest. It
 	// also checks every object against the reference that named it, as
@@ -126,7 +127,7 @@ type WalkOptions struct {
 	// read when refs is set.
 	RefFamilies []shards.Family
 	// Concurrency bounds the fetches in flight. Default
-	// DefaultWalkConcurrency.
+	// DefaultConcurrency.
 	Concurrency int
 	// OnError, if set, is told of each object that is missing, corrupt,
 	// disagrees with its reference (Verify) or whose records refs
@@ -147,8 +148,14 @@ type WalkOptions struct {
 	StatHeld bool
 }
 
-// DefaultWalkConcurrency is WalkOptions.Concurrency's default.
-const DefaultWalkConcurrency = 16
+// ErrInconsistent: an object that exists, hashes to its name and
+// decodes, but disagrees with the reference that led to it (a size, a
+// record count, a family, a sequence, a key range). A verifying walk
+// reports it.
+var ErrInconsistent = errors.New("head: object disagrees with its reference")
+
+// DefaultConcurrency is Options.Concurrency's default.
+const DefaultConcurrency = 16
 
 // Walk calls fn once per distinct object reachable from root: the root,
 // each root its holds name (one level: roots.Root.KeptHolds; the holds of
@@ -171,7 +178,7 @@ const DefaultWalkConcurrency = 16
 // error from it ends the walk and is returned. Every fetched engine
 // object is checked against its hash before it is decoded, as every read
 // of the engine checks it.
-func Walk(ctx context.Context, b bucket.Bucket, layout shards.Layout, root digest.Hash, refs Refs, opts WalkOptions, fn func(Object) error) error {
+func Walk(ctx context.Context, b bucket.Bucket, layout shards.Layout, root digest.Hash, refs Refs, opts Options, fn func(Object) error) error {
 	return NewWalker(b, layout, refs, opts, fn).Walk(ctx, root)
 }
 
@@ -183,7 +190,7 @@ type Walker struct {
 	b      bucket.Bucket
 	layout shards.Layout
 	refs   Refs
-	opts   WalkOptions
+	opts   Options
 	fn     func(Object) error
 
 	mu     sync.Mutex
@@ -231,9 +238,9 @@ type pagePlace struct {
 
 // NewWalker returns a Walker whose walks call fn once per object they
 // reach first, as Walk does.
-func NewWalker(b bucket.Bucket, layout shards.Layout, refs Refs, opts WalkOptions, fn func(Object) error) *Walker {
+func NewWalker(b bucket.Bucket, layout shards.Layout, refs Refs, opts Options, fn func(Object) error) *Walker {
 	if opts.Concurrency <= 0 {
-		opts.Concurrency = DefaultWalkConcurrency
+		opts.Concurrency = DefaultConcurrency
 	}
 	return &Walker{b: b, layout: layout, refs: refs, opts: opts, fn: fn,
 		seen: map[string]bool{}, roots: map[digest.Hash]*rootVisit{}, visits: map[string]*shardVisit{}}
