@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,7 +83,9 @@ func TestGoldenStore(t *testing.T) {
 		writeGoldenStore(t, src)
 	}
 	dir := t.TempDir()
-	copyTree(t, filepath.Join(src, "bucket"), dir)
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(src, "bucket"))); err != nil {
+		t.Fatal(err)
+	}
 	b, err := bucket.Open(ctx, "file://"+dir)
 	if err != nil {
 		t.Fatal(err)
@@ -209,31 +210,6 @@ func writeGoldenStore(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "reads.json"), append(b2, '\n'), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// copyTree copies the regular files under src to dst.
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		body, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), body, 0o644)
-	})
-	if err != nil {
 		t.Fatal(err)
 	}
 }
