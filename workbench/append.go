@@ -1,11 +1,9 @@
 package workbench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"hash"
-	"slices"
 
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
@@ -375,10 +373,4 @@ func (as *appendState) stageRemat(ctx context.Context, base *nokv.PathEntry, row
 	}
 	st.stamp, st.staged = stamp, true
 	return h, nil
-}
-
-// sortRevisions sorts revision ids ascending and drops duplicates.
-func sortRevisions(ids []nokv.RevisionID) []nokv.RevisionID {
-	slices.SortFunc(ids, func(a, b nokv.RevisionID) int { return bytes.Compare(a[:], b[:]) })
-	return slices.Compact(ids)
 }

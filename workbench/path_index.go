@@ -114,3 +114,39 @@ func writePathIndex(tx *head.Tx, root nokv.RootID, inc nokv.IncarnationID, path 
 	}
 	return nil
 }
+
+// queryRow is one artifact of a query's scope.
+type queryRow struct {
+	wb   string
+	path []string
+	e    nokv.PathEntry
+}
+
+// value returns the row's value of field id and whether the row has it.
+func (r *queryRow) value(id string) (nokv.IndexScalar, bool) {
+	optional := func(p *string) nokv.IndexScalar {
+		if p == nil {
+			return nokv.NullScalar()
+		}
+		return nokv.StringScalar(*p)
+	}
+	switch id {
+	case "body_digest_uri":
+		return nokv.StringScalar(r.e.BodyDigestURI), true
+	case "content_type":
+		return nokv.StringScalar(r.e.ContentType), true
+	case "generation":
+		return nokv.UnsignedScalar(r.e.Generation), true
+	case "logical_size":
+		return nokv.UnsignedScalar(r.e.LogicalSize), true
+	case "manifest_id":
+		return optional(r.e.ManifestID), true
+	case "path":
+		return nokv.StringScalar(LogicalPath(r.path)), true
+	case "producer":
+		return optional(r.e.Producer), true
+	case "workbench_id":
+		return nokv.StringScalar(r.wb), true
+	}
+	return r.e.Index.Lookup(id)
+}

@@ -187,19 +187,6 @@ type pubOutcome struct {
 	Size uint64 `json:"size"`
 }
 
-// pubReject is a predicate failure of a publication command: nothing was
-// applied.
-type pubReject struct {
-	e     *Error
-	stale bool // the blocks were older than the attempt's floor
-}
-
-func (r *pubReject) Error() string { return r.e.Error() }
-
-func (r *pubReject) Unwrap() error { return r.e }
-
-func reject(e *Error) error { return &pubReject{e: e} }
-
 // commandDigest identifies the plan's exact inputs.
 func (p *pubPlan) commandDigest(manifestDigest string) [32]byte {
 	var base []byte
@@ -531,17 +518,6 @@ func (c *pubCommand) checkFreshIDs() error {
 	return txAbsent(c.tx, nokv.FamilyArtifactRevision, c.revKey, "artifact revision "+st.rev.String()+" already exists")
 }
 
-// txAbsent checks that key holds no record of family f; a fresh id that is
-// taken is Internal with message msg, and nothing is applied.
-func txAbsent(tx *head.Tx, f shards.Family, key []byte, msg string) error {
-	if _, taken, err := tx.Get(f, key); err != nil {
-		return err
-	} else if taken {
-		return reject(Internal(msg))
-	}
-	return nil
-}
-
 // updateReferences takes the new revision's dependency references and
 // releases the replaced revision's path reference.
 func (c *pubCommand) updateReferences() error {
@@ -728,15 +704,6 @@ func (c *pubCommand) recordEvent() error {
 		ev.Before = &nokv.EventProjection{Generation: cur.Generation, Revision: cur.Revision, LogicalSize: cur.LogicalSize, DigestURI: cur.BodyDigestURI}
 	}
 	return writeChangeEvent(c.tx, c.s.root, ev)
-}
-
-// putRecord encodes a value and puts it.
-func putRecord(tx *head.Tx, f shards.Family, key []byte, encode func() ([]byte, error)) error {
-	v, err := encode()
-	if err != nil {
-		return err
-	}
-	return tx.Put(f, key, v)
 }
 
 // NotDirectory under a file: a write whose path lies below an artifact.

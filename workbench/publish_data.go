@@ -22,6 +22,8 @@ import (
 // publishKind is the kind of the publication command.
 const publishKind = "cairn.workbench.publish.v1"
 
+func init() { registerCommand(publishKind, (*Service).handlePublish) }
+
 type pubPayload struct {
 	Tool        string         `json:"tool"`
 	Mode        pubMode        `json:"mode"`

@@ -49,15 +49,6 @@ type PutFileInput struct {
 	Replace bool `json:"replace,omitempty"`
 }
 
-// FileLocation is where a write tool's artifact is: the members every
-// write result (put_file, append, edit) starts with.
-type FileLocation struct {
-	WorkbenchID  string `json:"workbench_id"`
-	Path         string `json:"path"`          // the presentation path
-	Section      string `json:"section"`       // the path's section
-	RelativePath string `json:"relative_path"` // the path within Section
-}
-
 // PutFileResult is workbench_put_file's result.
 type PutFileResult struct {
 	Success

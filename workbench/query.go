@@ -99,42 +99,6 @@ const (
 	queryMaxBuckets    = 256
 )
 
-// queryRow is one artifact of a query's scope.
-type queryRow struct {
-	wb   string
-	path []string
-	e    nokv.PathEntry
-}
-
-// value returns the row's value of field id and whether the row has it.
-func (r *queryRow) value(id string) (nokv.IndexScalar, bool) {
-	optional := func(p *string) nokv.IndexScalar {
-		if p == nil {
-			return nokv.NullScalar()
-		}
-		return nokv.StringScalar(*p)
-	}
-	switch id {
-	case "body_digest_uri":
-		return nokv.StringScalar(r.e.BodyDigestURI), true
-	case "content_type":
-		return nokv.StringScalar(r.e.ContentType), true
-	case "generation":
-		return nokv.UnsignedScalar(r.e.Generation), true
-	case "logical_size":
-		return nokv.UnsignedScalar(r.e.LogicalSize), true
-	case "manifest_id":
-		return optional(r.e.ManifestID), true
-	case "path":
-		return nokv.StringScalar(LogicalPath(r.path)), true
-	case "producer":
-		return optional(r.e.Producer), true
-	case "workbench_id":
-		return nokv.StringScalar(r.wb), true
-	}
-	return r.e.Index.Lookup(id)
-}
-
 // queryScope is where a query looks: one workbench (id set) or every
 // visible one (id empty), and a path prefix inside each.
 type queryScope struct {

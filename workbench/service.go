@@ -170,8 +170,24 @@ func Open(ctx context.Context, b bucket.Bucket, opts Options) (*Service, error) 
 		s.Close()
 		return nil, err
 	}
-	store.Handle(publishKind, s.handlePublish)
+	for kind, h := range commands {
+		store.Handle(kind, func(tx *head.Tx, payload []byte) ([]byte, error) { return h(s, tx, payload) })
+	}
 	return s, nil
+}
+
+// commands are the handlers of the engine's data commands that the
+// workbench issues, by kind; every Service registers all of them with its
+// store, so that a replica carries any other replica's intents.
+var commands = map[string]func(s *Service, tx *head.Tx, payload []byte) ([]byte, error){}
+
+// registerCommand adds the handler of the data commands of kind. It is
+// called from init; a second registration of one kind panics.
+func registerCommand(kind string, h func(s *Service, tx *head.Tx, payload []byte) ([]byte, error)) {
+	if _, dup := commands[kind]; dup {
+		panic("workbench: command kind " + kind + " registered twice")
+	}
+	commands[kind] = h
 }
 
 // Close releases the Service. It first tries the queued deletes of landed

@@ -152,18 +152,6 @@ func (s *Service) Snapshot(ctx context.Context, in SnapshotInput) (*SnapshotResu
 	return invoke[*SnapshotResult](ctx, s, "workbench_snapshot", in)
 }
 
-// checkSnapshotName applies the tool layer's and the record's rules to a
-// snapshot name: not empty, at most 128 bytes, no NUL.
-func checkSnapshotName(name string) *Error {
-	if name == "" {
-		return InvalidArguments("snapshot name must not be empty")
-	}
-	if err := nokv.CheckAlias(name); err != nil {
-		return InvalidArguments(err.Error())
-	}
-	return nil
-}
-
 // ttlDays returns the lease length asked for, default 7 days. The schema
 // bounds it to 1..90; the check here keeps the rule beside its use.
 func ttlDays(n *uint64) (uint64, *Error) {
@@ -235,47 +223,11 @@ func jsonDepth(v any) int {
 	return 0
 }
 
-// snapshotSelector is a snapshot named by id or by name, as renew, retire
-// and the reads' at_snapshot give it.
-type snapshotSelector struct {
-	id   nokv.SnapshotID // when byName is false
-	name string
-	// byName says the selector is a name, resolved through its alias.
-	byName bool
-}
-
 func (sel snapshotSelector) String() string {
 	if sel.byName {
 		return strconv.Quote(sel.name)
 	}
 	return sel.id.String()
-}
-
-// parseAtSnapshot turns an at_snapshot value (json.Number or string,
-// checked by the schema and checkAtSnapshot) into a selector. Id 0 names
-// no snapshot: the storage side refuses it as InvalidState.
-func parseAtSnapshot(at any) (snapshotSelector, *Error) {
-	switch v := at.(type) {
-	case string:
-		if werr := checkSnapshotName(v); werr != nil {
-			return snapshotSelector{}, werr
-		}
-		return snapshotSelector{name: v, byName: true}, nil
-	case json.Number:
-		n, err := strconv.ParseUint(string(v), 10, 64)
-		if err != nil {
-			return snapshotSelector{}, InvalidArgumentsf("snapshot id %s is not an unsigned 64-bit integer", v)
-		}
-		return idSelector(n)
-	}
-	return snapshotSelector{}, InvalidArguments("at_snapshot must be a snapshot id or name")
-}
-
-func idSelector(n uint64) (snapshotSelector, *Error) {
-	if n == 0 {
-		return snapshotSelector{}, InvalidState("snapshot id 0 names no snapshot")
-	}
-	return snapshotSelector{id: nokv.SnapshotID(n)}, nil
 }
 
 // selectorOf returns the snapshot selector of renew and retire: exactly one
@@ -296,54 +248,6 @@ func selectorOf(id *uint64, name *string) (snapshotSelector, *Error) {
 }
 
 // The records a snapshot command reads and writes.
-
-// reader reads one record: a transaction's Get or a snapshot's.
-type reader func(f shards.Family, key []byte) ([]byte, bool, error)
-
-// snapshotRef reads the SnapshotRef of id in incarnation inc.
-func (s *Service) snapshotRef(read reader, inc nokv.IncarnationID, id nokv.SnapshotID) (nokv.SnapshotRef, bool, error) {
-	key, err := nokv.SnapshotRefKey{Root: s.root, Incarnation: inc, Snapshot: id}.Encode()
-	if err != nil {
-		return nokv.SnapshotRef{}, false, err
-	}
-	b, ok, err := read(nokv.FamilySnapshotRef, key)
-	if err != nil || !ok {
-		return nokv.SnapshotRef{}, false, err
-	}
-	ref, err := nokv.DecodeSnapshotRef(b)
-	return ref, err == nil, err
-}
-
-// snapshotAlias reads the alias row of name in incarnation inc.
-func (s *Service) snapshotAlias(read reader, inc nokv.IncarnationID, name string) (nokv.SnapshotAlias, bool, error) {
-	key, err := nokv.SnapshotAliasKey{Root: s.root, Incarnation: inc, Alias: name}.Encode()
-	if err != nil {
-		return nokv.SnapshotAlias{}, false, err
-	}
-	b, ok, err := read(nokv.FamilySnapshotAlias, key)
-	if err != nil || !ok {
-		return nokv.SnapshotAlias{}, false, err
-	}
-	a, err := nokv.DecodeSnapshotAlias(b)
-	return a, err == nil, err
-}
-
-// resolveSnapshot finds the snapshot sel names in incarnation inc: by id
-// its SnapshotRef, by name the snapshot the alias names now (the newest
-// mint under it; never an older one, even when the newest has ended).
-// ok is false when nothing answers.
-func (s *Service) resolveSnapshot(read reader, inc nokv.IncarnationID, sel snapshotSelector) (nokv.SnapshotID, nokv.SnapshotRef, bool, error) {
-	id := sel.id
-	if sel.byName {
-		a, ok, err := s.snapshotAlias(read, inc, sel.name)
-		if err != nil || !ok {
-			return 0, nokv.SnapshotRef{}, false, err
-		}
-		id = a.Snapshot
-	}
-	ref, ok, err := s.snapshotRef(read, inc, id)
-	return id, ref, ok, err
-}
 
 func (s *Service) putSnapshotRef(tx *head.Tx, inc nokv.IncarnationID, id nokv.SnapshotID, ref nokv.SnapshotRef) error {
 	key, err := nokv.SnapshotRefKey{Root: s.root, Incarnation: inc, Snapshot: id}.Encode()
@@ -403,40 +307,11 @@ func lastEventSequence(tx *head.Tx, root nokv.RootID) (uint32, error) {
 	return k.Sequence, err
 }
 
-// visibleWorkspace reads workbench id's marker through read; ok is false
-// when it does not exist or is not Visible.
-func (s *Service) visibleWorkspace(ctx context.Context, read reader, id string) (nokv.WorkspaceCurrent, bool, *Error) {
-	ws, ok, werr := s.workspace(ctx, read, id)
-	if werr != nil || !ok || ws.State != nokv.WorkspaceStateVisible {
-		return nokv.WorkspaceCurrent{}, false, werr
-	}
-	return ws, true, nil
-}
-
 // committed reports whether incarnation inc of the workbench has a
 // commit head in sn: only a committed workbench can be snapshotted.
 func (s *Service) committed(ctx context.Context, sn *head.Snapshot, inc nokv.IncarnationID) (bool, error) {
 	_, ok, err := commitHead(ctx, sn, s.root, inc)
 	return ok, err
-}
-
-// snapshotState is the state a snapshot reports: "alive" while Active and
-// its deadline is after the lease clock's now, "expired" once it is not
-// or while a reap has claimed it, "retired", "reaped".
-func snapshotState(ref nokv.SnapshotRef, leaseNow uint64) string {
-	switch ref.State {
-	case nokv.SnapshotStateActive:
-		if ref.LeaseDeadline > leaseNow {
-			return "alive"
-		}
-		return "expired"
-	case nokv.SnapshotStateReapClaimed:
-		return "expired"
-	case nokv.SnapshotStateRetired:
-		return "retired"
-	default:
-		return "reaped"
-	}
 }
 
 // snapshotOutcome is what a snapshot command returns through the engine:

@@ -3,7 +3,6 @@ package workbench
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
@@ -36,40 +35,8 @@ import (
 // every mint and every workbench_snapshot_list, in one bounded batch;
 // nothing runs in the background.
 
-// Defaults of the lease options.
-const (
-	// DefaultLeaseGrace is the clock-skew grace the reaper waits past a
-	// lease's deadline, and past a clock regression, before it reaps.
-	DefaultLeaseGrace = time.Minute
-	// DefaultReapBatch is the most snapshots one reap command ends.
-	DefaultReapBatch = 64
-)
-
-// wallMillis is the wall clock, in Unix milliseconds.
-func (s *Service) wallMillis() uint64 {
-	ms := s.opts.Now().UnixMilli()
-	if ms < 0 {
-		return 0
-	}
-	return uint64(ms)
-}
-
 // graceMillis is the clock-skew grace in milliseconds.
 func (s *Service) graceMillis() uint64 { return uint64(s.opts.LeaseGrace.Milliseconds()) }
-
-// leaseClock reads the root's lease clock; a root that never observed
-// one reads as zero.
-func (s *Service) leaseClock(read reader) (nokv.LeaseClock, error) {
-	key, err := nokv.LeaseClockKey{Root: s.root}.Encode()
-	if err != nil {
-		return nokv.LeaseClock{}, err
-	}
-	b, ok, err := read(nokv.FamilyLeaseClock, key)
-	if err != nil || !ok {
-		return nokv.LeaseClock{}, err
-	}
-	return nokv.DecodeLeaseClock(b)
-}
 
 // observeLeaseClock records, in tx, an observation of wall time wall (ms)
 // and returns the clock after it. It writes only when the clock changes.
