@@ -173,13 +173,6 @@ type AggregateGroup struct {
 	Values map[string]any `json:"values"`
 }
 
-// Aggregate runs workbench_aggregate: count, sum, avg, min and max over
-// the matching artifacts of one workbench or of all of them, grouped by
-// up to eight fields.
-func (s *Service) Aggregate(ctx context.Context, in AggregateInput) (*AggregateResult, error) {
-	return invoke[*AggregateResult](ctx, s, "workbench_aggregate", in)
-}
-
 func (in *aggregateInput) resolve(*Service) *Error {
 	var werr *Error
 	if werr = in.queryScopeInput.resolve(); werr != nil {

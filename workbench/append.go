@@ -71,12 +71,6 @@ type AppendResult struct {
 	SizeBytes     uint64 `json:"size_bytes"` // the whole body's size after the append
 }
 
-// Append runs workbench_append: it appends bytes to the artifact at a
-// path, creating it when it is missing.
-func (s *Service) Append(ctx context.Context, in AppendInput) (*AppendResult, error) {
-	return invoke[*AppendResult](ctx, s, "workbench_append", in)
-}
-
 func (s *Service) appendTool(ctx context.Context, in *appendInput) (*AppendResult, *Error) {
 	return s.appendFile(ctx, in.id, in.path, in.body, in.contentType, in.ContentType != nil)
 }

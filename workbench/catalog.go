@@ -107,12 +107,6 @@ type CatalogFilter struct {
 	Fields    []string `json:"fields"`
 }
 
-// Catalog runs workbench_catalog: the field ids that search and aggregate
-// accept over one workbench or all of them, and their operators.
-func (s *Service) Catalog(ctx context.Context, in CatalogInput) (*CatalogResult, error) {
-	return invoke[*CatalogResult](ctx, s, "workbench_catalog", in)
-}
-
 func (s *Service) catalogTool(ctx context.Context, in *catalogInput) (*CatalogResult, *Error) {
 	scope, fieldPrefix := in.scope, in.FieldPrefix
 	// The server's rules for a field id apply to the prefix: no longer

@@ -147,13 +147,6 @@ type CommitResult struct {
 	IdempotentReplay  bool   `json:"idempotent_replay"`
 }
 
-// Commit runs workbench_commit: it seals workbench in.ID's tree as a
-// commit, publishes its run manifest and makes it the workbench's commit
-// head.
-func (s *Service) Commit(ctx context.Context, in CommitInput) (*CommitResult, error) {
-	return invoke[*CommitResult](ctx, s, "workbench_commit", in)
-}
-
 func (s *Service) commitTool(ctx context.Context, in *commitInput) (*CommitResult, *Error) {
 	req := s.newCommitRequest(in.id, in.Manifest, in.ContentDigestURI, in.Replace)
 	res, werr := s.commit(ctx, req, time.Now)

@@ -45,11 +45,6 @@ type CreateResult struct {
 	Sections    []string `json:"sections"` // the five standard sections
 }
 
-// Create runs workbench_create: it makes sure workbench in.ID exists.
-func (s *Service) Create(ctx context.Context, in CreateInput) (*CreateResult, error) {
-	return invoke[*CreateResult](ctx, s, "workbench_create", in)
-}
-
 func (s *Service) createTool(ctx context.Context, in *createInput) (*CreateResult, *Error) {
 	if werr := s.createWorkbench(ctx, in.id); werr != nil {
 		return nil, werr

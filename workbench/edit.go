@@ -69,12 +69,6 @@ type EditResult struct {
 	NoChange bool `json:"no_change"`
 }
 
-// Edit runs workbench_edit: it replaces an exact string in the body of
-// the artifact at a path, once or (ReplaceAll) everywhere.
-func (s *Service) Edit(ctx context.Context, in EditInput) (*EditResult, error) {
-	return invoke[*EditResult](ctx, s, "workbench_edit", in)
-}
-
 func (s *Service) editTool(ctx context.Context, in *editInput) (*EditResult, *Error) {
 	return s.editFile(ctx, in.id, in.path, []byte(in.OldString), []byte(in.NewString), in.ReplaceAll)
 }

@@ -136,12 +136,6 @@ type ManifestSummary struct {
 	ManifestTask json.RawMessage `json:"manifest_task"`
 }
 
-// Find runs workbench_find: a page of the root's workbenches in id order,
-// filtered by commit state and by a literal in their run manifests.
-func (s *Service) Find(ctx context.Context, in FindInput) (*FindResult, error) {
-	return invoke[*FindResult](ctx, s, "workbench_find", in)
-}
-
 func (in *findInput) resolve(*Service) *Error {
 	in.limit = defaultFindLimit
 	if in.Limit != nil {

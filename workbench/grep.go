@@ -226,12 +226,6 @@ type GrepMatch struct {
 	Snippet string `json:"snippet"`
 }
 
-// Grep runs workbench_grep: case-insensitive literal line matching over
-// the bodies of a workbench's files, one page at a time.
-func (s *Service) Grep(ctx context.Context, in GrepInput) (*GrepResult, error) {
-	return invoke[*GrepResult](ctx, s, "workbench_grep", in)
-}
-
 func (in *grepInput) resolve(s *Service) *Error {
 	id, werr := ParseWorkbenchID(in.ID)
 	if werr != nil {

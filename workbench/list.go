@@ -70,12 +70,6 @@ type ListResult struct {
 	Truncated bool `json:"truncated"`
 }
 
-// List runs workbench_list: one page of the direct children of the
-// workbench, a section or a directory, live or at a snapshot.
-func (s *Service) List(ctx context.Context, in ListInput) (*ListResult, error) {
-	return invoke[*ListResult](ctx, s, "workbench_list", in)
-}
-
 func (in *listInput) resolve(s *Service) *Error {
 	if werr := in.scopeInput.resolve(s); werr != nil {
 		return werr

@@ -60,12 +60,6 @@ type PutFileResult struct {
 	Replace     bool   `json:"replace"` // whether the put was replace-only
 }
 
-// PutFile runs workbench_put_file: it publishes a whole body at a path,
-// creating it (the default) or replacing the artifact there (Replace).
-func (s *Service) PutFile(ctx context.Context, in PutFileInput) (*PutFileResult, error) {
-	return invoke[*PutFileResult](ctx, s, "workbench_put_file", in)
-}
-
 func (s *Service) putFileTool(ctx context.Context, in *putFileInput) (*PutFileResult, *Error) {
 	return s.putFile(ctx, in.id, in.path, in.body, in.contentType, in.Replace)
 }

@@ -130,13 +130,6 @@ type ReadItem struct {
 	Value any `json:"value"`
 }
 
-// Read runs workbench_read: one page of a file's body, as records or as a
-// byte range, or only NotModified when the file's generation is
-// IfNoneMatch.
-func (s *Service) Read(ctx context.Context, in ReadInput) (*ReadResult, error) {
-	return invoke[*ReadResult](ctx, s, "workbench_read", in)
-}
-
 func (in *readInput) resolve(*Service) *Error {
 	id, werr := ParseWorkbenchID(in.ID)
 	if werr != nil {

@@ -132,12 +132,6 @@ type RestoreResult struct {
 	RestoreManifest        string  `json:"restore_manifest"` // the destination's restore manifest's presentation path
 }
 
-// Restore runs workbench_restore: it creates workbench in.DestinationID
-// from a snapshot or a commit of workbench in.ID.
-func (s *Service) Restore(ctx context.Context, in RestoreInput) (*RestoreResult, error) {
-	return invoke[*RestoreResult](ctx, s, "workbench_restore", in)
-}
-
 // restorePlan is one restore: its identity, and, once planned, everything
 // its commands write, all derived from the immutable source.
 type restorePlan struct {

@@ -148,13 +148,6 @@ type FacetValue struct {
 	Count int `json:"count"`
 }
 
-// Search runs workbench_search: a page of the artifacts of one workbench,
-// or of all of them, that match metadata predicates, with projected
-// fields and facets.
-func (s *Service) Search(ctx context.Context, in SearchInput) (*SearchResult, error) {
-	return invoke[*SearchResult](ctx, s, "workbench_search", in)
-}
-
 func (in *searchInput) resolve(*Service) *Error {
 	var werr *Error
 	if werr = in.queryScopeInput.resolve(); werr != nil {

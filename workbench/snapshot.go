@@ -146,12 +146,6 @@ type SnapshotResult struct {
 	ExpiryWarning string `json:"expiry_warning,omitempty"`
 }
 
-// Snapshot runs workbench_snapshot: it mints a new snapshot of workbench
-// in.ID's committed state, held under a lease.
-func (s *Service) Snapshot(ctx context.Context, in SnapshotInput) (*SnapshotResult, error) {
-	return invoke[*SnapshotResult](ctx, s, "workbench_snapshot", in)
-}
-
 // ttlDays returns the lease length asked for, default 7 days. The schema
 // bounds it to 1..90; the check here keeps the rule beside its use.
 func ttlDays(n *uint64) (uint64, *Error) {

@@ -54,12 +54,6 @@ type SnapshotInfo struct {
 	RetireAnnotation json.RawMessage `json:"retire_annotation"`
 }
 
-// SnapshotList runs workbench_snapshot_list: every snapshot of workbench
-// in.ID, whatever its state, in mint order.
-func (s *Service) SnapshotList(ctx context.Context, in SnapshotListInput) (*SnapshotListResult, error) {
-	return invoke[*SnapshotListResult](ctx, s, "workbench_snapshot_list", in)
-}
-
 // workbench_snapshot_list: every snapshot of the workbench, whatever its
 // state, in mint order (the commit version of the mint, then the
 // sequence of its SnapshotMinted event in that commit).

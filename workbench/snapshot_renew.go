@@ -52,12 +52,6 @@ type SnapshotRenewResult struct {
 	Renewed bool `json:"renewed"`
 }
 
-// SnapshotRenew runs workbench_snapshot_renew: it extends a snapshot's
-// lease to in.TTLDays from the lease clock's now; it never shortens it.
-func (s *Service) SnapshotRenew(ctx context.Context, in SnapshotRenewInput) (*SnapshotRenewResult, error) {
-	return invoke[*SnapshotRenewResult](ctx, s, "workbench_snapshot_renew", in)
-}
-
 // lookupForCommand finds the workbench and the snapshot a renew or retire
 // names, at the command's own state: an unknown workbench or snapshot is
 // SnapshotNotFound, as the reference maps its snapshot lookups' misses.

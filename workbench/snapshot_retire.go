@@ -55,12 +55,6 @@ type SnapshotRetireResult struct {
 	RetireAnnotation json.RawMessage `json:"retire_annotation"`
 }
 
-// SnapshotRetire runs workbench_snapshot_retire: it ends a snapshot's
-// lease and releases what it held.
-func (s *Service) SnapshotRetire(ctx context.Context, in SnapshotRetireInput) (*SnapshotRetireResult, error) {
-	return invoke[*SnapshotRetireResult](ctx, s, "workbench_snapshot_retire", in)
-}
-
 // workbench_snapshot_retire: the first retirement of a live or expired
 // snapshot reports retired:true and records the retire annotation; a
 // retirement of a snapshot that already ended (retired, reaped, or

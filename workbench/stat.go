@@ -36,12 +36,6 @@ type StatResult struct {
 	Card       StatCard `json:"card"`
 }
 
-// Stat runs workbench_stat: it describes the workbench, a section, a
-// directory or a file, without reading any body.
-func (s *Service) Stat(ctx context.Context, in StatInput) (*StatResult, error) {
-	return invoke[*StatResult](ctx, s, "workbench_stat", in)
-}
-
 // statTool serves workbench_stat: a metadata card without reading a body.
 // Resolution, in order: the workbench itself; an exact artifact; a
 // section named as section without a path (which exists whenever the
