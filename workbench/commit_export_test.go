@@ -9,6 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/workbench/internal/core"
+	"github.com/cairnstore/cairn/workbench/internal/files"
+	"github.com/cairnstore/cairn/workbench/internal/history"
+	"github.com/cairnstore/cairn/workbench/internal/maintenance"
+
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
@@ -17,23 +22,23 @@ import (
 
 // CommitAtForTest runs workbench_commit with the clock fixed at unix
 // seconds (a fresh build's commit time). manifest must be canonical JSON.
-func CommitAtForTest(s *Service, id, manifest, contentDigest string, replace bool, unix int64) (map[string]any, *Error) {
-	req := s.newCommitRequest(id, []byte(manifest), contentDigest, replace)
-	res, werr := s.commit(context.Background(), req, func() time.Time { return time.Unix(unix, 0) })
+func CommitAtForTest(s *Service, id, manifest, contentDigest string, replace bool, unix int64) (map[string]any, *core.Error) {
+	req := history.NewCommitRequest(s.Service, id, []byte(manifest), contentDigest, replace)
+	res, werr := history.Commit(context.Background(), s.Service, req, func() time.Time { return time.Unix(unix, 0) })
 	if werr != nil {
-		return nil, CommitConflict(werr)
+		return nil, core.CommitConflict(werr)
 	}
 	// As Call would print it.
-	res.succeed()
-	b, err := MarshalResult(res)
+	res.Succeed()
+	b, err := core.MarshalResult(res)
 	if err != nil {
-		return nil, FromError(err)
+		return nil, core.FromError(err)
 	}
 	var out map[string]any
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
 	if err := d.Decode(&out); err != nil {
-		return nil, FromError(err)
+		return nil, core.FromError(err)
 	}
 	return out, nil
 }
@@ -93,8 +98,8 @@ func CheckCommitClosureForTest(tb testing.TB, s *Service) {
 		if got := consumers[id]; got != c.ConsumerCount {
 			tb.Errorf("commit %s: consumer_count %d, %d consumer rows", id, c.ConsumerCount, got)
 		}
-		rows := ScanForTest(tb, s, nokv.FamilyCommitMember, nokv.CommitMemberPrefix(s.root, id))
-		d := newMemberDigester()
+		rows := ScanForTest(tb, s, nokv.FamilyCommitMember, nokv.CommitMemberPrefix(s.Root(), id))
+		d := core.NewMemberDigester()
 		revSet := map[nokv.RevisionID]bool{}
 		for _, r := range rows {
 			k, err := nokv.ParseCommitMemberKey(r.Key)
@@ -105,12 +110,12 @@ func CheckCommitClosureForTest(tb testing.TB, s *Service) {
 			if err != nil {
 				tb.Fatal(err)
 			}
-			if err := d.add(k.Path, m); err != nil {
+			if err := d.Add(k.Path, m); err != nil {
 				tb.Fatal(err)
 			}
 			revSet[m.Revision] = true
 		}
-		refs := sortRevisions(commitRefs[id])
+		refs := core.SortRevisions(commitRefs[id])
 		parents := childOf[id]
 		if c.State == nokv.CommitStateRetired {
 			if len(rows) != 0 || len(refs) != 0 || len(parents) != 0 {
@@ -118,20 +123,20 @@ func CheckCommitClosureForTest(tb testing.TB, s *Service) {
 			}
 			continue
 		}
-		if uint64(len(rows)) != c.MemberCount || d.sum() != c.MemberDigest {
+		if uint64(len(rows)) != c.MemberCount || d.Sum() != c.MemberDigest {
 			tb.Errorf("commit %s: %d member rows do not match the member seal (count %d)", id, len(rows), c.MemberCount)
 		}
-		members := sortRevisions(slices.Collect(func(yield func(nokv.RevisionID) bool) {
+		members := core.SortRevisions(slices.Collect(func(yield func(nokv.RevisionID) bool) {
 			for r := range revSet {
 				if !yield(r) {
 					return
 				}
 			}
 		}))
-		if !slices.Equal(refs, members) || uint64(len(refs)) != c.UniqueRevisionCount || revisionDigest(refs) != c.RevisionDigest {
+		if !slices.Equal(refs, members) || uint64(len(refs)) != c.UniqueRevisionCount || core.RevisionDigest(refs) != c.RevisionDigest {
 			tb.Errorf("commit %s: commit refs %v, member revisions %v, sealed count %d", id, refs, members, c.UniqueRevisionCount)
 		}
-		if !slices.Equal(parents, c.Parents) || parentDigest(parents) != c.ParentDigest {
+		if !slices.Equal(parents, c.Parents) || core.ParentDigest(parents) != c.ParentDigest {
 			tb.Errorf("commit %s: parent consumers %v, sealed parents %v", id, parents, c.Parents)
 		}
 	}
@@ -141,7 +146,7 @@ func CheckCommitClosureForTest(tb testing.TB, s *Service) {
 // root, bodies read whole.
 func FsckCleanForTest(tb testing.TB, s *Service) {
 	tb.Helper()
-	rep, err := s.Fsck(context.Background(), FsckOptions{Bodies: true})
+	rep, err := maintenance.FsckService(context.Background(), s.Service, maintenance.FsckOptions{Bodies: true})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -155,7 +160,7 @@ func FsckCleanForTest(tb testing.TB, s *Service) {
 // publication: the way a test tampers with a run manifest.
 func OverwriteForTest(tb testing.TB, s *Service, id, path string, body []byte) {
 	tb.Helper()
-	if _, werr := s.putFile(context.Background(), id, strings.Split(path, "/"), body, "application/json", true); werr != nil {
+	if _, werr := files.PutFile(context.Background(), s.Service, id, strings.Split(path, "/"), body, "application/json", true); werr != nil {
 		tb.Fatal(werr)
 	}
 }
@@ -165,9 +170,9 @@ func OverwriteForTest(tb testing.TB, s *Service, id, path string, body []byte) {
 func StageWorkbenchForTest(tb testing.TB, s *Service, id string) {
 	tb.Helper()
 	ctx := context.Background()
-	_, err := s.store.Do(ctx, head.Command{
-		Namespace: s.root,
-		RequestID: s.requestID(),
+	_, err := s.Store().Do(ctx, head.Command{
+		Namespace: s.Root(),
+		RequestID: s.RequestID(),
 		Digest:    head.Digest([]byte("test.stage"), []byte(id)),
 		Apply: func(tx *head.Tx) ([]byte, error) {
 			ws := nokv.WorkspaceCurrent{
@@ -175,7 +180,7 @@ func StageWorkbenchForTest(tb testing.TB, s *Service, id string) {
 				Owner:          &nokv.OperationRef{Kind: nokv.OperationKindRestore, ID: nokv.NewOperationID()},
 				CreatedVersion: tx.Sequence(), ModifiedVersion: tx.Sequence(),
 			}
-			return nil, s.putWorkspace(tx, id, ws)
+			return nil, s.PutWorkspace(tx, id, ws)
 		},
 	})
 	if err != nil {
@@ -186,7 +191,7 @@ func StageWorkbenchForTest(tb testing.TB, s *Service, id string) {
 // SetMaxCommitMembersForTest lowers the file bound of a commit until the
 // test ends.
 func SetMaxCommitMembersForTest(tb testing.TB, n int) {
-	old := maxCommitMembers
-	maxCommitMembers = n
-	tb.Cleanup(func() { maxCommitMembers = old })
+	old := history.CommitMembersLimit
+	history.CommitMembersLimit = n
+	tb.Cleanup(func() { history.CommitMembersLimit = old })
 }

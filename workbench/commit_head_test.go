@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/cairnstore/cairn/workbench/internal/core"
+
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
@@ -14,7 +16,7 @@ import (
 // row after, and absent for another incarnation of the same root.
 func TestCommitHeadReader(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, mem.NewBucket(), Options{AgentID: "test"})
+	s, err := Open(ctx, mem.NewBucket(), core.Options{AgentID: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,37 +25,37 @@ func TestCommitHeadReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	inc, other := nokv.NewIncarnationID(), nokv.NewIncarnationID()
-	sn, werr := s.pin(ctx)
+	sn, werr := s.Pin(ctx)
 	if werr != nil {
 		t.Fatal(werr)
 	}
-	if _, ok, err := commitHead(ctx, sn, s.root, inc); err != nil || ok {
+	if _, ok, err := core.CommitHead(ctx, sn, s.Root(), inc); err != nil || ok {
 		t.Fatalf("before: ok=%v err=%v", ok, err)
 	}
 	want := nokv.WorkbenchCommitHead{Commit: nokv.CommitID{1, 2, 3}, HeadGeneration: 4}
-	_, err = s.store.Do(ctx, head.Command{
-		Namespace: s.root,
-		RequestID: s.requestID(),
+	_, err = s.Store().Do(ctx, head.Command{
+		Namespace: s.Root(),
+		RequestID: s.RequestID(),
 		Digest:    head.Digest([]byte("test.commit_head")),
 		Apply: func(tx *head.Tx) ([]byte, error) {
-			key, err := nokv.WorkbenchCommitHeadKey{Root: s.root, Incarnation: inc}.Encode()
+			key, err := nokv.WorkbenchCommitHeadKey{Root: s.Root(), Incarnation: inc}.Encode()
 			if err != nil {
 				return nil, err
 			}
-			return nil, putRecord(tx, nokv.FamilyWorkbenchCommitHead, key, want.Encode)
+			return nil, core.PutRecord(tx, nokv.FamilyWorkbenchCommitHead, key, want.Encode)
 		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sn, werr = s.pin(ctx); werr != nil {
+	if sn, werr = s.Pin(ctx); werr != nil {
 		t.Fatal(werr)
 	}
-	got, ok, err := commitHead(ctx, sn, s.root, inc)
+	got, ok, err := core.CommitHead(ctx, sn, s.Root(), inc)
 	if err != nil || !ok || got != want {
 		t.Fatalf("after: %+v ok=%v err=%v", got, ok, err)
 	}
-	if _, ok, err := commitHead(ctx, sn, s.root, other); err != nil || ok {
+	if _, ok, err := core.CommitHead(ctx, sn, s.Root(), other); err != nil || ok {
 		t.Fatalf("other incarnation: ok=%v err=%v", ok, err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/cryptotest"
 
+	"github.com/cairnstore/cairn/workbench/internal/core"
+
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
@@ -24,7 +26,7 @@ import (
 func TestRetryRowsExpire(t *testing.T) {
 	cryptotest.SetGlobalRandom(t, 11) // fixed operation ids: which of them share a shard
 	ctx := context.Background()
-	s := openInternal(t, mem.NewBucket(), Options{BlockSize: 1 << 10, Engine: head.Options{MaxDeltaBytes: 1, DedupeWindow: 3}})
+	s := openInternal(t, mem.NewBucket(), core.Options{BlockSize: 1 << 10, Engine: head.Options{MaxDeltaBytes: 1, DedupeWindow: 3}})
 	want := map[string]string{}
 	publications := 0
 	put := func(path, text string, replace bool) {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairnstore/cairn/workbench/internal/core"
+
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/shards"
@@ -20,7 +22,7 @@ func TestOpenRefusesValueFormat1(t *testing.T) {
 	b := mem.NewBucket()
 	old := nokv.Schema()
 	old.Marker.ValueFormatVersion = 1
-	st, err := head.Open(ctx, b, shards.ShardID(derive16("shard", "test")), old, head.Options{})
+	st, err := head.Open(ctx, b, shards.ShardID(core.Derive16("shard", "test")), old, head.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,13 +30,13 @@ func TestOpenRefusesValueFormat1(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Close()
-	s, err := Open(ctx, b, Options{AgentID: "test"})
+	s, err := Open(ctx, b, core.Options{AgentID: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	_, werr := s.call(ctx, "workbench_stat", []byte(`{"id":"wb"}`))
-	if werr == nil || werr.Code != "InvalidState" || !strings.Contains(werr.Message, "another format") || !errors.Is(werr.cause, head.ErrSchemaMismatch) {
+	_, werr := s.Dispatch(ctx, "workbench_stat", []byte(`{"id":"wb"}`))
+	if werr == nil || werr.Code != "InvalidState" || !strings.Contains(werr.Message, "another format") || !errors.Is(werr.Cause, head.ErrSchemaMismatch) {
 		t.Fatalf("stat of a value format 1 store: %v, want InvalidState from a schema mismatch", werr)
 	}
 	t.Log(werr.Message)

@@ -10,6 +10,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cairnstore/cairn/workbench/internal/core"
+	"github.com/cairnstore/cairn/workbench/internal/query"
+	"github.com/cairnstore/cairn/workbench/internal/reads"
+
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
@@ -23,7 +27,7 @@ import (
 // cheap.
 var fuzzService = sync.OnceValues(func() (*Service, error) {
 	ctx := context.Background()
-	s, err := Open(ctx, mem.NewBucket(), Options{AgentID: "fuzz", MaxBytes: 64 << 10, BlockSize: 4 << 10})
+	s, err := Open(ctx, mem.NewBucket(), core.Options{AgentID: "fuzz", MaxBytes: 64 << 10, BlockSize: 4 << 10})
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +70,7 @@ func checkEnvelope(t *testing.T, tool string, in, out []byte, ok bool) {
 	if code == "" || !msg || !retry || !details || len(m) != 5 {
 		t.Fatalf("%s %q: malformed error envelope %s", tool, in, out)
 	}
-	if code == CodeInternal {
+	if code == core.CodeInternal {
 		t.Fatalf("%s %q: internal error %s", tool, in, out)
 	}
 }
@@ -116,7 +120,7 @@ func FuzzCall(f *testing.F) {
 // the query; what decodes re-encodes to a token that decodes to the same
 // cursor.
 func FuzzQueryCursor(f *testing.F) {
-	s0 := &Service{root: nokv.RootID{1, 2, 3}}
+	s0 := &Service{core.Detached(nokv.RootID{1, 2, 3}, "")}
 	for _, doc := range []string{
 		`{"v":1,"op":"grep","b":"x","inc":"","rev":3,"p":["outputs","a.txt"],"l":2}`,
 		`{"v":1,"op":"grep","b":"x","inc":"","rev":3,"p":[],"l":-1}`,
@@ -130,14 +134,14 @@ func FuzzQueryCursor(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, search bool, doc []byte) {
 		op, tool, in := "grep", "workbench_grep", `{"id":"wb","section":"outputs","pattern":"a","recursive":true,"cursor":%q}`
-		var v any = new(grepCursor)
+		var v any = new(reads.GrepCursor)
 		if search {
-			op, tool, in, v = "search", "workbench_search", `{"id":"wb","cursor":%q}`, new(searchCursor)
+			op, tool, in, v = "search", "workbench_search", `{"id":"wb","cursor":%q}`, new(query.SearchCursor)
 		}
-		token := base64.RawURLEncoding.EncodeToString(append(doc, s0.queryCursorCheck(doc)...))
-		if s0.parseQueryCursor(token, op, v) == cursorOK {
+		token := base64.RawURLEncoding.EncodeToString(append(doc, query.QueryCursorCheck(s0.Service, doc)...))
+		if query.ParseQueryCursor(s0.Service, token, op, v) == query.CursorOK {
 			again := reflect.New(reflect.TypeOf(v).Elem()).Interface()
-			if fault := s0.parseQueryCursor(s0.encodeQueryCursor(v), op, again); fault != cursorOK || !reflect.DeepEqual(again, v) {
+			if fault := query.ParseQueryCursor(s0.Service, query.EncodeQueryCursor(s0.Service, v), op, again); fault != query.CursorOK || !reflect.DeepEqual(again, v) {
 				t.Fatalf("cursor %s decodes to %+v, re-encoded to %+v (%v)", doc, v, again, fault)
 			}
 		}
@@ -145,7 +149,7 @@ func FuzzQueryCursor(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		signed := base64.RawURLEncoding.EncodeToString(append(doc, s.queryCursorCheck(doc)...))
+		signed := base64.RawURLEncoding.EncodeToString(append(doc, query.QueryCursorCheck(s.Service, doc)...))
 		input := []byte(fmt.Sprintf(in, signed))
 		out, ok := s.Call(context.Background(), tool, input)
 		checkEnvelope(t, tool, input, out, ok)
@@ -157,25 +161,25 @@ func FuzzQueryCursor(f *testing.F) {
 // encoding is the token, or is refused.
 func FuzzListCursor(f *testing.F) {
 	root := nokv.RootID{9, 8, 7}
-	good := listCursor{scope: [16]byte{1}, view: cursorSnapshot, incarnation: nokv.IncarnationID{2}, fence: 77, anchor: "report.txt"}.encode(root)
+	good := core.ListCursor{Scope: [16]byte{1}, View: core.CursorSnapshot, Incarnation: nokv.IncarnationID{2}, Fence: 77, Anchor: "report.txt"}.Encode(root)
 	raw, _ := base64.RawURLEncoding.DecodeString(good)
-	body := raw[:len(raw)-listCursorCheck]
+	body := raw[:len(raw)-core.ListCursorCheck]
 	f.Add(body, good)
 	f.Add(body[:len(body)-3], good[:len(good)-1])
-	f.Add([]byte{listCursorVersion}, "")
+	f.Add([]byte{core.ListCursorVersion}, "")
 	f.Fuzz(func(t *testing.T, body []byte, token string) {
-		if c, werr := decodeListCursor(root, token); werr == nil && c.encode(root) != token {
-			t.Fatalf("token %q decodes to %+v, which encodes as %q", token, c, c.encode(root))
+		if c, werr := core.DecodeListCursor(root, token); werr == nil && c.Encode(root) != token {
+			t.Fatalf("token %q decodes to %+v, which encodes as %q", token, c, c.Encode(root))
 		}
-		signed := base64.RawURLEncoding.EncodeToString(append(body, cursorCheck(root, body)...))
-		c, werr := decodeListCursor(root, signed)
+		signed := base64.RawURLEncoding.EncodeToString(append(body, core.CursorCheck(root, body)...))
+		c, werr := core.DecodeListCursor(root, signed)
 		if werr != nil {
-			if werr.Code != CodeInvalidState {
+			if werr.Code != core.CodeInvalidState {
 				t.Fatalf("error %v is not InvalidState", werr)
 			}
 			return
 		}
-		if got := c.encode(root); got != signed {
+		if got := c.Encode(root); got != signed {
 			t.Fatalf("cursor %x decodes to %+v, which encodes as %q", body, c, got)
 		}
 	})
@@ -189,15 +193,15 @@ func FuzzReadCursor(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, kind := range []string{"r", "b"} {
-			n, werr := parseReadCursor(s, kind)
+			n, werr := core.ParseReadCursor(s, kind)
 			if werr != nil {
-				if werr.Code != CodeInvalidArguments {
+				if werr.Code != core.CodeInvalidArguments {
 					t.Fatalf("parseReadCursor(%q, %s): %v", s, kind, werr)
 				}
 				continue
 			}
-			if back, werr := parseReadCursor(readCursor(kind, n), kind); werr != nil || back != n {
-				t.Fatalf("cursor %q: %d, re-minted %q parses to %d, %v", s, n, readCursor(kind, n), back, werr)
+			if back, werr := core.ParseReadCursor(core.ReadCursor(kind, n), kind); werr != nil || back != n {
+				t.Fatalf("cursor %q: %d, re-minted %q parses to %d, %v", s, n, core.ReadCursor(kind, n), back, werr)
 			}
 		}
 	})
@@ -228,9 +232,9 @@ func FuzzStructuredRecords(f *testing.F) {
 	paths := []string{"f.json", "f.yaml", "f.txt"}
 	f.Fuzz(func(t *testing.T, format byte, body []byte) {
 		logical := paths[int(format)%len(paths)]
-		kind, records, werr := structuredRecords(logical, "", body)
+		kind, records, werr := reads.StructuredRecords(logical, "", body)
 		if werr != nil {
-			if werr.Code != CodeStructuredDecodeFailed && werr.Code != CodeInvalidUTF8 {
+			if werr.Code != core.CodeStructuredDecodeFailed && werr.Code != core.CodeInvalidUTF8 {
 				t.Fatalf("%s %q: %v", logical, body, werr)
 			}
 			return
@@ -238,7 +242,7 @@ func FuzzStructuredRecords(f *testing.F) {
 		if kind == "" {
 			t.Fatalf("%s %q: no record type", logical, body)
 		}
-		if _, err := MarshalResult(records); err != nil {
+		if _, err := core.MarshalResult(records); err != nil {
 			t.Fatalf("%s %q: records do not encode: %v", logical, body, err)
 		}
 	})

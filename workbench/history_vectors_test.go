@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairnstore/cairn/workbench/internal/core"
+
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
@@ -58,29 +60,29 @@ func TestHistoryVectors(t *testing.T) {
 	if v["commit_identity"] != "4ee4c2a33b23f7b094d497d8ce284816b0db8cfebfe2cefb6e28ba8893e06df7" {
 		t.Fatalf("vector file disagrees with the transcript: %v", v["commit_identity"])
 	}
-	if got := CommitIdentity(v["workbench_id"].(string), v["content_digest_uri"].(string), v["manifest_digest_uri"].(string)); got.String() != v["commit_identity"] {
+	if got := core.CommitIdentity(v["workbench_id"].(string), v["content_digest_uri"].(string), v["manifest_digest_uri"].(string)); got.String() != v["commit_identity"] {
 		t.Fatalf("commit identity %s, want %s", got, v["commit_identity"])
 	}
 
 	v = vs["transcript_find_envelope"]
 	canon := []byte(v["canonical_manifest"].(string))
-	md := DigestURI(canon)
-	id := CommitIdentity("wb-main", v["content_digest_uri"].(string), md)
-	env, err := runManifestEnvelope("wb-main", v["workbench_path"].(string), v["content_digest_uri"].(string), canon, md, id, 1700000000)
+	md := core.DigestURI(canon)
+	id := core.CommitIdentity("wb-main", v["content_digest_uri"].(string), md)
+	env, err := core.RunManifestEnvelope("wb-main", v["workbench_path"].(string), v["content_digest_uri"].(string), canon, md, id, 1700000000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if md != v["manifest_digest_uri"] || id.String() != v["commit_identity"] || string(env) != v["envelope"] || DigestURI(env) != v["envelope_digest_uri"] {
+	if md != v["manifest_digest_uri"] || id.String() != v["commit_identity"] || string(env) != v["envelope"] || core.DigestURI(env) != v["envelope_digest_uri"] {
 		t.Fatalf("envelope:\n%s\n%v", env, v)
 	}
 	// The transcript's find match of wb-main.
-	if DigestURI(env) != "sha256:dd01f7d8664ac3ee857bd5b59a57aa97eb5d8ec1024f5df73fdc1a1f028d1bf7" || len(env) != 472 ||
+	if core.DigestURI(env) != "sha256:dd01f7d8664ac3ee857bd5b59a57aa97eb5d8ec1024f5df73fdc1a1f028d1bf7" || len(env) != 472 ||
 		id.String() != "9f3a0a156b426292b0791551b05f6d53f53b906cf7327065b92a04a18b834cff" {
 		t.Fatalf("the transcript's envelope is not reproduced: %s", env)
 	}
 
 	v = vs["projection_input_digest"]
-	pid := ProjectionInputDigest(v["workbench_id"].(string), v["workbench_path"].(string), v["content_digest_uri"].(string),
+	pid := core.ProjectionInputDigest(v["workbench_id"].(string), v["workbench_path"].(string), v["content_digest_uri"].(string),
 		[]byte(v["canonical_manifest"].(string)), v["manifest_digest_uri"].(string), nokv.CommitID(hex32(t, v["commit_identity"])))
 	if hex.EncodeToString(pid[:]) != v["digest"] {
 		t.Fatalf("projection input digest %x, want %v", pid, v["digest"])
@@ -89,24 +91,24 @@ func TestHistoryVectors(t *testing.T) {
 	v = vs["build_commit_initialization_v5"]
 	gen := uint64(v["run_manifest_generation"].(float64))
 	head := nokv.CommitID(hex32(t, v["head_commit"]))
-	in := buildCommitInit{
-		projectionInput: hex32(t, v["projection_input_digest"]),
-		incarnation:     nokv.IncarnationID(hex16(t, v["incarnation"])),
-		readVersion:     uint64(v["read_version"].(float64)),
-		head:            &nokv.CommitHeadRef{Commit: head, Generation: uint64(v["head_generation"].(float64))},
-		contentDigest:   v["content_digest_uri"].(string),
-		manifestDigest:  v["manifest_digest_uri"].(string),
-		treeRevision:    nokv.RevisionID(hex16(t, v["tree_revision"])),
-		replace:         v["replace"].(bool),
-		runManifestGen:  &gen,
-		committedAt:     uint64(v["committed_at_unix_seconds"].(float64)),
-		parents:         []nokv.CommitID{head},
+	in := core.BuildCommitInit{
+		ProjectionInput: hex32(t, v["projection_input_digest"]),
+		Incarnation:     nokv.IncarnationID(hex16(t, v["incarnation"])),
+		ReadVersion:     uint64(v["read_version"].(float64)),
+		Head:            &nokv.CommitHeadRef{Commit: head, Generation: uint64(v["head_generation"].(float64))},
+		ContentDigest:   v["content_digest_uri"].(string),
+		ManifestDigest:  v["manifest_digest_uri"].(string),
+		TreeRevision:    nokv.RevisionID(hex16(t, v["tree_revision"])),
+		Replace:         v["replace"].(bool),
+		RunManifestGen:  &gen,
+		CommittedAt:     uint64(v["committed_at_unix_seconds"].(float64)),
+		Parents:         []nokv.CommitID{head},
 	}
-	if d := in.digest(); hex.EncodeToString(d[:]) != v["digest"] {
+	if d := in.Digest(); hex.EncodeToString(d[:]) != v["digest"] {
 		t.Fatalf("initialization digest %x, want %v", d, v["digest"])
 	}
-	in.head, in.replace, in.runManifestGen, in.parents = nil, false, nil, nil
-	if d := in.digest(); hex.EncodeToString(d[:]) != v["digest_first_commit"] {
+	in.Head, in.Replace, in.RunManifestGen, in.Parents = nil, false, nil, nil
+	if d := in.Digest(); hex.EncodeToString(d[:]) != v["digest_first_commit"] {
 		t.Fatalf("first-commit initialization digest %x, want %v", d, v["digest_first_commit"])
 	}
 
@@ -142,16 +144,16 @@ func TestHistoryVectors(t *testing.T) {
 	// takes them in key order, as the commit command scans them, which
 	// is not the order of their "/"-joined text.
 	slices.SortFunc(members, func(a, b entry) int { return bytes.Compare(a.key, b.key) })
-	d := newMemberDigester()
+	d := core.NewMemberDigester()
 	for i, e := range members {
 		if strings.Join(e.path, "/") != v["order"].([]any)[i] {
 			t.Fatalf("member %d is %v, the script orders %v", i, e.path, v["order"])
 		}
-		if err := d.add(e.path, e.m); err != nil {
+		if err := d.Add(e.path, e.m); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := d.sum(); hex.EncodeToString(got[:]) != v["digest"] || (nokv.Commit{MemberDigest: got}).TreeDigestURI() != v["tree_digest_uri"] {
+	if got := d.Sum(); hex.EncodeToString(got[:]) != v["digest"] || (nokv.Commit{MemberDigest: got}).TreeDigestURI() != v["tree_digest_uri"] {
 		t.Fatalf("member digest %x, want %v", got, v["digest"])
 	}
 
@@ -160,18 +162,18 @@ func TestHistoryVectors(t *testing.T) {
 	for _, r := range v["revisions"].([]any) {
 		revs = append(revs, hex16(t, r))
 	}
-	if got := revisionDigest(revs); hex.EncodeToString(got[:]) != v["digest"] {
+	if got := core.RevisionDigest(revs); hex.EncodeToString(got[:]) != v["digest"] {
 		t.Fatalf("revision digest %x, want %v", got, v["digest"])
 	}
 	v = vs["commit_parent_digest"]
-	if got := parentDigest([]nokv.CommitID{hex32(t, v["parents"].([]any)[0])}); hex.EncodeToString(got[:]) != v["digest"] {
+	if got := core.ParentDigest([]nokv.CommitID{hex32(t, v["parents"].([]any)[0])}); hex.EncodeToString(got[:]) != v["digest"] {
 		t.Fatalf("parent digest %x", got)
 	}
-	if got := parentDigest(nil); hex.EncodeToString(got[:]) != v["digest_none"] {
+	if got := core.ParentDigest(nil); hex.EncodeToString(got[:]) != v["digest_none"] {
 		t.Fatalf("empty parent digest %x", got)
 	}
 	v = vs["build_commit_operation_id"]
-	if got := buildCommitOperationID(hex16(t, v["root"]), hex32(t, v["commit"])); got.String() != v["operation_id"] {
+	if got := core.BuildCommitOperationID(hex16(t, v["root"]), hex32(t, v["commit"])); got.String() != v["operation_id"] {
 		t.Fatalf("operation id %s, want %v", got, v["operation_id"])
 	}
 }
@@ -179,7 +181,7 @@ func TestHistoryVectors(t *testing.T) {
 // TestTranscriptFindEnvelopeStored commits the transcript's find example
 // at its commit time and checks the stored run manifest byte for byte.
 func TestTranscriptFindEnvelopeStored(t *testing.T) {
-	s, err := Open(t.Context(), mem.NewBucket(), Options{AgentID: "test"})
+	s, err := Open(t.Context(), mem.NewBucket(), core.Options{AgentID: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +194,7 @@ func TestTranscriptFindEnvelopeStored(t *testing.T) {
 		t.Fatalf("%v", res)
 	}
 	body := BodyForTest(t, s, "wb-main", "metadata/run_manifest.json")
-	if DigestURI(body) != res["envelope_digest_uri"] {
+	if core.DigestURI(body) != res["envelope_digest_uri"] {
 		t.Fatalf("stored %s", body)
 	}
 }

@@ -4,6 +4,10 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/cairnstore/cairn/workbench/internal/core"
+	"github.com/cairnstore/cairn/workbench/internal/files"
+	"github.com/cairnstore/cairn/workbench/internal/query"
 )
 
 // An input type that drifts from its schema must fail at registration,
@@ -13,7 +17,7 @@ func TestCheckInputTypeRefusesDrift(t *testing.T) {
 		ID string `json:"id"`
 	}
 	type extra struct {
-		createInput
+		files.CreateArgs
 		Other string `json:"other"`
 	}
 	for name, typ := range map[string]reflect.Type{
@@ -26,21 +30,21 @@ func TestCheckInputTypeRefusesDrift(t *testing.T) {
 					t.Errorf("checkInputType(%s, %v) did not panic", name, typ)
 				}
 			}()
-			checkInputType(name, typ)
+			core.CheckInputType(name, typ)
 		}()
 	}
-	checkInputType("workbench_create", reflect.TypeFor[createInput]())
+	core.CheckInputType("workbench_create", reflect.TypeFor[files.CreateArgs]())
 }
 
 func TestJSONValueTellsNullFromAbsent(t *testing.T) {
-	for raw, want := range map[string]jsonValue{
+	for raw, want := range map[string]core.JSONValue{
 		`{}`:              {},
 		`{"value":null}`:  {Set: true},
 		`{"value":1.5}`:   {Set: true, V: json.Number("1.5")},
 		`{"value":["a"]}`: {Set: true, V: []any{"a"}},
 	} {
-		var got predicateInput
-		if err := decodeInput([]byte(raw), &got); err != nil {
+		var got query.PredicateInput
+		if err := core.DecodeInput([]byte(raw), &got); err != nil {
 			t.Fatalf("decodeInput(%s): %v", raw, err)
 		}
 		if !reflect.DeepEqual(got.Value, want) {

@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairnstore/cairn/workbench/internal/core"
+	"github.com/cairnstore/cairn/workbench/internal/files"
+	"github.com/cairnstore/cairn/workbench/internal/publish"
+
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
@@ -33,14 +37,14 @@ type PathStateForTest struct {
 func PathForTest(tb testing.TB, s *Service, id, path string) (PathStateForTest, bool) {
 	tb.Helper()
 	ctx := context.Background()
-	v, werr := s.openView(ctx, id, nil)
+	v, werr := s.OpenView(ctx, id, nil)
 	if werr != nil {
-		if werr.Code == CodeNotFound {
+		if werr.Code == core.CodeNotFound {
 			return PathStateForTest{}, false
 		}
 		tb.Fatal(werr)
 	}
-	e, ok, werr := v.entry(ctx, strings.Split(path, "/"))
+	e, ok, werr := v.Entry(ctx, strings.Split(path, "/"))
 	if werr != nil {
 		tb.Fatal(werr)
 	}
@@ -51,8 +55,8 @@ func PathForTest(tb testing.TB, s *Service, id, path string) (PathStateForTest, 
 	if !ok {
 		tb.Fatalf("%s: revision %s does not exist", path, e.Revision)
 	}
-	rows, werr := s.manifest(ctx, func(f shards.Family, prefix, after []byte) ([]shards.Record, error) {
-		return v.sn.Scan(ctx, f, prefix, after, 0)
+	rows, werr := s.Manifest(ctx, func(f shards.Family, prefix, after []byte) ([]shards.Record, error) {
+		return v.Sn.Scan(ctx, f, prefix, after, 0)
 	}, e.Revision)
 	if werr != nil {
 		tb.Fatal(werr)
@@ -63,7 +67,7 @@ func PathForTest(tb testing.TB, s *Service, id, path string) (PathStateForTest, 
 // RevisionForTest reads an ArtifactRevision row.
 func RevisionForTest(tb testing.TB, s *Service, rev nokv.RevisionID) (nokv.ArtifactRevision, bool) {
 	tb.Helper()
-	key, err := nokv.ArtifactRevisionKey{Root: s.root, Revision: rev}.Encode()
+	key, err := nokv.ArtifactRevisionKey{Root: s.Root(), Revision: rev}.Encode()
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -83,12 +87,12 @@ func RevisionForTest(tb testing.TB, s *Service, rev nokv.RevisionID) (nokv.Artif
 func ScanForTest(tb testing.TB, s *Service, f shards.Family, prefix []byte) []shards.Record {
 	tb.Helper()
 	ctx := context.Background()
-	sn, err := s.store.Pin(ctx)
+	sn, err := s.Store().Pin(ctx)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	if prefix == nil {
-		prefix = nokv.RootPrefix(s.root)
+		prefix = nokv.RootPrefix(s.Root())
 	}
 	recs, err := sn.Scan(ctx, f, prefix, nil, 0)
 	if err != nil {
@@ -101,15 +105,15 @@ func ScanForTest(tb testing.TB, s *Service, f shards.Family, prefix []byte) []sh
 func BodyForTest(tb testing.TB, s *Service, id, path string) []byte {
 	tb.Helper()
 	ctx := context.Background()
-	v, werr := s.openView(ctx, id, nil)
+	v, werr := s.OpenView(ctx, id, nil)
 	if werr != nil {
 		tb.Fatal(werr)
 	}
-	e, ok, werr := v.entry(ctx, strings.Split(path, "/"))
+	e, ok, werr := v.Entry(ctx, strings.Split(path, "/"))
 	if werr != nil || !ok {
 		tb.Fatalf("%s: %v %v", path, ok, werr)
 	}
-	b, werr := v.body(ctx, e)
+	b, werr := v.Body(ctx, e)
 	if werr != nil {
 		tb.Fatal(werr)
 	}
@@ -118,15 +122,15 @@ func BodyForTest(tb testing.TB, s *Service, id, path string) []byte {
 
 // FlushCleanupForTest sends the Service's queued ledger deletes now and
 // waits for them (cleanup.go).
-func FlushCleanupForTest(s *Service) { s.cleanup.flush() }
+func FlushCleanupForTest(s *Service) { s.Cleanup.Flush() }
 
 // ForgetBodiesForTest drops every remembered body digest state, so that
 // the next append streams its base.
 func ForgetBodiesForTest() {
-	bodyStates.Lock()
-	defer bodyStates.Unlock()
-	bodyStates.m = map[[32]byte]bodyState{}
-	bodyStates.order = nil
+	publish.BodyStates.Lock()
+	defer publish.BodyStates.Unlock()
+	publish.BodyStates.M = map[[32]byte]publish.BodyState{}
+	publish.BodyStates.Order = nil
 }
 
 // CheckReferencesForTest checks the strong reference accounting of every
@@ -159,7 +163,7 @@ func CheckReferencesForTest(tb testing.TB, s *Service) {
 		candidates[k] = true
 	}
 	ctx := context.Background()
-	sn, err := s.store.Pin(ctx)
+	sn, err := s.Store().Pin(ctx)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -176,11 +180,11 @@ func CheckReferencesForTest(tb testing.TB, s *Service) {
 			tb.Errorf("revision %s: strong_reference_count %d, %d RevisionRef rows", k.Revision, a.StrongReferenceCount, counts[k.Revision])
 		}
 		if a.StrongReferenceCount == 0 {
-			if !candidates[nokv.GcCandidateKey{Root: s.root, Revision: k.Revision, ReferenceEpoch: a.ReferenceEpoch}] || a.LastZeroRefVersion == 0 {
+			if !candidates[nokv.GcCandidateKey{Root: s.Root(), Revision: k.Revision, ReferenceEpoch: a.ReferenceEpoch}] || a.LastZeroRefVersion == 0 {
 				tb.Errorf("revision %s: no references but no GcCandidate at epoch %d (last zero %d)", k.Revision, a.ReferenceEpoch, a.LastZeroRefVersion)
 			}
 		}
-		rows, werr := s.manifest(ctx, func(f shards.Family, prefix, after []byte) ([]shards.Record, error) {
+		rows, werr := s.Manifest(ctx, func(f shards.Family, prefix, after []byte) ([]shards.Record, error) {
 			return sn.Scan(ctx, f, prefix, after, 0)
 		}, k.Revision)
 		if werr != nil {
@@ -200,18 +204,18 @@ func CheckReferencesForTest(tb testing.TB, s *Service) {
 				owners = append(owners, row.PhysicalOwner)
 			}
 		}
-		owners = sortRevisions(owners)
-		got := sortRevisions(deps[k.Revision])
+		owners = core.SortRevisions(owners)
+		got := core.SortRevisions(deps[k.Revision])
 		if !slices.Equal(owners, got) || int(a.DependencyCount) != len(owners) {
 			tb.Errorf("revision %s: dependency refs %v, dependency_count %d, row owners %v", k.Revision, got, a.DependencyCount, owners)
 		}
-		if a.DependencyDigest != dependencyDigest(owners) {
+		if a.DependencyDigest != publish.DependencyDigest(owners) {
 			tb.Errorf("revision %s: dependency digest does not seal its owners", k.Revision)
 		}
 		if uint64(len(rows)) != a.BlockCount {
 			tb.Errorf("revision %s: block_count %d, %d rows", k.Revision, a.BlockCount, len(rows))
 		}
-		md, err := manifestDigestURI(rows)
+		md, err := publish.ManifestDigestURI(rows)
 		if err != nil || md != a.ManifestDigestURI {
 			tb.Errorf("revision %s: manifest digest %s, rows give %s (%v)", k.Revision, a.ManifestDigestURI, md, err)
 		}
@@ -220,7 +224,7 @@ func CheckReferencesForTest(tb testing.TB, s *Service) {
 
 // openInternal opens a Service for agent "test" over b with the engine's
 // strict check after every commit.
-func openInternal(tb testing.TB, b bucket.Bucket, opts Options) *Service {
+func openInternal(tb testing.TB, b bucket.Bucket, opts core.Options) *Service {
 	tb.Helper()
 	opts.AgentID = "test"
 	opts.Engine.Check = true
@@ -246,7 +250,7 @@ func readRange(ctx context.Context, b bucket.Bucket, rows []nokv.ArtifactManifes
 		if err != nil {
 			return nil, err
 		}
-		if DigestURI(obj[r.ObjectOffset:r.ObjectOffset+r.Length]) != r.DigestURI {
+		if core.DigestURI(obj[r.ObjectOffset:r.ObjectOffset+r.Length]) != r.DigestURI {
 			return nil, fmt.Errorf("block %s: digest mismatch", r.ObjectKey)
 		}
 		start := r.ObjectOffset + lo - r.LogicalOffset
@@ -261,7 +265,7 @@ func TestPublishLargeBodyInBlocks(t *testing.T) {
 	const size = 64 << 20
 	ctx := context.Background()
 	b := mem.NewBucket()
-	s := openInternal(t, b, Options{MaxBytes: 80 << 20, BlockSize: 1 << 20})
+	s := openInternal(t, b, core.Options{MaxBytes: 80 << 20, BlockSize: 1 << 20})
 	// Distinct blocks, cheaply: windows of a 2 MiB random buffer at
 	// different offsets.
 	src := make([]byte, 2<<20)
@@ -273,14 +277,14 @@ func TestPublishLargeBodyInBlocks(t *testing.T) {
 	}
 
 	path := []string{"outputs", "big.bin"}
-	res, werr := s.putFile(ctx, "wb", path, body, BinaryContentType, false)
+	res, werr := files.PutFile(ctx, s.Service, "wb", path, body, core.BinaryContentType, false)
 	if werr != nil {
 		t.Fatal(werr)
 	}
 	if got, want := res.SizeBytes, uint64(size); got != want {
 		t.Fatalf("size_bytes %v, want %v", got, want)
 	}
-	if got, want := res.DigestURI, DigestURI(body); got != want {
+	if got, want := res.DigestURI, core.DigestURI(body); got != want {
 		t.Fatalf("digest_uri %v, want %v", got, want)
 	}
 
@@ -293,7 +297,7 @@ func TestPublishLargeBodyInBlocks(t *testing.T) {
 	}
 	for i, r := range st.Rows {
 		if r.PhysicalOwner != st.Entry.Revision || r.PhysicalObjectIndex != uint64(i) || r.Length != 1<<20 ||
-			r.LogicalOffset != uint64(i)<<20 || r.ObjectKey != s.store.Layout().Block(s.root, st.Entry.Revision, uint64(i)) {
+			r.LogicalOffset != uint64(i)<<20 || r.ObjectKey != s.Store().Layout().Block(s.Root(), st.Entry.Revision, uint64(i)) {
 			t.Fatalf("row %d: %+v", i, r)
 		}
 	}
@@ -324,8 +328,8 @@ func TestPublishLargeBodyInBlocks(t *testing.T) {
 
 	// Once the background cleanup ran, the ledger is gone; the
 	// StagedObject rows own the blocks.
-	s.cleanup.flush()
-	page, err := b.List(ctx, bucket.ListOptions{Prefix: s.store.Layout().StagingPrefix()})
+	s.Cleanup.Flush()
+	page, err := b.List(ctx, bucket.ListOptions{Prefix: s.Store().Layout().StagingPrefix()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +373,7 @@ func TestAppendDependenciesStayBounded(t *testing.T) {
 	for _, forget := range []bool{false, true} {
 		t.Run(fmt.Sprintf("forget=%t", forget), func(t *testing.T) {
 			ctx := context.Background()
-			s := openInternal(t, mem.NewBucket(), Options{BlockSize: 16})
+			s := openInternal(t, mem.NewBucket(), core.Options{BlockSize: 16})
 			path := []string{"logs", "run.log"}
 			var want []byte
 			remats := 0
@@ -379,7 +383,7 @@ func TestAppendDependenciesStayBounded(t *testing.T) {
 				}
 				delta := fmt.Appendf(nil, "line %02d\n", i)
 				want = append(want, delta...)
-				res, werr := s.appendFile(ctx, "wb", path, delta, TextContentType, false)
+				res, werr := files.AppendFile(ctx, s.Service, "wb", path, delta, core.TextContentType, false)
 				if werr != nil {
 					t.Fatalf("append %d: %v", i, werr)
 				}
@@ -391,10 +395,10 @@ func TestAppendDependenciesStayBounded(t *testing.T) {
 				}
 				st, _ := PathForTest(t, s, "wb", "logs/run.log")
 				e := st.Entry
-				if e.DependencyDepth > MaxDependencyDepth || e.DependencyCount > MaxDependencyOwners {
+				if e.DependencyDepth > publish.MaxDependencyDepth || e.DependencyCount > publish.MaxDependencyOwners {
 					t.Fatalf("append %d: dependency depth %d, count %d", i, e.DependencyDepth, e.DependencyCount)
 				}
-				if e.BodyDigestURI != DigestURI(want) {
+				if e.BodyDigestURI != core.DigestURI(want) {
 					t.Fatalf("append %d: body digest differs", i)
 				}
 				if i > 0 && e.DependencyCount == 0 {
@@ -409,7 +413,7 @@ func TestAppendDependenciesStayBounded(t *testing.T) {
 				} else if i > 0 {
 					last := st.Rows[len(st.Rows)-1]
 					if last.Append == nil || last.Append.BaseGeneration != uint64(i) || last.Append.DeltaLength != uint64(len(delta)) ||
-						last.Append.DeltaDigestURI != DigestURI(delta) || last.PhysicalOwner != e.Revision {
+						last.Append.DeltaDigestURI != core.DigestURI(delta) || last.PhysicalOwner != e.Revision {
 						t.Fatalf("append %d: delta row %+v", i, last)
 					}
 				}
@@ -430,9 +434,9 @@ func TestAppendDependenciesStayBounded(t *testing.T) {
 func TestAppendChecksItsBase(t *testing.T) {
 	ctx := context.Background()
 	b := mem.NewBucket()
-	s := openInternal(t, b, Options{InlineMax: -1}) // the base in a block
+	s := openInternal(t, b, core.Options{InlineMax: -1}) // the base in a block
 	path := []string{"outputs", "a.txt"}
-	if _, werr := s.putFile(ctx, "wb", path, []byte("hello"), TextContentType, false); werr != nil {
+	if _, werr := files.PutFile(ctx, s.Service, "wb", path, []byte("hello"), core.TextContentType, false); werr != nil {
 		t.Fatal(werr)
 	}
 	st, _ := PathForTest(t, s, "wb", "outputs/a.txt")
@@ -440,8 +444,8 @@ func TestAppendChecksItsBase(t *testing.T) {
 		t.Fatal(err)
 	}
 	ForgetBodiesForTest()
-	_, werr := s.appendFile(ctx, "wb", path, []byte("!"), TextContentType, false)
-	if werr == nil || werr.Code != CodeInvalidState {
+	_, werr := files.AppendFile(ctx, s.Service, "wb", path, []byte("!"), core.TextContentType, false)
+	if werr == nil || werr.Code != core.CodeInvalidState {
 		t.Fatalf("append onto a damaged base: %v, want InvalidState", werr)
 	}
 	if got, _ := PathForTest(t, s, "wb", "outputs/a.txt"); got.Entry.Generation != 1 {
@@ -453,12 +457,12 @@ func TestAppendChecksItsBase(t *testing.T) {
 func TestStagingLedgerRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	b := mem.NewBucket()
-	s := openInternal(t, b, Options{BlockSize: 2})
-	st := s.planStaging("workbench_put_file", "wb", []string{"outputs", "x"}, []byte("abcde"))
-	if err := s.bodies.WriteLedger(ctx, s.objects(st)); err != nil {
+	s := openInternal(t, b, core.Options{BlockSize: 2})
+	st := publish.PlanStaging(s.Service, "workbench_put_file", "wb", []string{"outputs", "x"}, []byte("abcde"))
+	if err := s.Bodies.WriteLedger(ctx, publish.Objects(s.Service, st)); err != nil {
 		t.Fatal(err)
 	}
-	raw, _, err := b.Get(ctx, s.store.Layout().Staging(st.op))
+	raw, _, err := b.Get(ctx, s.Store().Layout().Staging(st.Op))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,16 +470,16 @@ func TestStagingLedgerRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Operation != st.op.String() || l.Revision != st.rev.String() || l.Root != s.root.String() ||
-		l.Path != "outputs/x" || len(l.Objects) != 3 || l.Objects[2].Length != 1 || l.Objects[0].Digest != DigestURI([]byte("ab")) {
+	if l.Operation != st.Op.String() || l.Revision != st.Rev.String() || l.Root != s.Root().String() ||
+		l.Path != "outputs/x" || len(l.Objects) != 3 || l.Objects[2].Length != 1 || l.Objects[0].Digest != core.DigestURI([]byte("ab")) {
 		t.Fatalf("ledger %+v", l)
 	}
 	// Writing it again is harmless; a different ledger under the key is not.
-	if err := s.bodies.WriteLedger(ctx, s.objects(st)); err != nil {
+	if err := s.Bodies.WriteLedger(ctx, publish.Objects(s.Service, st)); err != nil {
 		t.Fatalf("rewrite of the same ledger: %v", err)
 	}
-	st.origin.Path = "outputs/y"
-	if err := s.bodies.WriteLedger(ctx, s.objects(st)); err == nil {
+	st.Origin.Path = "outputs/y"
+	if err := s.Bodies.WriteLedger(ctx, publish.Objects(s.Service, st)); err == nil {
 		t.Fatal("a different ledger replaced the first")
 	}
 	if _, err := bodies.DecodeStagingLedger(append(raw[:len(raw)-1:len(raw)-1], ' ', '}')); err == nil {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"testing"
 
+	"github.com/cairnstore/cairn/workbench/internal/core"
+	"github.com/cairnstore/cairn/workbench/internal/history"
+
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
@@ -11,26 +14,27 @@ import (
 // SetRestoreHookForTest installs fn to run after each command of a
 // restore of s lands ("prepare", "copy", "final"); an error stops the
 // restore there, as a crash between its commands would. nil removes it.
-func SetRestoreHookForTest(s *Service, fn func(step string) error) { s.restoreHook = fn }
+func SetRestoreHookForTest(s *Service, fn func(step string) error) { s.RestoreHook = fn }
 
 // SetRestoreBatchForTest sets how many members one copy command places,
 // and one cleaning command of an abort removes, and returns a function
 // that restores the defaults.
 func SetRestoreBatchForTest(n int) func() {
-	old, oldAbort := restoreBatch, abortBatch
-	restoreBatch, abortBatch = n, n
-	return func() { restoreBatch, abortBatch = old, oldAbort }
+	old, oldAbort := history.RestoreBatch, history.AbortBatch
+	history.RestoreBatch, history.AbortBatch = n, n
+	return func() { history.RestoreBatch, history.AbortBatch = old, oldAbort }
 }
 
 // RestoreOperationForTest returns the Restore operation whose destination
 // is dst, and its id.
 func RestoreOperationForTest(tb testing.TB, s *Service, dst string) (nokv.OperationID, nokv.RestoreOperation) {
 	tb.Helper()
-	sn, err := s.store.Pin(context.Background())
+	sn, err := s.Store().Pin(context.Background())
 	if err != nil {
 		tb.Fatal(err)
 	}
-	prefix := append(append([]byte(nil), s.root[:]...), uint8(nokv.OperationKindRestore))
+	root := s.Root()
+	prefix := append(append([]byte(nil), root[:]...), uint8(nokv.OperationKindRestore))
 	recs, err := sn.Scan(context.Background(), nokv.FamilyOperation, prefix, nil, 0)
 	if err != nil {
 		tb.Fatal(err)
@@ -55,14 +59,14 @@ func RestoreOperationForTest(tb testing.TB, s *Service, dst string) (nokv.Operat
 // PutRestoreOperationForTest overwrites the Restore operation id.
 func PutRestoreOperationForTest(tb testing.TB, s *Service, id nokv.OperationID, op nokv.RestoreOperation) {
 	tb.Helper()
-	_, err := s.store.Do(context.Background(), head.Command{
-		Namespace: s.root,
+	_, err := s.Store().Do(context.Background(), head.Command{
+		Namespace: s.Root(),
 		Apply: func(tx *head.Tx) ([]byte, error) {
-			key, err := nokv.OperationKey{Root: s.root, Kind: nokv.OperationKindRestore, ID: id}.Encode()
+			key, err := nokv.OperationKey{Root: s.Root(), Kind: nokv.OperationKindRestore, ID: id}.Encode()
 			if err != nil {
 				return nil, err
 			}
-			return nil, putRecord(tx, nokv.FamilyOperation, key, op.Encode)
+			return nil, core.PutRecord(tx, nokv.FamilyOperation, key, op.Encode)
 		},
 	})
 	if err != nil {

@@ -5,6 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairnstore/cairn/workbench/internal/core"
+	"github.com/cairnstore/cairn/workbench/internal/files"
+	"github.com/cairnstore/cairn/workbench/internal/history"
+
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
@@ -16,14 +20,14 @@ import (
 func dropHeadForTest(t *testing.T, s *Service, id string) {
 	t.Helper()
 	ctx := context.Background()
-	_, err := s.store.Do(ctx, head.Command{
-		Namespace: s.root, RequestID: s.requestID(), Digest: head.Digest([]byte("test.drop_head"), []byte(id)),
+	_, err := s.Store().Do(ctx, head.Command{
+		Namespace: s.Root(), RequestID: s.RequestID(), Digest: head.Digest([]byte("test.drop_head"), []byte(id)),
 		Apply: func(tx *head.Tx) ([]byte, error) {
-			ws, _, werr := s.workspace(ctx, txReader(tx), id)
+			ws, _, werr := s.Workspace(ctx, core.TxReader(tx), id)
 			if werr != nil {
 				return nil, werr
 			}
-			hk, _ := nokv.WorkbenchCommitHeadKey{Root: s.root, Incarnation: ws.Incarnation}.Encode()
+			hk, _ := nokv.WorkbenchCommitHeadKey{Root: s.Root(), Incarnation: ws.Incarnation}.Encode()
 			v, _, err := tx.Get(nokv.FamilyWorkbenchCommitHead, hk)
 			if err != nil {
 				return nil, err
@@ -32,7 +36,7 @@ func dropHeadForTest(t *testing.T, s *Service, id string) {
 			if err != nil {
 				return nil, err
 			}
-			ck, _ := nokv.CommitKey{Root: s.root, Commit: h.Commit}.Encode()
+			ck, _ := nokv.CommitKey{Root: s.Root(), Commit: h.Commit}.Encode()
 			cv, _, err := tx.Get(nokv.FamilyCommit, ck)
 			if err != nil {
 				return nil, err
@@ -44,14 +48,14 @@ func dropHeadForTest(t *testing.T, s *Service, id string) {
 			c.ConsumerCount--
 			c.ConsumerEpoch++
 			c.LastZeroConsumerVersion = tx.Sequence()
-			consumer, _ := nokv.CommitConsumerKey{Root: s.root, Commit: h.Commit, Kind: nokv.CommitConsumerKindWorkbenchHead, Incarnation: ws.Incarnation}.Encode()
+			consumer, _ := nokv.CommitConsumerKey{Root: s.Root(), Commit: h.Commit, Kind: nokv.CommitConsumerKindWorkbenchHead, Incarnation: ws.Incarnation}.Encode()
 			if err := tx.Delete(nokv.FamilyCommitConsumer, consumer); err != nil {
 				return nil, err
 			}
 			if err := tx.Delete(nokv.FamilyWorkbenchCommitHead, hk); err != nil {
 				return nil, err
 			}
-			return nil, putRecord(tx, nokv.FamilyCommit, ck, c.Encode)
+			return nil, core.PutRecord(tx, nokv.FamilyCommit, ck, c.Encode)
 		},
 	})
 	if err != nil {
@@ -61,13 +65,13 @@ func dropHeadForTest(t *testing.T, s *Service, id string) {
 
 func TestRetireCommit(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, mem.NewBucket(), Options{AgentID: "test"})
+	s, err := Open(ctx, mem.NewBucket(), core.Options{AgentID: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	for _, p := range [][]string{{"a.txt"}, {"b.txt"}, {"c", "d.txt"}} {
-		if _, werr := s.putFile(ctx, "wb", append([]string{"outputs"}, p...), []byte(p[0]), "text/plain", false); werr != nil {
+		if _, werr := files.PutFile(ctx, s.Service, "wb", append([]string{"outputs"}, p...), []byte(p[0]), "text/plain", false); werr != nil {
 			t.Fatal(werr)
 		}
 	}
@@ -89,10 +93,10 @@ func TestRetireCommit(t *testing.T) {
 	}
 
 	// a is still its child's parent; b's epoch must be the observed one.
-	if werr := s.RetireCommit(ctx, a, commits[a].ConsumerEpoch); werr == nil || werr.Code != CodeInvalidState {
+	if werr := history.RetireCommit(ctx, s.Service, a, commits[a].ConsumerEpoch); werr == nil || werr.Code != core.CodeInvalidState {
 		t.Fatalf("retiring a consumed commit: %v", werr)
 	}
-	if werr := s.RetireCommit(ctx, b, commits[b].ConsumerEpoch-1); werr == nil || werr.Code != CodeConflict || !werr.Retryable {
+	if werr := history.RetireCommit(ctx, s.Service, b, commits[b].ConsumerEpoch-1); werr == nil || werr.Code != core.CodeConflict || !werr.Retryable {
 		t.Fatalf("retiring at a stale epoch: %v", werr)
 	}
 	if got := CommitsForTest(t, s); got[a].State != nokv.CommitStateSealed || got[b].State != nokv.CommitStateSealed {
@@ -101,7 +105,7 @@ func TestRetireCommit(t *testing.T) {
 
 	// Two batches of one row, then a crash: the commit stays Retiring with
 	// its cursor, and nothing can consume it any more.
-	if werr := s.retireCommit(ctx, b, commits[b].ConsumerEpoch, 1, 2); werr != nil {
+	if werr := history.RetireCommitBatches(ctx, s.Service, b, commits[b].ConsumerEpoch, 1, 2); werr != nil {
 		t.Fatal(werr)
 	}
 	if got := CommitsForTest(t, s)[b]; got.State != nokv.CommitStateRetiring {
@@ -116,7 +120,7 @@ func TestRetireCommit(t *testing.T) {
 	}
 
 	// Resumed, with any epoch: the claim is already made.
-	if werr := s.retireCommit(ctx, b, 0, 1, -1); werr != nil {
+	if werr := history.RetireCommitBatches(ctx, s.Service, b, 0, 1, -1); werr != nil {
 		t.Fatal(werr)
 	}
 	op = retireOperationForTest(t, s, b)
@@ -128,10 +132,10 @@ func TestRetireCommit(t *testing.T) {
 	if got[a].ConsumerCount != 0 || got[a].LastZeroConsumerVersion == 0 {
 		t.Fatalf("a after its child retired: %+v", got[a])
 	}
-	if werr := s.RetireCommit(ctx, a, got[a].ConsumerEpoch); werr != nil {
+	if werr := history.RetireCommit(ctx, s.Service, a, got[a].ConsumerEpoch); werr != nil {
 		t.Fatal(werr)
 	}
-	if werr := s.RetireCommit(ctx, a, 0); werr != nil {
+	if werr := history.RetireCommit(ctx, s.Service, a, 0); werr != nil {
 		t.Fatalf("retiring a retired commit again: %v", werr)
 	}
 	CheckCommitClosureForTest(t, s)
@@ -145,8 +149,8 @@ func TestRetireCommit(t *testing.T) {
 
 func retireOperationForTest(t *testing.T, s *Service, c nokv.CommitID) nokv.CommitRetireOperation {
 	t.Helper()
-	key, _ := nokv.OperationKey{Root: s.root, Kind: nokv.OperationKindCommitRetire, ID: commitRetireOperationID(s.root, c)}.Encode()
-	sn, werr := s.pin(context.Background())
+	key, _ := nokv.OperationKey{Root: s.Root(), Kind: nokv.OperationKindCommitRetire, ID: core.CommitRetireOperationID(s.Root(), c)}.Encode()
+	sn, werr := s.Pin(context.Background())
 	if werr != nil {
 		t.Fatal(werr)
 	}

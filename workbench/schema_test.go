@@ -21,13 +21,13 @@ const inputSchemasSHA256 = "7cfb9fa9e4eed6ee28fed7cf054b4ba7e3e4c14a8e675b0d18a8
 var digest0 = "sha256:" + strings.Repeat("0", 64)
 
 func TestSchemaSnapshotIsThePublishedOne(t *testing.T) {
-	b, err := os.ReadFile("schemas/input-schemas.json")
+	b, err := os.ReadFile("internal/core/schemas/input-schemas.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(b)
 	if got := hex.EncodeToString(sum[:]); got != inputSchemasSHA256 {
-		t.Fatalf("schemas/input-schemas.json sha256 = %s, want %s", got, inputSchemasSHA256)
+		t.Fatalf("internal/core/schemas/input-schemas.json sha256 = %s, want %s", got, inputSchemasSHA256)
 	}
 	var doc struct {
 		InputSchemas map[string]json.RawMessage `json:"inputSchemas"`

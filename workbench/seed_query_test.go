@@ -4,6 +4,9 @@ import (
 	"context"
 	"testing"
 
+	"github.com/cairnstore/cairn/workbench/internal/core"
+	"github.com/cairnstore/cairn/workbench/internal/reads"
+
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
@@ -43,9 +46,9 @@ func SeedQueryStagingWorkbench(t testing.TB, s *Service, id string, files ...Que
 
 // SetGrepBoundsForTest lowers grep's per-call work bounds for one test.
 func SetGrepBoundsForTest(t testing.TB, files int, bytes uint64) {
-	oldFiles, oldBytes := grepMaxFiles, grepMaxBytes
-	grepMaxFiles, grepMaxBytes = files, bytes
-	t.Cleanup(func() { grepMaxFiles, grepMaxBytes = oldFiles, oldBytes })
+	oldFiles, oldBytes := reads.GrepMaxFiles, reads.GrepMaxBytes
+	reads.GrepMaxFiles, reads.GrepMaxBytes = files, bytes
+	t.Cleanup(func() { reads.GrepMaxFiles, reads.GrepMaxBytes = oldFiles, oldBytes })
 }
 
 func seedQueryWorkbench(t testing.TB, s *Service, id string, state nokv.WorkspaceState, files []QuerySeedFile) []uint64 {
@@ -61,7 +64,7 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state nokv.Workspac
 	var preps []prepared
 	digest := [][]byte{[]byte("seed"), []byte(id)}
 	for _, f := range files {
-		path, werr := NormalizePath(f.Path)
+		path, werr := core.NormalizePath(f.Path)
 		if werr != nil {
 			t.Fatalf("seed %s: %v", f.Path, werr)
 		}
@@ -71,17 +74,17 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state nokv.Workspac
 		p := prepared{path: path, rev: nokv.NewRevisionID(), file: f}
 		// Blocks of the service's block size, as the write tools store a
 		// body, each with its manifest row.
-		bs := s.opts.BlockSize
+		bs := s.Opts.BlockSize
 		var manifestBytes []byte
 		for i := 0; i*bs < len(f.Body); i++ {
 			part := f.Body[i*bs : min(len(f.Body), (i+1)*bs)]
-			k := s.store.Layout().Block(s.root, p.rev, uint64(i))
-			if _, err := s.store.Bucket().Put(ctx, k, part, bucket.Unconditional); err != nil {
+			k := s.Store().Layout().Block(s.Root(), p.rev, uint64(i))
+			if _, err := s.Store().Bucket().Put(ctx, k, part, bucket.Unconditional); err != nil {
 				t.Fatalf("seed block: %v", err)
 			}
 			r := nokv.ArtifactManifestEntry{
 				PhysicalOwner: p.rev, PhysicalObjectIndex: uint64(i), ObjectKey: k,
-				LogicalOffset: uint64(i * bs), Length: uint64(len(part)), DigestURI: DigestURI(part),
+				LogicalOffset: uint64(i * bs), Length: uint64(len(part)), DigestURI: core.DigestURI(part),
 			}
 			b, err := r.Encode()
 			if err != nil {
@@ -90,19 +93,19 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state nokv.Workspac
 			manifestBytes = append(manifestBytes, b...)
 			p.rows = append(p.rows, r)
 		}
-		p.manifest = DigestURI(manifestBytes)
+		p.manifest = core.DigestURI(manifestBytes)
 		preps = append(preps, p)
 		digest = append(digest, p.rev[:])
 	}
 	inc := nokv.NewIncarnationID()
 	digest = append(digest, inc[:])
 	gens := make([]uint64, len(preps))
-	_, err := s.store.Do(ctx, head.Command{
-		Namespace: s.root,
-		RequestID: s.requestID(),
+	_, err := s.Store().Do(ctx, head.Command{
+		Namespace: s.Root(),
+		RequestID: s.RequestID(),
 		Digest:    head.Digest(digest...),
 		Apply: func(tx *head.Tx) ([]byte, error) {
-			wsKey, err := nokv.WorkspaceCurrentKey{Root: s.root, WorkbenchID: id}.Encode()
+			wsKey, err := nokv.WorkspaceCurrentKey{Root: s.Root(), WorkbenchID: id}.Encode()
 			if err != nil {
 				return nil, err
 			}
@@ -117,7 +120,7 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state nokv.Workspac
 				}
 			} else {
 				ws = nokv.WorkspaceCurrent{Incarnation: inc, WorkspaceRevision: 1, State: state, CreatedVersion: tx.Sequence()}
-				claimKey, err := nokv.WorkspaceIncarnationClaimKey{Root: s.root, Incarnation: inc}.Encode()
+				claimKey, err := nokv.WorkspaceIncarnationClaimKey{Root: s.Root(), Incarnation: inc}.Encode()
 				if err != nil {
 					return nil, err
 				}
@@ -131,7 +134,7 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state nokv.Workspac
 			}
 			ws.ModifiedVersion = tx.Sequence()
 			for i, p := range preps {
-				pathKey, err := nokv.PathCurrentKey{Root: s.root, Incarnation: ws.Incarnation, Path: p.path}.Encode()
+				pathKey, err := nokv.PathCurrentKey{Root: s.Root(), Incarnation: ws.Incarnation, Path: p.path}.Encode()
 				if err != nil {
 					return nil, err
 				}
@@ -151,13 +154,13 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state nokv.Workspac
 				}
 				gens[i] = gen
 				size := uint64(len(p.file.Body))
-				digest := DigestURI(p.file.Body)
+				digest := core.DigestURI(p.file.Body)
 				for j, r := range p.rows {
 					row, err := r.Encode()
 					if err != nil {
 						return nil, err
 					}
-					key, err := nokv.ArtifactManifestKey{Root: s.root, Revision: p.rev, ObjectIndex: uint64(j)}.Encode()
+					key, err := nokv.ArtifactManifestKey{Root: s.Root(), Revision: p.rev, ObjectIndex: uint64(j)}.Encode()
 					if err != nil {
 						return nil, err
 					}
@@ -173,7 +176,7 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state nokv.Workspac
 				if err != nil {
 					return nil, err
 				}
-				revKey, err := nokv.ArtifactRevisionKey{Root: s.root, Revision: p.rev}.Encode()
+				revKey, err := nokv.ArtifactRevisionKey{Root: s.Root(), Revision: p.rev}.Encode()
 				if err != nil {
 					return nil, err
 				}
@@ -195,11 +198,11 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state nokv.Workspac
 					return nil, err
 				}
 				// As publication does: the path's index rows.
-				if err := writePathIndex(tx, s.root, ws.Incarnation, p.path, prev, &pe); err != nil {
+				if err := core.WritePathIndex(tx, s.Root(), ws.Incarnation, p.path, prev, &pe); err != nil {
 					return nil, err
 				}
 				// As publication does: the new path's directories.
-				if err := placeDirectories(tx, s.root, ws.Incarnation, p.path, tx.Sequence()); err != nil {
+				if err := core.PlaceDirectories(tx, s.Root(), ws.Incarnation, p.path, tx.Sequence()); err != nil {
 					return nil, err
 				}
 				ws.WorkspaceRevision++
@@ -223,12 +226,12 @@ func PathShardForTest(t testing.TB, s *Service, dir string) uint8 {
 	t.Helper()
 	var comps []string
 	if dir != "" {
-		var werr *Error
-		if comps, werr = NormalizePath(dir); werr != nil {
+		var werr *core.Error
+		if comps, werr = core.NormalizePath(dir); werr != nil {
 			t.Fatal(werr)
 		}
 	}
-	refs, err := dirShards(s.root, comps)
+	refs, err := core.DirShards(s.Root(), comps)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,333 +2,99 @@ package workbench
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"reflect"
-	"sync"
-	"sync/atomic"
-	"time"
+	"encoding/json"
 
 	"github.com/cairnstore/cairn/bucket"
-	"github.com/cairnstore/cairn/head"
-	"github.com/cairnstore/cairn/manifests/bodies"
-	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/workbench/internal/core"
+	"github.com/cairnstore/cairn/workbench/internal/history"
+	"github.com/cairnstore/cairn/workbench/internal/maintenance"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
-)
+	"github.com/cairnstore/cairn/workbench/internal/snapshots"
 
-// Limits and defaults of a Service.
-const (
-	// DefaultMaxBytes is the largest payload or whole body a tool moves.
-	DefaultMaxBytes = 16 << 20
-	// DefaultBlockSize is the size of the blocks a body is stored in.
-	DefaultBlockSize = 4 << 20
-	// DefaultAgentID is the agent whose root a Service serves by default.
-	DefaultAgentID = "default"
-	// DefaultInlineMax is the largest body kept inline in its manifest
-	// row instead of a block object (see docs/workbench.md, section 4).
-	DefaultInlineMax = 4 << 10
+	// The tools' packages register their tools and commands from init.
+	_ "github.com/cairnstore/cairn/workbench/internal/files"
+	_ "github.com/cairnstore/cairn/workbench/internal/publish"
+	_ "github.com/cairnstore/cairn/workbench/internal/query"
+	_ "github.com/cairnstore/cairn/workbench/internal/reads"
 )
-
-// Options configure a Service.
-type Options struct {
-	// AgentID names the deployment root /agents/{AgentID}/wb. Default
-	// DefaultAgentID.
-	AgentID string
-	// MaxBytes bounds a payload and a whole body. Default DefaultMaxBytes.
-	MaxBytes int64
-	// BlockSize is the size of the blocks a body is stored in. Default
-	// DefaultBlockSize.
-	BlockSize int
-	// InlineMax is the largest body, or appended delta, kept inline in its
-	// manifest row: no ledger, no block object, no round of its own. A
-	// body of one block only is inlined: the threshold is the smaller of
-	// InlineMax and BlockSize. Default DefaultInlineMax (at most
-	// nokv.MaxInlineBytes); negative inlines nothing.
-	InlineMax int
-	// CleanupDelay is how long after a publication landed its staging
-	// ledger is deleted, in the background. Default DefaultCleanupDelay.
-	CleanupDelay time.Duration
-	// BlockCacheBytes is the budget of the cache of small block objects
-	// (at most bodies.CacheMaxBlock bytes each) that reads fill, so that
-	// a grep over the same small files reads no block again. Default
-	// bodies.DefaultCacheBytes; negative caches no block. The engine's
-	// cache of shards, tables and roots is Engine.CacheBytes.
-	BlockCacheBytes int64
-	// CloseTimeout bounds the time Close spends on queued ledger deletes.
-	// Default DefaultCloseTimeout.
-	CloseTimeout time.Duration
-	// Now is the wall clock snapshot leases are judged by (see
-	// snapshot_lease.go). Default time.Now.
-	Now func() time.Time
-	// LeaseGrace is the clock-skew grace: the reaper ends a snapshot only
-	// once wall time is this far past its lease deadline, and after a
-	// clock regression only once wall time is this far past the lease
-	// clock's high-water mark. Default DefaultLeaseGrace; negative means
-	// none.
-	LeaseGrace time.Duration
-	// ReapBatch is the most snapshots one reap command ends. Default
-	// DefaultReapBatch.
-	ReapBatch int
-	// Engine tunes the commit engine.
-	Engine head.Options
-}
 
 // Service serves the Workbench tools of one agent's deployment root over
 // one bucket. Any number of Services, in one process or many, may serve
-// the same root from the same bucket.
+// the same root from the same bucket. Its methods are the typed tools
+// (api.go), Call for JSON, and the operations beyond the contract below;
+// the embedded core Service holds its state.
 type Service struct {
-	store   *head.Store
-	bodies  *bodies.Store
-	cleanup *ledgerCleanup
-	root    nokv.RootID
-	logical string // the deployment root, "/agents/{agent}/wb"
-	opts    Options
-
-	seqMu sync.Mutex
-	seq   uint64 // request ids of this Service
-	seed  [16]byte
-
-	// queryScanOnly makes every query scan its scope (tests compare the
-	// index-answered results with it); queryIndexAnswers counts the
-	// queries an index answered (query_index.go).
-	queryScanOnly     bool
-	queryIndexAnswers atomic.Int64
-
-	// restoreHook, when set (tests only), runs after each command of a
-	// restore lands ("prepare", "copy", "final"); an error stops the
-	// restore there, as a crash between its commands would.
-	restoreHook func(step string) error
-}
-
-// derive16 derives a stable 16-byte id from an agent id, so that every
-// replica of one agent finds the same logical shard and RootId.
-func derive16(kind, agent string) [16]byte {
-	h := sha256.Sum256([]byte("cairn.workbench." + kind + ".v1\x00" + agent))
-	var id [16]byte
-	copy(id[:], h[:16])
-	return id
+	*core.Service
 }
 
 // Open opens the Workbench deployment root of opts.AgentID in b.
 func Open(ctx context.Context, b bucket.Bucket, opts Options) (*Service, error) {
-	if opts.AgentID == "" {
-		opts.AgentID = DefaultAgentID
-	}
-	if opts.MaxBytes <= 0 {
-		opts.MaxBytes = DefaultMaxBytes
-	}
-	if opts.BlockSize <= 0 {
-		opts.BlockSize = DefaultBlockSize
-	}
-	if opts.InlineMax == 0 {
-		opts.InlineMax = DefaultInlineMax
-	}
-	opts.InlineMax = min(opts.InlineMax, opts.BlockSize, nokv.MaxInlineBytes)
-	if opts.CleanupDelay <= 0 {
-		opts.CleanupDelay = DefaultCleanupDelay
-	}
-	if opts.CloseTimeout <= 0 {
-		opts.CloseTimeout = DefaultCloseTimeout
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	switch {
-	case opts.LeaseGrace == 0:
-		opts.LeaseGrace = DefaultLeaseGrace
-	case opts.LeaseGrace < 0:
-		opts.LeaseGrace = 0
-	}
-	if opts.ReapBatch <= 0 {
-		opts.ReapBatch = DefaultReapBatch
-	}
-	logical, werr := AgentRoot(opts.AgentID)
-	if werr != nil {
-		return nil, werr
-	}
-	id := shards.ShardID(derive16("shard", opts.AgentID))
-	// Publications are data commands, so replicas of one deployment
-	// carry each other's through intents when they share a head
-	// (docs/engine.md).
-	opts.Engine.Intents = true
-	store, err := head.Open(ctx, b, id, nokv.Schema(), opts.Engine)
+	c, err := core.Open(ctx, b, opts)
 	if err != nil {
 		return nil, err
 	}
-	bs := bodies.New(b, store.Layout(), bodies.Options{BlockSize: opts.BlockSize, CacheBytes: opts.BlockCacheBytes})
-	s := &Service{
-		store:   store,
-		bodies:  bs,
-		cleanup: newLedgerCleanup(bs, opts.CleanupDelay, opts.CloseTimeout),
-		root:    nokv.RootID(derive16("root", opts.AgentID)),
-		logical: logical,
-		opts:    opts,
-	}
-	if _, err := rand.Read(s.seed[:]); err != nil {
-		s.Close()
-		return nil, err
-	}
-	for kind, h := range commands {
-		store.Handle(kind, func(tx *head.Tx, payload []byte) ([]byte, error) { return h(s, tx, payload) })
-	}
-	return s, nil
+	return &Service{c}, nil
 }
 
-// commands are the handlers of the engine's data commands that the
-// workbench issues, by kind; every Service registers all of them with its
-// store, so that a replica carries any other replica's intents.
-var commands = map[string]func(s *Service, tx *head.Tx, payload []byte) ([]byte, error){}
+// Fsck checks the Service's deployment root (see the package function
+// Fsck, which opens the Service itself).
+func (s *Service) Fsck(ctx context.Context, opts FsckOptions) (*FsckReport, error) {
+	return maintenance.FsckService(ctx, s.Service, opts)
+}
 
-// registerCommand adds the handler of the data commands of kind. It is
-// called from init; a second registration of one kind panics.
-func registerCommand(kind string, h func(s *Service, tx *head.Tx, payload []byte) ([]byte, error)) {
-	if _, dup := commands[kind]; dup {
-		panic("workbench: command kind " + kind + " registered twice")
+// CollectRevisions collects the unreferenced revisions of the Service's
+// deployment root (see the package function CollectRevisions).
+func (s *Service) CollectRevisions(ctx context.Context, opts CollectOptions) (CollectReport, error) {
+	return maintenance.CollectServiceRevisions(ctx, s.Service, opts)
+}
+
+// ReadChanges reads one page of the deployment root's change feed.
+func (s *Service) ReadChanges(ctx context.Context, req ChangesRequest) (ChangesPage, error) {
+	return history.ReadChanges(ctx, s.Service, req)
+}
+
+// Reap ends the snapshots whose lease has run out, at most
+// Options.ReapBatch of them, and reports how many it ended.
+func (s *Service) Reap(ctx context.Context) (int, error) {
+	return snapshots.Reap(ctx, s.Service)
+}
+
+// RetireCommit retires a commit that no workbench, snapshot or restore
+// still needs, if its retention epoch is still expectedEpoch.
+func (s *Service) RetireCommit(ctx context.Context, commit nokv.CommitID, expectedEpoch uint64) *Error {
+	return history.RetireCommit(ctx, s.Service, commit, expectedEpoch)
+}
+
+// AbortRestore abandons the restore in progress into workbench dst.
+func (s *Service) AbortRestore(ctx context.Context, dst string) error {
+	return history.AbortRestore(ctx, s.Service, dst)
+}
+
+// ToolSpec is a tool beyond the contract, for Register. Its members are
+// core.ToolSpec's, with Run taking this package's Service.
+type ToolSpec struct {
+	Name        string
+	Description string
+	InputSchema json.RawMessage
+	Annotations Annotations
+	Run         func(ctx context.Context, s *Service, input json.RawMessage) (result any, err error)
+}
+
+// Register adds a tool beyond the contract to the registry that every
+// surface reads (Call, the command line, HTTP, OpenAPI, MCP). Call it
+// from an init function; a name already registered, or a spec the
+// registry refuses, panics.
+func Register(spec ToolSpec) {
+	c := core.ToolSpec{
+		Name:        spec.Name,
+		Description: spec.Description,
+		InputSchema: spec.InputSchema,
+		Annotations: spec.Annotations,
 	}
-	commands[kind] = h
-}
-
-// Close releases the Service. It first tries the queued deletes of landed
-// publications' staging ledgers, for at most Options.CloseTimeout; what
-// remains is garbage the sweep owns.
-func (s *Service) Close() error {
-	s.cleanup.close()
-	return s.store.Close()
-}
-
-// inlines reports whether a body (or an appended delta) of n bytes is kept
-// inline in its manifest row.
-func (s *Service) inlines(n int) bool { return n > 0 && n <= s.opts.InlineMax }
-
-// Store returns the engine store under the Service.
-func (s *Service) Store() *head.Store { return s.store }
-
-// Root returns the RootId the Service serves.
-func (s *Service) Root() nokv.RootID { return s.root }
-
-// LogicalRoot returns the deployment root, "/agents/{agent}/wb".
-func (s *Service) LogicalRoot() string { return s.logical }
-
-// requestID returns a fresh engine request id for one tool call. The
-// engine reuses it across its own retries of the call's commit, so the
-// call applies at most once.
-func (s *Service) requestID() string {
-	s.seqMu.Lock()
-	s.seq++
-	n := s.seq
-	s.seqMu.Unlock()
-	h := sha256.New()
-	h.Write([]byte("cairn.workbench.request\x00"))
-	h.Write(s.seed[:])
-	fmt.Fprintf(h, "%d", n)
-	return hex.EncodeToString(h.Sum(nil)[:16])
-}
-
-// tool is one Workbench tool's implementation as the registry
-// (registry.go) holds it: it takes the canonical text of arguments its
-// schema has validated.
-// Its result is the value Call prints, status member included: a map, or
-// a typed result (a struct that embeds Success).
-type tool func(s *Service, ctx context.Context, args []byte) (any, *Error)
-
-// registerTool installs a contract tool's implementation in the
-// registry; each tool file registers its own from init. run receives the
-// arguments decoded into the tool's input type In, after In's resolve has
-// passed (input.go). An input type whose members are not exactly the
-// schema's properties panics, as a second registration of one name does.
-func registerTool[In any, P interface {
-	*In
-	input
-}, R any](name string, run func(*Service, context.Context, P) (R, *Error)) {
-	checkInputType(name, reflect.TypeFor[In]())
-	registry.install(name, func(s *Service, ctx context.Context, args []byte) (any, *Error) {
-		in := P(new(In))
-		if err := decodeInput(args, in); err != nil {
-			// Unreachable: the input type has the schema's members and the
-			// schema checked their types.
-			return nil, Internal(name + ": decode validated arguments: " + err.Error())
-		}
-		if werr := in.resolve(s); werr != nil {
-			return nil, werr
-		}
-		if j, ok := any(in).(interface{ joinedPathRefusal() *Error }); ok {
-			if werr := j.joinedPathRefusal(); werr != nil {
-				return nil, werr
-			}
-		}
-		res, werr := run(s, ctx, in)
-		if werr != nil {
-			return nil, werr
-		}
-		return succeeded(name, res)
-	})
-}
-
-// Call runs one tool on its JSON input and returns the JSON result and
-// whether it is a success. Errors are results too: the error envelope of
-// the contract, {status:"error", code, message, retryable, details}.
-func (s *Service) Call(ctx context.Context, name string, input []byte) ([]byte, bool) {
-	res, werr := s.call(ctx, name, input)
-	if werr != nil {
-		b, err := MarshalResult(werr.Envelope())
-		if err != nil {
-			panic("workbench: marshal error envelope: " + err.Error())
-		}
-		return b, false
-	}
-	b, err := MarshalResult(res)
-	if err != nil {
-		b, _ = MarshalResult(FromError(err).Envelope())
-		return b, false
-	}
-	return b, true
-}
-
-// MaxInputBytes is the largest raw JSON input of tool that a Service
-// whose body limit is maxBytes (Options.MaxBytes; zero or less: the
-// default) parses. A larger input is refused, unparsed, with
-// InputTooLarge. The bound is what the largest input that can succeed may
-// take: a payload of maxBytes written as JSON text can take 6 bytes per
-// byte (a control byte written \u0001; base64 takes 4/3), so 6 × maxBytes,
-// plus inputSlack for the other members. An edit carries two strings
-// (old_string and new_string, neither useful past maxBytes), so its bound
-// is 12 × maxBytes + inputSlack.
-func MaxInputBytes(tool string, maxBytes int64) int64 {
-	if maxBytes <= 0 {
-		maxBytes = DefaultMaxBytes
-	}
-	per := int64(6)
-	if tool == "workbench_edit" {
-		per = 12
-	}
-	return per*maxBytes + inputSlack
-}
-
-// inputSlack is what MaxInputBytes allows beyond the payload: ids, paths,
-// content types and the JSON around them.
-const inputSlack = 64 << 10
-
-func (s *Service) call(ctx context.Context, name string, input []byte) (any, *Error) {
-	if _, known := registry.lookup(name); known {
-		if limit := MaxInputBytes(name, s.opts.MaxBytes); int64(len(input)) > limit {
-			return nil, InputTooLarge(uint64(len(input)), uint64(limit), false)
+	if run := spec.Run; run != nil { // nil is refused by the registry
+		c.Run = func(ctx context.Context, s *core.Service, input json.RawMessage) (any, error) {
+			return run(ctx, &Service{s}, input)
 		}
 	}
-	_, args, werr := validateInput(name, input)
-	if werr != nil {
-		return nil, werr
-	}
-	t := registry.implementation(name)
-	if t == nil {
-		return nil, &Error{Code: "Unimplemented", Message: name + " is not available in this version of cairn", Details: map[string]any{"tool": name}}
-	}
-	return t(s, ctx, args)
-}
-
-// CacheStats reports the engine's caches of decoded objects: shard
-// objects and pages, tables, roots.
-func (s *Service) CacheStats() (objects, tables, roots shards.CacheStats) {
-	return s.store.CacheStats()
+	core.Register(c)
 }

@@ -9,11 +9,11 @@ import (
 	"testing"
 )
 
-// TestEveryCodeHasAStatus reads the code constants of workbench/errors.go
+// TestEveryCodeHasAStatus reads the code constants of workbench/internal/core/errors.go
 // and requires a status of its own for each: a code added there must be
 // given one here.
 func TestEveryCodeHasAStatus(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), "../../../../workbench/errors.go", nil, 0)
+	f, err := parser.ParseFile(token.NewFileSet(), "../../../../workbench/internal/core/errors.go", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestEveryCodeHasAStatus(t *testing.T) {
 		return true
 	})
 	if len(codes) < 25 {
-		t.Fatalf("found only %d codes in workbench/errors.go: %v", len(codes), codes)
+		t.Fatalf("found only %d codes in workbench/internal/core/errors.go: %v", len(codes), codes)
 	}
 	codes = append(codes, CodeUnimplemented, CodeUnauthenticated, CodeUnknownAgent, CodeRouteNotFound,
 		CodeMethodNotAllowed, CodeUnsupportedMedia, CodeIdempotencyKeyReused, CodeIdempotencyKeyInUse, CodeShuttingDown)

@@ -1,0 +1,549 @@
+package workbench
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/gcsweep"
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/roots/walk"
+	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/workbench/internal/core"
+	"github.com/cairnstore/cairn/workbench/internal/files"
+	"github.com/cairnstore/cairn/workbench/internal/history"
+	"github.com/cairnstore/cairn/workbench/internal/maintenance"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/publish"
+	"github.com/cairnstore/cairn/workbench/internal/query"
+	"github.com/cairnstore/cairn/workbench/internal/reads"
+	"github.com/cairnstore/cairn/workbench/internal/snapshots"
+)
+
+// The facade: what the workbench's packages (under internal/) offer a
+// caller, under this package's name. Types are aliases, so a value of
+// workbench.PutFileResult is a files.PutFileResult; functions call
+// through. Each name's full documentation is at its definition.
+
+// The error codes of the envelope, as the contract spells them.
+const (
+	CodeAlreadyExists                   = core.CodeAlreadyExists
+	CodeAmbiguousEdit                   = core.CodeAmbiguousEdit
+	CodeBackendProtocolMismatch         = core.CodeBackendProtocolMismatch
+	CodeCancelled                       = core.CodeCancelled
+	CodeCanonicalEncodingFailed         = core.CodeCanonicalEncodingFailed
+	CodeConflict                        = core.CodeConflict
+	CodeForkRetentionActive             = core.CodeForkRetentionActive
+	CodeInternal                        = core.CodeInternal
+	CodeInvalidArguments                = core.CodeInvalidArguments
+	CodeInvalidState                    = core.CodeInvalidState
+	CodeInvalidUTF8                     = core.CodeInvalidUTF8
+	CodeNoMatch                         = core.CodeNoMatch
+	CodeNotArtifact                     = core.CodeNotArtifact
+	CodeNotDirectory                    = core.CodeNotDirectory
+	CodeNotFound                        = core.CodeNotFound
+	CodeObjectUnavailable               = core.CodeObjectUnavailable
+	CodePayloadTooLarge                 = core.CodePayloadTooLarge
+	CodeReadFenceChanged                = core.CodeReadFenceChanged
+	CodeResourceExhausted               = core.CodeResourceExhausted
+	CodeRestoreProtocolMismatch         = core.CodeRestoreProtocolMismatch
+	CodeSnapshotExpired                 = core.CodeSnapshotExpired
+	CodeSnapshotNotFound                = core.CodeSnapshotNotFound
+	CodeStructuredDecodeFailed          = core.CodeStructuredDecodeFailed
+	CodeTimeout                         = core.CodeTimeout
+	CodeUnknownOutcome                  = core.CodeUnknownOutcome
+	CodeUnknownTool                     = core.CodeUnknownTool
+	CodeWorkbenchCommitConflict         = core.CodeWorkbenchCommitConflict
+	CodeWorkbenchCommitProtocolMismatch = core.CodeWorkbenchCommitProtocolMismatch
+)
+
+// AgentRoot returns the conventional logical root of an agent, /agents/{agentID}/wb, normalized by NormalizeLogicalRoot.
+func AgentRoot(agentID string) (string, *core.Error) {
+	return core.AgentRoot(agentID)
+}
+
+// AlreadyExists reports a create-only write onto an existing path.
+func AlreadyExists(msg string) *core.Error {
+	return core.AlreadyExists(msg)
+}
+
+// AmbiguousEdit reports an edit whose old_string occurs more than once without replace_all.
+func AmbiguousEdit(matches int) *core.Error {
+	return core.AmbiguousEdit(matches)
+}
+
+// Annotations are the hints a host reads before calling a tool (MCP's readOnlyHint, destructiveHint and idempotentHint).
+type Annotations = core.Annotations
+
+// BackendProtocolMismatch reports storage output that breaks the tool's expectations (a grep candidate cursor that did not advance, a candidate outside the requested scope).
+func BackendProtocolMismatch(msg string, details map[string]any) *core.Error {
+	return core.BackendProtocolMismatch(msg, details)
+}
+
+// CanonicalEncodingFailed reports a value (a snapshot annotation) that cannot be canonically encoded.
+func CanonicalEncodingFailed(msg string) *core.Error {
+	return core.CanonicalEncodingFailed(msg)
+}
+
+// CheckWritable refuses a write tool's target that is a reserved projection, with InvalidArguments ("metadata/run_manifest.json is a reserved Workbench projection and cannot be changed by generic artifact tools").
+func CheckWritable(components []string) *core.Error {
+	return core.CheckWritable(components)
+}
+
+// CommitConflict is the commit tool's remap: a Conflict from the storage side becomes WorkbenchCommitConflict with its message, retryable flag and details kept.
+func CommitConflict(e *core.Error) *core.Error {
+	return core.CommitConflict(e)
+}
+
+// CommitIdentity is the facade's stable commit identity: SHA-256 of "nokv.workbench.commit_identity.v1\0" and the workbench id, content digest URI and manifest digest URI, each u64be-length-prefixed.
+func CommitIdentity(workbenchID string, contentDigestURI string, manifestDigestURI string) nokv.CommitID {
+	return core.CommitIdentity(workbenchID, contentDigestURI, manifestDigestURI)
+}
+
+// CommitProtocolMismatch reports a stored commit identity that differs from the one the tool computed (both 64 lower-case hex).
+func CommitProtocolMismatch(expected string, actual string) *core.Error {
+	return core.CommitProtocolMismatch(expected, actual)
+}
+
+// ComparePaths orders stored paths as their exact-row keys order (shards.EncodePath), so a scan of the path_current family and a sort of paths agree and a cursor can be checked against either.
+func ComparePaths(a []string, b []string) int {
+	return core.ComparePaths(a, b)
+}
+
+// Conflict reports a lost conditional write: conflict names what moved ("Generation", "Head", "Contention", ...).
+func Conflict(msg string, conflict string, currentGeneration *uint64) *core.Error {
+	return core.Conflict(msg, conflict, currentGeneration)
+}
+
+// DefaultAgentID is the agent whose root a Service serves by default.
+const DefaultAgentID = core.DefaultAgentID
+
+// DefaultMaxBytes is the largest payload or whole body a tool moves.
+const DefaultMaxBytes = core.DefaultMaxBytes
+
+// DigestURI is "sha256:" and the lowercase hex SHA-256 of b.
+func DigestURI(b []byte) string {
+	return core.DigestURI(b)
+}
+
+// EditConflict reports an edit whose every replace-if-generation attempt lost to a concurrent writer; lastErr is the last conflict's message.
+func EditConflict(attempts int, lastErr string) *core.Error {
+	return core.EditConflict(attempts, lastErr)
+}
+
+// Error is a Workbench error: the typed result every tool returns instead of a success envelope.
+type Error = core.Error
+
+// ForkRetentionActive reports a retirement of a snapshot that a restore still consumes.
+func ForkRetentionActive(msg string) *core.Error {
+	return core.ForkRetentionActive(msg)
+}
+
+// FromError maps a Go error to the Workbench error a tool returns.
+func FromError(err error) *core.Error {
+	return core.FromError(err)
+}
+
+// GrepReadFenceChanged reports a grep body whose path or metadata changed between candidate enumeration and the read.
+func GrepReadFenceChanged() *core.Error {
+	return core.GrepReadFenceChanged()
+}
+
+// GrepScanExhausted reports a grep that cannot make progress within its budget of resource ("bytes"): a single candidate larger than maximum.
+func GrepScanExhausted(resource string, maximum uint64) *core.Error {
+	return core.GrepScanExhausted(resource, maximum)
+}
+
+// InputSchema returns the input schema of a tool as canonical JSON (keys sorted, compact), the object an MCP tools/list entry publishes, and whether the tool exists.
+func InputSchema(name string) (json.RawMessage, bool) {
+	return core.InputSchema(name)
+}
+
+// InputSchemasVersion is the schema marker of the embedded snapshot.
+const InputSchemasVersion = core.InputSchemasVersion
+
+// InputTooLarge reports a tool input whose raw JSON, actual bytes, is over the input limit maximum (MaxInputBytes), refused before it is parsed.
+func InputTooLarge(actual uint64, maximum uint64, atLeast bool) *core.Error {
+	return core.InputTooLarge(actual, maximum, atLeast)
+}
+
+// Internal reports a failure that is a defect, not a condition of the request.
+func Internal(msg string) *core.Error {
+	return core.Internal(msg)
+}
+
+// InvalidArguments reports input a tool refuses: a schema violation or an argument check of the tool.
+func InvalidArguments(msg string) *core.Error {
+	return core.InvalidArguments(msg)
+}
+
+// InvalidArgumentsf is InvalidArguments with a formatted message.
+func InvalidArgumentsf(format string, args ...any) *core.Error {
+	return core.InvalidArgumentsf(format, args...)
+}
+
+// InvalidState reports a request the stored state or the storage side's own validation refuses (a foreign cursor, an invalid content type, a retired snapshot's renewal).
+func InvalidState(msg string) *core.Error {
+	return core.InvalidState(msg)
+}
+
+// InvalidUTF8 reports an edit of a body that is not UTF-8.
+func InvalidUTF8(path string) *core.Error {
+	return core.InvalidUTF8(path)
+}
+
+// IsReserved reports whether a stored path is one of the reserved projections, metadata/run_manifest.json or metadata/restore_manifest.json.
+func IsReserved(components []string) bool {
+	return core.IsReserved(components)
+}
+
+// IsSection reports whether s is one of the five standard sections.
+func IsSection(s string) bool {
+	return core.IsSection(s)
+}
+
+// JoinSection resolves a path a tool takes relative to a section into the stored path: [section, components of rel...].
+func JoinSection(section string, rel string) ([]string, *core.Error) {
+	return core.JoinSection(section, rel)
+}
+
+// LifecycleConflict reports a commit or restore that conflicts with what is stored ("workbench already has a different commit head; set replace=true").
+func LifecycleConflict(msg string) *core.Error {
+	return core.LifecycleConflict(msg)
+}
+
+// LogicalPath joins components with "/": the section-joined path inside a workbench ("outputs/a.txt") that NotFound and friends report.
+func LogicalPath(components []string) string {
+	return core.LogicalPath(components)
+}
+
+// MarshalResult encodes a result or envelope as the reference prints it (Rust serde_json without preserve_order): compact, object keys sorted by their bytes at every level, strings escaping only '"', '\' and control characters (\b \f \n \r \t, others \u00xx), everything else raw UTF-8 including '<', '>', '&', U+2028 and U+2029.
+func MarshalResult(v any) ([]byte, error) {
+	return core.MarshalResult(v)
+}
+
+// MarshalResultIndent encodes like MarshalResult and lays the result out as the reference's pretty printer does (serde_json to_string_pretty): two-space indentation, ": " after keys, and empty objects and arrays as {} and [].
+func MarshalResultIndent(v any) ([]byte, error) {
+	return core.MarshalResultIndent(v)
+}
+
+// MaxInputBytes is the largest raw JSON input of tool that a Service whose body limit is maxBytes (Options.MaxBytes; zero or less: the default) parses.
+func MaxInputBytes(tool string, maxBytes int64) int64 {
+	return core.MaxInputBytes(tool, maxBytes)
+}
+
+// MaxPathBytes bounds a relative path, its components joined with "/", and the logical root.
+const MaxPathBytes = core.MaxPathBytes
+
+// MaxPathComponents bounds the components of a relative path and of the logical root.
+const MaxPathComponents = core.MaxPathComponents
+
+// Missing reports a NotFound the storage side decides (a workbench, a commit, an unknown snapshot id in a snapshot read).
+func Missing(msg string) *core.Error {
+	return core.Missing(msg)
+}
+
+// NoMatch reports an edit whose old_string does not occur.
+func NoMatch(path string) *core.Error {
+	return core.NoMatch(path)
+}
+
+// NormalizeLogicalRoot checks and normalizes the logical workbench root, the presentation prefix of every returned path (by convention /agents/{agent_id}/wb).
+func NormalizeLogicalRoot(raw string) (string, *core.Error) {
+	return core.NormalizeLogicalRoot(raw)
+}
+
+// NormalizePath is the one path normalizer: every relative path a tool takes, every stored path and every key built from a path goes through it.
+func NormalizePath(p string) ([]string, *core.Error) {
+	return core.NormalizePath(p)
+}
+
+// NotArtifact reports a replace whose target is a directory or section.
+func NotArtifact(path string) *core.Error {
+	return core.NotArtifact(path)
+}
+
+// NotDirectory reports a list of a path that is an exact artifact.
+func NotDirectory(path string) *core.Error {
+	return core.NotDirectory(path)
+}
+
+// NotFound reports a miss the tool layer decides: a replace or edit of a missing path, a stat or read that found nothing.
+func NotFound(path string) *core.Error {
+	return core.NotFound(path)
+}
+
+// ObjectUnavailable reports an object-store failure.
+func ObjectUnavailable(msg string, retryable bool) *core.Error {
+	return core.ObjectUnavailable(msg, retryable)
+}
+
+// Options configure a Service.
+type Options = core.Options
+
+// ParseWorkbenchID checks a workbench id: 1 to 128 bytes, the first an ASCII letter or digit, the others ASCII letters, digits, '_' or '-'.
+func ParseWorkbenchID(s string) (string, *core.Error) {
+	return core.ParseWorkbenchID(s)
+}
+
+// PayloadTooLarge reports a payload or body of actual bytes over the maximum.
+func PayloadTooLarge(actual uint64, maximum uint64) *core.Error {
+	return core.PayloadTooLarge(actual, maximum)
+}
+
+// PresentationPath returns the presentation path of a stored path inside a workbench: <root>/<id>/<components joined by "/">, or the workbench's own path for no components.
+func PresentationPath(root string, id string, components []string) string {
+	return core.PresentationPath(root, id, components)
+}
+
+// QueryRefused reports a query the server's own validation refuses (a bound exceeded, an unknown field, an operand of another type): the reference's server answers InvalidArgument, which the tools report as InvalidState.
+func QueryRefused(msg string) *core.Error {
+	return core.QueryRefused(msg)
+}
+
+// ReadFenceChanged reports a continuation whose view moved: operation is "list", "grep candidate enumeration", "search", "aggregate", "catalog", "find" or "workbench child enumeration"; conflict is "ReadVersion" or "Workspace".
+func ReadFenceChanged(operation string, conflict string) *core.Error {
+	return core.ReadFenceChanged(operation, conflict)
+}
+
+// ResourceExhausted reports work beyond a storage-side bound (an artifact over the maximum size, an enumeration beyond its page budget).
+func ResourceExhausted(msg string) *core.Error {
+	return core.ResourceExhausted(msg)
+}
+
+const RestoreManifestPath = core.RestoreManifestPath
+
+// RestoreProtocolMismatch is the restore tool's remap: a BackendProtocolMismatch becomes RestoreProtocolMismatch with its message, retryable flag and details kept.
+func RestoreProtocolMismatch(e *core.Error) *core.Error {
+	return core.RestoreProtocolMismatch(e)
+}
+
+const RunManifestPath = core.RunManifestPath
+
+// RunManifestSchema is the schema string of the run-manifest envelope.
+const RunManifestSchema = core.RunManifestSchema
+
+// ScopePath resolves the scope of a read tool (list, stat, read, grep, search, aggregate, catalog) from its optional section and path, "" for either meaning absent (the tools treat a JSON null and "" alike): - neither: no components, the workbench itself; - section only: [section]; - path only: the path from the workbench root, which may name a non-section top-level entry; no duplicated-prefix check applies; - both: JoinSection.
+func ScopePath(section string, rel string) ([]string, *core.Error) {
+	return core.ScopePath(section, rel)
+}
+
+const SectionInput = core.SectionInput
+
+// Sections returns the five standard sections in the order workbench_create reports them: input, scripts, outputs, logs, metadata.
+func Sections() []string {
+	return core.Sections()
+}
+
+// SnapshotExpired reports a snapshot that is expired or reaped.
+func SnapshotExpired(msg string) *core.Error {
+	return core.SnapshotExpired(msg)
+}
+
+// SnapshotNotFound reports a snapshot id or name that resolves to nothing.
+func SnapshotNotFound(msg string) *core.Error {
+	return core.SnapshotNotFound(msg)
+}
+
+// Source is the value of details.source in the errors cairn's storage side reports.
+const Source = core.Source
+
+// SplitSection splits a stored path into its section and the path relative to it, as results present them: when the first component is a standard section it is the section and the rest (possibly none) the relative path; otherwise section is "" (null in results) and the relative path is the whole path.
+func SplitSection(components []string) (section string, rel []string) {
+	return core.SplitSection(components)
+}
+
+// StructuredDecodeFailed reports a structured read of a body classified as format ("json" or "yaml") that does not parse; cause is the parser's complaint.
+func StructuredDecodeFailed(path string, format string, cause error) *core.Error {
+	return core.StructuredDecodeFailed(path, format, cause)
+}
+
+// StructuredTextNotUTF8 reports a structured read of a text body that is not UTF-8.
+func StructuredTextNotUTF8(path string) *core.Error {
+	return core.StructuredTextNotUTF8(path)
+}
+
+// Tool returns the description of a registered tool and whether it exists.
+func Tool(name string) (core.ToolInfo, bool) {
+	return core.Tool(name)
+}
+
+// Tools returns the names of the registered tools: the contract's 18 in its order (create, put_file, append, edit, list, stat, read, grep, search, aggregate, catalog, find, commit, snapshot, snapshot_renew, snapshot_retire, snapshot_list, restore), then any tool added with Register, by name.
+func Tools() []string {
+	return core.Tools()
+}
+
+// Uncommitted reports a snapshot of a workbench without a commit head: the one InvalidState whose details name the workbench instead of the source.
+func Uncommitted(workbenchID string) *core.Error {
+	return core.Uncommitted(workbenchID)
+}
+
+// UnknownQueryField reports a field id that the scope's catalog does not hold, in a predicate, sort key, projection, facet, group or measure.
+func UnknownQueryField(id string) *core.Error {
+	return core.UnknownQueryField(id)
+}
+
+// UnknownTool reports a tool name that is not registered (registry.go).
+func UnknownTool(tool string) *core.Error {
+	return core.UnknownTool(tool)
+}
+
+// ValidateInput checks a tool's raw JSON arguments against the tool's input schema before anything else sees them, and returns the decoded arguments.
+func ValidateInput(tool string, raw []byte) (map[string]any, *core.Error) {
+	return core.ValidateInput(tool, raw)
+}
+
+// WithRequestID binds the engine commands of the tool calls made with the returned context to id: the n-th command such a call runs gets the engine request id "id.n" instead of a fresh one.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return core.WithRequestID(ctx, id)
+}
+
+// WorkbenchPath returns a workbench's presentation path, <root>/<id>.
+func WorkbenchPath(root string, id string) string {
+	return core.WorkbenchPath(root, id)
+}
+
+// WritePath resolves the target of a write tool (put_file, append, edit): JoinSection, then a refusal of the two reserved projections (CheckWritable).
+func WritePath(section string, rel string) ([]string, *core.Error) {
+	return core.WritePath(section, rel)
+}
+
+// AppendInput is workbench_append's input.
+type AppendInput = files.AppendInput
+
+// CreateInput is workbench_create's input.
+type CreateInput = files.CreateInput
+
+// EditInput is workbench_edit's input.
+type EditInput = files.EditInput
+
+// PutFileInput is workbench_put_file's input.
+type PutFileInput = files.PutFileInput
+
+// PutFileResult is workbench_put_file's result.
+type PutFileResult = files.PutFileResult
+
+// Change is one event of the feed.
+type Change = history.Change
+
+// ChangesPage is one page of the change feed.
+type ChangesPage = history.ChangesPage
+
+// ChangesRequest asks for one page of the change feed.
+type ChangesRequest = history.ChangesRequest
+
+// CommitInput is workbench_commit's input.
+type CommitInput = history.CommitInput
+
+// DefaultChangesLimit is the page size when the request gives none.
+const DefaultChangesLimit = history.DefaultChangesLimit
+
+// FindInput is workbench_find's input.
+type FindInput = history.FindInput
+
+// MaxChangesLimit is the largest page a request may ask for.
+const MaxChangesLimit = history.MaxChangesLimit
+
+// RestoreInput is workbench_restore's input: exactly one of AtSnapshot and AtCommit names the source.
+type RestoreInput = history.RestoreInput
+
+// RestoreKeepCurrent are the families that a restore of a pinned state (head.Store.RestoreRoot, `cairn pin restore`) keeps as they are now rather than as they were at the pin: - the snapshot rows (SnapshotRef, SnapshotAlias, HistoryHold), which describe the engine holds that such a restore keeps current, so every snapshot stays exactly as it was before the restore: held, listed, renewable and retirable, whichever side of the pin it was taken on, its frozen reads reading its own held root; - the lease clock, which must never go back; - the change feed's log (ChangeEvent), which is append-only history: a follower's position stays valid and no event it was served disappears.
+var RestoreKeepCurrent = history.RestoreKeepCurrent
+
+// BlockRefFamilies are the families whose records BlockRefs reads: only ArtifactManifest rows name block objects.
+var BlockRefFamilies = maintenance.BlockRefFamilies
+
+// BlockRefs is the Workbench's walk.Refs (what the graph walker asks of a record): the block an ArtifactManifest row names, with the digest of the slice of it the row reads.
+func BlockRefs(f shards.Family, key []byte, value []byte) ([]walk.BlockRef, error) {
+	return maintenance.BlockRefs(f, key, value)
+}
+
+// CollectOptions tune CollectRevisions.
+type CollectOptions = maintenance.CollectOptions
+
+// CollectReport is what CollectRevisions did.
+type CollectReport = maintenance.CollectReport
+
+// CollectRevisions opens the deployment root of opts.AgentID in b and collects its due revisions (Service.CollectRevisions), folding its batches' changes once, at the end (collectEngine).
+func CollectRevisions(ctx context.Context, b bucket.Bucket, opts maintenance.CollectOptions) (maintenance.CollectReport, error) {
+	return maintenance.CollectRevisions(ctx, b, opts)
+}
+
+// Fsck opens the deployment root of opts.AgentID in b and checks it (see Service.Fsck).
+func Fsck(ctx context.Context, b bucket.Bucket, opts maintenance.FsckOptions) (*maintenance.FsckReport, error) {
+	return maintenance.Fsck(ctx, b, opts)
+}
+
+// FsckFinding is one inconsistency: where it was seen, the record (or engine object) concerned, what the other records say it should be and what was found.
+type FsckFinding = maintenance.FsckFinding
+
+// FsckOptions tune Fsck.
+type FsckOptions = maintenance.FsckOptions
+
+// FsckReport is what Fsck found, and what it covered.
+type FsckReport = maintenance.FsckReport
+
+// Layout returns the bucket layout of the logical shard that serves agent's deployment root, as Open derives it, without any I/O.
+func Layout(agent string) (shards.Layout, error) {
+	return maintenance.Layout(agent)
+}
+
+// PinBlockRefs returns the walk.Refs to walk a pinned root with, to verify it, copy it or check it before a restore (gcsweep.VerifyPin, gcsweep.CopyPin): BlockRefs, less the rows of every revision that neither the pinned root nor a root its holds name (one level, roots.Root.KeptHolds) references, whose blocks may have been collected and which no read of the pinned state reaches.
+func PinBlockRefs(ctx context.Context, store *head.Store, root digest.Hash) (walk.Refs, error) {
+	return maintenance.PinBlockRefs(ctx, store, root)
+}
+
+// ShardLayout returns the layout of logical shard id under the Workbench's schema: for a tool that walks every shard of a bucket without knowing the agents they serve.
+func ShardLayout(id shards.ShardID) shards.Layout {
+	return maintenance.ShardLayout(id)
+}
+
+// SweepOptions returns the options of a sweep of a Workbench shard (gcsweep.Sweep) that only the Workbench knows: the blocks its records keep, and its schema marker, so that a sweep never reads a shard of another schema with the Workbench's families (and may write its head: it touches the head first, so that its horizon reaches a grace period before now).
+func SweepOptions() gcsweep.Options {
+	return maintenance.SweepOptions()
+}
+
+const MaxDependencyDepth = publish.MaxDependencyDepth
+
+// AggregateInput is workbench_aggregate's input.
+type AggregateInput = query.AggregateInput
+
+// CatalogInput is workbench_catalog's input.
+type CatalogInput = query.CatalogInput
+
+// Measure is one measure of an aggregate: Op (count, sum, avg, min or max) over Field, reported under Name.
+type Measure = query.Measure
+
+// Predicate is one filter of a metadata query: Field compared by Op (eq, ne, in, lt, lte, gt, gte, prefix, suffix, contains, exists, not_exists) with Value.
+type Predicate = query.Predicate
+
+// SearchInput is workbench_search's input.
+type SearchInput = query.SearchInput
+
+// SortKey is one sort key of a metadata query.
+type SortKey = query.SortKey
+
+// GrepInput is workbench_grep's input.
+type GrepInput = reads.GrepInput
+
+// ListInput is workbench_list's input.
+type ListInput = reads.ListInput
+
+// ReadInput is workbench_read's input.
+type ReadInput = reads.ReadInput
+
+// StatInput is workbench_stat's input.
+type StatInput = reads.StatInput
+
+// SnapshotInput is workbench_snapshot's input.
+type SnapshotInput = snapshots.SnapshotInput
+
+// SnapshotListInput is workbench_snapshot_list's input.
+type SnapshotListInput = snapshots.SnapshotListInput
+
+// SnapshotRenewInput is workbench_snapshot_renew's input: exactly one of SnapshotID and Name selects the snapshot.
+type SnapshotRenewInput = snapshots.SnapshotRenewInput
+
+// SnapshotRetireInput is workbench_snapshot_retire's input: exactly one of SnapshotID and Name selects the snapshot.
+type SnapshotRetireInput = snapshots.SnapshotRetireInput
