@@ -8,7 +8,7 @@
 //
 // # Tools
 //
-// One registry (registry.go) holds every tool: name, one-line
+// One registry (internal/core/registry.go) holds every tool: name, one-line
 // description, input schema, annotations (read-only, destructive,
 // idempotent) and implementation. Tools, Tool and InputSchema read it;
 // Call, the command line, the HTTP server, its OpenAPI document and MCP
@@ -28,7 +28,7 @@
 // gets them decoded once into its own input type, where a member given as
 // JSON null is exactly like an absent one, and that type's resolve
 // applies the rules the schema cannot express, before any storage is read
-// (input.go).
+// (internal/core/input.go).
 //
 // # Errors and results
 //
@@ -51,7 +51,7 @@
 // Append, Edit, List, Stat, Read, Grep, Search, Aggregate, Catalog, Find,
 // Commit, Snapshot, SnapshotRenew, SnapshotRetire, SnapshotList, Restore.
 // Its input goes through the path Call's does (the schema, the input's
-// checks, the tool; typed.go), so a typed call and a JSON call of the same
+// checks, the tool; internal/core/typed.go), so a typed call and a JSON call of the same
 // arguments answer alike; a string that is not valid UTF-8, which JSON
 // cannot carry, is refused. Call is the adapter the HTTP server, MCP and
 // the command line use.
@@ -86,9 +86,9 @@
 // # Publication
 //
 // workbench_put_file, workbench_append and workbench_edit make a body
-// visible object first, metadata last (publish.go stages the body through
+// visible object first, metadata last (package publish stages the body through
 // package manifests/bodies, which owns the block objects and ledgers;
-// publish_command.go runs the command). A call draws a fresh
+// and runs the command). A call draws a fresh
 // revision id and operation id; writes a staging ledger naming every block
 // it may upload (shards.Layout.Staging of the operation, create-only,
 // canonical JSON "cairn.staging_ledger.v1"); uploads the blocks of
@@ -130,8 +130,8 @@
 //
 // Every read pins one snapshot (one read of the engine's head) and sees
 // one version. stat, list and read go through a view of one Visible
-// workbench (view.go); search, aggregate and catalog read the PathCurrent
-// rows of their scope, not SecondaryIndex rows (query.go); grep lists its
+// workbench (internal/core/view.go); search, aggregate and catalog read the PathCurrent
+// rows of their scope, not SecondaryIndex rows (package query); grep lists its
 // candidates in one scan and reads their bodies a few ahead. A body is
 // read whole: its manifest rows, then their blocks in parallel, each
 // slice checked against its row's digest and the whole against the body
@@ -145,13 +145,26 @@
 // ReadFenceChanged after any write to its workbench, a search cursor after
 // any commit to the shard. Reads at a snapshot (at_snapshot) resolve the
 // snapshot at the live head and run the same view code over the root the
-// snapshot holds (snapshot_view.go).
+// snapshot holds (internal/core/snapshot_view.go).
 //
 // # Snapshots
 //
 // A snapshot is an engine hold on the root its mint command pinned,
 // recorded as SnapshotRef, HistoryHold and SnapshotAlias rows
-// (snapshot.go). Leases are judged against the root's persisted lease
+// (package snapshots). Leases are judged against the root's persisted lease
 // clock and ended by a reaper that waits out a clock-skew grace and any
 // clock regression (snapshot_lease.go).
+//
+// # Packages
+//
+// This package is the facade: Service, Open, the typed methods (api.go)
+// and aliases of the names callers use (exports.go). The work is done
+// under internal/, one package per feature over one core: core (the
+// Service's state, the registry, inputs, errors, results, paths, views,
+// cursors), publish (staging and the publication command), files
+// (create, put_file, append, edit), reads (stat, list, read, grep), query
+// (search, aggregate, catalog), history (commit, find, the change feed,
+// restore, retiring commits), snapshots (the four snapshot tools, leases,
+// the reaper) and maintenance (fsck, the collection of revisions, what a
+// sweep and a pin need). docs/packages.md says what each may import.
 package workbench
