@@ -42,7 +42,7 @@ func TestSweepKeepsRewritableRecordsWithoutConditionalDelete(t *testing.T) {
 	fill(t, s, files{}, 0, 4)
 	s.Close()
 	quiesce(t, b, layout)
-	rec := layout.Idempotency(digest.Sum([]byte("a key")))
+	rec := gcsweep.IdempotencyKey(layout, digest.Sum([]byte("a key")))
 	if _, err := b.Put(ctx, rec, []byte(`{"state":"released"}`), bucket.IfAbsent()); err != nil {
 		t.Fatal(err)
 	}

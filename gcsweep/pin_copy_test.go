@@ -16,6 +16,7 @@ import (
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/gcsweep"
 	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/workbench"
 )
 
@@ -210,7 +211,7 @@ func TestPinVerifyReportsEveryProblem(t *testing.T) {
 		t.Fatalf("clean verify: %+v", rep)
 	}
 	// Damage one block and delete another.
-	blocks, _, err := bucket.ListAll(ctx, b, bucket.ListOptions{Prefix: layout.ArtifactsPrefix()})
+	blocks, _, err := bucket.ListAll(ctx, b, bucket.ListOptions{Prefix: bodies.ArtifactsPrefix(layout)})
 	if err != nil || len(blocks) < 2 {
 		t.Fatalf("blocks %d: %v", len(blocks), err)
 	}
@@ -353,7 +354,7 @@ func TestPinCopyRefusesADamagedSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	layout := svc.Store().Layout()
-	blocks, _, err := bucket.ListAll(ctx, src, bucket.ListOptions{Prefix: layout.ArtifactsPrefix()})
+	blocks, _, err := bucket.ListAll(ctx, src, bucket.ListOptions{Prefix: bodies.ArtifactsPrefix(layout)})
 	if err != nil || len(blocks) == 0 {
 		t.Fatalf("blocks %d: %v", len(blocks), err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/gcsweep"
 	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/roots/walk"
 	"github.com/cairnstore/cairn/workbench"
 )
@@ -120,7 +121,7 @@ func TestRollingSnapshotsAreReclaimed(t *testing.T) {
 		if !listAll(t, b)[k] {
 			t.Fatalf("%s is not in the bucket before the gc", k)
 		}
-		if strings.HasPrefix(k, layout.ArtifactsPrefix()) {
+		if strings.HasPrefix(k, bodies.ArtifactsPrefix(layout)) {
 			retiredBlocks++
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/cairnstore/cairn/bucket/counting"
 	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/roots/walk"
 	"github.com/cairnstore/cairn/shards"
@@ -549,9 +550,9 @@ func (s *sweeper) clock(ctx context.Context) error {
 func (s *sweeper) list(ctx context.Context) error {
 	s.progress(Progress{Phase: PhaseList, Start: true})
 	s.times = map[string]time.Time{}
-	prefixes := []string{s.layout.Prefix(), s.layout.ArtifactsPrefix(), s.layout.KeepsPrefix()}
+	prefixes := []string{s.layout.Prefix(), bodies.ArtifactsPrefix(s.layout), s.layout.KeepsPrefix()}
 	if s.opts.IdempotencyRetention >= 0 {
-		prefixes = append(prefixes, s.layout.IdempotencyPrefix())
+		prefixes = append(prefixes, IdempotencyPrefix(s.layout))
 	}
 	for _, prefix := range prefixes {
 		opts := bucket.ListOptions{Prefix: prefix}
@@ -583,16 +584,16 @@ func (s *sweeper) list(ctx context.Context) error {
 // ClassUnknown and kept.
 func (s *sweeper) classify(key string) Class {
 	switch {
-	case strings.HasPrefix(key, s.layout.IdempotencyPrefix()):
+	case strings.HasPrefix(key, IdempotencyPrefix(s.layout)):
 		return ClassIdempotency
-	case strings.HasPrefix(key, s.layout.StagingPrefix()):
+	case strings.HasPrefix(key, bodies.StagingPrefix(s.layout)):
 		return ClassStaging
 	case strings.HasPrefix(key, s.layout.IntentsPrefix()):
 		return ClassIntent
 	case strings.HasPrefix(key, s.layout.KeepsPrefix()):
 		return ClassKeep
-	case strings.HasPrefix(key, s.layout.ArtifactsPrefix()):
-		if isBlockKey(strings.TrimPrefix(key, s.layout.ArtifactsPrefix())) {
+	case strings.HasPrefix(key, bodies.ArtifactsPrefix(s.layout)):
+		if bodies.IsBlockKey(s.layout, key) {
 			return ClassBlock
 		}
 		return ClassUnknown
@@ -614,26 +615,6 @@ func (s *sweeper) classify(key string) Class {
 		return ClassIndex
 	}
 	return ClassUnknown
-}
-
-// isBlockKey reports whether rest, a key after "artifacts/{lsid}/", is
-// "{root_id}/{revision_id}/blocks/{object_index}" as shards.Layout.Block
-// writes it.
-func isBlockKey(rest string) bool {
-	parts := strings.Split(rest, "/")
-	return len(parts) == 4 && isLowerHex(parts[0], 32) && isLowerHex(parts[1], 32) && parts[2] == "blocks" && isLowerHex(parts[3], 16)
-}
-
-func isLowerHex(s string, n int) bool {
-	if len(s) != n {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // live counts a marked object.

@@ -90,7 +90,7 @@ func orphanStaging(t testing.TB, b bucket.Bucket, layout shards.Layout, root [16
 	if _, err := bs.Stage(context.Background(), st, data); err != nil {
 		t.Fatal(err)
 	}
-	keys := []string{layout.Staging(op)}
+	keys := []string{bodies.StagingKey(layout, op)}
 	for _, blk := range st.Blocks {
 		keys = append(keys, blk.Key)
 	}
@@ -445,7 +445,7 @@ func TestSweepExpiresIdempotencyRecords(t *testing.T) {
 	fill(t, s, files{}, 0, 4)
 	s.Close()
 	quiesce(t, b, layout)
-	rec := layout.Idempotency(digest.Sum([]byte("a key")))
+	rec := gcsweep.IdempotencyKey(layout, digest.Sum([]byte("a key")))
 	if _, err := b.Put(ctx, rec, []byte(`{"state":"done"}`), bucket.IfAbsent()); err != nil {
 		t.Fatal(err)
 	}

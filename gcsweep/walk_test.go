@@ -17,6 +17,7 @@ import (
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/manifests"
+	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/roots/walk"
 	"github.com/cairnstore/cairn/shards"
@@ -203,7 +204,7 @@ func TestWalkFindsWhatCheckReads(t *testing.T) {
 				t.Errorf("verify %v: no %s reached; the store should have every kind (%v)", verify, k, kinds)
 			}
 		}
-		listed, _, err := bucket.ListAll(ctx, b, bucket.ListOptions{Prefix: layout.ArtifactsPrefix()})
+		listed, _, err := bucket.ListAll(ctx, b, bucket.ListOptions{Prefix: bodies.ArtifactsPrefix(layout)})
 		if err != nil {
 			t.Fatal(err)
 		}

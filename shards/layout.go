@@ -116,40 +116,8 @@ func (l Layout) Index(f Family, idx uint8, h digest.Hash) string {
 	return fmt.Sprintf("%sindexes/%s/%02x/%s", l.prefix, l.schema.Name(f), idx, h)
 }
 
-// ArtifactsPrefix returns "artifacts/{lsid}/", under which the shard's
-// artifact blocks live.
-func (l Layout) ArtifactsPrefix() string { return "artifacts/" + l.id.String() + "/" }
-
-// Block returns the key of block objectIndex of an artifact revision:
-// "artifacts/{lsid}/{root_id}/{revision_id}/blocks/{object_index}"
-// with ids in lowercase hex and the index as 16 lowercase hex digits.
-func (l Layout) Block(rootID, revisionID [16]byte, objectIndex uint64) string {
-	return fmt.Sprintf("%s%x/%x/blocks/%016x", l.ArtifactsPrefix(), rootID, revisionID, objectIndex)
-}
-
 // PinsPrefix returns "pins/{lsid}/".
 func (l Layout) PinsPrefix() string { return "pins/" + l.id.String() + "/" }
-
-// IdempotencyPrefix returns "idempotency/{lsid}/", under which an HTTP
-// server keeps the stored results of requests made with an idempotency
-// key. It lies outside the shard's prefix: a shard with no head is
-// empty only if nothing is stored under its prefix, and a keyed read may
-// come before the first write.
-func (l Layout) IdempotencyPrefix() string { return "idempotency/" + l.id.String() + "/" }
-
-// Idempotency returns the key of the stored result of the requests whose
-// key, hashed with the agent's id, is h.
-func (l Layout) Idempotency(h digest.Hash) string { return l.IdempotencyPrefix() + h.String() }
-
-// StagingPrefix is the prefix of the shard's staging ledgers.
-func (l Layout) StagingPrefix() string { return l.prefix + "staging/" }
-
-// Staging returns the key of the staging ledger of a publish operation
-// (16 bytes, lowercase hex): the durable list of every object the
-// operation may upload, written before the first of them.
-func (l Layout) Staging(operation [16]byte) string {
-	return l.prefix + "staging/" + hex.EncodeToString(operation[:])
-}
 
 // IntentsPrefix is the prefix of the shard's intents: create-only
 // objects that publish a replica's data commands for whichever replica

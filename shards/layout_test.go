@@ -29,8 +29,6 @@ func TestLayoutKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := [16]byte{0xab, 15: 0x01}
-	rev := [16]byte{0: 0x0f, 15: 0xf0}
 	for _, c := range []struct{ got, want string }{
 		{l.Head(), "shards/" + lsid + "/head"},
 		{l.Root(hash), "shards/" + lsid + "/roots/" + hx},
@@ -38,10 +36,8 @@ func TestLayoutKeys(t *testing.T) {
 		{l.Shard(shardstest.Fixed32, 0x0a, hash), "shards/" + lsid + "/objects/fixed32/0a/" + hx},
 		{l.Shard(shards.System, 0xff, hash), "shards/" + lsid + "/objects/system/ff/" + hx},
 		{l.Index(shardstest.Fixed32, 0x0a, hash), "shards/" + lsid + "/indexes/fixed32/0a/" + hx},
-		{l.Block(root, rev, 0x1f), "artifacts/" + lsid + "/ab000000000000000000000000000001/0f0000000000000000000000000000f0/blocks/000000000000001f"},
 		{pin, "pins/" + lsid + "/backup-2024.01_a"},
 		{l.Prefix(), "shards/" + lsid + "/"},
-		{l.ArtifactsPrefix(), "artifacts/" + lsid + "/"},
 		{l.PinsPrefix(), "pins/" + lsid + "/"},
 	} {
 		if c.got != c.want {
@@ -103,7 +99,7 @@ func TestParseObjectKeyRejects(t *testing.T) {
 		"",
 		l.Head(),
 		pin,
-		l.Block([16]byte{}, [16]byte{}, 0),
+		"artifacts/" + lsid + "/00000000000000000000000000000000/00000000000000000000000000000000/blocks/0000000000000000", // a block
 		"shards/" + lsid + "/roots/" + strings.ToUpper(hx),
 		"shards/" + lsid + "/roots/" + hx[:63],
 		"shards/" + lsid + "/roots/" + hx + "/",
@@ -157,7 +153,8 @@ func FuzzParseObjectKey(f *testing.F) {
 	for _, key := range []string{
 		l.Root(h), l.Table(h), l.Delta(h), l.Head(),
 		l.Shard(shardstest.Grouped, 0x0f, h), l.Index(shards.System, 0xff, h),
-		l.Block([16]byte{1}, [16]byte{2}, 3), l.Staging([16]byte{4}),
+		"artifacts/ab010000000000000000000000000000/01000000000000000000000000000000/02000000000000000000000000000000/blocks/0000000000000003",
+		"shards/ab010000000000000000000000000000/staging/04000000000000000000000000000000",
 		"shards/AB/roots/" + h.String(),
 	} {
 		f.Add(key)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/bucket/mem"
+	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
@@ -251,7 +252,7 @@ func TestAppendConcurrent(t *testing.T) {
 		workbench.FlushCleanupForTest(s)
 	}
 	b, _ := mem.New(store, "")
-	if keys := listKeys(t, b, services[0].Store().Layout().StagingPrefix()); len(keys) != 0 {
+	if keys := listKeys(t, b, bodies.StagingPrefix(services[0].Store().Layout())); len(keys) != 0 {
 		t.Errorf("ledgers left: %v", keys)
 	}
 }

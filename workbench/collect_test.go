@@ -14,6 +14,7 @@ import (
 	"github.com/cairnstore/cairn/gcsweep"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/manifests"
+	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/roots/walk"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
@@ -68,7 +69,7 @@ func revisionStates(t *testing.T, s *workbench.Service) map[nokv.RevisionState]i
 
 func blockCount(t *testing.T, b bucket.Bucket, s *workbench.Service) int {
 	t.Helper()
-	objs, _, err := bucket.ListAll(context.Background(), b, bucket.ListOptions{Prefix: s.Store().Layout().ArtifactsPrefix()})
+	objs, _, err := bucket.ListAll(context.Background(), b, bucket.ListOptions{Prefix: bodies.ArtifactsPrefix(s.Store().Layout())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestCollectRevisionsQuarantinesAnAmbiguousDelete(t *testing.T) {
 	s := newServiceOn(t, fb, collectOptions("quarantine"))
 	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "a.txt", `"text":"`+strings.Repeat("a", 2500)+`"`))
 	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "a.txt", `"text":"small"`, `"replace":true`))
-	fb.Inject(fault.Rule{Op: fault.OpDelete, Prefix: s.Store().Layout().ArtifactsPrefix(), Count: 1, Fault: fault.LoseResponse()})
+	fb.Inject(fault.Rule{Op: fault.OpDelete, Prefix: bodies.ArtifactsPrefix(s.Store().Layout()), Count: 1, Fault: fault.LoseResponse()})
 	rep, err := s.CollectRevisions(ctx, workbench.CollectOptions{Kept: sweepPast(t, inner, s, true).Kept})
 	if err != nil {
 		t.Fatal(err)

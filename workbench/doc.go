@@ -90,10 +90,10 @@
 // package manifests/bodies, which owns the block objects and ledgers;
 // and runs the command). A call draws a fresh
 // revision id and operation id; writes a staging ledger naming every block
-// it may upload (shards.Layout.Staging of the operation, create-only,
+// it may upload (bodies.StagingKey of the operation, create-only,
 // canonical JSON "cairn.staging_ledger.v1"); uploads the blocks of
 // Options.BlockSize bytes create-only and in parallel
-// (shards.Layout.Block of the RootId, the revision and the index); and
+// (bodies.BlockKey of the RootId, the revision and the index); and
 // then runs one engine command. The command checks every predicate against
 // its snapshot and writes, all at once, the ArtifactRevision, its
 // ArtifactManifest rows, the PathCurrent entry, the strong references

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket/fault"
 	"github.com/cairnstore/cairn/bucket/mem"
+	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/workbench"
 )
 
@@ -183,7 +184,7 @@ func TestEditConflictAfterAttempts(t *testing.T) {
 	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "e.txt", `"text":"old 0"`))
 
 	var replaces atomic.Int64
-	fs.Inject(fault.Rule{Op: fault.OpPut, Prefix: s.Store().Layout().ArtifactsPrefix(), Fault: fault.Hook(func(ctx context.Context, _ fault.Op, _ string) error {
+	fs.Inject(fault.Rule{Op: fault.OpPut, Prefix: bodies.ArtifactsPrefix(s.Store().Layout()), Fault: fault.Hook(func(ctx context.Context, _ fault.Op, _ string) error {
 		n := replaces.Add(1)
 		_, ok := replica.Call(ctx, "workbench_put_file", []byte(putInput("wb", "outputs", "e.txt", fmt.Sprintf(`"text":"old %d"`, n), `"replace":true`)))
 		if !ok {
@@ -207,10 +208,10 @@ func TestEditConflictAfterAttempts(t *testing.T) {
 	// once the background cleanup ran.
 	workbench.FlushCleanupForTest(s)
 	workbench.FlushCleanupForTest(replica)
-	if keys := listKeys(t, other, s.Store().Layout().ArtifactsPrefix()); len(keys) != 6 {
+	if keys := listKeys(t, other, bodies.ArtifactsPrefix(s.Store().Layout())); len(keys) != 6 {
 		t.Fatalf("blocks %v", keys)
 	}
-	if keys := listKeys(t, other, s.Store().Layout().StagingPrefix()); len(keys) != 0 {
+	if keys := listKeys(t, other, bodies.StagingPrefix(s.Store().Layout())); len(keys) != 0 {
 		t.Fatalf("ledgers %v", keys)
 	}
 	workbench.CheckReferencesForTest(t, s)

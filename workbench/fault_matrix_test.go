@@ -19,6 +19,7 @@ import (
 	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/bucket/fault"
 	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench"
@@ -458,7 +459,7 @@ func matrixCorruption(t *testing.T, report func(string, tally)) {
 	byKind := classify(t, r.plain, layout, reached)
 	// The ledgers: no read path reads one (the sweep deletes them by
 	// key), so a corrupt ledger can serve nothing; it is listed to say so.
-	ledgers := listKeys(t, r.plain, layout.StagingPrefix())
+	ledgers := listKeys(t, r.plain, bodies.StagingPrefix(layout))
 	for _, kind := range []string{"head", "root", "table", "table with an inline index", "shard object", "page", "page index", "delta segment", "block"} {
 		keys := byKind[kind]
 		if len(keys) == 0 {
@@ -630,7 +631,7 @@ func classify(t *testing.T, b bucket.Bucket, layout shards.Layout, reached map[s
 			out["delta segment"] = append(out["delta segment"], target{k, len(get(k)) / 2})
 		case strings.HasPrefix(k, p+"objects/"):
 			objects = append(objects, k)
-		case strings.HasPrefix(k, layout.ArtifactsPrefix()):
+		case strings.HasPrefix(k, bodies.ArtifactsPrefix(layout)):
 			out["block"] = append(out["block"], target{k, len(get(k)) / 2})
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/cairnstore/cairn/gcsweep"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/manifests"
+	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/roots/walk"
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench"
@@ -76,7 +77,7 @@ func TestFsckClean(t *testing.T) {
 			t.Errorf("no %s record checked: %v", f, rep.Records)
 		}
 	}
-	blocks := listKeys(t, b, s.Store().Layout().ArtifactsPrefix())
+	blocks := listKeys(t, b, bodies.ArtifactsPrefix(s.Store().Layout()))
 	if rep.Blocks != len(blocks) || rep.BlockBytes == 0 || rep.Objects <= rep.Blocks || rep.Bytes <= rep.BlockBytes {
 		t.Errorf("verified %d objects of %d bytes, %d blocks of %d bytes; the bucket holds %d blocks", rep.Objects, rep.Bytes, rep.Blocks, rep.BlockBytes, len(blocks))
 	}
@@ -192,7 +193,7 @@ func TestFsckIgnoresUnreferencedRevisions(t *testing.T) {
 	ctx := context.Background()
 	live := liveBlocks(t, s)
 	var gone int
-	for _, key := range listKeys(t, b, s.Store().Layout().ArtifactsPrefix()) {
+	for _, key := range listKeys(t, b, bodies.ArtifactsPrefix(s.Store().Layout())) {
 		if !slices.Contains(live, key) {
 			if err := b.Delete(ctx, key, bucket.Unconditional); err != nil {
 				t.Fatal(err)
@@ -655,7 +656,7 @@ func TestFsckCleanWithAQuarantinedRevision(t *testing.T) {
 	s := newServiceOn(t, fb, workbench.Options{BlockSize: 64, InlineMax: 16})
 	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "a.txt", `"text":"`+strings.Repeat("a", 300)+`"`))
 	mustCall(t, s, "workbench_put_file", putInput("wb", "outputs", "a.txt", `"text":"small"`, `"replace":true`))
-	fb.Inject(fault.Rule{Op: fault.OpDelete, Prefix: s.Store().Layout().ArtifactsPrefix(), Count: 1, Fault: fault.LoseResponse()})
+	fb.Inject(fault.Rule{Op: fault.OpDelete, Prefix: bodies.ArtifactsPrefix(s.Store().Layout()), Count: 1, Fault: fault.LoseResponse()})
 	rep, err := s.CollectRevisions(ctx, workbench.CollectOptions{Kept: sweepPast(t, inner, s, true).Kept})
 	if err != nil || rep.Quarantined != 1 {
 		t.Fatalf("collection: %+v, %v", rep, err)

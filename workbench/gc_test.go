@@ -11,6 +11,7 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/fault"
 	"github.com/cairnstore/cairn/bucket/mem"
+	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
@@ -74,7 +75,7 @@ func TestPublicationRestagesStaleBlocks(t *testing.T) {
 	mustCall(t, s, "workbench_create", `{"id":"wb"}`)
 	layout := s.Store().Layout()
 	var first []string
-	fb.Inject(fault.Rule{Op: fault.OpPut, Prefix: layout.ArtifactsPrefix(), Count: 1, Fault: fault.HookAfter(func(ctx context.Context, _ fault.Op, key string) error {
+	fb.Inject(fault.Rule{Op: fault.OpPut, Prefix: bodies.ArtifactsPrefix(layout), Count: 1, Fault: fault.HookAfter(func(ctx context.Context, _ fault.Op, key string) error {
 		// The first block has landed: another replica writes the head an
 		// hour (the default grace) later by the store's clock.
 		first = append(first, key)
@@ -98,7 +99,7 @@ func TestPublicationRestagesStaleBlocks(t *testing.T) {
 	if _, err := fb.Stat(ctx, first[0]); !errors.Is(err, bucket.ErrNotExist) {
 		t.Fatalf("the stale block %s is still there: %v", first[0], err)
 	}
-	blocks, _, err := bucket.ListAll(ctx, fb, bucket.ListOptions{Prefix: layout.ArtifactsPrefix()})
+	blocks, _, err := bucket.ListAll(ctx, fb, bucket.ListOptions{Prefix: bodies.ArtifactsPrefix(layout)})
 	if err != nil || len(blocks) != 3 {
 		t.Fatalf("blocks in the bucket: %d, %v", len(blocks), err)
 	}

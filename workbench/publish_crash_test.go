@@ -80,7 +80,7 @@ func (r crashRig) put(t *testing.T) (map[string]any, bool) {
 func (r crashRig) ledgers(t *testing.T) []bodies.StagingLedger {
 	t.Helper()
 	var out []bodies.StagingLedger
-	for _, k := range listKeys(t, r.plain, r.s.Store().Layout().StagingPrefix()) {
+	for _, k := range listKeys(t, r.plain, bodies.StagingPrefix(r.s.Store().Layout())) {
 		raw, _, err := r.plain.Get(t.Context(), k)
 		if err != nil {
 			t.Fatal(err)
@@ -89,7 +89,7 @@ func (r crashRig) ledgers(t *testing.T) []bodies.StagingLedger {
 		if err != nil {
 			t.Fatalf("ledger %s: %v", k, err)
 		}
-		if want := r.s.Store().Layout().Staging(mustOperationID(t, l.Operation)); want != k {
+		if want := bodies.StagingKey(r.s.Store().Layout(), mustOperationID(t, l.Operation)); want != k {
 			t.Fatalf("ledger of operation %s stored at %s", l.Operation, k)
 		}
 		out = append(out, l)
@@ -109,7 +109,7 @@ func mustOperationID(t *testing.T, s string) [16]byte {
 // revisionBlocks lists the block objects under one revision's prefix.
 func (r crashRig) revisionBlocks(t *testing.T, rev string) []string {
 	t.Helper()
-	prefix := r.s.Store().Layout().ArtifactsPrefix() + r.s.Root().String() + "/" + rev + "/"
+	prefix := bodies.ArtifactsPrefix(r.s.Store().Layout()) + r.s.Root().String() + "/" + rev + "/"
 	return listKeys(t, r.plain, prefix)
 }
 
@@ -154,7 +154,7 @@ func (r crashRig) checkLedgerOwnsBlocks(t *testing.T) int {
 			t.Errorf("block %s is not named by the ledger", k)
 		}
 	}
-	all := listKeys(t, r.plain, r.s.Store().Layout().ArtifactsPrefix())
+	all := listKeys(t, r.plain, bodies.ArtifactsPrefix(r.s.Store().Layout()))
 	if len(all) != len(present) {
 		t.Errorf("blocks outside the ledger's revision: %v", all)
 	}
@@ -178,7 +178,7 @@ func (r crashRig) retryAfterCrash(t *testing.T) {
 
 func TestCrashAfterLedger(t *testing.T) {
 	r := newCrashRig(t)
-	r.fb.Inject(fault.Rule{Op: fault.OpPut, Prefix: r.s.Store().Layout().StagingPrefix(), Count: 1,
+	r.fb.Inject(fault.Rule{Op: fault.OpPut, Prefix: bodies.StagingPrefix(r.s.Store().Layout()), Count: 1,
 		Fault: fault.HookAfter(func(context.Context, fault.Op, string) error { return errCrash })})
 	if got, ok := r.put(t); ok {
 		t.Fatalf("put succeeded: %v", got)
@@ -197,7 +197,7 @@ func TestCrashAfterSomeBlocks(t *testing.T) {
 		t.Run(fmt.Sprintf("k=%d", k), func(t *testing.T) {
 			r := newCrashRig(t)
 			var n atomic.Int64
-			r.fb.Inject(fault.Rule{Op: fault.OpPut, Prefix: r.s.Store().Layout().ArtifactsPrefix(),
+			r.fb.Inject(fault.Rule{Op: fault.OpPut, Prefix: bodies.ArtifactsPrefix(r.s.Store().Layout()),
 				Fault: fault.Hook(func(context.Context, fault.Op, string) error {
 					if n.Add(1) > int64(k) {
 						return errCrash
@@ -334,7 +334,7 @@ func TestRejectedPublicationCleansUp(t *testing.T) {
 	r := newCrashRig(t)
 	other := newServiceOn(t, r.plain, workbench.Options{InlineMax: -1}) // the winner's body in a block
 	var once atomic.Bool
-	r.fb.Inject(fault.Rule{Op: fault.OpPut, Prefix: r.s.Store().Layout().ArtifactsPrefix(), Fault: fault.Hook(func(ctx context.Context, _ fault.Op, _ string) error {
+	r.fb.Inject(fault.Rule{Op: fault.OpPut, Prefix: bodies.ArtifactsPrefix(r.s.Store().Layout()), Fault: fault.Hook(func(ctx context.Context, _ fault.Op, _ string) error {
 		if once.CompareAndSwap(false, true) {
 			if out, ok := other.Call(ctx, "workbench_put_file", []byte(putInput("wb", "outputs", "c.bin", `"text":"winner"`))); !ok {
 				t.Errorf("concurrent create: %s", out)
@@ -361,10 +361,10 @@ func TestRejectedPublicationCleansUp(t *testing.T) {
 	if ls := r.ledgers(t); len(ls) != 0 {
 		t.Fatalf("ledgers left: %+v", ls)
 	}
-	if keys := listKeys(t, r.plain, r.s.Store().Layout().ArtifactsPrefix()); len(keys) != 1 {
+	if keys := listKeys(t, r.plain, bodies.ArtifactsPrefix(r.s.Store().Layout())); len(keys) != 1 {
 		t.Fatalf("blocks left: %v (want the winner's one)", keys)
 	}
-	if n := len(deletes); n != 11 || !strings.HasPrefix(deletes[n-1], r.s.Store().Layout().StagingPrefix()) {
+	if n := len(deletes); n != 11 || !strings.HasPrefix(deletes[n-1], bodies.StagingPrefix(r.s.Store().Layout())) {
 		t.Fatalf("deletes %v: want ten blocks, then the ledger", deletes)
 	}
 	workbench.CheckReferencesForTest(t, r.s)

@@ -13,6 +13,7 @@ import (
 	"github.com/cairnstore/cairn/bucket/latency"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/workbench"
 )
 
@@ -91,7 +92,7 @@ func TestLedgerCleanupNeverLeaks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prefix := s.Store().Layout().StagingPrefix()
+	prefix := bodies.StagingPrefix(s.Store().Layout())
 	body := bytes.Repeat([]byte("x"), 64<<10)
 	putBody(t, s, "a.bin", body)
 	if keys := listKeys(t, b, prefix); len(keys) != 1 {
@@ -175,7 +176,7 @@ func TestSmallBodiesInline(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(got), "hello there") {
 		t.Fatalf("grep: %v", got)
 	}
-	for _, prefix := range []string{s.Store().Layout().ArtifactsPrefix(), s.Store().Layout().StagingPrefix()} {
+	for _, prefix := range []string{bodies.ArtifactsPrefix(s.Store().Layout()), bodies.StagingPrefix(s.Store().Layout())} {
 		if keys := listKeys(t, b, prefix); len(keys) != 0 {
 			t.Fatalf("objects under %s: %v", prefix, keys)
 		}

@@ -297,7 +297,7 @@ func TestPublishLargeBodyInBlocks(t *testing.T) {
 	}
 	for i, r := range st.Rows {
 		if r.PhysicalOwner != st.Entry.Revision || r.PhysicalObjectIndex != uint64(i) || r.Length != 1<<20 ||
-			r.LogicalOffset != uint64(i)<<20 || r.ObjectKey != s.Store().Layout().Block(s.Root(), st.Entry.Revision, uint64(i)) {
+			r.LogicalOffset != uint64(i)<<20 || r.ObjectKey != bodies.BlockKey(s.Store().Layout(), s.Root(), st.Entry.Revision, uint64(i)) {
 			t.Fatalf("row %d: %+v", i, r)
 		}
 	}
@@ -329,7 +329,7 @@ func TestPublishLargeBodyInBlocks(t *testing.T) {
 	// Once the background cleanup ran, the ledger is gone; the
 	// StagedObject rows own the blocks.
 	s.Cleanup.Flush()
-	page, err := b.List(ctx, bucket.ListOptions{Prefix: s.Store().Layout().StagingPrefix()})
+	page, err := b.List(ctx, bucket.ListOptions{Prefix: bodies.StagingPrefix(s.Store().Layout())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,7 +462,7 @@ func TestStagingLedgerRoundTrip(t *testing.T) {
 	if err := s.Bodies.WriteLedger(ctx, publish.Objects(s.Service, st)); err != nil {
 		t.Fatal(err)
 	}
-	raw, _, err := b.Get(ctx, s.Store().Layout().Staging(st.Op))
+	raw, _, err := b.Get(ctx, bodies.StagingKey(s.Store().Layout(), st.Op))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/mem"
+	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
@@ -345,10 +346,10 @@ func TestPutFileCreateRace(t *testing.T) {
 		workbench.FlushCleanupForTest(s)
 	}
 	b, _ := mem.New(store, "")
-	if keys := listKeys(t, b, services[0].Store().Layout().ArtifactsPrefix()); len(keys) != 1 {
+	if keys := listKeys(t, b, bodies.ArtifactsPrefix(services[0].Store().Layout())); len(keys) != 1 {
 		t.Fatalf("blocks left: %v", keys)
 	}
-	if keys := listKeys(t, b, services[0].Store().Layout().StagingPrefix()); len(keys) != 0 {
+	if keys := listKeys(t, b, bodies.StagingPrefix(services[0].Store().Layout())); len(keys) != 0 {
 		t.Fatalf("ledgers left: %v", keys)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/fault"
 	"github.com/cairnstore/cairn/bucket/mem"
+	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/workbench"
 )
 
@@ -30,8 +31,8 @@ func TestPermanentRefusalIsReportedAsSuch(t *testing.T) {
 		{"staging full", func(s *workbench.Service) string { return s.Store().Layout().Prefix() + "roots/" }, bucket.ErrNoSpace, "no space left"},
 		{"head denied", func(s *workbench.Service) string { return s.Store().Layout().Head() }, bucket.ErrDenied, "denied access"},
 		{"head full", func(s *workbench.Service) string { return s.Store().Layout().Head() }, bucket.ErrNoSpace, "no space left"},
-		{"blocks denied", func(s *workbench.Service) string { return s.Store().Layout().ArtifactsPrefix() }, bucket.ErrDenied, "denied access"},
-		{"blocks full", func(s *workbench.Service) string { return s.Store().Layout().ArtifactsPrefix() }, bucket.ErrNoSpace, "no space left"},
+		{"blocks denied", func(s *workbench.Service) string { return bodies.ArtifactsPrefix(s.Store().Layout()) }, bucket.ErrDenied, "denied access"},
+		{"blocks full", func(s *workbench.Service) string { return bodies.ArtifactsPrefix(s.Store().Layout()) }, bucket.ErrNoSpace, "no space left"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fb := fault.New(mem.NewBucket())

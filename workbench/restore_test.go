@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/bucket/mem"
+	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
@@ -307,7 +308,7 @@ func TestRestoreRunManifestInBlocks(t *testing.T) {
 		t.Fatalf("run manifest %s", run)
 	}
 	workbench.FlushCleanupForTest(s)
-	if keys := listKeys(t, b, s.Store().Layout().StagingPrefix()); len(keys) != 0 {
+	if keys := listKeys(t, b, bodies.StagingPrefix(s.Store().Layout())); len(keys) != 0 {
 		t.Fatalf("staging ledgers left: %v", keys)
 	}
 	workbench.CheckReferencesForTest(t, s)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/workbench/internal/core"
 	"github.com/cairnstore/cairn/workbench/internal/reads"
 
@@ -78,7 +79,7 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state nokv.Workspac
 		var manifestBytes []byte
 		for i := 0; i*bs < len(f.Body); i++ {
 			part := f.Body[i*bs : min(len(f.Body), (i+1)*bs)]
-			k := s.Store().Layout().Block(s.Root(), p.rev, uint64(i))
+			k := bodies.BlockKey(s.Store().Layout(), s.Root(), p.rev, uint64(i))
 			if _, err := s.Store().Bucket().Put(ctx, k, part, bucket.Unconditional); err != nil {
 				t.Fatalf("seed block: %v", err)
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/workbench"
 )
 
@@ -253,7 +254,7 @@ func TestRecoverCommand(t *testing.T) {
 	// A root that does not verify is refused and nothing is written: a
 	// block of big.txt is gone.
 	layout, _ := workbench.Layout(r.agent)
-	blocks, _, err := bucket.ListAll(context.Background(), r.b, bucket.ListOptions{Prefix: layout.ArtifactsPrefix()})
+	blocks, _, err := bucket.ListAll(context.Background(), r.b, bucket.ListOptions{Prefix: bodies.ArtifactsPrefix(layout)})
 	if err != nil || len(blocks) == 0 {
 		t.Fatalf("no blocks: %v", err)
 	}

@@ -4,7 +4,7 @@ import "github.com/cairnstore/cairn/bucket/digest"
 
 // Block is one block of a body: Size bytes from Offset of the object at
 // Key, whose SHA-256 is Digest. Index is the block's physical index among
-// the objects of the revision that owns it (shards.Layout.Block). The
+// the objects of the revision that owns it (BlockKey). The
 // blocks a Store plans start at Offset zero and fill their object; a block
 // read back from a manifest may name a slice of its object.
 //
@@ -59,7 +59,7 @@ func (s *Store) NewPlanner(root, rev [16]byte) *Planner {
 		i := uint64(len(p.blocks))
 		p.blocks = append(p.blocks, Block{
 			Index:  i,
-			Key:    s.layout.Block(root, rev, i),
+			Key:    BlockKey(s.layout, root, rev, i),
 			Size:   uint64(len(b)),
 			Digest: digest.Sum(b),
 		})

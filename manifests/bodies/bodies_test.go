@@ -116,7 +116,7 @@ func TestStageThenStream(t *testing.T) {
 	}
 	for i, blk := range st.Blocks {
 		end := min(4*i+4, len(body))
-		if blk.Index != uint64(i) || blk.Key != layout.Block(root, rev, uint64(i)) || blk.Offset != 0 ||
+		if blk.Index != uint64(i) || blk.Key != bodies.BlockKey(layout, root, rev, uint64(i)) || blk.Offset != 0 ||
 			blk.Size != uint64(end-4*i) || blk.Digest != digest.Sum(body[4*i:end]) {
 			t.Fatalf("block %d: %+v", i, blk)
 		}
@@ -124,7 +124,7 @@ func TestStageThenStream(t *testing.T) {
 	if _, err := s.Stage(ctx, st, body); err != nil {
 		t.Fatal(err)
 	}
-	raw, _, err := b.Get(ctx, layout.Staging(op))
+	raw, _, err := b.Get(ctx, bodies.StagingKey(layout, op))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestDiscardOrder(t *testing.T) {
 				return nil
 			})})
 			err := s.Discard(ctx, st)
-			ledger := layout.Staging(op)
+			ledger := bodies.StagingKey(layout, op)
 			_, _, gerr := plain.Get(ctx, ledger)
 			if failing {
 				if !errors.Is(err, bucket.ErrUnavailable) {
@@ -323,7 +323,7 @@ func TestDiscardOrder(t *testing.T) {
 			if !errors.Is(gerr, bucket.ErrNotExist) {
 				t.Fatalf("ledger after discard: %v", gerr)
 			}
-			page, err := plain.List(ctx, bucket.ListOptions{Prefix: layout.ArtifactsPrefix()})
+			page, err := plain.List(ctx, bucket.ListOptions{Prefix: bodies.ArtifactsPrefix(layout)})
 			if err != nil || len(page.Objects) != 0 {
 				t.Fatalf("blocks left: %v %v", page.Objects, err)
 			}
@@ -344,7 +344,7 @@ func TestDropLedger(t *testing.T) {
 	if err := s.DropLedger(ctx, op); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := b.Get(ctx, layout.Staging(op)); !errors.Is(err, bucket.ErrNotExist) {
+	if _, _, err := b.Get(ctx, bodies.StagingKey(layout, op)); !errors.Is(err, bucket.ErrNotExist) {
 		t.Fatalf("ledger: %v", err)
 	}
 	if got, err := collect(ctx, s, st.Blocks); err != nil || string(got) != "aabb" {
@@ -466,7 +466,7 @@ func TestStageFailedBlockKeepsLedger(t *testing.T) {
 	if _, err := s.Stage(t.Context(), st, body); err == nil {
 		t.Fatal("stage succeeded")
 	}
-	if _, _, err := b.Get(t.Context(), layout.Staging(op)); err != nil {
+	if _, _, err := b.Get(t.Context(), bodies.StagingKey(layout, op)); err != nil {
 		t.Fatalf("ledger: %v", err)
 	}
 }

@@ -1,6 +1,6 @@
 // Package bodies owns the objects that hold artifact bodies: the block
-// objects under shards.Layout.Block and the staging ledgers under
-// shards.Layout.Staging. A Store is the only holder of the bucket for
+// objects under BlockKey and the staging ledgers under
+// StagingKey. A Store is the only holder of the bucket for
 // them; it cuts bodies into blocks, stages them behind a ledger, reads
 // them back as a stream and deletes what a failed publication left. It
 // knows nothing of paths, revisions' metadata or the engine: the caller
@@ -12,12 +12,12 @@
 //
 // A body is cut into blocks of Options.BlockSize bytes, the last one
 // shorter (Plan, or a Planner for a stream); block i of revision rev of
-// root is the object shards.Layout.Block(root, rev, i), immutable once
+// root is the object BlockKey(root, rev, i), immutable once
 // written. A Block names its key, its index, its size and the SHA-256 of
 // its bytes.
 //
 // A Staging's ledger is written create-only under
-// shards.Layout.Staging(operation): a canonical manifests document, schema
+// StagingKey(operation): a canonical manifests document, schema
 // "cairn.staging_ledger.v1" (StagingLedger), naming every block the
 // staging may upload with its length and digest, and the call that staged
 // it (Origin). Stage and StageStream send the ledger in the same round as

@@ -12,7 +12,7 @@ const StagingLedgerSchema = "cairn.staging_ledger.v1"
 
 // StagingLedger is a staging's ledger: the durable list of every object
 // the staging may upload, written create-only before the first of them
-// under shards.Layout.Staging(operation id). It is canonical JSON (package
+// under StagingKey(operation id). It is canonical JSON (package
 // manifests); its bytes are part of the stored format.
 type StagingLedger struct {
 	SchemaName  string         `json:"schema"`

@@ -139,7 +139,7 @@ func (s *Store) CacheStats() shards.CacheStats {
 }
 
 // Fetch is the read of one block object started before its Block is
-// known: a caller that can derive a block's key (shards.Layout.Block of
+// known: a caller that can derive a block's key (BlockKey of
 // the revision and index 0) fetches it in the same round as the metadata
 // that describes it, then checks it against that metadata (Use).
 type Fetch struct {
@@ -168,7 +168,7 @@ func (s *Store) Prefetch(ctx context.Context, key string) *Fetch {
 
 // BlockKey returns the key of block index of revision rev of root.
 func (s *Store) BlockKey(root, rev [16]byte, index uint64) string {
-	return s.layout.Block(root, rev, index)
+	return BlockKey(s.layout, root, rev, index)
 }
 
 // Use returns blk to be read by f when blk names the object f reads (and

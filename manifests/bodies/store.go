@@ -88,7 +88,7 @@ func (s *Store) WriteLedger(ctx context.Context, st *Staging) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.put(ctx, s.layout.Staging(st.Operation), b)
+	_, err = s.put(ctx, StagingKey(s.layout, st.Operation), b)
 	return err
 }
 
@@ -250,5 +250,5 @@ func (s *Store) DeleteBlock(ctx context.Context, key string) error {
 // DropLedger deletes the ledger of operation, whose publication landed:
 // the metadata it committed owns the blocks now.
 func (s *Store) DropLedger(ctx context.Context, operation [16]byte) error {
-	return s.b.Delete(ctx, s.layout.Staging(operation), bucket.Unconditional)
+	return s.b.Delete(ctx, StagingKey(s.layout, operation), bucket.Unconditional)
 }

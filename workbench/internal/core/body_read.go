@@ -49,7 +49,7 @@ func (s *Service) StreamBody(ctx context.Context, rows []nokv.ArtifactManifestEn
 // prefetchFirstBlock starts reading the first block of e's body in the
 // same round as its manifest rows, when its key can be derived: a
 // revision without dependencies owns every block it names, so its first
-// block is shards.Layout.Block(root, revision, 0). A body small enough to
+// block is bodies.BlockKey(root, revision, 0). A body small enough to
 // be inline has no block and is not fetched. It returns nil when there is
 // nothing to fetch ahead. The read ends with ctx.
 func (s *Service) prefetchFirstBlock(ctx context.Context, e nokv.PathEntry) *bodies.Fetch {

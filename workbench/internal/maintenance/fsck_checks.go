@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/workbench/internal/core"
 	"github.com/cairnstore/cairn/workbench/internal/publish"
 	"github.com/cairnstore/cairn/workbench/internal/snapshots"
@@ -328,7 +329,7 @@ func (c *rootCheck) checkManifests() {
 			if r.v.PhysicalOwner != id {
 				owners[r.v.PhysicalOwner] = true
 			} else if r.v.Inline == nil {
-				if want := layout.Block(c.root, id, r.v.PhysicalObjectIndex); r.v.ObjectKey != want {
+				if want := bodies.BlockKey(layout, c.root, id, r.v.PhysicalObjectIndex); r.v.ObjectKey != want {
 					c.finding(nokv.FamilyArtifactManifest, r.key, name+fmt.Sprintf(" row %d", r.k.ObjectIndex), "object key "+want, r.v.ObjectKey)
 				}
 			}

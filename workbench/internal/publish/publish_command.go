@@ -28,10 +28,10 @@ import (
 //  2. A body of at most Options.InlineMax bytes (and one block) has no
 //     object at all: its bytes go into its one ArtifactManifest row, and
 //     step 3 is skipped.
-//  3. A larger body is uploaded as block objects (shards.Layout.Block of
+//  3. A larger body is uploaded as block objects (bodies.BlockKey of
 //     the root, the revision and the block's physical index), create-only
 //     and in parallel, in the same round as its staging ledger
-//     (bodies.StagingLedger, shards.Layout.Staging of the operation id):
+//     (bodies.StagingLedger, bodies.StagingKey of the operation id):
 //     the exact list of every block object the operation may upload. A
 //     crash in that round may leave blocks no ledger names; no root
 //     references them, so they are the sweep's garbage, and nothing is

@@ -20,6 +20,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/counting"
+	"github.com/cairnstore/cairn/gcsweep"
 	"github.com/cairnstore/cairn/workbench"
 )
 
@@ -347,7 +348,7 @@ func (s *Server) serveKeyed(ctx context.Context, w http.ResponseWriter, a *agent
 	h := keyHash(a.id, key)
 	d := &idem{
 		b:     s.counted,
-		key:   a.svc.Store().Layout().Idempotency(h),
+		key:   gcsweep.IdempotencyKey(a.svc.Store().Layout(), h),
 		bind:  "cairn.http." + h.String()[:32],
 		input: inputHash(tool, input),
 	}
