@@ -475,21 +475,21 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		failAll(calls, err)
 		return true, nil
 	}
-	staged := time.Now()
-	if err := s.stage(ctx, cand, floor); err != nil {
+	l := s.newLanding(sn, cand, cand.nonce)
+	if err := l.stage(ctx, floor); err != nil {
 		if endCommit(ctx, calls, err) {
 			return true, nil
 		}
 		return false, err
 	}
 	s.notePrep(time.Since(began))
-	if time.Since(staged) > s.opts.MaxAttemptAge {
-		return false, fmt.Errorf("head: staging took %v, more than %v", time.Since(staged), s.opts.MaxAttemptAge)
+	if time.Since(l.staged) > s.opts.MaxAttemptAge {
+		return false, fmt.Errorf("head: staging took %v, more than %v", time.Since(l.staged), s.opts.MaxAttemptAge)
 	}
 	if err := s.takeTurn(ctx, sn); err != nil {
 		return false, err
 	}
-	landed, err := s.settle(ctx, sn, cand, cand.nonce, staged)
+	landed, err := l.settle(ctx)
 	if err != nil {
 		failAll(calls, err)
 		return true, nil

@@ -18,6 +18,27 @@ import (
 // Landing a candidate: staging its objects, the conditional head write
 // and the reconciliation of an ambiguous one.
 
+// A landing is one candidate head on its way to the bucket: its objects
+// staged (stage), then the head written once, conditional on the pinned
+// version (put), an ambiguous or refused write reconciled against the
+// head read again (cas), and a caller that gives up still told whether it
+// landed (settle). It is the one conditional head write of a commit:
+// group commit (attempt), restoring a kept root and the shard's first
+// commit (initialize) compose it. Only the genesis head, which is
+// create-only and has no candidate, is written apart (createGenesis).
+type landing struct {
+	s      *Store
+	sn     *Snapshot  // the pinned head: the write is conditional on its version
+	c      *candidate // the objects and the head to write
+	nonce  roots.Nonce
+	staged time.Time // when staging began: a write never sent stops being retried MaxAttemptAge after it
+}
+
+// newLanding returns the landing of candidate c on the pinned head sn.
+func (s *Store) newLanding(sn *Snapshot, c *candidate, nonce roots.Nonce) *landing {
+	return &landing{s: s, sn: sn, c: c, nonce: nonce}
+}
+
 // stage writes the candidate's objects, all at once: they are immutable
 // and nothing references them until the head does. The writes in flight
 // are bounded by bytes (Options.StageBytes) and by count (maxStageWrites),
@@ -30,7 +51,9 @@ import (
 // margin: then a sweep may take them for old, and the attempt fails with
 // an error wrapping ErrStale (and bucket.ErrUnavailable, so that it is
 // retried, on a fresh pin, with fresh objects).
-func (s *Store) stage(ctx context.Context, c *candidate, floor time.Time) error {
+func (l *landing) stage(ctx context.Context, floor time.Time) error {
+	s, c := l.s, l.c
+	l.staged = time.Now()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(maxStageWrites)
 	sem := semaphore.NewWeighted(s.opts.StageBytes)
@@ -126,13 +149,13 @@ const settleTimeout = 10 * time.Second
 // that gives up then still learns whether its command landed, and is
 // never told "cancelled" for a command that was applied. An outcome still
 // unknown when the bound passes is ErrUnknownOutcome.
-func (s *Store) settle(ctx context.Context, sn *Snapshot, c *candidate, nonce roots.Nonce, staged time.Time) (landed bool, err error) {
+func (l *landing) settle(ctx context.Context) (landed bool, err error) {
 	if ctx.Err() != nil {
 		return false, nil // nothing sent: the retry loop reports the callers' reasons
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
-	return s.cas(ctx, sn, c, nonce, staged)
+	return l.cas(ctx)
 }
 
 // abandon is Do's answer to a caller whose context ended before its
@@ -172,6 +195,21 @@ func finishEnded(calls []*call) {
 	}
 }
 
+// put writes the head once, conditional on the pinned version, and on
+// success takes the new head as this Store's own and remembers it.
+func (l *landing) put(ctx context.Context) error {
+	s, c := l.s, l.c
+	attrs, err := s.b.Put(ctx, s.layout.Head(), c.headBytes, bucket.IfVersion(l.sn.version))
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.ownVersion = attrs.Version
+	s.mu.Unlock()
+	s.remember(&Snapshot{s: s, head: c.head, version: attrs.Version, storeTime: attrs.ModTime, rootHash: c.rootRef.Hash, root: c.root})
+	return nil
+}
+
 // cas writes the candidate head conditional on the pinned one and learns
 // whether it landed. A precondition failure, an ambiguous outcome or an
 // unreachable store is never taken at face value: the head is read again,
@@ -185,7 +223,8 @@ func finishEnded(calls []*call) {
 // error when the outcome stays unknown, and when the store refused the
 // first write for good (bucket.Permanent): that write did not happen,
 // and no other can.
-func (s *Store) cas(ctx context.Context, sn *Snapshot, c *candidate, nonce roots.Nonce, staged time.Time) (landed bool, err error) {
+func (l *landing) cas(ctx context.Context) (landed bool, err error) {
+	s, sn, nonce := l.s, l.sn, l.nonce
 	want := nonceString(nonce)
 	var lastErr error
 	sent := false        // a write of this attempt may have taken effect
@@ -193,7 +232,7 @@ func (s *Store) cas(ctx context.Context, sn *Snapshot, c *candidate, nonce roots
 	paced := false       // the wait before the next try is already done
 	for try := 0; try < s.opts.MaxAttempts; try++ {
 		if try > 0 {
-			if !sent && time.Since(staged) > s.opts.MaxAttemptAge {
+			if !sent && time.Since(l.staged) > s.opts.MaxAttemptAge {
 				return false, nil // nothing of this attempt can land; rebuild
 			}
 			if !paced {
@@ -207,13 +246,9 @@ func (s *Store) cas(ctx context.Context, sn *Snapshot, c *candidate, nonce roots
 		before = s.headWritten
 		s.headWritten = time.Now()
 		s.mu.Unlock()
-		attrs, err := s.b.Put(ctx, s.layout.Head(), c.headBytes, bucket.IfVersion(sn.version))
+		err := l.put(ctx)
 		if err == nil {
 			s.counters.landed.Add(1)
-			s.mu.Lock()
-			s.ownVersion = attrs.Version
-			s.mu.Unlock()
-			s.remember(&Snapshot{s: s, head: c.head, version: attrs.Version, storeTime: attrs.ModTime, rootHash: c.rootRef.Hash, root: c.root})
 			return true, nil
 		}
 		lastErr = err

@@ -207,8 +207,8 @@ func (s *Store) restoreAttempt(ctx context.Context, sn *Snapshot, old *roots.Roo
 	if err != nil {
 		return nil, fmt.Errorf("head: restore: %w", err)
 	}
-	staged := time.Now()
-	if err := s.stage(ctx, c, floor); err != nil {
+	l := s.newLanding(sn, c, nonce)
+	if err := l.stage(ctx, floor); err != nil {
 		return nil, fmt.Errorf("head: restore: stage: %w", err)
 	}
 	if opts.Guard != nil {
@@ -216,7 +216,7 @@ func (s *Store) restoreAttempt(ctx context.Context, sn *Snapshot, old *roots.Roo
 			return nil, fmt.Errorf("head: restore: %w", err)
 		}
 	}
-	landed, err := s.settle(ctx, sn, c, nonce, staged)
+	landed, err := l.settle(ctx)
 	if err != nil || !landed {
 		return nil, err
 	}

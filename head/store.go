@@ -482,30 +482,25 @@ func (s *Store) initialize(ctx context.Context, sn *Snapshot) error {
 		Committed: now.UnixMilli(),
 		Recent:    recentNonces(sn.head),
 	}
-	b, err := encodeHead(h)
-	if err != nil {
+	c.head = h
+	if c.headBytes, err = encodeHead(h); err != nil {
 		return err
 	}
 	floor, err := sn.Floor(ctx)
 	if err != nil {
 		return err
 	}
-	if err := s.stage(ctx, c, floor); err != nil {
+	l := s.newLanding(sn, c, nonce)
+	if err := l.stage(ctx, floor); err != nil {
 		return err
 	}
 	if err := s.waitTurn(ctx); err != nil { // the genesis head was written a moment ago
 		return err
 	}
 	s.noteHeadWrite()
-	attrs, err := s.b.Put(ctx, s.layout.Head(), b, bucket.IfVersion(sn.version))
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.ownVersion = attrs.Version // this Store's own write: no sign of another writer
-	s.mu.Unlock()
-	s.remember(&Snapshot{s: s, head: h, version: attrs.Version, storeTime: attrs.ModTime, rootHash: c.rootRef.Hash, root: c.root})
-	return nil
+	// One write: its caller reads the head again, which tells whether it
+	// landed, lost to another writer, or neither.
+	return l.put(ctx)
 }
 
 // noteHeadWrite records that this Store is sending a head write now, for
