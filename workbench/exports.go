@@ -63,57 +63,17 @@ func AgentRoot(agentID string) (string, *core.Error) {
 	return core.AgentRoot(agentID)
 }
 
-// AlreadyExists reports a create-only write onto an existing path.
-func AlreadyExists(msg string) *core.Error {
-	return core.AlreadyExists(msg)
-}
-
-// AmbiguousEdit reports an edit whose old_string occurs more than once without replace_all.
-func AmbiguousEdit(matches int) *core.Error {
-	return core.AmbiguousEdit(matches)
-}
-
 // Annotations are the hints a host reads before calling a tool (MCP's readOnlyHint, destructiveHint and idempotentHint).
 type Annotations = core.Annotations
-
-// BackendProtocolMismatch reports storage output that breaks the tool's expectations (a grep candidate cursor that did not advance, a candidate outside the requested scope).
-func BackendProtocolMismatch(msg string, details map[string]any) *core.Error {
-	return core.BackendProtocolMismatch(msg, details)
-}
-
-// CanonicalEncodingFailed reports a value (a snapshot annotation) that cannot be canonically encoded.
-func CanonicalEncodingFailed(msg string) *core.Error {
-	return core.CanonicalEncodingFailed(msg)
-}
-
-// CheckWritable refuses a write tool's target that is a reserved projection, with InvalidArguments ("metadata/run_manifest.json is a reserved Workbench projection and cannot be changed by generic artifact tools").
-func CheckWritable(components []string) *core.Error {
-	return core.CheckWritable(components)
-}
-
-// CommitConflict is the commit tool's remap: a Conflict from the storage side becomes WorkbenchCommitConflict with its message, retryable flag and details kept.
-func CommitConflict(e *core.Error) *core.Error {
-	return core.CommitConflict(e)
-}
 
 // CommitIdentity is the facade's stable commit identity: SHA-256 of "nokv.workbench.commit_identity.v1\0" and the workbench id, content digest URI and manifest digest URI, each u64be-length-prefixed.
 func CommitIdentity(workbenchID string, contentDigestURI string, manifestDigestURI string) nokv.CommitID {
 	return core.CommitIdentity(workbenchID, contentDigestURI, manifestDigestURI)
 }
 
-// CommitProtocolMismatch reports a stored commit identity that differs from the one the tool computed (both 64 lower-case hex).
-func CommitProtocolMismatch(expected string, actual string) *core.Error {
-	return core.CommitProtocolMismatch(expected, actual)
-}
-
 // ComparePaths orders stored paths as their exact-row keys order (shards.EncodePath), so a scan of the path_current family and a sort of paths agree and a cursor can be checked against either.
 func ComparePaths(a []string, b []string) int {
 	return core.ComparePaths(a, b)
-}
-
-// Conflict reports a lost conditional write: conflict names what moved ("Generation", "Head", "Contention", ...).
-func Conflict(msg string, conflict string, currentGeneration *uint64) *core.Error {
-	return core.Conflict(msg, conflict, currentGeneration)
 }
 
 // DefaultAgentID is the agent whose root a Service serves by default.
@@ -127,32 +87,12 @@ func DigestURI(b []byte) string {
 	return core.DigestURI(b)
 }
 
-// EditConflict reports an edit whose every replace-if-generation attempt lost to a concurrent writer; lastErr is the last conflict's message.
-func EditConflict(attempts int, lastErr string) *core.Error {
-	return core.EditConflict(attempts, lastErr)
-}
-
 // Error is a Workbench error: the typed result every tool returns instead of a success envelope.
 type Error = core.Error
-
-// ForkRetentionActive reports a retirement of a snapshot that a restore still consumes.
-func ForkRetentionActive(msg string) *core.Error {
-	return core.ForkRetentionActive(msg)
-}
 
 // FromError maps a Go error to the Workbench error a tool returns.
 func FromError(err error) *core.Error {
 	return core.FromError(err)
-}
-
-// GrepReadFenceChanged reports a grep body whose path or metadata changed between candidate enumeration and the read.
-func GrepReadFenceChanged() *core.Error {
-	return core.GrepReadFenceChanged()
-}
-
-// GrepScanExhausted reports a grep that cannot make progress within its budget of resource ("bytes"): a single candidate larger than maximum.
-func GrepScanExhausted(resource string, maximum uint64) *core.Error {
-	return core.GrepScanExhausted(resource, maximum)
 }
 
 // InputSchema returns the input schema of a tool as canonical JSON (keys sorted, compact), the object an MCP tools/list entry publishes, and whether the tool exists.
@@ -183,34 +123,9 @@ func InvalidArgumentsf(format string, args ...any) *core.Error {
 	return core.InvalidArgumentsf(format, args...)
 }
 
-// InvalidState reports a request the stored state or the storage side's own validation refuses (a foreign cursor, an invalid content type, a retired snapshot's renewal).
-func InvalidState(msg string) *core.Error {
-	return core.InvalidState(msg)
-}
-
-// InvalidUTF8 reports an edit of a body that is not UTF-8.
-func InvalidUTF8(path string) *core.Error {
-	return core.InvalidUTF8(path)
-}
-
-// IsReserved reports whether a stored path is one of the reserved projections, metadata/run_manifest.json or metadata/restore_manifest.json.
-func IsReserved(components []string) bool {
-	return core.IsReserved(components)
-}
-
 // IsSection reports whether s is one of the five standard sections.
 func IsSection(s string) bool {
 	return core.IsSection(s)
-}
-
-// JoinSection resolves a path a tool takes relative to a section into the stored path: [section, components of rel...].
-func JoinSection(section string, rel string) ([]string, *core.Error) {
-	return core.JoinSection(section, rel)
-}
-
-// LifecycleConflict reports a commit or restore that conflicts with what is stored ("workbench already has a different commit head; set replace=true").
-func LifecycleConflict(msg string) *core.Error {
-	return core.LifecycleConflict(msg)
 }
 
 // LogicalPath joins components with "/": the section-joined path inside a workbench ("outputs/a.txt") that NotFound and friends report.
@@ -233,40 +148,9 @@ func MaxInputBytes(tool string, maxBytes int64) int64 {
 	return core.MaxInputBytes(tool, maxBytes)
 }
 
-// MaxPathBytes bounds a relative path, its components joined with "/", and the logical root.
-const MaxPathBytes = core.MaxPathBytes
-
-// MaxPathComponents bounds the components of a relative path and of the logical root.
-const MaxPathComponents = core.MaxPathComponents
-
-// Missing reports a NotFound the storage side decides (a workbench, a commit, an unknown snapshot id in a snapshot read).
-func Missing(msg string) *core.Error {
-	return core.Missing(msg)
-}
-
-// NoMatch reports an edit whose old_string does not occur.
-func NoMatch(path string) *core.Error {
-	return core.NoMatch(path)
-}
-
-// NormalizeLogicalRoot checks and normalizes the logical workbench root, the presentation prefix of every returned path (by convention /agents/{agent_id}/wb).
-func NormalizeLogicalRoot(raw string) (string, *core.Error) {
-	return core.NormalizeLogicalRoot(raw)
-}
-
 // NormalizePath is the one path normalizer: every relative path a tool takes, every stored path and every key built from a path goes through it.
 func NormalizePath(p string) ([]string, *core.Error) {
 	return core.NormalizePath(p)
-}
-
-// NotArtifact reports a replace whose target is a directory or section.
-func NotArtifact(path string) *core.Error {
-	return core.NotArtifact(path)
-}
-
-// NotDirectory reports a list of a path that is an exact artifact.
-func NotDirectory(path string) *core.Error {
-	return core.NotDirectory(path)
 }
 
 // NotFound reports a miss the tool layer decides: a replace or edit of a missing path, a stat or read that found nothing.
@@ -274,60 +158,11 @@ func NotFound(path string) *core.Error {
 	return core.NotFound(path)
 }
 
-// ObjectUnavailable reports an object-store failure.
-func ObjectUnavailable(msg string, retryable bool) *core.Error {
-	return core.ObjectUnavailable(msg, retryable)
-}
-
 // Options configure a Service.
 type Options = core.Options
 
-// ParseWorkbenchID checks a workbench id: 1 to 128 bytes, the first an ASCII letter or digit, the others ASCII letters, digits, '_' or '-'.
-func ParseWorkbenchID(s string) (string, *core.Error) {
-	return core.ParseWorkbenchID(s)
-}
-
-// PayloadTooLarge reports a payload or body of actual bytes over the maximum.
-func PayloadTooLarge(actual uint64, maximum uint64) *core.Error {
-	return core.PayloadTooLarge(actual, maximum)
-}
-
-// PresentationPath returns the presentation path of a stored path inside a workbench: <root>/<id>/<components joined by "/">, or the workbench's own path for no components.
-func PresentationPath(root string, id string, components []string) string {
-	return core.PresentationPath(root, id, components)
-}
-
-// QueryRefused reports a query the server's own validation refuses (a bound exceeded, an unknown field, an operand of another type): the reference's server answers InvalidArgument, which the tools report as InvalidState.
-func QueryRefused(msg string) *core.Error {
-	return core.QueryRefused(msg)
-}
-
-// ReadFenceChanged reports a continuation whose view moved: operation is "list", "grep candidate enumeration", "search", "aggregate", "catalog", "find" or "workbench child enumeration"; conflict is "ReadVersion" or "Workspace".
-func ReadFenceChanged(operation string, conflict string) *core.Error {
-	return core.ReadFenceChanged(operation, conflict)
-}
-
-// ResourceExhausted reports work beyond a storage-side bound (an artifact over the maximum size, an enumeration beyond its page budget).
-func ResourceExhausted(msg string) *core.Error {
-	return core.ResourceExhausted(msg)
-}
-
-const RestoreManifestPath = core.RestoreManifestPath
-
-// RestoreProtocolMismatch is the restore tool's remap: a BackendProtocolMismatch becomes RestoreProtocolMismatch with its message, retryable flag and details kept.
-func RestoreProtocolMismatch(e *core.Error) *core.Error {
-	return core.RestoreProtocolMismatch(e)
-}
-
-const RunManifestPath = core.RunManifestPath
-
 // RunManifestSchema is the schema string of the run-manifest envelope.
 const RunManifestSchema = core.RunManifestSchema
-
-// ScopePath resolves the scope of a read tool (list, stat, read, grep, search, aggregate, catalog) from its optional section and path, "" for either meaning absent (the tools treat a JSON null and "" alike): - neither: no components, the workbench itself; - section only: [section]; - path only: the path from the workbench root, which may name a non-section top-level entry; no duplicated-prefix check applies; - both: JoinSection.
-func ScopePath(section string, rel string) ([]string, *core.Error) {
-	return core.ScopePath(section, rel)
-}
 
 const SectionInput = core.SectionInput
 
@@ -336,33 +171,8 @@ func Sections() []string {
 	return core.Sections()
 }
 
-// SnapshotExpired reports a snapshot that is expired or reaped.
-func SnapshotExpired(msg string) *core.Error {
-	return core.SnapshotExpired(msg)
-}
-
-// SnapshotNotFound reports a snapshot id or name that resolves to nothing.
-func SnapshotNotFound(msg string) *core.Error {
-	return core.SnapshotNotFound(msg)
-}
-
 // Source is the value of details.source in the errors cairn's storage side reports.
 const Source = core.Source
-
-// SplitSection splits a stored path into its section and the path relative to it, as results present them: when the first component is a standard section it is the section and the rest (possibly none) the relative path; otherwise section is "" (null in results) and the relative path is the whole path.
-func SplitSection(components []string) (section string, rel []string) {
-	return core.SplitSection(components)
-}
-
-// StructuredDecodeFailed reports a structured read of a body classified as format ("json" or "yaml") that does not parse; cause is the parser's complaint.
-func StructuredDecodeFailed(path string, format string, cause error) *core.Error {
-	return core.StructuredDecodeFailed(path, format, cause)
-}
-
-// StructuredTextNotUTF8 reports a structured read of a text body that is not UTF-8.
-func StructuredTextNotUTF8(path string) *core.Error {
-	return core.StructuredTextNotUTF8(path)
-}
 
 // Tool returns the description of a registered tool and whether it exists.
 func Tool(name string) (core.ToolInfo, bool) {
@@ -372,16 +182,6 @@ func Tool(name string) (core.ToolInfo, bool) {
 // Tools returns the names of the registered tools: the contract's 18 in its order (create, put_file, append, edit, list, stat, read, grep, search, aggregate, catalog, find, commit, snapshot, snapshot_renew, snapshot_retire, snapshot_list, restore), then any tool added with Register, by name.
 func Tools() []string {
 	return core.Tools()
-}
-
-// Uncommitted reports a snapshot of a workbench without a commit head: the one InvalidState whose details name the workbench instead of the source.
-func Uncommitted(workbenchID string) *core.Error {
-	return core.Uncommitted(workbenchID)
-}
-
-// UnknownQueryField reports a field id that the scope's catalog does not hold, in a predicate, sort key, projection, facet, group or measure.
-func UnknownQueryField(id string) *core.Error {
-	return core.UnknownQueryField(id)
 }
 
 // UnknownTool reports a tool name that is not registered (registry.go).
@@ -404,19 +204,23 @@ func WorkbenchPath(root string, id string) string {
 	return core.WorkbenchPath(root, id)
 }
 
-// WritePath resolves the target of a write tool (put_file, append, edit): JoinSection, then a refusal of the two reserved projections (CheckWritable).
-func WritePath(section string, rel string) ([]string, *core.Error) {
-	return core.WritePath(section, rel)
-}
-
 // AppendInput is workbench_append's input.
 type AppendInput = files.AppendInput
+
+// AppendResult is workbench_append's result.
+type AppendResult = files.AppendResult
 
 // CreateInput is workbench_create's input.
 type CreateInput = files.CreateInput
 
+// CreateResult is workbench_create's result.
+type CreateResult = files.CreateResult
+
 // EditInput is workbench_edit's input.
 type EditInput = files.EditInput
+
+// EditResult is workbench_edit's result.
+type EditResult = files.EditResult
 
 // PutFileInput is workbench_put_file's input.
 type PutFileInput = files.PutFileInput
@@ -436,11 +240,17 @@ type ChangesRequest = history.ChangesRequest
 // CommitInput is workbench_commit's input.
 type CommitInput = history.CommitInput
 
+// CommitResult is workbench_commit's result.
+type CommitResult = history.CommitResult
+
 // DefaultChangesLimit is the page size when the request gives none.
 const DefaultChangesLimit = history.DefaultChangesLimit
 
 // FindInput is workbench_find's input.
 type FindInput = history.FindInput
+
+// FindResult is workbench_find's result: one page of workbenches.
+type FindResult = history.FindResult
 
 // MaxChangesLimit is the largest page a request may ask for.
 const MaxChangesLimit = history.MaxChangesLimit
@@ -450,6 +260,9 @@ type RestoreInput = history.RestoreInput
 
 // RestoreKeepCurrent are the families that a restore of a pinned state (head.Store.RestoreRoot, `cairn pin restore`) keeps as they are now rather than as they were at the pin: - the snapshot rows (SnapshotRef, SnapshotAlias, HistoryHold), which describe the engine holds that such a restore keeps current, so every snapshot stays exactly as it was before the restore: held, listed, renewable and retirable, whichever side of the pin it was taken on, its frozen reads reading its own held root; - the lease clock, which must never go back; - the change feed's log (ChangeEvent), which is append-only history: a follower's position stays valid and no event it was served disappears.
 var RestoreKeepCurrent = history.RestoreKeepCurrent
+
+// RestoreResult is workbench_restore's result.
+type RestoreResult = history.RestoreResult
 
 // BlockRefFamilies are the families whose records BlockRefs reads: only ArtifactManifest rows name block objects.
 var BlockRefFamilies = maintenance.BlockRefFamilies
@@ -509,8 +322,14 @@ const MaxDependencyDepth = publish.MaxDependencyDepth
 // AggregateInput is workbench_aggregate's input.
 type AggregateInput = query.AggregateInput
 
+// AggregateResult is workbench_aggregate's result.
+type AggregateResult = query.AggregateResult
+
 // CatalogInput is workbench_catalog's input.
 type CatalogInput = query.CatalogInput
+
+// CatalogResult is workbench_catalog's result.
+type CatalogResult = query.CatalogResult
 
 // Measure is one measure of an aggregate: Op (count, sum, avg, min or max) over Field, reported under Name.
 type Measure = query.Measure
@@ -521,20 +340,35 @@ type Predicate = query.Predicate
 // SearchInput is workbench_search's input.
 type SearchInput = query.SearchInput
 
+// SearchResult is workbench_search's result: one page of matches.
+type SearchResult = query.SearchResult
+
 // SortKey is one sort key of a metadata query.
 type SortKey = query.SortKey
 
 // GrepInput is workbench_grep's input.
 type GrepInput = reads.GrepInput
 
+// GrepResult is workbench_grep's result: one page of matching lines.
+type GrepResult = reads.GrepResult
+
 // ListInput is workbench_list's input.
 type ListInput = reads.ListInput
+
+// ListResult is workbench_list's result: one page of a directory's direct children.
+type ListResult = reads.ListResult
 
 // ReadInput is workbench_read's input.
 type ReadInput = reads.ReadInput
 
+// ReadResult is workbench_read's result: the file's generation and either NotModified or one page of its body.
+type ReadResult = reads.ReadResult
+
 // StatInput is workbench_stat's input.
 type StatInput = reads.StatInput
+
+// StatResult is workbench_stat's result.
+type StatResult = reads.StatResult
 
 // SnapshotInput is workbench_snapshot's input.
 type SnapshotInput = snapshots.SnapshotInput
@@ -542,8 +376,20 @@ type SnapshotInput = snapshots.SnapshotInput
 // SnapshotListInput is workbench_snapshot_list's input.
 type SnapshotListInput = snapshots.SnapshotListInput
 
+// SnapshotListResult is workbench_snapshot_list's result.
+type SnapshotListResult = snapshots.SnapshotListResult
+
 // SnapshotRenewInput is workbench_snapshot_renew's input: exactly one of SnapshotID and Name selects the snapshot.
 type SnapshotRenewInput = snapshots.SnapshotRenewInput
 
+// SnapshotRenewResult is workbench_snapshot_renew's result.
+type SnapshotRenewResult = snapshots.SnapshotRenewResult
+
+// SnapshotResult is workbench_snapshot's result.
+type SnapshotResult = snapshots.SnapshotResult
+
 // SnapshotRetireInput is workbench_snapshot_retire's input: exactly one of SnapshotID and Name selects the snapshot.
 type SnapshotRetireInput = snapshots.SnapshotRetireInput
+
+// SnapshotRetireResult is workbench_snapshot_retire's result.
+type SnapshotRetireResult = snapshots.SnapshotRetireResult

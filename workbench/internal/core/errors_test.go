@@ -1,4 +1,4 @@
-package workbench_test
+package core_test
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/manifests"
-	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/internal/core"
 )
 
 // The error objects of the contract's golden result transcript
@@ -80,29 +80,29 @@ func compact(t *testing.T, s string) string {
 }
 
 func TestEnvelopesMatchTheTranscript(t *testing.T) {
-	errs := map[string]*workbench.Error{
-		"invalid_arguments": workbench.InvalidArguments("text and base64 are mutually exclusive"),
-		"restore_protocol_mismatch": workbench.RestoreProtocolMismatch(workbench.BackendProtocolMismatch(
+	errs := map[string]*core.Error{
+		"invalid_arguments": core.InvalidArguments("text and base64 are mutually exclusive"),
+		"restore_protocol_mismatch": core.RestoreProtocolMismatch(core.BackendProtocolMismatch(
 			"restore operation identity did not match the durable request",
 			map[string]any{"expected_snapshot_id": 1, "actual_snapshot_id": uint64(2)})),
 		"routing_unavailable": {Code: "RoutingUnavailable", Message: "owner is moving", Retryable: true,
 			Details: map[string]any{"retry_after_ms": 25}},
-		"snapshot_expired": {Code: workbench.CodeSnapshotExpired, Message: "snapshot is not alive",
+		"snapshot_expired": {Code: core.CodeSnapshotExpired, Message: "snapshot is not alive",
 			Details: map[string]any{"source": "fake"}},
-		"workbench_commit_conflict": workbench.CommitConflict(&workbench.Error{Code: workbench.CodeConflict,
+		"workbench_commit_conflict": core.CommitConflict(&core.Error{Code: core.CodeConflict,
 			Message: "stored run manifest names a different canonical commit",
 			Details: map[string]any{"stored_generation": 8, "requested_replace": false}}),
 	}
 	for name, want := range transcriptErrors {
 		e := errs[name]
-		got, err := workbench.MarshalResult(e.Envelope())
+		got, err := core.MarshalResult(e.Envelope())
 		if err != nil {
 			t.Fatal(err)
 		}
 		if string(got) != compact(t, want) {
 			t.Errorf("%s: compact envelope\n got %s\nwant %s", name, got, compact(t, want))
 		}
-		pretty, err := workbench.MarshalResultIndent(e.Envelope())
+		pretty, err := core.MarshalResultIndent(e.Envelope())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +120,7 @@ func TestEnvelopesMatchTheTranscript(t *testing.T) {
 }
 
 func TestEnvelopeShape(t *testing.T) {
-	e := &workbench.Error{Code: "X", Message: "m"}
+	e := &core.Error{Code: "X", Message: "m"}
 	env := e.Envelope()
 	if len(env) != 5 {
 		t.Fatalf("envelope has %d members: %v", len(env), env)
@@ -134,15 +134,15 @@ func TestEnvelopeShape(t *testing.T) {
 	if len(e.Details) != 0 {
 		t.Fatal("Envelope shares the details map")
 	}
-	b, _ := workbench.MarshalResult(env)
+	b, _ := core.MarshalResult(env)
 	if got, want := string(b), `{"code":"X","details":{"k":1},"message":"m","retryable":false,"status":"error"}`; got != want {
 		t.Fatalf("got %s, want %s", got, want)
 	}
 	if got := e.Error(); got != "workbench: X: m" {
 		t.Fatalf("Error() = %q", got)
 	}
-	w := workbench.NotFound("outputs/a").With("path", "/agents/x/wb/w/outputs/a").With("extra", true)
-	if w.Details["path"] != "/agents/x/wb/w/outputs/a" || w.Details["extra"] != true || w.Code != workbench.CodeNotFound {
+	w := core.NotFound("outputs/a").With("path", "/agents/x/wb/w/outputs/a").With("extra", true)
+	if w.Details["path"] != "/agents/x/wb/w/outputs/a" || w.Details["extra"] != true || w.Code != core.CodeNotFound {
 		t.Fatalf("With: %+v", w)
 	}
 }
@@ -151,88 +151,88 @@ func TestConstructors(t *testing.T) {
 	gen := uint64(9)
 	tests := []struct {
 		name      string
-		err       *workbench.Error
+		err       *core.Error
 		code      string
 		retryable bool
 		message   string
 		details   string // canonical JSON
 	}{
-		{"InvalidArguments", workbench.InvalidArguments("exactly one of text or base64 is required"), "InvalidArguments", false, "exactly one of text or base64 is required", `{}`},
-		{"InvalidArgumentsf", workbench.InvalidArgumentsf("at most %d grep alternatives are allowed", 16), "InvalidArguments", false, "at most 16 grep alternatives are allowed", `{}`},
-		{"UnknownTool", workbench.UnknownTool("x"), "UnknownTool", false, "unknown Workbench tool x", `{"tool":"x"}`},
-		{"NotFound", workbench.NotFound("outputs/a.txt"), "NotFound", false, "path not found: outputs/a.txt", `{"path":"outputs/a.txt"}`},
-		{"NotFound root", workbench.NotFound(""), "NotFound", false, "path not found: ", `{"path":""}`},
-		{"NotArtifact", workbench.NotArtifact("outputs"), "NotArtifact", false, "path is not an artifact: outputs", `{"path":"outputs"}`},
-		{"PayloadTooLarge", workbench.PayloadTooLarge(16777217, 16777216), "PayloadTooLarge", false, "payload is 16777217 bytes, maximum is 16777216", `{"actual_bytes":16777217,"maximum_bytes":16777216}`},
-		{"InvalidUTF8", workbench.InvalidUTF8("logs/x.bin"), "InvalidUtf8", false, "logs/x.bin is not valid UTF-8", `{"path":"logs/x.bin"}`},
-		{"StructuredTextNotUTF8", workbench.StructuredTextNotUTF8("logs/x.bin"), "InvalidUtf8", false, "structured text read requires UTF-8", `{"path":"logs/x.bin"}`},
-		{"NoMatch", workbench.NoMatch("outputs/a"), "NoMatch", false, "old_string was not found", `{"path":"outputs/a"}`},
-		{"AmbiguousEdit", workbench.AmbiguousEdit(3), "AmbiguousEdit", false, "old_string occurs 3 times; set replace_all=true", `{"matches":3}`},
-		{"EditConflict", workbench.EditConflict(5, "generation changed"), "Conflict", true, "conditional publication conflicted after 5 attempts", `{"attempts":5,"last_error":"generation changed"}`},
-		{"StructuredDecodeFailed json", workbench.StructuredDecodeFailed("outputs/a.json", "json", errors.New("EOF while parsing")), "StructuredDecodeFailed", false, "JSON decoding failed: EOF while parsing", `{"format":"json","path":"outputs/a.json"}`},
-		{"StructuredDecodeFailed yaml", workbench.StructuredDecodeFailed("outputs/a.yml", "yaml", errors.New("bad")), "StructuredDecodeFailed", false, "YAML decoding failed: bad", `{"format":"yaml","path":"outputs/a.yml"}`},
-		{"CanonicalEncodingFailed", workbench.CanonicalEncodingFailed("annotation cannot be encoded"), "CanonicalEncodingFailed", false, "annotation cannot be encoded", `{}`},
-		{"CommitProtocolMismatch", workbench.CommitProtocolMismatch(strings.Repeat("a", 64), strings.Repeat("b", 64)), "WorkbenchCommitProtocolMismatch", true, "backend returned a commit identity different from the canonical request", `{"actual_commit_id":"` + strings.Repeat("b", 64) + `","expected_commit_id":"` + strings.Repeat("a", 64) + `"}`},
-		{"BackendProtocolMismatch", workbench.BackendProtocolMismatch("grep candidate cursor did not advance", map[string]any{"cursor": "c"}), "BackendProtocolMismatch", true, "grep candidate cursor did not advance", `{"cursor":"c"}`},
-		{"GrepReadFenceChanged", workbench.GrepReadFenceChanged(), "ReadFenceChanged", true, "grep pages crossed an authoritative read fence", `{"operation":"grep"}`},
-		{"GrepScanExhausted", workbench.GrepScanExhausted("bytes", 536870912), "ResourceExhausted", false, "grep exceeded its bounded bytes scan budget", `{"maximum":536870912,"operation":"grep","resource":"bytes"}`},
+		{"InvalidArguments", core.InvalidArguments("exactly one of text or base64 is required"), "InvalidArguments", false, "exactly one of text or base64 is required", `{}`},
+		{"InvalidArgumentsf", core.InvalidArgumentsf("at most %d grep alternatives are allowed", 16), "InvalidArguments", false, "at most 16 grep alternatives are allowed", `{}`},
+		{"UnknownTool", core.UnknownTool("x"), "UnknownTool", false, "unknown Workbench tool x", `{"tool":"x"}`},
+		{"NotFound", core.NotFound("outputs/a.txt"), "NotFound", false, "path not found: outputs/a.txt", `{"path":"outputs/a.txt"}`},
+		{"NotFound root", core.NotFound(""), "NotFound", false, "path not found: ", `{"path":""}`},
+		{"NotArtifact", core.NotArtifact("outputs"), "NotArtifact", false, "path is not an artifact: outputs", `{"path":"outputs"}`},
+		{"PayloadTooLarge", core.PayloadTooLarge(16777217, 16777216), "PayloadTooLarge", false, "payload is 16777217 bytes, maximum is 16777216", `{"actual_bytes":16777217,"maximum_bytes":16777216}`},
+		{"InvalidUTF8", core.InvalidUTF8("logs/x.bin"), "InvalidUtf8", false, "logs/x.bin is not valid UTF-8", `{"path":"logs/x.bin"}`},
+		{"StructuredTextNotUTF8", core.StructuredTextNotUTF8("logs/x.bin"), "InvalidUtf8", false, "structured text read requires UTF-8", `{"path":"logs/x.bin"}`},
+		{"NoMatch", core.NoMatch("outputs/a"), "NoMatch", false, "old_string was not found", `{"path":"outputs/a"}`},
+		{"AmbiguousEdit", core.AmbiguousEdit(3), "AmbiguousEdit", false, "old_string occurs 3 times; set replace_all=true", `{"matches":3}`},
+		{"EditConflict", core.EditConflict(5, "generation changed"), "Conflict", true, "conditional publication conflicted after 5 attempts", `{"attempts":5,"last_error":"generation changed"}`},
+		{"StructuredDecodeFailed json", core.StructuredDecodeFailed("outputs/a.json", "json", errors.New("EOF while parsing")), "StructuredDecodeFailed", false, "JSON decoding failed: EOF while parsing", `{"format":"json","path":"outputs/a.json"}`},
+		{"StructuredDecodeFailed yaml", core.StructuredDecodeFailed("outputs/a.yml", "yaml", errors.New("bad")), "StructuredDecodeFailed", false, "YAML decoding failed: bad", `{"format":"yaml","path":"outputs/a.yml"}`},
+		{"CanonicalEncodingFailed", core.CanonicalEncodingFailed("annotation cannot be encoded"), "CanonicalEncodingFailed", false, "annotation cannot be encoded", `{}`},
+		{"CommitProtocolMismatch", core.CommitProtocolMismatch(strings.Repeat("a", 64), strings.Repeat("b", 64)), "WorkbenchCommitProtocolMismatch", true, "backend returned a commit identity different from the canonical request", `{"actual_commit_id":"` + strings.Repeat("b", 64) + `","expected_commit_id":"` + strings.Repeat("a", 64) + `"}`},
+		{"BackendProtocolMismatch", core.BackendProtocolMismatch("grep candidate cursor did not advance", map[string]any{"cursor": "c"}), "BackendProtocolMismatch", true, "grep candidate cursor did not advance", `{"cursor":"c"}`},
+		{"GrepReadFenceChanged", core.GrepReadFenceChanged(), "ReadFenceChanged", true, "grep pages crossed an authoritative read fence", `{"operation":"grep"}`},
+		{"GrepScanExhausted", core.GrepScanExhausted("bytes", 536870912), "ResourceExhausted", false, "grep exceeded its bounded bytes scan budget", `{"maximum":536870912,"operation":"grep","resource":"bytes"}`},
 
-		{"Missing", workbench.Missing("workbench w does not exist"), "NotFound", false, "workbench w does not exist", `{"code":"NotFound","conflict":null,"current_generation":null,"source":"cairn"}`},
-		{"AlreadyExists", workbench.AlreadyExists("outputs/a.txt already exists"), "AlreadyExists", false, "outputs/a.txt already exists", `{"code":"AlreadyExists","conflict":null,"current_generation":null,"source":"cairn"}`},
-		{"Conflict", workbench.Conflict("generation changed", "Generation", &gen), "Conflict", true, "generation changed", `{"code":"Conflict","conflict":"Generation","current_generation":9,"source":"cairn"}`},
-		{"Conflict no generation", workbench.Conflict("head moved", "Head", nil), "Conflict", true, "head moved", `{"code":"Conflict","conflict":"Head","current_generation":null,"source":"cairn"}`},
-		{"LifecycleConflict", workbench.LifecycleConflict("workbench already has a different commit head; set replace=true"), "Conflict", true, "workbench already has a different commit head; set replace=true", `{}`},
-		{"ReadFenceChanged", workbench.ReadFenceChanged("list", "Workspace"), "ReadFenceChanged", true, "list fence changed", `{"conflict":"Workspace","source":"cairn"}`},
-		{"SnapshotNotFound", workbench.SnapshotNotFound("snapshot 7 not found"), "SnapshotNotFound", false, "snapshot 7 not found", `{"source":"cairn"}`},
-		{"SnapshotExpired", workbench.SnapshotExpired("snapshot is not alive"), "SnapshotExpired", false, "snapshot is not alive", `{"code":"SnapshotExpired","conflict":null,"current_generation":null,"source":"cairn"}`},
-		{"ForkRetentionActive", workbench.ForkRetentionActive("snapshot has active fork consumers"), "ForkRetentionActive", false, "snapshot has active fork consumers", `{"code":"PreconditionFailed","conflict":"SnapshotLifecycle","current_generation":null,"source":"cairn"}`},
-		{"QueryRefused", workbench.QueryRefused("query has 65 predicates, maximum is 64"), "InvalidState", false, "query has 65 predicates, maximum is 64", `{"code":"InvalidArgument","conflict":null,"current_generation":null,"source":"cairn"}`},
-		{"UnknownQueryField", workbench.UnknownQueryField("nope"), "InvalidState", false, "unknown query field nope", `{"code":"InvalidArgument","conflict":null,"current_generation":null,"source":"cairn"}`},
-		{"InvalidState", workbench.InvalidState("cursor belongs to a different operation"), "InvalidState", false, "cursor belongs to a different operation", `{"source":"cairn"}`},
-		{"Uncommitted", workbench.Uncommitted("wb-1"), "InvalidState", false, "only a committed workbench can be snapshotted", `{"workbench_id":"wb-1"}`},
-		{"NotDirectory", workbench.NotDirectory("outputs/a.txt"), "NotDirectory", false, "an exact artifact cannot be listed as a directory", `{"path":"outputs/a.txt"}`},
-		{"ResourceExhausted", workbench.ResourceExhausted("artifact is larger than 16777216 bytes"), "ResourceExhausted", false, "artifact is larger than 16777216 bytes", `{"source":"cairn"}`},
-		{"ObjectUnavailable", workbench.ObjectUnavailable("artifact object operation failed", true), "ObjectUnavailable", true, "artifact object operation failed", `{"source":"cairn"}`},
-		{"Internal", workbench.Internal("broken"), "Internal", false, "broken", `{"source":"cairn"}`},
+		{"Missing", core.Missing("workbench w does not exist"), "NotFound", false, "workbench w does not exist", `{"code":"NotFound","conflict":null,"current_generation":null,"source":"cairn"}`},
+		{"AlreadyExists", core.AlreadyExists("outputs/a.txt already exists"), "AlreadyExists", false, "outputs/a.txt already exists", `{"code":"AlreadyExists","conflict":null,"current_generation":null,"source":"cairn"}`},
+		{"Conflict", core.Conflict("generation changed", "Generation", &gen), "Conflict", true, "generation changed", `{"code":"Conflict","conflict":"Generation","current_generation":9,"source":"cairn"}`},
+		{"Conflict no generation", core.Conflict("head moved", "Head", nil), "Conflict", true, "head moved", `{"code":"Conflict","conflict":"Head","current_generation":null,"source":"cairn"}`},
+		{"LifecycleConflict", core.LifecycleConflict("workbench already has a different commit head; set replace=true"), "Conflict", true, "workbench already has a different commit head; set replace=true", `{}`},
+		{"ReadFenceChanged", core.ReadFenceChanged("list", "Workspace"), "ReadFenceChanged", true, "list fence changed", `{"conflict":"Workspace","source":"cairn"}`},
+		{"SnapshotNotFound", core.SnapshotNotFound("snapshot 7 not found"), "SnapshotNotFound", false, "snapshot 7 not found", `{"source":"cairn"}`},
+		{"SnapshotExpired", core.SnapshotExpired("snapshot is not alive"), "SnapshotExpired", false, "snapshot is not alive", `{"code":"SnapshotExpired","conflict":null,"current_generation":null,"source":"cairn"}`},
+		{"ForkRetentionActive", core.ForkRetentionActive("snapshot has active fork consumers"), "ForkRetentionActive", false, "snapshot has active fork consumers", `{"code":"PreconditionFailed","conflict":"SnapshotLifecycle","current_generation":null,"source":"cairn"}`},
+		{"QueryRefused", core.QueryRefused("query has 65 predicates, maximum is 64"), "InvalidState", false, "query has 65 predicates, maximum is 64", `{"code":"InvalidArgument","conflict":null,"current_generation":null,"source":"cairn"}`},
+		{"UnknownQueryField", core.UnknownQueryField("nope"), "InvalidState", false, "unknown query field nope", `{"code":"InvalidArgument","conflict":null,"current_generation":null,"source":"cairn"}`},
+		{"InvalidState", core.InvalidState("cursor belongs to a different operation"), "InvalidState", false, "cursor belongs to a different operation", `{"source":"cairn"}`},
+		{"Uncommitted", core.Uncommitted("wb-1"), "InvalidState", false, "only a committed workbench can be snapshotted", `{"workbench_id":"wb-1"}`},
+		{"NotDirectory", core.NotDirectory("outputs/a.txt"), "NotDirectory", false, "an exact artifact cannot be listed as a directory", `{"path":"outputs/a.txt"}`},
+		{"ResourceExhausted", core.ResourceExhausted("artifact is larger than 16777216 bytes"), "ResourceExhausted", false, "artifact is larger than 16777216 bytes", `{"source":"cairn"}`},
+		{"ObjectUnavailable", core.ObjectUnavailable("artifact object operation failed", true), "ObjectUnavailable", true, "artifact object operation failed", `{"source":"cairn"}`},
+		{"Internal", core.Internal("broken"), "Internal", false, "broken", `{"source":"cairn"}`},
 	}
 	for _, tt := range tests {
 		e := tt.err
 		if e.Code != tt.code || e.Retryable != tt.retryable || e.Message != tt.message {
 			t.Errorf("%s: got %s/%v/%q, want %s/%v/%q", tt.name, e.Code, e.Retryable, e.Message, tt.code, tt.retryable, tt.message)
 		}
-		d, err := workbench.MarshalResult(e.Envelope()["details"])
+		d, err := core.MarshalResult(e.Envelope()["details"])
 		if err != nil {
 			t.Fatal(err)
 		}
 		if string(d) != tt.details {
 			t.Errorf("%s: details %s, want %s", tt.name, d, tt.details)
 		}
-		if workbench.FromError(e) != e {
+		if core.FromError(e) != e {
 			t.Errorf("%s: FromError does not pass the error through", tt.name)
 		}
 	}
 }
 
 func TestRemaps(t *testing.T) {
-	c := workbench.Conflict("head moved", "Head", nil)
-	r := workbench.CommitConflict(c)
-	if r.Code != workbench.CodeWorkbenchCommitConflict || r.Message != c.Message || r.Retryable != c.Retryable || !reflect.DeepEqual(r.Details, c.Details) {
+	c := core.Conflict("head moved", "Head", nil)
+	r := core.CommitConflict(c)
+	if r.Code != core.CodeWorkbenchCommitConflict || r.Message != c.Message || r.Retryable != c.Retryable || !reflect.DeepEqual(r.Details, c.Details) {
 		t.Fatalf("CommitConflict(%+v) = %+v", c, r)
 	}
-	if c.Code != workbench.CodeConflict {
+	if c.Code != core.CodeConflict {
 		t.Fatal("CommitConflict changed its argument")
 	}
-	nf := workbench.Missing("x")
-	if workbench.CommitConflict(nf) != nf || workbench.RestoreProtocolMismatch(nf) != nf {
+	nf := core.Missing("x")
+	if core.CommitConflict(nf) != nf || core.RestoreProtocolMismatch(nf) != nf {
 		t.Fatal("remaps changed an error of another code")
 	}
-	if workbench.CommitConflict(nil) != nil || workbench.RestoreProtocolMismatch(nil) != nil {
+	if core.CommitConflict(nil) != nil || core.RestoreProtocolMismatch(nil) != nil {
 		t.Fatal("remaps of nil")
 	}
 }
 
 func TestFromError(t *testing.T) {
-	wrapped := workbench.NoMatch("outputs/a")
+	wrapped := core.NoMatch("outputs/a")
 	tests := []struct {
 		name      string
 		err       error
@@ -263,13 +263,13 @@ func TestFromError(t *testing.T) {
 		{"unknown outcome despite a refusal", fmt.Errorf("%w: sequence 4 (%w)", head.ErrUnknownOutcome, bucket.ErrDenied), "UnknownOutcome", true},
 	}
 	for _, tt := range tests {
-		e := workbench.FromError(tt.err)
+		e := core.FromError(tt.err)
 		if e == nil || e.Code != tt.code || e.Retryable != tt.retryable {
 			t.Errorf("%s: FromError = %+v, want %s retryable=%v", tt.name, e, tt.code, tt.retryable)
 			continue
 		}
-		if e.Details["source"] != workbench.Source {
-			t.Errorf("%s: details %v lack source %q", tt.name, e.Details, workbench.Source)
+		if e.Details["source"] != core.Source {
+			t.Errorf("%s: details %v lack source %q", tt.name, e.Details, core.Source)
 		}
 		if !errors.Is(e, tt.err) {
 			t.Errorf("%s: the mapped error does not unwrap to its cause", tt.name)
@@ -278,22 +278,22 @@ func TestFromError(t *testing.T) {
 			t.Errorf("%s: empty message", tt.name)
 		}
 	}
-	if e := workbench.FromError(errors.New("boom")); e.Message != "internal error: boom" {
+	if e := core.FromError(errors.New("boom")); e.Message != "internal error: boom" {
 		t.Errorf("Internal message %q", e.Message)
 	}
-	if workbench.FromError(nil) != nil {
+	if core.FromError(nil) != nil {
 		t.Error("FromError(nil) != nil")
 	}
-	if workbench.FromError(wrapped) != wrapped {
+	if core.FromError(wrapped) != wrapped {
 		t.Error("FromError does not pass an *Error through")
 	}
 	// An *Error inside a chain wins over every sentinel beside it.
 	chain := fmt.Errorf("edit: %w: %w", wrapped, context.Canceled)
-	if workbench.FromError(chain) != wrapped {
+	if core.FromError(chain) != wrapped {
 		t.Error("FromError does not find a wrapped *Error")
 	}
 	// errors.Is still sees through a mapped error to its cause.
-	if e := workbench.FromError(fmt.Errorf("x: %w", bucket.ErrThrottled)); !errors.Is(e, bucket.ErrThrottled) {
+	if e := core.FromError(fmt.Errorf("x: %w", bucket.ErrThrottled)); !errors.Is(e, bucket.ErrThrottled) {
 		t.Error("mapped error lost its cause")
 	}
 }
@@ -329,11 +329,11 @@ func TestMarshalResult(t *testing.T) {
 		{"raw", json.RawMessage(` {"b": [1, 2.50], "a": "x"} `), `{"a":"x","b":[1,2.5]}`},
 		{"bytes", []byte("hi"), `"aGk="`},
 		{"struct", point{X: 1, Y: "<"}, `{"x":1,"y":"<"}`},
-		{"error", workbench.InvalidArguments("m"), `{"code":"InvalidArguments","details":{},"message":"m","retryable":false,"status":"error"}`},
+		{"error", core.InvalidArguments("m"), `{"code":"InvalidArguments","details":{},"message":"m","retryable":false,"status":"error"}`},
 		{"typed map", map[string][]int{"b": {1}, "a": nil}, `{"a":[],"b":[1]}`},
 	}
 	for _, tt := range tests {
-		got, err := workbench.MarshalResult(tt.v)
+		got, err := core.MarshalResult(tt.v)
 		if err != nil {
 			t.Errorf("%s: %v", tt.name, err)
 			continue
@@ -343,13 +343,13 @@ func TestMarshalResult(t *testing.T) {
 		}
 	}
 	for _, bad := range []any{math.NaN(), math.Inf(1), json.Number("x"), json.Number(`"s"`), json.RawMessage(`{`), map[string]any{"f": math.Inf(-1)}} {
-		if got, err := workbench.MarshalResult(bad); err == nil {
+		if got, err := core.MarshalResult(bad); err == nil {
 			t.Errorf("MarshalResult(%#v) = %s, want an error", bad, got)
 		}
 	}
 	cyclic := map[string]any{}
 	cyclic["self"] = cyclic
-	if _, err := workbench.MarshalResult(cyclic); err == nil {
+	if _, err := core.MarshalResult(cyclic); err == nil {
 		t.Error("MarshalResult of a cyclic map did not fail")
 	}
 }
@@ -375,7 +375,7 @@ func TestFloatLayoutMatchesTheCanonicalForm(t *testing.T) {
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			continue
 		}
-		text, err := workbench.MarshalResult(f)
+		text, err := core.MarshalResult(f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -457,10 +457,10 @@ func TestMarshalResultIndentMatchesTheTranscript(t *testing.T) {
 	stat := map[string]any{
 		"status":         "success",
 		"workbench_id":   "wb-main",
-		"workbench_path": workbench.WorkbenchPath("/agents/test/wb", "wb-main"),
+		"workbench_path": core.WorkbenchPath("/agents/test/wb", "wb-main"),
 		"section":        "outputs",
 		"relative_path":  "report.txt",
-		"path":           workbench.PresentationPath("/agents/test/wb", "wb-main", []string{"outputs", "report.txt"}),
+		"path":           core.PresentationPath("/agents/test/wb", "wb-main", []string{"outputs", "report.txt"}),
 		"at_snapshot":    "frozen",
 		"card": map[string]any{
 			"name": "report.txt", "path": "/agents/test/wb/wb-main/outputs/report.txt", "section": "outputs",
@@ -484,20 +484,20 @@ func TestMarshalResultIndentMatchesTheTranscript(t *testing.T) {
 		v    any
 		want string
 	}{{stat, transcriptStat}, {catalog, transcriptCatalog}} {
-		got, err := workbench.MarshalResultIndent(tt.v)
+		got, err := core.MarshalResultIndent(tt.v)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if string(got) != tt.want {
 			t.Errorf("pretty result\n got %s\nwant %s", got, tt.want)
 		}
-		c, _ := workbench.MarshalResult(tt.v)
+		c, _ := core.MarshalResult(tt.v)
 		if string(c) != compact(t, tt.want) {
 			t.Errorf("compact result\n got %s\nwant %s", c, compact(t, tt.want))
 		}
 	}
 	// Strings holding structural characters are copied, not laid out.
-	got, _ := workbench.MarshalResultIndent(map[string]any{"a": "{[,:]}\"", "b": []any{"x\\"}})
+	got, _ := core.MarshalResultIndent(map[string]any{"a": "{[,:]}\"", "b": []any{"x\\"}})
 	if want := "{\n  \"a\": \"{[,:]}\\\"\",\n  \"b\": [\n    \"x\\\\\"\n  ]\n}"; string(got) != want {
 		t.Errorf("got %s, want %s", got, want)
 	}

@@ -1,9 +1,8 @@
-package workbench_test
+package core_test
 
 import (
 	"bytes"
 	"cmp"
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -11,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cairnstore/cairn/shards"
-	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/internal/core"
 )
 
 func TestParseWorkbenchID(t *testing.T) {
@@ -36,14 +35,14 @@ func TestParseWorkbenchID(t *testing.T) {
 		{"aé", "workbench id contains invalid byte 0xc3 at offset 1"},
 	}
 	for _, tt := range tests {
-		got, err := workbench.ParseWorkbenchID(tt.id)
+		got, err := core.ParseWorkbenchID(tt.id)
 		if tt.err == "" {
 			if err != nil || got != tt.id {
 				t.Errorf("ParseWorkbenchID(%q) = %q, %v", tt.id, got, err)
 			}
 			continue
 		}
-		if err == nil || err.Code != workbench.CodeInvalidArguments || err.Message != tt.err || len(err.Details) != 0 {
+		if err == nil || err.Code != core.CodeInvalidArguments || err.Message != tt.err || len(err.Details) != 0 {
 			t.Errorf("ParseWorkbenchID(%q) error %+v, want InvalidArguments %q", tt.id, err, tt.err)
 		}
 		if got != "" {
@@ -81,7 +80,7 @@ func TestNormalizePath(t *testing.T) {
 		strings.Repeat("ab/", 63) + strings.Repeat("c", 4096-3*63),
 	}
 	for _, p := range accepted {
-		got, err := workbench.NormalizePath(p)
+		got, err := core.NormalizePath(p)
 		if err != nil {
 			t.Errorf("NormalizePath(%.60q) = %v", p, err)
 			continue
@@ -119,8 +118,8 @@ func TestNormalizePath(t *testing.T) {
 		{components(63, "x") + "/", "relative path component 63 is empty"},
 	}
 	for _, tt := range rejected {
-		got, err := workbench.NormalizePath(tt.p)
-		if err == nil || err.Code != workbench.CodeInvalidArguments || err.Message != tt.err || err.Retryable || len(err.Details) != 0 {
+		got, err := core.NormalizePath(tt.p)
+		if err == nil || err.Code != core.CodeInvalidArguments || err.Message != tt.err || err.Retryable || len(err.Details) != 0 {
 			t.Errorf("NormalizePath(%.60q) = %q, %+v, want InvalidArguments %q", tt.p, got, err, tt.err)
 		}
 		if got != nil {
@@ -155,16 +154,16 @@ func TestJoinSection(t *testing.T) {
 		{"outputs", "a/../b", nil, "relative path component 1 is '..'"},
 	}
 	for _, tt := range tests {
-		got, err := workbench.JoinSection(tt.section, tt.rel)
+		got, err := core.JoinSection(tt.section, tt.rel)
 		if tt.err == "" {
 			if err != nil || !slices.Equal(got, tt.want) {
 				t.Errorf("JoinSection(%q, %.40q) = %q, %v", tt.section, tt.rel, got, err)
 			}
 			continue
 		}
-		code, msg := workbench.CodeInvalidArguments, tt.err
+		code, msg := core.CodeInvalidArguments, tt.err
 		if m, ok := strings.CutPrefix(tt.err, "InvalidState: "); ok {
-			code, msg = workbench.CodeInvalidState, m
+			code, msg = core.CodeInvalidState, m
 		}
 		if err == nil || err.Code != code || err.Message != msg {
 			t.Errorf("JoinSection(%q, %.40q) = %q, %v, want %s %q", tt.section, tt.rel, got, err, code, msg)
@@ -174,12 +173,12 @@ func TestJoinSection(t *testing.T) {
 
 func TestWritePathRefusesTheReservedProjections(t *testing.T) {
 	for _, rel := range []string{"run_manifest.json", "restore_manifest.json"} {
-		_, err := workbench.WritePath("metadata", rel)
+		_, err := core.WritePath("metadata", rel)
 		want := "metadata/" + rel + " is a reserved Workbench projection and cannot be changed by generic artifact tools"
-		if err == nil || err.Code != workbench.CodeInvalidArguments || err.Message != want {
+		if err == nil || err.Code != core.CodeInvalidArguments || err.Message != want {
 			t.Errorf("WritePath(metadata, %s) = %v, want %q", rel, err, want)
 		}
-		if !workbench.IsReserved([]string{"metadata", rel}) {
+		if !core.IsReserved([]string{"metadata", rel}) {
 			t.Errorf("IsReserved(metadata/%s) = false", rel)
 		}
 	}
@@ -190,21 +189,21 @@ func TestWritePathRefusesTheReservedProjections(t *testing.T) {
 		{"outputs", "run_manifest.json"},
 		{"metadata", "checkpoints.jsonl"},
 	} {
-		c, err := workbench.WritePath(p[0], p[1])
+		c, err := core.WritePath(p[0], p[1])
 		if err != nil {
 			t.Errorf("WritePath(%s, %s) = %v", p[0], p[1], err)
 		}
-		if workbench.IsReserved(c) || workbench.CheckWritable(c) != nil {
+		if core.IsReserved(c) || core.CheckWritable(c) != nil {
 			t.Errorf("%q reported reserved", c)
 		}
 	}
-	if _, err := workbench.WritePath("metadata", "metadata/run_manifest.json"); err == nil || !strings.Contains(err.Message, "duplicated section prefix") {
+	if _, err := core.WritePath("metadata", "metadata/run_manifest.json"); err == nil || !strings.Contains(err.Message, "duplicated section prefix") {
 		t.Errorf("duplicated prefix not refused first: %v", err)
 	}
-	if got, want := workbench.RunManifestPath, "metadata/run_manifest.json"; got != want {
+	if got, want := core.RunManifestPath, "metadata/run_manifest.json"; got != want {
 		t.Errorf("RunManifestPath = %q", got)
 	}
-	if got, want := workbench.RestoreManifestPath, "metadata/restore_manifest.json"; got != want {
+	if got, want := core.RestoreManifestPath, "metadata/restore_manifest.json"; got != want {
 		t.Errorf("RestoreManifestPath = %q", got)
 	}
 }
@@ -225,7 +224,7 @@ func TestScopePath(t *testing.T) {
 		{"", "a//b", nil, "relative path component 1 is empty"},
 	}
 	for _, tt := range tests {
-		got, err := workbench.ScopePath(tt.section, tt.rel)
+		got, err := core.ScopePath(tt.section, tt.rel)
 		if tt.err == "" {
 			if err != nil || got == nil || !slices.Equal(got, tt.want) {
 				t.Errorf("ScopePath(%q, %q) = %q, %v, want %q", tt.section, tt.rel, got, err, tt.want)
@@ -240,16 +239,16 @@ func TestScopePath(t *testing.T) {
 
 func TestSections(t *testing.T) {
 	want := []string{"input", "scripts", "outputs", "logs", "metadata"}
-	if got := workbench.Sections(); !slices.Equal(got, want) {
+	if got := core.Sections(); !slices.Equal(got, want) {
 		t.Fatalf("Sections() = %v", got)
 	}
 	for _, s := range want {
-		if !workbench.IsSection(s) {
+		if !core.IsSection(s) {
 			t.Errorf("IsSection(%q) = false", s)
 		}
 	}
 	for _, s := range []string{"", "Input", "output", "metadata/", "checkpoints"} {
-		if workbench.IsSection(s) {
+		if core.IsSection(s) {
 			t.Errorf("IsSection(%q) = true", s)
 		}
 	}
@@ -263,7 +262,7 @@ func TestSections(t *testing.T) {
 		{[]string{"extra", "a"}, "", []string{"extra", "a"}},
 		{nil, "", nil},
 	} {
-		s, rel := workbench.SplitSection(tt.in)
+		s, rel := core.SplitSection(tt.in)
 		if s != tt.section || !slices.Equal(rel, tt.rel) {
 			t.Errorf("SplitSection(%q) = %q, %q", tt.in, s, rel)
 		}
@@ -292,22 +291,22 @@ func TestNormalizeLogicalRoot(t *testing.T) {
 		{"/" + strings.Repeat("a", 4096), "", "logical Workbench root must not exceed 4096 bytes"},
 	}
 	for _, tt := range tests {
-		got, err := workbench.NormalizeLogicalRoot(tt.raw)
+		got, err := core.NormalizeLogicalRoot(tt.raw)
 		if tt.err == "" {
 			if err != nil || got != tt.want {
 				t.Errorf("NormalizeLogicalRoot(%.40q) = %.40q, %v, want %.40q", tt.raw, got, err, tt.want)
 			}
 			continue
 		}
-		if err == nil || err.Code != workbench.CodeInvalidArguments || err.Message != tt.err {
+		if err == nil || err.Code != core.CodeInvalidArguments || err.Message != tt.err {
 			t.Errorf("NormalizeLogicalRoot(%.40q) = %v, want %q", tt.raw, err, tt.err)
 		}
 	}
-	if got, err := workbench.AgentRoot("test"); err != nil || got != "/agents/test/wb" {
+	if got, err := core.AgentRoot("test"); err != nil || got != "/agents/test/wb" {
 		t.Errorf("AgentRoot(test) = %q, %v", got, err)
 	}
 	for _, bad := range []string{"", "a/b", "..", "a\\b"} {
-		if _, err := workbench.AgentRoot(bad); err == nil {
+		if _, err := core.AgentRoot(bad); err == nil {
 			t.Errorf("AgentRoot(%q) accepted", bad)
 		}
 	}
@@ -315,7 +314,7 @@ func TestNormalizeLogicalRoot(t *testing.T) {
 
 func TestPresentationPaths(t *testing.T) {
 	root := "/agents/test/wb"
-	if got := workbench.WorkbenchPath(root, "wb-main"); got != "/agents/test/wb/wb-main" {
+	if got := core.WorkbenchPath(root, "wb-main"); got != "/agents/test/wb/wb-main" {
 		t.Errorf("WorkbenchPath = %q", got)
 	}
 	for _, tt := range []struct {
@@ -327,14 +326,14 @@ func TestPresentationPaths(t *testing.T) {
 		{[]string{"outputs", "report.txt"}, "/agents/test/wb/wb-main/outputs/report.txt"},
 		{[]string{"metadata", "run_manifest.json"}, "/agents/test/wb/wb-main/metadata/run_manifest.json"},
 	} {
-		if got := workbench.PresentationPath(root, "wb-main", tt.c); got != tt.want {
+		if got := core.PresentationPath(root, "wb-main", tt.c); got != tt.want {
 			t.Errorf("PresentationPath(%q) = %q, want %q", tt.c, got, tt.want)
 		}
 	}
-	if got := workbench.LogicalPath([]string{"outputs", "a.txt"}); got != "outputs/a.txt" {
+	if got := core.LogicalPath([]string{"outputs", "a.txt"}); got != "outputs/a.txt" {
 		t.Errorf("LogicalPath = %q", got)
 	}
-	if got := workbench.LogicalPath(nil); got != "" {
+	if got := core.LogicalPath(nil); got != "" {
 		t.Errorf("LogicalPath(nil) = %q", got)
 	}
 }
@@ -368,7 +367,7 @@ func TestComparePathsExamples(t *testing.T) {
 	}
 	for i := range ordered {
 		for j := range ordered {
-			got := workbench.ComparePaths(p(ordered[i]), p(ordered[j]))
+			got := core.ComparePaths(p(ordered[i]), p(ordered[j]))
 			if want := cmp.Compare(i, j); got != want {
 				t.Errorf("ComparePaths(%s, %s) = %d, want %d", ordered[i], ordered[j], got, want)
 			}
@@ -379,11 +378,11 @@ func TestComparePathsExamples(t *testing.T) {
 	}
 	// As text, "a-b/x" sorts before "a/x" ('-' < '/'); by component it
 	// sorts after.
-	if strings.Compare("a-b/x", "a/x") >= 0 || workbench.ComparePaths(p("a-b/x"), p("a/x")) <= 0 {
+	if strings.Compare("a-b/x", "a/x") >= 0 || core.ComparePaths(p("a-b/x"), p("a/x")) <= 0 {
 		t.Error("component order is text order")
 	}
 	// The root (no components) is every path's ancestor.
-	if workbench.ComparePaths(nil, p("a")) != 1 || workbench.ComparePaths(p("a"), nil) != -1 || workbench.ComparePaths(nil, nil) != 0 {
+	if core.ComparePaths(nil, p("a")) != 1 || core.ComparePaths(p("a"), nil) != -1 || core.ComparePaths(nil, nil) != 0 {
 		t.Error("root order")
 	}
 }
@@ -412,11 +411,11 @@ func TestComparePathsAgreesWithEncodePath(t *testing.T) {
 		if r.IntN(4) == 0 { // share a prefix often
 			b = append(slices.Clone(a[:r.IntN(len(a))+1]), b[:r.IntN(len(b)+1)]...)
 		}
-		got := workbench.ComparePaths(a, b)
+		got := core.ComparePaths(a, b)
 		if want := encodedOrder(t, a, b); got != want {
 			t.Fatalf("ComparePaths(%q, %q) = %d, key order %d", a, b, got, want)
 		}
-		if workbench.ComparePaths(b, a) != -got {
+		if core.ComparePaths(b, a) != -got {
 			t.Fatalf("ComparePaths(%q, %q) is not antisymmetric", a, b)
 		}
 	}
@@ -426,7 +425,7 @@ func TestComparePathsAgreesWithEncodePath(t *testing.T) {
 		paths[i] = randomPath(r)
 	}
 	byCompare := slices.Clone(paths)
-	slices.SortStableFunc(byCompare, workbench.ComparePaths)
+	slices.SortStableFunc(byCompare, core.ComparePaths)
 	byKey := slices.Clone(paths)
 	slices.SortStableFunc(byKey, func(a, b []string) int { return encodedOrder(t, a, b) })
 	for i := range byCompare {
@@ -438,11 +437,11 @@ func TestComparePathsAgreesWithEncodePath(t *testing.T) {
 
 // validRelative is an independent statement of the normalizer's rules.
 func validRelative(p string) bool {
-	if p == "" || p[0] == '/' || len(p) > workbench.MaxPathBytes || !utf8.ValidString(p) {
+	if p == "" || p[0] == '/' || len(p) > core.MaxPathBytes || !utf8.ValidString(p) {
 		return false
 	}
 	parts := strings.Split(p, "/")
-	if len(parts) > workbench.MaxPathComponents {
+	if len(parts) > core.MaxPathComponents {
 		return false
 	}
 	for _, c := range parts {
@@ -462,12 +461,12 @@ func FuzzNormalizePath(f *testing.F) {
 		f.Add(s, "a/x")
 	}
 	f.Fuzz(func(t *testing.T, a, b string) {
-		ca, ea := workbench.NormalizePath(a)
+		ca, ea := core.NormalizePath(a)
 		if (ea == nil) != validRelative(a) {
 			t.Fatalf("NormalizePath(%q) error %v, rules say valid=%v", a, ea, validRelative(a))
 		}
 		if ea != nil {
-			if ca != nil || ea.Code != workbench.CodeInvalidArguments || ea.Retryable || len(ea.Details) != 0 {
+			if ca != nil || ea.Code != core.CodeInvalidArguments || ea.Retryable || len(ea.Details) != 0 {
 				t.Fatalf("NormalizePath(%q) = %q, %+v", a, ca, ea)
 			}
 			return
@@ -485,9 +484,9 @@ func FuzzNormalizePath(f *testing.F) {
 		}
 
 		// Under a section: the section becomes the first component.
-		for _, s := range workbench.Sections() {
-			j, err := workbench.JoinSection(s, a)
-			ok := ca[0] != s && len(ca) < workbench.MaxPathComponents && len(s)+1+len(a) <= workbench.MaxPathBytes
+		for _, s := range core.Sections() {
+			j, err := core.JoinSection(s, a)
+			ok := ca[0] != s && len(ca) < core.MaxPathComponents && len(s)+1+len(a) <= core.MaxPathBytes
 			if (err == nil) != ok {
 				t.Fatalf("JoinSection(%s, %q) error %v, want ok=%v", s, a, err, ok)
 			}
@@ -496,7 +495,7 @@ func FuzzNormalizePath(f *testing.F) {
 			}
 		}
 
-		cb, eb := workbench.NormalizePath(b)
+		cb, eb := core.NormalizePath(b)
 		if eb != nil {
 			return
 		}
@@ -504,7 +503,7 @@ func FuzzNormalizePath(f *testing.F) {
 		if err != nil {
 			t.Fatalf("EncodePath(%q): %v", cb, err)
 		}
-		got := workbench.ComparePaths(ca, cb)
+		got := core.ComparePaths(ca, cb)
 		if want := bytes.Compare(key, keyB); got != want {
 			t.Fatalf("ComparePaths(%q, %q) = %d, key order %d", ca, cb, got, want)
 		}
@@ -512,65 +511,4 @@ func FuzzNormalizePath(f *testing.F) {
 			t.Fatalf("ComparePaths(%q, %q) = %d", a, b, got)
 		}
 	})
-}
-
-// A path within the limits on its own but over them once its section is
-// joined is refused by the reference's backend, which joins and checks
-// it (facts.md 2: the stored section/path must itself satisfy the
-// limits; 1.3: the backend's own validation is InvalidState, not
-// retryable, details {source}), after the tool layer's argument checks:
-// InvalidState {source} from every tool that takes a section and a path,
-// before anything is read (a missing workbench too), while a second,
-// tool-layer argument error in the same call is that InvalidArguments.
-// grep adds the scope's presentation path, as to every error past its
-// argument checks.
-func TestJoinedPathOverTheLimitsIsInvalidState(t *testing.T) {
-	s := newService(t)
-	deep, long := components(64, "x"), strings.Repeat("a", 4089) // outputs/...: 65 components, 4097 bytes
-	for _, rel := range []string{deep, long} {
-		if _, err := workbench.NormalizePath(rel); err != nil {
-			t.Fatalf("%.20q is not valid on its own: %v", rel, err)
-		}
-		p := `"section":"outputs","path":"` + rel + `"`
-		for _, tc := range []struct {
-			tool, args, otherError string
-		}{
-			{"workbench_put_file", `"text":"x"`, `"text":"x","base64":"eA=="`},
-			{"workbench_append", `"text":"x"`, `"text":null`},
-			{"workbench_edit", `"old_string":"a","new_string":"b"`, `"old_string":"","new_string":"b"`},
-			{"workbench_stat", ``, `"at_snapshot":""`},
-			{"workbench_list", ``, `"at_snapshot":""`},
-			{"workbench_read", ``, `"at_snapshot":""`},
-			{"workbench_grep", `"pattern":"x","recursive":true`, `"pattern":"x","recursive":true,"glob":"a/b"`},
-			{"workbench_search", ``, `"fields":["path","path"]`},
-			{"workbench_aggregate", `"measures":[{"name":"n","op":"count"}]`, `"measures":[{"name":"n","op":"count"},{"name":"n","op":"count"}]`},
-			{"workbench_catalog", ``, ``},
-		} {
-			t.Run(tc.tool+fmt.Sprint(len(rel)), func(t *testing.T) {
-				for _, id := range []string{"w", "nowhere"} {
-					in := `{"id":"` + id + `",` + p
-					if tc.args != "" {
-						in += "," + tc.args
-					}
-					m, ok := call(t, s, tc.tool, in+"}")
-					keys := []string{"source"}
-					if tc.tool == "workbench_grep" {
-						keys = append(keys, "path")
-						if got, want := m["details"].(map[string]any)["path"], "/agents/test/wb/"+id+"/outputs/"+rel; got != want {
-							t.Errorf("details.path %.60v, want %.60v", got, want)
-						}
-					}
-					qErr(t, m, ok, "InvalidState", false, keys...)
-					qMessage(t, m, "relative path")
-					if tc.otherError != "" {
-						m, ok = call(t, s, tc.tool, `{"id":"`+id+`",`+p+","+tc.otherError+"}")
-						qErr(t, m, ok, "InvalidArguments", false)
-					}
-				}
-			})
-		}
-	}
-	if _, ok := call(t, s, "workbench_stat", `{"id":"nowhere"}`); ok {
-		t.Fatal("a refused write created its workbench")
-	}
 }
