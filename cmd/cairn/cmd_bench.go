@@ -51,8 +51,8 @@ func runBench(ctx context.Context, e *env, args []string) int {
 		fs.PrintDefaults()
 		fmt.Fprintln(e.stderr, "\nscenarios:\n  "+strings.Join(bench.Scenarios(), "\n  "))
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if _, code, done := parseFlags(e, fs, args); done {
+		return code
 	}
 	if fs.NArg() != 0 {
 		fmt.Fprintf(e.stderr, "cairn bench: unexpected argument %q\n", fs.Arg(0))

@@ -57,8 +57,8 @@ func runChanges(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "usage: cairn changes [--bucket URL] [--agent ID] [--workbench ID] [--cursor C] [--after VERSION] [--limit N] [--follow] [--interval D]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if _, code, done := parseFlags(e, fs, args); done {
+		return code
 	}
 	usageErr := func(format string, a ...any) int {
 		fmt.Fprintf(e.stderr, "cairn changes: "+format+"\n", a...)

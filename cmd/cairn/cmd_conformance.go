@@ -33,8 +33,8 @@ func runConformance(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "usage: cairn conformance [--prefix P/] URL")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if _, code, done := parseFlags(e, fs, args); done {
+		return code
 	}
 	if fs.NArg() != 1 || fs.Arg(0) == "" {
 		fs.Usage()

@@ -37,8 +37,8 @@ func runFakeGCS(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "preconditions on delete. There is no authentication.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if _, code, done := parseFlags(e, fs, args); done {
+		return code
 	}
 	if fs.NArg() != 0 {
 		fs.Usage()

@@ -50,8 +50,8 @@ func runFsck(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "usage: cairn fsck [--bucket URL] [--agent ID] [--bodies] [--json] [--max-findings N]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if _, code, done := parseFlags(e, fs, args); done {
+		return code
 	}
 	usageErr := func(format string, a ...any) int {
 		fmt.Fprintf(e.stderr, "cairn fsck: "+format+"\n", a...)

@@ -135,8 +135,9 @@ func parseGC(e *env, args []string) (gcConfig, int) {
 		fmt.Fprintln(e.stderr, "usage: cairn gc [--bucket URL] [--agent ID [--revisions=false] | --all-agents] [--grace D] [--dry-run] [--json]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return cfg, exitUsage
+	set, code, done := parseFlags(e, fs, args)
+	if done {
+		return cfg, code
 	}
 	usageErr := func(format string, a ...any) (gcConfig, int) {
 		fmt.Fprintf(e.stderr, "cairn gc: "+format+"\n", a...)
@@ -156,9 +157,11 @@ func parseGC(e *env, args []string) (gcConfig, int) {
 		return usageErr("--grace %v: must be between %v and %v", cfg.grace, head.MinGrace, head.MaxGrace)
 	case cfg.concurrency <= 0:
 		return usageErr("--concurrency must be positive")
-	case cfg.all && agentSet:
+	// An agent or --revisions from the environment or the config file
+	// gives way to --all-agents on the command line.
+	case cfg.all && agentSet && set.from("agent") >= set.from("all-agents"):
 		return usageErr("--agent and --all-agents exclude each other")
-	case cfg.all && revisionsSet && *revisions:
+	case cfg.all && revisionsSet && *revisions && set.from("revisions") >= set.from("all-agents"):
 		return usageErr("--revisions needs --agent: a revision is collected through its agent's Workbench")
 	}
 	cfg.collect = *revisions && !cfg.all

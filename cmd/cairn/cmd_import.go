@@ -110,14 +110,17 @@ func runImport(ctx context.Context, e *env, args []string) int {
 	// Flags may come before or after DIR.
 	var pos []string
 	for {
-		if err := fset.Parse(args); err != nil {
-			return exitUsage
+		if code, done := parseArgs(fset, args); done {
+			return code
 		}
 		if fset.NArg() == 0 {
 			break
 		}
 		pos = append(pos, fset.Arg(0))
 		args = fset.Args()[1:]
+	}
+	if _, code, done := applySettings(e, fset); done {
+		return code
 	}
 	usageErr := func(format string, a ...any) int {
 		fmt.Fprintf(e.stderr, "cairn import: "+format+"\n", a...)

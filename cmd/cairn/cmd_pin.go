@@ -58,8 +58,12 @@ var pinVerbs = []string{"create", "list", "show", "verify", "copy", "restore", "
 // error; 3 for a bucket that does not exist, cannot be reached or refuses
 // the credentials.
 func runPin(ctx context.Context, e *env, args []string) int {
+	if len(args) > 0 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
+		pinUsage(e.stdout)
+		return exitOK
+	}
 	if len(args) == 0 || !slices.Contains(pinVerbs, args[0]) {
-		if len(args) > 0 && args[0] != "help" && args[0] != "-h" && args[0] != "--help" {
+		if len(args) > 0 {
 			fmt.Fprintf(e.stderr, "cairn pin: unknown subcommand %q\n", args[0])
 		}
 		pinUsage(e.stderr)
@@ -94,14 +98,17 @@ func runPin(ctx context.Context, e *env, args []string) int {
 	var pos []string
 	rest := args[1:]
 	for {
-		if err := fs.Parse(rest); err != nil {
-			return exitUsage
+		if code, done := parseArgs(fs, rest); done {
+			return code
 		}
 		if fs.NArg() == 0 {
 			break
 		}
 		pos = append(pos, fs.Arg(0))
 		rest = fs.Args()[1:]
+	}
+	if _, code, done := applySettings(e, fs); done {
+		return code
 	}
 	usageErr := func(format string, a ...any) int {
 		fmt.Fprintf(e.stderr, "cairn pin %s: "+format+"\n", append([]any{verb}, a...)...)

@@ -70,8 +70,8 @@ func runRecover(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "usage: cairn recover [--bucket URL] [--agent ID] [--pin NAME | --root HASH] [--dry-run] [--json]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if _, code, done := parseFlags(e, fs, args); done {
+		return code
 	}
 	usageErr := func(format string, a ...any) int {
 		fmt.Fprintf(e.stderr, "cairn recover: "+format+"\n", a...)

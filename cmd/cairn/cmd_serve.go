@@ -25,6 +25,8 @@ const (
 	defaultShutdownTimeout = 30 * time.Second
 )
 
+func init() { mcpserve.ServerVersion = shortVersion() }
+
 // mcpMount builds the MCP handler of one agent, mounted at
 // /v1/agents/{agent_id}/mcp behind the server's authentication.
 func mcpMount(call serve.CallFunc) http.Handler {
@@ -37,9 +39,10 @@ func mcpMount(call serve.CallFunc) http.Handler {
 //	            [--request-timeout D] [--idle-timeout D] [--shutdown-timeout D]
 //
 // Each setting is taken from its flag, else its environment variable
-// (CAIRN_BUCKET, CAIRN_ADDR, CAIRN_CONFIG), else the config file, else
-// the default: the embedded local-file bucket ./cairn-data (created if
-// missing) on 127.0.0.1:7070. Bearer tokens come from the config file's
+// (CAIRN_BUCKET, CAIRN_ADDR, CAIRN_CACHE_MIB, ...: settings.go), else the
+// config file, else the default: the embedded local-file bucket
+// ./cairn-data (created if missing) on 127.0.0.1:7070, or on :$PORT when
+// PORT is set (as container platforms set it). Bearer tokens come from the config file's
 // agents and from CAIRN_TOKENS ("agent1=tok1,agent2=tok2"; it overrides
 // the file's token of an agent it names). With tokens only their agents
 // are served; without, any agent id is, and the address must be loopback.
@@ -71,8 +74,8 @@ func runServe(ctx context.Context, e *env, args []string) int {
 		fs.PrintDefaults()
 		fmt.Fprintln(e.stderr, "\nenvironment: CAIRN_BUCKET, CAIRN_ADDR, CAIRN_CONFIG, CAIRN_TOKENS=agent1=token1,agent2=token2")
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if _, code, done := parseFlags(e, fs, args); done {
+		return code
 	}
 	usageErr := func(format string, a ...any) int {
 		fmt.Fprintf(e.stderr, "cairn serve: "+format+"\n", a...)
@@ -92,7 +95,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	}
 
 	var cfg serve.Config
-	if path := pick(*configPath, os.Getenv("CAIRN_CONFIG"), ""); path != "" {
+	if path := pick(*configPath, os.Getenv("CAIRN_CONFIG")); path != "" {
 		c, err := serve.LoadConfig(path)
 		if err != nil {
 			return usageErr("%v", err)
@@ -109,7 +112,14 @@ func runServe(ctx context.Context, e *env, args []string) int {
 			tokens[id] = tok
 		}
 	}
-	listen := pick(*addr, os.Getenv("CAIRN_ADDR"), cfg.Addr, defaultServeAddr)
+	listen := *addr // the flag, CAIRN_ADDR or the config's addr
+	if listen == "" {
+		if port := os.Getenv("PORT"); port != "" {
+			listen = ":" + port // as a container platform asks
+		} else {
+			listen = defaultServeAddr
+		}
+	}
 	loop, err := serve.Loopback(listen)
 	if err != nil {
 		return usageErr("address %q: %v", listen, err)
@@ -134,7 +144,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	opts.Workbench.Engine.MinCommitInterval = *commitInterval
 	grace := pickDuration(*shutdownTimeout, time.Duration(cfg.ShutdownTimeout), defaultShutdownTimeout)
 
-	b, url, code, err := openBucket(ctx, pick(*bucketURL, os.Getenv("CAIRN_BUCKET"), cfg.Bucket))
+	b, url, code, err := openBucket(ctx, *bucketURL)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cairn serve: %v\n", err)
 		return code

@@ -77,8 +77,8 @@ func runWorkbench(ctx context.Context, e *env, args []string) int {
 		}
 		tw.Flush()
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, done := parseArgs(fs, args); done {
+		return code
 	}
 	if fs.NArg() == 0 {
 		fs.Usage()
@@ -86,8 +86,12 @@ func runWorkbench(ctx context.Context, e *env, args []string) int {
 	}
 	tool := fs.Arg(0)
 	// Flags may also follow the tool name.
-	if err := fs.Parse(fs.Args()[1:]); err != nil {
-		return exitUsage
+	if code, done := parseArgs(fs, fs.Args()[1:]); done {
+		return code
+	}
+	set, code, done := applySettings(e, fs)
+	if done {
+		return code
 	}
 	usageErr := func(format string, a ...any) int {
 		fmt.Fprintf(e.stderr, "cairn workbench: "+format+"\n", a...)
@@ -100,18 +104,24 @@ func runWorkbench(ctx context.Context, e *env, args []string) int {
 	if err := nonEmptyFlags(fs, "agent", "bucket", "input", "server", "token", "idempotency-key"); err != nil {
 		return usageErr("%v", err)
 	}
+	// A bucket and a server exclude each other when given alike; one on
+	// the command line wins over the other from the environment or the
+	// config file (CAIRN_SERVER stands for --server unless --bucket names
+	// a bucket).
 	if *server != "" && *bucketURL != "" {
-		return usageErr("--bucket and --server exclude each other")
+		switch b, sv := set.from("bucket"), set.from("server"); {
+		case b > sv:
+			*server = ""
+		case sv > b:
+			*bucketURL = ""
+		case b == fromFlag:
+			return usageErr("--bucket and --server exclude each other")
+		default:
+			return usageErr("a bucket and a server exclude each other (set by %s and %s, or the config file)", envName("bucket"), envName("server"))
+		}
 	}
-	// CAIRN_SERVER stands for --server unless --bucket names a bucket.
-	if *server == "" && *bucketURL == "" {
-		*server = os.Getenv("CAIRN_SERVER")
-	}
-	if *server == "" && (*token != "" || *idemKey != "") {
+	if *server == "" && (set.from("token") == fromFlag || set.from("idempotency-key") == fromFlag) {
 		return usageErr("--token and --idempotency-key need --server")
-	}
-	if *token == "" {
-		*token = os.Getenv("CAIRN_TOKEN")
 	}
 	if *server != "" {
 		if err := checkServerURL(*server); err != nil {

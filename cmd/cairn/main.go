@@ -11,7 +11,11 @@
 //	cairn pin VERB [NAME]        create, verify, copy, restore or delete backup pins
 //	cairn recover                give a deployment root whose head is lost a verified root
 //	cairn serve                  serve the Workbench tools over HTTP
+//	cairn version                print the version and the commit built from
 //	cairn workbench TOOL         run one Workbench tool on a JSON input
+//
+// Every flag can also be set by a CAIRN_* environment variable or a key of
+// a config file (settings.go).
 //
 // Each subcommand lives in its own cmd_<verb>.go file.
 package main
@@ -63,7 +67,26 @@ func main() {
 }
 
 func run(ctx context.Context, e *env, args []string) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
+		usage(e.stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		usage(e.stdout)
+		return exitOK
+	case "-version", "--version":
+		return runVersion(ctx, e, nil)
+	case "help":
+		// "cairn help CMD" is "cairn CMD --help".
+		if len(args) == 1 {
+			usage(e.stdout)
+			return exitOK
+		}
+		if _, ok := commands[args[1]]; ok {
+			return run(ctx, e, append(args[1:2:2], append(args[2:], "--help")...))
+		}
+		fmt.Fprintf(e.stderr, "cairn help: unknown command %q\n\n", args[1])
 		usage(e.stderr)
 		return exitUsage
 	}
@@ -77,7 +100,7 @@ func run(ctx context.Context, e *env, args []string) int {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: cairn COMMAND [ARGS]\n\ncommands:")
+	fmt.Fprintln(w, "usage: cairn COMMAND [ARGS]   (cairn help COMMAND, cairn --version)\n\ncommands:")
 	verbs := make([]string, 0, len(commands))
 	for v := range commands {
 		verbs = append(verbs, v)

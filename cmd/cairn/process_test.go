@@ -92,10 +92,17 @@ type serveProc struct {
 // ends, unless it has ended already.
 func startServeProc(t *testing.T, bin, dir string, env []string, args ...string) *serveProc {
 	t.Helper()
-	p := &serveProc{stderr: &syncBuffer{}, exited: make(chan struct{})}
-	p.cmd = exec.Command(bin, append([]string{"serve"}, args...)...)
-	p.cmd.Dir = dir
-	p.cmd.Env = processEnv(env...)
+	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = processEnv(env...)
+	return startServeCmd(t, cmd)
+}
+
+// startServeCmd starts a prepared `cairn serve` command, as
+// startServeProc does.
+func startServeCmd(t *testing.T, cmd *exec.Cmd) *serveProc {
+	t.Helper()
+	p := &serveProc{stderr: &syncBuffer{}, exited: make(chan struct{}), cmd: cmd}
 	p.cmd.Stdout = io.Discard
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {

@@ -165,9 +165,16 @@ func unknownTools(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// version is the module version cairn was built from, as serverInfo
-// reports it.
+// ServerVersion is the version serverInfo reports. The binary sets it,
+// before the first request, to its own version (`cairn version`); left
+// empty, it is the module version from the build info.
+var ServerVersion string
+
+// version is the version serverInfo reports.
 func version() string {
+	if ServerVersion != "" {
+		return ServerVersion
+	}
 	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
 		return info.Main.Version
 	}

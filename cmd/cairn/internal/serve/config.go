@@ -36,6 +36,9 @@ type Config struct {
 	IdleTimeout     Duration      `yaml:"idle_timeout"`
 	ShutdownTimeout Duration      `yaml:"shutdown_timeout"`
 	Agents          []AgentConfig `yaml:"agents"`
+	// Other holds the keys of other settings: the file is shared by every
+	// command, and cairn's settings layer checks those keys.
+	Other map[string]yaml.Node `yaml:",inline"`
 }
 
 // AgentConfig names one agent root served and its bearer token.
