@@ -24,6 +24,10 @@ type Options struct {
 	// 100,000 files of 2 KiB warm (its live objects come to about 260
 	// MiB, the small bodies inline in their records included).
 	CacheBytes int64
+	// Caches, when set, are the caches this Store reads through, shared
+	// with the other Stores given them; CacheBytes is then ignored. Nil:
+	// caches of the Store's own, of CacheBytes.
+	Caches *Caches
 	// MaxDeltas and MaxDeltaBytes bound the delta segments a root lists
 	// before they are folded into the base shards. When a commit of this
 	// Store lands a root with more than MaxDeltas deltas, or more than
@@ -132,7 +136,7 @@ func (o *Options) retryPolicy() bucket.RetryPolicy {
 
 func (o *Options) fill() {
 	if o.CacheBytes <= 0 {
-		o.CacheBytes = 512 << 20
+		o.CacheBytes = DefaultCacheBytes
 	}
 	if o.MaxDeltas <= 0 {
 		o.MaxDeltas = 16
@@ -262,6 +266,10 @@ func Open(_ context.Context, b bucket.Bucket, id shards.ShardID, sc Schema, opts
 // and its caches made; Open adds the schema.
 func newStore(b bucket.Bucket, layout shards.Layout, opts Options) *Store {
 	opts.fill()
+	caches := opts.Caches
+	if caches == nil {
+		caches = NewCaches(opts.CacheBytes)
+	}
 	stop, stopNow := context.WithCancel(context.Background())
 	return &Store{
 		stop:    stop,
@@ -271,11 +279,11 @@ func newStore(b bucket.Bucket, layout shards.Layout, opts Options) *Store {
 		fams:    layout.Schema(),
 		layout:  layout,
 		opts:    opts,
-		objects: shards.NewObjectCache(opts.CacheBytes * 11 / 16),
-		indexes: shards.NewCache(opts.CacheBytes/16, (*shards.Index).MemSize),
-		deltas:  shards.NewCache(opts.CacheBytes/8, (*shards.Delta).MemSize),
-		tables:  shards.NewCache(opts.CacheBytes/16, tableSize),
-		roots:   shards.NewCache(opts.CacheBytes/16, rootSize),
+		objects: caches.objects,
+		indexes: caches.indexes,
+		deltas:  caches.deltas,
+		tables:  caches.tables,
+		roots:   caches.roots,
 		retry:   opts.retryPolicy(),
 	}
 }

@@ -165,12 +165,12 @@ func TestServeEndToEnd(t *testing.T) {
 // token, and the client mode exits 3 on a refused one.
 func TestServeTokens(t *testing.T) {
 	t.Chdir(t.TempDir())
-	t.Setenv("CAIRN_TOKENS", "a1=secret-one")
+	t.Setenv("CAIRN_TOKENS", "a1=secret-one-0123456789")
 	base, stderr, _ := startServe(t, "--addr", "127.0.0.1:0")
-	if strings.Contains(stderr.String(), "secret-one") {
+	if strings.Contains(stderr.String(), "secret-one-0123456789") {
 		t.Fatal("the log shows a token")
 	}
-	code, out, _ := runWith(t, `{"id":"wb"}`, "workbench", "--server", base, "--agent", "a1", "--token", "secret-one", "workbench_create")
+	code, out, _ := runWith(t, `{"id":"wb"}`, "workbench", "--server", base, "--agent", "a1", "--token", "secret-one-0123456789", "workbench_create")
 	if code != exitOK {
 		t.Fatalf("right token: exit %d %s", code, out)
 	}
@@ -178,7 +178,7 @@ func TestServeTokens(t *testing.T) {
 	if code != exitStore || out != "" || !strings.Contains(errOut, "token") {
 		t.Fatalf("wrong token: exit %d %q %q", code, out, errOut)
 	}
-	t.Setenv("CAIRN_TOKEN", "secret-one")
+	t.Setenv("CAIRN_TOKEN", "secret-one-0123456789")
 	if code, out, _ := runWith(t, `{"id":"wb"}`, "workbench", "--server", base, "--agent", "a2", "workbench_create"); code != exitStore {
 		t.Fatalf("an agent not served: exit %d %s", code, out)
 	}
@@ -192,12 +192,12 @@ func TestServeTokens(t *testing.T) {
 	if st, body := postJSON(t, base+"/v1/agents/a1/mcp", list, "Accept", accept); st != 401 {
 		t.Fatalf("MCP without a token: %d %s", st, body)
 	}
-	st, body := postJSON(t, base+"/v1/agents/a1/mcp", list, "Accept", accept, "Authorization", "Bearer secret-one")
+	st, body := postJSON(t, base+"/v1/agents/a1/mcp", list, "Accept", accept, "Authorization", "Bearer secret-one-0123456789")
 	if st != 200 || !strings.Contains(body, `"workbench_restore"`) {
 		t.Fatalf("MCP tools/list: %d %s", st, body)
 	}
 	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"workbench_list","arguments":{"id":"wb"}}}`
-	st, body = postJSON(t, base+"/v1/agents/a1/mcp", call, "Accept", accept, "Authorization", "Bearer secret-one")
+	st, body = postJSON(t, base+"/v1/agents/a1/mcp", call, "Accept", accept, "Authorization", "Bearer secret-one-0123456789")
 	if st != 200 || !strings.Contains(body, `"structuredContent"`) || strings.Contains(body, `"isError":true`) {
 		t.Fatalf("MCP tools/call: %d %s", st, body)
 	}
@@ -241,7 +241,7 @@ func TestServeUsage(t *testing.T) {
 	}
 	// A config with agents and tokens lets a public address serve.
 	good := filepath.Join(t.TempDir(), "good.yaml")
-	os.WriteFile(good, []byte("addr: 0.0.0.0:0\nidle_timeout: 1m\nagents:\n  - id: a1\n    token: t1\n"), 0o600)
+	os.WriteFile(good, []byte("addr: 0.0.0.0:0\nidle_timeout: 1m\nagents:\n  - id: a1\n    token: token-one-0123456789\n"), 0o600)
 	startServe(t, "--config", good)
 }
 

@@ -13,9 +13,9 @@ import (
 // nothing.
 func TestServeProcessTokens(t *testing.T) {
 	bin := cairnBinary(t)
-	p := startServeProc(t, bin, t.TempDir(), []string{"CAIRN_TOKENS=a1=t1,a2=t2"},
+	p := startServeProc(t, bin, t.TempDir(), []string{"CAIRN_TOKENS=a1=token-one-0123456789,a2=token-two-0123456789"},
 		"--addr", "127.0.0.1:0", "--bucket", "file://"+t.TempDir())
-	if strings.Contains(p.stderr.String(), "t1") {
+	if strings.Contains(p.stderr.String(), "token-one-0123456789") {
 		t.Fatalf("the log shows a token: %s", p.stderr.String())
 	}
 	c := &http.Client{}
@@ -38,13 +38,13 @@ func TestServeProcessTokens(t *testing.T) {
 	}{
 		{"a1 tools without a token", tool("a1", "workbench_create"), `{"id":"intruder"}`, "", false},
 		{"a1 tools with a wrong token", tool("a1", "workbench_create"), `{"id":"intruder"}`, "t3", true},
-		{"a1 tools with a2's token", tool("a1", "workbench_create"), `{"id":"intruder"}`, "t2", true},
-		{"a2 tools with a1's token", tool("a2", "workbench_create"), `{"id":"intruder"}`, "t1", true},
+		{"a1 tools with a2's token", tool("a1", "workbench_create"), `{"id":"intruder"}`, "token-two-0123456789", true},
+		{"a2 tools with a1's token", tool("a2", "workbench_create"), `{"id":"intruder"}`, "token-one-0123456789", true},
 		{"a2 tools with a token differing in case", tool("a2", "workbench_create"), `{"id":"intruder"}`, "T2", true},
 		{"a1 MCP without a token", mcp("a1"), mcpList, "", false},
 		{"a1 MCP with a wrong token", mcp("a1"), mcpCreate, "t3", true},
-		{"a2 MCP with a1's token", mcp("a2"), mcpCreate, "t1", true},
-		{"a1 MCP with a2's token", mcp("a1"), mcpCreate, "t2", true},
+		{"a2 MCP with a1's token", mcp("a2"), mcpCreate, "token-one-0123456789", true},
+		{"a1 MCP with a2's token", mcp("a1"), mcpCreate, "token-two-0123456789", true},
 	} {
 		ans, err := post(c, c2.url, c2.body, append(bearer(c2.token), "Accept", accept)...)
 		if err != nil {
@@ -56,13 +56,13 @@ func TestServeProcessTokens(t *testing.T) {
 		}
 	}
 	// An agent not configured is not served, whatever the token.
-	if ans, err := post(c, tool("a3", "workbench_create"), `{"id":"x"}`, bearer("t1")...); err != nil || ans.status != 404 || ans.code() != "UnknownAgent" {
+	if ans, err := post(c, tool("a3", "workbench_create"), `{"id":"x"}`, bearer("token-one-0123456789")...); err != nil || ans.status != 404 || ans.code() != "UnknownAgent" {
 		t.Errorf("an agent not configured: %d %s %v", ans.status, ans.body, err)
 	}
 
 	// Each token opens its own agent's routes, and none of the refused
 	// calls above created anything.
-	for _, a := range []struct{ agent, token string }{{"a1", "t1"}, {"a2", "t2"}} {
+	for _, a := range []struct{ agent, token string }{{"a1", "token-one-0123456789"}, {"a2", "token-two-0123456789"}} {
 		ans, err := post(c, tool(a.agent, "workbench_stat"), `{"id":"intruder"}`, bearer(a.token)...)
 		if err != nil || ans.status != 404 || ans.code() != "NotFound" {
 			t.Errorf("%s: stat of a workbench only refused calls named: %d %s %v", a.agent, ans.status, ans.body, err)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/head"
-	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench"
 )
 
@@ -54,9 +53,8 @@ type pool struct {
 
 // closedStats are the engine counters of Services the pool has closed.
 type closedStats struct {
-	objects, tables, roots shards.CacheStats
-	published, carried     int64
-	commit                 head.CommitStats
+	published, carried int64
+	commit             head.CommitStats
 }
 
 func newPool(b bucket.Bucket, opts workbench.Options, idle time.Duration, mcp func(CallFunc) http.Handler) *pool {
@@ -94,6 +92,7 @@ func (p *pool) acquire(ctx context.Context, id string) (*agent, error) {
 		a = &agent{id: id, svc: svc}
 		if p.mcp != nil {
 			a.mcp = p.mcp(func(ctx context.Context, tool string, input []byte) ([]byte, bool) {
+				noteTool(ctx, tool) // the request's log line and metrics name the tool
 				return svc.Call(ctx, tool, input)
 			})
 		}
@@ -168,10 +167,6 @@ func (p *pool) closeIdle() {
 
 // retire adds a's counters to the closed totals (p.mu held).
 func (p *pool) retire(a *agent) {
-	o, t, r := a.svc.CacheStats()
-	addCache(&p.gone.objects, o)
-	addCache(&p.gone.tables, t)
-	addCache(&p.gone.roots, r)
 	pub, car := a.svc.Store().IntentStats()
 	p.gone.published += pub
 	p.gone.carried += car
@@ -189,13 +184,6 @@ func addCommit(dst *head.CommitStats, s head.CommitStats) {
 	for i, n := range s.BatchSizes {
 		dst.BatchSizes[i] += n
 	}
-}
-
-func addCache(dst *shards.CacheStats, s shards.CacheStats) {
-	dst.Hits += s.Hits
-	dst.Misses += s.Misses
-	dst.Evictions += s.Evictions
-	dst.Rejected += s.Rejected
 }
 
 // drainWait bounds how long close waits for the requests still running.

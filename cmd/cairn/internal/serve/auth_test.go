@@ -76,11 +76,11 @@ func TestLoopback(t *testing.T) {
 }
 
 func TestParseTokens(t *testing.T) {
-	got, err := serve.ParseTokens(" a1=t1, a2=t=2 ,")
-	if err != nil || len(got) != 2 || got["a1"] != "t1" || got["a2"] != "t=2" {
+	got, err := serve.ParseTokens(" a1=token-one-0123456789, a2=t=2-0123456789abcdef ,")
+	if err != nil || len(got) != 2 || got["a1"] != "token-one-0123456789" || got["a2"] != "t=2-0123456789abcdef" {
 		t.Fatalf("ParseTokens: %v, %v", got, err)
 	}
-	for _, bad := range []string{"a1", "=t", "a1=", "a1=x,a1=y"} {
+	for _, bad := range []string{"a1", "=t", "a1=", "a1=x0123456789abcdef,a1=y0123456789abcdef", "a1=xshort"} {
 		if _, err := serve.ParseTokens(bad); err == nil {
 			t.Errorf("ParseTokens(%q) accepted", bad)
 		} else if strings.Contains(err.Error(), "x") && strings.Contains(bad, "=x") {

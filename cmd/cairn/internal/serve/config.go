@@ -97,6 +97,9 @@ func (c Config) Tokens() (map[string]string, error) {
 		if a.Token == "" {
 			return nil, fmt.Errorf("agent %s has no token", a.ID)
 		}
+		if err := checkToken(a.ID, a.Token); err != nil {
+			return nil, err
+		}
 		if _, dup := out[a.ID]; dup {
 			return nil, fmt.Errorf("agent %s is named twice", a.ID)
 		}
@@ -120,12 +123,30 @@ func ParseTokens(s string) (map[string]string, error) {
 		if !ok || id == "" || tok == "" {
 			return nil, fmt.Errorf("token entry %q is not agent=token", redact(entry))
 		}
+		if err := checkToken(id, tok); err != nil {
+			return nil, err
+		}
 		if _, dup := out[id]; dup {
 			return nil, fmt.Errorf("agent %s is named twice", id)
 		}
 		out[id] = tok
 	}
 	return out, nil
+}
+
+// MinTokenBytes is the shortest bearer token a config file or
+// CAIRN_TOKENS may give: 16 bytes, so that a token drawn at random (32
+// hexadecimal digits from `openssl rand -hex 16` are 128 bits) cannot be
+// guessed, and a short word is refused.
+const MinTokenBytes = 16
+
+// checkToken refuses a token shorter than MinTokenBytes. The error names
+// the agent, never the token.
+func checkToken(agent, token string) error {
+	if len(token) < MinTokenBytes {
+		return fmt.Errorf("the token of agent %s is %d bytes; a token must be at least %d bytes, drawn at random", agent, len(token), MinTokenBytes)
+	}
+	return nil
 }
 
 // redact keeps what precedes "=" of an entry, so that an error never

@@ -40,6 +40,7 @@ type metrics struct {
 	mu       sync.Mutex
 	requests map[seriesKey]*series
 	replays  int64
+	busyN    int64 // bodies refused for the body budget
 }
 
 func newMetrics() *metrics {
@@ -69,6 +70,13 @@ func (m *metrics) request(tool string, status int, d time.Duration) {
 			break
 		}
 	}
+}
+
+// busy counts a body refused for want of room in the body budget.
+func (m *metrics) busy() {
+	m.mu.Lock()
+	m.busyN++
+	m.mu.Unlock()
 }
 
 func (m *metrics) replayed() {
@@ -168,6 +176,8 @@ func (s *Server) writeRequestMetrics(e *expo) {
 	}
 	e.head("cairn_idempotent_replays_total", "counter", "Requests answered with the result stored for their Idempotency-Key.")
 	e.sample("cairn_idempotent_replays_total", nil, float64(m.replays))
+	e.head("cairn_request_bodies_refused_total", "counter", "Requests refused with ServerBusy: their body found no room in the server's body budget.")
+	e.sample("cairn_request_bodies_refused_total", nil, float64(m.busyN))
 }
 
 func (s *Server) writeBucketMetrics(e *expo) {
@@ -196,10 +206,6 @@ func (s *Server) writeEngineMetrics(e *expo) {
 	open := len(p.agents)
 	tot := p.gone
 	for _, a := range p.agents {
-		o, t, r := a.svc.CacheStats()
-		addCache(&tot.objects, o)
-		addCache(&tot.tables, t)
-		addCache(&tot.roots, r)
 		pub, car := a.svc.Store().IntentStats()
 		tot.published += pub
 		tot.carried += car
@@ -207,12 +213,14 @@ func (s *Server) writeEngineMetrics(e *expo) {
 	}
 	p.mu.Unlock()
 
+	// One set of caches serves every agent (Options.Workbench.Engine.Caches).
+	objects, tables, rootsStats := s.opts.Workbench.Engine.Caches.Stats()
 	e.head("cairn_open_agents", "gauge", "Agent roots with an open engine.")
 	e.sample("cairn_open_agents", nil, float64(open))
 	caches := []struct {
 		name string
 		c    shards.CacheStats
-	}{{"objects", tot.objects}, {"tables", tot.tables}, {"roots", tot.roots}}
+	}{{"objects", objects}, {"tables", tables}, {"roots", rootsStats}}
 	e.head("cairn_engine_cache_hits_total", "counter", "Engine cache lookups that found the decoded object, by cache.")
 	for _, c := range caches {
 		e.sample("cairn_engine_cache_hits_total", []string{"cache", c.name}, float64(c.c.Hits))

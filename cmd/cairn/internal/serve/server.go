@@ -6,11 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"mime"
 	"net/http"
-	"os"
 	"path"
 	"slices"
 	"strconv"
@@ -21,13 +19,18 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/counting"
 	"github.com/cairnstore/cairn/gcsweep"
+	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/workbench"
+	"golang.org/x/sync/semaphore"
 )
 
 // Defaults of Options.
 const (
 	DefaultRequestTimeout = 60 * time.Second
 	DefaultIdleTimeout    = 5 * time.Minute
+	DefaultWriteTimeout   = 30 * time.Second
+	DefaultBodyBudget     = 256 << 20
+	DefaultBodyWait       = 2 * time.Second
 )
 
 // CallFunc runs one Workbench tool on its JSON input for one agent and
@@ -61,6 +64,20 @@ type Options struct {
 	// MCP, if set, builds the MCP handler of one agent, mounted at
 	// /v1/agents/{agent_id}/mcp behind the same authentication.
 	MCP func(call CallFunc) http.Handler
+	// WriteTimeout is how long past its deadline (RequestTimeout) a
+	// request's answer may take to be written. A client that does not
+	// read its answer is cut off then, and what the answer holds in
+	// memory is freed. Default DefaultWriteTimeout.
+	WriteTimeout time.Duration
+	// BodyBudget bounds the bytes of request bodies held in memory at
+	// once, across every request. A body that does not fit waits for room
+	// for up to BodyWait, then is refused with 503 ServerBusy (retryable)
+	// before it is read. A body larger than the whole budget waits for
+	// the whole budget. Default DefaultBodyBudget.
+	BodyBudget int64
+	// BodyWait is how long a body waits for room in BodyBudget. Default
+	// DefaultBodyWait.
+	BodyWait time.Duration
 	// Log receives one line per request. Default: discard.
 	Log *slog.Logger
 	// Now is the clock of the idempotency records. Default time.Now.
@@ -79,6 +96,8 @@ type Server struct {
 	log     *slog.Logger
 	handler http.Handler
 	openapi []byte
+	// bodies holds the bytes of request bodies in memory (BodyBudget).
+	bodies *semaphore.Weighted
 
 	closeOnce sync.Once
 }
@@ -95,14 +114,29 @@ func New(b bucket.Bucket, opts Options) *Server {
 	if opts.IdempotencyLease <= 0 {
 		opts.IdempotencyLease = opts.RequestTimeout + 30*time.Second
 	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	if opts.BodyBudget <= 0 {
+		opts.BodyBudget = DefaultBodyBudget
+	}
+	if opts.BodyWait <= 0 {
+		opts.BodyWait = DefaultBodyWait
+	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Workbench.Engine.Caches == nil {
+		// One cache budget for the process, shared by every agent served,
+		// however many are open.
+		opts.Workbench.Engine.Caches = head.NewCaches(opts.Workbench.Engine.CacheBytes)
+	}
 	cb := counting.New(b)
 	s := &Server{
+		bodies:  semaphore.NewWeighted(opts.BodyBudget),
 		opts:    opts,
 		counted: cb,
 		tokens:  map[string]tokenDigest{},
@@ -203,6 +237,9 @@ func writeError(w http.ResponseWriter, werr *workbench.Error) {
 // writeResult writes a tool's result bytes with the status its envelope
 // maps to: 200 for a success.
 func writeResult(w http.ResponseWriter, body []byte, ok bool, code string, retryable bool) {
+	if rec, isRec := w.(*recorder); isRec && !ok {
+		rec.code, rec.message = code, messageOf(body)
+	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
@@ -218,6 +255,15 @@ func writeResult(w http.ResponseWriter, body []byte, ok bool, code string, retry
 	}
 	w.WriteHeader(status)
 	w.Write(body)
+}
+
+// messageOf reads the message member of an error result.
+func messageOf(result []byte) string {
+	var env struct {
+		Message string `json:"message"`
+	}
+	json.Unmarshal(result, &env)
+	return env.Message
 }
 
 // envelopeOf reads the code and retryable members of an error result.
@@ -303,28 +349,16 @@ func (s *Server) serveTool(w http.ResponseWriter, r *http.Request) {
 	deadline := time.Now().Add(s.opts.RequestTimeout)
 	ctx, cancel := context.WithDeadline(r.Context(), deadline)
 	defer cancel()
-	http.NewResponseController(w).SetReadDeadline(deadline) // unsupported by test recorders only
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(deadline) // unsupported by test recorders only
+	rc.SetWriteDeadline(deadline.Add(s.opts.WriteTimeout))
 
-	// The body is bounded before it is read: a declared length over the
-	// bound is refused unread, and a longer body stops at the bound.
-	limit := workbench.MaxInputBytes(tool, s.opts.Workbench.MaxBytes)
-	if r.ContentLength > limit {
-		writeError(w, workbench.InputTooLarge(uint64(r.ContentLength), uint64(limit), false))
+	input, release, werr := s.readBody(ctx, w, r, tool)
+	if werr != nil {
+		writeError(w, werr)
 		return
 	}
-	input, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			writeError(w, workbench.InputTooLarge(uint64(mbe.Limit)+1, uint64(limit), true))
-			return
-		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			writeError(w, workbench.FromError(context.DeadlineExceeded))
-			return
-		}
-		writeError(w, workbench.InvalidArguments("read request body: "+err.Error()))
-		return
-	}
+	defer release()
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = []byte("{}") // as the command line takes an empty input
 	}

@@ -17,6 +17,9 @@ const (
 	CodeIdempotencyKeyReused = "IdempotencyKeyReused"
 	CodeIdempotencyKeyInUse  = "IdempotencyKeyInUse"
 	CodeShuttingDown         = "ShuttingDown"
+	// CodeServerBusy: the request bodies in memory are at the server's
+	// budget (Options.BodyBudget); retryable.
+	CodeServerBusy = "ServerBusy"
 	// CodeUnimplemented is the code of the tools this version does not
 	// serve (workbench.Service.Call's envelope).
 	CodeUnimplemented = "Unimplemented"
@@ -74,6 +77,7 @@ var codeStatus = map[string]int{
 	workbench.CodeUnknownOutcome:                  http.StatusServiceUnavailable,
 	workbench.CodeCancelled:                       http.StatusServiceUnavailable,
 	CodeShuttingDown:                              http.StatusServiceUnavailable,
+	CodeServerBusy:                                http.StatusServiceUnavailable,
 	workbench.CodeTimeout:                         http.StatusGatewayTimeout,
 }
 

@@ -1,0 +1,103 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/cairnstore/cairn/workbench"
+)
+
+// bodyChunk is how much of a body of unknown length is charged to the
+// body budget at a time.
+const bodyChunk = 1 << 20
+
+// readBody reads a tool call's body within the tool's input bound and the
+// server's body budget (Options.BodyBudget). A declared length over the
+// bound is refused unread; a longer body stops at the bound. The bytes of
+// the body are charged to the budget before they are read: all of a
+// declared length at once, an undeclared one a chunk at a time. A body
+// that finds no room within Options.BodyWait is refused with ServerBusy,
+// retryable. release gives the bytes back; call it once the input is no
+// longer held.
+func (s *Server) readBody(ctx context.Context, w http.ResponseWriter, r *http.Request, tool string) (input []byte, release func(), werr *workbench.Error) {
+	limit := workbench.MaxInputBytes(tool, s.opts.Workbench.MaxBytes)
+	if r.ContentLength > limit {
+		return nil, nil, workbench.InputTooLarge(uint64(r.ContentLength), uint64(limit), false)
+	}
+	var held int64
+	release = func() {
+		if held > 0 {
+			s.bodies.Release(held)
+			held = 0
+		}
+	}
+	charge := func(n int64) *workbench.Error {
+		n = min(n, s.opts.BodyBudget-held) // a body over the whole budget takes all of it
+		if n <= 0 {
+			return nil
+		}
+		wctx, cancel := context.WithTimeout(ctx, s.opts.BodyWait)
+		defer cancel()
+		if err := s.bodies.Acquire(wctx, n); err != nil {
+			if ctx.Err() != nil {
+				return workbench.FromError(ctx.Err())
+			}
+			s.metrics.busy()
+			return &workbench.Error{Code: CodeServerBusy, Retryable: true,
+				Message: "the server holds as many request bodies as its budget allows; retry later",
+				Details: map[string]any{"body_budget_bytes": s.opts.BodyBudget}}
+		}
+		held += n
+		return nil
+	}
+	body := http.MaxBytesReader(w, r.Body, limit)
+	var buf bytes.Buffer
+	if r.ContentLength >= 0 {
+		if werr := charge(r.ContentLength); werr != nil {
+			return nil, release, werr
+		}
+		buf.Grow(int(r.ContentLength))
+		_, err := io.Copy(&buf, body)
+		if werr := bodyError(err, limit); werr != nil {
+			return nil, release, werr
+		}
+		return buf.Bytes(), release, nil
+	}
+	for {
+		if werr := charge(bodyChunk); werr != nil {
+			return nil, release, werr
+		}
+		n, err := io.CopyN(&buf, body, bodyChunk)
+		if errors.Is(err, io.EOF) || (err == nil && n < bodyChunk) {
+			return buf.Bytes(), release, nil
+		}
+		if werr := bodyError(err, limit); werr != nil {
+			return nil, release, werr
+		}
+	}
+}
+
+// bodyError is the answer to a failed body read, nil for none.
+func bodyError(err error, limit int64) *workbench.Error {
+	if err == nil {
+		return nil
+	}
+	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return workbench.InputTooLarge(uint64(mbe.Limit)+1, uint64(limit), true)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return workbench.FromError(context.DeadlineExceeded)
+	}
+	return workbench.InvalidArguments("read request body: " + err.Error())
+}
+
+// writeDeadline is when the answer of a request begun at start must be
+// written by: its deadline plus Options.WriteTimeout.
+func (s *Server) writeDeadline(start time.Time) time.Time {
+	return start.Add(s.opts.RequestTimeout + s.opts.WriteTimeout)
+}
