@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -67,8 +68,15 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	requestTimeout := fs.Duration("request-timeout", 0, "deadline of each request (default 60s)")
 	idleTimeout := fs.Duration("idle-timeout", 0, "close an agent's engine after this long without a request (default 5m)")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 0, "time given to requests in flight on shutdown (default 30s)")
-	cacheMiB := fs.Int("cache-mib", 0, "decoded-object cache of each open agent's engine, in MiB (default 512)")
+	cacheMiB := fs.Int("cache-mib", 0, "decoded-object cache of the engines, shared by every agent served, in MiB (default 512)")
 	commitInterval := fs.Duration("commit-interval", 0, "least time between two head writes of one agent's group commits: the store's write rate for one object (GCS: 1s; default 0, unpaced)")
+	writeTimeout := fs.Duration("write-timeout", serve.DefaultWriteTimeout, "time past a request's deadline its answer may take to be written; a client that does not read is cut off then")
+	bodyBudgetMiB := fs.Int("body-budget-mib", serve.DefaultBodyBudget>>20, "request bodies held in memory at once, across all requests, in MiB; past it a request waits 2s, then gets 503 ServerBusy")
+	maxConns := fs.Int("max-conns", defaultMaxConns, "connections held open at once; at the bound the longest-idle one is closed for a new one")
+	connIdle := fs.Duration("conn-idle-timeout", defaultConnIdle, "close a kept-alive connection after this long without a request")
+	authFailBurst := fs.Int("auth-fail-burst", serve.DefaultAuthFailBurst, "failed authentications a client address may make at once before 429 (one more a second; negative: no limit)")
+	logLevel := fs.String("log-level", "info", "log level: debug (probes too), info, warn or error")
+	logFormat := fs.String("log-format", "json", "log format: json or text")
 	fs.Usage = func() {
 		fmt.Fprintln(e.stderr, "usage: cairn serve [--bucket URL] [--addr HOST:PORT] [--config FILE] [--request-timeout D] [--idle-timeout D] [--shutdown-timeout D]")
 		fs.PrintDefaults()
@@ -88,7 +96,14 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	if err := nonEmptyFlags(fs, "bucket", "addr", "config"); err != nil {
 		return usageErr("%v", err)
 	}
-	for name, d := range map[string]time.Duration{"request-timeout": *requestTimeout, "idle-timeout": *idleTimeout, "shutdown-timeout": *shutdownTimeout} {
+	log, err := newLogger(e.stderr, *logLevel, *logFormat)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if *maxConns < 1 || *bodyBudgetMiB < 1 {
+		return usageErr("--max-conns and --body-budget-mib must be at least 1")
+	}
+	for name, d := range map[string]time.Duration{"request-timeout": *requestTimeout, "idle-timeout": *idleTimeout, "shutdown-timeout": *shutdownTimeout, "write-timeout": *writeTimeout, "conn-idle-timeout": *connIdle} {
 		if d < 0 {
 			return usageErr("--%s is negative", name)
 		}
@@ -132,7 +147,13 @@ func runServe(ctx context.Context, e *env, args []string) int {
 		RequestTimeout: pickDuration(*requestTimeout, time.Duration(cfg.RequestTimeout)),
 		IdleTimeout:    pickDuration(*idleTimeout, time.Duration(cfg.IdleTimeout)),
 		MCP:            mcpMount,
-		Log:            slog.New(slog.NewJSONHandler(e.stderr, nil)),
+		Log:            log,
+		WriteTimeout:   *writeTimeout,
+		BodyBudget:     int64(*bodyBudgetMiB) << 20,
+		AuthFailBurst:  *authFailBurst,
+	}
+	if *authFailBurst == 0 {
+		return usageErr("--auth-fail-burst must not be 0 (negative: no limit)")
 	}
 	if *cacheMiB < 0 {
 		return usageErr("--cache-mib must not be negative")
@@ -155,15 +176,49 @@ func runServe(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "cairn serve: listen: %v\n", err)
 		return exitFailed
 	}
-	return serveOn(ctx, ln, serve.New(b, opts), opts.Log, url, grace)
+	return serveOn(ctx, ln, serve.New(b, opts), opts.Log, url, grace, conns{max: *maxConns, idle: *connIdle})
+}
+
+// Connection defaults of serve.
+const (
+	defaultMaxConns = 512
+	defaultConnIdle = 60 * time.Second
+	maxHeaderBytes  = 64 << 10
+)
+
+// conns are serve's connection settings.
+type conns struct {
+	max  int
+	idle time.Duration
+}
+
+// newLogger is serve's logger at level, in format (json or text).
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want json or text", format)
 }
 
 // serveOn serves srv on ln until ctx is done, then shuts down gracefully
 // within grace.
-func serveOn(ctx context.Context, ln net.Listener, srv *serve.Server, log *slog.Logger, url string, grace time.Duration) int {
+func serveOn(ctx context.Context, ln net.Listener, srv *serve.Server, log *slog.Logger, url string, grace time.Duration, c conns) int {
+	limit := serve.NewConnLimit(c.max)
+	ln = limit.Listener(ln)
 	hs := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       c.idle,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ConnState:         limit.ConnState,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	log.Info("serving", slog.String("addr", ln.Addr().String()), slog.String("bucket", url), slog.Bool("authenticated", srv.Authenticated()))

@@ -259,7 +259,7 @@ func TestServeShutdownFinishesInFlight(t *testing.T) {
 	defer cancel()
 	served := make(chan int, 1)
 	go func() {
-		served <- serveOn(ctx, ln, srv, slog.New(slog.DiscardHandler), "mem://", 20*time.Second)
+		served <- serveOn(ctx, ln, srv, slog.New(slog.DiscardHandler), "mem://", 20*time.Second, conns{max: defaultMaxConns, idle: defaultConnIdle})
 	}()
 	if st, body := postJSON(t, base+"workbench_create", `{"id":"wb"}`); st != 200 {
 		t.Fatalf("create: %d %s", st, body)
@@ -346,7 +346,7 @@ func TestServeShutdownPastGraceSettlesInFlight(t *testing.T) {
 	defer cancel()
 	served := make(chan int, 1)
 	go func() {
-		served <- serveOn(ctx, ln, srv, slog.New(slog.DiscardHandler), "mem://", 50*time.Millisecond)
+		served <- serveOn(ctx, ln, srv, slog.New(slog.DiscardHandler), "mem://", 50*time.Millisecond, conns{max: defaultMaxConns, idle: defaultConnIdle})
 	}()
 	if st, body := postJSON(t, base+"workbench_create", `{"id":"wb"}`); st != 200 {
 		t.Fatalf("create: %d %s", st, body)

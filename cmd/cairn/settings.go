@@ -34,15 +34,17 @@ import (
 // configKeys are the keys a config file may hold: every command's flags
 // (TestEverySettingHasItsKey keeps the list true) and serve's agents.
 var configKeys = []string{
-	"addr", "after", "agent", "agents", "all", "all_agents", "bodies", "bucket",
-	"cache_mib", "commit_interval", "concurrency", "config", "cpuprofile",
-	"cursor", "dir", "dir_entries", "dry_run", "duration", "extrapolate",
-	"files", "follow", "grace", "idempotency_key", "idempotency_retention",
-	"idle_timeout", "input", "interval", "json", "keep_going", "limit",
-	"max_findings", "name", "note", "parallel", "pin", "prefix", "quiet",
-	"rate", "replace", "replicas", "request_timeout", "revisions", "root",
-	"rtt", "scenarios", "section", "seed_batch", "seed_concurrency", "server",
-	"shutdown_timeout", "to", "token", "trace", "workbench", "write_rate",
+	"addr", "after", "agent", "agents", "all", "all_agents", "auth_fail_burst", "bodies",
+	"body_budget_mib", "bucket", "cache_mib", "commit_interval", "concurrency",
+	"config", "conn_idle_timeout", "cpuprofile", "cursor", "dir", "dir_entries",
+	"dry_run", "duration", "extrapolate", "files", "follow", "grace",
+	"idempotency_key", "idempotency_retention", "idle_timeout", "input",
+	"interval", "json", "keep_going", "limit", "log_format", "log_level",
+	"max_conns", "max_findings", "name", "note", "parallel", "pin", "prefix",
+	"quiet", "rate", "replace", "replicas", "request_timeout", "revisions",
+	"root", "rtt", "scenarios", "section", "seed_batch", "seed_concurrency",
+	"server", "shutdown_timeout", "to", "token", "trace", "workbench",
+	"write_rate", "write_timeout",
 }
 
 // origin says where a flag's value came from.

@@ -88,7 +88,8 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		w.Header().Set("X-Request-Id", id)
 		http.NewResponseController(w).SetWriteDeadline(s.writeDeadline(start))
 		rec := &recorder{ResponseWriter: w}
-		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), recorderKey{}, rec)))
+		r = r.WithContext(context.WithValue(r.Context(), recorderKey{}, rec))
+		next.ServeHTTP(rec, r) // the mux sets r.Pattern, which route reads
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"path"
 	"slices"
@@ -78,6 +79,10 @@ type Options struct {
 	// BodyWait is how long a body waits for room in BodyBudget. Default
 	// DefaultBodyWait.
 	BodyWait time.Duration
+	// AuthFailBurst is how many failed authentications a client address
+	// may make at once before it is refused 429 TooManyRequests; it earns
+	// one more a second. Default DefaultAuthFailBurst; negative: no limit.
+	AuthFailBurst int
 	// Log receives one line per request. Default: discard.
 	Log *slog.Logger
 	// Now is the clock of the idempotency records. Default time.Now.
@@ -96,6 +101,8 @@ type Server struct {
 	log     *slog.Logger
 	handler http.Handler
 	openapi []byte
+	// authFails rate-limits failed authentication per client address.
+	authFails authLimiter
 	// bodies holds the bytes of request bodies in memory (BodyBudget).
 	bodies *semaphore.Weighted
 
@@ -120,6 +127,9 @@ func New(b bucket.Bucket, opts Options) *Server {
 	if opts.BodyBudget <= 0 {
 		opts.BodyBudget = DefaultBodyBudget
 	}
+	if opts.AuthFailBurst == 0 {
+		opts.AuthFailBurst = DefaultAuthFailBurst
+	}
 	if opts.BodyWait <= 0 {
 		opts.BodyWait = DefaultBodyWait
 	}
@@ -136,13 +146,14 @@ func New(b bucket.Bucket, opts Options) *Server {
 	}
 	cb := counting.New(b)
 	s := &Server{
-		bodies:  semaphore.NewWeighted(opts.BodyBudget),
-		opts:    opts,
-		counted: cb,
-		tokens:  map[string]tokenDigest{},
-		pool:    newPool(cb, opts.Workbench, opts.IdleTimeout, opts.MCP),
-		metrics: newMetrics(),
-		log:     opts.Log,
+		bodies:    semaphore.NewWeighted(opts.BodyBudget),
+		authFails: authLimiter{burst: float64(max(opts.AuthFailBurst, 0))},
+		opts:      opts,
+		counted:   cb,
+		tokens:    map[string]tokenDigest{},
+		pool:      newPool(cb, opts.Workbench, opts.IdleTimeout, opts.MCP),
+		metrics:   newMetrics(),
+		log:       opts.Log,
 	}
 	for agent, tok := range opts.Tokens {
 		s.tokens[agent] = sha256.Sum256([]byte(tok))
@@ -246,7 +257,7 @@ func writeResult(w http.ResponseWriter, body []byte, ok bool, code string, retry
 	status := http.StatusOK
 	if !ok {
 		status = Status(code, retryable)
-		if retryable {
+		if retryable && h.Get("Retry-After") == "" {
 			h.Set("Retry-After", "1")
 		}
 		if status == http.StatusUnauthorized && h.Get("WWW-Authenticate") == "" {
@@ -287,8 +298,16 @@ func (s *Server) agentFor(w http.ResponseWriter, r *http.Request, rec *recorder)
 		rec.agent = id
 	}
 	if len(s.tokens) > 0 {
+		addr := clientAddr(r)
+		if blocked, wait := s.authFails.blocked(addr, time.Now()); blocked {
+			w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
+			writeError(w, &workbench.Error{Code: CodeTooManyRequests, Retryable: true,
+				Message: "too many failed authentications from this address; retry later"})
+			return nil, nil
+		}
 		want, configured := s.tokens[id]
 		if !configured {
+			s.authFails.failed(addr, time.Now()) // probing for agent ids fails too
 			writeError(w, &workbench.Error{Code: CodeUnknownAgent, Message: "agent " + id + " is not served here", Details: map[string]any{"agent_id": id}})
 			return nil, nil
 		}
@@ -300,6 +319,7 @@ func (s *Server) agentFor(w http.ResponseWriter, r *http.Request, rec *recorder)
 				challenge += `, error="invalid_token"`
 				msg = "the bearer token is not the agent's"
 			}
+			s.authFails.failed(addr, time.Now())
 			w.Header().Set("WWW-Authenticate", challenge)
 			writeError(w, &workbench.Error{Code: CodeUnauthenticated, Message: msg})
 			return nil, nil
@@ -459,9 +479,29 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	w.Write([]byte(`{"status":"ok"}` + "\n"))
 }
 
+// trusted reports whether r may see the server's details (bucket URLs in
+// errors, agent ids): always on a server without tokens (it listens on
+// loopback), else for a request from a loopback address or bearing any
+// agent's token.
+func (s *Server) trusted(r *http.Request) bool {
+	if len(s.tokens) == 0 {
+		return true
+	}
+	if ip := net.ParseIP(clientAddr(r)); ip != nil && ip.IsLoopback() {
+		return true
+	}
+	for _, want := range s.tokens {
+		if ok, _ := authorize(r, want); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // serveReady reads the bucket and the head of every open agent's shard:
-// 200 when the bucket answers and every head validates, 503 with the
-// failures otherwise.
+// 200 when the bucket answers and every head validates, 503 otherwise.
+// The failures and the number of open agents are told only to a trusted
+// caller (trusted): to anyone else the status alone.
 func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
@@ -484,10 +524,16 @@ func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 	wg.Wait()
 	slices.Sort(failures)
 	w.Header().Set("Content-Type", "application/json")
-	body := map[string]any{"status": "ready", "open_agents": len(agents)}
+	body := map[string]any{"status": "ready"}
+	detailed := s.trusted(r)
+	if detailed {
+		body["open_agents"] = len(agents)
+	}
 	if len(failures) > 0 {
 		body["status"] = "unready"
-		body["failures"] = failures
+		if detailed {
+			body["failures"] = failures
+		}
 		w.Header().Set("Retry-After", "1")
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}

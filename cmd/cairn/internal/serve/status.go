@@ -20,6 +20,9 @@ const (
 	// CodeServerBusy: the request bodies in memory are at the server's
 	// budget (Options.BodyBudget); retryable.
 	CodeServerBusy = "ServerBusy"
+	// CodeTooManyRequests: the client's address failed authentication
+	// too often of late; retryable after Retry-After.
+	CodeTooManyRequests = "TooManyRequests"
 	// CodeUnimplemented is the code of the tools this version does not
 	// serve (workbench.Service.Call's envelope).
 	CodeUnimplemented = "Unimplemented"
@@ -78,6 +81,7 @@ var codeStatus = map[string]int{
 	workbench.CodeCancelled:                       http.StatusServiceUnavailable,
 	CodeShuttingDown:                              http.StatusServiceUnavailable,
 	CodeServerBusy:                                http.StatusServiceUnavailable,
+	CodeTooManyRequests:                           http.StatusTooManyRequests,
 	workbench.CodeTimeout:                         http.StatusGatewayTimeout,
 }
 

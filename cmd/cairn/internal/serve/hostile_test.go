@@ -1,0 +1,286 @@
+package serve_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/fault"
+	"github.com/cairnstore/cairn/bucket/mem"
+	"github.com/cairnstore/cairn/cmd/cairn/internal/serve"
+)
+
+// TestBodyBudget: while one request's body holds the whole body budget,
+// another is refused with 503 ServerBusy, retryable, after BodyWait; once
+// the first is done, the second goes through.
+func TestBodyBudget(t *testing.T) {
+	s := newServer(t, mem.NewBucket(), serve.Options{BodyBudget: 1 << 20, BodyWait: 50 * time.Millisecond})
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	url := srv.URL + "/v1/agents/a/tools/workbench_put_file"
+
+	// The first body declares 1 MiB and sends it slowly.
+	pr, pw := io.Pipe()
+	first := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, url, pr)
+		req.ContentLength = 1 << 20
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			first <- 0
+			return
+		}
+		resp.Body.Close()
+		first <- resp.StatusCode
+	}()
+	prefix := `{"id":"w","section":"outputs","path":"a.txt","text":"`
+	body := prefix + strings.Repeat("x", 1<<20-len(prefix)-2) + `"}`
+	pw.Write([]byte(body[:1000]))
+	time.Sleep(100 * time.Millisecond) // the first request holds the budget
+
+	resp, err := http.Post(url, "application/json", strings.NewReader(`{"id":"w","section":"outputs","path":"b.txt","text":"b"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(out), `"ServerBusy"`) || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("second body while the budget is held: %d %s (Retry-After %q)", resp.StatusCode, out, resp.Header.Get("Retry-After"))
+	}
+	pw.Write([]byte(body[1000:]))
+	pw.Close()
+	if st := <-first; st != http.StatusOK {
+		t.Fatalf("first request: %d", st)
+	}
+	resp, err = http.Post(url, "application/json", strings.NewReader(`{"id":"w","section":"outputs","path":"b.txt","text":"b"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("second body once the budget is free: %d", resp.StatusCode)
+	}
+	if v := metricValue(t, metricsText(t, s.Handler()), "cairn_request_bodies_refused_total"); v != 1 {
+		t.Errorf("cairn_request_bodies_refused_total %v, want 1", v)
+	}
+}
+
+// TestFailedAuthenticationIsRateLimited: an address that fails
+// authentication DefaultAuthFailBurst times is refused 429 with
+// Retry-After, even with the right token, and another address is not.
+func TestFailedAuthenticationIsRateLimited(t *testing.T) {
+	const token = "token-of-a1-0123456789"
+	h := newServer(t, mem.NewBucket(), serve.Options{Tokens: map[string]string{"a1": token}}).Handler()
+	call := func(addr, tok string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, "/v1/agents/a1/tools/workbench_list", strings.NewReader(`{"id":"w","section":"input"}`))
+		req.RemoteAddr = addr + ":4000"
+		req.Header.Set("Authorization", "Bearer "+tok)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w
+	}
+	for i := range serve.DefaultAuthFailBurst {
+		if w := call("192.0.2.1", "wrong-token-0123456789"); w.Code != http.StatusUnauthorized {
+			t.Fatalf("failure %d: %d", i+1, w.Code)
+		}
+	}
+	w := call("192.0.2.1", token)
+	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") == "" || !strings.Contains(w.Body.String(), "TooManyRequests") {
+		t.Fatalf("right token after the burst: %d %s (Retry-After %q)", w.Code, w.Body, w.Header().Get("Retry-After"))
+	}
+	if w := call("192.0.2.2", token); w.Code == http.StatusTooManyRequests {
+		t.Fatalf("another address is limited too: %d", w.Code)
+	}
+}
+
+// TestReadyDetailsOnlyForTrustedCallers: on a server with tokens, /readyz
+// tells its failures and open agents to loopback and to token holders,
+// and only its status to anyone else.
+func TestReadyDetailsOnlyForTrustedCallers(t *testing.T) {
+	const token = "token-of-a1-0123456789"
+	h := newServer(t, mem.NewBucket(), serve.Options{Tokens: map[string]string{"a1": token}}).Handler()
+	ready := func(addr, tok string) map[string]any {
+		req := httptest.NewRequest(http.MethodGet, "/readyz", nil)
+		req.RemoteAddr = addr + ":4000"
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		var m map[string]any
+		if err := json.Unmarshal(w.Body.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if m := ready("192.0.2.1", ""); m["open_agents"] != nil || m["status"] != "ready" {
+		t.Errorf("a stranger sees %v", m)
+	}
+	if m := ready("192.0.2.1", token); m["open_agents"] == nil {
+		t.Errorf("a token holder sees %v", m)
+	}
+	if m := ready("127.0.0.1", ""); m["open_agents"] == nil {
+		t.Errorf("loopback sees %v", m)
+	}
+}
+
+// TestConnLimitClosesIdleConnections: at the bound, a new connection
+// closes the longest-idle kept-alive one instead of waiting for it.
+func TestConnLimitClosesIdleConnections(t *testing.T) {
+	limit := serve.NewConnLimit(2)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }), ConnState: limit.ConnState}
+	go hs.Serve(limit.Listener(ln))
+	defer hs.Close()
+
+	// Two clients, each with a kept-alive connection left idle.
+	var idle []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		idle = append(idle, c)
+	}
+	// A third is served at once (well within a second), not after them.
+	client := &http.Client{Timeout: 5 * time.Second}
+	start := time.Now()
+	resp, err := client.Get("http://" + ln.Addr().String() + "/")
+	if err != nil {
+		t.Fatalf("a third client at the bound: %v", err)
+	}
+	resp.Body.Close()
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("the third client waited %v", d)
+	}
+	if n := limit.Open(); n > 2 {
+		t.Errorf("%d connections open, bound 2", n)
+	}
+	// The idle connection closed for it reads EOF.
+	closed := 0
+	for _, c := range idle {
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		if _, err := c.Read(make([]byte, 1)); err == io.EOF {
+			closed++
+		}
+	}
+	if closed == 0 {
+		t.Error("no idle connection was closed")
+	}
+}
+
+// TestAnswerToAClientThatNeverReads: a client that asks for a large
+// answer and never reads it is cut off once the request's deadline and
+// the write timeout have passed: the handler returns (its log line is
+// written) instead of holding the answer for ever.
+func TestAnswerToAClientThatNeverReads(t *testing.T) {
+	var logs syncBuffer
+	b := mem.NewBucket()
+	big := strings.Repeat("y", 12<<20)
+	if r := post(t, newServer(t, b, serve.Options{}).Handler(), "a", "workbench_put_file", `{"id":"w","section":"outputs","path":"big.txt","text":"`+big+`"}`); r.status != http.StatusOK {
+		t.Fatalf("put: %d %s", r.status, r.body)
+	}
+	s := newServer(t, b, serve.Options{
+		RequestTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond,
+		Log: slog.New(slog.NewJSONHandler(&logs, nil)),
+	})
+	srv := httptest.NewUnstartedServer(s.Handler())
+	srv.Start()
+	defer srv.Close()
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetReadBuffer(4 << 10) // the answer backs up in the kernel soon
+	}
+	in := `{"id":"w","section":"outputs","path":"big.txt"}` // structured: the whole 12 MiB line
+	fmt.Fprintf(c, "POST /v1/agents/a/tools/workbench_read HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(in), in)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "workbench_read") {
+		if time.Now().After(deadline) {
+			t.Fatal("the read's handler is still writing to a client that does not read")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestLogLevels: probes log at debug, a 5xx at warn with its code, its
+// message and the request id.
+func TestLogLevels(t *testing.T) {
+	var logs syncBuffer
+	b := fault.New(mem.NewBucket())
+	b.Inject(fault.Rule{Fault: fault.FailBefore(bucket.ErrUnavailable)}) // the store is down: a 503
+	s := newServer(t, b, serve.Options{Log: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	h := s.Handler()
+	do(h, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	req := httptest.NewRequest(http.MethodPost, "/v1/agents/a/tools/workbench_create", strings.NewReader(`{"id":"w"}`))
+	req.Header.Set("X-Request-Id", "req-42")
+	do(h, req)
+	var healthz, create map[string]any
+	for line := range strings.SplitSeq(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil {
+			continue
+		}
+		switch m["route"] {
+		case "GET /healthz", "/healthz":
+			healthz = m
+		}
+		if m["tool"] == "workbench_create" {
+			create = m
+		}
+	}
+	if healthz == nil || healthz["level"] != "DEBUG" {
+		t.Errorf("healthz logged %v", healthz)
+	}
+	if create == nil {
+		t.Fatalf("no line for the create: %s", logs.String())
+	}
+	if create["status"] != float64(http.StatusServiceUnavailable) || create["level"] != "WARN" || create["code"] == nil ||
+		!strings.Contains(fmt.Sprint(create["error"]), "unavailable") || create["request_id"] != "req-42" {
+		t.Errorf("a create on a store that is down logged %v", create)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
