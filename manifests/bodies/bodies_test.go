@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -353,10 +354,15 @@ func TestDropLedger(t *testing.T) {
 }
 
 // TestStreamRequests: one GET per block; a body of up to Parallel blocks
-// is one round, a longer one never has more than Parallel in flight.
+// is one round, a longer one never has more than Parallel in flight. The
+// GETs are held at a gate until as many as the case expects are in
+// flight, so the counts hold however slowly the machine schedules them: a
+// stream that waited for one GET before sending the next would never open
+// the gate.
 func TestStreamRequests(t *testing.T) {
 	ctx := t.Context()
-	cb := counting.New(latency.New(mem.NewBucket(), latency.Options{PerRequest: 3 * time.Millisecond}))
+	gate := &getGate{Bucket: mem.NewBucket()}
+	cb := counting.New(gate)
 	s := bodies.New(cb, newLayout(t), bodies.Options{BlockSize: 8})
 	for _, c := range []struct {
 		blocks      int
@@ -371,9 +377,13 @@ func TestStreamRequests(t *testing.T) {
 			t.Fatal(err)
 		}
 		cb.Reset()
+		gate.expect(int(c.maxInFlight))
 		got, err := collect(ctx, s, st.Blocks)
 		if err != nil || !bytes.Equal(got, body) {
 			t.Fatalf("%d blocks: stream %v", c.blocks, err)
+		}
+		if gate.timedOut.Load() {
+			t.Fatalf("%d blocks: fewer than %d GETs were ever in flight at once", c.blocks, c.maxInFlight)
 		}
 		snap := cb.Snapshot()
 		if snap.Total().Requests != int64(c.blocks) || snap.Get.Requests != int64(c.blocks) {
@@ -386,6 +396,44 @@ func TestStreamRequests(t *testing.T) {
 			t.Errorf("%d blocks: %d in flight at most, want %d", c.blocks, snap.MaxInFlight, c.maxInFlight)
 		}
 	}
+}
+
+// getGate holds every Get until want of them have arrived (or 10 s have
+// passed: timedOut), then lets all through.
+type getGate struct {
+	bucket.Bucket
+	mu       sync.Mutex
+	want     int
+	arrived  int
+	open     chan struct{}
+	timedOut atomic.Bool
+}
+
+func (g *getGate) expect(want int) {
+	g.mu.Lock()
+	g.want, g.arrived, g.open = want, 0, make(chan struct{})
+	g.mu.Unlock()
+	g.timedOut.Store(false)
+}
+
+func (g *getGate) Get(ctx context.Context, key string) ([]byte, bucket.Attrs, error) {
+	g.mu.Lock()
+	open := g.open
+	if open != nil {
+		g.arrived++
+		if g.arrived == g.want {
+			close(open)
+		}
+	}
+	g.mu.Unlock()
+	if open != nil {
+		select {
+		case <-open:
+		case <-time.After(10 * time.Second):
+			g.timedOut.Store(true)
+		}
+	}
+	return g.Bucket.Get(ctx, key)
 }
 
 // TestStreamChecks: every block is checked before the caller sees it; the
