@@ -151,6 +151,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 		WriteTimeout:   *writeTimeout,
 		BodyBudget:     int64(*bodyBudgetMiB) << 20,
 		AuthFailBurst:  *authFailBurst,
+		Version:        shortVersion(),
 	}
 	if *authFailBurst == 0 {
 		return usageErr("--auth-fail-burst must not be 0 (negative: no limit)")

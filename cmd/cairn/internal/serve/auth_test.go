@@ -125,6 +125,11 @@ func TestReadyHealthMetrics(t *testing.T) {
 		`cairn_engine_group_commit_size_bucket{le="+Inf"}`,
 		`cairn_engine_cas_conflicts_total 0`,
 		`cairn_engine_head_reads_coalesced_total`,
+		`cairn_build_info{version="(devel)",goversion="go`,
+		`# TYPE go_goroutines gauge`,
+		`# TYPE process_resident_memory_bytes gauge`,
+		`# TYPE process_open_fds gauge`,
+		`# TYPE process_cpu_seconds_total counter`,
 	} {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %q", want)

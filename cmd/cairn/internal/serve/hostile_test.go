@@ -18,6 +18,7 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/fault"
 	"github.com/cairnstore/cairn/bucket/mem"
+	"github.com/cairnstore/cairn/cmd/cairn/internal/mcpserve"
 	"github.com/cairnstore/cairn/cmd/cairn/internal/serve"
 )
 
@@ -283,4 +284,26 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestMCPCallsCountedPerTool: an MCP tools/call is logged and counted under
+// the tool it ran, not as an anonymous request.
+func TestMCPCallsCountedPerTool(t *testing.T) {
+	var logs syncBuffer
+	mount := func(call serve.CallFunc) http.Handler { return mcpserve.Handler(mcpserve.CallFunc(call)) }
+	s := newServer(t, mem.NewBucket(), serve.Options{MCP: mount, Log: slog.New(slog.NewJSONHandler(&logs, nil))})
+	h := s.Handler()
+	req := httptest.NewRequest(http.MethodPost, "/v1/agents/a/mcp",
+		strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"workbench_create","arguments":{"id":"w"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if r := do(h, req); r.status != http.StatusOK || !strings.Contains(string(r.body), `"workbench_id":"w"`) {
+		t.Fatalf("tools/call: %d %s", r.status, r.body)
+	}
+	if v := metricValue(t, metricsText(t, h), `cairn_http_requests_total{tool="workbench_create",status="200"}`); v != 1 {
+		t.Errorf("MCP workbench_create counted %v times", v)
+	}
+	if !strings.Contains(logs.String(), `"route":"/v1/agents/{agent_id}/mcp","agent":"a","tool":"workbench_create"`) {
+		t.Errorf("the MCP call's log line does not name its tool: %s", logs.String())
+	}
 }

@@ -141,6 +141,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	s.writeRequestMetrics(e)
 	s.writeBucketMetrics(e)
 	s.writeEngineMetrics(e)
+	s.writeProcessMetrics(e)
 }
 
 func (s *Server) writeRequestMetrics(e *expo) {

@@ -83,6 +83,9 @@ type Options struct {
 	// may make at once before it is refused 429 TooManyRequests; it earns
 	// one more a second. Default DefaultAuthFailBurst; negative: no limit.
 	AuthFailBurst int
+	// Version is the build's version, for cairn_build_info. Default
+	// "(devel)".
+	Version string
 	// Log receives one line per request. Default: discard.
 	Log *slog.Logger
 	// Now is the clock of the idempotency records. Default time.Now.
@@ -135,6 +138,9 @@ func New(b bucket.Bucket, opts Options) *Server {
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Version == "" {
+		opts.Version = "(devel)"
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
