@@ -72,6 +72,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	commitInterval := fs.Duration("commit-interval", 0, "least time between two head writes of one agent's group commits: the store's write rate for one object (GCS: 1s; default 0, unpaced)")
 	writeTimeout := fs.Duration("write-timeout", serve.DefaultWriteTimeout, "time past a request's deadline its answer may take to be written; a client that does not read is cut off then")
 	bodyBudgetMiB := fs.Int("body-budget-mib", serve.DefaultBodyBudget>>20, "request bodies held in memory at once, across all requests, in MiB; past it a request waits 2s, then gets 503 ServerBusy")
+	answerBudgetMiB := fs.Int("answer-budget-mib", serve.DefaultAnswerBudget>>20, "large answers (64 KiB or more) being written at once, in MiB; past it a read waits 2s, then gets 503 ServerBusy")
 	maxConns := fs.Int("max-conns", defaultMaxConns, "connections held open at once; at the bound the longest-idle one is closed for a new one")
 	connIdle := fs.Duration("conn-idle-timeout", defaultConnIdle, "close a kept-alive connection after this long without a request")
 	authFailBurst := fs.Int("auth-fail-burst", serve.DefaultAuthFailBurst, "failed authentications a client address may make at once before 429 (one more a second; negative: no limit)")
@@ -100,8 +101,8 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	if *maxConns < 1 || *bodyBudgetMiB < 1 {
-		return usageErr("--max-conns and --body-budget-mib must be at least 1")
+	if *maxConns < 1 || *bodyBudgetMiB < 1 || *answerBudgetMiB < 1 {
+		return usageErr("--max-conns, --body-budget-mib and --answer-budget-mib must be at least 1")
 	}
 	for name, d := range map[string]time.Duration{"request-timeout": *requestTimeout, "idle-timeout": *idleTimeout, "shutdown-timeout": *shutdownTimeout, "write-timeout": *writeTimeout, "conn-idle-timeout": *connIdle} {
 		if d < 0 {
@@ -150,6 +151,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 		Log:            log,
 		WriteTimeout:   *writeTimeout,
 		BodyBudget:     int64(*bodyBudgetMiB) << 20,
+		AnswerBudget:   int64(*answerBudgetMiB) << 20,
 		AuthFailBurst:  *authFailBurst,
 		Version:        shortVersion(),
 	}

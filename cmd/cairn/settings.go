@@ -34,7 +34,7 @@ import (
 // configKeys are the keys a config file may hold: every command's flags
 // (TestEverySettingHasItsKey keeps the list true) and serve's agents.
 var configKeys = []string{
-	"addr", "after", "agent", "agents", "all", "all_agents", "auth_fail_burst", "bodies",
+	"addr", "after", "agent", "agents", "all", "all_agents", "answer_budget_mib", "auth_fail_burst", "bodies",
 	"body_budget_mib", "bucket", "cache_mib", "commit_interval", "concurrency",
 	"config", "conn_idle_timeout", "cpuprofile", "cursor", "dir", "dir_entries",
 	"dry_run", "duration", "extrapolate", "files", "follow", "grace",

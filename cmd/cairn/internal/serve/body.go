@@ -101,3 +101,31 @@ func bodyError(err error, limit int64) *workbench.Error {
 func (s *Server) writeDeadline(start time.Time) time.Time {
 	return start.Add(s.opts.RequestTimeout + s.opts.WriteTimeout)
 }
+
+// answerCharged is the size from which an answer is charged to the
+// answer budget: smaller ones cost less than the accounting.
+const answerCharged = 64 << 10
+
+// holdAnswer charges an answer of out's size to the answer budget
+// (Options.AnswerBudget) for as long as it is being written. A read-only
+// tool's answer that finds no room within Options.BodyWait is refused
+// with ServerBusy; any other is written uncharged, for its change is
+// made and a refusal would invite a retry.
+func (s *Server) holdAnswer(ctx context.Context, tool string, out []byte) (release func(), werr *workbench.Error) {
+	n := min(int64(len(out)), s.opts.AnswerBudget)
+	if n < answerCharged {
+		return func() {}, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, s.opts.BodyWait)
+	defer cancel()
+	if err := s.answers.Acquire(wctx, n); err != nil {
+		if info, ok := workbench.Tool(tool); ok && info.Annotations.ReadOnly {
+			s.metrics.busy()
+			return nil, &workbench.Error{Code: CodeServerBusy, Retryable: true,
+				Message: "the server is writing as many answers as its budget allows; retry later",
+				Details: map[string]any{"answer_budget_bytes": s.opts.AnswerBudget}}
+		}
+		return func() {}, nil
+	}
+	return func() { s.answers.Release(n) }, nil
+}

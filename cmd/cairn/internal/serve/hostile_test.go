@@ -73,8 +73,8 @@ func TestBodyBudget(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("second body once the budget is free: %d", resp.StatusCode)
 	}
-	if v := metricValue(t, metricsText(t, s.Handler()), "cairn_request_bodies_refused_total"); v != 1 {
-		t.Errorf("cairn_request_bodies_refused_total %v, want 1", v)
+	if v := metricValue(t, metricsText(t, s.Handler()), "cairn_server_busy_total"); v != 1 {
+		t.Errorf("cairn_server_busy_total %v, want 1", v)
 	}
 }
 
@@ -227,6 +227,49 @@ func TestAnswerToAClientThatNeverReads(t *testing.T) {
 			t.Fatal("the read's handler is still writing to a client that does not read")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestAnswerBudget: while a client that does not read holds the whole
+// answer budget, another read of a large answer is refused 503
+// ServerBusy, and a small answer still goes out.
+func TestAnswerBudget(t *testing.T) {
+	b := mem.NewBucket()
+	big := strings.Repeat("y", 4<<20)
+	if r := post(t, newServer(t, b, serve.Options{}).Handler(), "a", "workbench_put_file", `{"id":"w","section":"outputs","path":"big.txt","text":"`+big+`"}`); r.status != http.StatusOK {
+		t.Fatalf("put: %d %s", r.status, r.body)
+	}
+	s := newServer(t, b, serve.Options{AnswerBudget: 1 << 20, BodyWait: 50 * time.Millisecond})
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetReadBuffer(4 << 10)
+	}
+	in := `{"id":"w","section":"outputs","path":"big.txt"}`
+	fmt.Fprintf(c, "POST /v1/agents/a/tools/workbench_read HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(in), in)
+	time.Sleep(300 * time.Millisecond) // its answer is being written, and holds the budget
+
+	resp, err := http.Post(srv.URL+"/v1/agents/a/tools/workbench_read", "application/json", strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(out), "ServerBusy") {
+		t.Fatalf("a second large answer: %d %.200s", resp.StatusCode, out)
+	}
+	resp, err = http.Post(srv.URL+"/v1/agents/a/tools/workbench_stat", "application/json", strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a small answer: %d", resp.StatusCode)
 	}
 }
 

@@ -40,7 +40,7 @@ type metrics struct {
 	mu       sync.Mutex
 	requests map[seriesKey]*series
 	replays  int64
-	busyN    int64 // bodies refused for the body budget
+	busyN    int64 // requests refused ServerBusy
 }
 
 func newMetrics() *metrics {
@@ -72,7 +72,8 @@ func (m *metrics) request(tool string, status int, d time.Duration) {
 	}
 }
 
-// busy counts a body refused for want of room in the body budget.
+// busy counts a request refused for want of room in the body or answer
+// budget.
 func (m *metrics) busy() {
 	m.mu.Lock()
 	m.busyN++
@@ -177,8 +178,8 @@ func (s *Server) writeRequestMetrics(e *expo) {
 	}
 	e.head("cairn_idempotent_replays_total", "counter", "Requests answered with the result stored for their Idempotency-Key.")
 	e.sample("cairn_idempotent_replays_total", nil, float64(m.replays))
-	e.head("cairn_request_bodies_refused_total", "counter", "Requests refused with ServerBusy: their body found no room in the server's body budget.")
-	e.sample("cairn_request_bodies_refused_total", nil, float64(m.busyN))
+	e.head("cairn_server_busy_total", "counter", "Requests refused with ServerBusy: no room in the server's body or answer budget.")
+	e.sample("cairn_server_busy_total", nil, float64(m.busyN))
 }
 
 func (s *Server) writeBucketMetrics(e *expo) {

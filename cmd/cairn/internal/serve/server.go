@@ -32,6 +32,7 @@ const (
 	DefaultWriteTimeout   = 30 * time.Second
 	DefaultBodyBudget     = 256 << 20
 	DefaultBodyWait       = 2 * time.Second
+	DefaultAnswerBudget   = 256 << 20
 )
 
 // CallFunc runs one Workbench tool on its JSON input for one agent and
@@ -79,6 +80,13 @@ type Options struct {
 	// BodyWait is how long a body waits for room in BodyBudget. Default
 	// DefaultBodyWait.
 	BodyWait time.Duration
+	// AnswerBudget bounds the bytes of large answers (64 KiB or more)
+	// being written at once, across every request, so that clients that
+	// do not read their answers cannot pin memory beyond it. A read-only
+	// tool's answer that finds no room within BodyWait is dropped for 503
+	// ServerBusy (retryable: nothing was changed); a writer's answer is
+	// written anyway, for its change is made. Default DefaultAnswerBudget.
+	AnswerBudget int64
 	// AuthFailBurst is how many failed authentications a client address
 	// may make at once before it is refused 429 TooManyRequests; it earns
 	// one more a second. Default DefaultAuthFailBurst; negative: no limit.
@@ -108,6 +116,9 @@ type Server struct {
 	authFails authLimiter
 	// bodies holds the bytes of request bodies in memory (BodyBudget).
 	bodies *semaphore.Weighted
+	// answers holds the bytes of large answers being written
+	// (AnswerBudget).
+	answers *semaphore.Weighted
 
 	closeOnce sync.Once
 }
@@ -133,6 +144,9 @@ func New(b bucket.Bucket, opts Options) *Server {
 	if opts.AuthFailBurst == 0 {
 		opts.AuthFailBurst = DefaultAuthFailBurst
 	}
+	if opts.AnswerBudget <= 0 {
+		opts.AnswerBudget = DefaultAnswerBudget
+	}
 	if opts.BodyWait <= 0 {
 		opts.BodyWait = DefaultBodyWait
 	}
@@ -153,6 +167,7 @@ func New(b bucket.Bucket, opts Options) *Server {
 	cb := counting.New(b)
 	s := &Server{
 		bodies:    semaphore.NewWeighted(opts.BodyBudget),
+		answers:   semaphore.NewWeighted(opts.AnswerBudget),
 		authFails: authLimiter{burst: float64(max(opts.AuthFailBurst, 0))},
 		opts:      opts,
 		counted:   cb,
@@ -392,7 +407,7 @@ func (s *Server) serveTool(w http.ResponseWriter, r *http.Request) {
 	key := r.Header.Get("Idempotency-Key")
 	if key == "" {
 		out, ok := a.svc.Call(ctx, tool, input)
-		s.answer(w, out, ok)
+		s.answer(ctx, w, tool, out, ok)
 		return
 	}
 	s.serveKeyed(ctx, w, a, tool, key, input)
@@ -421,7 +436,7 @@ func (s *Server) serveKeyed(ctx context.Context, w http.ResponseWriter, a *agent
 	case claimReplay:
 		s.metrics.replayed()
 		w.Header().Set("Idempotent-Replayed", "true")
-		s.answer(w, d.rec.Result, d.rec.OK)
+		s.answer(ctx, w, tool, d.rec.Result, d.rec.OK)
 		return
 	case claimReused:
 		writeError(w, &workbench.Error{Code: CodeIdempotencyKeyReused,
@@ -446,15 +461,21 @@ func (s *Server) serveKeyed(ctx context.Context, w http.ResponseWriter, a *agent
 	if err := d.finish(sctx, out, ok, code, retryable); err != nil {
 		s.log.Warn("store idempotent result", slog.String("agent", a.id), slog.String("tool", tool), slog.String("error", err.Error()))
 	}
-	s.answer(w, out, ok)
+	s.answer(ctx, w, tool, out, ok)
 }
 
 // answer writes a tool's result with its status.
-func (s *Server) answer(w http.ResponseWriter, out []byte, ok bool) {
+func (s *Server) answer(ctx context.Context, w http.ResponseWriter, tool string, out []byte, ok bool) {
 	code, retryable := "", false
 	if !ok {
 		code, retryable = envelopeOf(out)
 	}
+	release, werr := s.holdAnswer(ctx, tool, out)
+	if werr != nil {
+		writeError(w, werr)
+		return
+	}
+	defer release()
 	writeResult(w, out, ok, code, retryable)
 }
 
