@@ -393,3 +393,13 @@ type SnapshotRetireInput = snapshots.SnapshotRetireInput
 
 // SnapshotRetireResult is workbench_snapshot_retire's result.
 type SnapshotRetireResult = snapshots.SnapshotRetireResult
+
+// ReadBudget bounds the memory whole-body reads hold at once, across the
+// Services given it (Options.ReadBudget).
+type ReadBudget = core.ReadBudget
+
+// NewReadBudget returns a read budget of bytes.
+func NewReadBudget(bytes int64) *ReadBudget { return core.NewReadBudget(bytes) }
+
+// DefaultReadBudget is the read budget of a Service given none.
+const DefaultReadBudget = core.DefaultReadBudget

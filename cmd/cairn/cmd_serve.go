@@ -10,10 +10,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/cairnstore/cairn/cmd/cairn/internal/mcpserve"
 	"github.com/cairnstore/cairn/cmd/cairn/internal/serve"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 func init() {
@@ -73,6 +75,8 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	writeTimeout := fs.Duration("write-timeout", serve.DefaultWriteTimeout, "time past a request's deadline its answer may take to be written; a client that does not read is cut off then")
 	bodyBudgetMiB := fs.Int("body-budget-mib", serve.DefaultBodyBudget>>20, "request bodies held in memory at once, across all requests, in MiB; past it a request waits 2s, then gets 503 ServerBusy")
 	answerBudgetMiB := fs.Int("answer-budget-mib", serve.DefaultAnswerBudget>>20, "large answers (64 KiB or more) being written at once, in MiB; past it a read waits 2s, then gets 503 ServerBusy")
+	readBudgetMiB := fs.Int("read-budget-mib", workbench.DefaultReadBudget>>20, "memory whole-body reads hold at once, across all agents, in MiB (a read holds about 3× its body); past it reads wait")
+	memLimitMiB := fs.Int("memory-limit-mib", defaultMemoryLimitMiB, "soft limit of the Go heap, in MiB: the collector works harder near it (GOMEMLIMIT, when set, wins; 0: none)")
 	maxConns := fs.Int("max-conns", defaultMaxConns, "connections held open at once; at the bound the longest-idle one is closed for a new one")
 	connIdle := fs.Duration("conn-idle-timeout", defaultConnIdle, "close a kept-alive connection after this long without a request")
 	authFailBurst := fs.Int("auth-fail-burst", serve.DefaultAuthFailBurst, "failed authentications a client address may make at once before 429 (one more a second; negative: no limit)")
@@ -97,12 +101,18 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	if err := nonEmptyFlags(fs, "bucket", "addr", "config"); err != nil {
 		return usageErr("%v", err)
 	}
+	if *memLimitMiB < 0 {
+		return usageErr("--memory-limit-mib must not be negative")
+	}
+	if *memLimitMiB > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(int64(*memLimitMiB) << 20)
+	}
 	log, err := newLogger(e.stderr, *logLevel, *logFormat)
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	if *maxConns < 1 || *bodyBudgetMiB < 1 || *answerBudgetMiB < 1 {
-		return usageErr("--max-conns, --body-budget-mib and --answer-budget-mib must be at least 1")
+	if *maxConns < 1 || *bodyBudgetMiB < 1 || *answerBudgetMiB < 1 || *readBudgetMiB < 1 {
+		return usageErr("--max-conns, --body-budget-mib, --answer-budget-mib and --read-budget-mib must be at least 1")
 	}
 	for name, d := range map[string]time.Duration{"request-timeout": *requestTimeout, "idle-timeout": *idleTimeout, "shutdown-timeout": *shutdownTimeout, "write-timeout": *writeTimeout, "conn-idle-timeout": *connIdle} {
 		if d < 0 {
@@ -162,6 +172,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 		return usageErr("--cache-mib must not be negative")
 	}
 	opts.Workbench.Engine.CacheBytes = int64(*cacheMiB) << 20
+	opts.Workbench.ReadBudget = workbench.NewReadBudget(int64(*readBudgetMiB) << 20)
 	if *commitInterval < 0 {
 		return usageErr("--commit-interval must not be negative")
 	}
@@ -182,11 +193,16 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	return serveOn(ctx, ln, serve.New(b, opts), opts.Log, url, grace, conns{max: *maxConns, idle: *connIdle})
 }
 
-// Connection defaults of serve.
+// Connection and memory defaults of serve.
 const (
-	defaultMaxConns = 512
-	defaultConnIdle = 60 * time.Second
-	maxHeaderBytes  = 64 << 10
+	// defaultMemoryLimitMiB is the heap's soft limit: above the body,
+	// answer and read budgets (320 MiB in all by default) and a working
+	// set, so that garbage from refused work is collected before the
+	// heap doubles.
+	defaultMemoryLimitMiB = 768
+	defaultMaxConns       = 512
+	defaultConnIdle       = 60 * time.Second
+	maxHeaderBytes        = 64 << 10
 )
 
 // conns are serve's connection settings.

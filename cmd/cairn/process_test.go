@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 // cairnBinary builds cmd/cairn once per test binary and returns its path.
 // Building takes a few seconds, so -short skips the tests that need it,
 // as the other tests that run cairn as a process do.
-func cairnBinary(t *testing.T) string {
+func cairnBinary(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("skipped in -short mode: builds the cairn binary and runs it as separate processes")
@@ -90,7 +90,7 @@ type serveProc struct {
 // processEnv(env...) and returns once its log line says where it listens.
 // The process is stopped with SIGTERM (SIGKILL if it lingers) when the test
 // ends, unless it has ended already.
-func startServeProc(t *testing.T, bin, dir string, env []string, args ...string) *serveProc {
+func startServeProc(t testing.TB, bin, dir string, env []string, args ...string) *serveProc {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
 	cmd.Dir = dir
@@ -100,7 +100,7 @@ func startServeProc(t *testing.T, bin, dir string, env []string, args ...string)
 
 // startServeCmd starts a prepared `cairn serve` command, as
 // startServeProc does.
-func startServeCmd(t *testing.T, cmd *exec.Cmd) *serveProc {
+func startServeCmd(t testing.TB, cmd *exec.Cmd) *serveProc {
 	t.Helper()
 	p := &serveProc{stderr: &syncBuffer{}, exited: make(chan struct{}), cmd: cmd}
 	p.cmd.Stdout = io.Discard
@@ -134,7 +134,7 @@ func startServeCmd(t *testing.T, cmd *exec.Cmd) *serveProc {
 }
 
 // stop ends the process gracefully if it still runs.
-func (p *serveProc) stop(t *testing.T) {
+func (p *serveProc) stop(t testing.TB) {
 	select {
 	case <-p.exited:
 		return

@@ -71,6 +71,10 @@ type Options struct {
 	// ReapBatch is the most snapshots one reap command ends. Default
 	// DefaultReapBatch.
 	ReapBatch int
+	// ReadBudget bounds the memory whole-body reads hold at once; give
+	// every Service of a process the same one. Default: a budget of the
+	// Service's own, of DefaultReadBudget.
+	ReadBudget *ReadBudget
 	// Engine tunes the commit engine.
 	Engine head.Options
 }
@@ -143,6 +147,9 @@ func Open(ctx context.Context, b bucket.Bucket, opts Options) (*Service, error) 
 	}
 	if opts.ReapBatch <= 0 {
 		opts.ReapBatch = DefaultReapBatch
+	}
+	if opts.ReadBudget == nil {
+		opts.ReadBudget = NewReadBudget(0)
 	}
 	logical, werr := AgentRoot(opts.AgentID)
 	if werr != nil {

@@ -267,6 +267,11 @@ func readTool(ctx context.Context, s *core.Service, in *readInput) (*ReadResult,
 		page.Items = []ReadItem{}
 		page.Bytes, page.BytesEncoding = &encoded, &encoding
 	} else {
+		release, werr := s.HoldRead(ctx, e.LogicalSize)
+		if werr != nil {
+			return nil, werr
+		}
+		defer release()
 		body, werr := v.Body(ctx, e)
 		if werr != nil {
 			return nil, werr

@@ -108,17 +108,17 @@ const answerCharged = 64 << 10
 
 // holdAnswer charges an answer of out's size to the answer budget
 // (Options.AnswerBudget) for as long as it is being written. A read-only
-// tool's answer that finds no room within Options.BodyWait is refused
-// with ServerBusy; any other is written uncharged, for its change is
-// made and a refusal would invite a retry.
-func (s *Server) holdAnswer(ctx context.Context, tool string, out []byte) (release func(), werr *workbench.Error) {
+// tool's answer that finds no room at once is refused with ServerBusy;
+// any other is written uncharged, for its change is made and a refusal
+// would invite a retry.
+func (s *Server) holdAnswer(tool string, out []byte) (release func(), werr *workbench.Error) {
 	n := min(int64(len(out)), s.opts.AnswerBudget)
 	if n < answerCharged {
 		return func() {}, nil
 	}
-	wctx, cancel := context.WithTimeout(ctx, s.opts.BodyWait)
-	defer cancel()
-	if err := s.answers.Acquire(wctx, n); err != nil {
+	// No wait: an answer that waited would hold its memory while it did,
+	// and the answers computed meanwhile would pile up behind it.
+	if !s.answers.TryAcquire(n) {
 		if info, ok := workbench.Tool(tool); ok && info.Annotations.ReadOnly {
 			s.metrics.busy()
 			return nil, &workbench.Error{Code: CodeServerBusy, Retryable: true,

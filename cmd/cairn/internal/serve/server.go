@@ -30,9 +30,9 @@ const (
 	DefaultRequestTimeout = 60 * time.Second
 	DefaultIdleTimeout    = 5 * time.Minute
 	DefaultWriteTimeout   = 30 * time.Second
-	DefaultBodyBudget     = 256 << 20
+	DefaultBodyBudget     = 128 << 20
 	DefaultBodyWait       = 2 * time.Second
-	DefaultAnswerBudget   = 256 << 20
+	DefaultAnswerBudget   = 64 << 20
 )
 
 // CallFunc runs one Workbench tool on its JSON input for one agent and
@@ -83,7 +83,7 @@ type Options struct {
 	// AnswerBudget bounds the bytes of large answers (64 KiB or more)
 	// being written at once, across every request, so that clients that
 	// do not read their answers cannot pin memory beyond it. A read-only
-	// tool's answer that finds no room within BodyWait is dropped for 503
+	// tool's answer that finds no room at once is dropped for 503
 	// ServerBusy (retryable: nothing was changed); a writer's answer is
 	// written anyway, for its change is made. Default DefaultAnswerBudget.
 	AnswerBudget int64
@@ -158,6 +158,10 @@ func New(b bucket.Bucket, opts Options) *Server {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Workbench.ReadBudget == nil {
+		// One budget for the whole-body reads of every agent served.
+		opts.Workbench.ReadBudget = workbench.NewReadBudget(0)
 	}
 	if opts.Workbench.Engine.Caches == nil {
 		// One cache budget for the process, shared by every agent served,
@@ -470,7 +474,7 @@ func (s *Server) answer(ctx context.Context, w http.ResponseWriter, tool string,
 	if !ok {
 		code, retryable = envelopeOf(out)
 	}
-	release, werr := s.holdAnswer(ctx, tool, out)
+	release, werr := s.holdAnswer(tool, out)
 	if werr != nil {
 		writeError(w, werr)
 		return
