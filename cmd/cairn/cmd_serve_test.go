@@ -99,7 +99,7 @@ func postJSON(t *testing.T, url, body string, headers ...string) (int, string) {
 	}
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(out)
+	return resp.StatusCode, strings.TrimSuffix(string(out), "\n") // every answer ends its line
 }
 
 // TestServeEndToEnd starts `cairn serve` with no flags in an empty

@@ -125,7 +125,7 @@ func callServer(ctx context.Context, e *env, c remoteCall) int {
 		fmt.Fprintf(e.stderr, "cairn workbench: server %s: %s\n", c.server, env.Message)
 		return exitStore
 	}
-	fmt.Fprintf(e.stdout, "%s\n", body)
+	fmt.Fprintf(e.stdout, "%s\n", bytes.TrimSuffix(body, []byte("\n")))
 	if env.Status != "success" {
 		return exitFailed
 	}

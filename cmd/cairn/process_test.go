@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -237,5 +238,5 @@ func post(c *http.Client, url, body string, headers ...string) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: b}, nil
+	return reply{status: resp.StatusCode, header: resp.Header, body: bytes.TrimSuffix(b, []byte("\n"))}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -348,5 +349,19 @@ func TestMCPCallsCountedPerTool(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `"route":"/v1/agents/{agent_id}/mcp","agent":"a","tool":"workbench_create"`) {
 		t.Errorf("the MCP call's log line does not name its tool: %s", logs.String())
+	}
+}
+
+// TestAnswersEndTheirLine: every answer, success or error, ends with a
+// newline, so that one printed by curl ends its line.
+func TestAnswersEndTheirLine(t *testing.T) {
+	h := newServer(t, mem.NewBucket(), serve.Options{}).Handler()
+	for _, body := range []string{`{"id":"w"}`, `{"id":""}`} {
+		req := httptest.NewRequest(http.MethodPost, "/v1/agents/a/tools/workbench_create", strings.NewReader(body))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if b := w.Body.String(); !strings.HasSuffix(b, "}\n") || w.Header().Get("Content-Length") != strconv.Itoa(len(b)) {
+			t.Errorf("%s: %q, Content-Length %s", body, b, w.Header().Get("Content-Length"))
+		}
 	}
 }

@@ -278,7 +278,7 @@ func writeResult(w http.ResponseWriter, body []byte, ok bool, code string, retry
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Content-Length", strconv.Itoa(len(body)+1))
 	status := http.StatusOK
 	if !ok {
 		status = Status(code, retryable)
@@ -291,7 +291,10 @@ func writeResult(w http.ResponseWriter, body []byte, ok bool, code string, retry
 	}
 	w.WriteHeader(status)
 	w.Write(body)
+	w.Write(newline) // so that an answer printed by curl ends its line
 }
+
+var newline = []byte("\n")
 
 // messageOf reads the message member of an error result.
 func messageOf(result []byte) string {
