@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cairnstore/cairn/bucket"
 )
 
 // TestReadmeQuickstart runs the README's "Run it" quickstart as written:
@@ -152,4 +154,166 @@ func shellCommands(block string) []string {
 		cur.Reset()
 	}
 	return cmds
+}
+
+// TestReadmeWalkthrough runs the rest of the README's "Run it" section as
+// written, in one directory, with the built binary in place of
+// `go run ./cmd/cairn`: the command-line calls, the change feed, an
+// import, the pin commands (the copy served beside the first server),
+// recovering a lost head and a conformance run. Only what a reader must
+// fill in is filled in: <next_cursor> and NAME from the output before
+// them, a ./data directory to import, and the lost head itself (deleted
+// before the recover block, which is for that case). Lines that name a
+// bucket on the Internet (example.net) and the long-running commands
+// (--follow, fake-gcs, bench) are not run to the end: --follow and serve
+// must still be running after a moment, and are stopped.
+func TestReadmeWalkthrough(t *testing.T) {
+	bin := cairnBinary(t)
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed: the README's commands cannot run as written")
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := shellBlocks(t, string(readme), "## Run it")
+	dir := t.TempDir()
+	env := processEnv()
+	run := func(line string) (string, int) {
+		t.Helper()
+		cmd := exec.Command(bash, "-c", strings.ReplaceAll(line, "go run ./cmd/cairn", bin))
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return string(out), ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), 0
+	}
+	must := func(line string) string {
+		t.Helper()
+		out, code := run(line)
+		if code != 0 {
+			t.Fatalf("%s\nexit %d: %s", line, code, out)
+		}
+		return out
+	}
+	block := func(marker string) []string {
+		t.Helper()
+		for _, b := range blocks {
+			if strings.Contains(b, marker) {
+				return shellCommands(b)
+			}
+		}
+		t.Fatalf("README \"Run it\" has no block with %q", marker)
+		return nil
+	}
+
+	// The command-line calls.
+	for _, line := range block("workbench workbench_create") {
+		out := must(line)
+		if strings.Contains(line, "workbench_read") && !strings.Contains(out, "hello from the CLI") {
+			t.Errorf("the CLI read shows %s", out)
+		}
+	}
+
+	// The change feed: the first page, then following from its cursor.
+	feed := block("changes --workbench")
+	out := must(feed[0])
+	var last struct {
+		NextCursor string `json:"next_cursor"`
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || last.NextCursor == "" {
+		t.Fatalf("the change feed's last line is not its cursor: %s", out)
+	}
+	follow := strings.ReplaceAll(feed[1], "<next_cursor>", last.NextCursor)
+	if _, code := run("timeout 2 " + follow); code != 124 {
+		t.Errorf("%s: exit %d, want it still following after 2s", follow, code)
+	}
+
+	// The import, of a directory the reader has.
+	if err := os.MkdirAll(filepath.Join(dir, "data", "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "data", "a.txt"), []byte("a\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "data", "sub", "b.bin"), []byte{0, 1, 2}, 0o644)
+	for _, line := range block("import ./data") {
+		must(line)
+	}
+
+	// The pins: NAME is the name create prints; the copy is served on a
+	// free port in place of 7071 if that is taken.
+	var name string
+	for _, line := range block("pin create") {
+		switch {
+		case strings.Contains(line, "pin create"):
+			var pin struct{ Name string }
+			if err := json.Unmarshal([]byte(strings.TrimSpace(must(line))), &pin); err != nil || pin.Name == "" {
+				t.Fatalf("pin create printed no pin: %v", err)
+			}
+			name = pin.Name
+		case strings.Contains(line, " serve "):
+			line = strings.ReplaceAll(line, "127.0.0.1:7071", freeAddr(t, "127.0.0.1:7071"))
+			if _, code := run("timeout 3 " + line); code != 124 {
+				t.Errorf("%s: exit %d, want it serving after 3s", line, code)
+			}
+		default:
+			must(strings.ReplaceAll(line, "NAME", name))
+		}
+	}
+
+	// A lost head: the recover block is for that case.
+	b, err := bucket.Open(t.Context(), "file://"+filepath.Join(dir, defaultDataDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, _, err := bucket.ListAll(t.Context(), b, bucket.ListOptions{Prefix: "shards/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := 0
+	for _, o := range objs {
+		if strings.HasSuffix(o.Key, "/head") {
+			if err := b.Delete(t.Context(), o.Key, bucket.Unconditional); err != nil {
+				t.Fatal(err)
+			}
+			lost++
+		}
+	}
+	b.Close()
+	if lost != 1 {
+		t.Fatalf("%d heads in ./%s", lost, defaultDataDir)
+	}
+	for _, line := range block("recover --dry-run") {
+		must(line)
+	}
+	if out := must(`echo '{"id":"demo","section":"outputs","path":"from-cli.txt"}' | go run ./cmd/cairn workbench workbench_read`); !strings.Contains(out, "hello from the CLI") {
+		t.Errorf("after recover the read shows %s", out)
+	}
+
+	// Conformance of the local bucket (the other line names a bucket on
+	// the Internet).
+	for _, line := range block("conformance") {
+		if !strings.Contains(line, "example.net") {
+			must(line)
+		}
+	}
+}
+
+// freeAddr returns addr when it can be listened on, else a free loopback
+// address.
+func freeAddr(t *testing.T, addr string) string {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		ln, err = net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
