@@ -212,16 +212,8 @@ func TestAnswerToAClientThatNeverReads(t *testing.T) {
 	srv := httptest.NewUnstartedServer(s.Handler())
 	srv.Start()
 	defer srv.Close()
-	c, err := net.Dial("tcp", srv.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if tc, ok := c.(*net.TCPConn); ok {
-		tc.SetReadBuffer(4 << 10) // the answer backs up in the kernel soon
-	}
-	in := `{"id":"w","section":"outputs","path":"big.txt"}` // structured: the whole 12 MiB line
-	fmt.Fprintf(c, "POST /v1/agents/a/tools/workbench_read HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(in), in)
+	_, c := readWithoutReading(t, srv.Listener.Addr().String())
+	defer c.Close() // before the server's Close, which waits for the handler
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(logs.String(), "workbench_read") {
 		if time.Now().After(deadline) {
@@ -243,16 +235,8 @@ func TestAnswerBudget(t *testing.T) {
 	s := newServer(t, b, serve.Options{AnswerBudget: 1 << 20, BodyWait: 50 * time.Millisecond})
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
-	c, err := net.Dial("tcp", srv.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if tc, ok := c.(*net.TCPConn); ok {
-		tc.SetReadBuffer(4 << 10)
-	}
-	in := `{"id":"w","section":"outputs","path":"big.txt"}`
-	fmt.Fprintf(c, "POST /v1/agents/a/tools/workbench_read HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(in), in)
+	in, c := readWithoutReading(t, srv.Listener.Addr().String())
+	defer c.Close() // before the server's Close, which waits for the handler
 	time.Sleep(300 * time.Millisecond) // its answer is being written, and holds the budget
 
 	resp, err := http.Post(srv.URL+"/v1/agents/a/tools/workbench_read", "application/json", strings.NewReader(in))
@@ -272,6 +256,24 @@ func TestAnswerBudget(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("a small answer: %d", resp.StatusCode)
 	}
+}
+
+// readWithoutReading asks the server at addr for agent a's outputs/big.txt
+// (a structured read: the whole file as one record) on a connection with
+// a small receive buffer, and never reads the answer, which soon backs up
+// in the kernel. It returns the read's input and the connection.
+func readWithoutReading(t *testing.T, addr string) (string, net.Conn) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetReadBuffer(4 << 10)
+	}
+	in := `{"id":"w","section":"outputs","path":"big.txt"}`
+	fmt.Fprintf(c, "POST /v1/agents/a/tools/workbench_read HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(in), in)
+	return in, c
 }
 
 // TestLogLevels: probes log at debug, a 5xx at warn with its code, its
