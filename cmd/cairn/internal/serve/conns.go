@@ -21,8 +21,10 @@ type ConnLimit struct {
 	max int
 
 	mu    sync.Mutex
-	freed *sync.Cond
 	conns map[net.Conn]*connInfo
+	// changed is signalled when a connection closes or goes idle, so that
+	// an Accept waiting for room looks again.
+	changed chan struct{}
 }
 
 type connInfo struct {
@@ -32,9 +34,7 @@ type connInfo struct {
 
 // NewConnLimit returns a limit of n connections (at least 1).
 func NewConnLimit(n int) *ConnLimit {
-	l := &ConnLimit{max: max(1, n), conns: map[net.Conn]*connInfo{}}
-	l.freed = sync.NewCond(&l.mu)
-	return l
+	return &ConnLimit{max: max(1, n), conns: map[net.Conn]*connInfo{}, changed: make(chan struct{}, 1)}
 }
 
 // Listener wraps ln so that Accept holds to the limit.
@@ -51,9 +51,6 @@ func (ln *limitedListener) Accept() (net.Conn, error) {
 	ln.l.makeRoom()
 	c, err := ln.Listener.Accept()
 	if err != nil {
-		ln.l.mu.Lock()
-		ln.l.freed.Signal()
-		ln.l.mu.Unlock()
 		return nil, err
 	}
 	ln.l.mu.Lock()
@@ -63,19 +60,35 @@ func (ln *limitedListener) Accept() (net.Conn, error) {
 }
 
 // makeRoom returns once fewer than max connections are open, closing an
-// idle or silent one if it must.
+// idle or silent one if it must. With none to close it waits for a
+// change, and looks again at least every roomPoll (a connection that
+// has sent nothing becomes silent without any event).
 func (l *ConnLimit) makeRoom() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for len(l.conns) >= l.max {
-		if c := l.victim(); c != nil {
+	for {
+		l.mu.Lock()
+		for len(l.conns) >= l.max {
+			c := l.victim()
+			if c == nil {
+				break
+			}
 			delete(l.conns, c)
 			c.Close() // its ConnState(StateClosed) finds it gone
-			continue
 		}
-		l.freed.Wait()
+		room := len(l.conns) < l.max
+		l.mu.Unlock()
+		if room {
+			return
+		}
+		select {
+		case <-l.changed:
+		case <-time.After(roomPoll):
+		}
 	}
 }
+
+// roomPoll bounds how long an Accept at the bound waits before it looks
+// for a connection to close again.
+const roomPoll = 250 * time.Millisecond
 
 // victim is the connection to close for a new one (l.mu held): the one
 // idle longest, else the oldest silent one, else nil.
@@ -105,13 +118,16 @@ func (l *ConnLimit) ConnState(c net.Conn, state http.ConnState) {
 	defer l.mu.Unlock()
 	switch state {
 	case http.StateClosed, http.StateHijacked:
-		if _, ok := l.conns[c]; ok {
-			delete(l.conns, c)
-		}
-		l.freed.Signal()
+		delete(l.conns, c)
 	default:
 		if info, ok := l.conns[c]; ok {
 			info.state, info.since = state, time.Now()
+		}
+	}
+	if state != http.StateActive && state != http.StateNew {
+		select {
+		case l.changed <- struct{}{}:
+		default:
 		}
 	}
 }

@@ -236,7 +236,7 @@ func TestAnswerBudget(t *testing.T) {
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	in, c := readWithoutReading(t, srv.Listener.Addr().String())
-	defer c.Close() // before the server's Close, which waits for the handler
+	defer c.Close()                    // before the server's Close, which waits for the handler
 	time.Sleep(300 * time.Millisecond) // its answer is being written, and holds the budget
 
 	resp, err := http.Post(srv.URL+"/v1/agents/a/tools/workbench_read", "application/json", strings.NewReader(in))
