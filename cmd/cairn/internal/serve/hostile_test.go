@@ -50,32 +50,40 @@ func TestBodyBudget(t *testing.T) {
 	prefix := `{"id":"w","section":"outputs","path":"a.txt","text":"`
 	body := prefix + strings.Repeat("x", 1<<20-len(prefix)-2) + `"}`
 	pw.Write([]byte(body[:1000]))
-	time.Sleep(100 * time.Millisecond) // the first request holds the budget
 
-	resp, err := http.Post(url, "application/json", strings.NewReader(`{"id":"w","section":"outputs","path":"b.txt","text":"b"}`))
-	if err != nil {
-		t.Fatal(err)
+	// Once the first request holds the budget (a stat's small body finds
+	// no room: it is refused), a put's body is refused too.
+	busy := func(tool, in string) (int, string, string) {
+		resp, err := http.Post(srv.URL+"/v1/agents/a/tools/"+tool, "application/json", strings.NewReader(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(out), resp.Header.Get("Retry-After")
 	}
-	out, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(out), `"ServerBusy"`) || resp.Header.Get("Retry-After") == "" {
-		t.Fatalf("second body while the budget is held: %d %s (Retry-After %q)", resp.StatusCode, out, resp.Header.Get("Retry-After"))
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if st, _, _ := busy("workbench_stat", `{"id":"w"}`); st == http.StatusServiceUnavailable {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first request never held the body budget")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st, out, retry := busy("workbench_put_file", `{"id":"w","section":"outputs","path":"b.txt","text":"b"}`); st != http.StatusServiceUnavailable || !strings.Contains(out, `"ServerBusy"`) || retry == "" {
+		t.Fatalf("second body while the budget is held: %d %s (Retry-After %q)", st, out, retry)
 	}
 	pw.Write([]byte(body[1000:]))
 	pw.Close()
 	if st := <-first; st != http.StatusOK {
 		t.Fatalf("first request: %d", st)
 	}
-	resp, err = http.Post(url, "application/json", strings.NewReader(`{"id":"w","section":"outputs","path":"b.txt","text":"b"}`))
-	if err != nil {
-		t.Fatal(err)
+	if st, out, _ := busy("workbench_put_file", `{"id":"w","section":"outputs","path":"b.txt","text":"b"}`); st != http.StatusOK {
+		t.Fatalf("second body once the budget is free: %d %s", st, out)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("second body once the budget is free: %d", resp.StatusCode)
-	}
-	if v := metricValue(t, metricsText(t, s.Handler()), "cairn_server_busy_total"); v != 1 {
-		t.Errorf("cairn_server_busy_total %v, want 1", v)
+	if v := metricValue(t, metricsText(t, s.Handler()), "cairn_server_busy_total"); v < 2 {
+		t.Errorf("cairn_server_busy_total %v, want the refusals counted", v)
 	}
 }
 
@@ -206,7 +214,7 @@ func TestAnswerToAClientThatNeverReads(t *testing.T) {
 		t.Fatalf("put: %d %s", r.status, r.body)
 	}
 	s := newServer(t, b, serve.Options{
-		RequestTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond,
+		RequestTimeout: 3 * time.Second, WriteTimeout: 300 * time.Millisecond,
 		Log: slog.New(slog.NewJSONHandler(&logs, nil)),
 	})
 	srv := httptest.NewUnstartedServer(s.Handler())
@@ -214,12 +222,16 @@ func TestAnswerToAClientThatNeverReads(t *testing.T) {
 	defer srv.Close()
 	_, c := readWithoutReading(t, srv.Listener.Addr().String())
 	defer c.Close() // before the server's Close, which waits for the handler
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(logs.String(), "workbench_read") {
 		if time.Now().After(deadline) {
 			t.Fatal("the read's handler is still writing to a client that does not read")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	// It answered (the read did not run out of time) and was cut off.
+	if !strings.Contains(logs.String(), `"status":200`) {
+		t.Fatalf("the read did not answer: %s", logs.String())
 	}
 }
 
@@ -236,19 +248,28 @@ func TestAnswerBudget(t *testing.T) {
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	in, c := readWithoutReading(t, srv.Listener.Addr().String())
-	defer c.Close()                    // before the server's Close, which waits for the handler
-	time.Sleep(300 * time.Millisecond) // its answer is being written, and holds the budget
+	defer c.Close() // before the server's Close, which waits for the handler
 
-	resp, err := http.Post(srv.URL+"/v1/agents/a/tools/workbench_read", "application/json", strings.NewReader(in))
-	if err != nil {
-		t.Fatal(err)
+	// Once its answer is being written it holds the budget, and another
+	// large answer is refused. Until then another may still go out.
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		resp, err := http.Post(srv.URL+"/v1/agents/a/tools/workbench_read", "application/json", strings.NewReader(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			if !strings.Contains(string(out), "ServerBusy") {
+				t.Fatalf("a second large answer: %d %.200s", resp.StatusCode, out)
+			}
+			break
+		}
+		if resp.StatusCode != http.StatusOK || time.Now().After(deadline) {
+			t.Fatalf("a second large answer: %d %.200s", resp.StatusCode, out)
+		}
 	}
-	out, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(out), "ServerBusy") {
-		t.Fatalf("a second large answer: %d %.200s", resp.StatusCode, out)
-	}
-	resp, err = http.Post(srv.URL+"/v1/agents/a/tools/workbench_stat", "application/json", strings.NewReader(in))
+	resp, err := http.Post(srv.URL+"/v1/agents/a/tools/workbench_stat", "application/json", strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
 	}
