@@ -120,32 +120,11 @@ func runServe(ctx context.Context, e *env, args []string) int {
 		}
 	}
 
-	var cfg serve.Config
-	if path := pick(*configPath, os.Getenv("CAIRN_CONFIG")); path != "" {
-		c, err := serve.LoadConfig(path)
-		if err != nil {
-			return usageErr("%v", err)
-		}
-		cfg = c
+	cfg, tokens, err := serveConfig(*configPath)
+	if err != nil {
+		return usageErr("%v", err)
 	}
-	tokens, _ := cfg.Tokens() // LoadConfig checked them
-	if env := os.Getenv("CAIRN_TOKENS"); env != "" {
-		more, err := serve.ParseTokens(env)
-		if err != nil {
-			return usageErr("CAIRN_TOKENS: %v", err)
-		}
-		for id, tok := range more {
-			tokens[id] = tok
-		}
-	}
-	listen := *addr // the flag, CAIRN_ADDR or the config's addr
-	if listen == "" {
-		if port := os.Getenv("PORT"); port != "" {
-			listen = ":" + port // as a container platform asks
-		} else {
-			listen = defaultServeAddr
-		}
-	}
+	listen := listenAddr(*addr)
 	loop, err := serve.Loopback(listen)
 	if err != nil {
 		return usageErr("address %q: %v", listen, err)
@@ -191,6 +170,44 @@ func runServe(ctx context.Context, e *env, args []string) int {
 		return exitFailed
 	}
 	return serveOn(ctx, ln, serve.New(b, opts), opts.Log, url, grace, conns{max: *maxConns, idle: *connIdle})
+}
+
+// serveConfig reads serve's config file (path, else CAIRN_CONFIG; none
+// is an empty config) and the bearer tokens of its agents and of
+// CAIRN_TOKENS, which override the file's for an agent both name.
+func serveConfig(path string) (serve.Config, map[string]string, error) {
+	var cfg serve.Config
+	if path := pick(path, os.Getenv("CAIRN_CONFIG")); path != "" {
+		c, err := serve.LoadConfig(path)
+		if err != nil {
+			return cfg, nil, err
+		}
+		cfg = c
+	}
+	tokens, _ := cfg.Tokens() // LoadConfig checked them
+	if env := os.Getenv("CAIRN_TOKENS"); env != "" {
+		more, err := serve.ParseTokens(env)
+		if err != nil {
+			return cfg, nil, fmt.Errorf("CAIRN_TOKENS: %w", err)
+		}
+		for id, tok := range more {
+			tokens[id] = tok
+		}
+	}
+	return cfg, tokens, nil
+}
+
+// listenAddr is where serve listens: addr (the flag, CAIRN_ADDR or the
+// config's addr), else :$PORT as a container platform asks, else the
+// default loopback address.
+func listenAddr(addr string) string {
+	switch {
+	case addr != "":
+		return addr
+	case os.Getenv("PORT") != "":
+		return ":" + os.Getenv("PORT")
+	}
+	return defaultServeAddr
 }
 
 // Connection and memory defaults of serve.
