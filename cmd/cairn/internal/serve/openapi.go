@@ -57,6 +57,7 @@ func openAPI(secured, mcp bool) []byte {
 		}
 		if secured {
 			responses["401"] = errorResponse("A missing or wrong bearer token.")
+			responses["429"] = errorResponse("Too many failed authentications from this address of late; retry after Retry-After.")
 		}
 		op := map[string]any{
 			"operationId": tool,
@@ -86,7 +87,7 @@ func openAPI(secured, mcp bool) []byte {
 	}
 	paths["/healthz"] = plain("The process is alive.", "Always, while the process serves.", "application/json")
 	ready := plain("Every open agent's head validates.", "The bucket answers and every open shard's head validates.", "application/json")
-	ready["get"].(map[string]any)["responses"].(map[string]any)["503"] = map[string]any{"description": "The bucket or a head failed; the body lists the failures."}
+	ready["get"].(map[string]any)["responses"].(map[string]any)["503"] = map[string]any{"description": "The bucket or a head failed; the body lists the failures to a caller on loopback or bearing a token."}
 	paths["/readyz"] = ready
 	paths["/metrics"] = plain("Prometheus metrics.", "The text exposition format.", "text/plain")
 	paths["/openapi.json"] = plain("This document.", "The OpenAPI 3.1 document.", "application/json")
