@@ -22,6 +22,7 @@ import (
 	"github.com/cairnstore/cairn/manifests"
 	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/shards/shardstest"
 )
 
 var (
@@ -672,4 +673,39 @@ func FuzzDecodeStagingLedger(f *testing.F) {
 			t.Fatalf("ledger %s re-encodes as %s, %v", b, again, err)
 		}
 	})
+}
+
+// TestSharedBlockCache: Stores of two shards given one BlockCache fill it
+// both, each finds its own blocks there, and neither reads the other's.
+func TestSharedBlockCache(t *testing.T) {
+	ctx := t.Context()
+	b := mem.NewBucket()
+	cache := bodies.NewBlockCache(1 << 20)
+	var stores []*bodies.Store
+	var blocks [][]bodies.Block
+	for i := range 2 {
+		layout := shards.NewLayout(shardstest.Schema(), shards.ShardID{byte(i + 1)})
+		s := bodies.New(b, layout, bodies.Options{BlockSize: 8, Cache: cache})
+		body := []byte(fmt.Sprintf("shard %d's body", i))
+		st := staging(s, body)
+		st.Blocks = s.Plan(root, st.Revision, body)
+		if _, err := s.Stage(ctx, st, body); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			got, err := collect(ctx, s, st.Blocks)
+			if err != nil || string(got) != string(body) {
+				t.Fatalf("shard %d: %q, %v", i, got, err)
+			}
+		}
+		stores, blocks = append(stores, s), append(blocks, st.Blocks)
+	}
+	st := cache.Stats()
+	n := int64(len(blocks[0]) + len(blocks[1]))
+	if st.Entries != int(n) || st.Misses != n || st.Hits != n {
+		t.Fatalf("shared cache: %+v, want %d entries, %d misses, %d hits", st, n, n, n)
+	}
+	if st != stores[0].CacheStats() || st != stores[1].CacheStats() {
+		t.Errorf("each Store reports the shared cache: %+v, %+v", stores[0].CacheStats(), stores[1].CacheStats())
+	}
 }

@@ -48,7 +48,31 @@ type Options struct {
 	// documentation). Zero takes DefaultCacheBytes; negative caches
 	// nothing.
 	CacheBytes int64
+	// Cache, when set, is the cache of small blocks this Store reads
+	// through, shared with the other Stores given it; CacheBytes is then
+	// ignored.
+	Cache *BlockCache
 }
+
+// BlockCache is a cache of verified small blocks (at most CacheMaxBlock
+// bytes each) that Stores given it (Options.Cache) share, so that a
+// process serving many shards bounds it once. A block is named by its
+// whole key, its shard's included, so the Stores never see each other's.
+type BlockCache struct {
+	c *shards.Cache[cachedBlock]
+}
+
+// NewBlockCache returns a block cache of bytes (DefaultCacheBytes when
+// not positive).
+func NewBlockCache(bytes int64) *BlockCache {
+	if bytes <= 0 {
+		bytes = DefaultCacheBytes
+	}
+	return &BlockCache{c: shards.NewCache(bytes, cachedBlock.size)}
+}
+
+// Stats reports the cache's counters.
+func (c *BlockCache) Stats() shards.CacheStats { return c.c.Stats() }
 
 // Store stages, reads and discards the artifact bodies of one shard in
 // one bucket. It is safe for concurrent use.
@@ -74,7 +98,10 @@ func New(b bucket.Bucket, layout shards.Layout, opts Options) *Store {
 		opts.CacheBytes = DefaultCacheBytes
 	}
 	s := &Store{b: b, layout: layout, opts: opts}
-	if opts.CacheBytes > 0 {
+	switch {
+	case opts.Cache != nil:
+		s.cache = opts.Cache.c
+	case opts.CacheBytes > 0:
 		s.cache = shards.NewCache(opts.CacheBytes, cachedBlock.size)
 	}
 	return s

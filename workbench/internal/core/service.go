@@ -56,6 +56,9 @@ type Options struct {
 	// bodies.DefaultCacheBytes; negative caches no block. The engine's
 	// cache of shards, tables and roots is Engine.CacheBytes.
 	BlockCacheBytes int64
+	// BlockCache, when set, is the cache of small blocks, shared with
+	// the other Services given it; BlockCacheBytes is then ignored.
+	BlockCache *bodies.BlockCache
 	// CloseTimeout bounds the time Close spends on queued ledger deletes.
 	// Default DefaultCloseTimeout.
 	CloseTimeout time.Duration
@@ -164,7 +167,7 @@ func Open(ctx context.Context, b bucket.Bucket, opts Options) (*Service, error) 
 	if err != nil {
 		return nil, err
 	}
-	bs := bodies.New(b, store.Layout(), bodies.Options{BlockSize: opts.BlockSize, CacheBytes: opts.BlockCacheBytes})
+	bs := bodies.New(b, store.Layout(), bodies.Options{BlockSize: opts.BlockSize, CacheBytes: opts.BlockCacheBytes, Cache: opts.BlockCache})
 	s := &Service{
 		store:   store,
 		Bodies:  bs,

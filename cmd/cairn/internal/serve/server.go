@@ -21,6 +21,7 @@ import (
 	"github.com/cairnstore/cairn/bucket/counting"
 	"github.com/cairnstore/cairn/gcsweep"
 	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/workbench"
 	"golang.org/x/sync/semaphore"
 )
@@ -162,6 +163,10 @@ func New(b bucket.Bucket, opts Options) *Server {
 	if opts.Workbench.ReadBudget == nil {
 		// One budget for the whole-body reads of every agent served.
 		opts.Workbench.ReadBudget = workbench.NewReadBudget(0)
+	}
+	if opts.Workbench.BlockCache == nil {
+		// One cache of small blocks for every agent served, too.
+		opts.Workbench.BlockCache = bodies.NewBlockCache(opts.Workbench.BlockCacheBytes)
 	}
 	if opts.Workbench.Engine.Caches == nil {
 		// One cache budget for the process, shared by every agent served,
