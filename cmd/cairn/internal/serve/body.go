@@ -127,5 +127,9 @@ func (s *Server) holdAnswer(tool string, out []byte) (release func(), werr *work
 		}
 		return func() {}, nil
 	}
-	return func() { s.answers.Release(n) }, nil
+	s.answering.Add(n)
+	return func() {
+		s.answering.Add(-n)
+		s.answers.Release(n)
+	}, nil
 }

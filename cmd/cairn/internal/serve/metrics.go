@@ -180,6 +180,8 @@ func (s *Server) writeRequestMetrics(e *expo) {
 	e.sample("cairn_idempotent_replays_total", nil, float64(m.replays))
 	e.head("cairn_server_busy_total", "counter", "Requests refused with ServerBusy: no room in the server's body or answer budget.")
 	e.sample("cairn_server_busy_total", nil, float64(m.busyN))
+	e.head("cairn_answer_bytes_in_flight", "gauge", "Bytes of large answers being written now, charged to the answer budget.")
+	e.sample("cairn_answer_bytes_in_flight", nil, float64(s.answering.Load()))
 }
 
 func (s *Server) writeBucketMetrics(e *expo) {

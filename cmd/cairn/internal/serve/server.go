@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairnstore/cairn/bucket"
@@ -118,8 +119,9 @@ type Server struct {
 	// bodies holds the bytes of request bodies in memory (BodyBudget).
 	bodies *semaphore.Weighted
 	// answers holds the bytes of large answers being written
-	// (AnswerBudget).
-	answers *semaphore.Weighted
+	// (AnswerBudget); answering counts them, for the metrics.
+	answers   *semaphore.Weighted
+	answering atomic.Int64
 
 	closeOnce sync.Once
 }
