@@ -104,15 +104,20 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	if *memLimitMiB < 0 {
 		return usageErr("--memory-limit-mib must not be negative")
 	}
-	if *memLimitMiB > 0 && os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(int64(*memLimitMiB) << 20)
-	}
 	log, err := newLogger(e.stderr, *logLevel, *logFormat)
 	if err != nil {
 		return usageErr("%v", err)
 	}
 	if *maxConns < 1 || *bodyBudgetMiB < 1 || *answerBudgetMiB < 1 || *readBudgetMiB < 1 {
 		return usageErr("--max-conns, --body-budget-mib, --answer-budget-mib and --read-budget-mib must be at least 1")
+	}
+	for name, v := range map[string]int{"cache-mib": *cacheMiB, "body-budget-mib": *bodyBudgetMiB, "answer-budget-mib": *answerBudgetMiB, "read-budget-mib": *readBudgetMiB, "memory-limit-mib": *memLimitMiB} {
+		if v > maxMiB { // its bytes would not fit an int64
+			return usageErr("--%s %d is more than %d (1 PiB)", name, v, maxMiB)
+		}
+	}
+	if *memLimitMiB > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(int64(*memLimitMiB) << 20)
 	}
 	for name, d := range map[string]time.Duration{"request-timeout": *requestTimeout, "idle-timeout": *idleTimeout, "shutdown-timeout": *shutdownTimeout, "write-timeout": *writeTimeout, "conn-idle-timeout": *connIdle} {
 		if d < 0 {
@@ -217,9 +222,12 @@ const (
 	// set, so that garbage from refused work is collected before the
 	// heap doubles.
 	defaultMemoryLimitMiB = 768
-	defaultMaxConns       = 512
-	defaultConnIdle       = 60 * time.Second
-	maxHeaderBytes        = 64 << 10
+	// maxMiB is the largest size flag in MiB: 1 PiB, whose bytes fit an
+	// int64 with room to spare.
+	maxMiB          = 1 << 30
+	defaultMaxConns = 512
+	defaultConnIdle = 60 * time.Second
+	maxHeaderBytes  = 64 << 10
 )
 
 // conns are serve's connection settings.

@@ -229,6 +229,8 @@ func TestServeUsage(t *testing.T) {
 		{"serve", "extra"},
 		{"serve", "--idle-timeout", "-1s"},
 		{"serve", "--cache-mib", "-1"},
+		{"serve", "--body-budget-mib", "9223372036854775807"},
+		{"serve", "--memory-limit-mib", "1073741825"},
 		{"serve", "--commit-interval", "-1s"},
 		{"workbench", "--server", "ftp://x", "workbench_list"},
 		{"workbench", "--server", "http://x", "--bucket", "mem://x", "workbench_list"},
