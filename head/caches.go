@@ -50,3 +50,9 @@ func (c *Caches) Stats() (objects, tables, rootsStats shards.CacheStats) {
 func (c *Caches) Bytes() int64 {
 	return c.objects.Stats().Bytes + c.indexes.Stats().Bytes + c.deltas.Stats().Bytes + c.tables.Stats().Bytes + c.roots.Stats().Bytes
 }
+
+// Budget is the most the caches hold in all: the sum of their shares of
+// the budget they were made with.
+func (c *Caches) Budget() int64 {
+	return c.objects.Stats().Budget + c.indexes.Stats().Budget + c.deltas.Stats().Budget + c.tables.Stats().Budget + c.roots.Stats().Budget
+}

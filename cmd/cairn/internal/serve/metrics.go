@@ -241,6 +241,15 @@ func (s *Server) writeEngineMetrics(e *expo) {
 		}
 		e.sample("cairn_engine_cache_hit_ratio", []string{"cache", c.name}, ratio)
 	}
+	// What the shared caches hold against their budgets: with many agents
+	// open, the figure that says the process stays within --cache-mib.
+	eng, blocks := s.opts.Workbench.Engine.Caches, s.opts.Workbench.BlockCache.Stats()
+	e.head("cairn_cache_bytes", "gauge", "Bytes the shared caches hold now, by their size functions: engine (decoded shards, pages, indexes, deltas, tables and roots) and blocks (small body blocks).")
+	e.sample("cairn_cache_bytes", []string{"cache", "engine"}, float64(eng.Bytes()))
+	e.sample("cairn_cache_bytes", []string{"cache", "blocks"}, float64(blocks.Bytes))
+	e.head("cairn_cache_budget_bytes", "gauge", "The most each shared cache may hold.")
+	e.sample("cairn_cache_budget_bytes", []string{"cache", "engine"}, float64(eng.Budget()))
+	e.sample("cairn_cache_budget_bytes", []string{"cache", "blocks"}, float64(blocks.Budget))
 	c := tot.commit
 	for _, m := range []struct {
 		name, help string
