@@ -403,3 +403,8 @@ func NewReadBudget(bytes int64) *ReadBudget { return core.NewReadBudget(bytes) }
 
 // DefaultReadBudget is the read budget of a Service given none.
 const DefaultReadBudget = core.DefaultReadBudget
+
+// HoldUntilAnswered returns a context under which a tool's whole-body reads keep their read-budget charge until answered is called, not only until the tool returns: a server calls answered once it has written the answer.
+func HoldUntilAnswered(ctx context.Context) (context.Context, func()) {
+	return core.HoldUntilAnswered(ctx)
+}

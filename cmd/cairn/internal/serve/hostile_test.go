@@ -21,6 +21,7 @@ import (
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/cmd/cairn/internal/mcpserve"
 	"github.com/cairnstore/cairn/cmd/cairn/internal/serve"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // TestBodyBudget: while one request's body holds the whole body budget,
@@ -293,6 +294,56 @@ func readWithoutReading(t *testing.T, addr string) (string, net.Conn) {
 	in := `{"id":"w","section":"outputs","path":"big.txt"}`
 	fmt.Fprintf(c, "POST /v1/agents/a/tools/workbench_read HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(in), in)
 	return in, c
+}
+
+// TestReadChargeLastsUntilAnswered: a read's charge to the read budget
+// is held until its answer is written, not only until the tool returns.
+// While a client that does not read holds the whole budget, another large
+// read waits for room and runs out of time without building its answer;
+// once that client goes, the budget is free and the read succeeds.
+func TestReadChargeLastsUntilAnswered(t *testing.T) {
+	b := mem.NewBucket()
+	big := strings.Repeat("y", 12<<20)
+	if r := post(t, newServer(t, b, serve.Options{}).Handler(), "a", "workbench_put_file", `{"id":"w","section":"outputs","path":"big.txt","text":"`+big+`"}`); r.status != http.StatusOK {
+		t.Fatalf("put: %d %s", r.status, r.body)
+	}
+	opts := serve.Options{RequestTimeout: 2 * time.Second, WriteTimeout: 5 * time.Minute}
+	opts.Workbench.ReadBudget = workbench.NewReadBudget(40 << 20) // one 12 MiB read is charged 36 MiB
+	s := newServer(t, b, opts)
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	in, c := readWithoutReading(t, srv.Listener.Addr().String())
+	defer c.Close()
+	held := func() float64 { return metricValue(t, metricsText(t, s.Handler()), "cairn_read_budget_bytes_held") }
+	for deadline := time.Now().Add(60 * time.Second); held() < 36<<20; {
+		if time.Now().After(deadline) {
+			t.Fatal("the read of the client that does not read never held the budget")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	read := func() (int, string) {
+		resp, err := http.Post(srv.URL+"/v1/agents/a/tools/workbench_read", "application/json", strings.NewReader(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+		return resp.StatusCode, string(out)
+	}
+	// The tool returned long ago; its answer is still unwritten.
+	if st, out := read(); st != http.StatusGatewayTimeout || !strings.Contains(out, `"code":"Timeout"`) {
+		t.Fatalf("a read while the budget is held: %d %s", st, out)
+	}
+	c.Close()
+	for deadline := time.Now().Add(60 * time.Second); held() != 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the budget is still held after the client left: %v bytes", held())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st, out := read(); st != http.StatusOK {
+		t.Fatalf("a read once the budget is free: %d %s", st, out)
+	}
 }
 
 // TestLogLevels: probes log at debug, a 5xx at warn with its code, its

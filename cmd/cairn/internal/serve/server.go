@@ -404,6 +404,11 @@ func (s *Server) serveTool(w http.ResponseWriter, r *http.Request) {
 	deadline := time.Now().Add(s.opts.RequestTimeout)
 	ctx, cancel := context.WithDeadline(r.Context(), deadline)
 	defer cancel()
+	// A read's charge lasts until its answer is written (or its write
+	// deadline passes): a client that does not read holds the budget, not
+	// more memory.
+	ctx, answered := workbench.HoldUntilAnswered(ctx)
+	defer answered()
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(deadline) // unsupported by test recorders only
 	rc.SetWriteDeadline(deadline.Add(s.opts.WriteTimeout))
@@ -506,6 +511,8 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
 	defer cancel()
+	ctx, answered := workbench.HoldUntilAnswered(ctx)
+	defer answered()
 	a.mcp.ServeHTTP(w, r.WithContext(ctx))
 }
 
