@@ -32,6 +32,48 @@ func CanonicalizeJSON(raw []byte) ([]byte, error) {
 	return appendValue(make([]byte, 0, len(raw)), &v), nil
 }
 
+// CanonicalizeJSONValue is CanonicalizeJSON that also returns the document
+// as Go values, from the one parse: nil, bool, string, json.Number holding
+// the number's canonical text, []any and map[string]any. They are what
+// decoding the canonical bytes with encoding/json and UseNumber gives,
+// without scanning the document again or copying its strings once more.
+func CanonicalizeJSONValue(raw []byte) ([]byte, any, error) {
+	v, err := parse(raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("manifests: canonicalize: %w", err)
+	}
+	return appendValue(make([]byte, 0, len(raw)), &v), goValue(&v), nil
+}
+
+// goValue is v as Go values; strings are shared, not copied.
+func goValue(v *value) any {
+	switch v.kind {
+	case kindNull:
+		return nil
+	case kindFalse:
+		return false
+	case kindTrue:
+		return true
+	case kindNumber:
+		return json.Number(v.text)
+	case kindString:
+		return v.text
+	case kindArray:
+		out := make([]any, len(v.elems))
+		for i := range v.elems {
+			out[i] = goValue(&v.elems[i])
+		}
+		return out
+	case kindObject:
+		out := make(map[string]any, len(v.members))
+		for i := range v.members {
+			out[v.members[i].key] = goValue(&v.members[i].val)
+		}
+		return out
+	}
+	panic("manifests: unknown value kind")
+}
+
 // Canonical returns the canonical bytes of v: v is marshalled with
 // encoding/json and the result canonicalized, so struct field order, Go's
 // HTML escaping and map order do not matter. A json.RawMessage or json.Number

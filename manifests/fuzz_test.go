@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -162,6 +163,34 @@ func FuzzDecodeStrict(f *testing.F) {
 			if err != nil || !bytes.Equal(out, in) {
 				t.Fatalf("DecodeStrict(%q) re-encodes to %q (%v)", in, out, err)
 			}
+		}
+	})
+}
+
+// FuzzCanonicalizeJSONValue: the Go values CanonicalizeJSONValue gives
+// are what encoding/json with UseNumber decodes from its canonical bytes,
+// and the bytes are CanonicalizeJSON's.
+func FuzzCanonicalizeJSONValue(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		canon, v, err := manifests.CanonicalizeJSONValue(in)
+		want, wantErr := manifests.CanonicalizeJSON(in)
+		if (err == nil) != (wantErr == nil) || !bytes.Equal(canon, want) {
+			t.Fatalf("CanonicalizeJSONValue(%q) = %q, %v; CanonicalizeJSON = %q, %v", in, canon, err, want, wantErr)
+		}
+		if err != nil {
+			return
+		}
+		dec := json.NewDecoder(bytes.NewReader(canon))
+		dec.UseNumber()
+		var decoded any
+		if err := dec.Decode(&decoded); err != nil {
+			t.Fatalf("decode %q: %v", canon, err)
+		}
+		if !reflect.DeepEqual(v, decoded) {
+			t.Fatalf("CanonicalizeJSONValue(%q) values %#v, decoding its bytes gives %#v", in, v, decoded)
 		}
 	})
 }
