@@ -7,9 +7,9 @@ import (
 	"github.com/cairnstore/cairn/cmd/cairn/internal/serve"
 )
 
-// TestCacheGauges: /metrics says what the caches every agent shares hold
-// and their budgets, as configured.
-func TestCacheGauges(t *testing.T) {
+// TestMemoryGauges: /metrics says what the caches every agent shares hold
+// and their budgets, as configured, and the live heap beside them.
+func TestMemoryGauges(t *testing.T) {
 	var opts serve.Options
 	opts.Workbench.Engine.CacheBytes = 64 << 20
 	opts.Workbench.BlockCacheBytes = 8 << 20
@@ -27,6 +27,9 @@ func TestCacheGauges(t *testing.T) {
 		if got := metricValue(t, m, series); got != want {
 			t.Errorf("%s = %v, want %v", series, got, want)
 		}
+	}
+	if live := metricValue(t, m, `go_gc_heap_live_bytes`); live <= 0 {
+		t.Errorf("go_gc_heap_live_bytes = %v", live)
 	}
 	if held := metricValue(t, m, `cairn_cache_bytes{cache="engine"}`); held <= 0 || held > 64<<20 {
 		t.Errorf("the engine cache holds %v bytes, want some and at most its budget", held)

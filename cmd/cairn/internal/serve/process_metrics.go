@@ -28,6 +28,7 @@ var runtimeSamples = []struct {
 }{
 	{"go_goroutines", "/sched/goroutines:goroutines", "gauge", "Goroutines that currently exist."},
 	{"go_memstats_heap_alloc_bytes", "/memory/classes/heap/objects:bytes", "gauge", "Bytes of allocated heap objects."},
+	{"go_gc_heap_live_bytes", "/gc/heap/live:bytes", "gauge", "Heap memory occupied by live objects that were marked by the previous GC."},
 	{"go_memstats_sys_bytes", "/memory/classes/total:bytes", "gauge", "Bytes of memory obtained from the OS."},
 	{"go_gc_cycles_total", "/gc/cycles/total:gc-cycles", "counter", "Completed GC cycles."},
 }
