@@ -35,6 +35,7 @@ func TestBodyBudget(t *testing.T) {
 
 	// The first body declares 1 MiB and sends it slowly.
 	pr, pw := io.Pipe()
+	defer pw.Close()
 	first := make(chan int, 1)
 	go func() {
 		req, _ := http.NewRequest(http.MethodPost, url, pr)
@@ -52,8 +53,9 @@ func TestBodyBudget(t *testing.T) {
 	body := prefix + strings.Repeat("x", 1<<20-len(prefix)-2) + `"}`
 	pw.Write([]byte(body[:1000]))
 
-	// Once the first request holds the budget (a stat's small body finds
-	// no room: it is refused), a put's body is refused too.
+	// Once the first request holds the large bodies' share of the budget
+	// (a put of 300 KiB finds no room: it is refused, retryable), a small
+	// body still goes through.
 	busy := func(tool, in string) (int, string, string) {
 		resp, err := http.Post(srv.URL+"/v1/agents/a/tools/"+tool, "application/json", strings.NewReader(in))
 		if err != nil {
@@ -63,8 +65,9 @@ func TestBodyBudget(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode, string(out), resp.Header.Get("Retry-After")
 	}
+	large := `{"id":"w","section":"outputs","path":"c.txt","text":"` + strings.Repeat("c", 300<<10) + `"}`
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		if st, _, _ := busy("workbench_stat", `{"id":"w"}`); st == http.StatusServiceUnavailable {
+		if st, _, _ := busy("workbench_put_file", large); st == http.StatusServiceUnavailable {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -72,19 +75,93 @@ func TestBodyBudget(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if st, out, retry := busy("workbench_put_file", `{"id":"w","section":"outputs","path":"b.txt","text":"b"}`); st != http.StatusServiceUnavailable || !strings.Contains(out, `"ServerBusy"`) || retry == "" {
-		t.Fatalf("second body while the budget is held: %d %s (Retry-After %q)", st, out, retry)
+	if st, out, retry := busy("workbench_put_file", large); st != http.StatusServiceUnavailable || !strings.Contains(out, `"ServerBusy"`) || retry == "" {
+		t.Fatalf("second large body while the budget is held: %d %s (Retry-After %q)", st, out, retry)
+	}
+	if st, out, _ := busy("workbench_stat", `{"id":"w"}`); st == http.StatusServiceUnavailable { // 404: there is no workbench w
+		t.Fatalf("a small body while the large ones' share is held: %d %s", st, out)
 	}
 	pw.Write([]byte(body[1000:]))
 	pw.Close()
 	if st := <-first; st != http.StatusOK {
 		t.Fatalf("first request: %d", st)
 	}
-	if st, out, _ := busy("workbench_put_file", `{"id":"w","section":"outputs","path":"b.txt","text":"b"}`); st != http.StatusOK {
+	if st, out, _ := busy("workbench_put_file", large); st != http.StatusOK {
 		t.Fatalf("second body once the budget is free: %d %s", st, out)
 	}
 	if v := metricValue(t, metricsText(t, s.Handler()), "cairn_server_busy_total"); v < 2 {
 		t.Errorf("cairn_server_busy_total %v, want the refusals counted", v)
+	}
+}
+
+// TestSmallBodiesDoNotQueueBehindLarge: while a large body waits for
+// room in the body budget, a small call does not wait behind it; the
+// large one goes through once room is made.
+func TestSmallBodiesDoNotQueueBehindLarge(t *testing.T) {
+	s := newServer(t, mem.NewBucket(), serve.Options{BodyBudget: 1 << 20, BodyWait: 5 * time.Minute})
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	url := srv.URL + "/v1/agents/a/tools/workbench_put_file"
+	metric := func(name string) float64 { return metricValue(t, metricsText(t, s.Handler()), name) }
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(60 * time.Second); !ok(); {
+			if time.Now().After(deadline) {
+				t.Fatal(what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	put := func(r io.Reader, n int64, done chan<- int) {
+		req, _ := http.NewRequest(http.MethodPost, url, r)
+		req.ContentLength = n
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}
+	body := func(path string, n int) string {
+		prefix := `{"id":"w","section":"outputs","path":"` + path + `","text":"`
+		return prefix + strings.Repeat("x", n-len(prefix)-2) + `"}`
+	}
+
+	// The first holds the large bodies' share; the second waits for it.
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	first, second := make(chan int, 1), make(chan int, 1)
+	firstBody := body("a.txt", 1<<20)
+	go put(pr, int64(len(firstBody)), first)
+	pw.Write([]byte(firstBody[:1000]))
+	waitFor("the first body never held the budget", func() bool { return metric("cairn_request_body_bytes_held") > 0 })
+	secondBody := body("b.txt", 300<<10)
+	go put(strings.NewReader(secondBody), int64(len(secondBody)), second)
+	waitFor("the second body never waited", func() bool { return metric("cairn_request_bodies_waiting") == 1 })
+
+	client := &http.Client{Timeout: 30 * time.Second}
+	resp, err := client.Post(srv.URL+"/v1/agents/a/tools/workbench_stat", "application/json", strings.NewReader(`{"id":"w"}`))
+	if err != nil {
+		t.Fatalf("a small call while a large body waits: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusGatewayTimeout { // 404: there is no workbench w
+		t.Fatalf("a small call while a large body waits: %d", resp.StatusCode)
+	}
+	select {
+	case st := <-second:
+		t.Fatalf("the waiting body answered %d while the budget was held", st)
+	default:
+	}
+	pw.Write([]byte(firstBody[1000:]))
+	pw.Close()
+	if st := <-first; st != http.StatusOK {
+		t.Fatalf("first body: %d", st)
+	}
+	if st := <-second; st != http.StatusOK {
+		t.Fatalf("second body once room was made: %d", st)
 	}
 }
 

@@ -182,6 +182,10 @@ func (s *Server) writeRequestMetrics(e *expo) {
 	e.sample("cairn_server_busy_total", nil, float64(m.busyN))
 	e.head("cairn_answer_bytes_in_flight", "gauge", "Bytes of large answers being written now, charged to the answer budget.")
 	e.sample("cairn_answer_bytes_in_flight", nil, float64(s.answering.Load()))
+	e.head("cairn_request_body_bytes_held", "gauge", "Bytes of request bodies charged to the body budget now.")
+	e.sample("cairn_request_body_bytes_held", nil, float64(s.bodies.held.Load()))
+	e.head("cairn_request_bodies_waiting", "gauge", "Request bodies waiting for room in the body budget now.")
+	e.sample("cairn_request_bodies_waiting", nil, float64(s.bodies.waiting.Load()))
 	e.head("cairn_read_budget_bytes_held", "gauge", "Bytes whole-body reads hold of the read budget now, from before the body is read until the answer is written.")
 	e.sample("cairn_read_budget_bytes_held", nil, float64(s.opts.Workbench.ReadBudget.Held()))
 }

@@ -77,7 +77,9 @@ type Options struct {
 	// once, across every request. A body that does not fit waits for room
 	// for up to BodyWait, then is refused with 503 ServerBusy (retryable)
 	// before it is read. A body larger than the whole budget waits for
-	// the whole budget. Default DefaultBodyBudget.
+	// the whole budget. An eighth of the budget is kept for small bodies
+	// (smallBody bytes or less), so that a small call never queues behind
+	// large bodies waiting for room. Default DefaultBodyBudget.
 	BodyBudget int64
 	// BodyWait is how long a body waits for room in BodyBudget. Default
 	// DefaultBodyWait.
@@ -117,7 +119,7 @@ type Server struct {
 	// authFails rate-limits failed authentication per client address.
 	authFails authLimiter
 	// bodies holds the bytes of request bodies in memory (BodyBudget).
-	bodies *semaphore.Weighted
+	bodies *bodyBudget
 	// answers holds the bytes of large answers being written
 	// (AnswerBudget); answering counts them, for the metrics.
 	answers   *semaphore.Weighted
@@ -177,7 +179,7 @@ func New(b bucket.Bucket, opts Options) *Server {
 	}
 	cb := counting.New(b)
 	s := &Server{
-		bodies:    semaphore.NewWeighted(opts.BodyBudget),
+		bodies:    newBodyBudget(opts.BodyBudget),
 		answers:   semaphore.NewWeighted(opts.AnswerBudget),
 		authFails: authLimiter{burst: float64(max(opts.AuthFailBurst, 0))},
 		opts:      opts,
