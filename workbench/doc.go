@@ -9,11 +9,15 @@
 // # Tools
 //
 // One registry (internal/core/registry.go) holds every tool: name, one-line
-// description, input schema, annotations (read-only, destructive,
-// idempotent) and implementation. Tools, Tool and InputSchema read it;
-// Call, the command line, the HTTP server, its OpenAPI document and MCP
-// serve what it holds. The contract's 18 come first, in its order;
-// Register adds a tool beyond them, from an init function.
+// description, input schema, result schema, annotations (read-only,
+// destructive, idempotent) and implementation. Tools, Tool, InputSchema
+// and ResultSchema read it; Call, the command line, the HTTP server, its
+// OpenAPI document and MCP serve what it holds. The result schemas
+// (schemas/result-schemas.json, with ErrorEnvelopeSchema) describe each
+// tool's success result for clients: OpenAPI's 200 answers and MCP's
+// outputSchema; the tests check every result variant against them. The
+// contract's 18 come first, in its order; Register adds a tool beyond
+// them, from an init function.
 //
 // # Validation
 //

@@ -90,6 +90,11 @@ func DigestURI(b []byte) string {
 // Error is a Workbench error: the typed result every tool returns instead of a success envelope.
 type Error = core.Error
 
+// ErrorEnvelopeSchema returns the JSON schema of the error envelope every tool answers a failure with, as canonical JSON.
+func ErrorEnvelopeSchema() json.RawMessage {
+	return core.ErrorEnvelopeSchema()
+}
+
 // FromError maps a Go error to the Workbench error a tool returns.
 func FromError(err error) *core.Error {
 	return core.FromError(err)
@@ -161,6 +166,14 @@ func NotFound(path string) *core.Error {
 // Options configure a Service.
 type Options = core.Options
 
+// ResultSchema returns the JSON schema of a tool's success result as canonical JSON (keys sorted, compact), and whether the tool exists.
+func ResultSchema(name string) (json.RawMessage, bool) {
+	return core.ResultSchema(name)
+}
+
+// ResultSchemasVersion is the schema marker of the embedded result schemas.
+const ResultSchemasVersion = core.ResultSchemasVersion
+
 // RunManifestSchema is the schema string of the run-manifest envelope.
 const RunManifestSchema = core.RunManifestSchema
 
@@ -178,6 +191,9 @@ const Source = core.Source
 func Tool(name string) (core.ToolInfo, bool) {
 	return core.Tool(name)
 }
+
+// ToolInfo describes one registered tool.
+type ToolInfo = core.ToolInfo
 
 // Tools returns the names of the registered tools: the contract's 18 in its order (create, put_file, append, edit, list, stat, read, grep, search, aggregate, catalog, find, commit, snapshot, snapshot_renew, snapshot_retire, snapshot_list, restore), then any tool added with Register, by name.
 func Tools() []string {

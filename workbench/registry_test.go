@@ -156,6 +156,11 @@ func TestRegisteredToolInfo(t *testing.T) {
 	if again, _ := workbench.InputSchema("test_echo"); again[0] != '{' {
 		t.Fatal("Tool returned shared storage")
 	}
+	// Without a result schema of its own, the result is described as an
+	// object whose status is "success".
+	if got, want := string(info.ResultSchema), `{"properties":{"status":{"const":"success","type":"string"}},"required":["status"],"type":"object"}`; got != want {
+		t.Fatalf("result schema %s, want %s", got, want)
+	}
 	if _, ok := workbench.Tool("test_nonesuch"); ok {
 		t.Fatal("Tool of an unregistered name exists")
 	}
@@ -207,6 +212,8 @@ func TestRegisterRefuses(t *testing.T) {
 		{with(func(s *workbench.ToolSpec) {
 			s.InputSchema = json.RawMessage(`{"type":"object","additionalProperties":true}`)
 		}), "only additionalProperties false"},
+		{with(func(s *workbench.ToolSpec) { s.ResultSchema = json.RawMessage(`{"type":`) }), "result schema: not JSON"},
+		{with(func(s *workbench.ToolSpec) { s.ResultSchema = json.RawMessage(`{"type":"array"}`) }), `result schema: not an object with "type":"object"`},
 		{with(func(s *workbench.ToolSpec) { s.Name = "workbench_list" }), "a tool of that name is registered"},
 		{with(func(s *workbench.ToolSpec) { s.Name = "test_echo" }), "a tool of that name is registered"},
 	} {

@@ -76,8 +76,11 @@ type ToolSpec struct {
 	Name        string
 	Description string
 	InputSchema json.RawMessage
-	Annotations Annotations
-	Run         func(ctx context.Context, s *Service, input json.RawMessage) (result any, err error)
+	// ResultSchema describes the success result to clients; empty: an
+	// object whose status is "success".
+	ResultSchema json.RawMessage
+	Annotations  Annotations
+	Run          func(ctx context.Context, s *Service, input json.RawMessage) (result any, err error)
 }
 
 // Register adds a tool beyond the contract to the registry that every
@@ -86,10 +89,11 @@ type ToolSpec struct {
 // registry refuses, panics.
 func Register(spec ToolSpec) {
 	c := core.ToolSpec{
-		Name:        spec.Name,
-		Description: spec.Description,
-		InputSchema: spec.InputSchema,
-		Annotations: spec.Annotations,
+		Name:         spec.Name,
+		Description:  spec.Description,
+		InputSchema:  spec.InputSchema,
+		ResultSchema: spec.ResultSchema,
+		Annotations:  spec.Annotations,
 	}
 	if run := spec.Run; run != nil { // nil is refused by the registry
 		c.Run = func(ctx context.Context, s *core.Service, input json.RawMessage) (any, error) {

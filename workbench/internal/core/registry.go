@@ -16,8 +16,8 @@ import (
 // unknown-tool check), the HTTP routes of `cairn serve` and its metrics,
 // the OpenAPI document, and MCP's tools/list and tools/call. An entry
 // holds a tool's name, its one-line description, its input schema (the
-// contract's, for the 18), its behaviour annotations and its
-// implementation.
+// contract's, for the 18), the schema of its success result
+// (result_schema.go), its behaviour annotations and its implementation.
 //
 // The 18 contract tools are declared in contractTools below, in the
 // contract's order; each tool file installs its implementation from init
@@ -47,6 +47,12 @@ type ToolInfo struct {
 	// InputSchema is the JSON schema the tool validates its input with,
 	// as canonical JSON (keys sorted, compact). It is a fresh copy.
 	InputSchema json.RawMessage
+	// ResultSchema is the JSON schema (draft 2020-12) of the tool's
+	// success result, as canonical JSON; a failure is the error envelope
+	// (ErrorEnvelopeSchema). It describes the result for clients (OpenAPI,
+	// MCP's outputSchema); the tool's results are not checked against it
+	// as it runs. It is a fresh copy.
+	ResultSchema json.RawMessage
 	// Annotations are the tool's behaviour hints.
 	Annotations Annotations
 }
@@ -64,6 +70,10 @@ type ToolSpec struct {
 	// minLength, maxLength, the digest pattern, minimum, maximum,
 	// maxItems, maxProperties) whose top level has "type":"object".
 	InputSchema json.RawMessage
+	// ResultSchema is the JSON schema of the tool's success result, for
+	// clients only: any JSON schema whose top level has "type":"object".
+	// Empty: an object whose status is "success", nothing more said.
+	ResultSchema json.RawMessage
 	// Annotations are the tool's behaviour hints.
 	Annotations Annotations
 	// Run runs the tool. input is the canonical text of arguments the
@@ -152,7 +162,10 @@ func newRegistry() *toolRegistry {
 	r := &toolRegistry{byName: map[string]*registeredTool{}}
 	for _, t := range contractTools {
 		e := &registeredTool{
-			info:   ToolInfo{Name: t.name, Description: t.description, InputSchema: contract.raw[t.name], Annotations: t.annotations},
+			info: ToolInfo{
+				Name: t.name, Description: t.description, Annotations: t.annotations,
+				InputSchema: contract.raw[t.name], ResultSchema: resultSchemas.tools[t.name],
+			},
 			schema: contract.schemas[t.name],
 		}
 		r.order = append(r.order, e)
@@ -219,6 +232,7 @@ func Tool(name string) (ToolInfo, bool) {
 	}
 	info := e.info
 	info.InputSchema = slices.Clone(info.InputSchema)
+	info.ResultSchema = slices.Clone(info.ResultSchema)
 	return info, true
 }
 
@@ -239,7 +253,8 @@ const maxToolName = 64
 // later may be missing from them. Register panics on a spec it cannot
 // serve (a bad name, an empty or multi-line description, a schema that
 // is not JSON, not a "type":"object" schema or uses a keyword the
-// validator does not support, a nil Run) and on a name already
+// validator does not support, a result schema given that is not a
+// "type":"object" schema, a nil Run) and on a name already
 // registered, the contract's included; nothing is registered then.
 func Register(spec ToolSpec) {
 	e, err := compileSpec(spec)
@@ -289,9 +304,15 @@ func compileSpec(spec ToolSpec) (*registeredTool, error) {
 	if err != nil {
 		return nil, fail("input schema: %v", err)
 	}
+	result := genericResultSchema
+	if len(spec.ResultSchema) > 0 {
+		if result, err = objectSchema(spec.ResultSchema); err != nil {
+			return nil, fail("result schema: %v", err)
+		}
+	}
 	name, run := spec.Name, spec.Run
 	return &registeredTool{
-		info:   ToolInfo{Name: name, Description: spec.Description, InputSchema: raw, Annotations: spec.Annotations},
+		info:   ToolInfo{Name: name, Description: spec.Description, InputSchema: raw, ResultSchema: result, Annotations: spec.Annotations},
 		schema: node,
 		run: func(ctx context.Context, s *Service, args []byte) (any, *Error) {
 			res, err := run(ctx, s, json.RawMessage(args))
