@@ -3,9 +3,11 @@ package serve_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cairnstore/cairn/bucket/mem"
@@ -14,8 +16,10 @@ import (
 )
 
 // TestOpenAPI: the document is OpenAPI 3.1 with one path per tool whose
-// request schema is the tool's own input schema, the error envelope, the
-// bearer scheme and the Idempotency-Key header.
+// request schema is the tool's own input schema (as generators take it),
+// whose success answer is the tool's typed result schema, and whose
+// errors are the error envelope; the bearer scheme, required by each tool
+// operation on a secured server; the Idempotency-Key header.
 func TestOpenAPI(t *testing.T) {
 	h := newServer(t, mem.NewBucket(), serve.Options{Tokens: map[string]string{"a1": "t"}}).Handler()
 	got := do(h, httptest.NewRequest("GET", "/openapi.json", nil))
@@ -34,11 +38,18 @@ func TestOpenAPI(t *testing.T) {
 						Schema json.RawMessage
 					}
 				} `json:"requestBody"`
-				Responses map[string]any
+				Responses map[string]struct {
+					Content map[string]struct {
+						Schema struct {
+							Ref string `json:"$ref"`
+						}
+					}
+				}
+				Security []map[string][]string
 			}
 		}
 		Components struct {
-			Schemas         map[string]any
+			Schemas         map[string]json.RawMessage
 			SecuritySchemes map[string]struct{ Type, Scheme string } `json:"securitySchemes"`
 		}
 		Security []map[string][]string
@@ -56,11 +67,22 @@ func TestOpenAPI(t *testing.T) {
 			continue
 		}
 		want, _ := workbench.InputSchema(tool)
-		var a, b bytes.Buffer
-		json.Compact(&a, p.Post.RequestBody.Content["application/json"].Schema)
-		json.Compact(&b, want)
-		if !jsonEqual(t, a.Bytes(), b.Bytes()) {
-			t.Errorf("%s: request schema differs from the input schema", tool)
+		if got := asValidated(t, p.Post.RequestBody.Content["application/json"].Schema, doc.Components.Schemas); !jsonEqual(t, got, want) {
+			t.Errorf("%s: request schema differs from the input schema:\n%s\n%s", tool, got, want)
+		}
+		ref := p.Post.Responses["200"].Content["application/json"].Schema.Ref
+		name := strings.TrimPrefix(ref, "#/components/schemas/")
+		result, _ := workbench.ResultSchema(tool)
+		if !strings.HasSuffix(name, "Result") || doc.Components.Schemas[name] == nil || !jsonEqual(t, asValidated(t, doc.Components.Schemas[name], doc.Components.Schemas), result) {
+			t.Errorf("%s: 200 answers %q, not the result schema", tool, ref)
+		}
+		for st, r := range p.Post.Responses {
+			if st != "200" && r.Content["application/json"].Schema.Ref != "#/components/schemas/ErrorEnvelope" {
+				t.Errorf("%s: %s answers %+v, not the error envelope", tool, st, r)
+			}
+		}
+		if len(p.Post.Security) != 1 || p.Post.Security[0]["bearerAuth"] == nil {
+			t.Errorf("%s: security %v", tool, p.Post.Security)
 		}
 		names := map[string]string{}
 		for _, prm := range p.Post.Parameters {
@@ -70,7 +92,7 @@ func TestOpenAPI(t *testing.T) {
 			t.Errorf("%s: parameters %v", tool, names)
 		}
 		for _, st := range []string{"200", "401", "404", "409", "413", "422", "503"} {
-			if p.Post.Responses[st] == nil {
+			if _, ok := p.Post.Responses[st]; !ok {
 				t.Errorf("%s: no %s response", tool, st)
 			}
 		}
@@ -78,14 +100,146 @@ func TestOpenAPI(t *testing.T) {
 	if len(doc.Paths) != len(workbench.Tools())+4 {
 		t.Errorf("%d paths", len(doc.Paths))
 	}
-	if doc.Components.Schemas["ErrorEnvelope"] == nil {
-		t.Error("no ErrorEnvelope schema")
+	if !jsonEqual(t, doc.Components.Schemas["ErrorEnvelope"], workbench.ErrorEnvelopeSchema()) {
+		t.Error("ErrorEnvelope is not the envelope's schema")
 	}
 	if s := doc.Components.SecuritySchemes["bearerAuth"]; s.Type != "http" || s.Scheme != "bearer" {
 		t.Errorf("security scheme %+v", s)
 	}
-	if len(doc.Security) != 1 {
-		t.Errorf("security %v", doc.Security)
+	if doc.Security != nil {
+		t.Errorf("document-wide security %v: it is each operation's", doc.Security)
+	}
+	if bad := typeArrays(got.body); len(bad) > 0 {
+		t.Errorf("type arrays of several types, which generators refuse: %v", bad)
+	}
+}
+
+// asValidated undoes what the document changes in a schema for code
+// generators (docs/api.md): a $ref to components is replaced by what it
+// names, "format":"uint64" and "double" go, and an anyOf of bare types
+// becomes a type array again.
+func asValidated(t *testing.T, raw []byte, components map[string]json.RawMessage) []byte {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	var undo func(v any) any
+	undo = func(v any) any {
+		switch x := v.(type) {
+		case []any:
+			for i, e := range x {
+				x[i] = undo(e)
+			}
+		case map[string]any:
+			if ref, ok := x["$ref"].(string); ok {
+				return undo(decode(t, components[strings.TrimPrefix(ref, "#/components/schemas/")]))
+			}
+			for k, e := range x {
+				x[k] = undo(e)
+			}
+			if x["format"] == "uint64" || x["format"] == "double" {
+				delete(x, "format")
+			}
+			alts, _ := x["anyOf"].([]any)
+			var types []any
+			for _, a := range alts {
+				if m, ok := a.(map[string]any); ok && len(m) == 1 && m["type"] != nil && m["type"] != "null" {
+					types = append(types, m["type"])
+				}
+			}
+			if len(types) > 1 && len(types) == len(alts) {
+				delete(x, "anyOf")
+				x["type"] = types
+			}
+		}
+		return v
+	}
+	b, err := json.Marshal(undo(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func decode(t *testing.T, raw []byte) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatalf("%s: %v", raw, err)
+	}
+	return v
+}
+
+// typeArrays lists the type arrays in a JSON document that name more than
+// one type besides "null".
+func typeArrays(doc []byte) []string {
+	var v any
+	if json.Unmarshal(doc, &v) != nil {
+		return []string{"not JSON"}
+	}
+	var bad []string
+	var walk func(at string, v any)
+	walk = func(at string, v any) {
+		switch x := v.(type) {
+		case []any:
+			for i, e := range x {
+				walk(fmt.Sprintf("%s[%d]", at, i), e)
+			}
+		case map[string]any:
+			if types, ok := x["type"].([]any); ok && len(slices.DeleteFunc(types, func(t any) bool { return t == "null" })) > 1 {
+				bad = append(bad, at)
+			}
+			for k, e := range x {
+				walk(at+"."+k, e)
+			}
+		}
+	}
+	walk("$", v)
+	return bad
+}
+
+// TestOpenAPISecurity: on a secured server each tool operation (and the
+// MCP one) requires the bearer token and the probes, metrics and this
+// document require none; on a loopback server without tokens nothing
+// does, and no operation documents 401.
+func TestOpenAPISecurity(t *testing.T) {
+	mcp := func(serve.CallFunc) http.Handler { return http.NotFoundHandler() }
+	for _, secured := range []bool{true, false} {
+		opts := serve.Options{MCP: mcp}
+		if secured {
+			opts.Tokens = map[string]string{"a1": "t"}
+		}
+		h := newServer(t, mem.NewBucket(), opts).Handler()
+		got := do(h, httptest.NewRequest("GET", "/openapi.json", nil))
+		var doc struct {
+			Security any
+			Paths    map[string]map[string]struct {
+				Security  *[]map[string][]string
+				Responses map[string]any
+			}
+		}
+		if err := json.Unmarshal(got.body, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if doc.Security != nil {
+			t.Errorf("secured %v: document-wide security %v", secured, doc.Security)
+		}
+		for path, ops := range doc.Paths {
+			for method, op := range ops {
+				public := !strings.HasPrefix(path, "/v1/")
+				if op.Security == nil {
+					t.Errorf("secured %v: %s %s has no security requirement", secured, method, path)
+					continue
+				}
+				if want := secured && !public; (len(*op.Security) == 1) != want {
+					t.Errorf("secured %v: %s %s security %v", secured, method, path, *op.Security)
+				}
+				if (op.Responses["401"] != nil) != (secured && !public) {
+					t.Errorf("secured %v: %s %s documents 401: %v", secured, method, path, op.Responses["401"] != nil)
+				}
+			}
+		}
 	}
 }
 
