@@ -69,10 +69,11 @@ var sharedServer = sync.OnceValue(func() *mcp.Server {
 	for _, name := range workbench.Tools() {
 		info, _ := workbench.Tool(name)
 		server.AddTool(&mcp.Tool{
-			Name:        name,
-			Description: info.Description,
-			InputSchema: info.InputSchema,
-			Annotations: annotations(info.Annotations),
+			Name:         name,
+			Description:  info.Description,
+			InputSchema:  info.InputSchema,
+			OutputSchema: outputSchema(info.ResultSchema),
+			Annotations:  annotations(info.Annotations),
 		}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return callTool(ctx, req.Params.Name, req.Params.Arguments), nil
 		})
@@ -80,6 +81,21 @@ var sharedServer = sync.OnceValue(func() *mcp.Server {
 	server.AddReceivingMiddleware(contractOrder, unknownTools)
 	return server
 })
+
+// outputSchema is a tool's outputSchema in tools/list: its structured
+// content is its success result or, in a result with isError, the error
+// envelope, so the schema takes either. MCP wants "type":"object" at the
+// top. The SDK checks neither side against it: a tool added with a raw
+// handler (Server.AddTool) answers what it answers.
+func outputSchema(result json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteString(`{"anyOf":[`)
+	b.Write(result)
+	b.WriteByte(',')
+	b.Write(workbench.ErrorEnvelopeSchema())
+	b.WriteString(`],"description":"The tool's success result; with isError, the error envelope.","type":"object"}`)
+	return b.Bytes()
+}
 
 // annotations are a tool's behaviour hints as tools/list gives them. All
 // three are given, so that a host does not fall back on MCP's defaults

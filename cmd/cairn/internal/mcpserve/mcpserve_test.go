@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cairnstore/cairn/bucket"
@@ -239,6 +240,82 @@ func TestToolsListIsTheContract(t *testing.T) {
 	}
 	if list.NextCursor != "" {
 		t.Errorf("nextCursor = %q, want one page", list.NextCursor)
+	}
+}
+
+// TestToolsListOutputSchema: every tool in tools/list has an
+// outputSchema, an object schema that takes the tool's success result
+// (workbench.ResultSchema) or the error envelope; what tools/call answers
+// as structured content validates against it, success or error, and a
+// result missing a member does not.
+func TestToolsListOutputSchema(t *testing.T) {
+	url := serve(t, openService(t, mem.NewBucket()).Call)
+	a := rpc(t, url, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	var list struct {
+		Tools []struct {
+			Name         string          `json:"name"`
+			OutputSchema json.RawMessage `json:"outputSchema"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(a.Result, &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Tools) != len(workbench.Tools()) {
+		t.Fatalf("%d tools listed, want %d", len(list.Tools), len(workbench.Tools()))
+	}
+	schemas := map[string]*jsonschema.Resolved{}
+	for _, tool := range list.Tools {
+		var s struct {
+			Type  string            `json:"type"`
+			AnyOf []json.RawMessage `json:"anyOf"`
+		}
+		if err := json.Unmarshal(tool.OutputSchema, &s); err != nil || s.Type != "object" || len(s.AnyOf) != 2 {
+			t.Errorf("%s: outputSchema %s", tool.Name, tool.OutputSchema)
+			continue
+		}
+		result, _ := workbench.ResultSchema(tool.Name)
+		if canonical(t, s.AnyOf[0]) != string(result) || canonical(t, s.AnyOf[1]) != string(workbench.ErrorEnvelopeSchema()) {
+			t.Errorf("%s: outputSchema takes %s", tool.Name, tool.OutputSchema)
+		}
+		var js jsonschema.Schema
+		if err := json.Unmarshal(tool.OutputSchema, &js); err != nil {
+			t.Fatalf("%s: %v", tool.Name, err)
+		}
+		r, err := js.Resolve(nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tool.Name, err)
+		}
+		schemas[tool.Name] = r
+	}
+	validate := func(tool string, raw []byte) error {
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			t.Fatal(err)
+		}
+		return schemas[tool].Validate(v)
+	}
+	for _, c := range []struct{ tool, args string }{
+		{"workbench_create", `{"id":"wb"}`},
+		{"workbench_create", `{"id":"not an id"}`},
+		{"workbench_list", `{"id":"wb"}`},
+		{"workbench_list", `{"id":"ghost"}`},
+		{"workbench_snapshot_list", `{"id":"wb"}`},
+		{"workbench_read", `{"id":"wb","section":"outputs","path":"missing"}`},
+	} {
+		r := callTool(t, url, c.tool, c.args)
+		if err := validate(c.tool, r.StructuredContent); err != nil {
+			t.Errorf("%s %s: %v\n%s", c.tool, c.args, err, r.StructuredContent)
+		}
+	}
+	r := callTool(t, url, "workbench_create", `{"id":"wb"}`)
+	var m map[string]any
+	if err := json.Unmarshal(r.StructuredContent, &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "sections")
+	b, _ := json.Marshal(m)
+	if err := validate("workbench_create", b); err == nil {
+		t.Errorf("a create result without sections validates: %s", b)
 	}
 }
 
