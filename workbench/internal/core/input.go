@@ -47,7 +47,9 @@ type input interface {
 // would first copy it into a buffer grown by doubling: 64 MiB for a
 // 16 MiB payload). The schema has refused unknown members and
 // checkInputType matched the type's members to the schema's; members of
-// any JSON type are jsonValue, whose numbers are json.Number.
+// any JSON type are jsonValue, whose numbers are json.Number. The decoded
+// input may share args' memory (stringBytes): args must not change while
+// the input is in use.
 func DecodeInput(args []byte, in any) error {
 	return json.Unmarshal(args, in)
 }
@@ -237,16 +239,32 @@ func decodeBase64Payload(s []byte) ([]byte, error) {
 }
 
 // stringBytes is a JSON string member decoded to the bytes of its UTF-8
-// text, without a Go string between: a payload (text, base64) of 16 MiB
-// is copied once, from the arguments' canonical text when it holds no
-// escape (the canonical form holds only valid UTF-8).
+// text, without a Go string between. A payload (text, base64) of
+// sharedPayload bytes or more that holds no escape is the arguments'
+// canonical text itself (which holds only valid UTF-8), not a copy; any
+// other is copied once. A 90 MiB payload is then allocated three times
+// while a tool input is parsed (the request body, the parsed value, the
+// canonical text), not four.
 type stringBytes []byte
 
+// sharedPayload is the smallest payload kept as a slice of the arguments:
+// a smaller one is copied, so that a small body kept for long (in a block
+// cache) does not keep the whole input with it.
+const sharedPayload = 64 << 10
+
 // UnmarshalJSON implements json.Unmarshaler. b is a JSON string: the
-// schema checked the member's type.
+// schema checked the member's type. json.Unmarshal hands b as a slice of
+// the document it was given, and DecodeInput gives it canonical text
+// that nothing changes afterwards, so b is kept, not copied. Its
+// capacity is cut to its length, so that an append to the payload
+// copies rather than writing over the text after it.
 func (p *stringBytes) UnmarshalJSON(b []byte) error {
 	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' && bytes.IndexByte(b, '\\') < 0 {
-		*p = bytes.Clone(b[1 : len(b)-1])
+		if len(b) < sharedPayload {
+			*p = bytes.Clone(b[1 : len(b)-1])
+			return nil
+		}
+		*p = b[1 : len(b)-1 : len(b)-1]
 		return nil
 	}
 	var s string
