@@ -77,6 +77,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	answerBudgetMiB := fs.Int("answer-budget-mib", serve.DefaultAnswerBudget>>20, "large answers (64 KiB or more) being written at once, in MiB; past it a read waits 2s, then gets 503 ServerBusy")
 	readBudgetMiB := fs.Int("read-budget-mib", workbench.DefaultReadBudget>>20, "memory whole-body reads hold at once, across all agents, in MiB (a read holds about 3× its body); past it reads wait")
 	memLimitMiB := fs.Int("memory-limit-mib", defaultMemoryLimitMiB, "soft limit of the Go heap, in MiB: the collector works harder near it (GOMEMLIMIT, when set, wins; 0: none)")
+	gcPercent := fs.Int("gc-percent", defaultGCPercent, "how far the Go heap may grow past what the last collection kept, in percent, 1 to 10000 (GOGC, when set, wins)")
 	maxConns := fs.Int("max-conns", defaultMaxConns, "connections held open at once; at the bound the longest-idle one is closed for a new one")
 	connIdle := fs.Duration("conn-idle-timeout", defaultConnIdle, "close a kept-alive connection after this long without a request")
 	authFailBurst := fs.Int("auth-fail-burst", serve.DefaultAuthFailBurst, "failed authentications a client address may make at once before 429 (one more a second; negative: no limit)")
@@ -101,8 +102,8 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	if err := nonEmptyFlags(fs, "bucket", "addr", "config"); err != nil {
 		return usageErr("%v", err)
 	}
-	if *memLimitMiB < 0 {
-		return usageErr("--memory-limit-mib must not be negative")
+	if *memLimitMiB < 0 || *gcPercent < 1 || *gcPercent > 10000 {
+		return usageErr("--memory-limit-mib must not be negative, and --gc-percent must be 1 to 10000")
 	}
 	log, err := newLogger(e.stderr, *logLevel, *logFormat)
 	if err != nil {
@@ -116,9 +117,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 			return usageErr("--%s %d is more than %d (1 PiB)", name, v, maxMiB)
 		}
 	}
-	if *memLimitMiB > 0 && os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(int64(*memLimitMiB) << 20)
-	}
+	tuneHeap(*memLimitMiB, *gcPercent)
 	for name, d := range map[string]time.Duration{"request-timeout": *requestTimeout, "idle-timeout": *idleTimeout, "shutdown-timeout": *shutdownTimeout, "write-timeout": *writeTimeout, "conn-idle-timeout": *connIdle} {
 		if d < 0 {
 			return usageErr("--%s is negative", name)
@@ -215,6 +214,18 @@ func listenAddr(addr string) string {
 	return defaultServeAddr
 }
 
+// tuneHeap sets the heap's soft limit (0: none) and the collector's
+// percent, each unless the Go runtime's own variable (GOMEMLIMIT, GOGC)
+// is set.
+func tuneHeap(memLimitMiB, gcPercent int) {
+	if memLimitMiB > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(int64(memLimitMiB) << 20)
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
+}
+
 // Connection and memory defaults of serve.
 const (
 	// defaultMemoryLimitMiB is the heap's soft limit: above the body,
@@ -222,6 +233,12 @@ const (
 	// set, so that garbage from refused work is collected before the
 	// heap doubles.
 	defaultMemoryLimitMiB = 768
+	// defaultGCPercent is the collector's GOGC: half of Go's default.
+	// The heap's goal is the live heap plus this share of it, and a
+	// large request's parse is mostly garbage an instant later: at 100,
+	// one 90 MiB body took the server from 100 MiB to 490-590 MiB, at 50
+	// to 435-460 MiB (BenchmarkHostileClients).
+	defaultGCPercent = 50
 	// maxMiB is the largest size flag in MiB: 1 PiB, whose bytes fit an
 	// int64 with room to spare.
 	maxMiB          = 1 << 30

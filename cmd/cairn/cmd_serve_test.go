@@ -231,6 +231,8 @@ func TestServeUsage(t *testing.T) {
 		{"serve", "--cache-mib", "-1"},
 		{"serve", "--body-budget-mib", "9223372036854775807"},
 		{"serve", "--memory-limit-mib", "1073741825"},
+		{"serve", "--gc-percent", "0"},
+		{"serve", "--gc-percent", "10001"},
 		{"serve", "--commit-interval", "-1s"},
 		{"workbench", "--server", "ftp://x", "workbench_list"},
 		{"workbench", "--server", "http://x", "--bucket", "mem://x", "workbench_list"},
