@@ -86,6 +86,14 @@ func TestBodyBudget(t *testing.T) {
 	if st := <-first; st != http.StatusOK {
 		t.Fatalf("first request: %d", st)
 	}
+	// The first gives its share back once its answer is written, a moment
+	// after the client has it.
+	for deadline := time.Now().Add(60 * time.Second); metricValue(t, metricsText(t, s.Handler()), "cairn_request_body_bytes_held") != 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the first request never gave its share of the budget back")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if st, out, _ := busy("workbench_put_file", large); st != http.StatusOK {
 		t.Fatalf("second body once the budget is free: %d %s", st, out)
 	}
