@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairnstore/cairn/cmd/cairn/internal/mcpserve"
 	"github.com/cairnstore/cairn/cmd/cairn/internal/serve"
+	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/workbench"
 )
 
@@ -70,7 +71,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	requestTimeout := fs.Duration("request-timeout", 0, "deadline of each request (default 60s)")
 	idleTimeout := fs.Duration("idle-timeout", 0, "close an agent's engine after this long without a request (default 5m)")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 0, "time given to requests in flight on shutdown (default 30s)")
-	cacheMiB := fs.Int("cache-mib", 0, "decoded-object cache of the engines, shared by every agent served, in MiB (default 512)")
+	cacheMiB := fs.Int("cache-mib", defaultServeCacheMiB, "decoded-object cache of the engines, shared by every agent served, in MiB")
 	commitInterval := fs.Duration("commit-interval", 0, "least time between two head writes of one agent's group commits: the store's write rate for one object (GCS: 1s; default 0, unpaced)")
 	writeTimeout := fs.Duration("write-timeout", serve.DefaultWriteTimeout, "time past a request's deadline its answer may take to be written; a client that does not read is cut off then")
 	bodyBudgetMiB := fs.Int("body-budget-mib", serve.DefaultBodyBudget>>20, "request bodies held in memory at once, across all requests, in MiB; past it a request waits 2s, then gets 503 ServerBusy")
@@ -118,6 +119,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 		}
 	}
 	tuneHeap(*memLimitMiB, *gcPercent)
+	warnBudgets(log, *memLimitMiB, *cacheMiB+bodies.DefaultCacheBytes>>20+*bodyBudgetMiB+*answerBudgetMiB+*readBudgetMiB)
 	for name, d := range map[string]time.Duration{"request-timeout": *requestTimeout, "idle-timeout": *idleTimeout, "shutdown-timeout": *shutdownTimeout, "write-timeout": *writeTimeout, "conn-idle-timeout": *connIdle} {
 		if d < 0 {
 			return usageErr("--%s is negative", name)
@@ -226,8 +228,24 @@ func tuneHeap(memLimitMiB, gcPercent int) {
 	}
 }
 
+// warnBudgets logs a warning when what the caches and the request
+// budgets may hold together, in MiB, is more than the heap's soft limit
+// (0: none): full, they would keep the collector running.
+func warnBudgets(log *slog.Logger, memLimitMiB, budgetsMiB int) {
+	if memLimitMiB > 0 && os.Getenv("GOMEMLIMIT") == "" && budgetsMiB > memLimitMiB {
+		log.Warn("the caches and request budgets may hold more than the heap's soft limit; raise --memory-limit-mib or lower --cache-mib or a budget",
+			slog.Int("budgets_mib", budgetsMiB), slog.Int("memory_limit_mib", memLimitMiB))
+	}
+}
+
 // Connection and memory defaults of serve.
 const (
+	// defaultServeCacheMiB is serve's engine cache: with the block cache
+	// (32 MiB) and the body, answer and read budgets (320 MiB) it stays
+	// under the heap's soft limit, defaultMemoryLimitMiB, with 32 MiB to
+	// spare. Three agents of 100,000 files used 301 MiB of cache
+	// (BenchmarkThreeAgents100k).
+	defaultServeCacheMiB = 384
 	// defaultMemoryLimitMiB is the heap's soft limit: above the body,
 	// answer and read budgets (320 MiB in all by default) and a working
 	// set, so that garbage from refused work is collected before the

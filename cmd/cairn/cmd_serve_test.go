@@ -20,6 +20,7 @@ import (
 	"github.com/cairnstore/cairn/bucket/fault"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/cmd/cairn/internal/serve"
+	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/workbench"
 )
 
@@ -401,5 +402,25 @@ func TestServeShutdownPastGraceSettlesInFlight(t *testing.T) {
 	again.Handler().ServeHTTP(rec, req)
 	if rec.Code != 200 || rec.Header().Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("retry with the key: %d replayed=%q %s, want the stored success", rec.Code, rec.Header().Get("Idempotent-Replayed"), rec.Body)
+	}
+}
+
+// TestWarnBudgets: serve's default caches and budgets fit its default
+// heap limit without a warning; caches and budgets past the limit are
+// warned of.
+func TestWarnBudgets(t *testing.T) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		t.Skip("GOMEMLIMIT is set: the flag's limit is not used")
+	}
+	var out bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&out, nil))
+	defaults := defaultServeCacheMiB + int(bodies.DefaultCacheBytes+serve.DefaultBodyBudget+serve.DefaultAnswerBudget+workbench.DefaultReadBudget)>>20
+	warnBudgets(log, defaultMemoryLimitMiB, defaults)
+	if out.Len() != 0 {
+		t.Fatalf("the defaults (%d MiB under a %d MiB limit) warned: %s", defaults, defaultMemoryLimitMiB, out.String())
+	}
+	warnBudgets(log, defaultMemoryLimitMiB, 2048)
+	if !strings.Contains(out.String(), "level=WARN") || !strings.Contains(out.String(), "budgets_mib=2048") {
+		t.Fatalf("budgets past the limit: %q", out.String())
 	}
 }
