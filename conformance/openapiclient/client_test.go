@@ -149,6 +149,7 @@ func must[R answer](t *testing.T, tool string, r R, err error, result func(R) bo
 	if r.StatusCode() != http.StatusOK || !result(r) {
 		t.Fatalf("%s: status %d, no typed result", tool, r.StatusCode())
 	}
+	t.Logf("%-20s %d, a typed %T", tool, r.StatusCode(), r)
 	return r
 }
 
