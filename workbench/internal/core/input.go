@@ -171,6 +171,9 @@ type PayloadInput struct {
 	// contentType is content_type when given, else the payload's
 	// default: TextContentType for text, BinaryContentType for base64.
 	ResolvedContentType string `json:"-"`
+	// oversize is the decoded size of a text payload too large to be
+	// parsed, emptied from the input (oversize.go); 0 for none.
+	oversize int64
 }
 
 // Resolve decodes the payload and checks the explicit content type as the
@@ -191,6 +194,9 @@ func (p *PayloadInput) Resolve(maxBytes int64) *Error {
 			return InvalidArguments("base64 payload is invalid: " + err.Error())
 		}
 		p.ResolvedContentType = BinaryContentType
+	}
+	if p.Text != nil && p.oversize > maxBytes {
+		return PayloadTooLarge(uint64(p.oversize), uint64(maxBytes))
 	}
 	if int64(len(p.Body)) > maxBytes {
 		return PayloadTooLarge(uint64(len(p.Body)), uint64(maxBytes))

@@ -260,6 +260,11 @@ func RegisterTool[In any, P interface {
 			// schema checked their types.
 			return nil, Internal(name + ": decode validated arguments: " + err.Error())
 		}
+		if n := oversizeOf(ctx); n > 0 {
+			if o, ok := any(in).(oversized); ok {
+				o.setOversize(n)
+			}
+		}
 		if werr := in.Resolve(s); werr != nil {
 			return nil, werr
 		}
@@ -324,6 +329,11 @@ func (s *Service) Dispatch(ctx context.Context, name string, input []byte) (any,
 	if _, known := registry.lookup(name); known {
 		if limit := MaxInputBytes(name, s.Opts.MaxBytes); int64(len(input)) > limit {
 			return nil, InputTooLarge(uint64(len(input)), uint64(limit), false)
+		}
+	}
+	if name == "workbench_put_file" || name == "workbench_append" {
+		if reduced, size, ok := emptyOversizedText(input, s.Opts.MaxBytes); ok {
+			input, ctx = reduced, withOversize(ctx, size)
 		}
 	}
 	_, args, werr := validateInput(name, input)

@@ -1,0 +1,112 @@
+package workbench_test
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/cairnstore/cairn/bucket/mem"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/internal/core"
+)
+
+// TestOversizedTextAnswersAsTheWholeParse: a put_file or append whose
+// text payload decodes past MaxBytes is answered without parsing that
+// text, and the answer is, byte for byte, the one the whole parse gives:
+// for valid inputs, for inputs with another fault that comes first or
+// later, and for inputs the shortcut must leave alone (escaped keys, text
+// twice, strings the parser refuses).
+func TestOversizedTextAnswersAsTheWholeParse(t *testing.T) {
+	const maxBytes = 64
+	s := newServiceOn(t, mem.NewBucket(), workbench.Options{MaxBytes: maxBytes})
+	ctx := context.Background()
+	if out, ok := s.Call(ctx, "workbench_create", []byte(`{"id":"w"}`)); !ok {
+		t.Fatalf("create: %s", out)
+	}
+	big := strings.Repeat("z", 200)
+	escaped := strings.Repeat(`\u00e9`, 40) + strings.Repeat(`\ud83d\ude00`, 10) + `\n\"\\\/`
+	cases := []struct {
+		name, tool, in string
+		shortcut       bool // whether the shortcut must settle it
+	}{
+		{"valid", "workbench_put_file", `{"id":"w","section":"outputs","path":"a.txt","text":"` + big + `"}`, true},
+		{"append", "workbench_append", `{"id":"w","section":"logs","path":"l.txt","text":"` + big + `"}`, true},
+		{"escapes", "workbench_put_file", `{"text":"` + escaped + `","id":"w","section":"outputs","path":"a.txt"}`, true},
+		{"whitespace", "workbench_put_file", " {\n\"id\" : \"w\" ,\t\"section\":\"outputs\", \"path\":\"a.txt\",\"text\" :\"" + big + "\" }\n", true},
+		{"bad content type after", "workbench_put_file", `{"id":"w","section":"outputs","path":"a.txt","content_type":"","text":"` + big + `"}`, true},
+		{"missing workbench", "workbench_put_file", `{"id":"nope","section":"outputs","path":"a.txt","text":"` + big + `"}`, true},
+		{"base64 too", "workbench_put_file", `{"id":"w","section":"outputs","path":"a.txt","base64":"eA==","text":"` + big + `"}`, true},
+		{"bad id", "workbench_put_file", `{"id":"bad id!","section":"outputs","path":"a.txt","text":"` + big + `"}`, true},
+		{"bad path", "workbench_put_file", `{"id":"w","section":"outputs","path":"../x","text":"` + big + `"}`, true},
+		{"bad section", "workbench_put_file", `{"id":"w","section":"nowhere","path":"a.txt","text":"` + big + `"}`, true},
+		{"unknown member", "workbench_put_file", `{"id":"w","section":"outputs","path":"a.txt","extra":[1,{"text":"x"}],"text":"` + big + `"}`, true},
+		{"number member", "workbench_put_file", `{"id":"w","section":"outputs","path":"a.txt","replace":1,"text":"` + big + `"}`, true},
+		{"trailing garbage", "workbench_put_file", `{"id":"w","section":"outputs","path":"a.txt","text":"` + big + `"} x`, true},
+		{"missing colon before", "workbench_put_file", `{"id" "w","section":"outputs","path":"a.txt","text":"` + big + `"}`, false},
+		{"not an object", "workbench_put_file", `["text","` + big + `"]`, false},
+		{"escaped key", "workbench_put_file", `{"id":"w","section":"outputs","path":"a.txt","t\u0065xt":"` + big + `"}`, false},
+		{"text twice", "workbench_put_file", `{"id":"w","section":"nowhere","path":"a.txt","text":"` + big + `","text":"small"}`, false},
+		{"text not a string", "workbench_put_file", `{"id":"w","section":"outputs","path":"a.txt","text":["` + big + `"]}`, false},
+		{"invalid escape", "workbench_put_file", `{"id":"w","section":"outputs","path":"a.txt","text":"` + big + `\x"}`, false},
+		{"lone surrogate", "workbench_put_file", `{"id":"w","section":"outputs","path":"a.txt","text":"` + big + `\ud800"}`, false},
+		{"surrogate then other", "workbench_put_file", `{"id":"w","section":"outputs","path":"a.txt","text":"` + big + `\ud800\u0041"}`, false},
+		{"control byte", "workbench_put_file", `{"id":"w","section":"outputs","path":"a.txt","text":"` + big + "\x01" + `"}`, false},
+		{"bad utf-8", "workbench_put_file", `{"id":"w","section":"outputs","path":"a.txt","text":"` + big + "\xff" + `"}`, false},
+		{"unterminated", "workbench_put_file", `{"id":"w","section":"outputs","path":"a.txt","text":"` + big, false},
+		{"at the limit", "workbench_put_file", `{"id":"w","section":"nowhere","path":"b.txt","text":"` + big[:maxBytes] + `","content_type":"text/plain"}`, false},
+	}
+	for _, c := range cases {
+		before := core.OversizeShortcutsTaken()
+		fast, fastOK := s.Call(ctx, c.tool, []byte(c.in))
+		took := core.OversizeShortcutsTaken() != before
+		restore := core.SetOversizeShortcut(false)
+		whole, wholeOK := s.Call(ctx, c.tool, []byte(c.in))
+		restore()
+		if string(fast) != string(whole) || fastOK != wholeOK {
+			t.Errorf("%s: with the shortcut %s, parsed whole %s", c.name, fast, whole)
+		}
+		if took != c.shortcut {
+			t.Errorf("%s: shortcut taken %v, want %v (%s)", c.name, took, c.shortcut, fast)
+		}
+	}
+	out, _ := s.Call(ctx, "workbench_put_file", []byte(cases[0].in))
+	if !strings.Contains(string(out), `"code":"PayloadTooLarge"`) || !strings.Contains(string(out), `"actual_bytes":200`) {
+		t.Fatalf("an oversized payload: %s", out)
+	}
+	out, _ = s.Call(ctx, "workbench_put_file", []byte(cases[2].in))
+	if !strings.Contains(string(out), `"actual_bytes":124`) { // 40×2 + 10×4 + 4
+		t.Fatalf("an oversized escaped payload: %s", out)
+	}
+}
+
+// TestOversizedTextIsNotCopied: an input of 5 MiB whose text passes a
+// limit of 1 MiB (and whose whole is within the input limit, 6 MiB) is refused having allocated far less than the input,
+// where the whole parse allocates it three times over.
+func TestOversizedTextIsNotCopied(t *testing.T) {
+	s := newServiceOn(t, mem.NewBucket(), workbench.Options{MaxBytes: 1 << 20})
+	ctx := context.Background()
+	in := []byte(`{"id":"w","section":"outputs","path":"a.txt","text":"` + strings.Repeat("z", 5<<20) + `"}`)
+	allocated := func() uint64 {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.TotalAlloc
+	}
+	for _, shortcut := range []bool{true, false} {
+		restore := core.SetOversizeShortcut(shortcut)
+		before := allocated()
+		out, _ := s.Call(ctx, "workbench_put_file", in)
+		used := allocated() - before
+		restore()
+		if !strings.Contains(string(out), `"code":"PayloadTooLarge"`) {
+			t.Fatalf("shortcut %v: %s", shortcut, out)
+		}
+		t.Logf("shortcut %v: %d KiB allocated for an input of %d KiB", shortcut, used>>10, len(in)>>10)
+		if shortcut && used > uint64(len(in))/4 {
+			t.Errorf("with the shortcut, %d bytes allocated for an input of %d", used, len(in))
+		}
+		if !shortcut && used < uint64(len(in))*2 {
+			t.Errorf("the whole parse allocated %d bytes for an input of %d: the comparison measures nothing", used, len(in))
+		}
+	}
+}
