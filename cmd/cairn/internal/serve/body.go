@@ -101,18 +101,21 @@ func (s *Server) readBody(ctx context.Context, w http.ResponseWriter, r *http.Re
 		return nil
 	}
 	body := http.MaxBytesReader(w, r.Body, limit)
-	var buf bytes.Buffer
 	if r.ContentLength >= 0 {
 		if werr := charge(r.ContentLength); werr != nil {
 			return nil, release, werr
 		}
-		buf.Grow(int(r.ContentLength))
-		_, err := io.Copy(&buf, body)
+		// Exactly the declared length, read in place: a bytes.Buffer grown
+		// to it would grow again, to twice its size and a copy, for the
+		// read that finds the end.
+		input = make([]byte, r.ContentLength)
+		_, err := io.ReadFull(body, input)
 		if werr := bodyError(err, limit); werr != nil {
 			return nil, release, werr
 		}
-		return buf.Bytes(), release, nil
+		return input, release, nil
 	}
+	var buf bytes.Buffer
 	for {
 		if werr := charge(bodyChunk); werr != nil {
 			return nil, release, werr
