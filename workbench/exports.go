@@ -3,6 +3,7 @@ package workbench
 import (
 	"context"
 	"encoding/json"
+	"io"
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/digest"
@@ -423,4 +424,14 @@ const DefaultReadBudget = core.DefaultReadBudget
 // HoldUntilAnswered returns a context under which a tool's whole-body reads keep their read-budget charge until answered is called, not only until the tool returns: a server calls answered once it has written the answer.
 func HoldUntilAnswered(ctx context.Context) (context.Context, func()) {
 	return core.HoldUntilAnswered(ctx)
+}
+
+// ReadPayloadInput reads the raw JSON input of put_file or append from r, dropping the bytes of a top-level text member once they decode past maxBytes; call the tool on the input returned, under WithOversizedText(ctx, oversize), and its answer is the whole input's.
+func ReadPayloadInput(r io.Reader, maxBytes int64, sizeHint int) (input []byte, oversize int64, err error) {
+	return core.ReadPayloadInput(r, maxBytes, sizeHint)
+}
+
+// WithOversizedText returns ctx for calling a tool on an input from ReadPayloadInput whose text of size bytes was dropped.
+func WithOversizedText(ctx context.Context, size int64) context.Context {
+	return core.WithOversizedText(ctx, size)
 }

@@ -2,6 +2,7 @@ package workbench_test
 
 import (
 	"context"
+	"io"
 	"runtime"
 	"strings"
 	"testing"
@@ -109,4 +110,95 @@ func TestOversizedTextIsNotCopied(t *testing.T) {
 			t.Errorf("the whole parse allocated %d bytes for an input of %d: the comparison measures nothing", used, len(in))
 		}
 	}
+}
+
+// chunks is a reader that gives its bytes n at a time.
+type chunks struct {
+	b []byte
+	n int
+}
+
+func (c *chunks) Read(p []byte) (int, error) {
+	if len(c.b) == 0 {
+		return 0, io.EOF
+	}
+	k := copy(p[:min(len(p), c.n)], c.b)
+	c.b = c.b[k:]
+	return k, nil
+}
+
+// TestReadPayloadInputAnswersAsTheWholeInput: a put_file or append input
+// read by ReadPayloadInput, in pieces of any size, then called under
+// WithOversizedText, answers byte for byte what the whole input answers
+// parsed whole; and an oversized text is not kept.
+func TestReadPayloadInputAnswersAsTheWholeInput(t *testing.T) {
+	const maxBytes = 64
+	s := newServiceOn(t, mem.NewBucket(), workbench.Options{MaxBytes: maxBytes})
+	ctx := context.Background()
+	if out, ok := s.Call(ctx, "workbench_create", []byte(`{"id":"w"}`)); !ok {
+		t.Fatalf("create: %s", out)
+	}
+	big := strings.Repeat("z", 100) + "é€😀" + `\u00e9\ud83d\ude00\n` + strings.Repeat("y", 20)
+	small := "hello é"
+	put := func(members string) string {
+		return `{"id":"w","section":"outputs","path":"p.txt","replace":true,` + members + `}`
+	}
+	inputs := []string{
+		`{"id":"w","section":"outputs","path":"a.txt","text":"` + big + `"}`,
+		`{"text":"` + big + `","id":"w","section":"outputs","path":"a.txt","content_type":""}`,
+		put(`"text":"` + big + `"`),
+		put(`"text":"` + big + `","text":"` + small + `"`),
+		put(`"text":"` + small + `","text":"` + big + `"`),
+		put(`"text":"` + big + `","t\u0065xt":"` + small + `"`),
+		put(`"t\u0065xt":"` + big + `"`),
+		put(`"text":"` + big + `","text":5`),
+		put(`"text":"` + big + `","text":"` + big + `"`),
+		put(`"x":{"text":"` + big + `"},"text":"` + small + `"`),
+		put(`"text":"` + big + `\x"`),
+		put(`"text":"` + big + `\ud800"`),
+		put(`"text":"` + big + `\ud83d\u0041"`),
+		put(`"text":"` + big + "\x01" + `"`),
+		put(`"text":"` + big + "\xe0\x80\x80" + `"`),
+		put(`"text":"` + big + "\xed\xa0\x80" + `"`),
+		put(`"text":"` + big + "\xf4\x90\x80\x80" + `"`),
+		put(`"text":"` + big + "\xc3" + `"`),
+		put(`"text":"` + big),
+		put(`"text":"`+big+`"`) + " x",
+		`{"id":"w","section":"outputs","path":"a.txt","text":"` + big[:40] + `\x"}`,
+		`["text","` + big + `"]`,
+		`{"id":"w","section":"outputs","path":"e.txt","replace":true,"text":"` + small + `"}`,
+		`{"id":"w","section":"outputs","path":"b.txt","replace":true,"text":"` + strings.Repeat(`\u0001`, maxBytes) + `"}`,
+	}
+	for _, in := range inputs {
+		restore := core.SetOversizeShortcut(false)
+		whole, wholeOK := s.Call(ctx, "workbench_put_file", []byte(in))
+		restore()
+		for _, n := range []int{1, 2, 3, 5, 7, 13, 64, len(in)} {
+			reduced, oversize, err := workbench.ReadPayloadInput(&chunks{[]byte(in), n}, maxBytes, len(in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if oversize > 0 && strings.Contains(string(reduced), "zzzz") {
+				t.Errorf("%.60q in pieces of %d: the oversized text was kept", in, n)
+			}
+			got, gotOK := s.Call(workbench.WithOversizedText(ctx, oversize), "workbench_put_file", reduced)
+			if gotOK != wholeOK || (string(got) != string(whole) && !(gotOK && sameSuccess(got, whole))) {
+				t.Errorf("%q in pieces of %d: read %s, whole %s", in[len(in)-min(len(in), 60):], n, got, whole)
+			}
+		}
+	}
+}
+
+// sameSuccess compares two successful put answers but for the
+// generation, which each put of a replace:true input moves on.
+func sameSuccess(a, b []byte) bool {
+	strip := func(s []byte) string {
+		out := string(s)
+		if i := strings.Index(out, `"generation":`); i >= 0 {
+			j := strings.IndexByte(out[i:], ',')
+			out = out[:i] + out[i+j:]
+		}
+		return out
+	}
+	return strip(a) == strip(b)
 }

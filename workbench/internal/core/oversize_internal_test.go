@@ -1,6 +1,8 @@
 package core
 
 import (
+	"io"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -47,4 +49,84 @@ func FuzzEmptyOversizedText(f *testing.F) {
 			t.Fatalf("the input %q is refused (%v) but its reduced form %q parses", raw, err, reduced)
 		}
 	})
+}
+
+// FuzzReadPayloadInput: read in pieces of any size, the input comes back
+// as the whole input would parse, or with its last text member emptied
+// and that text's decoded size, past the limit; an input the parser
+// refuses comes back refused.
+func FuzzReadPayloadInput(f *testing.F) {
+	big := strings.Repeat("z", 20)
+	for _, s := range []string{
+		`{"id":"w","text":"` + big + `"}`,
+		`{"text":"` + big + `","text":"a"}`,
+		`{"text":"a","t\u0065xt":"` + big + `\u00e9\ud83d\ude00"}`,
+		`{"x":{"text":"` + big + `"},"text":"` + big + "é😀" + `"}`,
+		`{"text":"` + big + `\ud800"}`, `{"text":"` + big, `["text","` + big + `"]`,
+		`{"text":"` + big + "\xed\xa0\x80" + `"}`,
+	} {
+		f.Add([]byte(s), uint8(3))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, piece uint8) {
+		const maxBytes = 8
+		n := int(piece)%17 + 1
+		reduced, oversize, err := ReadPayloadInput(&pieces{raw, n}, maxBytes, len(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, want, werr := canonicalArguments(raw)
+		_, got, gerr := canonicalArguments(reduced)
+		if werr != nil {
+			if gerr == nil {
+				t.Fatalf("%q is refused (%v); read in pieces of %d it is %q, which parses", raw, werr, n, reduced)
+			}
+			return
+		}
+		if gerr != nil {
+			t.Fatalf("%q parses; read in pieces of %d it is %q, which does not: %v", raw, n, reduced, gerr)
+		}
+		if oversize > 0 {
+			obj, _ := want.(map[string]any)
+			text, ok := obj["text"].(string)
+			if !ok || int64(len(text)) != oversize || oversize <= maxBytes {
+				t.Fatalf("%q read with oversize %d; its text is %#v", raw, oversize, obj["text"])
+			}
+			obj["text"] = ""
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q read in pieces of %d (oversize %d) as %q: %#v, want %#v", raw, n, oversize, reduced, got, want)
+		}
+	})
+}
+
+// pieces reads its bytes n at a time.
+type pieces struct {
+	b []byte
+	n int
+}
+
+func (p *pieces) Read(b []byte) (int, error) {
+	if len(p.b) == 0 {
+		return 0, io.EOF
+	}
+	k := copy(b[:min(len(b), p.n)], p.b)
+	p.b = p.b[k:]
+	return k, nil
+}
+
+// BenchmarkReadPayloadInput reads a put_file input of 90 MiB whose text
+// passes the 16 MiB limit, as cairn serve reads such a body, and reports
+// what it keeps.
+func BenchmarkReadPayloadInput(b *testing.B) {
+	in := []byte(`{"id":"w","section":"outputs","path":"a.txt","text":"` + strings.Repeat("z", 90<<20) + `"}`)
+	b.SetBytes(int64(len(in)))
+	var kept int
+	for b.Loop() {
+		reduced, oversize, err := ReadPayloadInput(&pieces{in, 256 << 10}, DefaultMaxBytes, len(in))
+		if err != nil || oversize == 0 {
+			b.Fatal(err, oversize)
+		}
+		kept = len(reduced)
+	}
+	b.ReportMetric(float64(kept), "kept-B")
 }

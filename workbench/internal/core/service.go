@@ -331,7 +331,7 @@ func (s *Service) Dispatch(ctx context.Context, name string, input []byte) (any,
 			return nil, InputTooLarge(uint64(len(input)), uint64(limit), false)
 		}
 	}
-	if name == "workbench_put_file" || name == "workbench_append" {
+	if (name == "workbench_put_file" || name == "workbench_append") && oversizeOf(ctx) == 0 {
 		if reduced, size, ok := emptyOversizedText(input, s.Opts.MaxBytes); ok {
 			input, ctx = reduced, withOversize(ctx, size)
 		}

@@ -63,10 +63,16 @@ func (b *bodyBudget) lane(n int64) (*semaphore.Weighted, int64) {
 // that finds no room within Options.BodyWait is refused with ServerBusy,
 // retryable. release gives the bytes back; call it once the input is no
 // longer held.
-func (s *Server) readBody(ctx context.Context, w http.ResponseWriter, r *http.Request, tool string) (input []byte, release func(), werr *workbench.Error) {
+//
+// A put_file or append body longer than the payload limit, sent without
+// an Idempotency-Key, is read with workbench.ReadPayloadInput: a text
+// payload past the limit is dropped as it arrives, and oversize is its
+// decoded size, for the call's context (workbench.WithOversizedText).
+// (A keyed call is read whole: its key binds the whole input.)
+func (s *Server) readBody(ctx context.Context, w http.ResponseWriter, r *http.Request, tool string) (input []byte, oversize int64, release func(), werr *workbench.Error) {
 	limit := workbench.MaxInputBytes(tool, s.opts.Workbench.MaxBytes)
 	if r.ContentLength > limit {
-		return nil, nil, workbench.InputTooLarge(uint64(r.ContentLength), uint64(limit), false)
+		return nil, 0, nil, workbench.InputTooLarge(uint64(r.ContentLength), uint64(limit), false)
 	}
 	var held int64
 	lane, laneSize := s.bodies.lane(r.ContentLength)
@@ -103,7 +109,18 @@ func (s *Server) readBody(ctx context.Context, w http.ResponseWriter, r *http.Re
 	body := http.MaxBytesReader(w, r.Body, limit)
 	if r.ContentLength >= 0 {
 		if werr := charge(r.ContentLength); werr != nil {
-			return nil, release, werr
+			return nil, 0, release, werr
+		}
+		maxBytes := s.opts.Workbench.MaxBytes
+		if maxBytes <= 0 {
+			maxBytes = workbench.DefaultMaxBytes
+		}
+		if (tool == "workbench_put_file" || tool == "workbench_append") && r.ContentLength > maxBytes && r.Header.Get("Idempotency-Key") == "" {
+			input, oversize, err := workbench.ReadPayloadInput(io.LimitReader(body, r.ContentLength), maxBytes, int(r.ContentLength))
+			if werr := bodyError(err, limit); werr != nil {
+				return nil, 0, release, werr
+			}
+			return input, oversize, release, nil
 		}
 		// Exactly the declared length, read in place: a bytes.Buffer grown
 		// to it would grow again, to twice its size and a copy, for the
@@ -111,21 +128,21 @@ func (s *Server) readBody(ctx context.Context, w http.ResponseWriter, r *http.Re
 		input = make([]byte, r.ContentLength)
 		_, err := io.ReadFull(body, input)
 		if werr := bodyError(err, limit); werr != nil {
-			return nil, release, werr
+			return nil, 0, release, werr
 		}
-		return input, release, nil
+		return input, 0, release, nil
 	}
 	var buf bytes.Buffer
 	for {
 		if werr := charge(bodyChunk); werr != nil {
-			return nil, release, werr
+			return nil, 0, release, werr
 		}
 		n, err := io.CopyN(&buf, body, bodyChunk)
 		if errors.Is(err, io.EOF) || (err == nil && n < bodyChunk) {
-			return buf.Bytes(), release, nil
+			return buf.Bytes(), 0, release, nil
 		}
 		if werr := bodyError(err, limit); werr != nil {
-			return nil, release, werr
+			return nil, 0, release, werr
 		}
 	}
 }

@@ -522,3 +522,34 @@ func TestAnswersEndTheirLine(t *testing.T) {
 		}
 	}
 }
+
+// TestOversizedTextOverHTTP: a put whose text passes the payload limit
+// gets the answer the tool gives its whole input, whether the server
+// drops the text as it arrives (no Idempotency-Key) or reads it whole (a
+// keyed call); a put whose escaped text is longer than the limit but
+// decodes within it is written.
+func TestOversizedTextOverHTTP(t *testing.T) {
+	const maxBytes = 1 << 10
+	opts := serve.Options{}
+	opts.Workbench.MaxBytes = maxBytes
+	b := mem.NewBucket()
+	h := newServer(t, b, opts).Handler()
+	if r := post(t, h, "a", "workbench_create", `{"id":"w"}`); r.status != http.StatusOK {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	in := `{"id":"w","section":"outputs","path":"a.txt","text":"` + strings.Repeat("z", 3*maxBytes) + `"}`
+	want := `{"code":"PayloadTooLarge","details":{"actual_bytes":3072,"maximum_bytes":1024},"message":"payload is 3072 bytes, maximum is 1024","retryable":false,"status":"error"}`
+	for _, headers := range [][]string{nil, {"Idempotency-Key", "k-oversized"}} {
+		r := post(t, h, "a", "workbench_put_file", in, headers...)
+		if r.status != http.StatusRequestEntityTooLarge || strings.TrimSpace(string(r.body)) != want {
+			t.Errorf("headers %v: %d %s", headers, r.status, r.body)
+		}
+	}
+	escaped := `{"id":"w","section":"outputs","path":"b.txt","text":"` + strings.Repeat(`\u00e9`, maxBytes/2) + `"}`
+	if r := post(t, h, "a", "workbench_put_file", escaped); r.status != http.StatusOK || !strings.Contains(string(r.body), `"size_bytes":1024`) {
+		t.Errorf("an escaped text within the limit: %d %s", r.status, r.body)
+	}
+	if r := post(t, h, "a", "workbench_put_file", `{"id":"w","section":"outputs","path":"c.txt","text":"`+strings.Repeat("z", 3*maxBytes)+`\ud800"}`); r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "not valid JSON") {
+		t.Errorf("an oversized text that is not a valid string: %d %s", r.status, r.body)
+	}
+}

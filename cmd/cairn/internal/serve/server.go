@@ -415,7 +415,7 @@ func (s *Server) serveTool(w http.ResponseWriter, r *http.Request) {
 	rc.SetReadDeadline(deadline) // unsupported by test recorders only
 	rc.SetWriteDeadline(deadline.Add(s.opts.WriteTimeout))
 
-	input, release, werr := s.readBody(ctx, w, r, tool)
+	input, oversize, release, werr := s.readBody(ctx, w, r, tool)
 	if werr != nil {
 		writeError(w, werr)
 		return
@@ -427,7 +427,7 @@ func (s *Server) serveTool(w http.ResponseWriter, r *http.Request) {
 
 	key := r.Header.Get("Idempotency-Key")
 	if key == "" {
-		out, ok := a.svc.Call(ctx, tool, input)
+		out, ok := a.svc.Call(workbench.WithOversizedText(ctx, oversize), tool, input)
 		s.answer(ctx, w, tool, out, ok)
 		return
 	}
