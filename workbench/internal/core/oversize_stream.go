@@ -86,11 +86,10 @@ type payloadScan struct {
 	// Inside the text: an escape being read (escLen bytes of it, in
 	// escBuf), or a UTF-8 sequence (need more continuation bytes, the
 	// first within [lo, hi]).
-	escBuf       [12]byte
-	escLen       int
-	need         int
-	lo, hi       byte
-	contFollowed bool
+	escBuf [12]byte
+	escLen int
+	need   int
+	lo, hi byte
 }
 
 // feed takes the next bytes of the input.
