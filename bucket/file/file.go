@@ -60,6 +60,16 @@ type Bucket struct {
 
 	// syncDir makes a directory's entries durable. Tests replace it.
 	syncDir func(dir string) error
+
+	// fileSyncs and dirSyncs count the fsyncs of files and directories.
+	fileSyncs, dirSyncs atomic.Int64
+}
+
+// Syncs returns how many times the bucket has fsynced a file and a
+// directory since it was opened: the cost of durability that a put or a
+// commit pays on a local disk, which benchmarks report per operation.
+func (b *Bucket) Syncs() (files, dirs int64) {
+	return b.fileSyncs.Load(), b.dirSyncs.Load()
 }
 
 var (
@@ -93,7 +103,11 @@ func openDir(dir string, create bool) (*Bucket, error) {
 	if filepath.Dir(abs) == abs {
 		return nil, fmt.Errorf("file: open %s: the root of the file system cannot be a bucket", abs)
 	}
-	b := &Bucket{dir: abs, treeLock: filepath.Join(abs, locksDir, "tree"), syncDir: syncDir}
+	b := &Bucket{dir: abs, treeLock: filepath.Join(abs, locksDir, "tree")}
+	b.syncDir = func(dir string) error {
+		b.dirSyncs.Add(1)
+		return syncDir(dir)
+	}
 	if create {
 		if err := b.makeRoot(); err != nil {
 			return nil, fmt.Errorf("file: open %s: %w", abs, classify(err))
@@ -393,6 +407,7 @@ func (b *Bucket) writeTemp(hdr, body []byte) (string, time.Time, error) {
 		return "", time.Time{}, err
 	}
 	st, err := writeSync(f, hdr, body)
+	b.fileSyncs.Add(1)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -810,3 +810,27 @@ func TestReadingWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSyncsCounted: a put of a new object fsyncs its file once and at
+// least its directory; a read fsyncs nothing.
+func TestSyncsCounted(t *testing.T) {
+	b, err := file.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	f0, d0 := b.Syncs()
+	if _, err := b.Put(ctx, "a/b/c", []byte("x"), bucket.Condition{}); err != nil {
+		t.Fatal(err)
+	}
+	f1, d1 := b.Syncs()
+	if f1-f0 != 1 || d1-d0 < 1 {
+		t.Fatalf("a put fsynced %d files and %d directories", f1-f0, d1-d0)
+	}
+	if _, _, err := b.Get(ctx, "a/b/c"); err != nil {
+		t.Fatal(err)
+	}
+	if f2, d2 := b.Syncs(); f2 != f1 || d2 != d1 {
+		t.Fatalf("a read fsynced %d files and %d directories", f2-f1, d2-d1)
+	}
+}
