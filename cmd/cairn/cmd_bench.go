@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/cmd/cairn/internal/bench"
+	"github.com/cairnstore/cairn/head"
 )
 
 func init() {
@@ -41,7 +42,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	replicas := fs.Int("replicas", bench.DefaultReplicas, "replicas of throughput-8")
 	dirEntries := fs.Int("dir-entries", bench.DefaultDirEntries, "entries of the directory listed and grepped")
 	seedBatch := fs.Int("seed-batch", bench.DefaultSeedBatch, "commands per group commit while seeding")
-	cacheMiB := fs.Int64("cache-mib", 0, "decoded-object cache of every replica, in MiB (0: the engine's default, 256)")
+	cacheMiB := fs.Int64("cache-mib", 0, fmt.Sprintf("decoded-object cache of every replica, in MiB (0: the engine's default, %d)", head.DefaultCacheBytes>>20))
 	trace := fs.Bool("trace", false, "print every request of the measured scenarios to stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	seedConcurrency := fs.Int("seed-concurrency", bench.DefaultSeedConcurrency, "concurrent put_file calls while seeding")
