@@ -584,38 +584,90 @@ func (sn *Snapshot) Prefetch(ctx context.Context, fams []shards.Family, refs []S
 	}
 	slices.Sort(want)
 	want = slices.Compact(want)
+	// What is cached is taken here, without a goroutine; only the rest
+	// is loaded in parallel.
 	tables := make([]*roots.Table, len(want))
-	if err := sn.parallel(len(want), func(i int) (err error) {
+	var missing []int
+	for i, f := range want {
+		if fr, ok := sn.root.Family(f); ok && !sn.s.tables.Cached(fr.Table.Hash) {
+			missing = append(missing, i)
+			continue
+		}
+		t, err := sn.table(ctx, f)
+		if err != nil {
+			return err
+		}
+		tables[i] = t
+	}
+	if err := sn.parallel(len(missing), func(j int) (err error) {
+		i := missing[j]
 		tables[i], err = sn.table(ctx, want[i])
 		return err
 	}); err != nil {
 		return err
 	}
-	return sn.parallel(len(refs), func(i int) error {
-		t := tables[slices.Index(want, refs[i].Family)]
-		if t == nil {
-			return nil
+	var load []int
+	for i, r := range refs {
+		if !sn.cached(ctx, tables[slices.Index(want, r.Family)], r) {
+			load = append(load, i)
 		}
-		e, ok := t.Entry(refs[i].Index)
-		if !ok {
-			return nil
-		}
+	}
+	return sn.parallel(len(load), func(j int) error {
+		r := refs[load[j]]
+		e, _ := tables[slices.Index(want, r.Family)].Entry(r.Index)
 		if !e.Index {
-			_, err := sn.s.loadShard(ctx, refs[i].Family, e)
+			_, err := sn.s.loadShard(ctx, r.Family, e)
 			return err
 		}
-		if refs[i].Prefix == nil {
-			_, err := sn.s.loadIndex(ctx, refs[i].Family, e)
+		if r.Prefix == nil {
+			_, err := sn.s.loadIndex(ctx, r.Family, e)
 			return err
 		}
-		_, err := sn.s.entryScan(ctx, refs[i].Family, e, refs[i].Prefix, nil)
+		_, err := sn.s.entryScan(ctx, r.Family, e, r.Prefix, nil)
 		return err
 	})
+}
+
+// cached says whether Prefetch has nothing to load for r, whose family's
+// table is t: no table or no such shard, or its shard, index and pages in
+// the caches already.
+func (sn *Snapshot) cached(ctx context.Context, t *roots.Table, r ShardRef) bool {
+	if t == nil {
+		return true
+	}
+	e, ok := t.Entry(r.Index)
+	switch {
+	case !ok:
+		return true
+	case !e.Index:
+		return sn.s.objects.Cached(e.Ref.Hash)
+	case !sn.s.indexes.Cached(e.Ref.Hash):
+		return false
+	case r.Prefix == nil:
+		return true
+	}
+	x, err := sn.s.loadIndex(ctx, r.Family, e)
+	if err != nil {
+		return false
+	}
+	lo, hi := x.Range(r.Prefix, nil)
+	for i := lo; i < hi; i++ {
+		if !sn.s.objects.Cached(x.Page(i).Ref.Hash) {
+			return false
+		}
+	}
+	return true
 }
 
 // parallel runs fn(0..n-1) at most StageConcurrency at a time and joins
 // their errors.
 func (sn *Snapshot) parallel(n int, fn func(i int) error) error {
+	switch n {
+	case 0:
+		return nil
+	case 1:
+		return fn(0)
+	}
 	errs := make([]error, n)
 	sem := make(chan struct{}, sn.s.opts.StageConcurrency)
 	var wg sync.WaitGroup

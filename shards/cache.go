@@ -183,6 +183,15 @@ func (c *Cache[V]) Load(ctx context.Context, h digest.Hash, fetch func(context.C
 
 // peek looks h up without counting a hit or miss, for a load that raced
 // with an earlier one.
+// Cached says whether h is cached, without counting a hit or a miss or
+// marking it used: for a caller deciding whether a load would cost a
+// request.
+func (c *Cache[V]) Cached(h digest.Hash) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Contains(h)
+}
+
 func (c *Cache[V]) peek(h digest.Hash) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

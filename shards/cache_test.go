@@ -301,3 +301,22 @@ func TestCacheConcurrentUseStaysInBudget(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestCacheCached: Cached tells what is held without counting a hit or a
+// miss and without making the entry recently used.
+func TestCacheCached(t *testing.T) {
+	c := shards.NewCache(60, strSize)
+	a, b, d := fmt.Sprintf("%030d", 1), fmt.Sprintf("%030d", 2), fmt.Sprintf("%030d", 3)
+	c.Add(h(a), a)
+	c.Add(h(b), b)
+	if !c.Cached(h(a)) || !c.Cached(h(b)) || c.Cached(h(d)) {
+		t.Fatal("Cached does not tell what is held")
+	}
+	if st := c.Stats(); st.Hits != 0 || st.Misses != 0 {
+		t.Fatalf("Cached counted: %+v", st)
+	}
+	c.Add(h(d), d) // a, the least recently used despite Cached, goes
+	if c.Cached(h(a)) || !c.Cached(h(b)) || !c.Cached(h(d)) {
+		t.Fatal("Cached marked an entry used")
+	}
+}
