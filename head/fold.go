@@ -409,7 +409,7 @@ func (s *Store) mergeSmall(ctx context.Context, x *shards.Index, parts []part, b
 // and shard, size and record count.
 func (s *Store) loadIndex(ctx context.Context, f shards.Family, e roots.Entry) (*shards.Index, error) {
 	idx, ref := e.Shard, e.Ref
-	x, err := shards.LoadIndex(ctx, s.indexes, s.fams, ref.Hash, f, idx, s.entryFetch(e, s.layout.Index(f, idx, ref.Hash)))
+	x, err := shards.LoadIndex(ctx, s.indexes, s.fams, ref.Hash, f, idx, s.entryFetch(e, func() string { return s.layout.Index(f, idx, ref.Hash) }))
 	if err != nil {
 		return nil, fmt.Errorf("head: load index %s/%02x: %w", f, idx, err)
 	}
@@ -424,7 +424,7 @@ func (s *Store) loadIndex(ctx context.Context, f shards.Family, e roots.Entry) (
 // there: family, shard, size, record count and key range.
 func (s *Store) loadPage(ctx context.Context, x *shards.Index, i int) (*shards.Object, error) {
 	f, idx, h := x.Family(), x.Shard(), x.Page(i).Ref.Hash
-	o, err := shards.LoadObject(ctx, s.objects, s.fams, h, f, idx, s.fetch(s.layout.Shard(f, idx, h)))
+	o, err := shards.LoadObject(ctx, s.objects, s.fams, h, f, idx, s.fetch(func() string { return s.layout.Shard(f, idx, h) }))
 	if err != nil {
 		return nil, fmt.Errorf("head: load page %d of %s/%02x: %w", i, f, idx, err)
 	}

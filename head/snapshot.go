@@ -227,16 +227,18 @@ func (s *Store) At(ctx context.Context, root digest.Hash) (*Snapshot, error) {
 	return &Snapshot{s: s, rootHash: root, root: r}, nil
 }
 
-func (s *Store) fetch(key string) func(context.Context) ([]byte, error) {
+// fetch returns a Get of the object key names. The key is made only when
+// the object is fetched: a load the caches answer never formats it.
+func (s *Store) fetch(key func() string) func(context.Context) ([]byte, error) {
 	return func(ctx context.Context) ([]byte, error) {
-		b, _, err := s.b.Get(ctx, key)
+		b, _, err := s.b.Get(ctx, key())
 		return b, err
 	}
 }
 
 // entryFetch returns the bytes of the object table entry e names: the
 // entry's inline bytes, or a Get of key.
-func (s *Store) entryFetch(e roots.Entry, key string) func(context.Context) ([]byte, error) {
+func (s *Store) entryFetch(e roots.Entry, key func() string) func(context.Context) ([]byte, error) {
 	if e.Inline != "" {
 		return func(context.Context) ([]byte, error) { return []byte(e.Inline), nil }
 	}
@@ -244,7 +246,7 @@ func (s *Store) entryFetch(e roots.Entry, key string) func(context.Context) ([]b
 }
 
 func (s *Store) loadRoot(ctx context.Context, h digest.Hash) (*roots.Root, error) {
-	r, err := roots.LoadRoot(ctx, s.roots, s.fams, h, s.fetch(s.layout.Root(h)))
+	r, err := roots.LoadRoot(ctx, s.roots, s.fams, h, s.fetch(func() string { return s.layout.Root(h) }))
 	if err != nil {
 		return nil, fmt.Errorf("head: load root %s: %w", h, err)
 	}
@@ -258,7 +260,7 @@ func (sn *Snapshot) table(ctx context.Context, f shards.Family) (*roots.Table, e
 		return nil, nil
 	}
 	h := fr.Table.Hash
-	t, err := roots.LoadTable(ctx, sn.s.tables, sn.s.fams, h, sn.s.fetch(sn.s.layout.Table(h)))
+	t, err := roots.LoadTable(ctx, sn.s.tables, sn.s.fams, h, sn.s.fetch(func() string { return sn.s.layout.Table(h) }))
 	if err != nil {
 		return nil, fmt.Errorf("head: load table %s of %s: %w", h, f, err)
 	}
@@ -273,7 +275,7 @@ func (sn *Snapshot) table(ctx context.Context, f shards.Family) (*roots.Table, e
 // entry: family, shard, size and record count.
 func (s *Store) loadShard(ctx context.Context, f shards.Family, e roots.Entry) (*shards.Object, error) {
 	idx, ref := e.Shard, e.Ref
-	o, err := shards.LoadObject(ctx, s.objects, s.fams, ref.Hash, f, idx, s.entryFetch(e, s.layout.Shard(f, idx, ref.Hash)))
+	o, err := shards.LoadObject(ctx, s.objects, s.fams, ref.Hash, f, idx, s.entryFetch(e, func() string { return s.layout.Shard(f, idx, ref.Hash) }))
 	if err != nil {
 		return nil, fmt.Errorf("head: load shard %s/%02x: %w", f, idx, err)
 	}
@@ -286,7 +288,7 @@ func (s *Store) loadShard(ctx context.Context, f shards.Family, e roots.Entry) (
 
 func (s *Store) loadDelta(ctx context.Context, dr roots.DeltaRef) (*shards.Delta, error) {
 	h := dr.Ref.Hash
-	d, err := shards.LoadDelta(ctx, s.deltas, s.fams, h, s.fetch(s.layout.Delta(h)))
+	d, err := shards.LoadDelta(ctx, s.deltas, s.fams, h, s.fetch(func() string { return s.layout.Delta(h) }))
 	if err != nil {
 		return nil, fmt.Errorf("head: load delta %s: %w", h, err)
 	}
