@@ -16,6 +16,7 @@ import (
 	"github.com/cairnstore/cairn/workbench/internal/history"
 	"github.com/cairnstore/cairn/workbench/internal/maintenance"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/payload"
 	"github.com/cairnstore/cairn/workbench/internal/publish"
 	"github.com/cairnstore/cairn/workbench/internal/query"
 	"github.com/cairnstore/cairn/workbench/internal/reads"
@@ -428,7 +429,7 @@ func HoldUntilAnswered(ctx context.Context) (context.Context, func()) {
 
 // ReadPayloadInput reads the raw JSON input of put_file or append from r, dropping the bytes of a top-level text member once they decode past maxBytes; call the tool on the input returned, under WithOversizedText(ctx, oversize), and its answer is the whole input's.
 func ReadPayloadInput(r io.Reader, maxBytes int64, sizeHint int) (input []byte, oversize int64, err error) {
-	return core.ReadPayloadInput(r, maxBytes, sizeHint)
+	return payload.Read(r, maxBytes, sizeHint)
 }
 
 // WithOversizedText returns ctx for calling a tool on an input from ReadPayloadInput whose text of size bytes was dropped.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/workbench"
-	"github.com/cairnstore/cairn/workbench/internal/core"
+	"github.com/cairnstore/cairn/workbench/internal/payload"
 )
 
 // TestOversizedTextAnswersAsTheWholeParse: a put_file or append whose
@@ -58,10 +58,10 @@ func TestOversizedTextAnswersAsTheWholeParse(t *testing.T) {
 		{"at the limit", "workbench_put_file", `{"id":"w","section":"nowhere","path":"b.txt","text":"` + big[:maxBytes] + `","content_type":"text/plain"}`, false},
 	}
 	for _, c := range cases {
-		before := core.OversizeShortcutsTaken()
+		before := payload.ShortcutsTaken()
 		fast, fastOK := s.Call(ctx, c.tool, []byte(c.in))
-		took := core.OversizeShortcutsTaken() != before
-		restore := core.SetOversizeShortcut(false)
+		took := payload.ShortcutsTaken() != before
+		restore := payload.SetShortcut(false)
 		whole, wholeOK := s.Call(ctx, c.tool, []byte(c.in))
 		restore()
 		if string(fast) != string(whole) || fastOK != wholeOK {
@@ -94,7 +94,7 @@ func TestOversizedTextIsNotCopied(t *testing.T) {
 		return m.TotalAlloc
 	}
 	for _, shortcut := range []bool{true, false} {
-		restore := core.SetOversizeShortcut(shortcut)
+		restore := payload.SetShortcut(shortcut)
 		before := allocated()
 		out, _ := s.Call(ctx, "workbench_put_file", in)
 		used := allocated() - before
@@ -170,7 +170,7 @@ func TestReadPayloadInputAnswersAsTheWholeInput(t *testing.T) {
 		`{"id":"w","section":"outputs","path":"b.txt","replace":true,"text":"` + strings.Repeat(`\u0001`, maxBytes) + `"}`,
 	}
 	for _, in := range inputs {
-		restore := core.SetOversizeShortcut(false)
+		restore := payload.SetShortcut(false)
 		whole, wholeOK := s.Call(ctx, "workbench_put_file", []byte(in))
 		restore()
 		for _, n := range []int{1, 2, 3, 5, 7, 13, 64, len(in)} {

@@ -16,6 +16,7 @@ import (
 	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/payload"
 )
 
 // Limits and defaults of a Service.
@@ -331,8 +332,8 @@ func (s *Service) Dispatch(ctx context.Context, name string, input []byte) (any,
 			return nil, InputTooLarge(uint64(len(input)), uint64(limit), false)
 		}
 	}
-	if (name == "workbench_put_file" || name == "workbench_append") && oversizeOf(ctx) == 0 {
-		if reduced, size, ok := emptyOversizedText(input, s.Opts.MaxBytes); ok {
+	if (name == "workbench_put_file" || name == "workbench_append") && !lookedAt(ctx) {
+		if reduced, size, ok := payload.EmptyOversizedText(input, s.Opts.MaxBytes); ok {
 			input, ctx = reduced, withOversize(ctx, size)
 		}
 	}

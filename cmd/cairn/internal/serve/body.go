@@ -72,7 +72,7 @@ func (b *bodyBudget) lane(n int64) (*semaphore.Weighted, int64) {
 func (s *Server) readBody(ctx context.Context, w http.ResponseWriter, r *http.Request, tool string) (input []byte, oversize int64, release func(), werr *workbench.Error) {
 	limit := workbench.MaxInputBytes(tool, s.opts.Workbench.MaxBytes)
 	if r.ContentLength > limit {
-		return nil, 0, nil, workbench.InputTooLarge(uint64(r.ContentLength), uint64(limit), false)
+		return nil, -1, nil, workbench.InputTooLarge(uint64(r.ContentLength), uint64(limit), false)
 	}
 	var held int64
 	lane, laneSize := s.bodies.lane(r.ContentLength)
@@ -109,7 +109,7 @@ func (s *Server) readBody(ctx context.Context, w http.ResponseWriter, r *http.Re
 	body := http.MaxBytesReader(w, r.Body, limit)
 	if r.ContentLength >= 0 {
 		if werr := charge(r.ContentLength); werr != nil {
-			return nil, 0, release, werr
+			return nil, -1, release, werr
 		}
 		maxBytes := s.opts.Workbench.MaxBytes
 		if maxBytes <= 0 {
@@ -118,7 +118,7 @@ func (s *Server) readBody(ctx context.Context, w http.ResponseWriter, r *http.Re
 		if (tool == "workbench_put_file" || tool == "workbench_append") && r.ContentLength > maxBytes && r.Header.Get("Idempotency-Key") == "" {
 			input, oversize, err := workbench.ReadPayloadInput(io.LimitReader(body, r.ContentLength), maxBytes, int(r.ContentLength))
 			if werr := bodyError(err, limit); werr != nil {
-				return nil, 0, release, werr
+				return nil, -1, release, werr
 			}
 			return input, oversize, release, nil
 		}
@@ -128,21 +128,21 @@ func (s *Server) readBody(ctx context.Context, w http.ResponseWriter, r *http.Re
 		input = make([]byte, r.ContentLength)
 		_, err := io.ReadFull(body, input)
 		if werr := bodyError(err, limit); werr != nil {
-			return nil, 0, release, werr
+			return nil, -1, release, werr
 		}
-		return input, 0, release, nil
+		return input, -1, release, nil
 	}
 	var buf bytes.Buffer
 	for {
 		if werr := charge(bodyChunk); werr != nil {
-			return nil, 0, release, werr
+			return nil, -1, release, werr
 		}
 		n, err := io.CopyN(&buf, body, bodyChunk)
 		if errors.Is(err, io.EOF) || (err == nil && n < bodyChunk) {
-			return buf.Bytes(), 0, release, nil
+			return buf.Bytes(), -1, release, nil
 		}
 		if werr := bodyError(err, limit); werr != nil {
-			return nil, 0, release, werr
+			return nil, -1, release, werr
 		}
 	}
 }

@@ -427,7 +427,11 @@ func (s *Server) serveTool(w http.ResponseWriter, r *http.Request) {
 
 	key := r.Header.Get("Idempotency-Key")
 	if key == "" {
-		out, ok := a.svc.Call(workbench.WithOversizedText(ctx, oversize), tool, input)
+		cctx := ctx
+		if oversize >= 0 { // read by workbench.ReadPayloadInput
+			cctx = workbench.WithOversizedText(ctx, oversize)
+		}
+		out, ok := a.svc.Call(cctx, tool, input)
 		s.answer(ctx, w, tool, out, ok)
 		return
 	}

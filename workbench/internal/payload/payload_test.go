@@ -1,10 +1,12 @@
-package core
+package payload
 
 import (
 	"io"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/cairnstore/cairn/manifests"
 )
 
 // FuzzEmptyOversizedText: the look at a raw input never panics, and when
@@ -23,21 +25,21 @@ func FuzzEmptyOversizedText(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		const maxBytes = 16
-		reduced, size, ok := emptyOversizedText(raw, maxBytes)
+		reduced, size, ok := EmptyOversizedText(raw, maxBytes)
 		if !ok {
 			return
 		}
 		if size <= maxBytes {
 			t.Fatalf("settled %q with size %d, within the limit", raw, size)
 		}
-		_, v, err := canonicalArguments(raw)
+		_, v, err := manifests.CanonicalizeJSONValue(raw)
 		if err == nil {
 			obj, isObj := v.(map[string]any)
 			text, isText := obj["text"].(string)
 			if !isObj || !isText || int64(len(text)) != size {
 				t.Fatalf("settled %q with size %d; the parser reads %#v", raw, size, v)
 			}
-			_, rv, rerr := canonicalArguments(reduced)
+			_, rv, rerr := manifests.CanonicalizeJSONValue(reduced)
 			if rerr != nil {
 				t.Fatalf("the input parses but its reduced form %q does not: %v", reduced, rerr)
 			}
@@ -45,17 +47,17 @@ func FuzzEmptyOversizedText(f *testing.F) {
 			if rv.(map[string]any)["text"] != "" || len(rv.(map[string]any)) != len(obj) {
 				t.Fatalf("reduced %q reads %#v, want %#v", reduced, rv, obj)
 			}
-		} else if _, _, rerr := canonicalArguments(reduced); rerr == nil {
+		} else if _, _, rerr := manifests.CanonicalizeJSONValue(reduced); rerr == nil {
 			t.Fatalf("the input %q is refused (%v) but its reduced form %q parses", raw, err, reduced)
 		}
 	})
 }
 
-// FuzzReadPayloadInput: read in pieces of any size, the input comes back
+// FuzzRead: read in pieces of any size, the input comes back
 // as the whole input would parse, or with its last text member emptied
 // and that text's decoded size, past the limit; an input the parser
 // refuses comes back refused.
-func FuzzReadPayloadInput(f *testing.F) {
+func FuzzRead(f *testing.F) {
 	big := strings.Repeat("z", 20)
 	for _, s := range []string{
 		`{"id":"w","text":"` + big + `"}`,
@@ -70,12 +72,12 @@ func FuzzReadPayloadInput(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte, piece uint8) {
 		const maxBytes = 8
 		n := int(piece)%17 + 1
-		reduced, oversize, err := ReadPayloadInput(&pieces{raw, n}, maxBytes, len(raw))
+		reduced, oversize, err := Read(&pieces{raw, n}, maxBytes, len(raw))
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, want, werr := canonicalArguments(raw)
-		_, got, gerr := canonicalArguments(reduced)
+		_, want, werr := manifests.CanonicalizeJSONValue(raw)
+		_, got, gerr := manifests.CanonicalizeJSONValue(reduced)
 		if werr != nil {
 			if gerr == nil {
 				t.Fatalf("%q is refused (%v); read in pieces of %d it is %q, which parses", raw, werr, n, reduced)
@@ -114,15 +116,15 @@ func (p *pieces) Read(b []byte) (int, error) {
 	return k, nil
 }
 
-// BenchmarkReadPayloadInput reads a put_file input of 90 MiB whose text
+// BenchmarkRead reads a put_file input of 90 MiB whose text
 // passes the 16 MiB limit, as cairn serve reads such a body, and reports
 // what it keeps.
-func BenchmarkReadPayloadInput(b *testing.B) {
+func BenchmarkRead(b *testing.B) {
 	in := []byte(`{"id":"w","section":"outputs","path":"a.txt","text":"` + strings.Repeat("z", 90<<20) + `"}`)
 	b.SetBytes(int64(len(in)))
 	var kept int
 	for b.Loop() {
-		reduced, oversize, err := ReadPayloadInput(&pieces{in, 256 << 10}, DefaultMaxBytes, len(in))
+		reduced, oversize, err := Read(&pieces{in, 256 << 10}, 16<<20, len(in))
 		if err != nil || oversize == 0 {
 			b.Fatal(err, oversize)
 		}

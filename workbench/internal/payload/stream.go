@@ -1,24 +1,23 @@
-package core
+package payload
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 )
 
-// ReadPayloadInput reads the raw JSON input of put_file or append from r
+// Read reads the raw JSON input of put_file or append from r
 // without holding a text payload that is too large: the bytes of the
 // input's top-level text member are kept only until they decode past
 // maxBytes, and from then on they are checked and counted as they arrive,
 // and dropped. What is returned is the input with that text emptied and
 // its decoded size (0 when nothing was dropped). Run the tool on input
-// under WithOversizedText(ctx, oversize): its answer is the one the whole
-// input would have had (oversize.go). An input that is not valid JSON
+// under the workbench's WithOversizedText(ctx, oversize): its answer is
+// the one the whole input would have had (oversize.go). An input that is not valid JSON
 // comes back not valid, so that the tool refuses it as it would have.
 //
 // sizeHint is the input's declared length, or less; errors are r's.
-func ReadPayloadInput(r io.Reader, maxBytes int64, sizeHint int) (input []byte, oversize int64, err error) {
+func Read(r io.Reader, maxBytes int64, sizeHint int) (input []byte, oversize int64, err error) {
 	s := &payloadScan{maxBytes: maxBytes, out: make([]byte, 0, min(sizeHint, int(maxBytes)+64<<10))}
 	buf := make([]byte, 256<<10)
 	for {
@@ -42,15 +41,6 @@ func ReadPayloadInput(r io.Reader, maxBytes int64, sizeHint int) (input []byte, 
 	// Nothing dropped, or the dropped text was replaced by a later text
 	// member, which is as if it had been "".
 	return s.out, 0, nil
-}
-
-// WithOversizedText returns ctx for calling a tool on an input from
-// ReadPayloadInput whose text of size bytes was dropped.
-func WithOversizedText(ctx context.Context, size int64) context.Context {
-	if size <= 0 {
-		return ctx
-	}
-	return withOversize(ctx, size)
 }
 
 // The states of a payloadScan's text member.
@@ -251,11 +241,12 @@ func (s *payloadScan) count(raw []byte, n int64) {
 	if s.textDropped {
 		return
 	}
-	s.out = append(s.out, raw...)
 	if s.decoded > s.maxBytes {
 		s.textDropped, s.dropped, s.overridden = true, true, false
 		s.out = s.out[:s.textStart]
+		return
 	}
+	s.out = append(s.out, raw...)
 }
 
 // utf8Lead starts a multi-byte UTF-8 sequence at lead byte c, with the
