@@ -75,6 +75,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	commitInterval := fs.Duration("commit-interval", 0, "least time between two head writes of one agent's group commits: the store's write rate for one object (GCS: 1s; default 0, unpaced)")
 	writeTimeout := fs.Duration("write-timeout", serve.DefaultWriteTimeout, "time past a request's deadline its answer may take to be written; a client that does not read is cut off then")
 	bodyBudgetMiB := fs.Int("body-budget-mib", serve.DefaultBodyBudget>>20, "request bodies held in memory at once, across all requests, in MiB; past it a request waits 2s, then gets 503 ServerBusy")
+	bodyRateMiB := fs.Int("body-rate-mib", int(serve.DefaultBodyRate()>>20), "how fast request bodies over 256 KiB are read, across all requests, in MiB a second, so that large uploads leave CPU for small calls; the default is 32 for each core (GOMAXPROCS) (0: unpaced)")
 	answerBudgetMiB := fs.Int("answer-budget-mib", serve.DefaultAnswerBudget>>20, "large answers (64 KiB or more) being written at once, in MiB; past it a read waits 2s, then gets 503 ServerBusy")
 	readBudgetMiB := fs.Int("read-budget-mib", workbench.DefaultReadBudget>>20, "memory whole-body reads hold at once, across all agents, in MiB (a read holds about 3× its body); past it reads wait")
 	memLimitMiB := fs.Int("memory-limit-mib", defaultMemoryLimitMiB, "soft limit of the Go heap, in MiB: the collector works harder near it (GOMEMLIMIT, when set, wins; 0: none)")
@@ -113,7 +114,10 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	if *maxConns < 1 || *bodyBudgetMiB < 1 || *answerBudgetMiB < 1 || *readBudgetMiB < 1 {
 		return usageErr("--max-conns, --body-budget-mib, --answer-budget-mib and --read-budget-mib must be at least 1")
 	}
-	for name, v := range map[string]int{"cache-mib": *cacheMiB, "body-budget-mib": *bodyBudgetMiB, "answer-budget-mib": *answerBudgetMiB, "read-budget-mib": *readBudgetMiB, "memory-limit-mib": *memLimitMiB} {
+	if *bodyRateMiB < 0 {
+		return usageErr("--body-rate-mib must not be negative (0: unpaced)")
+	}
+	for name, v := range map[string]int{"cache-mib": *cacheMiB, "body-budget-mib": *bodyBudgetMiB, "body-rate-mib": *bodyRateMiB, "answer-budget-mib": *answerBudgetMiB, "read-budget-mib": *readBudgetMiB, "memory-limit-mib": *memLimitMiB} {
 		if v > maxMiB { // its bytes would not fit an int64
 			return usageErr("--%s %d is more than %d (1 PiB)", name, v, maxMiB)
 		}
@@ -146,9 +150,14 @@ func runServe(ctx context.Context, e *env, args []string) int {
 		Log:            log,
 		WriteTimeout:   *writeTimeout,
 		BodyBudget:     int64(*bodyBudgetMiB) << 20,
+		BodyRate:       int64(*bodyRateMiB) << 20,
+		MCPBodyLimit:   mcpserve.BodyLimit(0),
 		AnswerBudget:   int64(*answerBudgetMiB) << 20,
 		AuthFailBurst:  *authFailBurst,
 		Version:        shortVersion(),
+	}
+	if opts.BodyRate == 0 {
+		opts.BodyRate = -1 // --body-rate-mib 0: unpaced
 	}
 	if *authFailBurst == 0 {
 		return usageErr("--auth-fail-burst must not be 0 (negative: no limit)")

@@ -33,6 +33,11 @@ import (
 //
 //	go test ./cmd/cairn -run '^$' -bench HostileClients -benchtime 1x -v
 //
+// CAIRN_HOSTILE=idle,noread,bodies picks the hostile clients (default:
+// all), CAIRN_HOSTILE_ENV adds to the server's environment, and
+// CAIRN_HOSTILE_TRACE=1 prints a timeline: the server's RSS, each call of
+// the well-behaved client slower than 8 ms, each body's answer.
+//
 // It is a benchmark, not a test: it asserts nothing about time.
 func BenchmarkHostileClients(b *testing.B) {
 	bin := cairnBinary(b)
@@ -142,6 +147,9 @@ func hostileRun(b *testing.B, bin string) {
 			}
 			n, _ := bodyStatus.LoadOrStore(status, new(atomic.Int64))
 			n.(*atomic.Int64).Add(1)
+			if os.Getenv("CAIRN_HOSTILE_TRACE") != "" {
+				fmt.Println(time.Now().Format("15:04:05.000"), "body answered", status)
+			}
 		})
 	}
 	time.Sleep(500 * time.Millisecond) // let them arrive
@@ -215,7 +223,11 @@ func wellBehaved(call func(tool, body string) (int, error), name string) phase {
 			if err != nil {
 				st, err = call(c.tool, c.body)
 			}
-			*c.into = append(*c.into, time.Since(start))
+			took := time.Since(start)
+			*c.into = append(*c.into, took)
+			if os.Getenv("CAIRN_HOSTILE_TRACE") != "" && took > 8*time.Millisecond {
+				fmt.Println(start.Format("15:04:05.000000"), "slow", name, c.tool, took)
+			}
 			if err != nil || st != 200 {
 				ph.failed++
 			}

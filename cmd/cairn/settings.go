@@ -35,7 +35,7 @@ import (
 // (TestEverySettingHasItsKey keeps the list true) and serve's agents.
 var configKeys = []string{
 	"addr", "after", "agent", "agents", "all", "all_agents", "answer_budget_mib", "auth_fail_burst", "bodies",
-	"body_budget_mib", "bucket", "cache_mib", "commit_interval", "concurrency",
+	"body_budget_mib", "body_rate_mib", "bucket", "cache_mib", "commit_interval", "concurrency",
 	"config", "conn_idle_timeout", "cpuprofile", "cursor", "dir", "dir_entries",
 	"dry_run", "duration", "extrapolate", "files", "follow", "gc_percent", "grace",
 	"idempotency_key", "idempotency_retention", "idle_timeout", "input",

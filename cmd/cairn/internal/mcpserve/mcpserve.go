@@ -34,6 +34,13 @@ type Options struct {
 // JSON-RPC envelope, the method, the tool name, _meta.
 const FramingBytes = 64 << 10
 
+// BodyLimit is the largest request body a handler reads, for a Service
+// of the given body limit (Options.MaxBytes): the largest tool input
+// such a Service parses, plus FramingBytes.
+func BodyLimit(maxBytes int64) int64 {
+	return workbench.MaxInputBytes("workbench_edit", maxBytes) + FramingBytes
+}
+
 // serverName is the serverInfo name initialize reports.
 const serverName = "cairn"
 
@@ -45,7 +52,7 @@ func Handler(call CallFunc) http.Handler {
 // NewHandler is Handler with Options. It is cheap: every handler shares
 // one MCP server, and the request carries its CallFunc in its context.
 func NewHandler(call CallFunc, opts Options) http.Handler {
-	limit := workbench.MaxInputBytes("workbench_edit", opts.MaxBytes) + FramingBytes
+	limit := BodyLimit(opts.MaxBytes)
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sharedServer() }, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,

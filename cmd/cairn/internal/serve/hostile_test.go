@@ -28,7 +28,8 @@ import (
 // another is refused with 503 ServerBusy, retryable, after BodyWait; once
 // the first is done, the second goes through.
 func TestBodyBudget(t *testing.T) {
-	s := newServer(t, mem.NewBucket(), serve.Options{BodyBudget: 1 << 20, BodyWait: 50 * time.Millisecond})
+	mount := func(call serve.CallFunc) http.Handler { return mcpserve.Handler(mcpserve.CallFunc(call)) }
+	s := newServer(t, mem.NewBucket(), serve.Options{BodyBudget: 1 << 20, BodyWait: 50 * time.Millisecond, MCP: mount})
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	url := srv.URL + "/v1/agents/a/tools/workbench_put_file"
@@ -80,6 +81,27 @@ func TestBodyBudget(t *testing.T) {
 	}
 	if st, out, _ := busy("workbench_stat", `{"id":"w"}`); st == http.StatusServiceUnavailable { // 404: there is no workbench w
 		t.Fatalf("a small body while the large ones' share is held: %d %s", st, out)
+	}
+	// An MCP body is charged to the same budget: a large one is refused,
+	// a small one goes through.
+	mcp := func(args string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/agents/a/mcp",
+			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"workbench_put_file","arguments":`+args+`}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(out)
+	}
+	if st, out := mcp(large); st != http.StatusServiceUnavailable || !strings.Contains(out, `"ServerBusy"`) {
+		t.Fatalf("a large MCP body while the budget is held: %d %.200s", st, out)
+	}
+	if st, out := mcp(`{"id":"w","section":"outputs","path":"m.txt","text":"m"}`); st != http.StatusOK {
+		t.Fatalf("a small MCP body while the large ones' share is held: %d %.200s", st, out)
 	}
 	pw.Write([]byte(body[1000:]))
 	pw.Close()

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"path"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,8 +35,17 @@ const (
 	DefaultWriteTimeout   = 30 * time.Second
 	DefaultBodyBudget     = 128 << 20
 	DefaultBodyWait       = 2 * time.Second
-	DefaultAnswerBudget   = 64 << 20
+	// DefaultBodyRatePerCore is Options.BodyRate's default for each
+	// core the process may use (GOMAXPROCS): reading a body costs CPU by
+	// the byte, about a core-second a GiB on loopback, so the rate that
+	// leaves the cores to small calls grows with them.
+	DefaultBodyRatePerCore = 32 << 20
+	DefaultAnswerBudget    = 64 << 20
 )
+
+// DefaultBodyRate is Options.BodyRate's default: DefaultBodyRatePerCore
+// for each core the process may use.
+func DefaultBodyRate() int64 { return DefaultBodyRatePerCore * int64(runtime.GOMAXPROCS(0)) }
 
 // CallFunc runs one Workbench tool on its JSON input for one agent and
 // returns the JSON result and whether it is a success, as
@@ -84,6 +94,15 @@ type Options struct {
 	// BodyWait is how long a body waits for room in BodyBudget. Default
 	// DefaultBodyWait.
 	BodyWait time.Duration
+	// BodyRate bounds how fast request bodies larger than 256 KiB (or of
+	// undeclared length) are read, in bytes a second, across every
+	// request; small bodies are never paced. Default DefaultBodyRate();
+	// negative: unpaced.
+	BodyRate int64
+	// MCPBodyLimit is the largest MCP request body read. Default: the
+	// largest tool input (an edit's, workbench.MaxInputBytes) plus 64 KiB
+	// of framing, as mcpserve.BodyLimit.
+	MCPBodyLimit int64
 	// AnswerBudget bounds the bytes of large answers (64 KiB or more)
 	// being written at once, across every request, so that clients that
 	// do not read their answers cannot pin memory beyond it. A read-only
@@ -120,6 +139,8 @@ type Server struct {
 	authFails authLimiter
 	// bodies holds the bytes of request bodies in memory (BodyBudget).
 	bodies *bodyBudget
+	// pace paces the reading of bodies that are not small (BodyRate).
+	pace *pacer
 	// answers holds the bytes of large answers being written
 	// (AnswerBudget); answering counts them, for the metrics.
 	answers   *semaphore.Weighted
@@ -155,6 +176,12 @@ func New(b bucket.Bucket, opts Options) *Server {
 	if opts.BodyWait <= 0 {
 		opts.BodyWait = DefaultBodyWait
 	}
+	if opts.BodyRate == 0 {
+		opts.BodyRate = DefaultBodyRate()
+	}
+	if opts.MCPBodyLimit <= 0 {
+		opts.MCPBodyLimit = workbench.MaxInputBytes("workbench_edit", opts.Workbench.MaxBytes) + 64<<10
+	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
@@ -180,6 +207,7 @@ func New(b bucket.Bucket, opts Options) *Server {
 	cb := counting.New(b)
 	s := &Server{
 		bodies:    newBodyBudget(opts.BodyBudget),
+		pace:      &pacer{rate: float64(opts.BodyRate)},
 		answers:   semaphore.NewWeighted(opts.AnswerBudget),
 		authFails: authLimiter{burst: float64(max(opts.AuthFailBurst, 0))},
 		opts:      opts,
@@ -515,12 +543,37 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
+	// As for a tool call: the deadline covers reading the body, which is
+	// charged to the body budget and paced like a tool call's.
+	deadline := time.Now().Add(s.opts.RequestTimeout)
+	ctx, cancel := context.WithDeadline(r.Context(), deadline)
 	defer cancel()
 	ctx, answered := workbench.HoldUntilAnswered(ctx)
 	defer answered()
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(deadline)
+	rc.SetWriteDeadline(deadline.Add(s.opts.WriteTimeout))
+	if r.Method == http.MethodPost {
+		input, releaseBody, werr := s.readWhole(ctx, w, r, s.opts.MCPBodyLimit)
+		if werr != nil {
+			writeError(w, werr)
+			return
+		}
+		defer releaseBody()
+		r.Body, r.ContentLength = heldBody{bytes.NewReader(input), input}, int64(len(input))
+	}
 	a.mcp.ServeHTTP(w, r.WithContext(ctx))
 }
+
+// A heldBody is a request body already read, by the server: Bytes gives
+// it to a handler without a copy (mcpserve reads it so).
+type heldBody struct {
+	*bytes.Reader
+	b []byte
+}
+
+func (h heldBody) Bytes() []byte { return h.b }
+func (heldBody) Close() error    { return nil }
 
 func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
