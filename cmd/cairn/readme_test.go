@@ -88,6 +88,7 @@ func TestReadmeQuickstart(t *testing.T) {
 		cmd.Dir = dir
 		cmd.Env = processEnv()
 		out, err := cmd.Output()
+		t.Logf("$ %s\n%s", c, firstLines(string(out), 3)) // the run as printed, under -v
 		if err != nil {
 			t.Fatalf("%s: %v: %s", c, err, out)
 		}
@@ -185,6 +186,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 		cmd := exec.Command(bash, "-c", strings.ReplaceAll(line, "go run ./cmd/cairn", bin))
 		cmd.Dir, cmd.Env = dir, env
 		out, err := cmd.CombinedOutput()
+		t.Logf("$ %s\n%s", line, firstLines(string(out), 3)) // the run as printed, under -v
 		if ee, ok := err.(*exec.ExitError); ok {
 			return string(out), ee.ExitCode()
 		}
@@ -316,4 +318,13 @@ func freeAddr(t *testing.T, addr string) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// firstLines is s's first n lines, with a count of the lines left out.
+func firstLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) <= n {
+		return strings.Join(lines, "\n")
+	}
+	return strings.Join(lines[:n], "\n") + fmt.Sprintf("\n… %d more lines", len(lines)-n)
 }
