@@ -1,16 +1,19 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/cairnstore/cairn/cmd/cairn/internal/mcpserve"
@@ -111,16 +114,14 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	if *maxConns < 1 || *bodyBudgetMiB < 1 || *answerBudgetMiB < 1 || *readBudgetMiB < 1 {
-		return usageErr("--max-conns, --body-budget-mib, --answer-budget-mib and --read-budget-mib must be at least 1")
+	if err := cmp.Or(
+		checkMiB(1, map[string]int{"body-budget-mib": *bodyBudgetMiB, "answer-budget-mib": *answerBudgetMiB, "read-budget-mib": *readBudgetMiB}),
+		checkMiB(0, map[string]int{"cache-mib": *cacheMiB, "body-rate-mib": *bodyRateMiB, "memory-limit-mib": *memLimitMiB}),
+	); err != nil {
+		return usageErr("%v", err)
 	}
-	if *bodyRateMiB < 0 {
-		return usageErr("--body-rate-mib must not be negative (0: unpaced)")
-	}
-	for name, v := range map[string]int{"cache-mib": *cacheMiB, "body-budget-mib": *bodyBudgetMiB, "body-rate-mib": *bodyRateMiB, "answer-budget-mib": *answerBudgetMiB, "read-budget-mib": *readBudgetMiB, "memory-limit-mib": *memLimitMiB} {
-		if v > maxMiB { // its bytes would not fit an int64
-			return usageErr("--%s %d is more than %d (1 PiB)", name, v, maxMiB)
-		}
+	if *maxConns < 1 {
+		return usageErr("--max-conns must be at least 1")
 	}
 	tuneHeap(*memLimitMiB, *gcPercent)
 	warnBudgets(log, *memLimitMiB, *cacheMiB+bodies.DefaultCacheBytes>>20+*bodyBudgetMiB+*answerBudgetMiB+*readBudgetMiB)
@@ -161,9 +162,6 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	}
 	if *authFailBurst == 0 {
 		return usageErr("--auth-fail-burst must not be 0 (negative: no limit)")
-	}
-	if *cacheMiB < 0 {
-		return usageErr("--cache-mib must not be negative")
 	}
 	opts.Workbench.Engine.CacheBytes = int64(*cacheMiB) << 20
 	opts.Workbench.ReadBudget = workbench.NewReadBudget(int64(*readBudgetMiB) << 20)
@@ -223,6 +221,20 @@ func listenAddr(addr string) string {
 		return ":" + os.Getenv("PORT")
 	}
 	return defaultServeAddr
+}
+
+// checkMiB refuses a size in MiB below least, or too large for its bytes
+// to fit an int64. Sizes are named by their flags.
+func checkMiB(least int, sizes map[string]int) error {
+	for _, name := range slices.Sorted(maps.Keys(sizes)) {
+		switch v := sizes[name]; {
+		case v < least:
+			return fmt.Errorf("--%s must be at least %d", name, least)
+		case v > maxMiB:
+			return fmt.Errorf("--%s %d is more than %d (1 PiB)", name, v, maxMiB)
+		}
+	}
+	return nil
 }
 
 // tuneHeap sets the heap's soft limit (0: none) and the collector's
