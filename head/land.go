@@ -54,7 +54,11 @@ func (s *Store) newLanding(sn *Snapshot, c *candidate, nonce roots.Nonce) *landi
 func (l *landing) stage(ctx context.Context, floor time.Time) error {
 	s, c := l.s, l.c
 	l.staged = time.Now()
-	g, gctx := errgroup.WithContext(ctx)
+	// The staged objects become durable together, before the head write
+	// that makes them reachable (bucket.SyncGroup): on a local disk, one
+	// sync for all of them instead of one or two each.
+	durable := bucket.NewSyncGroup()
+	g, gctx := errgroup.WithContext(bucket.WithSyncGroup(ctx, durable))
 	g.SetLimit(maxStageWrites)
 	sem := semaphore.NewWeighted(s.opts.StageBytes)
 	var mu sync.Mutex
@@ -83,6 +87,11 @@ func (l *landing) stage(ctx context.Context, floor time.Time) error {
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if err := durable.Sync(ctx); err != nil {
+		// Nothing is known of the objects' durability: a retry stages
+		// them again, on a fresh pin.
+		return fmt.Errorf("%w: sync the staged objects: %w", bucket.ErrUnavailable, err)
 	}
 	if !oldest.IsZero() && oldest.Before(floor) {
 		return fmt.Errorf("%w: %w: the store stamped %s at %s, before the attempt's floor %s: its clock went back",

@@ -61,16 +61,27 @@ type Bucket struct {
 	// syncDir makes a directory's entries durable. Tests replace it.
 	syncDir func(dir string) error
 
-	// fileSyncs and dirSyncs count the fsyncs of files and directories.
-	fileSyncs, dirSyncs atomic.Int64
+	// syncFS makes durable everything written to the file system that
+	// holds a directory, or is nil where the system has no call that does
+	// so and reports failures (syncfs_*.go). Tests replace it.
+	syncFS func(dir string) error
+
+	// fileSyncs, dirSyncs and fsSyncs count the fsyncs of files and of
+	// directories, and the syncs of the whole file system.
+	fileSyncs, dirSyncs, fsSyncs atomic.Int64
 }
 
 // Syncs returns how many times the bucket has fsynced a file and a
 // directory since it was opened: the cost of durability that a put or a
 // commit pays on a local disk, which benchmarks report per operation.
+// FileSystemSyncs counts the syncs of the whole file system.
 func (b *Bucket) Syncs() (files, dirs int64) {
 	return b.fileSyncs.Load(), b.dirSyncs.Load()
 }
+
+// FileSystemSyncs returns how many times the bucket has made its whole
+// file system durable at once (syncfs(2)), for the puts of a SyncGroup.
+func (b *Bucket) FileSystemSyncs() int64 { return b.fsSyncs.Load() }
 
 var (
 	_ bucket.Bucket      = (*Bucket)(nil)
@@ -103,7 +114,7 @@ func openDir(dir string, create bool) (*Bucket, error) {
 	if filepath.Dir(abs) == abs {
 		return nil, fmt.Errorf("file: open %s: the root of the file system cannot be a bucket", abs)
 	}
-	b := &Bucket{dir: abs, treeLock: filepath.Join(abs, locksDir, "tree")}
+	b := &Bucket{dir: abs, treeLock: filepath.Join(abs, locksDir, "tree"), syncFS: fileSystemSync()}
 	b.syncDir = func(dir string) error {
 		b.dirSyncs.Add(1)
 		return syncDir(dir)
@@ -224,8 +235,11 @@ func (b *Bucket) RemoveTemps(ctx context.Context, olderThan time.Duration, dryRu
 }
 
 // syncDir fsyncs a directory.
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
+func syncDir(dir string) error { return syncFile(dir) }
+
+// syncFile fsyncs the file or directory at path.
+func syncFile(path string) error {
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
@@ -396,9 +410,10 @@ func (b *Bucket) check(op, key string, l location, cond bucket.Condition) error 
 	return nil
 }
 
-// writeTemp writes header and body to a new temporary file in the root and
-// syncs it. It returns the file's path and modification time.
-func (b *Bucket) writeTemp(hdr, body []byte) (string, time.Time, error) {
+// writeTemp writes header and body to a new temporary file in the root,
+// and syncs it unless told not to. It returns the file's path and
+// modification time.
+func (b *Bucket) writeTemp(hdr, body []byte, sync bool) (string, time.Time, error) {
 	var r [8]byte
 	rand.Read(r[:])
 	path := filepath.Join(b.dir, tmpPrefix+hex.EncodeToString(r[:]))
@@ -406,8 +421,10 @@ func (b *Bucket) writeTemp(hdr, body []byte) (string, time.Time, error) {
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	st, err := writeSync(f, hdr, body)
-	b.fileSyncs.Add(1)
+	st, err := writeFile(f, hdr, body, sync)
+	if sync {
+		b.fileSyncs.Add(1)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -418,27 +435,34 @@ func (b *Bucket) writeTemp(hdr, body []byte) (string, time.Time, error) {
 	return path, st.ModTime(), nil
 }
 
-func writeSync(f *os.File, hdr, body []byte) (fs.FileInfo, error) {
+func writeFile(f *os.File, hdr, body []byte, sync bool) (fs.FileInfo, error) {
 	if _, err := f.Write(hdr); err != nil {
 		return nil, err
 	}
 	if _, err := f.Write(body); err != nil {
 		return nil, err
 	}
-	if err := f.Sync(); err != nil {
-		return nil, err
+	if sync {
+		if err := f.Sync(); err != nil {
+			return nil, err
+		}
 	}
 	return f.Stat()
 }
 
-// Put implements bucket.Bucket.
+// Put implements bucket.Bucket. Under a bucket.SyncGroup, the object is
+// written and renamed into place unsynced, and the group records the
+// sync: one syncfs(2) of the bucket's file system for every put of the
+// group where Linux offers one that reports failures, else an fsync of
+// each file and of each directory a file was placed in.
 func (b *Bucket) Put(ctx context.Context, key string, body []byte, cond bucket.Condition) (bucket.Attrs, error) {
 	l, err := b.begin(ctx, "put", key)
 	if err != nil {
 		return bucket.Attrs{}, err
 	}
+	group := bucket.SyncGroupOf(ctx)
 	h, hdr := encode(newToken(), body)
-	tmp, mod, err := b.writeTemp(hdr, body)
+	tmp, mod, err := b.writeTemp(hdr, body, group == nil)
 	if err != nil {
 		return bucket.Attrs{}, opErr("put", key, err)
 	}
@@ -466,10 +490,33 @@ func (b *Bucket) Put(ctx context.Context, key string, body []byte, cond bucket.C
 		return bucket.Attrs{}, opErr("put", key, err)
 	}
 	placed = true
-	if err := b.syncDir(l.parent(b.dir)); err != nil {
+	if group != nil {
+		b.deferSync(group, l)
+	} else if err := b.syncDir(l.parent(b.dir)); err != nil {
 		return bucket.Attrs{}, opErr("put", key, fmt.Errorf("%w: written but not synced: %w", bucket.ErrAmbiguous, err))
 	}
 	return bucket.Attrs{Key: key, Size: h.size, Version: h.version(), ModTime: mod, Checksum: h.checksum()}, nil
+}
+
+// deferSync records in g what makes the object placed at l durable: one
+// sync of the whole file system for all the group's puts where the
+// bucket has one, else an fsync of the file and one of its directory.
+func (b *Bucket) deferSync(g *bucket.SyncGroup, l location) {
+	if b.syncFS != nil {
+		g.Defer("file system "+b.dir, func(context.Context) error {
+			b.fsSyncs.Add(1)
+			return b.syncFS(b.dir)
+		})
+		return
+	}
+	path, parent := l.path, l.parent(b.dir)
+	g.Defer("file "+path, func(context.Context) error {
+		b.fileSyncs.Add(1)
+		return syncFile(path)
+	})
+	g.Defer("directory "+parent, func(context.Context) error {
+		return b.syncDir(parent)
+	})
 }
 
 // place renames the temporary file tmp to l.path, creating l's directories

@@ -261,3 +261,70 @@ func FuzzDecodeHeader(f *testing.F) {
 		}
 	})
 }
+
+// TestPutsUnderASyncGroup: under a bucket.SyncGroup, a put is readable at
+// once but not synced; the group's Sync makes every put of it durable
+// with one sync of the file system, or, where the bucket has none, with
+// an fsync of each file and of each directory. A put outside a group is
+// synced as before.
+func TestPutsUnderASyncGroup(t *testing.T) {
+	ctx := context.Background()
+	for _, withFS := range []bool{true, false} {
+		b, err := New(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fsSyncs int
+		b.syncFS = nil
+		if withFS {
+			b.syncFS = func(dir string) error {
+				if dir != b.dir {
+					t.Errorf("synced the file system of %s, want the bucket's %s", dir, b.dir)
+				}
+				fsSyncs++
+				return nil
+			}
+		}
+		// The directories exist first, as in a running store.
+		for _, k := range []string{"x/k0", "y/k0"} {
+			if _, err := b.Put(ctx, k, []byte("v"), bucket.Unconditional); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f0, d0 := b.Syncs()
+		g := bucket.NewSyncGroup()
+		gctx := bucket.WithSyncGroup(ctx, g)
+		keys := []string{"x/k1", "x/k2", "x/k3", "y/k1"}
+		for _, k := range keys {
+			if _, err := b.Put(gctx, k, []byte("body of "+k), bucket.Unconditional); err != nil {
+				t.Fatal(err)
+			}
+			if got, _, err := b.Get(ctx, k); err != nil || string(got) != "body of "+k {
+				t.Fatalf("get %s before Sync: %q, %v", k, got, err)
+			}
+		}
+		if f, d := b.Syncs(); f != f0 || d != d0 || fsSyncs != 0 {
+			t.Fatalf("withFS %v: puts under a group synced %d files, %d directories, %d file systems before Sync", withFS, f-f0, d-d0, fsSyncs)
+		}
+		if err := g.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		f, d := b.Syncs()
+		if withFS && (fsSyncs != 1 || f != f0 || d != d0) {
+			t.Errorf("with syncfs: Sync made %d file-system syncs, %d file and %d directory fsyncs; want 1, 0, 0", fsSyncs, f-f0, d-d0)
+		}
+		if !withFS && (f-f0 != int64(len(keys)) || d-d0 != 2) {
+			t.Errorf("without syncfs: Sync fsynced %d files and %d directories; want %d and 2", f-f0, d-d0, len(keys))
+		}
+		if withFS && b.FileSystemSyncs() != 1 {
+			t.Errorf("FileSystemSyncs %d, want 1", b.FileSystemSyncs())
+		}
+		// Outside a group, a put syncs its file and directory itself.
+		if _, err := b.Put(ctx, "x/k4", []byte("v"), bucket.Unconditional); err != nil {
+			t.Fatal(err)
+		}
+		if f2, d2 := b.Syncs(); f2 != f+1 || d2 != d+1 {
+			t.Errorf("a put outside the group synced %d files and %d directories, want 1 and 1", f2-f, d2-d)
+		}
+	}
+}

@@ -1,0 +1,18 @@
+package file
+
+import "testing"
+
+// TestKernelAtLeast reads kernel release strings.
+func TestKernelAtLeast(t *testing.T) {
+	for _, c := range []struct {
+		release string
+		want    bool
+	}{
+		{"6.18.44-fc-v1272", true}, {"5.8.0", true}, {"5.8-rc1", true}, {"5.10.0-generic", true},
+		{"5.7.19", false}, {"4.19.0", false}, {"", false}, {"x.y", false}, {"6", false},
+	} {
+		if got := kernelAtLeast(c.release, 5, 8); got != c.want {
+			t.Errorf("kernelAtLeast(%q, 5, 8) = %v, want %v", c.release, got, c.want)
+		}
+	}
+}
