@@ -486,7 +486,18 @@ func (b *Bucket) Put(ctx context.Context, key string, body []byte, cond bucket.C
 	if err := b.check("put", key, l, cond); err != nil {
 		return bucket.Attrs{}, err
 	}
-	if err := b.place(tmp, l); err != nil {
+	err = b.place(tmp, l, group != nil)
+	if errors.Is(err, errPresent) {
+		// An object is there: another writer's, durable or about to be.
+		// An unsynced file never replaces one, or that writer's head
+		// could refer to bytes a crash tears.
+		err = syncFile(tmp)
+		b.fileSyncs.Add(1)
+		if err == nil {
+			err = b.place(tmp, l, false)
+		}
+	}
+	if err != nil {
 		return bucket.Attrs{}, opErr("put", key, err)
 	}
 	placed = true
@@ -523,16 +534,21 @@ func (b *Bucket) deferSync(g *bucket.SyncGroup, l location) {
 // if needed. Renames into existing directories hold the directory lock
 // shared; creating directories holds it exclusively and syncs every new
 // directory into its parent before anyone else can see it, so that a
-// directory a writer finds is always durable.
-func (b *Bucket) place(tmp string, l location) error {
+// directory a writer finds is always durable. With noReplace, tmp takes
+// l.path only if nothing is there, else place returns errPresent.
+func (b *Bucket) place(tmp string, l location, noReplace bool) error {
+	move := os.Rename
+	if noReplace {
+		move = moveIfAbsent
+	}
 	if len(l.dirs) == 0 {
-		return os.Rename(tmp, l.path)
+		return move(tmp, l.path)
 	}
 	unlock, err := b.lock(b.treeLock, false)
 	if err != nil {
 		return err
 	}
-	err = os.Rename(tmp, l.path)
+	err = move(tmp, l.path)
 	unlock()
 	if err == nil || !notExist(err) {
 		return err
@@ -546,10 +562,28 @@ func (b *Bucket) place(tmp string, l location) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, l.path); err != nil {
+	if err := move(tmp, l.path); err != nil {
 		removeDirs(created)
 		return err
 	}
+	return nil
+}
+
+// errPresent is place's answer, with noReplace, when an object is at the
+// path already.
+var errPresent = errors.New("an object is already there")
+
+// moveIfAbsent moves the file at tmp to path if nothing is at path,
+// atomically (a hard link fails if the name exists), else returns
+// errPresent.
+func moveIfAbsent(tmp, path string) error {
+	if err := os.Link(tmp, path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return errPresent
+		}
+		return err
+	}
+	os.Remove(tmp) // once linked, a temporary name left over is only cairn gc's to remove
 	return nil
 }
 
