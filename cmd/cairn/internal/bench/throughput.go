@@ -131,7 +131,7 @@ func (r *sizeRun) offer(ctx context.Context, name string, reps []*replica, start
 // throughputTally is what the outcomes of an open-loop run add up to.
 type throughputTally struct {
 	offered, acked, failed, unfinished int
-	rate, steady                       float64 // acknowledged per second: over the span, and in the steady middle
+	rate                               float64 // acknowledged per second over the run: first send to last acknowledgement
 	p50, p99                           time.Duration
 	share                              []int // acknowledged per replica
 	codes                              map[string]int
@@ -162,20 +162,6 @@ func tallyOutcomes(outs []outcome, cfg Config, replicas int) throughputTally {
 		t.rate = float64(t.acked) / last.Seconds()
 	}
 	t.p50, t.p99 = percentile(lat, 0.50), percentile(lat, 0.99)
-	// The steady rate counts the acknowledgements of the middle half of
-	// the offered window, shifted by the median latency: in a steady
-	// state it is the rate the shard sustains, free of the ramp at the
-	// start and the drain at the end that the span's rate includes.
-	if cfg.Duration > 0 {
-		from, to := cfg.Duration/4+t.p50, 3*cfg.Duration/4+t.p50
-		n := 0
-		for i, o := range outs {
-			if at := sentAt(i) + o.latency; o.ok && at >= from && at < to {
-				n++
-			}
-		}
-		t.steady = float64(n) / (to - from).Seconds()
-	}
 	return t
 }
 
@@ -184,13 +170,12 @@ func (t throughputTally) record(row *Row, cfg Config) {
 	row.metric("offered", float64(t.offered))
 	row.metric("acked", float64(t.acked))
 	row.metric("acked_per_s", t.rate)
-	row.metric("steady_per_s", t.steady)
 	row.metric("p50_s", t.p50.Seconds())
 	row.metric("p99_s", t.p99.Seconds())
 	row.metric("failed", float64(t.failed))
 	row.metric("unfinished", float64(t.unfinished))
-	row.note("offered %g/s for %s: %d/%d acked, %.1f/s, steady %.1f/s; p50 %s p99 %s; %d failed, %d unfinished after %s drain",
-		cfg.Rate, cfg.Duration, t.acked, t.offered, t.rate, t.steady, dur(t.p50), dur(t.p99), t.failed, t.unfinished, cfg.Drain)
+	row.note("offered %g/s for %s: %d/%d acked, %.1f/s over the run; p50 %s p99 %s; %d failed, %d unfinished after %s drain",
+		cfg.Rate, cfg.Duration, t.acked, t.offered, t.rate, dur(t.p50), dur(t.p99), t.failed, t.unfinished, cfg.Drain)
 }
 
 // recordErrors notes the error codes met and, with several replicas,
