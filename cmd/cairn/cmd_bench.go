@@ -41,6 +41,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	duration := fs.Duration("duration", bench.DefaultDuration, "how long the throughput scenarios offer calls")
 	replicas := fs.Int("replicas", bench.DefaultReplicas, "replicas of throughput-8")
 	dirEntries := fs.Int("dir-entries", bench.DefaultDirEntries, "entries of the directory listed and grepped")
+	putSamples := fs.Int("put-samples", bench.DefaultPutSamples, "puts of new files put-new-warm makes, one at a time; its row is their mean, folds included")
 	seedBatch := fs.Int("seed-batch", bench.DefaultSeedBatch, "commands per group commit while seeding")
 	cacheMiB := fs.Int64("cache-mib", 0, fmt.Sprintf("decoded-object cache of every replica, in MiB (0: the engine's default, %d)", head.DefaultCacheBytes>>20))
 	trace := fs.Bool("trace", false, "print every request of the measured scenarios to stderr")
@@ -81,6 +82,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 		Replicas:        *replicas,
 		DirEntries:      *dirEntries,
 		SeedBatch:       *seedBatch,
+		PutSamples:      *putSamples,
 		CacheBytes:      *cacheMiB << 20,
 		Trace:           e.traceTo(*trace),
 		SeedConcurrency: *seedConcurrency,

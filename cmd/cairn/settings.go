@@ -40,7 +40,7 @@ var configKeys = []string{
 	"dry_run", "duration", "extrapolate", "files", "follow", "gc_percent", "grace",
 	"idempotency_key", "idempotency_retention", "idle_timeout", "input",
 	"interval", "json", "keep_going", "limit", "log_format", "log_level",
-	"max_conns", "max_findings", "memory_limit_mib", "name", "note", "parallel", "pin", "prefix",
+	"max_conns", "max_findings", "memory_limit_mib", "name", "note", "parallel", "pin", "prefix", "put_samples",
 	"quiet", "rate", "read_budget_mib", "replace", "replicas", "request_timeout", "revisions",
 	"root", "rtt", "scenarios", "section", "seed_batch", "seed_concurrency",
 	"server", "shutdown_timeout", "to", "token", "trace", "workbench",

@@ -72,6 +72,11 @@ type Config struct {
 	// fewer commits write less, but a batch's cost grows faster than its
 	// size; at 10,000 files 1,024 seeded faster than 256 or 4,096.
 	SeedBatch int
+	// PutSamples is the number of puts of new files that put-new-warm
+	// makes, one at a time, each in a directory of its own: its row is
+	// their mean, folds included, which one put alone would miss or
+	// carry whole. Default 20.
+	PutSamples int
 	// CacheBytes is head.Options.CacheBytes of every replica; 0 is the
 	// engine's default.
 	CacheBytes int64
@@ -95,6 +100,7 @@ const (
 	DefaultReplicas        = 8
 	DefaultSeedConcurrency = 1024
 	DefaultSeedBatch       = 1024
+	DefaultPutSamples      = 20
 )
 
 func (c *Config) fill() {
@@ -125,6 +131,9 @@ func (c *Config) fill() {
 	if c.SeedBatch <= 0 {
 		c.SeedBatch = DefaultSeedBatch
 	}
+	if c.PutSamples <= 0 {
+		c.PutSamples = DefaultPutSamples
+	}
 	if c.Seeder == nil {
 		c.Seeder = PutFileSeeder{Concurrency: c.SeedConcurrency, Progress: c.Progress}
 	}
@@ -143,6 +152,9 @@ func (c Config) Validate() error {
 		if !slices.Contains(Scenarios(), s) {
 			return fmt.Errorf("bench: unknown scenario %q (known: %s)", s, strings.Join(Scenarios(), ", "))
 		}
+	}
+	if c.PutSamples < 0 {
+		return fmt.Errorf("bench: put samples %d: must not be negative", c.PutSamples)
 	}
 	if c.RTT < 0 || c.WriteRate < 0 {
 		return fmt.Errorf("bench: rtt and write rate must not be negative")

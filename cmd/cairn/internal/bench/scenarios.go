@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -115,17 +116,43 @@ func (r *sizeRun) measure(ctx context.Context, name string, rep *replica, f func
 }
 
 func (r *sizeRun) putNew(ctx context.Context) ([]Row, error) {
-	if err := pace(ctx, r.cfg); err != nil {
-		return nil, err
+	n := r.cfg.PutSamples
+	var total Row
+	var took []time.Duration
+	var largest int64
+	for i := range n {
+		if err := pace(ctx, r.cfg); err != nil {
+			return nil, err
+		}
+		path := fmt.Sprintf("new/d%d/put-new.txt", i)
+		row, _, err := r.measure(ctx, PutNewWarm, r.warm, func() (map[string]any, error) {
+			_, err := r.warm.svc.PutFile(ctx, workbench.PutFileInput{ID: WorkbenchID, Section: section, Path: path, Text: &putBody})
+			return nil, putError(err)
+		})
+		if err != nil {
+			return nil, err
+		}
+		total.Requests += row.Requests
+		total.Rounds += row.Rounds
+		total.BytesRead += row.BytesRead
+		total.BytesWritten += row.BytesWritten
+		total.Wall += row.Wall
+		total.CPU += row.CPU
+		total.HeadBytes = row.HeadBytes
+		took = append(took, row.Wall)
+		largest = max(largest, row.BytesWritten)
 	}
-	row, _, err := r.measure(ctx, PutNewWarm, r.warm, func() (map[string]any, error) {
-		_, err := r.warm.svc.PutFile(ctx, workbench.PutFileInput{ID: WorkbenchID, Section: section, Path: "new/put-new.txt", Text: &putBody})
-		return nil, putError(err)
-	})
-	if err != nil {
-		return nil, err
-	}
-	row.note("%s besides the 2 KiB body", size(row.BytesWritten-int64(len(putBody))))
+	mean := func(v int64) int64 { return (v + int64(n)/2) / int64(n) }
+	row := Row{Scenario: PutNewWarm, Requests: mean(total.Requests), Rounds: mean(total.Rounds),
+		BytesRead: mean(total.BytesRead), BytesWritten: mean(total.BytesWritten),
+		Wall: total.Wall / time.Duration(n), CPU: total.CPU / time.Duration(n), HeadBytes: total.HeadBytes}
+	slices.Sort(took)
+	row.metric("puts", float64(n))
+	row.metric("p50_s", percentile(took, 0.50).Seconds())
+	row.metric("max_s", took[n-1].Seconds())
+	row.metric("largest_put_bytes", float64(largest))
+	row.note("mean of %d puts of new files, one at a time, folds included: %d requests, %s written in all; p50 %s, slowest %s; the largest put wrote %s",
+		n, total.Requests, size(total.BytesWritten), dur(percentile(took, 0.50)), dur(took[n-1]), size(largest))
 	objs, _, _ := r.warm.svc.CacheStats()
 	row.note("cache %s of %s in %d objects, %d evicted", size(objs.Bytes), size(objs.Budget), objs.Entries, objs.Evictions)
 	return []Row{row}, nil
