@@ -43,6 +43,10 @@ func TestRunTiny(t *testing.T) {
 			t.Errorf("%s: measured row marked extrapolated", name)
 		}
 	}
+	// put-new-warm is the mean of its puts, each counted.
+	if r, _ := tab.Row(bench.PutNewWarm, 20); r.Metrics["puts"] != bench.DefaultPutSamples || r.Metrics["largest_put_bytes"] < float64(r.BytesWritten) {
+		t.Errorf("put-new-warm: %v puts, largest %v bytes, mean %d; want %d puts and the largest at least the mean", r.Metrics["puts"], r.Metrics["largest_put_bytes"], r.BytesWritten, bench.DefaultPutSamples)
+	}
 	for _, name := range []string{bench.PutNewWarm, bench.PutReplaceWarm, bench.Throughput1, bench.Throughput8} {
 		if r, _ := tab.Row(name, 20); r.BytesWritten <= 2048 {
 			t.Errorf("%s wrote %d bytes, less than its body", name, r.BytesWritten)
