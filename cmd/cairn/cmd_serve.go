@@ -14,6 +14,7 @@ import (
 	"os"
 	"runtime/debug"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/cairnstore/cairn/cmd/cairn/internal/mcpserve"
@@ -30,6 +31,9 @@ func init() {
 const (
 	defaultServeAddr       = "127.0.0.1:7070"
 	defaultShutdownTimeout = 30 * time.Second
+	// defaultGCInterval is how often serve sweeps its bucket: the default
+	// grace, so that garbage waits at most about two graces.
+	defaultGCInterval = time.Hour
 )
 
 func init() { mcpserve.ServerVersion = shortVersion() }
@@ -75,6 +79,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	idleTimeout := fs.Duration("idle-timeout", 0, "close an agent's engine after this long without a request (default 5m)")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 0, "time given to requests in flight on shutdown (default 30s)")
 	cacheMiB := fs.Int("cache-mib", defaultServeCacheMiB, "decoded-object cache of the engines, shared by every agent served, in MiB")
+	gcInterval := fs.Duration("gc-interval", defaultGCInterval, "sweep the bucket's garbage this often, on the one replica that holds the bucket's sweep lease (0: never; at least 1s)")
 	commitInterval := fs.Duration("commit-interval", 0, "least time between two head writes of one agent's group commits: the store's write rate for one object (GCS: 1s; default 0, unpaced)")
 	writeTimeout := fs.Duration("write-timeout", serve.DefaultWriteTimeout, "time past a request's deadline its answer may take to be written; a client that does not read is cut off then")
 	bodyBudgetMiB := fs.Int("body-budget-mib", serve.DefaultBodyBudget>>20, "request bodies held in memory at once, across all requests, in MiB; past it a request waits 2s, then gets 503 ServerBusy")
@@ -125,10 +130,8 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	}
 	tuneHeap(*memLimitMiB, *gcPercent)
 	warnBudgets(log, *memLimitMiB, *cacheMiB+bodies.DefaultCacheBytes>>20+*bodyBudgetMiB+*answerBudgetMiB+*readBudgetMiB)
-	for name, d := range map[string]time.Duration{"request-timeout": *requestTimeout, "idle-timeout": *idleTimeout, "shutdown-timeout": *shutdownTimeout, "write-timeout": *writeTimeout, "conn-idle-timeout": *connIdle} {
-		if d < 0 {
-			return usageErr("--%s is negative", name)
-		}
+	if err := checkDurations(map[string]time.Duration{"request-timeout": *requestTimeout, "idle-timeout": *idleTimeout, "shutdown-timeout": *shutdownTimeout, "write-timeout": *writeTimeout, "conn-idle-timeout": *connIdle, "commit-interval": *commitInterval, "gc-interval": *gcInterval}); err != nil {
+		return usageErr("%v", err)
 	}
 
 	cfg, tokens, err := serveConfig(*configPath)
@@ -165,9 +168,6 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	}
 	opts.Workbench.Engine.CacheBytes = int64(*cacheMiB) << 20
 	opts.Workbench.ReadBudget = workbench.NewReadBudget(int64(*readBudgetMiB) << 20)
-	if *commitInterval < 0 {
-		return usageErr("--commit-interval must not be negative")
-	}
 	opts.Workbench.Engine.MinCommitInterval = *commitInterval
 	grace := pickDuration(*shutdownTimeout, time.Duration(cfg.ShutdownTimeout), defaultShutdownTimeout)
 
@@ -182,7 +182,22 @@ func runServe(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "cairn serve: listen: %v\n", err)
 		return exitFailed
 	}
-	return serveOn(ctx, ln, serve.New(b, opts), opts.Log, url, grace, conns{max: *maxConns, idle: *connIdle})
+	return serveOn(ctx, ln, serve.New(b, opts), opts.Log, url, grace, conns{max: *maxConns, idle: *connIdle}, sweepEvery(b, log, *gcInterval))
+}
+
+// checkDurations refuses a negative duration flag, and a --gc-interval
+// short enough to sweep without pause. Durations are named by their
+// flags.
+func checkDurations(durations map[string]time.Duration) error {
+	for _, name := range slices.Sorted(maps.Keys(durations)) {
+		if d := durations[name]; d < 0 {
+			return fmt.Errorf("--%s is negative", name)
+		}
+	}
+	if d := durations["gc-interval"]; d > 0 && (d < minSweepInterval || d > maxSweepInterval) {
+		return fmt.Errorf("--gc-interval %v: from %v to %v (0: never)", d, minSweepInterval, maxSweepInterval)
+	}
+	return nil
 }
 
 // serveConfig reads serve's config file (path, else CAIRN_CONFIG; none
@@ -310,7 +325,7 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 
 // serveOn serves srv on ln until ctx is done, then shuts down gracefully
 // within grace.
-func serveOn(ctx context.Context, ln net.Listener, srv *serve.Server, log *slog.Logger, url string, grace time.Duration, c conns) int {
+func serveOn(ctx context.Context, ln net.Listener, srv *serve.Server, log *slog.Logger, url string, grace time.Duration, c conns, background func(context.Context)) int {
 	limit := serve.NewConnLimit(c.max)
 	ln = limit.Listener(ln)
 	hs := &http.Server{
@@ -324,6 +339,13 @@ func serveOn(ctx context.Context, ln net.Listener, srv *serve.Server, log *slog.
 	log.Info("serving", slog.String("addr", ln.Addr().String()), slog.String("bucket", url), slog.Bool("authenticated", srv.Authenticated()))
 	failed := make(chan error, 1)
 	go func() { failed <- hs.Serve(ln) }()
+	// Background work (the sweeper) ends with serving.
+	bctx, stopBackground := context.WithCancel(ctx)
+	var bg sync.WaitGroup
+	if background != nil {
+		bg.Go(func() { background(bctx) })
+	}
+	defer func() { stopBackground(); bg.Wait() }()
 	code := exitOK
 	select {
 	case err := <-failed:

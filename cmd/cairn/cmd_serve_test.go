@@ -235,6 +235,9 @@ func TestServeUsage(t *testing.T) {
 		{"serve", "--body-rate-mib", "-1"},
 		{"serve", "--body-rate-mib", "1073741825"},
 		{"serve", "--max-conns", "0"},
+		{"serve", "--gc-interval", "-1s"},
+		{"serve", "--gc-interval", "10ms"},
+		{"serve", "--gc-interval", "9000h"},
 		{"serve", "--memory-limit-mib", "1073741825"},
 		{"serve", "--gc-percent", "0"},
 		{"serve", "--gc-percent", "10001"},
@@ -268,7 +271,7 @@ func TestServeShutdownFinishesInFlight(t *testing.T) {
 	defer cancel()
 	served := make(chan int, 1)
 	go func() {
-		served <- serveOn(ctx, ln, srv, slog.New(slog.DiscardHandler), "mem://", 20*time.Second, conns{max: defaultMaxConns, idle: defaultConnIdle})
+		served <- serveOn(ctx, ln, srv, slog.New(slog.DiscardHandler), "mem://", 20*time.Second, conns{max: defaultMaxConns, idle: defaultConnIdle}, nil)
 	}()
 	if st, body := postJSON(t, base+"workbench_create", `{"id":"wb"}`); st != 200 {
 		t.Fatalf("create: %d %s", st, body)
@@ -355,7 +358,7 @@ func TestServeShutdownPastGraceSettlesInFlight(t *testing.T) {
 	defer cancel()
 	served := make(chan int, 1)
 	go func() {
-		served <- serveOn(ctx, ln, srv, slog.New(slog.DiscardHandler), "mem://", 50*time.Millisecond, conns{max: defaultMaxConns, idle: defaultConnIdle})
+		served <- serveOn(ctx, ln, srv, slog.New(slog.DiscardHandler), "mem://", 50*time.Millisecond, conns{max: defaultMaxConns, idle: defaultConnIdle}, nil)
 	}()
 	if st, body := postJSON(t, base+"workbench_create", `{"id":"wb"}`); st != 200 {
 		t.Fatalf("create: %d %s", st, body)
