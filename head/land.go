@@ -235,6 +235,19 @@ func (l *landing) put(ctx context.Context) error {
 func (l *landing) cas(ctx context.Context) (landed bool, err error) {
 	s, sn, nonce := l.s, l.sn, l.nonce
 	want := nonceString(nonce)
+	s.mu.Lock()
+	if s.sending == nil {
+		s.sending = map[string]int{}
+	}
+	s.sending[want]++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.sending[want]--; s.sending[want] <= 0 {
+			delete(s.sending, want)
+		}
+		s.mu.Unlock()
+	}()
 	var lastErr error
 	sent := false        // a write of this attempt may have taken effect
 	var before time.Time // headWritten before this attempt's last write was sent

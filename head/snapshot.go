@@ -208,9 +208,14 @@ func (s *Store) remember(sn *Snapshot) {
 			s.noteAdvance(time.Now())
 		}
 		if s.latest != nil && sn.head.Sequence > s.latest.head.Sequence && sn.version != s.ownVersion {
-			// Another writer's head write happened before now.
-			s.headWritten = time.Now()
-			s.othersSeen = s.headWritten
+			if s.sending[sn.head.Nonce] > 0 {
+				// This Store's own write, read before its Put returned.
+				s.ownVersion = sn.version
+			} else {
+				// Another writer's head write happened before now.
+				s.headWritten = time.Now()
+				s.othersSeen = s.headWritten
+			}
 		}
 		s.latest = sn
 	}

@@ -217,6 +217,10 @@ type Store struct {
 	// until MinCommitInterval after it (waitTurn).
 	headWritten time.Time
 	ownVersion  bucket.Version // the version of this Store's last landed head write
+	// sending counts, by nonce, this Store's attempts whose head writes
+	// may be in flight: a head read meanwhile that carries one of these
+	// nonces is this Store's own, though Put has not yet told its version.
+	sending map[string]int
 	othersSeen  time.Time      // when this Store last saw a head another writer wrote
 	intentsSeen time.Time      // when this Store last found another replica's intent (probeIntents)
 	prep        time.Duration  // how long attempts take to build and stage, a moving average (notePrep)
