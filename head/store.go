@@ -220,15 +220,15 @@ type Store struct {
 	// sending counts, by nonce, this Store's attempts whose head writes
 	// may be in flight: a head read meanwhile that carries one of these
 	// nonces is this Store's own, though Put has not yet told its version.
-	sending map[string]int
-	othersSeen  time.Time      // when this Store last saw a head another writer wrote
-	intentsSeen time.Time      // when this Store last found another replica's intent (probeIntents)
-	prep        time.Duration  // how long attempts take to build and stage, a moving average (notePrep)
-	cycle       time.Duration  // how long the head takes to advance, a moving average (noteAdvance)
-	lastAdvance time.Time      // when this Store last saw the head advance
-	lastProbe   time.Time      // when this Store last listed intents in the background (probeIntents)
-	published   atomic.Int64   // intents this Store wrote
-	carried     atomic.Int64   // other replicas' commands its commits applied
+	sending     map[string]int
+	othersSeen  time.Time     // when this Store last saw a head another writer wrote
+	intentsSeen time.Time     // when this Store last found another replica's intent (probeIntents)
+	prep        time.Duration // how long attempts take to build and stage, a moving average (notePrep)
+	cycle       time.Duration // how long the head takes to advance, a moving average (noteAdvance)
+	lastAdvance time.Time     // when this Store last saw the head advance
+	lastProbe   time.Time     // when this Store last listed intents in the background (probeIntents)
+	published   atomic.Int64  // intents this Store wrote
+	carried     atomic.Int64  // other replicas' commands its commits applied
 	handlers    map[string]Handler
 	foldDue     bool // a landed root of this Store wants folding
 	folding     bool // a fold of this Store is queued or running
