@@ -1,0 +1,90 @@
+package workbench_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/bucket/counting"
+	"github.com/cairnstore/cairn/bucket/file"
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/workbench"
+)
+
+// BenchmarkRestore restores a committed workbench of N files
+// (CAIRN_RESTORE_FILES, default 10,000) into a new one on the file
+// bucket, and reports the restore's time, head writes, requests and bytes
+// written. CAIRN_RESTORE_BATCH sets the members one copy command places
+// (default workbench's 256). Seeding (concurrent puts in large group commits) and the
+// commit are not timed.
+//
+//	go test ./workbench -run '^$' -bench Restore -benchtime 1x
+func BenchmarkRestore(b *testing.B) {
+	n := 10000
+	if v, err := strconv.Atoi(os.Getenv("CAIRN_RESTORE_FILES")); err == nil && v > 0 {
+		n = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("CAIRN_RESTORE_BATCH")); err == nil && v > 0 {
+		defer workbench.SetRestoreBatchForTest(v)()
+	}
+	ctx := context.Background()
+	for i := range b.N {
+		fb, err := file.New(b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		cb := counting.New(fb)
+		s, err := workbench.Open(ctx, cb, workbench.Options{AgentID: "bench", Engine: head.Options{MaxBatch: 1024}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Store().Initialize(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if out, ok := s.Call(ctx, "workbench_create", []byte(`{"id":"src"}`)); !ok {
+			b.Fatalf("create: %s", out)
+		}
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 512)
+		for f := range n {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				in := fmt.Sprintf(`{"id":"src","section":"outputs","path":"d%d/f%d.txt","text":"body %d"}`, f%100, f, f)
+				if out, ok := s.Call(ctx, "workbench_put_file", []byte(in)); !ok {
+					b.Errorf("put: %s", out)
+				}
+			})
+		}
+		wg.Wait()
+		res := mustCall(b, s, "workbench_commit", commitInput("src", `{"task":"restore-bench"}`, digestAA))
+		seq := func() uint64 {
+			sn, err := s.Store().Pin(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return sn.Sequence()
+		}
+		seq0 := seq()
+		cb.Reset()
+		start := time.Now()
+		if i == 0 {
+			b.ResetTimer()
+		}
+		out, ok := s.Call(ctx, "workbench_restore", []byte(fmt.Sprintf(`{"id":"src","destination_id":"dst","at_commit":%q}`, res["commit_identity"])))
+		took := time.Since(start)
+		if !ok {
+			b.Fatalf("restore: %s", out)
+		}
+		st := cb.Snapshot().Total()
+		b.ReportMetric(took.Seconds(), "restore-s")
+		b.ReportMetric(float64(seq()-seq0), "head-writes")
+		b.ReportMetric(float64(st.Requests), "requests")
+		b.ReportMetric(float64(st.BytesWritten)/(1<<20), "MiB-written")
+		s.Close()
+	}
+}
