@@ -6,9 +6,11 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/counting"
 	"github.com/cairnstore/cairn/bucket/file"
 	"github.com/cairnstore/cairn/head"
@@ -19,7 +21,8 @@ import (
 // (CAIRN_RESTORE_FILES, default 10,000) into a new one on the file
 // bucket, and reports the restore's time, head writes, requests and bytes
 // written. CAIRN_RESTORE_BATCH sets the members one copy command places
-// (default workbench's 256). Seeding (concurrent puts in large group commits) and the
+// (default: the workbench's), CAIRN_RESTORE_RTT a delay before each
+// request of the restore (a remote bucket's round trip). Seeding (concurrent puts in large group commits) and the
 // commit are not timed.
 //
 //	go test ./workbench -run '^$' -bench Restore -benchtime 1x
@@ -37,7 +40,11 @@ func BenchmarkRestore(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cb := counting.New(fb)
+		slow := &slowBucket{Bucket: fb}
+		if v, err := time.ParseDuration(os.Getenv("CAIRN_RESTORE_RTT")); err == nil {
+			slow.rtt = v
+		}
+		cb := counting.New(slow)
 		s, err := workbench.Open(ctx, cb, workbench.Options{AgentID: "bench", Engine: head.Options{MaxBatch: 1024}})
 		if err != nil {
 			b.Fatal(err)
@@ -71,12 +78,14 @@ func BenchmarkRestore(b *testing.B) {
 		}
 		seq0 := seq()
 		cb.Reset()
+		slow.on.Store(true)
 		start := time.Now()
 		if i == 0 {
 			b.ResetTimer()
 		}
 		out, ok := s.Call(ctx, "workbench_restore", []byte(fmt.Sprintf(`{"id":"src","destination_id":"dst","at_commit":%q}`, res["commit_identity"])))
 		took := time.Since(start)
+		slow.on.Store(false)
 		if !ok {
 			b.Fatalf("restore: %s", out)
 		}
@@ -87,4 +96,53 @@ func BenchmarkRestore(b *testing.B) {
 		b.ReportMetric(float64(st.BytesWritten)/(1<<20), "MiB-written")
 		s.Close()
 	}
+}
+
+// slowBucket delays every request by rtt while on.
+type slowBucket struct {
+	bucket.Bucket
+	rtt time.Duration
+	on  atomic.Bool
+}
+
+func (s *slowBucket) wait(ctx context.Context) error {
+	if !s.on.Load() || s.rtt <= 0 {
+		return nil
+	}
+	return bucket.Sleep(ctx, s.rtt)
+}
+
+func (s *slowBucket) Get(ctx context.Context, key string) ([]byte, bucket.Attrs, error) {
+	if err := s.wait(ctx); err != nil {
+		return nil, bucket.Attrs{}, err
+	}
+	return s.Bucket.Get(ctx, key)
+}
+
+func (s *slowBucket) Stat(ctx context.Context, key string) (bucket.Attrs, error) {
+	if err := s.wait(ctx); err != nil {
+		return bucket.Attrs{}, err
+	}
+	return s.Bucket.Stat(ctx, key)
+}
+
+func (s *slowBucket) Put(ctx context.Context, key string, body []byte, cond bucket.Condition) (bucket.Attrs, error) {
+	if err := s.wait(ctx); err != nil {
+		return bucket.Attrs{}, err
+	}
+	return s.Bucket.Put(ctx, key, body, cond)
+}
+
+func (s *slowBucket) Delete(ctx context.Context, key string, cond bucket.Condition) error {
+	if err := s.wait(ctx); err != nil {
+		return err
+	}
+	return s.Bucket.Delete(ctx, key, cond)
+}
+
+func (s *slowBucket) List(ctx context.Context, opts bucket.ListOptions) (bucket.ListPage, error) {
+	if err := s.wait(ctx); err != nil {
+		return bucket.ListPage{}, err
+	}
+	return s.Bucket.List(ctx, opts)
 }
