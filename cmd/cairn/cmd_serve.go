@@ -182,7 +182,9 @@ func runServe(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "cairn serve: listen: %v\n", err)
 		return exitFailed
 	}
-	return serveOn(ctx, ln, serve.New(b, opts), opts.Log, url, grace, conns{max: *maxConns, idle: *connIdle}, sweepEvery(b, log, *gcInterval))
+	sweep, sweepMetrics := sweepEvery(b, log, *gcInterval)
+	opts.ExtraMetrics = sweepMetrics
+	return serveOn(ctx, ln, serve.New(b, opts), opts.Log, url, grace, conns{max: *maxConns, idle: *connIdle}, sweep)
 }
 
 // checkDurations refuses a negative duration flag, and a --gc-interval

@@ -8,9 +8,11 @@ import (
 	"errors"
 	"log/slog"
 	mrand "math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/cmd/cairn/internal/serve"
 	"github.com/cairnstore/cairn/gcsweep"
 	"github.com/cairnstore/cairn/workbench"
 )
@@ -51,6 +53,12 @@ type sweeper struct {
 	// and when it first saw that version.
 	seen      bucket.Version
 	seenSince time.Time
+
+	// For /metrics (samples).
+	holding                      atomic.Bool
+	sweeps, failures             atomic.Int64
+	deletedObjects, deletedBytes atomic.Int64
+	lastSweep                    atomic.Int64 // Unix seconds
 }
 
 // sweepLease is the lease object's body.
@@ -60,12 +68,29 @@ type sweepLease struct {
 }
 
 // sweepEvery returns the background work of a sweeper of b every
-// interval, or nil for an interval of 0 (no sweeping).
-func sweepEvery(b bucket.Bucket, log *slog.Logger, interval time.Duration) func(context.Context) {
+// interval and its metrics, or nils for an interval of 0 (no sweeping).
+func sweepEvery(b bucket.Bucket, log *slog.Logger, interval time.Duration) (func(context.Context), func() []serve.Sample) {
 	if interval <= 0 {
-		return nil
+		return nil, nil
 	}
-	return newSweeper(b, log, interval).run
+	s := newSweeper(b, log, interval)
+	return s.run, s.samples
+}
+
+// samples are the sweeper's series for /metrics.
+func (s *sweeper) samples() []serve.Sample {
+	held := 0.0
+	if s.holding.Load() {
+		held = 1
+	}
+	return []serve.Sample{
+		{Name: "cairn_sweeps_total", Type: "counter", Help: "Background sweeps of the bucket this replica ran (it held the sweep lease).", Value: float64(s.sweeps.Load())},
+		{Name: "cairn_sweep_failures_total", Type: "counter", Help: "Shards whose background sweep failed (the log has the cause).", Value: float64(s.failures.Load())},
+		{Name: "cairn_sweep_deleted_objects_total", Type: "counter", Help: "Objects the background sweeps deleted.", Value: float64(s.deletedObjects.Load())},
+		{Name: "cairn_sweep_deleted_bytes_total", Type: "counter", Help: "Bytes of the objects the background sweeps deleted.", Value: float64(s.deletedBytes.Load())},
+		{Name: "cairn_sweep_last_timestamp_seconds", Type: "gauge", Help: "When this replica's last background sweep ended, in Unix seconds; 0 before the first.", Value: float64(s.lastSweep.Load())},
+		{Name: "cairn_sweep_lease_held", Type: "gauge", Help: "1 while this replica holds the bucket's sweep lease, else 0.", Value: held},
+	}
 }
 
 func newSweeper(b bucket.Bucket, log *slog.Logger, interval time.Duration) *sweeper {
@@ -82,7 +107,9 @@ func (s *sweeper) run(ctx context.Context) {
 		if bucket.Sleep(ctx, s.interval+jitter) != nil {
 			return
 		}
-		if s.take(ctx) {
+		held := s.take(ctx)
+		s.holding.Store(held)
+		if held {
 			s.sweep(ctx)
 		}
 	}
@@ -142,6 +169,7 @@ func (s *sweeper) sweep(ctx context.Context) {
 	start := time.Now()
 	targets, err := workbenchShards(ctx, s.b)
 	if err != nil {
+		s.failures.Add(1)
 		s.log.Warn("sweep: list shards", slog.String("error", err.Error()))
 		return
 	}
@@ -158,9 +186,14 @@ func (s *sweeper) sweep(ctx context.Context) {
 			grace = max(grace, time.Duration(rep.Grace))
 		}
 		if err != nil {
+			s.failures.Add(1)
 			s.log.Warn("sweep", slog.String("shard", tg.layout.ID().String()), slog.String("error", err.Error()))
 		}
 	}
+	s.sweeps.Add(1)
+	s.deletedObjects.Add(deleted)
+	s.deletedBytes.Add(bytes)
+	s.lastSweep.Store(time.Now().Unix())
 	temps := 0
 	if tr, ok := s.b.(bucket.TempRemover); ok && grace > 0 {
 		if temps, err = tr.RemoveTemps(ctx, grace, false); err != nil {

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +78,21 @@ func TestServeSweepsInTheBackground(t *testing.T) {
 	if !strings.Contains(stderr.String(), `"msg":"swept"`) {
 		t.Errorf("no swept line in the log:\n%s", stderr.String())
 	}
+	// Its figures are in /metrics.
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"cairn_sweeps_total", "cairn_sweep_deleted_objects_total", "cairn_sweep_deleted_bytes_total"} {
+		if v := metricOf(string(metrics), want); v < 1 {
+			t.Errorf("%s = %v after a sweep that deleted an object", want, v)
+		}
+	}
+	if v := metricOf(string(metrics), "cairn_sweep_lease_held"); v != 1 {
+		t.Errorf("cairn_sweep_lease_held = %v on the only replica", v)
+	}
 	raw, _, err := b.Get(context.Background(), sweepLeaseKey)
 	var lease sweepLease
 	if err != nil || json.Unmarshal(raw, &lease) != nil || lease.Holder == "" || lease.Interval != "1s" {
@@ -83,6 +101,20 @@ func TestServeSweepsInTheBackground(t *testing.T) {
 	if code := stop(); code != exitOK {
 		t.Fatalf("serve exited %d", code)
 	}
+}
+
+// metricOf is the value of a series without labels in a text
+// exposition, or -1.
+func metricOf(text, name string) float64 {
+	for line := range strings.SplitSeq(text, "\n") {
+		if rest, ok := strings.CutPrefix(line, name+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err == nil {
+				return v
+			}
+		}
+	}
+	return -1
 }
 
 // TestSweepLease: one replica holds the bucket's sweep lease and renews

@@ -143,6 +143,18 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	s.writeBucketMetrics(e)
 	s.writeEngineMetrics(e)
 	s.writeProcessMetrics(e)
+	if s.opts.ExtraMetrics != nil {
+		for _, m := range s.opts.ExtraMetrics() {
+			e.head(m.Name, m.Type, m.Help)
+			e.sample(m.Name, nil, m.Value)
+		}
+	}
+}
+
+// A Sample is one series without labels, for Options.ExtraMetrics.
+type Sample struct {
+	Name, Type, Help string // Type: "counter" or "gauge"
+	Value            float64
 }
 
 func (s *Server) writeRequestMetrics(e *expo) {

@@ -114,6 +114,9 @@ type Options struct {
 	// may make at once before it is refused 429 TooManyRequests; it earns
 	// one more a second. Default DefaultAuthFailBurst; negative: no limit.
 	AuthFailBurst int
+	// ExtraMetrics, if set, gives more series for /metrics, written after
+	// the server's own (the background sweeper's, cmd/cairn).
+	ExtraMetrics func() []Sample
 	// Version is the build's version, for cairn_build_info. Default
 	// "(devel)".
 	Version string
