@@ -490,7 +490,9 @@ func (b *Bucket) Put(ctx context.Context, key string, body []byte, cond bucket.C
 	if errors.Is(err, errPresent) {
 		// An object is there: another writer's, durable or about to be.
 		// An unsynced file never replaces one, or that writer's head
-		// could refer to bytes a crash tears.
+		// could refer to bytes a crash tears. (Or the file system makes
+		// no hard links: the file is synced and renamed, as outside a
+		// group.)
 		err = syncFile(tmp)
 		b.fileSyncs.Add(1)
 		if err == nil {
@@ -569,19 +571,24 @@ func (b *Bucket) place(tmp string, l location, noReplace bool) error {
 	return nil
 }
 
-// errPresent is place's answer, with noReplace, when an object is at the
-// path already.
-var errPresent = errors.New("an object is already there")
+// errPresent is place's answer, with noReplace, when it cannot give the
+// file the name unsynced: an object is at the path already, or the file
+// system makes no hard links.
+var errPresent = errors.New("an object is already there, or the file system makes no hard links")
+
+// link is os.Link; tests replace it.
+var link = os.Link
 
 // moveIfAbsent moves the file at tmp to path if nothing is at path,
 // atomically (a hard link fails if the name exists), else returns
-// errPresent.
+// errPresent. A missing directory is reported as it is, for place to
+// make it.
 func moveIfAbsent(tmp, path string) error {
-	if err := os.Link(tmp, path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return errPresent
+	if err := link(tmp, path); err != nil {
+		if notExist(err) {
+			return err
 		}
-		return err
+		return errPresent // the name is taken, or there are no hard links here
 	}
 	os.Remove(tmp) // once linked, a temporary name left over is only cairn gc's to remove
 	return nil

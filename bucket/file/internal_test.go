@@ -350,3 +350,33 @@ func TestPutsUnderASyncGroup(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupedPutWithoutHardLinks: on a file system that makes no hard
+// links, a put under a sync group falls back to a synced file and a
+// rename, and succeeds.
+func TestGroupedPutWithoutHardLinks(t *testing.T) {
+	ctx := context.Background()
+	b, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Put(ctx, "x/k0", []byte("v"), bucket.Unconditional); err != nil {
+		t.Fatal(err)
+	}
+	defer func(l func(string, string) error) { link = l }(link)
+	link = func(string, string) error { return &os.LinkError{Op: "link", Err: syscall.EPERM} }
+	f0, _ := b.Syncs()
+	g := bucket.NewSyncGroup()
+	if _, err := b.Put(bucket.WithSyncGroup(ctx, g), "x/k1", []byte("v1"), bucket.Unconditional); err != nil {
+		t.Fatalf("grouped put without hard links: %v", err)
+	}
+	if got, _, err := b.Get(ctx, "x/k1"); err != nil || string(got) != "v1" {
+		t.Fatalf("get: %q, %v", got, err)
+	}
+	if f, _ := b.Syncs(); f != f0+1 {
+		t.Errorf("fsynced %d files, want the one written, before its rename", f-f0)
+	}
+	if err := g.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
