@@ -132,10 +132,7 @@ func (r *sizeRun) putNew(ctx context.Context) ([]Row, error) {
 		if err != nil {
 			return nil, err
 		}
-		total.Requests += row.Requests
-		total.Rounds += row.Rounds
-		total.BytesRead += row.BytesRead
-		total.BytesWritten += row.BytesWritten
+		total.add(r.warm.cnt.Snapshot()) // measure's counts of this put
 		total.Wall += row.Wall
 		total.CPU += row.CPU
 		total.HeadBytes = row.HeadBytes

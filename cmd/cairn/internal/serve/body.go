@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/workbench"
 )
 
@@ -125,8 +126,8 @@ func (s *Server) readWhole(ctx context.Context, w http.ResponseWriter, r *http.R
 // Options.BodyRate when the body is not small. A body that finds no room
 // within Options.BodyWait is refused with ServerBusy, retryable, and so
 // is the read of an undeclared body that finds no room part way (its
-// error is a *budgetError: bodyError gives back the refusal). release gives the bytes back; call it once
-// what was read is no longer held.
+// error is a *budgetError: bodyError gives back the refusal). release
+// gives the bytes back; call it once what was read is no longer held.
 func (s *Server) admitBody(ctx context.Context, w http.ResponseWriter, r *http.Request, limit int64) (body io.Reader, release func(), werr *workbench.Error) {
 	if r.ContentLength > limit {
 		return nil, func() {}, workbench.InputTooLarge(uint64(r.ContentLength), uint64(limit), false)
@@ -267,14 +268,7 @@ func (p *pacer) pay(ctx context.Context, n int) error {
 	if p.sleep != nil {
 		return p.sleep(ctx, wait)
 	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return bucket.Sleep(ctx, wait)
 }
 
 // A pacedReader reads through a pacer.
