@@ -1,0 +1,247 @@
+package tree
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+
+	"github.com/cairnstore/cairn/bucket/digest"
+)
+
+// Where nodes end. A node closes after an entry whose key is a boundary
+// at the node's level (about one key in fanout, decided by a hash of
+// the level and the key alone), or once it holds maxNodeBytes. The
+// boundaries are therefore a function of the entries, not of how the
+// tree was edited: a tree holding the same entries has the same nodes
+// and the same root digest, and an edit rewrites only the nodes whose
+// entries changed, the nodes that end where a changed key decided, and
+// their ancestors.
+const fanout = 32
+
+// boundary reports whether a node of level closes after key.
+func boundary(level uint8, key []byte) bool {
+	h := fnv.New64a()
+	h.Write([]byte{level})
+	h.Write(key)
+	x := h.Sum64()
+	// Mix the bits: FNV's low bits follow the last bytes too closely.
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	return x%fanout == 0
+}
+
+// Change is one change of an edit: a put of Value at Key, or a delete.
+type Change struct {
+	Key    []byte
+	Value  []byte
+	Delete bool
+}
+
+// Object is a node an edit wrote: its name (the SHA-256 of Body) and
+// bytes. The caller stores it before anything names the new root.
+type Object struct {
+	Hash digest.Hash
+	Body []byte
+}
+
+// ErrChanges: an edit's changes are not strictly ascending, or a key or
+// value is out of bounds.
+var ErrChanges = errors.New("tree: invalid changes")
+
+// chunker cuts one level's entries into nodes.
+type chunker struct {
+	level uint8
+	salt  [16]byte
+	cur   []Entry
+	bytes int
+	out   []Entry // one entry per closed node, for the level above
+	reuse map[[32]byte]Ref
+	objs  *[]Object
+}
+
+func (c *chunker) add(e Entry) {
+	c.cur = append(c.cur, e)
+	c.bytes += len(e.Key) + len(e.Value) + 80
+	if boundary(c.level, e.Key) || c.bytes >= maxNodeBytes {
+		c.close()
+	}
+}
+
+// open reports whether the chunker holds a node not yet closed.
+func (c *chunker) open() bool { return len(c.cur) > 0 }
+
+// close ends the current node: one reused when a node of the old tree
+// had the same entries, else a new object.
+func (c *chunker) close() {
+	if len(c.cur) == 0 {
+		return
+	}
+	n := &Node{Level: c.level, Entries: c.cur}
+	body, d := n.encode(c.salt)
+	ref, ok := c.reuse[d]
+	if !ok {
+		ref = Ref{Hash: digest.Sum(body), Digest: d, Count: n.count(), Size: uint64(len(body))}
+		*c.objs = append(*c.objs, Object{Hash: ref.Hash, Body: body})
+		if c.reuse != nil {
+			c.reuse[d] = ref // an edit that makes the same node twice writes it once
+		}
+	}
+	c.out = append(c.out, Entry{Key: c.cur[0].Key, Child: ref})
+	c.cur, c.bytes = nil, 0
+}
+
+// Build returns the tree of entries (strictly ascending keys) and the
+// nodes to store, salted with salt.
+func Build(entries []Entry, salt [16]byte) (Ref, []Object, error) {
+	changes := make([]Change, len(entries))
+	for i, e := range entries {
+		changes[i] = Change{Key: e.Key, Value: e.Value}
+	}
+	return Edit(context.Background(), nil, Ref{}, changes, salt)
+}
+
+// Edit applies changes (strictly ascending by key) to the tree base,
+// read through src, and returns the new tree and the nodes it wrote,
+// salted with salt. It reads the leaves the changes fall in (and any
+// leaf a moved boundary spills into) and every inner node of base. A
+// delete of a key base lacks changes nothing. The new tree may name any
+// node of base: a caller reuses a base only if it may reference base's
+// nodes.
+func Edit(ctx context.Context, src Source, base Ref, changes []Change, salt [16]byte) (Ref, []Object, error) {
+	if err := checkChanges(changes); err != nil {
+		return Ref{}, nil, err
+	}
+	var objs []Object
+	var leaves []Entry // the base's leaves, as entries of level 1
+	reuse := map[int]map[[32]byte]Ref{}
+	if !base.IsEmpty() {
+		var err error
+		if leaves, err = spine(ctx, src, base, reuse); err != nil {
+			return Ref{}, nil, err
+		}
+	}
+	leafReuse := map[[32]byte]Ref{}
+	c := &chunker{level: 0, salt: salt, reuse: leafReuse, objs: &objs}
+	ci := 0
+	for i, leaf := range leaves {
+		// The changes that fall in leaf i: keys below the next leaf's
+		// first key (the first leaf also takes every key below its own).
+		end := len(changes)
+		if i+1 < len(leaves) {
+			end = ci + sortSearch(changes[ci:], leaves[i+1].Key)
+		}
+		if end == ci && !c.open() {
+			c.out = append(c.out, leaf) // untouched, and a node starts here either way
+			continue
+		}
+		var hi []byte
+		if i+1 < len(leaves) {
+			hi = leaves[i+1].Key
+		}
+		n, err := loadIn(ctx, src, leaf, hi, 0)
+		if err != nil {
+			return Ref{}, nil, err
+		}
+		leafReuse[leaf.Child.Digest] = leaf.Child
+		merge(n.Entries, changes[ci:end], c.add)
+		ci = end
+	}
+	merge(nil, changes[ci:], c.add)
+	c.close()
+	level := c.out
+	for l := uint8(1); len(level) > 1; l++ {
+		if l > MaxLevel {
+			return Ref{}, nil, fmt.Errorf("tree: more than %d levels", MaxLevel)
+		}
+		up := &chunker{level: l, salt: salt, reuse: reuse[int(l)], objs: &objs}
+		if up.reuse == nil {
+			up.reuse = map[[32]byte]Ref{}
+		}
+		for _, e := range level {
+			up.add(e)
+		}
+		up.close()
+		level = up.out
+	}
+	if len(level) == 0 {
+		return Ref{}, objs, nil
+	}
+	return level[0].Child, objs, nil
+}
+
+// sortSearch returns the number of changes with keys below key.
+func sortSearch(changes []Change, key []byte) int {
+	i, _ := slices.BinarySearchFunc(changes, key, func(c Change, k []byte) int { return bytes.Compare(c.Key, k) })
+	return i
+}
+
+// merge feeds emit the entries of old (ascending) with changes applied.
+func merge(old []Entry, changes []Change, emit func(Entry)) {
+	i, j := 0, 0
+	for i < len(old) || j < len(changes) {
+		switch {
+		case j == len(changes) || i < len(old) && bytes.Compare(old[i].Key, changes[j].Key) < 0:
+			emit(Entry{Key: old[i].Key, Value: old[i].Value})
+			i++
+		default:
+			ch := changes[j]
+			if i < len(old) && bytes.Equal(old[i].Key, ch.Key) {
+				i++
+			}
+			if !ch.Delete {
+				emit(Entry{Key: ch.Key, Value: ch.Value})
+			}
+			j++
+		}
+	}
+}
+
+func checkChanges(changes []Change) error {
+	for i, ch := range changes {
+		switch {
+		case len(ch.Key) == 0 || len(ch.Key) > MaxKeyBytes:
+			return fmt.Errorf("%w: change %d: key of %d bytes", ErrChanges, i, len(ch.Key))
+		case len(ch.Value) > MaxValueBytes:
+			return fmt.Errorf("%w: change %d: value of %d bytes", ErrChanges, i, len(ch.Value))
+		case ch.Delete && ch.Value != nil:
+			return fmt.Errorf("%w: change %d: a delete with a value", ErrChanges, i)
+		case i > 0 && bytes.Compare(changes[i-1].Key, ch.Key) >= 0:
+			return fmt.Errorf("%w: change %d: keys not strictly ascending", ErrChanges, i)
+		}
+	}
+	return nil
+}
+
+// spine reads every inner node of the tree root and returns its leaves
+// as entries of level 1, in key order. It records each inner node it
+// read by content digest, per level, in reuse.
+func spine(ctx context.Context, src Source, root Ref, reuse map[int]map[[32]byte]Ref) ([]Entry, error) {
+	n, err := load(ctx, src, root, -1)
+	if err != nil {
+		return nil, err
+	}
+	if n.Level == 0 {
+		return []Entry{{Key: n.Entries[0].Key, Child: root}}, nil
+	}
+	level := []Entry{{Key: n.Entries[0].Key, Child: root}}
+	for l := int(n.Level); l > 0; l-- {
+		nodes, err := loadAll(ctx, src, level, nil, l)
+		if err != nil {
+			return nil, err
+		}
+		if reuse[l] == nil {
+			reuse[l] = map[[32]byte]Ref{}
+		}
+		var next []Entry
+		for i, node := range nodes {
+			reuse[l][level[i].Child.Digest] = level[i].Child
+			next = append(next, node.Entries...)
+		}
+		level = next
+	}
+	return level, nil
+}

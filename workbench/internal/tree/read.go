@@ -1,0 +1,212 @@
+package tree
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/shards"
+)
+
+// Source reads nodes by name.
+type Source interface {
+	// Node returns the node named hash, decoded and checked against its
+	// hash, and its content digest.
+	Node(ctx context.Context, hash digest.Hash) (*Node, [32]byte, int, error)
+}
+
+// loadConcurrency bounds the nodes one reader fetches at once.
+const loadConcurrency = 16
+
+// load reads the node ref names and checks it against ref, and its level
+// against level (-1: any).
+func load(ctx context.Context, src Source, ref Ref, level int) (*Node, error) {
+	n, d, size, err := src.Node(ctx, ref.Hash)
+	if err != nil {
+		return nil, err
+	}
+	if err := check(n, d, size, ref, level); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// loadIn reads the child entry e names, at level, and checks it against
+// e: its first key is e's key, and its last key is below hi (nil: no
+// bound), the next entry's key.
+func loadIn(ctx context.Context, src Source, e Entry, hi []byte, level int) (*Node, error) {
+	n, err := load(ctx, src, e.Child, level)
+	if err != nil {
+		return nil, err
+	}
+	first, last := n.Entries[0].Key, n.Entries[len(n.Entries)-1].Key
+	if !bytes.Equal(first, e.Key) || hi != nil && bytes.Compare(last, hi) >= 0 {
+		return nil, fmt.Errorf("tree: node %s holds keys outside the range its parent gives it: %w", e.Child.Hash, bucket.ErrIntegrity)
+	}
+	return n, nil
+}
+
+// loadAll reads the children entries name, all at level, in parallel,
+// with loadIn's checks; hi bounds the last one's keys.
+func loadAll(ctx context.Context, src Source, entries []Entry, hi []byte, level int) ([]*Node, error) {
+	nodes := make([]*Node, len(entries))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(loadConcurrency)
+	for i, e := range entries {
+		next := hi
+		if i+1 < len(entries) {
+			next = entries[i+1].Key
+		}
+		g.Go(func() error {
+			n, err := loadIn(gctx, src, e, next, level)
+			nodes[i] = n
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return nodes, nil
+}
+
+// Leaves returns the leaves of the tree root as entries (each leaf's
+// first key and reference), in key order, reading every inner node.
+func Leaves(ctx context.Context, src Source, root Ref) ([]Entry, error) {
+	if root.IsEmpty() {
+		return nil, nil
+	}
+	return spine(ctx, src, root, map[int]map[[32]byte]Ref{})
+}
+
+// Walk calls fn with every entry of the tree root in key order, reading
+// the leaves loadConcurrency at a time. fn must not keep the slices.
+func Walk(ctx context.Context, src Source, root Ref, fn func(key, value []byte) error) error {
+	leaves, err := Leaves(ctx, src, root)
+	if err != nil {
+		return err
+	}
+	for start := 0; start < len(leaves); start += loadConcurrency {
+		end := min(start+loadConcurrency, len(leaves))
+		var hi []byte
+		if end < len(leaves) {
+			hi = leaves[end].Key
+		}
+		nodes, err := loadAll(ctx, src, leaves[start:end], hi, 0)
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes {
+			for _, e := range n.Entries {
+				if err := fn(e.Key, e.Value); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Get returns the value of key in the tree root, reading one node per
+// level.
+func Get(ctx context.Context, src Source, root Ref, key []byte) ([]byte, bool, error) {
+	if root.IsEmpty() {
+		return nil, false, nil
+	}
+	n, err := load(ctx, src, root, -1)
+	if err != nil {
+		return nil, false, err
+	}
+	var hi []byte
+	for n.Level > 0 {
+		i := len(n.Entries) - 1
+		for i > 0 && bytes.Compare(n.Entries[i].Key, key) > 0 {
+			i--
+		}
+		if i+1 < len(n.Entries) {
+			hi = n.Entries[i+1].Key
+		}
+		if n, err = loadIn(ctx, src, n.Entries[i], hi, int(n.Level)-1); err != nil {
+			return nil, false, err
+		}
+	}
+	for _, e := range n.Entries {
+		if bytes.Equal(e.Key, key) {
+			return e.Value, true, nil
+		}
+	}
+	return nil, false, nil
+}
+
+// Objects is a Source over a bucket: node hash h is the object prefix+h,
+// and decoded nodes are cached by hash.
+type Objects struct {
+	Bucket bucket.Bucket
+	Prefix string
+	Cache  *shards.Cache[*Cached]
+}
+
+// Cached is a decoded node as Objects caches it.
+type Cached struct {
+	Node   *Node
+	Digest [32]byte
+	Size   int
+}
+
+// NewCache returns a cache of decoded nodes of at most budget bytes.
+func NewCache(budget int64) *shards.Cache[*Cached] {
+	return shards.NewCache(budget, func(c *Cached) int64 { return int64(c.Size)*2 + int64(len(c.Node.Entries))*96 })
+}
+
+// Key returns the object key of node h.
+func (o *Objects) Key(h digest.Hash) string { return o.Prefix + h.String() }
+
+// Node implements Source.
+func (o *Objects) Node(ctx context.Context, h digest.Hash) (*Node, [32]byte, int, error) {
+	decode := func(b []byte) (*Cached, error) {
+		n, d, err := Decode(b, h)
+		if err != nil {
+			return nil, err
+		}
+		return &Cached{Node: n, Digest: d, Size: len(b)}, nil
+	}
+	fetch := func(ctx context.Context) ([]byte, error) {
+		b, _, err := o.Bucket.Get(ctx, o.Key(h))
+		if err != nil {
+			return nil, fmt.Errorf("tree: get node %s: %w", h, err)
+		}
+		return b, nil
+	}
+	var c *Cached
+	var err error
+	if o.Cache != nil {
+		c, err = o.Cache.Load(ctx, h, fetch, decode)
+	} else {
+		var b []byte
+		if b, err = fetch(ctx); err == nil {
+			c, err = decode(b)
+		}
+	}
+	if err != nil {
+		return nil, [32]byte{}, 0, err
+	}
+	return c.Node, c.Digest, c.Size, nil
+}
+
+// Put stores objs, the nodes an edit wrote, in parallel.
+func (o *Objects) Put(ctx context.Context, objs []Object) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(loadConcurrency)
+	for _, obj := range objs {
+		g.Go(func() error {
+			if _, err := o.Bucket.Put(gctx, o.Key(obj.Hash), obj.Body, bucket.Condition{}); err != nil {
+				return fmt.Errorf("tree: put node %s: %w", obj.Hash, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
