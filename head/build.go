@@ -112,6 +112,7 @@ func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonc
 	}
 	c.root, c.rootRef = root, ref
 	c.writes = append(c.writes, write{s.layout.Root(ref.Hash), b})
+	c.writes = append(c.writes, state.stage...)
 	if err := s.checkWriterRule(ctx, sn, c); err != nil {
 		return nil, err
 	}

@@ -23,6 +23,7 @@ type batchState struct {
 	muts  map[shards.Family]map[string]shards.Mutation
 	order map[shards.Family]*keyOrder
 	holds map[string]*digest.Hash // owner → held root; nil releases
+	stage []write                 // the product's objects (Tx.Stage)
 	// touched makes the batch commit even without a change (Touch).
 	touched bool
 }
@@ -119,6 +120,7 @@ func (b *batchState) merge(o *batchState) {
 		b.holds[owner] = h
 	}
 	b.touched = b.touched || o.touched
+	b.stage = append(b.stage, o.stage...)
 }
 
 // sorted returns family f's mutations in key order.
@@ -191,6 +193,27 @@ type Tx struct {
 	// names that the parent root does not reach must be stamped at or
 	// after it.
 	floor time.Time
+	salt  *roots.Nonce
+}
+
+// Stage has the attempt store body under key, beside the engine's
+// objects and made durable with them, before the head write that lands
+// the command; a command that fails stages nothing. It is for objects
+// outside the engine that the command's records name (the product
+// tells a sweep how to find them: walk.Refs). Key must be a name no
+// other attempt writes, such as one derived from Salt.
+func (tx *Tx) Stage(key string, body []byte) {
+	tx.own.stage = append(tx.own.stage, write{key, bytes.Clone(body)})
+}
+
+// Salt returns a random value of this run of the command: objects it
+// stages under names derived from it are its own.
+func (tx *Tx) Salt() [16]byte {
+	if tx.salt == nil {
+		n := newNonce()
+		tx.salt = &n
+	}
+	return *tx.salt
 }
 
 // Context returns the context of the commit.
