@@ -593,7 +593,7 @@ func (s *sweeper) classify(key string) Class {
 	case strings.HasPrefix(key, s.layout.KeepsPrefix()):
 		return ClassKeep
 	case strings.HasPrefix(key, bodies.ArtifactsPrefix(s.layout)):
-		if bodies.IsBlockKey(s.layout, key) {
+		if bodies.IsBlockKey(s.layout, key) || bodies.IsTreeKey(s.layout, key) {
 			return ClassBlock
 		}
 		return ClassUnknown

@@ -35,6 +35,25 @@ func IsBlockKey(l shards.Layout, key string) bool {
 	return len(parts) == 4 && isLowerHex(parts[0], 32) && isLowerHex(parts[1], 32) && parts[2] == "blocks" && isLowerHex(parts[3], 16)
 }
 
+// TreePrefix returns the prefix of the member-tree nodes of a deployment
+// root: "artifacts/{lsid}/{root_id}/trees/". A node's key is the prefix
+// and the SHA-256 of its bytes in lowercase hex (package
+// workbench/internal/tree).
+func TreePrefix(l shards.Layout, rootID [16]byte) string {
+	return fmt.Sprintf("%s%x/trees/", ArtifactsPrefix(l), rootID)
+}
+
+// IsTreeKey reports whether key is a tree node's key of shard l in the
+// one spelling TreePrefix gives.
+func IsTreeKey(l shards.Layout, key string) bool {
+	rest, ok := strings.CutPrefix(key, ArtifactsPrefix(l))
+	if !ok {
+		return false
+	}
+	parts := strings.Split(rest, "/")
+	return len(parts) == 3 && isLowerHex(parts[0], 32) && parts[1] == "trees" && isLowerHex(parts[2], 64)
+}
+
 // StagingPrefix returns the prefix of shard l's staging ledgers,
 // "shards/{lsid}/staging/".
 func StagingPrefix(l shards.Layout) string { return l.Prefix() + "staging/" }

@@ -43,3 +43,26 @@ func TestKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestTreeKeys(t *testing.T) {
+	l := shards.NewLayout(shardstest.Schema(), shards.ShardID{0xab, 1})
+	root := [16]byte{0xab, 15: 0x01}
+	hash := "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+	key := bodies.TreePrefix(l, root) + hash
+	if want := "artifacts/" + l.ID().String() + "/ab000000000000000000000000000001/trees/" + hash; key != want {
+		t.Fatalf("tree key %q, want %q", key, want)
+	}
+	if !bodies.IsTreeKey(l, key) || bodies.IsBlockKey(l, key) {
+		t.Errorf("IsTreeKey(%q) false, or IsBlockKey true", key)
+	}
+	other := shards.NewLayout(shardstest.Schema(), shards.ShardID{0xcd})
+	for _, k := range []string{
+		key[:len(key)-1], key + "/", bodies.TreePrefix(other, root) + hash,
+		bodies.TreePrefix(l, root) + "00112233445566778899AABBCCDDEEFF00112233445566778899aabbccddeeff",
+		bodies.BlockKey(l, root, root, 1),
+	} {
+		if bodies.IsTreeKey(l, k) {
+			t.Errorf("IsTreeKey(%q) = true", k)
+		}
+	}
+}

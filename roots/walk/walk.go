@@ -77,6 +77,12 @@ type BlockRef struct {
 	Digest string
 	Offset int64
 	Size   int64
+	// Refs, if set, makes the block a node of the product's own graph:
+	// the walk fetches it (verifying or not), checks it against Digest,
+	// and walks the blocks Refs finds in its bytes. Blocks are visited
+	// once by key, so a graph whose nodes many records share costs one
+	// fetch per node.
+	Refs func(body []byte) ([]BlockRef, error)
 }
 
 // Verify checks body, the whole object br.Key names, against br: the
@@ -715,15 +721,28 @@ func (t *task) block(ctx context.Context, br BlockRef) error {
 	if w.seenKey(o.Key) {
 		return nil
 	}
-	if w.opts.Verify {
-		body, err := w.get(ctx, o)
-		if err != nil {
-			return w.fail(o, err)
-		}
-		o.Size = int64(len(body))
-		if err := br.Verify(body); err != nil {
-			return w.fail(o, fmt.Errorf("head: block %s: %w", br.Key, err))
+	if !w.opts.Verify && br.Refs == nil {
+		return w.call(o)
+	}
+	body, err := w.get(ctx, o)
+	if err != nil {
+		return w.fail(o, err)
+	}
+	o.Size = int64(len(body))
+	if err := br.Verify(body); err != nil {
+		return w.fail(o, fmt.Errorf("head: block %s: %w", br.Key, err))
+	}
+	if err := w.call(o); err != nil || br.Refs == nil {
+		return err
+	}
+	brs, err := br.Refs(body)
+	if err != nil {
+		return w.fail(o, fmt.Errorf("head: block %s: %w", br.Key, err))
+	}
+	for _, next := range brs {
+		if err := t.spawn(func() error { return t.block(ctx, next) }); err != nil {
+			return err
 		}
 	}
-	return w.call(o)
+	return nil
 }
