@@ -152,12 +152,49 @@ func Edit(ctx context.Context, src Source, base Ref, changes []Change, salt [16]
 	}
 	merge(nil, changes[ci:], c.add)
 	c.close()
-	level := c.out
+	return upper(c.out, salt, reuse, &objs)
+}
+
+// Rebuild returns the tree of entries (strictly ascending keys), as
+// Build does, but names every node of base whose entries it would
+// write again instead of writing it: it reads base's inner nodes, and
+// writes only the nodes whose entries changed. Like Edit, it costs the
+// caller the right to reference base's nodes.
+func Rebuild(ctx context.Context, src Source, base Ref, entries []Entry, salt [16]byte) (Ref, []Object, error) {
+	changes := make([]Change, len(entries))
+	for i, e := range entries {
+		changes[i] = Change{Key: e.Key, Value: e.Value}
+	}
+	if err := checkChanges(changes); err != nil {
+		return Ref{}, nil, err
+	}
+	reuse := map[int]map[[32]byte]Ref{0: {}}
+	if !base.IsEmpty() {
+		leaves, err := spine(ctx, src, base, reuse)
+		if err != nil {
+			return Ref{}, nil, err
+		}
+		for _, l := range leaves {
+			reuse[0][l.Child.Digest] = l.Child
+		}
+	}
+	var objs []Object
+	c := &chunker{level: 0, salt: salt, reuse: reuse[0], objs: &objs}
+	for _, e := range entries {
+		c.add(Entry{Key: e.Key, Value: e.Value})
+	}
+	c.close()
+	return upper(c.out, salt, reuse, &objs)
+}
+
+// upper builds the inner levels above level, the entries of level 1,
+// reusing the nodes in reuse by level, and returns the root.
+func upper(level []Entry, salt [16]byte, reuse map[int]map[[32]byte]Ref, objs *[]Object) (Ref, []Object, error) {
 	for l := uint8(1); len(level) > 1; l++ {
 		if l > MaxLevel {
 			return Ref{}, nil, fmt.Errorf("tree: more than %d levels", MaxLevel)
 		}
-		up := &chunker{level: l, salt: salt, reuse: reuse[int(l)], objs: &objs}
+		up := &chunker{level: l, salt: salt, reuse: reuse[int(l)], objs: objs}
 		if up.reuse == nil {
 			up.reuse = map[[32]byte]Ref{}
 		}
@@ -168,9 +205,9 @@ func Edit(ctx context.Context, src Source, base Ref, changes []Change, salt [16]
 		level = up.out
 	}
 	if len(level) == 0 {
-		return Ref{}, objs, nil
+		return Ref{}, *objs, nil
 	}
-	return level[0].Child, objs, nil
+	return level[0].Child, *objs, nil
 }
 
 // sortSearch returns the number of changes with keys below key.

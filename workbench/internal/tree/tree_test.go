@@ -322,3 +322,38 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestRebuildReusesBase: rebuilding a tree of entries that differ from
+// base's in a few keys gives the fresh build's root digest and writes
+// only the nodes those keys touch.
+func TestRebuildReusesBase(t *testing.T) {
+	ctx := context.Background()
+	m := model{}
+	for i := range 20_000 {
+		m[string(key(i))] = fmt.Sprintf("value %d", i)
+	}
+	src := newMem()
+	base, objs, err := Rebuild(ctx, src, Ref{}, m.entries(), salt(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.put(objs)
+	m[string(key(5))] = "changed"
+	delete(m, string(key(6000)))
+	m[string(key(30_000))] = "new"
+	next, objs, err := Rebuild(ctx, src, base, m.entries(), salt(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, all, _ := Build(m.entries(), salt(3))
+	if next.Digest != fresh.Digest || next.Count != uint64(len(m)) {
+		t.Fatalf("rebuilt root %x (%d), fresh %x (%d)", next.Digest, next.Count, fresh.Digest, fresh.Count)
+	}
+	if len(objs) > 3*4+2 || len(objs)*10 > len(all) {
+		t.Fatalf("three changes rewrote %d nodes of %d", len(objs), len(all))
+	}
+	src.put(objs)
+	if got := contents(t, src, next); !equalEntries(got, m.entries()) {
+		t.Fatal("the rebuilt tree does not hold the entries")
+	}
+}
