@@ -51,7 +51,7 @@ func commitVisible(t *testing.T, r crashRig) bool {
 	parts := map[string]int{
 		"commit":    len(workbench.ScanForTest(t, r.s, nokv.FamilyCommit, nil)),
 		"head":      len(workbench.ScanForTest(t, r.s, nokv.FamilyWorkbenchCommitHead, nil)),
-		"members":   len(workbench.ScanForTest(t, r.s, nokv.FamilyCommitMember, nil)),
+		"members":   workbench.AllMembersForTest(t, r.s),
 		"consumers": len(workbench.ScanForTest(t, r.s, nokv.FamilyCommitConsumer, nil)),
 	}
 	ops := 0

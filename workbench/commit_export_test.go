@@ -98,22 +98,14 @@ func CheckCommitClosureForTest(tb testing.TB, s *Service) {
 		if got := consumers[id]; got != c.ConsumerCount {
 			tb.Errorf("commit %s: consumer_count %d, %d consumer rows", id, c.ConsumerCount, got)
 		}
-		rows := ScanForTest(tb, s, nokv.FamilyCommitMember, nokv.CommitMemberPrefix(s.Root(), id))
+		rows := MembersForTest(tb, s, id, c)
 		d := core.NewMemberDigester()
 		revSet := map[nokv.RevisionID]bool{}
 		for _, r := range rows {
-			k, err := nokv.ParseCommitMemberKey(r.Key)
-			if err != nil {
+			if err := d.Add(r.Path, r.M); err != nil {
 				tb.Fatal(err)
 			}
-			m, err := nokv.DecodeCommitMember(r.Value)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			if err := d.Add(k.Path, m); err != nil {
-				tb.Fatal(err)
-			}
-			revSet[m.Revision] = true
+			revSet[r.M.Revision] = true
 		}
 		refs := core.SortRevisions(commitRefs[id])
 		parents := childOf[id]
@@ -194,4 +186,54 @@ func SetMaxCommitMembersForTest(tb testing.TB, n int) {
 	old := history.CommitMembersLimit
 	history.CommitMembersLimit = n
 	tb.Cleanup(func() { history.CommitMembersLimit = old })
+}
+
+// MemberForTest is one member of a commit.
+type MemberForTest struct {
+	Path []string
+	M    nokv.CommitMember
+}
+
+// MembersForTest returns the members of commit id (record c), from its
+// rows or its member tree; none for a retired commit with a tree.
+func MembersForTest(tb testing.TB, s *Service, id nokv.CommitID, c nokv.Commit) []MemberForTest {
+	tb.Helper()
+	ctx := context.Background()
+	var out []MemberForTest
+	for _, r := range ScanForTest(tb, s, nokv.FamilyCommitMember, nokv.CommitMemberPrefix(s.Root(), id)) {
+		k, err := nokv.ParseCommitMemberKey(r.Key)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		m, err := nokv.DecodeCommitMember(r.Value)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, MemberForTest{k.Path, m})
+	}
+	if c.MemberTree == nil || c.State == nokv.CommitStateRetired {
+		return out
+	}
+	sn, err := s.Store().Pin(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	err = s.CommitMembers(ctx, sn, id, c, func(p []string, m nokv.CommitMember) error {
+		out = append(out, MemberForTest{p, m})
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+// AllMembersForTest counts the members of every commit, rows and trees.
+func AllMembersForTest(tb testing.TB, s *Service) int {
+	tb.Helper()
+	n := 0
+	for id, c := range CommitsForTest(tb, s) {
+		n += len(MembersForTest(tb, s, id, c))
+	}
+	return n
 }

@@ -3,6 +3,7 @@ package workbench_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -57,6 +58,11 @@ func TestCommitRequestCounts(t *testing.T) {
 		st := cb.Snapshot()
 		t.Logf("%s: %d GETs (%d bytes), %d PUTs (%d bytes), %d DELETEs in %d rounds; generation %v",
 			tc.what, st.Get.Requests, st.Get.BytesRead, st.Put.Requests, st.Put.BytesWritten, st.Delete.Requests, st.Rounds, res["generation"])
+		if os.Getenv("CAIRN_TEST_MEMBER_TREES") == "1" && tc.maxRounds == 6 {
+			// With member trees the first commit's delta is smaller, so
+			// the engine's fold rides on this one: a round more.
+			tc.maxRounds++
+		}
 		if st.Rounds > tc.maxRounds {
 			t.Errorf("%s: %d rounds, want at most %d", tc.what, st.Rounds, tc.maxRounds)
 		}

@@ -436,3 +436,8 @@ func ReadPayloadInput(r io.Reader, maxBytes int64, sizeHint int) (input []byte, 
 func WithOversizedText(ctx context.Context, size int64) context.Context {
 	return core.WithOversizedText(ctx, size)
 }
+
+// ForceMemberTrees turns Options.MemberTrees on (or back off) for every
+// Service the process opens from now on; tests use it to run whole suites
+// against member trees.
+func ForceMemberTrees(on bool) { core.ForceMemberTrees = on }

@@ -543,8 +543,8 @@ func TestRestoreAbort(t *testing.T) {
 						t.Fatalf("commit %s has %d consumers after the abort", id, c.ConsumerCount)
 					}
 				}
-				if members := workbench.ScanForTest(t, s, nokv.FamilyCommitMember, nil); len(members) != 10+1 {
-					t.Fatalf("%d commit members, want the source commit's 11 only", len(members))
+				if members := workbench.AllMembersForTest(t, s); members != 10+1 {
+					t.Fatalf("%d commit members, want the source commit's 11 only", members)
 				}
 				// The exact retry of the aborted restore fails closed; an
 				// abort of what is no longer a restore too.

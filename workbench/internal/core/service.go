@@ -17,6 +17,7 @@ import (
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
 	"github.com/cairnstore/cairn/workbench/internal/payload"
+	"github.com/cairnstore/cairn/workbench/internal/tree"
 )
 
 // Limits and defaults of a Service.
@@ -79,9 +80,20 @@ type Options struct {
 	// every Service of a process the same one. Default: a budget of the
 	// Service's own, of DefaultReadBudget.
 	ReadBudget *ReadBudget
+	// MemberTrees makes commits freeze their members in a member tree
+	// (Commit value version 3, docs/workbench.md "Member trees") instead
+	// of a CommitMember row per file, so that a commit writes what
+	// changed since its parent rather than the whole tree. Every
+	// replica of this release reads both; turn it on once no replica
+	// of an older release shares the bucket, which refuses version 3.
+	MemberTrees bool
 	// Engine tunes the commit engine.
 	Engine head.Options
 }
+
+// ForceMemberTrees turns Options.MemberTrees on for every Service the
+// process opens: tests run whole suites with it.
+var ForceMemberTrees = false
 
 // Service serves the Workbench tools of one agent's deployment root over
 // one bucket. Any number of Services, in one process or many, may serve
@@ -103,6 +115,9 @@ type Service struct {
 	// queries an index answered (query_index.go).
 	QueryScanOnly     bool
 	QueryIndexAnswers atomic.Int64
+
+	// Trees reads and caches member-tree nodes (members.go).
+	Trees *tree.Objects
 
 	// RestoreHook, when set (tests only), runs after each command of a
 	// restore lands ("prepare", "copy", "final"); an error stops the
@@ -155,6 +170,7 @@ func Open(ctx context.Context, b bucket.Bucket, opts Options) (*Service, error) 
 	if opts.ReadBudget == nil {
 		opts.ReadBudget = NewReadBudget(0)
 	}
+	opts.MemberTrees = opts.MemberTrees || ForceMemberTrees
 	logical, werr := AgentRoot(opts.AgentID)
 	if werr != nil {
 		return nil, werr
@@ -177,6 +193,7 @@ func Open(ctx context.Context, b bucket.Bucket, opts Options) (*Service, error) 
 		logical: logical,
 		Opts:    opts,
 	}
+	s.Trees = &tree.Objects{Bucket: b, Prefix: bodies.TreePrefix(store.Layout(), s.root), Cache: tree.NewCache(treeCacheBytes)}
 	if _, err := rand.Read(s.seed[:]); err != nil {
 		s.Close()
 		return nil, err

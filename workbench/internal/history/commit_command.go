@@ -14,6 +14,7 @@ import (
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/tree"
 )
 
 // The commit command (workbench_commit, commit.go): one engine command
@@ -157,6 +158,7 @@ type commitCommand struct {
 	revs     []nokv.RevisionID // unique, ascending
 	parents  []nokv.CommitID
 	memberD  [32]byte
+	tree     *nokv.MemberTree // the members' tree, with Options.MemberTrees
 	headGen  uint64
 	commitID nokv.CommitID
 }
@@ -443,13 +445,22 @@ func (c *commitCommand) placeRunManifest() error {
 func (c *commitCommand) writeMembers() error {
 	d := core.NewMemberDigester()
 	seen := map[nokv.RevisionID]bool{}
+	var entries []tree.Entry
 	for _, m := range c.members {
-		k, err := nokv.CommitMemberKey{Root: c.root, Commit: c.commitID, Path: m.path}.Encode()
-		if err != nil {
-			return err
-		}
-		if err := core.PutRecord(c.tx, nokv.FamilyCommitMember, k, m.m.Encode); err != nil {
-			return err
+		if c.s.Opts.MemberTrees {
+			e, err := core.MemberEntry(m.path, m.m)
+			if err != nil {
+				return err
+			}
+			entries = append(entries, e)
+		} else {
+			k, err := nokv.CommitMemberKey{Root: c.root, Commit: c.commitID, Path: m.path}.Encode()
+			if err != nil {
+				return err
+			}
+			if err := core.PutRecord(c.tx, nokv.FamilyCommitMember, k, m.m.Encode); err != nil {
+				return err
+			}
 		}
 		if err := d.Add(m.path, m.m); err != nil {
 			return err
@@ -461,7 +472,26 @@ func (c *commitCommand) writeMembers() error {
 	}
 	slices.SortFunc(c.revs, func(a, b nokv.RevisionID) int { return bytes.Compare(a[:], b[:]) })
 	c.memberD = d.Sum()
-	return nil
+	if !c.s.Opts.MemberTrees {
+		return nil
+	}
+	// The parent's tree, when it has one, lends every node whose
+	// members did not change.
+	var base tree.Ref
+	if c.oldHead != nil {
+		p, ok, err := readCommit(c.s, core.TxReader(c.tx), c.oldHead.Commit)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if base, _, err = core.TreeRef(p); err != nil {
+				return err
+			}
+		}
+	}
+	var err error
+	c.tree, err = c.s.StageMemberTree(c.tx, base, entries)
+	return err
 }
 
 // referenceRevisions adds one Commit reference per unique revision of the
@@ -568,6 +598,7 @@ func (c *commitCommand) sealCommit() error {
 		ConsumerEpoch:        1,
 		State:                nokv.CommitStateSealed,
 		CreatedVersion:       c.seq,
+		MemberTree:           c.tree,
 	}
 	ck, err := nokv.CommitKey{Root: c.root, Commit: c.commitID}.Encode()
 	if err != nil {

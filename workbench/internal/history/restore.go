@@ -517,20 +517,12 @@ func planMembers(ctx context.Context, s *core.Service, sn *head.Snapshot, p *Res
 			return werr
 		}
 	} else {
-		recs, err := sn.Scan(ctx, nokv.FamilyCommitMember, nokv.CommitMemberPrefix(s.Root(), p.Src.Commit), nil, 0)
+		err := s.CommitMembers(ctx, sn, p.Src.Commit, c, func(path []string, m nokv.CommitMember) error {
+			rows = append(rows, row{path, entryOfMember(m)})
+			return nil
+		})
 		if err != nil {
 			return core.FromError(err)
-		}
-		for _, r := range recs {
-			k, err := nokv.ParseCommitMemberKey(r.Key)
-			if err != nil {
-				return core.FromError(err)
-			}
-			m, err := nokv.DecodeCommitMember(r.Value)
-			if err != nil {
-				return core.FromError(err)
-			}
-			rows = append(rows, row{k.Path, entryOfMember(m)})
 		}
 		if uint64(len(rows)) != c.MemberCount {
 			return core.InvalidState(fmt.Sprintf("commit %s holds %d members, its seal says %d", p.Src.Commit, len(rows), c.MemberCount))

@@ -205,10 +205,18 @@ func (r *retirer) releaseMembers(tx *head.Tx, c *nokv.Commit, op *nokv.CommitRet
 		return 0, err
 	}
 	if len(recs) == 0 {
+		if c.MemberTree != nil {
+			// The members are a tree no row names: a sweep collects its
+			// nodes once no kept root's commit reaches them.
+			return 0, nil
+		}
 		if op.MembersReleased != c.MemberCount {
 			return 0, r.sealMismatch("members", op.MembersReleased, c.MemberCount)
 		}
 		return 0, nil
+	}
+	if c.MemberTree != nil {
+		return 0, core.Reject(core.InvalidState(fmt.Sprintf("commit %s has a member tree and member rows", r.commit)))
 	}
 	for _, rec := range recs {
 		if err := tx.Delete(nokv.FamilyCommitMember, rec.Key); err != nil {

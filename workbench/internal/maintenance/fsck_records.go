@@ -154,6 +154,9 @@ func (fk *fsck) checkRoot(ctx context.Context, sn *head.Snapshot) error {
 		fk.incomplete = true
 		return nil
 	}
+	if err := c.loadTrees(ctx); err != nil {
+		return err
+	}
 	c.markLiveBlocks()
 	c.checkWorkspaces()
 	c.checkPaths()
@@ -162,6 +165,36 @@ func (fk *fsck) checkRoot(ctx context.Context, sn *head.Snapshot) error {
 	c.checkCommits()
 	c.checkSnapshots()
 	return c.checkBodies(ctx)
+}
+
+// loadTrees reads the members of every commit that keeps them in a
+// member tree, as the rows they stand for. A tree that cannot be read is
+// a finding (the engine layer's walk names the node).
+func (c *rootCheck) loadTrees(ctx context.Context) error {
+	for _, id := range sortedCommits(c.commits) {
+		cm := c.commits[id]
+		if cm.v.MemberTree == nil || cm.v.State == nokv.CommitStateRetired {
+			continue
+		}
+		var rows []memberRow
+		err := c.fk.s.CommitMembers(ctx, c.sn, id, cm.v, func(path []string, m nokv.CommitMember) error {
+			k := nokv.CommitMemberKey{Root: c.root, Commit: id, Path: path}
+			key, err := k.Encode()
+			rows = append(rows, memberRow{key, k, m})
+			return err
+		})
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			c.finding(nokv.FamilyCommit, cm.key, "commit "+id.String(), "a member tree that reads", err.Error())
+			continue
+		}
+		c.members[id] = append(c.members[id], rows...)
+		// They are CommitMember records, stored in a tree.
+		c.fk.rep.Records[c.fk.store.Layout().Schema().Name(nokv.FamilyCommitMember)] += len(rows)
+	}
+	return nil
 }
 
 // scan reads every record of family f in the root and hands each to fn,

@@ -2,13 +2,14 @@ package maintenance
 
 import (
 	"fmt"
-
-	"github.com/cairnstore/cairn/workbench/internal/core"
+	"path"
 
 	"github.com/cairnstore/cairn/gcsweep"
 	"github.com/cairnstore/cairn/roots/walk"
 	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/workbench/internal/core"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/tree"
 )
 
 // What garbage collection needs from the Workbench: the engine's sweep
@@ -28,9 +29,10 @@ func SweepOptions() gcsweep.Options {
 	return gcsweep.Options{Refs: BlockRefs, RefFamilies: BlockRefFamilies, Marker: &m, Touch: true}
 }
 
-// BlockRefFamilies are the families whose records BlockRefs reads: only
-// ArtifactManifest rows name block objects.
-var BlockRefFamilies = []shards.Family{nokv.FamilyArtifactManifest}
+// BlockRefFamilies are the families whose records BlockRefs reads:
+// ArtifactManifest rows name block objects, and Commit records their
+// member trees.
+var BlockRefFamilies = []shards.Family{nokv.FamilyArtifactManifest, nokv.FamilyCommit}
 
 // BlockRefs is the Workbench's walk.Refs (what the graph walker asks of
 // a record): the block an ArtifactManifest row names, with the digest of
@@ -38,6 +40,9 @@ var BlockRefFamilies = []shards.Family{nokv.FamilyArtifactManifest}
 // and names no object; every other family names none. A row that does
 // not decode is an error: a sweep cannot tell which block it keeps.
 func BlockRefs(f shards.Family, key, value []byte) ([]walk.BlockRef, error) {
+	if f == nokv.FamilyCommit {
+		return treeRefs(value)
+	}
 	if f != nokv.FamilyArtifactManifest {
 		return nil, nil
 	}
@@ -74,4 +79,40 @@ func Layout(agent string) (shards.Layout, error) {
 // without knowing the agents they serve.
 func ShardLayout(id shards.ShardID) shards.Layout {
 	return shards.NewLayout(nokv.Schema().Families, id)
+}
+
+// treeRefs returns the root node of the member tree a Commit record
+// names, if any, as a block whose nodes the walk follows (nodeRefs).
+func treeRefs(value []byte) ([]walk.BlockRef, error) {
+	c, err := nokv.DecodeCommit(value)
+	if err != nil {
+		return nil, fmt.Errorf("workbench: block refs: %w", err)
+	}
+	if c.State == nokv.CommitStateRetired {
+		return nil, nil // its members are released: no read reaches them
+	}
+	ref, ok, err := core.TreeRef(c)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return []walk.BlockRef{nodeRef(path.Dir(c.MemberTree.Key)+"/", ref)}, nil
+}
+
+// nodeRef is the block of tree node ref under prefix: inner nodes lead
+// on to their children.
+func nodeRef(prefix string, ref tree.Ref) walk.BlockRef {
+	return walk.BlockRef{
+		Key: prefix + ref.Hash.String(), Digest: ref.Hash.URI(), Size: int64(ref.Size),
+		Refs: func(body []byte) ([]walk.BlockRef, error) {
+			n, _, err := tree.Decode(body, ref.Hash)
+			if err != nil || n.Level == 0 {
+				return nil, err
+			}
+			out := make([]walk.BlockRef, len(n.Entries))
+			for i, e := range n.Entries {
+				out[i] = nodeRef(prefix, e.Child)
+			}
+			return out, nil
+		},
+	}
 }

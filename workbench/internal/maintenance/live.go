@@ -95,7 +95,7 @@ func PinBlockRefs(ctx context.Context, store *head.Store, root digest.Hash) (wal
 func liveBlockRefs(live map[revisionRef]bool) walk.Refs {
 	return func(f shards.Family, key, value []byte) ([]walk.BlockRef, error) {
 		if f != nokv.FamilyArtifactManifest {
-			return nil, nil
+			return BlockRefs(f, key, value) // a commit's member tree
 		}
 		k, err := nokv.ParseArtifactManifestKey(key)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 const (
 	WorkbenchCommitHeadVersion   = 1
 	CommitVersion                = 2 // the seed's immutable commit records are version 2
+	CommitTreeVersion            = 3 // version 2 and the member tree (cairn's)
 	CommitMemberVersion          = 2
 	CommitConsumerVersion        = 1
 	BuildCommitOperationVersion  = 5 // the seed's BuildCommitOperation v5
@@ -154,6 +155,20 @@ type Commit struct {
 	LastZeroConsumerVersion uint64
 	State                   CommitState
 	CreatedVersion          uint64
+	// MemberTree, when set (version 3), names the tree that holds the
+	// commit's members in place of CommitMember rows.
+	MemberTree *MemberTree
+}
+
+// MemberTree names a commit's member tree (package
+// workbench/internal/tree): its root node's object key, size and content
+// digest. The tree maps each member's path, in the key encoding of
+// CommitMember rows after root and commit, to its CommitMember value; it
+// holds MemberCount entries.
+type MemberTree struct {
+	Key    string
+	Size   uint64
+	Digest [32]byte
 }
 
 // TreeDigestURI is the commit's tree digest: "sha256:" and the lowercase
@@ -175,9 +190,13 @@ func (v Commit) reason() string {
 		digestURIReason("manifest digest uri", v.ManifestDigestURI))
 }
 
-// Encode returns the value's bytes.
+// Encode returns the value's bytes: version 3 with a member tree, else 2.
 func (v Commit) Encode() ([]byte, error) {
-	w := newValueWriter(recCommit, CommitVersion)
+	version := uint8(CommitVersion)
+	if v.MemberTree != nil {
+		version = CommitTreeVersion
+	}
+	w := newValueWriter(recCommit, version)
 	w.check(v.reason())
 	w.id16(v.SourceIncarnation)
 	w.str("workbench id", v.WorkbenchID)
@@ -199,12 +218,24 @@ func (v Commit) Encode() ([]byte, error) {
 	w.u64(v.LastZeroConsumerVersion)
 	w.enum("state", &commitStateDef, uint8(v.State))
 	w.u64(v.CreatedVersion)
+	if t := v.MemberTree; t != nil {
+		if t.Key == "" || t.Size == 0 || v.MemberCount == 0 {
+			w.fail("a member tree without a key, a size or members", nil)
+		}
+		w.str("member tree key", t.Key)
+		w.u64(t.Size)
+		w.id32(t.Digest)
+	}
 	return w.finish()
 }
 
-// DecodeCommit decodes a Commit value.
+// DecodeCommit decodes a Commit value of version 2 or 3.
 func DecodeCommit(b []byte) (Commit, error) {
-	r := newValueReader(recCommit, b, CommitVersion)
+	version := uint8(CommitVersion)
+	if len(b) > 0 && b[0] == CommitTreeVersion {
+		version = CommitTreeVersion
+	}
+	r := newValueReader(recCommit, b, version)
 	var v Commit
 	v.SourceIncarnation = r.id16()
 	off := r.offset()
@@ -233,6 +264,16 @@ func DecodeCommit(b []byte) (Commit, error) {
 	v.CreatedVersion = r.u64()
 	if r.err == nil {
 		r.check(off, v.reason())
+	}
+	if version == CommitTreeVersion {
+		toff := r.offset()
+		t := &MemberTree{Key: r.str("member tree key")}
+		t.Size = r.u64()
+		t.Digest = r.id32()
+		if r.err == nil && (t.Key == "" || t.Size == 0 || v.MemberCount == 0) {
+			r.failAt(toff, "a member tree without a key, a size or members", nil)
+		}
+		v.MemberTree = t
 	}
 	if err := r.end(); err != nil {
 		return Commit{}, err

@@ -1,0 +1,130 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"path"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/tree"
+)
+
+// A commit's members live in CommitMember rows (Commit version 2) or in
+// a member tree (version 3): a tree whose keys are the members' paths in
+// the key encoding of the rows (after root and commit) and whose values
+// are the rows' values. Readers go through CommitMembers and never ask
+// which.
+
+// treeCacheBytes is the budget of a Service's cache of decoded tree
+// nodes: a commit reads the inner nodes of its parent's tree and the
+// leaves its changes fall in.
+const treeCacheBytes = 32 << 20
+
+// MemberTreeKey returns the tree key of a member's path.
+func MemberTreeKey(p []string) ([]byte, error) { return shards.NewKey().Path(p).Build() }
+
+// parseMemberTreeKey parses a tree key back into a path.
+func parseMemberTreeKey(b []byte) ([]string, error) {
+	r := shards.NewKeyReader(b)
+	p := r.Path()
+	if err := r.End(); err != nil {
+		return nil, fmt.Errorf("workbench: member tree key: %w", err)
+	}
+	return p, nil
+}
+
+// TreeRef returns the tree reference a commit names, and whether it
+// names one.
+func TreeRef(c nokv.Commit) (tree.Ref, bool, error) {
+	t := c.MemberTree
+	if t == nil {
+		return tree.Ref{}, false, nil
+	}
+	h, err := digest.Parse(path.Base(t.Key))
+	if err != nil {
+		return tree.Ref{}, false, fmt.Errorf("workbench: member tree key %q: %w: %w", t.Key, err, bucket.ErrIntegrity)
+	}
+	return tree.Ref{Hash: h, Digest: t.Digest, Count: c.MemberCount, Size: t.Size}, true, nil
+}
+
+// CommitMembers calls fn with each member of commit c (id) in path
+// order, from its rows (read at sn) or its tree.
+func (s *Service) CommitMembers(ctx context.Context, sn *head.Snapshot, id nokv.CommitID, c nokv.Commit, fn func(path []string, m nokv.CommitMember) error) error {
+	ref, ok, err := TreeRef(c)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		recs, err := sn.Scan(ctx, nokv.FamilyCommitMember, nokv.CommitMemberPrefix(s.Root(), id), nil, 0)
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			k, err := nokv.ParseCommitMemberKey(r.Key)
+			if err != nil {
+				return err
+			}
+			m, err := nokv.DecodeCommitMember(r.Value)
+			if err != nil {
+				return err
+			}
+			if err := fn(k.Path, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if s.Trees.Key(ref.Hash) != c.MemberTree.Key {
+		return fmt.Errorf("workbench: commit %s names member tree %s, outside this root's trees: %w", id, c.MemberTree.Key, bucket.ErrIntegrity)
+	}
+	return tree.Walk(ctx, s.Trees, ref, func(k, v []byte) error {
+		p, err := parseMemberTreeKey(k)
+		if err != nil {
+			return err
+		}
+		m, err := nokv.DecodeCommitMember(v)
+		if err != nil {
+			return err
+		}
+		return fn(p, m)
+	})
+}
+
+// MemberEntry returns a member's tree entry.
+func MemberEntry(p []string, m nokv.CommitMember) (tree.Entry, error) {
+	k, err := MemberTreeKey(p)
+	if err != nil {
+		return tree.Entry{}, err
+	}
+	v, err := m.Encode()
+	if err != nil {
+		return tree.Entry{}, err
+	}
+	return tree.Entry{Key: k, Value: v}, nil
+}
+
+// StageMemberTree builds the tree of entries (in path order), lending
+// base's unchanged nodes, stages the nodes it writes with tx's attempt,
+// and returns the reference a commit stores. base must be a tree tx's
+// snapshot reaches (its parent commit's).
+func (s *Service) StageMemberTree(tx *head.Tx, base tree.Ref, entries []tree.Entry) (*nokv.MemberTree, error) {
+	root, objs, err := tree.Rebuild(tx.Context(), s.Trees, base, entries, tx.Salt())
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		tx.Stage(s.Trees.Key(o.Hash), o.Body)
+		// The next commit reads this tree's inner nodes: keep them.
+		if n, d, err := tree.Decode(o.Body, o.Hash); err == nil && n.Level > 0 {
+			s.Trees.Cache.Add(o.Hash, &tree.Cached{Node: n, Digest: d, Size: len(o.Body)})
+		}
+	}
+	if root.IsEmpty() {
+		return nil, fmt.Errorf("workbench: a commit without members")
+	}
+	return &nokv.MemberTree{Key: s.Trees.Key(root.Hash), Size: root.Size, Digest: root.Digest}, nil
+}
