@@ -125,7 +125,27 @@ func CheckCommitClosureForTest(tb testing.TB, s *Service) {
 				}
 			}
 		}))
-		if !slices.Equal(refs, members) || uint64(len(refs)) != c.UniqueRevisionCount || core.RevisionDigest(refs) != c.RevisionDigest {
+		if c.MemberTree != nil {
+			// Its own references, and its parent's for the rest.
+			if uint64(len(members)) != c.UniqueRevisionCount || core.RevisionDigest(members) != c.RevisionDigest || uint64(len(refs)) != c.MemberTree.References {
+				tb.Errorf("commit %s: %d member revisions, %d refs; sealed %d and %d", id, len(members), len(refs), c.UniqueRevisionCount, c.MemberTree.References)
+			}
+			parent := map[nokv.RevisionID]bool{}
+			if len(c.Parents) > 0 {
+				for _, m := range MembersForTest(tb, s, c.Parents[0], commits[c.Parents[0]]) {
+					parent[m.M.Revision] = true
+				}
+			}
+			own := map[nokv.RevisionID]bool{}
+			for _, r := range refs {
+				own[r] = true
+			}
+			for _, r := range members {
+				if !own[r] && !parent[r] {
+					tb.Errorf("commit %s: revision %s is neither its reference nor its parent's member", id, r)
+				}
+			}
+		} else if !slices.Equal(refs, members) || uint64(len(refs)) != c.UniqueRevisionCount || core.RevisionDigest(refs) != c.RevisionDigest {
 			tb.Errorf("commit %s: commit refs %v, member revisions %v, sealed count %d", id, refs, members, c.UniqueRevisionCount)
 		}
 		if !slices.Equal(parents, c.Parents) || core.ParentDigest(parents) != c.ParentDigest {

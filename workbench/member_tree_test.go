@@ -51,6 +51,12 @@ func TestMemberTrees(t *testing.T) {
 		if c.MemberTree == nil {
 			t.Fatalf("commit %s has no member tree", id)
 		}
+		// The first references all 301 revisions (300 files and its run
+		// manifest); the second only what its parent's members lack: the
+		// changed file's and its own run manifest's.
+		if want := map[bool]uint64{true: 301, false: 2}[len(c.Parents) == 0]; c.MemberTree.References != want {
+			t.Fatalf("commit %s (%d parents) references %d revisions, want %d", id, len(c.Parents), c.MemberTree.References, want)
+		}
 		if got := workbench.MembersForTest(t, s, id, c); uint64(len(got)) != c.MemberCount {
 			t.Fatalf("commit %s: %d members read, %d sealed", id, len(got), c.MemberCount)
 		}

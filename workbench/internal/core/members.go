@@ -111,20 +111,70 @@ func MemberEntry(p []string, m nokv.CommitMember) (tree.Entry, error) {
 // base's unchanged nodes, stages the nodes it writes with tx's attempt,
 // and returns the reference a commit stores. base must be a tree tx's
 // snapshot reaches (its parent commit's).
-func (s *Service) StageMemberTree(tx *head.Tx, base tree.Ref, entries []tree.Entry) (*nokv.MemberTree, error) {
-	root, objs, err := tree.Rebuild(tx.Context(), s.Trees, base, entries, tx.Salt())
+//
+// It also returns the revisions the commit must reference itself: with
+// a base, those held by the leaves base does not share less those held
+// by the leaves it replaced (a superset of the revisions the new members
+// hold and base's do not); without one, nil, and the commit references
+// every revision of its members.
+func (s *Service) StageMemberTree(tx *head.Tx, base tree.Ref, entries []tree.Entry) (*nokv.MemberTree, []nokv.RevisionID, error) {
+	ctx := tx.Context()
+	root, objs, err := tree.Rebuild(ctx, s.Trees, base, entries, tx.Salt())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if root.IsEmpty() {
+		return nil, nil, fmt.Errorf("workbench: a commit without members")
 	}
 	for _, o := range objs {
 		tx.Stage(s.Trees.Key(o.Hash), o.Body)
-		// The next commit reads this tree's inner nodes: keep them.
-		if n, d, err := tree.Decode(o.Body, o.Hash); err == nil && n.Level > 0 {
+		// The next commit reads this tree's inner nodes, and the leaves
+		// it replaces: keep them.
+		if n, d, err := tree.Decode(o.Body, o.Hash); err == nil {
 			s.Trees.Cache.Add(o.Hash, &tree.Cached{Node: n, Digest: d, Size: len(o.Body)})
 		}
 	}
-	if root.IsEmpty() {
-		return nil, fmt.Errorf("workbench: a commit without members")
+	mt := &nokv.MemberTree{Key: s.Trees.Key(root.Hash), Size: root.Size, Digest: root.Digest}
+	if base.IsEmpty() {
+		return mt, nil, nil
 	}
-	return &nokv.MemberTree{Key: s.Trees.Key(root.Hash), Size: root.Size, Digest: root.Digest}, nil
+	src := tree.Overlay(s.Trees, objs)
+	gone, added, err := tree.Changed(ctx, src, base, root)
+	if err != nil {
+		return nil, nil, err
+	}
+	had, err := leafRevisions(ctx, src, gone)
+	if err != nil {
+		return nil, nil, err
+	}
+	has, err := leafRevisions(ctx, src, added)
+	if err != nil {
+		return nil, nil, err
+	}
+	var refs []nokv.RevisionID
+	for r := range has {
+		if !had[r] {
+			refs = append(refs, r)
+		}
+	}
+	return mt, SortRevisions(refs), nil
+}
+
+// leafRevisions returns the revisions the members in leaves hold.
+func leafRevisions(ctx context.Context, src tree.Source, leaves []tree.Entry) (map[nokv.RevisionID]bool, error) {
+	nodes, err := tree.LoadLeaves(ctx, src, leaves)
+	if err != nil {
+		return nil, err
+	}
+	out := map[nokv.RevisionID]bool{}
+	for _, n := range nodes {
+		for _, e := range n.Entries {
+			m, err := nokv.DecodeCommitMember(e.Value)
+			if err != nil {
+				return nil, err
+			}
+			out[m.Revision] = true
+		}
+	}
+	return out, nil
 }

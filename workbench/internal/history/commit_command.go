@@ -156,6 +156,7 @@ type commitCommand struct {
 	entry    nokv.PathEntry  // the run manifest's new entry
 	members  []member
 	revs     []nokv.RevisionID // unique, ascending
+	refRevs  []nokv.RevisionID // the revisions it references, when not revs (member trees)
 	parents  []nokv.CommitID
 	memberD  [32]byte
 	tree     *nokv.MemberTree // the members' tree, with Options.MemberTrees
@@ -490,8 +491,19 @@ func (c *commitCommand) writeMembers() error {
 		}
 	}
 	var err error
-	c.tree, err = c.s.StageMemberTree(c.tx, base, entries)
-	return err
+	var refs []nokv.RevisionID
+	c.tree, refs, err = c.s.StageMemberTree(c.tx, base, entries)
+	if err != nil || base.IsEmpty() {
+		return err
+	}
+	// The parent, which outlives this commit, keeps the revisions this
+	// commit shares with it. The run manifest's revision is new, and
+	// always this commit's own.
+	if i, found := slices.BinarySearchFunc(refs, c.st.Rev, func(a, b nokv.RevisionID) int { return bytes.Compare(a[:], b[:]) }); !found {
+		refs = slices.Insert(refs, i, c.st.Rev)
+	}
+	c.refRevs = refs
+	return nil
 }
 
 // referenceRevisions adds one Commit reference per unique revision of the
@@ -499,7 +511,14 @@ func (c *commitCommand) writeMembers() error {
 // reference is already in place.
 func (c *commitCommand) referenceRevisions() error {
 	rc := &publish.Refs{S: c.s, Tx: c.tx, Revs: map[nokv.RevisionID]*nokv.ArtifactRevision{}}
-	for _, rev := range c.revs {
+	refs := c.revs
+	if c.refRevs != nil {
+		refs = c.refRevs
+	}
+	if c.tree != nil {
+		c.tree.References = uint64(len(refs))
+	}
+	for _, rev := range refs {
 		if rev == c.st.Rev {
 			continue
 		}

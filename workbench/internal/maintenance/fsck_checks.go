@@ -495,7 +495,9 @@ func (c *rootCheck) checkCommits() {
 				fmt.Sprintf("member_count %d, tree digest %s", cm.v.MemberCount, cm.v.TreeDigestURI()))
 		}
 		members := core.SortRevisions(slices.Collect(maps.Keys(revSet)))
-		if !slices.Equal(refs, members) || uint64(len(refs)) != cm.v.UniqueRevisionCount || core.RevisionDigest(refs) != cm.v.RevisionDigest {
+		if cm.v.MemberTree != nil {
+			c.checkTreeReferences(id, cm, members, refs)
+		} else if !slices.Equal(refs, members) || uint64(len(refs)) != cm.v.UniqueRevisionCount || core.RevisionDigest(refs) != cm.v.RevisionDigest {
 			c.finding(nokv.FamilyCommit, cm.key, name,
 				fmt.Sprintf("Commit references on exactly its members' %d revisions (%s), sealed", len(members), revisionList(members)),
 				fmt.Sprintf("%d references (%s), unique_revision_count %d, digest matches: %v",
@@ -653,4 +655,42 @@ func sortedCommits[V any](m map[nokv.CommitID]V) []nokv.CommitID {
 func sortCommits(ids []nokv.CommitID) []nokv.CommitID {
 	slices.SortFunc(ids, func(a, b nokv.CommitID) int { return bytes.Compare(a[:], b[:]) })
 	return ids
+}
+
+// checkTreeReferences checks the references of a commit with a member
+// tree: its seal covers every revision its members hold, and it
+// references a subset of them that holds at least every one its
+// parent's members do not (the parent, which outlives it, keeps the
+// rest).
+func (c *rootCheck) checkTreeReferences(id nokv.CommitID, cm commitRow, members, refs []nokv.RevisionID) {
+	name := "commit " + id.String()
+	if uint64(len(members)) != cm.v.UniqueRevisionCount || core.RevisionDigest(members) != cm.v.RevisionDigest {
+		c.finding(nokv.FamilyCommit, cm.key, name, fmt.Sprintf("a revision seal of its members' %d revisions", len(members)),
+			fmt.Sprintf("unique_revision_count %d, digest matches: %v", cm.v.UniqueRevisionCount, core.RevisionDigest(members) == cm.v.RevisionDigest))
+	}
+	held := map[nokv.RevisionID]bool{}
+	for _, r := range members {
+		held[r] = true
+	}
+	parent := map[nokv.RevisionID]bool{}
+	if len(cm.v.Parents) > 0 {
+		for _, m := range c.members[cm.v.Parents[0]] {
+			parent[m.v.Revision] = true
+		}
+	}
+	own := map[nokv.RevisionID]bool{}
+	for _, r := range refs {
+		own[r] = true
+		if !held[r] {
+			c.finding(nokv.FamilyCommit, cm.key, name, "Commit references only on its members' revisions", "a reference on "+r.String())
+		}
+	}
+	for _, r := range members {
+		if !own[r] && !parent[r] {
+			c.finding(nokv.FamilyCommit, cm.key, name, "a Commit reference on "+r.String()+", which its parent's members do not hold", "none")
+		}
+	}
+	if uint64(len(refs)) != cm.v.MemberTree.References {
+		c.finding(nokv.FamilyCommit, cm.key, name, fmt.Sprintf("%d Commit references, as its member tree says", cm.v.MemberTree.References), fmt.Sprint(len(refs)))
+	}
 }

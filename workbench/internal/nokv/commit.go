@@ -165,10 +165,16 @@ type Commit struct {
 // digest. The tree maps each member's path, in the key encoding of
 // CommitMember rows after root and commit, to its CommitMember value; it
 // holds MemberCount entries.
+//
+// References counts the commit's own Commit RevisionRefs: a commit with
+// a member tree references only the revisions its members hold that its
+// parent's members may not (docs/workbench.md, "Member trees"); the rest
+// its parent, which outlives it, keeps.
 type MemberTree struct {
-	Key    string
-	Size   uint64
-	Digest [32]byte
+	Key        string
+	Size       uint64
+	Digest     [32]byte
+	References uint64
 }
 
 // TreeDigestURI is the commit's tree digest: "sha256:" and the lowercase
@@ -219,12 +225,13 @@ func (v Commit) Encode() ([]byte, error) {
 	w.enum("state", &commitStateDef, uint8(v.State))
 	w.u64(v.CreatedVersion)
 	if t := v.MemberTree; t != nil {
-		if t.Key == "" || t.Size == 0 || v.MemberCount == 0 {
-			w.fail("a member tree without a key, a size or members", nil)
+		if t.Key == "" || t.Size == 0 || v.MemberCount == 0 || t.References > v.UniqueRevisionCount {
+			w.fail("a member tree without a key, a size or members, or with more references than revisions", nil)
 		}
 		w.str("member tree key", t.Key)
 		w.u64(t.Size)
 		w.id32(t.Digest)
+		w.u64(t.References)
 	}
 	return w.finish()
 }
@@ -270,8 +277,9 @@ func DecodeCommit(b []byte) (Commit, error) {
 		t := &MemberTree{Key: r.str("member tree key")}
 		t.Size = r.u64()
 		t.Digest = r.id32()
-		if r.err == nil && (t.Key == "" || t.Size == 0 || v.MemberCount == 0) {
-			r.failAt(toff, "a member tree without a key, a size or members", nil)
+		t.References = r.u64()
+		if r.err == nil && (t.Key == "" || t.Size == 0 || v.MemberCount == 0 || t.References > v.UniqueRevisionCount) {
+			r.failAt(toff, "a member tree without a key, a size or members, or with more references than revisions", nil)
 		}
 		v.MemberTree = t
 	}

@@ -86,6 +86,8 @@ func TestCommitRecordsRoundTrip(t *testing.T) {
 	}
 	retire := nokv.CommitRetireOperation{Phase: nokv.CommitRetirePhaseReleasing, Commit: tCommit, ClaimedEpoch: 4, MembersReleased: 3, RevisionsReleased: 1}
 	consumer := nokv.CommitConsumer{ConsumerEpochAtAdd: 2, CreatedVersion: 9}
+	withTree := commit
+	withTree.MemberTree = &nokv.MemberTree{Key: "artifacts/x/trees/" + rep("ab", 32), Size: 300, Digest: fill32(0x07), References: 1}
 
 	values := []struct {
 		name string
@@ -94,6 +96,7 @@ func TestCommitRecordsRoundTrip(t *testing.T) {
 		dec  func([]byte) (any, error)
 	}{
 		{"Commit", commit, commit.Encode, func(b []byte) (any, error) { return nokv.DecodeCommit(b) }},
+		{"Commit with a member tree", withTree, withTree.Encode, func(b []byte) (any, error) { return nokv.DecodeCommit(b) }},
 		{"CommitMember", member, member.Encode, func(b []byte) (any, error) { return nokv.DecodeCommitMember(b) }},
 		{"BuildCommitOperation", build, build.Encode, func(b []byte) (any, error) { return nokv.DecodeBuildCommitOperation(b) }},
 		{"CommitRetireOperation", retire, retire.Encode, func(b []byte) (any, error) { return nokv.DecodeCommitRetireOperation(b) }},
@@ -116,6 +119,19 @@ func TestCommitRecordsRoundTrip(t *testing.T) {
 	}
 	if commit.TreeDigestURI() != "sha256:"+rep("01", 32) {
 		t.Fatalf("tree digest %s", commit.TreeDigestURI())
+	}
+	if b, _ := commit.Encode(); b[0] != nokv.CommitVersion {
+		t.Fatalf("a commit without a tree is version %d", b[0])
+	}
+	if b, _ := withTree.Encode(); b[0] != nokv.CommitTreeVersion {
+		t.Fatalf("a commit with a tree is version %d", b[0])
+	}
+	for _, bad := range []nokv.MemberTree{{Size: 1}, {Key: "k"}, {Key: "k", Size: 1, References: 3}} {
+		c := commit
+		c.MemberTree = &bad
+		if _, err := c.Encode(); !errors.Is(err, nokv.ErrBadRecord) {
+			t.Fatalf("member tree %+v encoded: %v", bad, err)
+		}
 	}
 	both := build
 	both.Failure = &nokv.OperationFailure{Code: "X", Message: "y"}

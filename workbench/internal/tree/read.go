@@ -210,3 +210,65 @@ func (o *Objects) Put(ctx context.Context, objs []Object) error {
 	}
 	return g.Wait()
 }
+
+// Changed returns the leaves of tree a that tree b does not share (by
+// content digest) and the leaves of b that a does not, each in key
+// order, reading only the inner nodes of both.
+func Changed(ctx context.Context, src Source, a, b Ref) (onlyA, onlyB []Entry, err error) {
+	la, err := Leaves(ctx, src, a)
+	if err != nil {
+		return nil, nil, err
+	}
+	lb, err := Leaves(ctx, src, b)
+	if err != nil {
+		return nil, nil, err
+	}
+	in := func(l []Entry) map[[32]byte]bool {
+		m := make(map[[32]byte]bool, len(l))
+		for _, e := range l {
+			m[e.Child.Digest] = true
+		}
+		return m
+	}
+	ina, inb := in(la), in(lb)
+	for _, e := range la {
+		if !inb[e.Child.Digest] {
+			onlyA = append(onlyA, e)
+		}
+	}
+	for _, e := range lb {
+		if !ina[e.Child.Digest] {
+			onlyB = append(onlyB, e)
+		}
+	}
+	return onlyA, onlyB, nil
+}
+
+// LoadLeaves reads the leaves entries name (as Leaves or Changed give
+// them), in parallel, each checked against its entry.
+func LoadLeaves(ctx context.Context, src Source, entries []Entry) ([]*Node, error) {
+	return loadAll(ctx, src, entries, nil, 0)
+}
+
+// Overlay is a Source that finds the nodes of objs, an edit's output not
+// yet stored, before it asks src.
+func Overlay(src Source, objs []Object) Source {
+	m := make(map[digest.Hash][]byte, len(objs))
+	for _, o := range objs {
+		m[o.Hash] = o.Body
+	}
+	return overlay{src, m}
+}
+
+type overlay struct {
+	src   Source
+	nodes map[digest.Hash][]byte
+}
+
+func (o overlay) Node(ctx context.Context, h digest.Hash) (*Node, [32]byte, int, error) {
+	if b, ok := o.nodes[h]; ok {
+		n, d, err := Decode(b, h)
+		return n, d, len(b), err
+	}
+	return o.src.Node(ctx, h)
+}

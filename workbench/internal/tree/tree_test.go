@@ -357,3 +357,52 @@ func TestRebuildReusesBase(t *testing.T) {
 		t.Fatal("the rebuilt tree does not hold the entries")
 	}
 }
+
+// TestChanged: the leaves two versions do not share are exactly the
+// ones holding what changed.
+func TestChanged(t *testing.T) {
+	ctx := context.Background()
+	m := model{}
+	for i := range 5000 {
+		m[string(key(i))] = "v"
+	}
+	src := newMem()
+	a, objs, err := Build(m.entries(), salt(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.put(objs)
+	changed := string(key(1234))
+	b, objs, err := Edit(ctx, src, a, []Change{{Key: []byte(changed), Value: []byte("w")}}, salt(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	over := Overlay(src, objs)
+	onlyA, onlyB, err := Changed(ctx, over, a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(onlyA) != 1 || len(onlyB) != 1 {
+		t.Fatalf("one change: %d leaves only in the old tree, %d only in the new", len(onlyA), len(onlyB))
+	}
+	for _, side := range []struct {
+		src   Source
+		leaf  []Entry
+		value string
+	}{{src, onlyA, "v"}, {over, onlyB, "w"}} {
+		nodes, err := LoadLeaves(ctx, side.src, side.leaf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, e := range nodes[0].Entries {
+			found = found || string(e.Key) == changed && string(e.Value) == side.value
+		}
+		if !found {
+			t.Fatalf("the changed key is not in the changed leaf with value %q", side.value)
+		}
+	}
+	if _, _, err := Changed(ctx, src, a, b); !errors.Is(err, bucket.ErrNotExist) {
+		t.Fatalf("the new tree without its nodes: %v", err)
+	}
+}

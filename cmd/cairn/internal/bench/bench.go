@@ -17,6 +17,7 @@ import (
 const (
 	PutNewWarm     = "put-new-warm"
 	PutReplaceWarm = "put-replace-warm"
+	PutCommitWarm  = "put-commit-warm"
 	ColdStat       = "cold-stat"
 	ColdRead       = "cold-read"
 	ListCold       = "list-cold"
@@ -30,7 +31,7 @@ const (
 
 // Scenarios returns every scenario's name in run order.
 func Scenarios() []string {
-	return []string{PutNewWarm, PutReplaceWarm, ColdStat, ColdRead, ListCold, ListWarm,
+	return []string{PutNewWarm, PutReplaceWarm, PutCommitWarm, ColdStat, ColdRead, ListCold, ListWarm,
 		Grep, SearchAll, ReplicaMemory, Throughput1, Throughput8}
 }
 
@@ -80,6 +81,11 @@ type Config struct {
 	// CacheBytes is head.Options.CacheBytes of every replica; 0 is the
 	// engine's default.
 	CacheBytes int64
+	// MemberTrees is workbench.Options.MemberTrees of every replica.
+	MemberTrees bool
+	// CommitSamples is the number of put+commit pairs put-commit-warm
+	// makes. Default 10.
+	CommitSamples int
 	// Trace, if not nil, receives a line for every request the measured
 	// scenarios make (not the seeding's): when it began, how long it
 	// took, its size and its key.
@@ -101,6 +107,7 @@ const (
 	DefaultSeedConcurrency = 1024
 	DefaultSeedBatch       = 1024
 	DefaultPutSamples      = 20
+	DefaultCommitSamples   = 10
 )
 
 func (c *Config) fill() {
@@ -109,6 +116,9 @@ func (c *Config) fill() {
 	}
 	if len(c.Scenarios) == 0 {
 		c.Scenarios = Scenarios()
+	}
+	if c.CommitSamples <= 0 {
+		c.CommitSamples = DefaultCommitSamples
 	}
 	if c.DirEntries <= 0 {
 		c.DirEntries = DefaultDirEntries
@@ -153,8 +163,8 @@ func (c Config) Validate() error {
 			return fmt.Errorf("bench: unknown scenario %q (known: %s)", s, strings.Join(Scenarios(), ", "))
 		}
 	}
-	if c.PutSamples < 0 {
-		return fmt.Errorf("bench: put samples %d: must not be negative", c.PutSamples)
+	if c.PutSamples < 0 || c.CommitSamples < 0 {
+		return fmt.Errorf("bench: put samples %d, commit samples %d: must not be negative", c.PutSamples, c.CommitSamples)
 	}
 	if c.RTT < 0 || c.WriteRate < 0 {
 		return fmt.Errorf("bench: rtt and write rate must not be negative")
@@ -230,6 +240,15 @@ func (r *Row) add(s counting.Stats) {
 	r.Rounds += o.Rounds
 	r.BytesRead += o.BytesRead
 	r.BytesWritten += o.BytesWritten
+}
+
+// addSince adds the counts of now less those of before.
+func (r *Row) addSince(now, before counting.Stats) {
+	a, b := fromStats(now), fromStats(before)
+	r.Requests += a.Requests - b.Requests
+	r.Rounds += a.Rounds - b.Rounds
+	r.BytesRead += a.BytesRead - b.BytesRead
+	r.BytesWritten += a.BytesWritten - b.BytesWritten
 }
 
 func (r *Row) metric(name string, v float64) {

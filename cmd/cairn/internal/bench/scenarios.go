@@ -69,6 +69,7 @@ func runSize(ctx context.Context, cfg Config, n int) ([]Row, *Seeding, error) {
 	}{
 		{[]string{PutNewWarm}, r.putNew},
 		{[]string{PutReplaceWarm}, r.putReplace},
+		{[]string{PutCommitWarm}, r.putCommit},
 		{[]string{ColdStat, ColdRead}, r.cold},
 		{[]string{ListCold, ListWarm}, r.list},
 		{[]string{Grep}, r.grep},
@@ -170,6 +171,71 @@ func (r *sizeRun) putReplace(ctx context.Context) ([]Row, error) {
 		return nil, err
 	}
 	row.note("%s besides the 2 KiB body; generation %d", size(row.BytesWritten-int64(len(putBody))), res.Generation)
+	return []Row{row}, nil
+}
+
+// putCommit commits the workbench once (not measured: the first commit
+// freezes every file), then measures CommitSamples rounds of what an
+// agent does between commits at its smallest: one file replaced, then a
+// commit that replaces the head. The row is their mean; its metrics give
+// the commit's share and the p50 of the pair.
+func (r *sizeRun) putCommit(ctx context.Context) ([]Row, error) {
+	commit := func(i int) error {
+		_, err := r.warm.svc.Commit(ctx, workbench.CommitInput{ID: WorkbenchID, Manifest: map[string]any{"round": i},
+			ContentDigestURI: "sha256:" + strings.Repeat("0", 63) + "1", Replace: i > 0})
+		if err != nil {
+			return fmt.Errorf("bench: workbench_commit: %w", err)
+		}
+		return nil
+	}
+	if err := commit(0); err != nil {
+		return nil, err
+	}
+	n := r.cfg.CommitSamples
+	var total, commits Row
+	var took, commitTook []time.Duration
+	for i := 1; i <= n; i++ {
+		if err := pace(ctx, r.cfg); err != nil {
+			return nil, err
+		}
+		path := r.sh.someFile(1 + i)
+		row, _, err := r.measure(ctx, PutCommitWarm, r.warm, func() (map[string]any, error) {
+			_, err := r.warm.svc.PutFile(ctx, workbench.PutFileInput{ID: WorkbenchID, Section: section, Path: path, Text: &putBody, Replace: true})
+			if err != nil {
+				return nil, putError(err)
+			}
+			before := r.warm.cnt.Snapshot()
+			start := time.Now()
+			err = commit(i)
+			commitTook = append(commitTook, time.Since(start))
+			commits.addSince(r.warm.cnt.Snapshot(), before)
+			return nil, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		total.add(r.warm.cnt.Snapshot())
+		total.Wall += row.Wall
+		total.CPU += row.CPU
+		total.HeadBytes = row.HeadBytes
+		took = append(took, row.Wall)
+	}
+	mean := func(v int64) int64 { return (v + int64(n)/2) / int64(n) }
+	row := Row{Scenario: PutCommitWarm, Requests: mean(total.Requests), Rounds: mean(total.Rounds),
+		BytesRead: mean(total.BytesRead), BytesWritten: mean(total.BytesWritten),
+		Wall: total.Wall / time.Duration(n), CPU: total.CPU / time.Duration(n), HeadBytes: total.HeadBytes}
+	slices.Sort(took)
+	slices.Sort(commitTook)
+	row.metric("pairs", float64(n))
+	row.metric("p50_s", percentile(took, 0.50).Seconds())
+	row.metric("commit_p50_s", percentile(commitTook, 0.50).Seconds())
+	row.metric("commit_bytes_written", float64(mean(commits.BytesWritten)))
+	row.metric("commit_requests", float64(mean(commits.Requests)))
+	row.note("mean of %d pairs of one replaced file and a commit, folds included; p50 %s; the commit alone: p50 %s, %d requests in %d rounds, %s written (mean)",
+		n, dur(percentile(took, 0.50)), dur(percentile(commitTook, 0.50)), mean(commits.Requests), mean(commits.Rounds), size(mean(commits.BytesWritten)))
+	if r.cfg.MemberTrees {
+		row.note("member trees on")
+	}
 	return []Row{row}, nil
 }
 
