@@ -91,6 +91,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	maxConns := fs.Int("max-conns", defaultMaxConns, "connections held open at once; at the bound the longest-idle one is closed for a new one")
 	connIdle := fs.Duration("conn-idle-timeout", defaultConnIdle, "close a kept-alive connection after this long without a request")
 	authFailBurst := fs.Int("auth-fail-burst", serve.DefaultAuthFailBurst, "failed authentications a client address may make at once before 429 (one more a second; negative: no limit)")
+	memberTrees := fs.Bool("member-trees", false, "commits keep their members in member trees, so that a commit writes what changed rather than a row per file; every replica must run a cairn that reads them (this one does) before one writes them")
 	logLevel := fs.String("log-level", "info", "log level: debug (probes too), info, warn or error")
 	logFormat := fs.String("log-format", "json", "log format: json or text")
 	fs.Usage = func() {
@@ -169,6 +170,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	opts.Workbench.Engine.CacheBytes = int64(*cacheMiB) << 20
 	opts.Workbench.ReadBudget = workbench.NewReadBudget(int64(*readBudgetMiB) << 20)
 	opts.Workbench.Engine.MinCommitInterval = *commitInterval
+	opts.Workbench.MemberTrees = *memberTrees
 	grace := pickDuration(*shutdownTimeout, time.Duration(cfg.ShutdownTimeout), defaultShutdownTimeout)
 
 	b, url, code, err := openBucket(ctx, *bucketURL)

@@ -35,12 +35,12 @@ import (
 // (TestEverySettingHasItsKey keeps the list true) and serve's agents.
 var configKeys = []string{
 	"addr", "after", "agent", "agents", "all", "all_agents", "answer_budget_mib", "auth_fail_burst", "bodies",
-	"body_budget_mib", "body_rate_mib", "bucket", "cache_mib", "commit_interval", "concurrency",
+	"body_budget_mib", "body_rate_mib", "bucket", "cache_mib", "commit_interval", "commit_samples", "concurrency",
 	"config", "conn_idle_timeout", "cpuprofile", "cursor", "dir", "dir_entries",
 	"dry_run", "duration", "extrapolate", "files", "follow", "gc_interval", "gc_percent", "grace",
 	"idempotency_key", "idempotency_retention", "idle_timeout", "input",
 	"interval", "json", "keep_going", "limit", "log_format", "log_level",
-	"max_conns", "max_findings", "memory_limit_mib", "name", "note", "parallel", "pin", "prefix", "put_samples",
+	"max_conns", "max_findings", "member_trees", "memory_limit_mib", "name", "note", "parallel", "pin", "prefix", "put_samples",
 	"quiet", "rate", "read_budget_mib", "replace", "replicas", "request_timeout", "revisions",
 	"root", "rtt", "scenarios", "section", "seed_batch", "seed_concurrency",
 	"server", "shutdown_timeout", "to", "token", "trace", "workbench",

@@ -21,11 +21,11 @@ import (
 type stack struct {
 	cacheBytes  int64 // of every replica's engine, 0 for the default
 	memberTrees bool  // workbench.Options.MemberTrees of every replica
-	store      *mem.Store
-	raw        *mem.Bucket
-	rec        *recorder
-	lat        *latency.Bucket
-	sw         *toggle
+	store       *mem.Store
+	raw         *mem.Bucket
+	rec         *recorder
+	lat         *latency.Bucket
+	sw          *toggle
 }
 
 func newStack(cfg Config) (*stack, error) {
