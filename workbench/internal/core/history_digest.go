@@ -3,6 +3,8 @@ package core
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
+	"hash"
 	"strings"
 
 	"github.com/cairnstore/cairn/bucket/wire"
@@ -171,9 +173,22 @@ func BoolByte(b bool) uint8 {
 type memberDigester struct {
 	w     *wire.Writer
 	count uint64
+	// With the count known up front (NewMemberDigesterOf), members go
+	// straight into h, and w holds one at a time.
+	h    hash.Hash
+	want uint64
 }
 
 func NewMemberDigester() *memberDigester { return &memberDigester{w: wire.NewWriter(nil)} }
+
+// NewMemberDigesterOf returns a digester of exactly n members that hashes
+// each as it is added, instead of holding them all until Sum.
+func NewMemberDigesterOf(n uint64) *memberDigester {
+	h := sha256.New()
+	h.Write([]byte(commitMembersTag))
+	h.Write(wire.NewWriter(nil).U64(n).Bytes())
+	return &memberDigester{w: wire.NewWriter(nil), h: h, want: n}
+}
 
 func (d *memberDigester) Add(path []string, m nokv.CommitMember) error {
 	proj, err := m.Index.Encode()
@@ -195,10 +210,23 @@ func (d *memberDigester) Add(path []string, m nokv.CommitMember) error {
 		}
 	}
 	w.Bytes32(proj)
-	return w.Err()
+	if err := w.Err(); err != nil || d.h == nil {
+		return err
+	}
+	d.h.Write(w.Bytes())
+	d.w = wire.NewWriter(w.Bytes()[:0])
+	return nil
 }
 
 func (d *memberDigester) Sum() [32]byte {
+	if d.h != nil {
+		if d.count != d.want {
+			panic(fmt.Sprintf("workbench: member digest of %d members, %d added", d.want, d.count))
+		}
+		var out [32]byte
+		d.h.Sum(out[:0])
+		return out
+	}
 	h := sha256.New()
 	h.Write([]byte(commitMembersTag))
 	h.Write(wire.NewWriter(nil).U64(d.count).Bytes())

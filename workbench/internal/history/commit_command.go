@@ -65,6 +65,18 @@ func prefetchCommit(ctx context.Context, s *core.Service, sn *head.Snapshot, ws 
 		return err
 	}
 	seen := map[nokv.RevisionID]bool{}
+	if s.Opts.MemberTrees && observed != nil {
+		// Over a parent with a tree, the commit references only what the
+		// parent's members lack: the few revisions it reads are not worth
+		// naming them all.
+		p, ok, err := readCommit(s, core.SnapshotReader(ctx, sn), observed.Commit)
+		if err != nil {
+			return core.FromError(err)
+		}
+		if ok && p.MemberTree != nil {
+			recs = nil
+		}
+	}
 	for _, r := range recs {
 		e, err := nokv.DecodePathEntry(r.Value)
 		if err != nil {
@@ -444,7 +456,7 @@ func (c *commitCommand) placeRunManifest() error {
 // writeMembers writes one CommitMember row per file and seals the member
 // digest.
 func (c *commitCommand) writeMembers() error {
-	d := core.NewMemberDigester()
+	d := core.NewMemberDigesterOf(uint64(len(c.members)))
 	seen := map[nokv.RevisionID]bool{}
 	var entries []tree.Entry
 	for _, m := range c.members {
