@@ -75,6 +75,15 @@ func TestParseRefuses(t *testing.T) {
 			t.Errorf("ValidURI(%q) = %v, want %v", bad, got, want)
 		}
 	}
+	// A wrong byte at any position, of the neighbours of the ranges.
+	for i := range len(abcHex) {
+		for _, c := range "/:`g" {
+			bad := abcHex[:i] + string(c) + abcHex[i+1:]
+			if digest.ValidURI("sha256:" + bad) {
+				t.Errorf("ValidURI accepts %q", bad)
+			}
+		}
+	}
 	if got, want := digest.ValidURI("sha256:"+emptyHex), true; got != want {
 		t.Errorf("ValidURI(empty's URI) = %v, want %v", got, want)
 	}
