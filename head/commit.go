@@ -571,7 +571,7 @@ func (b *attemptBatch) applyAll(ctx context.Context, foreign []foreignIntent) er
 	if sn.head.Genesis() {
 		// The shard's first commit: it writes the schema record, before
 		// and beside whatever the commands write.
-		if err := s.schemaRecord(b.state); err != nil {
+		if err := s.schemaRecord(b.state, sn.head.Marker); err != nil {
 			return err
 		}
 	}
@@ -620,7 +620,7 @@ func (b *attemptBatch) candidate(ctx context.Context) (*candidate, error) {
 	}
 	cand.nonce = nonce
 	cand.head = &Head{
-		Marker:    s.schema.Marker,
+		Marker:    sn.head.Marker, // a shard keeps the formats it was created in
 		ShardID:   s.id.String(),
 		Sequence:  b.at.seq,
 		Root:      cand.rootRef.Hash.String(),

@@ -25,6 +25,16 @@ type Marker struct {
 	ValueFormatVersion uint64 `json:"value_format_version"`
 }
 
+// reads reports whether a Store of marker m opens a shard of marker h:
+// the same marker, or the one before it in value format (a product reads
+// its previous value format and writes it to the shards that have it;
+// docs/engine.md, section 2.8). The zero m reads any marker.
+func (m Marker) reads(h Marker) bool {
+	prev := m
+	prev.ValueFormatVersion--
+	return m == Marker{} || h == m || (m.ValueFormatVersion > 1 && h == prev)
+}
+
 // Schema is what a product stores in a shard: its families (with the
 // engine's own) and the marker that names their formats. Open takes it; a
 // shard written under another marker does not open.
@@ -130,7 +140,7 @@ func DecodeHead(b []byte, id shards.ShardID, want Marker) (*Head, error) {
 		}
 		return nil, fmt.Errorf("%w: %w", ErrBadHead, err)
 	}
-	if want != (Marker{}) && h.Marker != want {
+	if !want.reads(h.Marker) {
 		return nil, fmt.Errorf("%w: marker %+v, want %+v", ErrSchemaMismatch, h.Marker, want)
 	}
 	if h.ShardID != id.String() {

@@ -56,6 +56,15 @@ func (sn *Snapshot) Head() *Head { return sn.head }
 // gives no time.
 func (sn *Snapshot) StoreTime() time.Time { return sn.storeTime }
 
+// Marker returns the shard's schema marker, which names the formats it
+// is written in: the Store's, or the one before it (Marker.reads).
+func (sn *Snapshot) Marker() Marker {
+	if sn.head == nil {
+		return sn.s.schema.Marker // a frozen snapshot (Store.At)
+	}
+	return sn.head.Marker
+}
+
 // PinOrEmpty is Pin for a reader that may meet a shard never written. When
 // the head is missing it lists the shard's prefix: if nothing is there,
 // the shard was never written (or was wholly removed) and PinOrEmpty

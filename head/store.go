@@ -426,7 +426,7 @@ func (sn *Snapshot) gate(ctx context.Context) error {
 }
 
 // checkSchemaRecord reads System("schema") and requires exactly the
-// Store's marker.
+// head's marker (which the head's decoding checked against the Store's).
 func (sn *Snapshot) checkSchemaRecord(ctx context.Context) error {
 	v, ok, err := sn.get(ctx, shards.System, SchemaKey)
 	if err != nil {
@@ -436,7 +436,7 @@ func (sn *Snapshot) checkSchemaRecord(ctx context.Context) error {
 		return fmt.Errorf("head: shard %s: %w: no system schema record", sn.s.id, ErrSchemaMismatch)
 	}
 	var m Marker
-	if err := manifests.DecodeStrict(v, &m); err != nil || m != sn.s.schema.Marker {
+	if err := manifests.DecodeStrict(v, &m); err != nil || m != sn.head.Marker {
 		return fmt.Errorf("head: shard %s: %w: system record %q", sn.s.id, ErrSchemaMismatch, v)
 	}
 	return nil
@@ -476,7 +476,7 @@ func (s *Store) createGenesis(ctx context.Context) error {
 // precondition failure means another process committed first.
 func (s *Store) initialize(ctx context.Context, sn *Snapshot) error {
 	state := newBatchState(s.fams)
-	if err := s.schemaRecord(state); err != nil {
+	if err := s.schemaRecord(state, sn.head.Marker); err != nil {
 		return err
 	}
 	nonce, now := newNonce(), s.opts.Now()
@@ -485,7 +485,7 @@ func (s *Store) initialize(ctx context.Context, sn *Snapshot) error {
 		return err
 	}
 	h := &Head{
-		Marker:    s.schema.Marker,
+		Marker:    sn.head.Marker,
 		ShardID:   s.id.String(),
 		Sequence:  1,
 		Root:      c.rootRef.Hash.String(),
@@ -523,10 +523,10 @@ func (s *Store) noteHeadWrite() {
 	s.mu.Unlock()
 }
 
-// schemaRecord adds the schema record, the marker in System("schema"), to
-// state: the first commit of a shard, on its genesis head, writes it.
-func (s *Store) schemaRecord(state *batchState) error {
-	marker, err := manifests.Encode(s.schema.Marker)
+// schemaRecord adds the schema record, the genesis head's marker m in
+// System("schema"), to state: the first commit of a shard writes it.
+func (s *Store) schemaRecord(state *batchState, m Marker) error {
+	marker, err := manifests.Encode(m)
 	if err != nil {
 		return err
 	}

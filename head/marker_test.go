@@ -1,0 +1,77 @@
+package head_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/cairnstore/cairn/bucket/mem"
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/shards"
+)
+
+// TestPreviousValueFormat: a Store opens a shard of its value format or
+// the one before, and keeps writing the shard's own marker (its head and
+// its schema record); a shard two value formats older, or newer, is
+// refused.
+func TestPreviousValueFormat(t *testing.T) {
+	ctx := context.Background()
+	b := mem.NewBucket()
+	id := shards.NewShardID()
+	with := func(v uint64) head.Schema {
+		sc := head.SchemaForTest
+		sc.Marker.ValueFormatVersion = v
+		return sc
+	}
+	openAs := func(v uint64) *head.Store {
+		s, err := head.Open(ctx, b, id, with(v), head.Options{Check: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	// The shard is created, and first committed, in value format 2.
+	old := openAs(2)
+	if err := old.Initialize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Do(ctx, put(1, "a")); err != nil {
+		t.Fatal(err)
+	}
+	newer := openAs(3)
+	if _, err := newer.Do(ctx, put(2, "b")); err != nil {
+		t.Fatalf("a Store of value format 3 on a shard of 2: %v", err)
+	}
+	sn, err := newer.Pin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := sn.Marker(); m.ValueFormatVersion != 2 {
+		t.Fatalf("the shard's marker after a commit by the newer Store: %+v", m)
+	}
+	if v, ok, err := sn.Get(ctx, fam, key(1)); err != nil || !ok || string(v) != "a" {
+		t.Fatalf("the older Store's record: %q %v %v", v, ok, err)
+	}
+	// The older Store still opens it: nothing newer was written.
+	if _, err := old.Do(ctx, put(3, "c")); err != nil {
+		t.Fatalf("the older Store after the newer one committed: %v", err)
+	}
+	for _, v := range []uint64{1, 4} {
+		if _, err := openAs(v).Pin(ctx); !errors.Is(err, head.ErrSchemaMismatch) {
+			t.Fatalf("a Store of value format %d on a shard of 2: %v, want ErrSchemaMismatch", v, err)
+		}
+	}
+	// A new shard takes the Store's own marker.
+	fresh, err := head.Open(ctx, b, shards.NewShardID(), with(3), head.Options{Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if _, err := fresh.Do(ctx, put(1, "x")); err != nil {
+		t.Fatal(err)
+	}
+	if sn, err := fresh.Pin(ctx); err != nil || sn.Marker().ValueFormatVersion != 3 {
+		t.Fatalf("a new shard's marker: %v", err)
+	}
+}
