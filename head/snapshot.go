@@ -57,10 +57,11 @@ func (sn *Snapshot) Head() *Head { return sn.head }
 func (sn *Snapshot) StoreTime() time.Time { return sn.storeTime }
 
 // Marker returns the shard's schema marker, which names the formats it
-// is written in: the Store's, or the one before it (Marker.reads).
+// is written in: the Store's, or the one before it (Marker.reads). A
+// frozen snapshot (Store.At) has no head, and returns the Store's.
 func (sn *Snapshot) Marker() Marker {
 	if sn.head == nil {
-		return sn.s.schema.Marker // a frozen snapshot (Store.At)
+		return sn.s.schema.Marker
 	}
 	return sn.head.Marker
 }

@@ -425,8 +425,8 @@ func (sn *Snapshot) gate(ctx context.Context) error {
 	}
 }
 
-// checkSchemaRecord reads System("schema") and requires exactly the
-// head's marker (which the head's decoding checked against the Store's).
+// checkSchemaRecord reads System("schema") and requires a marker the
+// Store reads, exactly the head's when the snapshot has one.
 func (sn *Snapshot) checkSchemaRecord(ctx context.Context) error {
 	v, ok, err := sn.get(ctx, shards.System, SchemaKey)
 	if err != nil {
@@ -436,7 +436,7 @@ func (sn *Snapshot) checkSchemaRecord(ctx context.Context) error {
 		return fmt.Errorf("head: shard %s: %w: no system schema record", sn.s.id, ErrSchemaMismatch)
 	}
 	var m Marker
-	if err := manifests.DecodeStrict(v, &m); err != nil || m != sn.head.Marker {
+	if err := manifests.DecodeStrict(v, &m); err != nil || !sn.s.schema.Marker.reads(m) || (sn.head != nil && m != sn.head.Marker) {
 		return fmt.Errorf("head: shard %s: %w: system record %q", sn.s.id, ErrSchemaMismatch, v)
 	}
 	return nil

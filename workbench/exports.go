@@ -437,7 +437,11 @@ func WithOversizedText(ctx context.Context, size int64) context.Context {
 	return core.WithOversizedText(ctx, size)
 }
 
-// ForceMemberTrees turns Options.MemberTrees on (or back off) for every
-// Service the process opens from now on; tests use it to run whole suites
-// against member trees.
-func ForceMemberTrees(on bool) { core.ForceMemberTrees = on }
+// PreviousValueFormatForTest makes every Service the process opens from
+// now on create new shards in the previous value format (commit members
+// in rows), or stops doing so: tests run whole suites against it.
+func PreviousValueFormatForTest(on bool) { core.PreviousValueFormat = on }
+
+// ValueFormat is the value format this cairn creates shards in; it also
+// opens, and writes in their own format, shards of the one before.
+const ValueFormat = nokv.ValueFormatVersion

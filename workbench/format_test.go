@@ -14,14 +14,18 @@ import (
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
-// TestOpenRefusesValueFormat1: a store written in value format 1 (before
-// small bodies moved inline into their manifest rows) fails closed at
-// open, with an error that says so.
-func TestOpenRefusesValueFormat1(t *testing.T) {
+// TestOpenRefusesOlderValueFormat: a store written two value formats
+// before the Service's (today 1, before small bodies moved inline into
+// their manifest rows) fails closed at open, with an error that says so;
+// the format just before is read (TestGoldenStore).
+func TestOpenRefusesOlderValueFormat(t *testing.T) {
 	ctx := context.Background()
 	b := mem.NewBucket()
 	old := nokv.Schema()
-	old.Marker.ValueFormatVersion = 1
+	old.Marker.ValueFormatVersion = nokv.ValueFormatVersion - 2
+	if core.PreviousValueFormat {
+		old.Marker.ValueFormatVersion-- // the Service creates and reads 2
+	}
 	st, err := head.Open(ctx, b, shards.ShardID(core.Derive16("shard", "test")), old, head.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +41,7 @@ func TestOpenRefusesValueFormat1(t *testing.T) {
 	defer s.Close()
 	_, werr := s.Dispatch(ctx, "workbench_stat", []byte(`{"id":"wb"}`))
 	if werr == nil || werr.Code != "InvalidState" || !strings.Contains(werr.Message, "another format") || !errors.Is(werr.Cause, head.ErrSchemaMismatch) {
-		t.Fatalf("stat of a value format 1 store: %v, want InvalidState from a schema mismatch", werr)
+		t.Fatalf("stat of a value format %d store: %v, want InvalidState from a schema mismatch", old.Marker.ValueFormatVersion, werr)
 	}
 	t.Log(werr.Message)
 }

@@ -504,7 +504,7 @@ func TestFsckFindsCorruptRecords(t *testing.T) {
 			})
 			return func(tx *head.Tx) error { return tx.Delete(nokv.FamilyRevisionRef, r.Key) }
 		}, "commit", []string{map[bool]string{false: "Commit references on exactly its members'",
-			true: "which its parent's members do not hold"}[os.Getenv("CAIRN_TEST_MEMBER_TREES") == "1"]}},
+			true: "which its parent's members do not hold"}[os.Getenv("CAIRN_TEST_VALUE_FORMAT") != "2"]}},
 		{"a dependency reference deleted", func(t *testing.T, s *workbench.Service) func(tx *head.Tx) error {
 			r := record(t, s, nokv.FamilyRevisionRef, func(k, _ []byte) bool {
 				rk, _ := nokv.ParseRevisionRefKey(k)

@@ -19,11 +19,17 @@ import (
 
 var updateGoldenStore = flag.Bool("update-golden-store", false, "write testdata/stores/"+goldenStoreName+" afresh")
 
-// goldenStoreName names the store TestGoldenStore keeps by the formats
-// that wrote it: the Workbench's schema marker (format 1, value format 2)
-// over the engine's object formats of docs/engine.md, section 2. A format
-// change adds a store under a new name and keeps this one.
-const goldenStoreName = "wb-format-1-value-2"
+// goldenStoreName names the store of today's formats, which
+// -update-golden-store writes: the Workbench's schema marker (format 1,
+// value format 3) over the engine's object formats of docs/engine.md,
+// section 2. A format change adds a store under a new name and keeps the
+// others (goldenStores).
+const goldenStoreName = "wb-format-1-value-3"
+
+// goldenStores are every store TestGoldenStore opens: one for each
+// format a cairn wrote. Value format 2 keeps a commit's members in rows,
+// 3 in a member tree.
+var goldenStores = []string{"wb-format-1-value-2", goldenStoreName}
 
 // goldenClock is the engine's clock of the golden store's writes and
 // reads: snapshot leases are judged against it, so the transcript does not
@@ -74,13 +80,54 @@ var goldenReads = []struct{ tool, input string }{
 // writes to a copy of it. docs/engine.md, "Changing a format", says why
 // the store stays after a format change.
 func TestGoldenStore(t *testing.T) {
+	if *updateGoldenStore {
+		src, err := filepath.Abs(filepath.Join("testdata", "stores", goldenStoreName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeGoldenStore(t, src)
+	}
+	for _, name := range goldenStores {
+		t.Run(name, func(t *testing.T) {
+			if name == goldenStoreName && os.Getenv("CAIRN_TEST_VALUE_FORMAT") == "2" {
+				refusesNewerStore(t, name)
+				return
+			}
+			testGoldenStore(t, name)
+		})
+	}
+}
+
+// refusesNewerStore: a cairn of the previous value format (as the tests
+// run with CAIRN_TEST_VALUE_FORMAT=2 stand for) refuses today's store
+// with a clear error, rather than misread it.
+func refusesNewerStore(t *testing.T, name string) {
 	ctx := context.Background()
-	src, err := filepath.Abs(filepath.Join("testdata", "stores", goldenStoreName))
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "stores", name, "bucket"))); err != nil {
+		t.Fatal(err)
+	}
+	b, err := bucket.Open(ctx, "file://"+dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *updateGoldenStore {
-		writeGoldenStore(t, src)
+	defer b.Close()
+	s, err := workbench.Open(ctx, b, workbench.Options{AgentID: "golden"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out, _ := s.Call(ctx, "workbench_stat", []byte(`{"id":"wb-a"}`))
+	if !strings.Contains(string(out), `"code":"InvalidState"`) || !strings.Contains(string(out), "another format") {
+		t.Fatalf("a store of a newer value format: %s", out)
+	}
+}
+
+func testGoldenStore(t *testing.T, name string) {
+	ctx := context.Background()
+	src, err := filepath.Abs(filepath.Join("testdata", "stores", name))
+	if err != nil {
+		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join(src, "bucket"))); err != nil {

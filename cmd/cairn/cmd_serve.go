@@ -91,7 +91,8 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	maxConns := fs.Int("max-conns", defaultMaxConns, "connections held open at once; at the bound the longest-idle one is closed for a new one")
 	connIdle := fs.Duration("conn-idle-timeout", defaultConnIdle, "close a kept-alive connection after this long without a request")
 	authFailBurst := fs.Int("auth-fail-burst", serve.DefaultAuthFailBurst, "failed authentications a client address may make at once before 429 (one more a second; negative: no limit)")
-	memberTrees := fs.Bool("member-trees", false, "commits keep their members in member trees, so that a commit writes what changed rather than a row per file; every replica must run a cairn that reads them (this one does) before one writes them")
+	memberTrees := fs.Bool("member-trees", false, "commits keep their members in member trees in stores an older cairn created too (a store this cairn creates uses them anyway); turn it on once no older replica shares the bucket")
+	valueFormat := fs.Int("value-format", 0, "value format of the stores this cairn creates: 3 (today's) or 2 (the previous, which replicas of an older cairn still read); 0: today's")
 	logLevel := fs.String("log-level", "info", "log level: debug (probes too), info, warn or error")
 	logFormat := fs.String("log-format", "json", "log format: json or text")
 	fs.Usage = func() {
@@ -123,6 +124,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	if err := cmp.Or(
 		checkMiB(1, map[string]int{"body-budget-mib": *bodyBudgetMiB, "answer-budget-mib": *answerBudgetMiB, "read-budget-mib": *readBudgetMiB}),
 		checkMiB(0, map[string]int{"cache-mib": *cacheMiB, "body-rate-mib": *bodyRateMiB, "memory-limit-mib": *memLimitMiB}),
+		checkValueFormat(*valueFormat),
 	); err != nil {
 		return usageErr("%v", err)
 	}
@@ -155,14 +157,11 @@ func runServe(ctx context.Context, e *env, args []string) int {
 		Log:            log,
 		WriteTimeout:   *writeTimeout,
 		BodyBudget:     int64(*bodyBudgetMiB) << 20,
-		BodyRate:       int64(*bodyRateMiB) << 20,
+		BodyRate:       bodyRate(*bodyRateMiB),
 		MCPBodyLimit:   mcpserve.BodyLimit(0),
 		AnswerBudget:   int64(*answerBudgetMiB) << 20,
 		AuthFailBurst:  *authFailBurst,
 		Version:        shortVersion(),
-	}
-	if opts.BodyRate == 0 {
-		opts.BodyRate = -1 // --body-rate-mib 0: unpaced
 	}
 	if *authFailBurst == 0 {
 		return usageErr("--auth-fail-burst must not be 0 (negative: no limit)")
@@ -170,7 +169,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	opts.Workbench.Engine.CacheBytes = int64(*cacheMiB) << 20
 	opts.Workbench.ReadBudget = workbench.NewReadBudget(int64(*readBudgetMiB) << 20)
 	opts.Workbench.Engine.MinCommitInterval = *commitInterval
-	opts.Workbench.MemberTrees = *memberTrees
+	opts.Workbench.MemberTrees, opts.Workbench.ValueFormat = *memberTrees, *valueFormat
 	grace := pickDuration(*shutdownTimeout, time.Duration(cfg.ShutdownTimeout), defaultShutdownTimeout)
 
 	b, url, code, err := openBucket(ctx, *bucketURL)
@@ -187,6 +186,23 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	sweep, sweepMetrics := sweepEvery(b, log, *gcInterval)
 	opts.ExtraMetrics = sweepMetrics
 	return serveOn(ctx, ln, serve.New(b, opts), opts.Log, url, grace, conns{max: *maxConns, idle: *connIdle}, sweep)
+}
+
+// bodyRate is serve.Options.BodyRate for --body-rate-mib n: 0 is
+// unpaced.
+func bodyRate(n int) int64 {
+	if n == 0 {
+		return -1
+	}
+	return int64(n) << 20
+}
+
+// checkValueFormat refuses a --value-format this cairn does not create.
+func checkValueFormat(v int) error {
+	if v != 0 && v != workbench.ValueFormat && v != workbench.ValueFormat-1 {
+		return fmt.Errorf("--value-format %d: %d or %d (0: %d)", v, workbench.ValueFormat-1, workbench.ValueFormat, workbench.ValueFormat)
+	}
+	return nil
 }
 
 // checkDurations refuses a negative duration flag, and a --gc-interval

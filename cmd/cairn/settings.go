@@ -43,7 +43,7 @@ var configKeys = []string{
 	"max_conns", "max_findings", "member_trees", "memory_limit_mib", "name", "note", "parallel", "pin", "prefix", "put_samples",
 	"quiet", "rate", "read_budget_mib", "replace", "replicas", "request_timeout", "revisions",
 	"root", "rtt", "scenarios", "section", "seed_batch", "seed_concurrency",
-	"server", "shutdown_timeout", "to", "token", "trace", "workbench",
+	"server", "shutdown_timeout", "to", "token", "trace", "value_format", "workbench",
 	"write_rate", "write_timeout",
 }
 

@@ -94,6 +94,14 @@ func (s *Service) CommitMembers(ctx context.Context, sn *head.Snapshot, id nokv.
 	})
 }
 
+// UsesMemberTrees reports whether a commit on sn keeps its members in a
+// member tree: in shards of value format 3 (a new shard's), or where an
+// operator asked for it (Options.MemberTrees) in a shard of format 2,
+// which a cairn of value format 2 would then fail to read.
+func (s *Service) UsesMemberTrees(sn *head.Snapshot) bool {
+	return s.Opts.MemberTrees || sn.Marker().ValueFormatVersion >= 3
+}
+
 // MemberEntry returns a member's tree entry.
 func MemberEntry(p []string, m nokv.CommitMember) (tree.Entry, error) {
 	k, err := MemberTreeKey(p)

@@ -87,13 +87,20 @@ type Options struct {
 	// replica of this release reads both; turn it on once no replica
 	// of an older release shares the bucket, which refuses version 3.
 	MemberTrees bool
+	// ValueFormat is the value format the Service creates new shards in:
+	// 0 or nokv.ValueFormatVersion (3) for today's, or the one before (2),
+	// which a cairn of that format can still read, while replicas of it
+	// share the bucket. Shards that exist keep their own.
+	ValueFormat int
 	// Engine tunes the commit engine.
 	Engine head.Options
 }
 
-// ForceMemberTrees turns Options.MemberTrees on for every Service the
-// process opens: tests run whole suites with it.
-var ForceMemberTrees = false
+// PreviousValueFormat makes every Service the process opens without a
+// ValueFormat create new shards in the previous value format (2: members
+// in rows), as a cairn of that format would: tests run whole suites with
+// it.
+var PreviousValueFormat = false
 
 // Service serves the Workbench tools of one agent's deployment root over
 // one bucket. Any number of Services, in one process or many, may serve
@@ -170,7 +177,6 @@ func Open(ctx context.Context, b bucket.Bucket, opts Options) (*Service, error) 
 	if opts.ReadBudget == nil {
 		opts.ReadBudget = NewReadBudget(0)
 	}
-	opts.MemberTrees = opts.MemberTrees || ForceMemberTrees
 	logical, werr := AgentRoot(opts.AgentID)
 	if werr != nil {
 		return nil, werr
@@ -180,7 +186,18 @@ func Open(ctx context.Context, b bucket.Bucket, opts Options) (*Service, error) 
 	// carry each other's through intents when they share a head
 	// (docs/engine.md).
 	opts.Engine.Intents = true
-	store, err := head.Open(ctx, b, id, nokv.Schema(), opts.Engine)
+	schema := nokv.Schema()
+	if opts.ValueFormat == 0 && PreviousValueFormat {
+		opts.ValueFormat = nokv.ValueFormatVersion - 1
+	}
+	switch opts.ValueFormat {
+	case 0, nokv.ValueFormatVersion:
+	case nokv.ValueFormatVersion - 1:
+		schema.Marker.ValueFormatVersion--
+	default:
+		return nil, fmt.Errorf("workbench: value format %d: this cairn creates shards of %d or %d", opts.ValueFormat, nokv.ValueFormatVersion-1, nokv.ValueFormatVersion)
+	}
+	store, err := head.Open(ctx, b, id, schema, opts.Engine)
 	if err != nil {
 		return nil, err
 	}

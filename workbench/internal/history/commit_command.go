@@ -65,7 +65,7 @@ func prefetchCommit(ctx context.Context, s *core.Service, sn *head.Snapshot, ws 
 		return err
 	}
 	seen := map[nokv.RevisionID]bool{}
-	if s.Opts.MemberTrees && observed != nil {
+	if s.UsesMemberTrees(sn) && observed != nil {
 		// Over a parent with a tree, the commit references only what the
 		// parent's members lack: the few revisions it reads are not worth
 		// naming them all.
@@ -459,8 +459,9 @@ func (c *commitCommand) writeMembers() error {
 	d := core.NewMemberDigesterOf(uint64(len(c.members)))
 	seen := map[nokv.RevisionID]bool{}
 	var entries []tree.Entry
+	trees := c.s.UsesMemberTrees(c.tx.Snapshot())
 	for _, m := range c.members {
-		if c.s.Opts.MemberTrees {
+		if trees {
 			e, err := core.MemberEntry(m.path, m.m)
 			if err != nil {
 				return err
@@ -485,7 +486,7 @@ func (c *commitCommand) writeMembers() error {
 	}
 	slices.SortFunc(c.revs, func(a, b nokv.RevisionID) int { return bytes.Compare(a[:], b[:]) })
 	c.memberD = d.Sum()
-	if !c.s.Opts.MemberTrees {
+	if !trees {
 		return nil
 	}
 	// The parent's tree, when it has one, lends every node whose

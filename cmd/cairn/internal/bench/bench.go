@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cairnstore/cairn/bucket/counting"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // Scenario names, in the order a run prints them.
@@ -81,8 +82,9 @@ type Config struct {
 	// CacheBytes is head.Options.CacheBytes of every replica; 0 is the
 	// engine's default.
 	CacheBytes int64
-	// MemberTrees is workbench.Options.MemberTrees of every replica.
-	MemberTrees bool
+	// ValueFormat is workbench.Options.ValueFormat of every replica: the
+	// format the bench's store is created in (2: commit members in rows).
+	ValueFormat int
 	// CommitSamples is the number of put+commit pairs put-commit-warm
 	// makes. Default 10.
 	CommitSamples int
@@ -165,6 +167,9 @@ func (c Config) Validate() error {
 	}
 	if c.PutSamples < 0 || c.CommitSamples < 0 {
 		return fmt.Errorf("bench: put samples %d, commit samples %d: must not be negative", c.PutSamples, c.CommitSamples)
+	}
+	if v := c.ValueFormat; v != 0 && v != workbench.ValueFormat && v != workbench.ValueFormat-1 {
+		return fmt.Errorf("bench: value format %d: %d or %d", v, workbench.ValueFormat-1, workbench.ValueFormat)
 	}
 	if c.RTT < 0 || c.WriteRate < 0 {
 		return fmt.Errorf("bench: rtt and write rate must not be negative")

@@ -233,8 +233,8 @@ func (r *sizeRun) putCommit(ctx context.Context) ([]Row, error) {
 	row.metric("commit_requests", float64(mean(commits.Requests)))
 	row.note("mean of %d pairs of one replaced file and a commit, folds included; p50 %s; the commit alone: p50 %s, %d requests in %d rounds, %s written (mean)",
 		n, dur(percentile(took, 0.50)), dur(percentile(commitTook, 0.50)), mean(commits.Requests), mean(commits.Rounds), size(mean(commits.BytesWritten)))
-	if r.cfg.MemberTrees {
-		row.note("member trees on")
+	if r.cfg.ValueFormat == 2 {
+		row.note("value format 2: members in rows")
 	}
 	return []Row{row}, nil
 }

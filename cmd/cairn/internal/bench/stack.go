@@ -20,7 +20,7 @@ import (
 // a switch can bypass while seeding.
 type stack struct {
 	cacheBytes  int64 // of every replica's engine, 0 for the default
-	memberTrees bool  // workbench.Options.MemberTrees of every replica
+	valueFormat int   // workbench.Options.ValueFormat of every replica
 	store       *mem.Store
 	raw         *mem.Bucket
 	rec         *recorder
@@ -39,7 +39,7 @@ func newStack(cfg Config) (*stack, error) {
 		PerRequest:               cfg.RTT,
 		WritesPerSecondPerObject: cfg.WriteRate,
 	})
-	return &stack{cacheBytes: cfg.CacheBytes, memberTrees: cfg.MemberTrees, store: st, raw: raw, rec: rec, lat: lat, sw: &toggle{fast: rec, slow: traced(lat, cfg.Trace)}}, nil
+	return &stack{cacheBytes: cfg.CacheBytes, valueFormat: cfg.ValueFormat, store: st, raw: raw, rec: rec, lat: lat, sw: &toggle{fast: rec, slow: traced(lat, cfg.Trace)}}, nil
 }
 
 // replica is one Service with its own counting wrapper.
@@ -51,7 +51,7 @@ type replica struct {
 // open opens a Service over the stack, counting from before its Open.
 func (s *stack) open(ctx context.Context, engine workbench.Options) (*replica, counting.Stats, error) {
 	engine.Engine.CacheBytes = s.cacheBytes
-	engine.MemberTrees = s.memberTrees
+	engine.ValueFormat = s.valueFormat
 	cnt := counting.New(s.sw)
 	svc, err := workbench.Open(ctx, cnt, engine)
 	if err != nil {
