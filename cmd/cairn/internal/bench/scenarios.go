@@ -140,10 +140,7 @@ func (r *sizeRun) putNew(ctx context.Context) ([]Row, error) {
 		took = append(took, row.Wall)
 		largest = max(largest, row.BytesWritten)
 	}
-	mean := func(v int64) int64 { return (v + int64(n)/2) / int64(n) }
-	row := Row{Scenario: PutNewWarm, Requests: mean(total.Requests), Rounds: mean(total.Rounds),
-		BytesRead: mean(total.BytesRead), BytesWritten: mean(total.BytesWritten),
-		Wall: total.Wall / time.Duration(n), CPU: total.CPU / time.Duration(n), HeadBytes: total.HeadBytes}
+	row := total.mean(PutNewWarm, n)
 	slices.Sort(took)
 	row.metric("puts", float64(n))
 	row.metric("p50_s", percentile(took, 0.50).Seconds())
@@ -220,23 +217,30 @@ func (r *sizeRun) putCommit(ctx context.Context) ([]Row, error) {
 		total.HeadBytes = row.HeadBytes
 		took = append(took, row.Wall)
 	}
-	mean := func(v int64) int64 { return (v + int64(n)/2) / int64(n) }
-	row := Row{Scenario: PutCommitWarm, Requests: mean(total.Requests), Rounds: mean(total.Rounds),
-		BytesRead: mean(total.BytesRead), BytesWritten: mean(total.BytesWritten),
-		Wall: total.Wall / time.Duration(n), CPU: total.CPU / time.Duration(n), HeadBytes: total.HeadBytes}
+	row := total.mean(PutCommitWarm, n)
+	alone := commits.mean(PutCommitWarm, n)
 	slices.Sort(took)
 	slices.Sort(commitTook)
 	row.metric("pairs", float64(n))
 	row.metric("p50_s", percentile(took, 0.50).Seconds())
 	row.metric("commit_p50_s", percentile(commitTook, 0.50).Seconds())
-	row.metric("commit_bytes_written", float64(mean(commits.BytesWritten)))
-	row.metric("commit_requests", float64(mean(commits.Requests)))
+	row.metric("commit_bytes_written", float64(alone.BytesWritten))
+	row.metric("commit_requests", float64(alone.Requests))
 	row.note("mean of %d pairs of one replaced file and a commit, folds included; p50 %s; the commit alone: p50 %s, %d requests in %d rounds, %s written (mean)",
-		n, dur(percentile(took, 0.50)), dur(percentile(commitTook, 0.50)), mean(commits.Requests), mean(commits.Rounds), size(mean(commits.BytesWritten)))
+		n, dur(percentile(took, 0.50)), dur(percentile(commitTook, 0.50)), alone.Requests, alone.Rounds, size(alone.BytesWritten))
 	if r.cfg.ValueFormat == 2 {
 		row.note("value format 2: members in rows")
 	}
 	return []Row{row}, nil
+}
+
+// mean returns the row of scenario name whose counts and times are
+// total's over n samples, rounded to the nearest.
+func (total Row) mean(name string, n int) Row {
+	mean := func(v int64) int64 { return (v + int64(n)/2) / int64(n) }
+	return Row{Scenario: name, Requests: mean(total.Requests), Rounds: mean(total.Rounds),
+		BytesRead: mean(total.BytesRead), BytesWritten: mean(total.BytesWritten),
+		Wall: total.Wall / time.Duration(n), CPU: total.CPU / time.Duration(n), HeadBytes: total.HeadBytes}
 }
 
 // putError wraps a failed put_file call's error for a scenario.
