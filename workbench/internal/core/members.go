@@ -102,18 +102,10 @@ func (s *Service) UsesMemberTrees(sn *head.Snapshot) bool {
 	return s.Opts.MemberTrees || sn.Marker().ValueFormatVersion >= 3
 }
 
-// MemberEntry returns a member's tree entry.
-func MemberEntry(p []string, m nokv.CommitMember) (tree.Entry, error) {
-	k, err := MemberTreeKey(p)
-	if err != nil {
-		return tree.Entry{}, err
-	}
-	v, err := m.Encode()
-	if err != nil {
-		return tree.Entry{}, err
-	}
-	return tree.Entry{Key: k, Value: v}, nil
-}
+// PathKeyPrefixLen is the length of a PathCurrent key before its path,
+// root and incarnation: what follows is the path in the key encoding a
+// member tree's keys use (MemberTreeKey).
+const PathKeyPrefixLen = 16 + 16
 
 // StageMemberTree builds the tree of entries (in path order), lending
 // base's unchanged nodes, stages the nodes it writes with tx's attempt,

@@ -462,11 +462,13 @@ func (c *commitCommand) writeMembers() error {
 	trees := c.s.UsesMemberTrees(c.tx.Snapshot())
 	for _, m := range c.members {
 		if trees {
-			e, err := core.MemberEntry(m.path, m.m)
+			// A PathCurrent key is root and incarnation, then the path in
+			// the tree's key encoding.
+			v, err := m.m.Encode()
 			if err != nil {
 				return err
 			}
-			entries = append(entries, e)
+			entries = append(entries, tree.Entry{Key: m.key[core.PathKeyPrefixLen:], Value: v})
 		} else {
 			k, err := nokv.CommitMemberKey{Root: c.root, Commit: c.commitID, Path: m.path}.Encode()
 			if err != nil {
