@@ -59,9 +59,13 @@ func TestCommitRequestCounts(t *testing.T) {
 		t.Logf("%s: %d GETs (%d bytes), %d PUTs (%d bytes), %d DELETEs in %d rounds; generation %v",
 			tc.what, st.Get.Requests, st.Get.BytesRead, st.Put.Requests, st.Put.BytesWritten, st.Delete.Requests, st.Rounds, res["generation"])
 		if os.Getenv("CAIRN_TEST_VALUE_FORMAT") != "2" && tc.maxRounds == 6 {
-			// With member trees the first commit's delta is smaller, so
-			// the engine's fold rides on this one: a round more.
-			tc.maxRounds++
+			// With member trees the first commit's delta (its 1,000
+			// references and revision counts, no member rows) does not
+			// fold at once, so the fold rides on this commit: it reads
+			// about 300 KB of base shards (6 GETs), which takes one or
+			// two rounds more depending on how they overlap the
+			// command's own reads (7 or 8 under the race detector).
+			tc.maxRounds += 2
 		}
 		if st.Rounds > tc.maxRounds {
 			t.Errorf("%s: %d rounds, want at most %d", tc.what, st.Rounds, tc.maxRounds)

@@ -65,16 +65,18 @@ func prefetchCommit(ctx context.Context, s *core.Service, sn *head.Snapshot, ws 
 		return err
 	}
 	seen := map[nokv.RevisionID]bool{}
+	// Over a parent with a tree, the commit references only what the
+	// parent's members lack, and releases the run manifest the parent
+	// wrote: it reads the revisions of the files written since the
+	// parent, not all of them.
+	var since uint64
 	if s.UsesMemberTrees(sn) && observed != nil {
-		// Over a parent with a tree, the commit references only what the
-		// parent's members lack: the few revisions it reads are not worth
-		// naming them all.
 		p, ok, err := readCommit(s, core.SnapshotReader(ctx, sn), observed.Commit)
 		if err != nil {
 			return core.FromError(err)
 		}
 		if ok && p.MemberTree != nil {
-			recs = nil
+			since = p.CreatedVersion
 		}
 	}
 	for _, r := range recs {
@@ -82,7 +84,7 @@ func prefetchCommit(ctx context.Context, s *core.Service, sn *head.Snapshot, ws 
 		if err != nil {
 			return core.FromError(err)
 		}
-		if seen[e.Revision] {
+		if seen[e.Revision] || e.ModifiedVersion < since {
 			continue
 		}
 		seen[e.Revision] = true
