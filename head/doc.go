@@ -8,13 +8,10 @@
 // holding only what every request needs: the schema marker, the logical
 // shard id, the commit sequence, the hash and size of the current root,
 // the nonce of the attempt that wrote it, the commit time and the nonces
-// of the MaxRecentNonces attempts that wrote the heads before it. It stays
-// under MaxHeadBytes (1 KiB). Request receipts live in the command_dedupe
-// family only. The nonce makes every head's bytes unique, so S3's content
-// ETags never repeat for one head. A head of the previous format
-// ("cairn.head.v1") is refused with ErrOldFormat, never read as empty or
-// overwritten. ReadHead (and DecodeHead, its decoder) is the one reader of
-// heads: the engine, the sweep, pins, fsck and recovery all use it; it
+// of the MaxRecentNonces attempts that wrote the heads before it, under
+// MaxHeadBytes (1 KiB). A head of format "cairn.head.v1" is ErrOldFormat,
+// never read as empty. ReadHead (and DecodeHead, its decoder) is the one
+// reader of heads, for the engine, the sweep, pins, fsck and recovery; it
 // returns the head object's attributes too, its store time among them.
 //
 // A genesis head (Head.Genesis) has sequence 0 and names no root: the
@@ -25,26 +22,24 @@
 // # The schema gate
 //
 // The engine knows no product's families. The caller opens a shard with a
-// Schema: the product's family registry (a shards.Schema, to which the
-// engine adds its own system and command_dedupe families) and a Marker
-// that names the product's formats (schema id, format version, value
-// format version). Every shard object, table and root is decoded against
-// that registry, and a family tag it does not hold fails closed.
+// Schema: the product's family registry (to which the engine adds its own
+// system and command_dedupe families) and a Marker naming the product's
+// formats (schema id, format version, value format version). Every object
+// is decoded against that registry; an unknown family tag fails closed. A
+// Store opens shards of its marker and of the value format before it, and
+// writes each in its own (docs/engine.md, section 2.8).
 //
-// Open does no I/O. The first commit of a shard without a head (and
-// without any object under its prefix) initializes it: it creates the
-// genesis head (create-only), then commits the System("schema") record,
-// the schema's marker, as an ordinary commit of sequence 1; the head
-// carries the marker too. A genesis head reads as an empty shard. A read
-// of a shard without a head fails with ErrNoHead and writes nothing (a
-// read cannot tell a shard never written from one whose head was lost;
-// PinOrEmpty lists the prefix to tell), and a shard with objects but no
-// head is never initialized: its head is lost. Every Pin
+// Open does no I/O. The first commit of a shard without a head (or any
+// object under its prefix) creates the genesis head, create-only, then
+// commits the System("schema") record, the marker, as sequence 1. A read
+// of a shard without a head fails with ErrNoHead and writes nothing
+// (PinOrEmpty lists the prefix to tell a shard never written from a lost
+// head); a shard with objects but no head is never initialized. Every Pin
 // checks the head's marker and shard id (ErrSchemaMismatch, ErrBadHead);
 // the system record is checked once per Store, beside the first
-// snapshot's own reads, and every read and commit waits for that check
-// before it returns, so a replica that cannot validate the shard serves
-// nothing, yet the check adds no round.
+// snapshot's own reads, and every read and commit waits for that check,
+// so a replica that cannot validate the shard serves nothing, yet the
+// check adds no round.
 //
 // # Reads
 //
@@ -74,18 +69,15 @@
 //  3. build one delta segment holding every record change and a new root
 //     listing it before the parent's deltas (or, when folding, the new
 //     shard objects, pages, page indexes and tables of the parent's deltas
-//     and the batch applied to the base, and a root without deltas: a
-//     shard over Options.PageBytes is rewritten only in the pages the
-//     changes touch), all salted with a
-//     fresh attempt nonce, and check the writer rule;
+//     and the batch applied to the base, and a root without deltas, pages
+//     rewritten only where changes touch them), all salted with a fresh
+//     attempt nonce, and check the writer rule;
 //  4. write them all in one parallel round;
 //  5. write the new head (sequence + 1) conditional on the pinned head's
 //     version.
 //
-// A Store whose commit lands a root with more than Options.MaxDeltas
-// deltas (or MaxDeltaBytes of them) folds them in a commit of its own, in
-// the background; a commit whose root would pass twice either bound folds
-// inline.
+// A root past Options.MaxDeltas deltas (or MaxDeltaBytes) is folded by a
+// background commit; one past twice either bound folds inline.
 //
 // A precondition failure, an ambiguous write or an unreachable store at
 // step 5 is never taken at face value: the head is read again, and the
@@ -109,10 +101,9 @@
 // (shards.FamilySpec.Expire), applied the same way.
 //
 // Group commit: commands that arrive together at one Store are applied in
-// order to one pinned snapshot and land with one CAS. Their results, and
-// the errors of commands whose predicates failed, are delivered once the
-// CAS has landed (or at once when the group wrote nothing, since the pin
-// was read after each command arrived).
+// order to one pinned snapshot and land with one CAS; their results (and
+// refusals) are delivered once it landed, or at once when the group wrote
+// nothing (the pin was read after each command arrived).
 //
 // # The writer rule
 //

@@ -376,14 +376,23 @@ func TestWriteHeadAtGenesis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The state's objects, as a pin's copy brings them, but not the head.
 	dst := mem.NewBucket()
-	rootKey := s.Layout().Root(sn.RootHash())
-	body, _, err := src.Get(ctx, rootKey)
+	objs, _, err := bucket.ListAll(ctx, src, bucket.ListOptions{Prefix: s.Layout().Prefix()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dst.Put(ctx, rootKey, body, bucket.IfAbsent()); err != nil {
-		t.Fatal(err)
+	for _, o := range objs {
+		if o.Key == s.Layout().Head() {
+			continue
+		}
+		body, _, err := src.Get(ctx, o.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dst.Put(ctx, o.Key, body, bucket.IfAbsent()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	d, err := Open(ctx, dst, id, testSchema, Options{})
 	if err != nil {
@@ -415,8 +424,17 @@ func TestWriteHeadAtGenesis(t *testing.T) {
 	if err := o.Initialize(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := other.Put(ctx, rootKey, body, bucket.IfAbsent()); err != nil {
-		t.Fatal(err)
+	for _, obj := range objs {
+		if obj.Key == s.Layout().Head() {
+			continue
+		}
+		body, _, err := src.Get(ctx, obj.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.Put(ctx, obj.Key, body, bucket.Unconditional); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := WriteHeadAt(ctx, other, id, testSchema, sn.RootHash(), time.UnixMilli(sn.Head().Committed)); !errors.Is(err, ErrHeadExists) {
 		t.Fatalf("WriteHeadAt over a committed head: %v, want ErrHeadExists", err)

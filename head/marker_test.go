@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/bucket"
 
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
@@ -61,6 +64,23 @@ func TestPreviousValueFormat(t *testing.T) {
 		if _, err := openAs(v).Pin(ctx); !errors.Is(err, head.ErrSchemaMismatch) {
 			t.Fatalf("a Store of value format %d on a shard of 2: %v, want ErrSchemaMismatch", v, err)
 		}
+	}
+	// A head written again for a root of the shard (recovery, a pin's
+	// copy) carries the marker of the root's schema record, not the
+	// writer's.
+	root := sn.RootHash()
+	if err := b.Delete(ctx, newer.Layout().Head(), bucket.Condition{}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := head.WriteHeadAt(ctx, b, id, with(3), root, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Marker.ValueFormatVersion != 2 {
+		t.Fatalf("a head written for a root of value format 2 has marker %+v", h.Marker)
+	}
+	if _, err := openAs(3).Do(ctx, put(4, "d")); err != nil {
+		t.Fatalf("a commit after the head was written again: %v", err)
 	}
 	// A new shard takes the Store's own marker.
 	fresh, err := head.Open(ctx, b, shards.NewShardID(), with(3), head.Options{Check: true})

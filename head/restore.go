@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cairnstore/cairn/manifests"
 	"slices"
 	"sort"
 	"time"
@@ -191,7 +192,7 @@ func (s *Store) restoreAttempt(ctx context.Context, sn *Snapshot, old *roots.Roo
 	c.writes = append(c.writes, write{s.layout.Root(ref.Hash), body})
 	c.root, c.rootRef = root, ref
 	c.head = &Head{
-		Marker:    s.schema.Marker,
+		Marker:    sn.head.Marker,
 		ShardID:   s.id.String(),
 		Sequence:  root.Sequence,
 		Root:      ref.Hash.String(),
@@ -376,8 +377,12 @@ func WriteHeadAt(ctx context.Context, b bucket.Bucket, id shards.ShardID, sc Sch
 	if err != nil {
 		return nil, fmt.Errorf("head: write head at %s: %w", id, err)
 	}
+	m, err := rootMarker(ctx, b, id, sc, root)
+	if err != nil {
+		return nil, fmt.Errorf("head: write head at %s: %w", id, err)
+	}
 	h := &Head{
-		Marker:    sc.Marker,
+		Marker:    m,
 		ShardID:   id.String(),
 		Sequence:  r.Sequence,
 		Root:      root.String(),
@@ -421,6 +426,26 @@ func WriteHeadAt(ctx context.Context, b bucket.Bucket, id shards.ShardID, sc Sch
 		}
 	}
 	return nil, fmt.Errorf("head: write head at %s: the head keeps changing: %w", id, err)
+}
+
+// rootMarker returns the marker root's schema record holds, one sc
+// reads: the formats of the shard, which a head naming root carries.
+func rootMarker(ctx context.Context, b bucket.Bucket, id shards.ShardID, sc Schema, root digest.Hash) (Marker, error) {
+	s, err := Open(ctx, b, id, sc, Options{})
+	if err != nil {
+		return Marker{}, err
+	}
+	defer s.Close()
+	sn, err := s.At(ctx, root)
+	if err != nil {
+		return Marker{}, err
+	}
+	v, ok, err := sn.get(ctx, shards.System, SchemaKey)
+	var m Marker
+	if err == nil && (!ok || manifests.DecodeStrict(v, &m) != nil || !sc.Marker.reads(m)) {
+		err = fmt.Errorf("%w: root %s: schema record %q", ErrSchemaMismatch, root, v)
+	}
+	return m, err
 }
 
 // CheckHeadAt says whether WriteHeadAt could give shard id in b a head
