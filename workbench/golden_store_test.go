@@ -15,6 +15,7 @@ import (
 	_ "github.com/cairnstore/cairn/bucket/file" // the file:// scheme
 	"github.com/cairnstore/cairn/gcsweep"
 	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 var updateGoldenStore = flag.Bool("update-golden-store", false, "write testdata/stores/"+goldenStoreName+" afresh")
@@ -196,6 +197,19 @@ func testGoldenStore(t *testing.T, name string) {
 	if got := readText(t, s, "wb-a", "logs/run.log"); got != "start\nresumed\n" {
 		t.Fatalf("run.log after an append: %q", got)
 	}
+	// A commit on the copy keeps the store's own format: rows in a store
+	// of value format 2, a member tree in one of 3.
+	mustCall(t, s, "workbench_commit", commitInput("wb-a", `{"task":"after the upgrade"}`, digestAA, true))
+	var newest nokv.Commit
+	for _, c := range workbench.CommitsForTest(t, s) {
+		if c.CreatedVersion > newest.CreatedVersion {
+			newest = c
+		}
+	}
+	if wantTree := !strings.HasSuffix(name, "-value-2"); (newest.MemberTree != nil) != wantTree {
+		t.Fatalf("the commit on the copy of %s has a member tree: %v", name, newest.MemberTree != nil)
+	}
+	workbench.CheckCommitClosureForTest(t, s)
 	workbench.FsckCleanForTest(t, s)
 }
 
