@@ -196,14 +196,14 @@ type Tx struct {
 	salt  *roots.Nonce
 }
 
-// Stage has the attempt store body under key, beside the engine's
-// objects and made durable with them, before the head write that lands
-// the command; a command that fails stages nothing. It is for objects
-// outside the engine that the command's records name (the product
-// tells a sweep how to find them: walk.Refs). Key must be a name no
-// other attempt writes, such as one derived from Salt.
+// Stage has the attempt store body (kept: not to be changed) under key,
+// with the engine's objects and durable with them, before the head write
+// that lands the command; a command that fails stages nothing. It is for
+// objects outside the engine that the command's records name (the
+// product tells a sweep how to find them: walk.Refs). Key must be a name
+// no other attempt writes, such as one derived from Salt.
 func (tx *Tx) Stage(key string, body []byte) {
-	tx.own.stage = append(tx.own.stage, write{key, bytes.Clone(body)})
+	tx.own.stage = append(tx.own.stage, write{key, body})
 }
 
 // Salt returns a random value of this run of the command: objects it

@@ -24,10 +24,8 @@ import (
 // leaves its changes fall in.
 const treeCacheBytes = 32 << 20
 
-// MemberTreeKey returns the tree key of a member's path.
-func MemberTreeKey(p []string) ([]byte, error) { return shards.NewKey().Path(p).Build() }
-
-// parseMemberTreeKey parses a tree key back into a path.
+// parseMemberTreeKey parses a tree key, a path in the key encoding of
+// the rows (shards.Key.Path), back into a path.
 func parseMemberTreeKey(b []byte) ([]string, error) {
 	r := shards.NewKeyReader(b)
 	p := r.Path()
@@ -104,7 +102,7 @@ func (s *Service) UsesMemberTrees(sn *head.Snapshot) bool {
 
 // PathKeyPrefixLen is the length of a PathCurrent key before its path,
 // root and incarnation: what follows is the path in the key encoding a
-// member tree's keys use (MemberTreeKey).
+// member tree's keys use.
 const PathKeyPrefixLen = 16 + 16
 
 // StageMemberTree builds the tree of entries (in path order), lending
@@ -130,9 +128,7 @@ func (s *Service) StageMemberTree(tx *head.Tx, base tree.Ref, entries []tree.Ent
 		tx.Stage(s.Trees.Key(o.Hash), o.Body)
 		// The next commit reads this tree's inner nodes, and the leaves
 		// it replaces: keep them.
-		if n, d, err := tree.Decode(o.Body, o.Hash); err == nil {
-			s.Trees.Cache.Add(o.Hash, &tree.Cached{Node: n, Digest: d, Size: len(o.Body)})
-		}
+		s.Trees.Cache.Add(o.Hash, &tree.Cached{Node: o.Node, Digest: o.Digest, Size: len(o.Body)})
 	}
 	mt := &nokv.MemberTree{Key: s.Trees.Key(root.Hash), Size: root.Size, Digest: root.Digest}
 	if base.IsEmpty() {

@@ -41,11 +41,15 @@ type Change struct {
 	Delete bool
 }
 
-// Object is a node an edit wrote: its name (the SHA-256 of Body) and
-// bytes. The caller stores it before anything names the new root.
+// Object is a node an edit wrote: its name (the SHA-256 of Body), its
+// bytes, and the node they encode with its content digest, so that a
+// caller caches it without decoding it again. The caller stores it
+// before anything names the new root.
 type Object struct {
-	Hash digest.Hash
-	Body []byte
+	Hash   digest.Hash
+	Body   []byte
+	Node   *Node
+	Digest [32]byte
 }
 
 // ErrChanges: an edit's changes are not strictly ascending, or a key or
@@ -85,7 +89,7 @@ func (c *chunker) close() {
 	ref, ok := c.reuse[d]
 	if !ok {
 		ref = Ref{Hash: digest.Sum(body), Digest: d, Count: n.count(), Size: uint64(len(body))}
-		*c.objs = append(*c.objs, Object{Hash: ref.Hash, Body: body})
+		*c.objs = append(*c.objs, Object{Hash: ref.Hash, Body: body, Node: n, Digest: d})
 		if c.reuse != nil {
 			c.reuse[d] = ref // an edit that makes the same node twice writes it once
 		}

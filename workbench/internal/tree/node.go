@@ -74,8 +74,9 @@ type Ref struct {
 // IsEmpty reports whether r is the empty tree.
 func (r Ref) IsEmpty() bool { return r == Ref{} }
 
-// Digest returns the content digest of the tree r is the root of: the
-// root's digest, or, for the empty tree, SHA-256 of "cairn.tree.empty.v1\0".
+// TreeDigest returns the content digest of the tree r is the root of:
+// the root's digest, or, for the empty tree, SHA-256 of
+// "cairn.tree.empty.v1\0".
 func (r Ref) TreeDigest() [32]byte {
 	if r.IsEmpty() {
 		return sha256.Sum256([]byte(emptyTag))

@@ -196,21 +196,6 @@ func (o *Objects) Node(ctx context.Context, h digest.Hash) (*Node, [32]byte, int
 	return c.Node, c.Digest, c.Size, nil
 }
 
-// Put stores objs, the nodes an edit wrote, in parallel.
-func (o *Objects) Put(ctx context.Context, objs []Object) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(loadConcurrency)
-	for _, obj := range objs {
-		g.Go(func() error {
-			if _, err := o.Bucket.Put(gctx, o.Key(obj.Hash), obj.Body, bucket.Condition{}); err != nil {
-				return fmt.Errorf("tree: put node %s: %w", obj.Hash, err)
-			}
-			return nil
-		})
-	}
-	return g.Wait()
-}
-
 // Changed returns the leaves of tree a that tree b does not share (by
 // content digest) and the leaves of b that a does not, each in key
 // order, reading only the inner nodes of both.
@@ -253,22 +238,21 @@ func LoadLeaves(ctx context.Context, src Source, entries []Entry) ([]*Node, erro
 // Overlay is a Source that finds the nodes of objs, an edit's output not
 // yet stored, before it asks src.
 func Overlay(src Source, objs []Object) Source {
-	m := make(map[digest.Hash][]byte, len(objs))
+	m := make(map[digest.Hash]Object, len(objs))
 	for _, o := range objs {
-		m[o.Hash] = o.Body
+		m[o.Hash] = o
 	}
 	return overlay{src, m}
 }
 
 type overlay struct {
 	src   Source
-	nodes map[digest.Hash][]byte
+	nodes map[digest.Hash]Object
 }
 
 func (o overlay) Node(ctx context.Context, h digest.Hash) (*Node, [32]byte, int, error) {
-	if b, ok := o.nodes[h]; ok {
-		n, d, err := Decode(b, h)
-		return n, d, len(b), err
+	if obj, ok := o.nodes[h]; ok {
+		return obj.Node, obj.Digest, len(obj.Body), nil
 	}
 	return o.src.Node(ctx, h)
 }
