@@ -26,14 +26,23 @@ type Marker struct {
 }
 
 // reads reports whether a Store of marker m opens a shard of marker h:
-// the same marker, or the one before it in value format (a product reads
-// its previous value format and writes it to the shards that have it;
-// docs/engine.md, section 2.8). The zero m reads any marker.
+// the same schema and format, in m's value format or one of the
+// valueFormatsBack before it (a product reads those and writes each
+// shard in its own; docs/engine.md, section 2.8). The zero m reads any
+// marker.
 func (m Marker) reads(h Marker) bool {
-	prev := m
-	prev.ValueFormatVersion--
-	return m == Marker{} || h == m || (m.ValueFormatVersion > 1 && h == prev)
+	if m == (Marker{}) || h == m {
+		return true
+	}
+	v, hv := m.ValueFormatVersion, h.ValueFormatVersion
+	return h.SchemaID == m.SchemaID && h.FormatVersion == m.FormatVersion && hv >= 1 && hv < v && v-hv <= valueFormatsBack
 }
+
+// valueFormatsBack is how many value formats before its own a Store
+// opens: a shard keeps the value format it was created in, so a
+// deployment moves on by at most this many releases of the value format
+// before its oldest shards no longer open.
+const valueFormatsBack = 2
 
 // Schema is what a product stores in a shard: its families (with the
 // engine's own) and the marker that names their formats. Open takes it; a

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/tree"
 )
 
 // Test helpers of the commit tools.
@@ -115,7 +116,22 @@ func CheckCommitClosureForTest(tb testing.TB, s *Service) {
 			}
 			continue
 		}
-		if uint64(len(rows)) != c.MemberCount || d.Sum() != c.MemberDigest {
+		sum := d.Sum()
+		if c.TreeDigests {
+			var entries []tree.Entry
+			for _, r := range rows {
+				e, err := core.MemberTreeEntry(r.Path, r.M)
+				if err != nil {
+					tb.Fatal(err)
+				}
+				entries = append(entries, e)
+			}
+			var err error
+			if sum, err = core.MemberTreeDigest(entries); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		if uint64(len(rows)) != c.MemberCount || sum != c.MemberDigest {
 			tb.Errorf("commit %s: %d member rows do not match the member seal (count %d)", id, len(rows), c.MemberCount)
 		}
 		members := core.SortRevisions(slices.Collect(func(yield func(nokv.RevisionID) bool) {
@@ -126,8 +142,14 @@ func CheckCommitClosureForTest(tb testing.TB, s *Service) {
 			}
 		}))
 		if c.MemberTree != nil {
-			// Its own references, and its parent's for the rest.
-			if uint64(len(members)) != c.UniqueRevisionCount || core.RevisionDigest(members) != c.RevisionDigest || uint64(len(refs)) != c.MemberTree.References {
+			// Its own references, and its parent's for the rest. Flat
+			// digests seal its members' revisions, tree digests its own
+			// references.
+			sealed := members
+			if c.TreeDigests {
+				sealed = refs
+			}
+			if uint64(len(sealed)) != c.UniqueRevisionCount || core.RevisionDigest(sealed) != c.RevisionDigest || uint64(len(refs)) != c.MemberTree.References {
 				tb.Errorf("commit %s: %d member revisions, %d refs; sealed %d and %d", id, len(members), len(refs), c.UniqueRevisionCount, c.MemberTree.References)
 			}
 			parent := map[nokv.RevisionID]bool{}
@@ -256,4 +278,30 @@ func AllMembersForTest(tb testing.TB, s *Service) int {
 		n += len(MembersForTest(tb, s, id, c))
 	}
 	return n
+}
+
+// CommitsFromChangesForTest returns how many commits the process built
+// from the change feed since its parent rather than the whole workbench.
+func CommitsFromChangesForTest() int64 { return history.CommitsFromChanges.Load() }
+
+// LiveMembersForTest returns the members a commit of workbench
+// incarnation inc would freeze now: its PathCurrent rows, by path.
+func LiveMembersForTest(tb testing.TB, s *Service, inc nokv.IncarnationID) map[string]nokv.CommitMember {
+	tb.Helper()
+	out := map[string]nokv.CommitMember{}
+	for _, r := range ScanForTest(tb, s, nokv.FamilyPathCurrent, nil) {
+		k, err := nokv.ParsePathCurrentKey(r.Key)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if k.Incarnation != inc {
+			continue
+		}
+		e, err := nokv.DecodePathEntry(r.Value)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out[core.LogicalPath(k.Path)] = nokv.MemberOf(e)
+	}
+	return out
 }

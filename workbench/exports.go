@@ -3,7 +3,10 @@ package workbench
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
+	"strconv"
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/digest"
@@ -437,11 +440,34 @@ func WithOversizedText(ctx context.Context, size int64) context.Context {
 	return core.WithOversizedText(ctx, size)
 }
 
-// PreviousValueFormatForTest makes every Service the process opens from
-// now on create new shards in the previous value format (commit members
-// in rows), or stops doing so: tests run whole suites against it.
-func PreviousValueFormatForTest(on bool) { core.PreviousValueFormat = on }
+// ValueFormatForTest makes every Service the process opens from now on
+// without a ValueFormat create new shards in value format v (0: this
+// cairn's own), as a cairn of that format would.
+func ValueFormatForTest(v int) { core.TestValueFormat = v }
+
+// TestValueFormat returns the value format ValueFormatForTest set, or 0.
+func TestValueFormat() int { return core.TestValueFormat }
+
+// ValueFormatFromEnvForTest calls ValueFormatForTest with the value of
+// CAIRN_TEST_VALUE_FORMAT, when set: a test binary's TestMain runs its
+// whole suite against shards of an older value format.
+func ValueFormatFromEnvForTest() error {
+	e := os.Getenv("CAIRN_TEST_VALUE_FORMAT")
+	if e == "" {
+		return nil
+	}
+	v, err := strconv.Atoi(e)
+	if err != nil || v < core.OldestValueFormat || v > ValueFormat {
+		return fmt.Errorf("CAIRN_TEST_VALUE_FORMAT=%q: a value format from %d to %d", e, core.OldestValueFormat, ValueFormat)
+	}
+	ValueFormatForTest(v)
+	return nil
+}
 
 // ValueFormat is the value format this cairn creates shards in; it also
-// opens, and writes in their own format, shards of the one before.
+// opens, and writes in their own format, shards of the two before.
 const ValueFormat = nokv.ValueFormatVersion
+
+// OldestValueFormat is the oldest value format this cairn opens and
+// creates.
+const OldestValueFormat = core.OldestValueFormat

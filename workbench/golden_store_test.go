@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/cryptotest"
@@ -22,15 +23,25 @@ var updateGoldenStore = flag.Bool("update-golden-store", false, "write testdata/
 
 // goldenStoreName names the store of today's formats, which
 // -update-golden-store writes: the Workbench's schema marker (format 1,
-// value format 3) over the engine's object formats of docs/engine.md,
+// value format 4) over the engine's object formats of docs/engine.md,
 // section 2. A format change adds a store under a new name and keeps the
 // others (goldenStores).
-const goldenStoreName = "wb-format-1-value-3"
+const goldenStoreName = "wb-format-1-value-4"
 
 // goldenStores are every store TestGoldenStore opens: one for each
 // format a cairn wrote. Value format 2 keeps a commit's members in rows,
-// 3 in a member tree.
-var goldenStores = []string{"wb-format-1-value-2", goldenStoreName}
+// 3 in a member tree under flat digests, 4 under its tree's digests.
+var goldenStores = []string{"wb-format-1-value-2", "wb-format-1-value-3", goldenStoreName}
+
+// goldenValueFormat returns the value format of golden store name.
+func goldenValueFormat(t *testing.T, name string) int {
+	_, v, ok := strings.Cut(name, "-value-")
+	n, err := strconv.Atoi(v)
+	if !ok || err != nil {
+		t.Fatalf("golden store %q names no value format", name)
+	}
+	return n
+}
 
 // goldenClock is the engine's clock of the golden store's writes and
 // reads: snapshot leases are judged against it, so the transcript does not
@@ -90,7 +101,7 @@ func TestGoldenStore(t *testing.T) {
 	}
 	for _, name := range goldenStores {
 		t.Run(name, func(t *testing.T) {
-			if name == goldenStoreName && os.Getenv("CAIRN_TEST_VALUE_FORMAT") == "2" {
+			if v := workbench.TestValueFormat(); v != 0 && goldenValueFormat(t, name) > v {
 				refusesNewerStore(t, name)
 				return
 			}
@@ -99,8 +110,8 @@ func TestGoldenStore(t *testing.T) {
 	}
 }
 
-// refusesNewerStore: a cairn of the previous value format (as the tests
-// run with CAIRN_TEST_VALUE_FORMAT=2 stand for) refuses today's store
+// refusesNewerStore: a cairn of an older value format (as the tests run
+// with CAIRN_TEST_VALUE_FORMAT=2 or 3 stand for) refuses a newer store
 // with a clear error, rather than misread it.
 func refusesNewerStore(t *testing.T, name string) {
 	ctx := context.Background()
@@ -198,7 +209,8 @@ func testGoldenStore(t *testing.T, name string) {
 		t.Fatalf("run.log after an append: %q", got)
 	}
 	// A commit on the copy keeps the store's own format: rows in a store
-	// of value format 2, a member tree in one of 3.
+	// of value format 2, a member tree in one of 3, and its tree's digests
+	// in one of 4, where it reads only what changed since its parent.
 	mustCall(t, s, "workbench_commit", commitInput("wb-a", `{"task":"after the upgrade"}`, digestAA, true))
 	var newest nokv.Commit
 	for _, c := range workbench.CommitsForTest(t, s) {
@@ -206,8 +218,9 @@ func testGoldenStore(t *testing.T, name string) {
 			newest = c
 		}
 	}
-	if wantTree := !strings.HasSuffix(name, "-value-2"); (newest.MemberTree != nil) != wantTree {
-		t.Fatalf("the commit on the copy of %s has a member tree: %v", name, newest.MemberTree != nil)
+	v := goldenValueFormat(t, name)
+	if (newest.MemberTree != nil) != (v >= 3) || newest.TreeDigests != (v >= 4) {
+		t.Fatalf("the commit on the copy of %s has a member tree: %v, tree digests: %v", name, newest.MemberTree != nil, newest.TreeDigests)
 	}
 	workbench.CheckCommitClosureForTest(t, s)
 	workbench.FsckCleanForTest(t, s)

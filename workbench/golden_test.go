@@ -26,10 +26,10 @@ var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/golden-ob
 // unless the format is changed on purpose (then rerun with -update-golden
 // and say why in the commit).
 func TestGoldenObjects(t *testing.T) {
-	if os.Getenv("CAIRN_TEST_VALUE_FORMAT") == "2" {
+	if v := workbench.TestValueFormat(); v != 0 {
 		// The bytes pinned are today's format's: write them so.
-		workbench.PreviousValueFormatForTest(false)
-		defer workbench.PreviousValueFormatForTest(true)
+		workbench.ValueFormatForTest(0)
+		defer workbench.ValueFormatForTest(v)
 	}
 	cryptotest.SetGlobalRandom(t, 7)
 	ctx := context.Background()

@@ -44,7 +44,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	putSamples := fs.Int("put-samples", bench.DefaultPutSamples, "puts of new files put-new-warm makes, one at a time; its row is their mean, folds included")
 	seedBatch := fs.Int("seed-batch", bench.DefaultSeedBatch, "commands per group commit while seeding")
 	cacheMiB := fs.Int64("cache-mib", 0, fmt.Sprintf("decoded-object cache of every replica, in MiB (0: the engine's default, %d)", head.DefaultCacheBytes>>20))
-	valueFormat := fs.Int("value-format", 0, "value format the bench's store is created in: 3, today's (commit members in member trees), or 2, the previous (in rows); 0: today's")
+	valueFormat := fs.Int("value-format", 0, "value format the bench's store is created in: 4, today's (a commit reads what changed since its parent), 3 (it reads the whole workbench into a member tree) or 2 (into rows); 0: today's")
 	commitSamples := fs.Int("commit-samples", bench.DefaultCommitSamples, "pairs of a replaced file and a commit that put-commit-warm makes; its row is their mean")
 	trace := fs.Bool("trace", false, "print every request of the measured scenarios to stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")

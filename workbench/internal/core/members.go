@@ -115,14 +115,31 @@ const PathKeyPrefixLen = 16 + 16
 // by the leaves it replaced (a superset of the revisions the new members
 // hold and base's do not); without one, nil, and the commit references
 // every revision of its members.
-func (s *Service) StageMemberTree(tx *head.Tx, base tree.Ref, entries []tree.Entry) (*nokv.MemberTree, []nokv.RevisionID, error) {
-	ctx := tx.Context()
-	root, objs, err := tree.Rebuild(ctx, s.Trees, base, entries, tx.Salt())
+func (s *Service) StageMemberTree(tx *head.Tx, base tree.Ref, entries []tree.Entry) (*nokv.MemberTree, tree.Ref, []nokv.RevisionID, error) {
+	root, objs, err := tree.Rebuild(tx.Context(), s.Trees, base, entries, tx.Salt())
 	if err != nil {
-		return nil, nil, err
+		return nil, tree.Ref{}, nil, err
 	}
+	return s.stageTree(tx, base, root, objs)
+}
+
+// EditMemberTree is StageMemberTree for a commit that knows what changed
+// since base: it applies changes (ascending by key) to base, reading and
+// writing only the nodes they fall in.
+func (s *Service) EditMemberTree(tx *head.Tx, base tree.Ref, changes []tree.Change) (*nokv.MemberTree, tree.Ref, []nokv.RevisionID, error) {
+	root, objs, err := tree.Edit(tx.Context(), s.Trees, base, changes, tx.Salt())
+	if err != nil {
+		return nil, tree.Ref{}, nil, err
+	}
+	return s.stageTree(tx, base, root, objs)
+}
+
+// stageTree stages objs, the nodes of root that base lacks, and returns
+// what StageMemberTree does.
+func (s *Service) stageTree(tx *head.Tx, base, root tree.Ref, objs []tree.Object) (*nokv.MemberTree, tree.Ref, []nokv.RevisionID, error) {
+	ctx := tx.Context()
 	if root.IsEmpty() {
-		return nil, nil, fmt.Errorf("workbench: a commit without members")
+		return nil, root, nil, fmt.Errorf("workbench: a commit without members")
 	}
 	for _, o := range objs {
 		tx.Stage(s.Trees.Key(o.Hash), o.Body)
@@ -132,20 +149,20 @@ func (s *Service) StageMemberTree(tx *head.Tx, base tree.Ref, entries []tree.Ent
 	}
 	mt := &nokv.MemberTree{Key: s.Trees.Key(root.Hash), Size: root.Size, Digest: root.Digest}
 	if base.IsEmpty() {
-		return mt, nil, nil
+		return mt, root, nil, nil
 	}
 	src := tree.Overlay(s.Trees, objs)
 	gone, added, err := tree.Changed(ctx, src, base, root)
 	if err != nil {
-		return nil, nil, err
+		return nil, root, nil, err
 	}
 	had, err := leafRevisions(ctx, src, gone)
 	if err != nil {
-		return nil, nil, err
+		return nil, root, nil, err
 	}
 	has, err := leafRevisions(ctx, src, added)
 	if err != nil {
-		return nil, nil, err
+		return nil, root, nil, err
 	}
 	var refs []nokv.RevisionID
 	for r := range has {
@@ -153,7 +170,39 @@ func (s *Service) StageMemberTree(tx *head.Tx, base tree.Ref, entries []tree.Ent
 			refs = append(refs, r)
 		}
 	}
-	return mt, SortRevisions(refs), nil
+	return mt, root, SortRevisions(refs), nil
+}
+
+// UsesTreeDigests reports whether a commit on sn defines its digests by
+// its member tree (Commit value 4), and so computes them from what
+// changed since its parent: in shards of value format 4.
+func (s *Service) UsesTreeDigests(sn *head.Snapshot) bool {
+	return sn.Marker().ValueFormatVersion >= 4
+}
+
+// MemberTreeEntry returns the entry of the member at path in a member
+// tree: the path in PathCurrent's key encoding, and the member's value.
+func MemberTreeEntry(path []string, m nokv.CommitMember) (tree.Entry, error) {
+	k, err := nokv.PathCurrentKey{Path: path}.Encode()
+	if err != nil {
+		return tree.Entry{}, err
+	}
+	v, err := m.Encode()
+	if err != nil {
+		return tree.Entry{}, err
+	}
+	return tree.Entry{Key: k[PathKeyPrefixLen:], Value: v}, nil
+}
+
+// MemberTreeDigest returns the content digest of the member tree of
+// entries (ascending by key), the member digest a commit of tree digests
+// (Commit value 4) of those members seals, without storing a node.
+func MemberTreeDigest(entries []tree.Entry) ([32]byte, error) {
+	root, _, err := tree.Build(entries, [16]byte{})
+	if err != nil {
+		return [32]byte{}, err
+	}
+	return root.TreeDigest(), nil
 }
 
 // leafRevisions returns the revisions the members in leaves hold.

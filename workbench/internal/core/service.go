@@ -88,19 +88,23 @@ type Options struct {
 	// of an older release shares the bucket, which refuses version 3.
 	MemberTrees bool
 	// ValueFormat is the value format the Service creates new shards in:
-	// 0 or nokv.ValueFormatVersion (3) for today's, or the one before (2),
-	// which a cairn of that format can still read, while replicas of it
-	// share the bucket. Shards that exist keep their own.
+	// 0 or nokv.ValueFormatVersion (4) for today's, or one of the two
+	// before (3, 2), which a cairn of that format can still read, while
+	// replicas of it share the bucket. Shards that exist keep their own.
 	ValueFormat int
 	// Engine tunes the commit engine.
 	Engine head.Options
 }
 
-// PreviousValueFormat makes every Service the process opens without a
-// ValueFormat create new shards in the previous value format (2: members
-// in rows), as a cairn of that format would: tests run whole suites with
-// it.
-var PreviousValueFormat = false
+// TestValueFormat, when not 0, is the value format every Service the
+// process opens without a ValueFormat creates new shards in, as a cairn
+// of that format would (2: members in rows; 3: member trees with flat
+// digests): tests run whole suites with it.
+var TestValueFormat = 0
+
+// OldestValueFormat is the oldest value format a Service reads and
+// creates: a Store opens shards of the two value formats before its own.
+const OldestValueFormat = nokv.ValueFormatVersion - 2
 
 // Service serves the Workbench tools of one agent's deployment root over
 // one bucket. Any number of Services, in one process or many, may serve
@@ -187,15 +191,15 @@ func Open(ctx context.Context, b bucket.Bucket, opts Options) (*Service, error) 
 	// (docs/engine.md).
 	opts.Engine.Intents = true
 	schema := nokv.Schema()
-	if opts.ValueFormat == 0 && PreviousValueFormat {
-		opts.ValueFormat = nokv.ValueFormatVersion - 1
+	if opts.ValueFormat == 0 {
+		opts.ValueFormat = TestValueFormat
 	}
-	switch opts.ValueFormat {
-	case 0, nokv.ValueFormatVersion:
-	case nokv.ValueFormatVersion - 1:
-		schema.Marker.ValueFormatVersion--
+	switch v := opts.ValueFormat; {
+	case v == 0:
+	case v <= nokv.ValueFormatVersion && v >= OldestValueFormat:
+		schema.Marker.ValueFormatVersion = uint64(v)
 	default:
-		return nil, fmt.Errorf("workbench: value format %d: this cairn creates shards of %d or %d", opts.ValueFormat, nokv.ValueFormatVersion-1, nokv.ValueFormatVersion)
+		return nil, fmt.Errorf("workbench: value format %d: this cairn creates shards of %d to %d", v, OldestValueFormat, nokv.ValueFormatVersion)
 	}
 	store, err := head.Open(ctx, b, id, schema, opts.Engine)
 	if err != nil {

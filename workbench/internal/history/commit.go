@@ -193,7 +193,7 @@ func Commit(ctx context.Context, s *core.Service, req *commitRequest, now func()
 			observed = &h
 		}
 	}
-	if werr := prefetchCommit(ctx, s, sn, ws, ok && ws.State == nokv.WorkspaceStateVisible, observed); werr != nil {
+	if werr := prefetchCommit(ctx, s, sn, req.id, ws, ok && ws.State == nokv.WorkspaceStateVisible, observed); werr != nil {
 		return nil, werr
 	}
 	committedAt := uint64(max(now().Unix(), 0))

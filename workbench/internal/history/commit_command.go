@@ -36,23 +36,26 @@ var commitFamilies = []shards.Family{
 // files name, of the old head's commit and of the run manifest's path
 // reference. A command that runs on a newer snapshot reads what changed
 // itself.
-func prefetchCommit(ctx context.Context, s *core.Service, sn *head.Snapshot, ws nokv.WorkspaceCurrent, visible bool, observed *nokv.WorkbenchCommitHead) *core.Error {
+func prefetchCommit(ctx context.Context, s *core.Service, sn *head.Snapshot, id string, ws nokv.WorkspaceCurrent, visible bool, observed *nokv.WorkbenchCommitHead) *core.Error {
 	if err := sn.Prefetch(ctx, commitFamilies, nil); err != nil {
 		return core.FromError(err)
 	}
 	if !visible {
 		return nil
 	}
-	prefix, err := nokv.PathCurrentPrefix(s.Root(), ws.Incarnation, nil)
-	if err != nil {
-		return core.FromError(err)
+	var parent *nokv.Commit
+	if s.UsesMemberTrees(sn) && observed != nil {
+		p, ok, err := readCommit(s, core.SnapshotReader(ctx, sn), observed.Commit)
+		if err != nil {
+			return core.FromError(err)
+		}
+		if ok {
+			parent = &p
+		}
 	}
-	recs, err := sn.Scan(ctx, nokv.FamilyPathCurrent, prefix, nil, 0)
-	if err != nil {
-		return core.FromError(err)
-	}
-	if len(recs) > CommitMembersLimit {
-		return tooManyMembers(len(recs))
+	recs, werr := prefetchPaths(ctx, s, sn, id, ws, parent)
+	if werr != nil {
+		return werr
 	}
 	var refs []head.ShardRef
 	add := func(f shards.Family, key []byte, err error) error {
@@ -70,14 +73,8 @@ func prefetchCommit(ctx context.Context, s *core.Service, sn *head.Snapshot, ws 
 	// wrote: it reads the revisions of the files written since the
 	// parent, not all of them.
 	var since uint64
-	if s.UsesMemberTrees(sn) && observed != nil {
-		p, ok, err := readCommit(s, core.SnapshotReader(ctx, sn), observed.Commit)
-		if err != nil {
-			return core.FromError(err)
-		}
-		if ok && p.MemberTree != nil {
-			since = p.CreatedVersion
-		}
+	if parent != nil && parent.MemberTree != nil {
+		since = parent.CreatedVersion
 	}
 	for _, r := range recs {
 		e, err := nokv.DecodePathEntry(r.Value)
@@ -104,6 +101,71 @@ func prefetchCommit(ctx context.Context, s *core.Service, sn *head.Snapshot, ws 
 		}
 	}
 	return core.FromError(sn.Prefetch(ctx, nil, refs))
+}
+
+// prefetchPaths loads workbench id's path rows the commit command will
+// read, and returns them: the rows of the paths the change feed names
+// since parent, when the command will read only those (commit_changes.go),
+// or else every row.
+func prefetchPaths(ctx context.Context, s *core.Service, sn *head.Snapshot, id string, ws nokv.WorkspaceCurrent, parent *nokv.Commit) ([]shards.Record, *core.Error) {
+	if fromChanges(s.UsesTreeDigests(sn), parent, ws.Incarnation) {
+		since, current := parent.CreatedVersion, sn.Sequence()
+		if (current>>8)-(since>>8) < maxChangeGroups {
+			if err := (&changeReader{s: s, sn: sn}).prefetch(ctx, since>>8, current>>8); err != nil {
+				return nil, core.FromError(err)
+			}
+		}
+		scan := func(prefix, after []byte, limit int) ([]shards.Record, error) {
+			return sn.Scan(ctx, nokv.FamilyChangeEvent, prefix, after, limit)
+		}
+		keys, ok, err := changedPaths(scan, s.Root(), id, ws.Incarnation, since, current)
+		if err != nil {
+			return nil, core.FromError(err)
+		}
+		if ok {
+			return prefetchKeys(ctx, sn, nokv.FamilyPathCurrent, keys)
+		}
+	}
+	prefix, err := nokv.PathCurrentPrefix(s.Root(), ws.Incarnation, nil)
+	if err != nil {
+		return nil, core.FromError(err)
+	}
+	recs, err := sn.Scan(ctx, nokv.FamilyPathCurrent, prefix, nil, 0)
+	if err != nil {
+		return nil, core.FromError(err)
+	}
+	if len(recs) > CommitMembersLimit {
+		return nil, tooManyMembers(len(recs))
+	}
+	return recs, nil
+}
+
+// prefetchKeys loads the shards of keys of family f in one round and
+// returns the records they hold.
+func prefetchKeys(ctx context.Context, sn *head.Snapshot, f shards.Family, keys [][]byte) ([]shards.Record, *core.Error) {
+	refs := make([]head.ShardRef, 0, len(keys))
+	for _, k := range keys {
+		ref, err := sn.ShardOf(f, k)
+		if err != nil {
+			return nil, core.FromError(err)
+		}
+		ref.Prefix = k
+		refs = append(refs, ref)
+	}
+	if err := sn.Prefetch(ctx, nil, refs); err != nil {
+		return nil, core.FromError(err)
+	}
+	var out []shards.Record
+	for _, k := range keys {
+		v, ok, err := sn.Get(ctx, f, k)
+		if err != nil {
+			return nil, core.FromError(err)
+		}
+		if ok {
+			out = append(out, shards.Record{Key: k, Value: v})
+		}
+	}
+	return out, nil
 }
 
 // commitOutcome is the commit command's deterministic result.
@@ -164,18 +226,22 @@ type commitCommand struct {
 	seq  uint64
 	root nokv.RootID
 
-	ws       nokv.WorkspaceCurrent
-	oldHead  *nokv.WorkbenchCommitHead
-	cur      *nokv.PathEntry // the run manifest the commit replaces
-	entry    nokv.PathEntry  // the run manifest's new entry
-	members  []member
-	revs     []nokv.RevisionID // unique, ascending
-	refRevs  []nokv.RevisionID // the revisions it references, when not revs (member trees)
-	parents  []nokv.CommitID
-	memberD  [32]byte
-	tree     *nokv.MemberTree // the members' tree, with Options.MemberTrees
-	headGen  uint64
-	commitID nokv.CommitID
+	ws          nokv.WorkspaceCurrent
+	oldHead     *nokv.WorkbenchCommitHead
+	parent      *nokv.Commit    // the old head's commit
+	cur         *nokv.PathEntry // the run manifest the commit replaces
+	entry       nokv.PathEntry  // the run manifest's new entry
+	treeDigests bool            // the commit's digests are its tree's (value format 4)
+	members     []member        // every member, when the commit reads the whole workbench
+	changes     []tree.Change   // the changes since the parent, when it reads only those
+	memberCount uint64
+	revs        []nokv.RevisionID // the members' unique revisions, ascending (with members)
+	refRevs     []nokv.RevisionID // the revisions it references, when not revs (member trees)
+	parents     []nokv.CommitID
+	memberD     [32]byte
+	tree        *nokv.MemberTree // the members' tree, in shards of value format 3 or later
+	headGen     uint64
+	commitID    nokv.CommitID
 }
 
 // apply is the commit command: predicates first, then every write. A
@@ -313,20 +379,20 @@ func (c *commitCommand) checkFreshIDs() error {
 	return core.TxAbsent(c.tx, nokv.FamilyArtifactRevision, rk, "artifact revision "+c.st.Rev.String()+" already exists")
 }
 
-// collectMembers reads the workbench's tree in canonical path order and
-// puts the new run manifest in place of the old one, or at its position.
+// collectMembers gathers what the commit freezes: the changes since its
+// parent (commit_changes.go), or every path of the workbench in
+// canonical path order; either way with the new run manifest in place
+// of the old one, or at its position.
 func (c *commitCommand) collectMembers() error {
-	prefix, err := nokv.PathCurrentPrefix(c.root, c.ws.Incarnation, nil)
-	if err != nil {
-		return err
-	}
-	recs, err := c.tx.Scan(nokv.FamilyPathCurrent, prefix, nil, 0)
-	if err != nil {
-		return err
-	}
-	runKey, err := nokv.PathCurrentKey{Root: c.root, Incarnation: c.ws.Incarnation, Path: core.RunManifestComps}.Encode()
-	if err != nil {
-		return err
+	c.treeDigests = c.s.UsesTreeDigests(c.tx.Snapshot())
+	if c.oldHead != nil {
+		p, ok, err := readCommit(c.s, core.TxReader(c.tx), c.oldHead.Commit)
+		if err != nil {
+			return err
+		}
+		if ok {
+			c.parent = &p
+		}
 	}
 	c.entry = nokv.PathEntry{
 		Generation:        1,
@@ -341,6 +407,30 @@ func (c *commitCommand) collectMembers() error {
 	if c.cur != nil {
 		c.entry.Generation = c.cur.Generation + 1
 		c.entry.CreatedVersion = c.cur.CreatedVersion
+	}
+	runKey, err := nokv.PathCurrentKey{Root: c.root, Incarnation: c.ws.Incarnation, Path: core.RunManifestComps}.Encode()
+	if err != nil {
+		return err
+	}
+	if fromChanges(c.treeDigests, c.parent, c.ws.Incarnation) {
+		scan := func(prefix, after []byte, limit int) ([]shards.Record, error) {
+			return c.tx.Scan(nokv.FamilyChangeEvent, prefix, after, limit)
+		}
+		keys, ok, err := changedPaths(scan, c.root, c.req.id, c.ws.Incarnation, c.parent.CreatedVersion, c.seq)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return c.collectChanges(runKey, keys)
+		}
+	}
+	prefix, err := nokv.PathCurrentPrefix(c.root, c.ws.Incarnation, nil)
+	if err != nil {
+		return err
+	}
+	recs, err := c.tx.Scan(nokv.FamilyPathCurrent, prefix, nil, 0)
+	if err != nil {
+		return err
 	}
 	c.members = make([]member, 0, len(recs)+1)
 	for _, r := range recs {
@@ -362,6 +452,43 @@ func (c *commitCommand) collectMembers() error {
 	if len(c.members) > CommitMembersLimit {
 		return core.Reject(tooManyMembers(len(c.members)))
 	}
+	return nil
+}
+
+// collectChanges turns keys, the PathCurrent keys the change feed names
+// since the parent (ascending), into the edit of the parent's tree: each
+// path's current member, or its removal, and the new run manifest.
+func (c *commitCommand) collectChanges(runKey []byte, keys [][]byte) error {
+	run, err := nokv.MemberOf(c.entry).Encode()
+	if err != nil {
+		return err
+	}
+	at, found := slices.BinarySearchFunc(keys, runKey, bytes.Compare)
+	if !found {
+		keys = slices.Insert(slices.Clone(keys), at, runKey)
+	}
+	c.changes = make([]tree.Change, 0, len(keys))
+	for _, k := range keys {
+		ch := tree.Change{Key: k[core.PathKeyPrefixLen:]}
+		switch v, ok, err := c.tx.Get(nokv.FamilyPathCurrent, k); {
+		case err != nil:
+			return err
+		case bytes.Equal(k, runKey):
+			ch.Value = run
+		case !ok:
+			ch.Delete = true
+		default:
+			e, err := nokv.DecodePathEntry(v)
+			if err != nil {
+				return err
+			}
+			if ch.Value, err = nokv.MemberOf(e).Encode(); err != nil {
+				return err
+			}
+		}
+		c.changes = append(c.changes, ch)
+	}
+	CommitsFromChanges.Add(1)
 	return nil
 }
 
@@ -455,63 +582,49 @@ func (c *commitCommand) placeRunManifest() error {
 	return rc.Flush()
 }
 
-// writeMembers writes one CommitMember row per file and seals the member
-// digest.
+// writeMembers freezes the members, in one CommitMember row each or in
+// a member tree, and seals the member digest.
 func (c *commitCommand) writeMembers() error {
-	d := core.NewMemberDigesterOf(uint64(len(c.members)))
-	seen := map[nokv.RevisionID]bool{}
-	var entries []tree.Entry
 	trees := c.s.UsesMemberTrees(c.tx.Snapshot())
-	for _, m := range c.members {
-		if trees {
-			// A PathCurrent key is root and incarnation, then the path in
-			// the tree's key encoding.
-			v, err := m.m.Encode()
-			if err != nil {
-				return err
-			}
-			entries = append(entries, tree.Entry{Key: m.key[core.PathKeyPrefixLen:], Value: v})
-		} else {
-			k, err := nokv.CommitMemberKey{Root: c.root, Commit: c.commitID, Path: m.path}.Encode()
-			if err != nil {
-				return err
-			}
-			if err := core.PutRecord(c.tx, nokv.FamilyCommitMember, k, m.m.Encode); err != nil {
-				return err
-			}
-		}
-		if err := d.Add(m.path, m.m); err != nil {
+	var entries []tree.Entry
+	if c.changes == nil {
+		var err error
+		if entries, err = c.freezeAll(trees); err != nil {
 			return err
 		}
-		if !seen[m.m.Revision] {
-			seen[m.m.Revision] = true
-			c.revs = append(c.revs, m.m.Revision)
-		}
 	}
-	slices.SortFunc(c.revs, func(a, b nokv.RevisionID) int { return bytes.Compare(a[:], b[:]) })
-	c.memberD = d.Sum()
 	if !trees {
 		return nil
 	}
 	// The parent's tree, when it has one, lends every node whose
 	// members did not change.
 	var base tree.Ref
-	if c.oldHead != nil {
-		p, ok, err := readCommit(c.s, core.TxReader(c.tx), c.oldHead.Commit)
-		if err != nil {
+	if c.parent != nil {
+		var err error
+		if base, _, err = core.TreeRef(*c.parent); err != nil {
 			return err
 		}
-		if ok {
-			if base, _, err = core.TreeRef(p); err != nil {
-				return err
-			}
-		}
 	}
-	var err error
+	var root tree.Ref
 	var refs []nokv.RevisionID
-	c.tree, refs, err = c.s.StageMemberTree(c.tx, base, entries)
-	if err != nil || base.IsEmpty() {
+	var err error
+	if c.changes != nil {
+		c.tree, root, refs, err = c.s.EditMemberTree(c.tx, base, c.changes)
+	} else {
+		c.tree, root, refs, err = c.s.StageMemberTree(c.tx, base, entries)
+	}
+	if err != nil {
 		return err
+	}
+	c.memberCount = root.Count
+	if c.memberCount > uint64(CommitMembersLimit) {
+		return core.Reject(tooManyMembers(int(c.memberCount)))
+	}
+	if c.treeDigests {
+		c.memberD = root.Digest
+	}
+	if base.IsEmpty() {
+		return nil
 	}
 	// The parent, which outlives this commit, keeps the revisions this
 	// commit shares with it. The run manifest's revision is new, and
@@ -523,15 +636,65 @@ func (c *commitCommand) writeMembers() error {
 	return nil
 }
 
+// freezeAll freezes every member: it writes their CommitMember rows, or
+// returns their tree's entries, and collects their unique revisions;
+// under flat digests it seals the member digest over them.
+func (c *commitCommand) freezeAll(trees bool) ([]tree.Entry, error) {
+	d := core.NewMemberDigesterOf(uint64(len(c.members)))
+	seen := map[nokv.RevisionID]bool{}
+	var entries []tree.Entry
+	for _, m := range c.members {
+		if trees {
+			// A PathCurrent key is root and incarnation, then the path in
+			// the tree's key encoding.
+			v, err := m.m.Encode()
+			if err != nil {
+				return nil, err
+			}
+			entries = append(entries, tree.Entry{Key: m.key[core.PathKeyPrefixLen:], Value: v})
+		} else {
+			k, err := nokv.CommitMemberKey{Root: c.root, Commit: c.commitID, Path: m.path}.Encode()
+			if err != nil {
+				return nil, err
+			}
+			if err := core.PutRecord(c.tx, nokv.FamilyCommitMember, k, m.m.Encode); err != nil {
+				return nil, err
+			}
+		}
+		if !c.treeDigests {
+			if err := d.Add(m.path, m.m); err != nil {
+				return nil, err
+			}
+		}
+		if !seen[m.m.Revision] {
+			seen[m.m.Revision] = true
+			c.revs = append(c.revs, m.m.Revision)
+		}
+	}
+	slices.SortFunc(c.revs, func(a, b nokv.RevisionID) int { return bytes.Compare(a[:], b[:]) })
+	c.memberCount = uint64(len(c.members))
+	if !c.treeDigests {
+		c.memberD = d.Sum()
+	}
+	return entries, nil
+}
+
+// references returns the revisions the commit references: every unique
+// revision of its members, or, over a parent's tree, what the parent's
+// members may lack.
+func (c *commitCommand) references() []nokv.RevisionID {
+	if c.refRevs != nil {
+		return c.refRevs
+	}
+	return c.revs
+}
+
 // referenceRevisions adds one Commit reference per unique revision of the
 // tree, so that GC keeps every committed body. The run manifest's
 // reference is already in place.
 func (c *commitCommand) referenceRevisions() error {
 	rc := &publish.Refs{S: c.s, Tx: c.tx, Revs: map[nokv.RevisionID]*nokv.ArtifactRevision{}}
-	refs := c.revs
-	if c.refRevs != nil {
-		refs = c.refRevs
-	}
+	refs := c.references()
 	if c.tree != nil {
 		c.tree.References = uint64(len(refs))
 	}
@@ -618,16 +781,22 @@ func (c *commitCommand) sealCommit() error {
 	if err := core.PutRecord(c.tx, nokv.FamilyCommitConsumer, hk, nokv.CommitConsumer{ConsumerEpochAtAdd: 1, CreatedVersion: c.seq}.Encode); err != nil {
 		return err
 	}
+	// Flat digests cover every unique revision of the members; tree
+	// digests the commit's own references.
+	revs := c.revs
+	if c.treeDigests {
+		revs = c.references()
+	}
 	cm := nokv.Commit{
 		SourceIncarnation:    c.ws.Incarnation,
 		WorkbenchID:          c.req.id,
 		ContentDigestURI:     c.req.contentDigest,
 		ManifestDigestURI:    c.req.manifestDigest,
 		TreeManifestRevision: c.st.Rev,
-		MemberCount:          uint64(len(c.members)),
+		MemberCount:          c.memberCount,
 		MemberDigest:         c.memberD,
-		UniqueRevisionCount:  uint64(len(c.revs)),
-		RevisionDigest:       core.RevisionDigest(c.revs),
+		UniqueRevisionCount:  uint64(len(revs)),
+		RevisionDigest:       core.RevisionDigest(revs),
 		Parents:              c.parents,
 		ParentDigest:         core.ParentDigest(c.parents),
 		ConsumerCount:        1,
@@ -635,6 +804,7 @@ func (c *commitCommand) sealCommit() error {
 		State:                nokv.CommitStateSealed,
 		CreatedVersion:       c.seq,
 		MemberTree:           c.tree,
+		TreeDigests:          c.treeDigests,
 	}
 	ck, err := nokv.CommitKey{Root: c.root, Commit: c.commitID}.Encode()
 	if err != nil {
@@ -683,7 +853,7 @@ func (c *commitCommand) writeOperation(key []byte) error {
 			ManifestDigestURI: c.rowsDigest, ContentType: runManifestContentType,
 		},
 		Parents:      c.parents,
-		MemberCount:  uint64(len(c.members)),
+		MemberCount:  c.memberCount,
 		MemberDigest: c.memberD,
 		Result: &nokv.BuildCommitResult{
 			HeadGeneration: c.headGen, PathGeneration: c.entry.Generation,

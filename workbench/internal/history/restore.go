@@ -17,6 +17,7 @@ import (
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/tree"
 )
 
 // workbench_restore creates a new workbench from a snapshot or a commit of
@@ -528,11 +529,11 @@ func planMembers(ctx context.Context, s *core.Service, sn *head.Snapshot, p *Res
 			return core.InvalidState(fmt.Sprintf("commit %s holds %d members, its seal says %d", p.Src.Commit, len(rows), c.MemberCount))
 		}
 	}
-	tree := core.NewMemberDigester()
+	flat := core.NewMemberDigester()
 	var runManifest *nokv.PathEntry
 	p.members = p.members[:0]
 	for _, r := range rows {
-		if err := tree.Add(r.path, nokv.MemberOf(r.entry)); err != nil {
+		if err := flat.Add(r.path, nokv.MemberOf(r.entry)); err != nil {
 			return core.FromError(err)
 		}
 		switch {
@@ -574,7 +575,7 @@ func planMembers(ctx context.Context, s *core.Service, sn *head.Snapshot, p *Res
 	default:
 		// The base commit's content digest when the snapshot froze exactly
 		// its tree; otherwise one derived from the frozen tree.
-		memberDigest := tree.Sum()
+		memberDigest := flat.Sum()
 		p.contentDigest = RestoredContentDigestURI(memberDigest)
 		if h, ok, err := core.CommitHead(ctx, sn, s.Root(), p.SrcInc); err != nil {
 			return core.FromError(err)
@@ -582,6 +583,20 @@ func planMembers(ctx context.Context, s *core.Service, sn *head.Snapshot, p *Res
 			base, found, err := readCommit(s, core.SnapshotReader(ctx, sn), h.Commit)
 			if err != nil {
 				return core.FromError(err)
+			}
+			if found && base.TreeDigests {
+				// The base seals its tree's digest: compare in its terms.
+				entries := make([]tree.Entry, 0, len(rows))
+				for _, r := range rows {
+					e, err := core.MemberTreeEntry(r.path, nokv.MemberOf(r.entry))
+					if err != nil {
+						return core.FromError(err)
+					}
+					entries = append(entries, e)
+				}
+				if memberDigest, err = core.MemberTreeDigest(entries); err != nil {
+					return core.FromError(err)
+				}
 			}
 			if found && base.MemberDigest == memberDigest {
 				p.contentDigest = base.ContentDigestURI

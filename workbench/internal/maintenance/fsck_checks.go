@@ -15,6 +15,7 @@ import (
 	"github.com/cairnstore/cairn/workbench/internal/snapshots"
 
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/tree"
 )
 
 // The Workbench layer's checks of one root. Each says which records must
@@ -475,9 +476,16 @@ func (c *rootCheck) checkCommits() {
 			continue
 		}
 		d := core.NewMemberDigester()
+		var entries []tree.Entry // of the member tree, with tree digests
 		revSet := map[nokv.RevisionID]bool{}
 		for _, m := range rows {
-			if err := d.Add(m.k.Path, m.v); err != nil {
+			err := d.Add(m.k.Path, m.v)
+			if cm.v.TreeDigests {
+				var e tree.Entry
+				e, err = core.MemberTreeEntry(m.k.Path, m.v)
+				entries = append(entries, e)
+			}
+			if err != nil {
 				c.finding(nokv.FamilyCommitMember, m.key, name+" member "+core.LogicalPath(m.k.Path), "a member that digests", err.Error())
 			}
 			revSet[m.v.Revision] = true
@@ -489,9 +497,13 @@ func (c *rootCheck) checkCommits() {
 				}
 			}
 		}
-		if uint64(len(rows)) != cm.v.MemberCount || d.Sum() != cm.v.MemberDigest {
+		sum := d.Sum()
+		if cm.v.TreeDigests {
+			sum, _ = core.MemberTreeDigest(entries) // a bad entry is a finding above
+		}
+		if uint64(len(rows)) != cm.v.MemberCount || sum != cm.v.MemberDigest {
 			c.finding(nokv.FamilyCommit, cm.key, name,
-				fmt.Sprintf("member seal of its %d CommitMember rows (tree digest sha256:%x)", len(rows), d.Sum()),
+				fmt.Sprintf("member seal of its %d members (tree digest sha256:%x)", len(rows), sum),
 				fmt.Sprintf("member_count %d, tree digest %s", cm.v.MemberCount, cm.v.TreeDigestURI()))
 		}
 		members := core.SortRevisions(slices.Collect(maps.Keys(revSet)))
@@ -664,9 +676,15 @@ func sortCommits(ids []nokv.CommitID) []nokv.CommitID {
 // rest).
 func (c *rootCheck) checkTreeReferences(id nokv.CommitID, cm commitRow, members, refs []nokv.RevisionID) {
 	name := "commit " + id.String()
-	if uint64(len(members)) != cm.v.UniqueRevisionCount || core.RevisionDigest(members) != cm.v.RevisionDigest {
-		c.finding(nokv.FamilyCommit, cm.key, name, fmt.Sprintf("a revision seal of its members' %d revisions", len(members)),
-			fmt.Sprintf("unique_revision_count %d, digest matches: %v", cm.v.UniqueRevisionCount, core.RevisionDigest(members) == cm.v.RevisionDigest))
+	// Flat digests seal every revision of the members; tree digests the
+	// commit's own references.
+	sealed, what := members, "its members'"
+	if cm.v.TreeDigests {
+		sealed, what = refs, "its Commit references'"
+	}
+	if uint64(len(sealed)) != cm.v.UniqueRevisionCount || core.RevisionDigest(sealed) != cm.v.RevisionDigest {
+		c.finding(nokv.FamilyCommit, cm.key, name, fmt.Sprintf("a revision seal of %s %d revisions", what, len(sealed)),
+			fmt.Sprintf("unique_revision_count %d, digest matches: %v", cm.v.UniqueRevisionCount, core.RevisionDigest(sealed) == cm.v.RevisionDigest))
 	}
 	held := map[nokv.RevisionID]bool{}
 	for _, r := range members {

@@ -15,6 +15,7 @@ const (
 	WorkbenchCommitHeadVersion   = 1
 	CommitVersion                = 2 // the seed's immutable commit records are version 2
 	CommitTreeVersion            = 3 // version 2 and the member tree (cairn's)
+	CommitTreeDigestVersion      = 4 // version 3, its digests the tree's (cairn's)
 	CommitMemberVersion          = 2
 	CommitConsumerVersion        = 1
 	BuildCommitOperationVersion  = 5 // the seed's BuildCommitOperation v5
@@ -158,6 +159,13 @@ type Commit struct {
 	// MemberTree, when set (version 3), names the tree that holds the
 	// commit's members in place of CommitMember rows.
 	MemberTree *MemberTree
+	// TreeDigests (version 4, with a MemberTree) defines the commit's
+	// digests by its tree, so that a commit computes them from what
+	// changed: MemberDigest is the tree's content digest, and
+	// UniqueRevisionCount and RevisionDigest cover the revisions of the
+	// commit's own Commit RevisionRefs (MemberTree.References of them).
+	// Without it they cover every member and every unique revision.
+	TreeDigests bool
 }
 
 // MemberTree names a commit's member tree (package
@@ -196,14 +204,21 @@ func (v Commit) reason() string {
 		digestURIReason("manifest digest uri", v.ManifestDigestURI))
 }
 
-// Encode returns the value's bytes: version 3 with a member tree, else 2.
+// Encode returns the value's bytes: version 4 with a member tree and
+// its digests, 3 with a member tree, else 2.
 func (v Commit) Encode() ([]byte, error) {
 	version := uint8(CommitVersion)
-	if v.MemberTree != nil {
+	switch {
+	case v.MemberTree != nil && v.TreeDigests:
+		version = CommitTreeDigestVersion
+	case v.MemberTree != nil:
 		version = CommitTreeVersion
 	}
 	w := newValueWriter(recCommit, version)
 	w.check(v.reason())
+	if v.TreeDigests && v.MemberTree == nil {
+		w.fail("tree digests without a member tree", nil)
+	}
 	w.id16(v.SourceIncarnation)
 	w.str("workbench id", v.WorkbenchID)
 	w.str("content digest uri", v.ContentDigestURI)
@@ -228,6 +243,9 @@ func (v Commit) Encode() ([]byte, error) {
 		if t.Key == "" || t.Size == 0 || v.MemberCount == 0 || t.References > v.UniqueRevisionCount {
 			w.fail("a member tree without a key, a size or members, or with more references than revisions", nil)
 		}
+		if v.TreeDigests {
+			w.check(v.treeDigestReason())
+		}
 		w.str("member tree key", t.Key)
 		w.u64(t.Size)
 		w.id32(t.Digest)
@@ -236,11 +254,21 @@ func (v Commit) Encode() ([]byte, error) {
 	return w.finish()
 }
 
-// DecodeCommit decodes a Commit value of version 2 or 3.
+// treeDigestReason returns why a commit of version 4 is inconsistent, or
+// "": its member digest is its tree's, and it references exactly its
+// unique revisions.
+func (v Commit) treeDigestReason() string {
+	if t := v.MemberTree; t.Digest != v.MemberDigest || t.References != v.UniqueRevisionCount {
+		return "a commit of tree digests whose member digest or revision count is not its tree's"
+	}
+	return ""
+}
+
+// DecodeCommit decodes a Commit value of version 2, 3 or 4.
 func DecodeCommit(b []byte) (Commit, error) {
 	version := uint8(CommitVersion)
-	if len(b) > 0 && b[0] == CommitTreeVersion {
-		version = CommitTreeVersion
+	if len(b) > 0 && (b[0] == CommitTreeVersion || b[0] == CommitTreeDigestVersion) {
+		version = b[0]
 	}
 	r := newValueReader(recCommit, b, version)
 	var v Commit
@@ -272,7 +300,7 @@ func DecodeCommit(b []byte) (Commit, error) {
 	if r.err == nil {
 		r.check(off, v.reason())
 	}
-	if version == CommitTreeVersion {
+	if version >= CommitTreeVersion {
 		toff := r.offset()
 		t := &MemberTree{Key: r.str("member tree key")}
 		t.Size = r.u64()
@@ -282,6 +310,10 @@ func DecodeCommit(b []byte) (Commit, error) {
 			r.failAt(toff, "a member tree without a key, a size or members, or with more references than revisions", nil)
 		}
 		v.MemberTree = t
+		if version == CommitTreeDigestVersion {
+			v.TreeDigests = true
+			r.check(toff, v.treeDigestReason())
+		}
 	}
 	if err := r.end(); err != nil {
 		return Commit{}, err

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
@@ -88,6 +90,10 @@ func TestCommitRecordsRoundTrip(t *testing.T) {
 	consumer := nokv.CommitConsumer{ConsumerEpochAtAdd: 2, CreatedVersion: 9}
 	withTree := commit
 	withTree.MemberTree = &nokv.MemberTree{Key: "artifacts/x/trees/" + rep("ab", 32), Size: 300, Digest: fill32(0x07), References: 1}
+	treeDigests := commit
+	treeDigests.MemberDigest = fill32(0x07)
+	treeDigests.MemberTree = &nokv.MemberTree{Key: "artifacts/x/trees/" + rep("ab", 32), Size: 300, Digest: fill32(0x07), References: commit.UniqueRevisionCount}
+	treeDigests.TreeDigests = true
 
 	values := []struct {
 		name string
@@ -97,6 +103,7 @@ func TestCommitRecordsRoundTrip(t *testing.T) {
 	}{
 		{"Commit", commit, commit.Encode, func(b []byte) (any, error) { return nokv.DecodeCommit(b) }},
 		{"Commit with a member tree", withTree, withTree.Encode, func(b []byte) (any, error) { return nokv.DecodeCommit(b) }},
+		{"Commit of tree digests", treeDigests, treeDigests.Encode, func(b []byte) (any, error) { return nokv.DecodeCommit(b) }},
 		{"CommitMember", member, member.Encode, func(b []byte) (any, error) { return nokv.DecodeCommitMember(b) }},
 		{"BuildCommitOperation", build, build.Encode, func(b []byte) (any, error) { return nokv.DecodeBuildCommitOperation(b) }},
 		{"CommitRetireOperation", retire, retire.Encode, func(b []byte) (any, error) { return nokv.DecodeCommitRetireOperation(b) }},
@@ -125,6 +132,34 @@ func TestCommitRecordsRoundTrip(t *testing.T) {
 	}
 	if b, _ := withTree.Encode(); b[0] != nokv.CommitTreeVersion {
 		t.Fatalf("a commit with a tree is version %d", b[0])
+	}
+	if b, _ := treeDigests.Encode(); b[0] != nokv.CommitTreeDigestVersion {
+		t.Fatalf("a commit of tree digests is version %d", b[0])
+	}
+	// Version 4 holds its digests to its tree: a member digest or a
+	// reference count of its own is refused both ways.
+	for _, bad := range []func(c *nokv.Commit){
+		func(c *nokv.Commit) { c.MemberDigest = fill32(0x01) },
+		func(c *nokv.Commit) { c.UniqueRevisionCount++ },
+		func(c *nokv.Commit) { c.MemberTree = nil },
+	} {
+		c := treeDigests
+		mt := *c.MemberTree
+		c.MemberTree = &mt
+		bad(&c)
+		if _, err := c.Encode(); !errors.Is(err, nokv.ErrBadRecord) {
+			t.Fatalf("an inconsistent commit of tree digests encoded: %v", err)
+		}
+	}
+	{
+		b, _ := treeDigests.Encode()
+		b = slices.Clone(b)
+		// The member digest sits after the version, incarnation, three
+		// strings, the revision and the count; flip its first byte.
+		b[1+16+(4+len(commit.WorkbenchID))+(4+len(commit.ContentDigestURI))+(4+len(commit.ManifestDigestURI))+16+8] ^= 1
+		if _, err := nokv.DecodeCommit(b); !errors.Is(err, nokv.ErrBadRecord) || !strings.Contains(err.Error(), "not its tree's") {
+			t.Fatalf("a commit of tree digests whose member digest is not its tree's decoded: %v", err)
+		}
 	}
 	for _, bad := range []nokv.MemberTree{{Size: 1}, {Key: "k"}, {Key: "k", Size: 1, References: 3}} {
 		c := commit

@@ -59,7 +59,7 @@ const (
 const (
 	SchemaID           = "nokv_workspace"
 	FormatVersion      = 13 // 13: lease_clock rows hold the snapshot lease clock; 12: tables carry small shard objects and page indexes inline (table format 3, index format 2); 11: publication writes secondary_index rows of built-in fields; 10: path_directory rows name the directories; 9: path_current's shard key leaves out the incarnation
-	ValueFormatVersion = 3  // 3: a commit keeps its members in a member tree (Commit value 3) in shards of this marker; 2: a manifest row may carry its body inline
+	ValueFormatVersion = 4  // 4: a commit's digests are its member tree's (Commit value 4) and it reads only what changed since its parent; 3: a commit keeps its members in a member tree (Commit value 3) in shards of this marker; 2: a manifest row may carry its body inline
 )
 
 // Lengths of the seed's fixed-width ids.

@@ -149,8 +149,8 @@ func TestFamiliesReturnsCopy(t *testing.T) {
 
 func TestSchemaMarker(t *testing.T) {
 	sc := nokv.Schema()
-	if sc.Marker.SchemaID != "nokv_workspace" || sc.Marker.FormatVersion != 13 || sc.Marker.ValueFormatVersion != 3 {
-		t.Fatalf("marker = %+v, want nokv_workspace 13/3", sc.Marker)
+	if sc.Marker.SchemaID != "nokv_workspace" || sc.Marker.FormatVersion != 13 || sc.Marker.ValueFormatVersion != 4 {
+		t.Fatalf("marker = %+v, want nokv_workspace 13/4", sc.Marker)
 	}
 	if sc.Families != fams {
 		t.Fatal("Schema().Families is not Families()")

@@ -228,8 +228,11 @@ func (r *sizeRun) putCommit(ctx context.Context) ([]Row, error) {
 	row.metric("commit_requests", float64(alone.Requests))
 	row.note("mean of %d pairs of one replaced file and a commit, folds included; p50 %s; the commit alone: p50 %s, %d requests in %d rounds, %s written (mean)",
 		n, dur(percentile(took, 0.50)), dur(percentile(commitTook, 0.50)), alone.Requests, alone.Rounds, size(alone.BytesWritten))
-	if r.cfg.ValueFormat == 2 {
+	switch r.cfg.ValueFormat {
+	case 2:
 		row.note("value format 2: members in rows")
+	case 3:
+		row.note("value format 3: member trees, the whole workbench read")
 	}
 	return []Row{row}, nil
 }
