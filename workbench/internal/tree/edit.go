@@ -64,7 +64,22 @@ type chunker struct {
 	bytes int
 	out   []Entry // one entry per closed node, for the level above
 	reuse map[[32]byte]Ref
+	first map[digest.Hash]baseNode // the old inner nodes of this level, by first child
 	objs  *[]Object
+}
+
+// baseNode is an inner node of the tree an edit starts from: its
+// reference and its entries.
+type baseNode struct {
+	ref     Ref
+	entries []Entry
+}
+
+// sameChildren reports whether a and b name the same children under the
+// same keys: an inner node of b's entries is the node of a's, found
+// without encoding it.
+func sameChildren(a, b []Entry) bool {
+	return slices.EqualFunc(a, b, func(x, y Entry) bool { return x.Child == y.Child && bytes.Equal(x.Key, y.Key) })
 }
 
 func (c *chunker) add(e Entry) {
@@ -82,6 +97,13 @@ func (c *chunker) open() bool { return len(c.cur) > 0 }
 // had the same entries, else a new object.
 func (c *chunker) close() {
 	if len(c.cur) == 0 {
+		return
+	}
+	if b, ok := c.first[c.cur[0].Child.Hash]; ok && c.level > 0 && sameChildren(b.entries, c.cur) {
+		// An inner node of the old tree, untouched: no need to encode it
+		// to find it by digest.
+		c.out = append(c.out, Entry{Key: c.cur[0].Key, Child: b.ref})
+		c.cur, c.bytes = c.cur[:0], 0
 		return
 	}
 	n := &Node{Level: c.level, Entries: c.cur}
@@ -122,9 +144,10 @@ func Edit(ctx context.Context, src Source, base Ref, changes []Change, salt [16]
 	var objs []Object
 	var leaves []Entry // the base's leaves, as entries of level 1
 	reuse := map[int]map[[32]byte]Ref{}
+	first := map[int]map[digest.Hash]baseNode{}
 	if !base.IsEmpty() {
 		var err error
-		if leaves, err = spine(ctx, src, base, reuse); err != nil {
+		if leaves, err = spine(ctx, src, base, reuse, first); err != nil {
 			return Ref{}, nil, err
 		}
 	}
@@ -156,7 +179,7 @@ func Edit(ctx context.Context, src Source, base Ref, changes []Change, salt [16]
 	}
 	merge(nil, changes[ci:], c.add)
 	c.close()
-	return upper(c.out, salt, reuse, &objs)
+	return upper(c.out, salt, reuse, first, &objs)
 }
 
 // Rebuild returns the tree of entries (strictly ascending keys), as
@@ -173,8 +196,9 @@ func Rebuild(ctx context.Context, src Source, base Ref, entries []Entry, salt [1
 		return Ref{}, nil, err
 	}
 	reuse := map[int]map[[32]byte]Ref{0: {}}
+	first := map[int]map[digest.Hash]baseNode{}
 	if !base.IsEmpty() {
-		leaves, err := spine(ctx, src, base, reuse)
+		leaves, err := spine(ctx, src, base, reuse, first)
 		if err != nil {
 			return Ref{}, nil, err
 		}
@@ -188,17 +212,17 @@ func Rebuild(ctx context.Context, src Source, base Ref, entries []Entry, salt [1
 		c.add(Entry{Key: e.Key, Value: e.Value})
 	}
 	c.close()
-	return upper(c.out, salt, reuse, &objs)
+	return upper(c.out, salt, reuse, first, &objs)
 }
 
 // upper builds the inner levels above level, the entries of level 1,
-// reusing the nodes in reuse by level, and returns the root.
-func upper(level []Entry, salt [16]byte, reuse map[int]map[[32]byte]Ref, objs *[]Object) (Ref, []Object, error) {
+// reusing the nodes in reuse and first by level, and returns the root.
+func upper(level []Entry, salt [16]byte, reuse map[int]map[[32]byte]Ref, first map[int]map[digest.Hash]baseNode, objs *[]Object) (Ref, []Object, error) {
 	for l := uint8(1); len(level) > 1; l++ {
 		if l > MaxLevel {
 			return Ref{}, nil, fmt.Errorf("tree: more than %d levels", MaxLevel)
 		}
-		up := &chunker{level: l, salt: salt, reuse: reuse[int(l)], objs: objs}
+		up := &chunker{level: l, salt: salt, reuse: reuse[int(l)], first: first[int(l)], objs: objs}
 		if up.reuse == nil {
 			up.reuse = map[[32]byte]Ref{}
 		}
@@ -259,8 +283,9 @@ func checkChanges(changes []Change) error {
 
 // spine reads every inner node of the tree root and returns its leaves
 // as entries of level 1, in key order. It records each inner node it
-// read by content digest, per level, in reuse.
-func spine(ctx context.Context, src Source, root Ref, reuse map[int]map[[32]byte]Ref) ([]Entry, error) {
+// read by content digest, per level, in reuse, and by its first child's
+// hash in first (when not nil).
+func spine(ctx context.Context, src Source, root Ref, reuse map[int]map[[32]byte]Ref, first map[int]map[digest.Hash]baseNode) ([]Entry, error) {
 	n, err := load(ctx, src, root, -1)
 	if err != nil {
 		return nil, err
@@ -277,9 +302,19 @@ func spine(ctx context.Context, src Source, root Ref, reuse map[int]map[[32]byte
 		if reuse[l] == nil {
 			reuse[l] = map[[32]byte]Ref{}
 		}
-		var next []Entry
+		if first != nil && first[l] == nil {
+			first[l] = map[digest.Hash]baseNode{}
+		}
+		size := 0
+		for _, node := range nodes {
+			size += len(node.Entries)
+		}
+		next := make([]Entry, 0, size)
 		for i, node := range nodes {
 			reuse[l][level[i].Child.Digest] = level[i].Child
+			if first != nil {
+				first[l][node.Entries[0].Child.Hash] = baseNode{ref: level[i].Child, entries: node.Entries}
+			}
 			next = append(next, node.Entries...)
 		}
 		level = next

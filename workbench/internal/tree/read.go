@@ -79,7 +79,7 @@ func Leaves(ctx context.Context, src Source, root Ref) ([]Entry, error) {
 	if root.IsEmpty() {
 		return nil, nil
 	}
-	return spine(ctx, src, root, map[int]map[[32]byte]Ref{})
+	return spine(ctx, src, root, map[int]map[[32]byte]Ref{}, nil)
 }
 
 // Walk calls fn with every entry of the tree root in key order, reading
@@ -198,35 +198,123 @@ func (o *Objects) Node(ctx context.Context, h digest.Hash) (*Node, [32]byte, int
 
 // Changed returns the leaves of tree a that tree b does not share (by
 // content digest) and the leaves of b that a does not, each in key
-// order, reading only the inner nodes of both.
+// order. It descends both trees a level at a time into the subtrees the
+// other does not share: a subtree both hold has the same digest at the
+// same level in both, and no tree holds a subtree twice (its keys are
+// ascending), so it reads the inner nodes on the paths to the changes,
+// not every inner node.
 func Changed(ctx context.Context, src Source, a, b Ref) (onlyA, onlyB []Entry, err error) {
-	la, err := Leaves(ctx, src, a)
+	la, err := rootSpan(ctx, src, a)
 	if err != nil {
 		return nil, nil, err
 	}
-	lb, err := Leaves(ctx, src, b)
+	lb, err := rootSpan(ctx, src, b)
 	if err != nil {
 		return nil, nil, err
 	}
-	in := func(l []Entry) map[[32]byte]bool {
-		m := make(map[[32]byte]bool, len(l))
-		for _, e := range l {
-			m[e.Child.Digest] = true
+	for {
+		// Bring both to one level, the higher one first.
+		switch {
+		case la.level > lb.level:
+			if la, err = la.children(ctx, src); err != nil {
+				return nil, nil, err
+			}
+			continue
+		case lb.level > la.level:
+			if lb, err = lb.children(ctx, src); err != nil {
+				return nil, nil, err
+			}
+			continue
 		}
-		return m
-	}
-	ina, inb := in(la), in(lb)
-	for _, e := range la {
-		if !inb[e.Child.Digest] {
-			onlyA = append(onlyA, e)
+		la, lb = la.without(lb), lb.without(la)
+		if la.level <= 0 {
+			return la.entries(), lb.entries(), nil
+		}
+		if la, err = la.children(ctx, src); err != nil {
+			return nil, nil, err
+		}
+		if lb, err = lb.children(ctx, src); err != nil {
+			return nil, nil, err
 		}
 	}
-	for _, e := range lb {
-		if !ina[e.Child.Digest] {
-			onlyB = append(onlyB, e)
+}
+
+// spans are entries of one level of a tree, in key order, each with the
+// bound its parent gives its keys (the next sibling's key; nil: none).
+type spans struct {
+	level int // of the nodes the entries name; -1: no entries
+	items []span
+}
+
+type span struct {
+	e  Entry
+	hi []byte
+}
+
+// rootSpan returns the spans of tree r's root.
+func rootSpan(ctx context.Context, src Source, r Ref) (spans, error) {
+	if r.IsEmpty() {
+		return spans{level: -1}, nil
+	}
+	n, err := load(ctx, src, r, -1)
+	if err != nil {
+		return spans{}, err
+	}
+	return spans{level: int(n.Level), items: []span{{e: Entry{Key: n.Entries[0].Key, Child: r}}}}, nil
+}
+
+// children reads the nodes s names and returns their entries, a level
+// down.
+func (s spans) children(ctx context.Context, src Source) (spans, error) {
+	nodes := make([]*Node, len(s.items))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(loadConcurrency)
+	for i, it := range s.items {
+		g.Go(func() error {
+			n, err := loadIn(gctx, src, it.e, it.hi, s.level)
+			nodes[i] = n
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return spans{}, err
+	}
+	out := spans{level: s.level - 1}
+	for i, n := range nodes {
+		for j, e := range n.Entries {
+			hi := s.items[i].hi
+			if j+1 < len(n.Entries) {
+				hi = n.Entries[j+1].Key
+			}
+			out.items = append(out.items, span{e: e, hi: hi})
 		}
 	}
-	return onlyA, onlyB, nil
+	return out, nil
+}
+
+// without returns the spans of s whose content digest other's do not
+// hold.
+func (s spans) without(other spans) spans {
+	in := make(map[[32]byte]bool, len(other.items))
+	for _, it := range other.items {
+		in[it.e.Child.Digest] = true
+	}
+	out := spans{level: s.level}
+	for _, it := range s.items {
+		if !in[it.e.Child.Digest] {
+			out.items = append(out.items, it)
+		}
+	}
+	return out
+}
+
+// entries returns the entries of s.
+func (s spans) entries() []Entry {
+	var out []Entry
+	for _, it := range s.items {
+		out = append(out, it.e)
+	}
+	return out
 }
 
 // LoadLeaves reads the leaves entries name (as Leaves or Changed give

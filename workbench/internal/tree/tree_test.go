@@ -406,3 +406,79 @@ func TestChanged(t *testing.T) {
 		t.Fatalf("the new tree without its nodes: %v", err)
 	}
 }
+
+// TestChangedIsTheLeafDifference: for random pairs of trees (one an edit
+// of the other, of a few keys or of most, so heights differ too, and the
+// empty tree), Changed gives exactly the leaves of each that the other's
+// leaves lack by content digest, in key order.
+func TestChangedIsTheLeafDifference(t *testing.T) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(5, 6))
+	src := newMem()
+	naive := func(a, b Ref) []Entry {
+		la, err := Leaves(ctx, src, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lb, err := Leaves(ctx, src, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := map[[32]byte]bool{}
+		for _, e := range lb {
+			in[e.Child.Digest] = true
+		}
+		var out []Entry
+		for _, e := range la {
+			if !in[e.Child.Digest] {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	same := func(x, y []Entry) bool {
+		return slices.EqualFunc(x, y, func(p, q Entry) bool { return p.Child == q.Child && bytes.Equal(p.Key, q.Key) })
+	}
+	for round := range 40 {
+		m := model{}
+		for i := range rng.IntN(20000) {
+			m[string(key(i))] = "v"
+		}
+		a, objs, err := Build(m.entries(), salt(round))
+		if err != nil {
+			t.Fatal(err)
+		}
+		src.put(objs)
+		var changes []Change
+		frac := []float64{0.0005, 0.01, 0.9}[round%3]
+		for i := range 22000 {
+			if rng.Float64() >= frac {
+				continue
+			}
+			// Most keys go in the rounds that change most, so the trees'
+			// heights differ, down to the empty tree.
+			if _, ok := m[string(key(i))]; ok && (rng.IntN(2) == 0 || frac > 0.5 && rng.IntN(50) != 0) {
+				changes = append(changes, Change{Key: key(i), Delete: true})
+			} else {
+				changes = append(changes, Change{Key: key(i), Value: fmt.Appendf(nil, "w%d", rng.IntN(3))})
+			}
+		}
+		slices.SortFunc(changes, func(x, y Change) int { return bytes.Compare(x.Key, y.Key) })
+		b, objs, err := Edit(ctx, src, a, changes, salt(100+round))
+		if err != nil {
+			t.Fatal(err)
+		}
+		src.put(objs)
+		// Both ways: the tree with fewer levels on either side.
+		for _, p := range [][2]Ref{{a, b}, {b, a}} {
+			onlyA, onlyB, err := Changed(ctx, src, p[0], p[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !same(onlyA, naive(p[0], p[1])) || !same(onlyB, naive(p[1], p[0])) {
+				t.Fatalf("round %d (%d entries, %d changes): Changed gave %d and %d leaves, the difference is %d and %d",
+					round, len(m), len(changes), len(onlyA), len(onlyB), len(naive(p[0], p[1])), len(naive(p[1], p[0])))
+			}
+		}
+	}
+}
