@@ -478,7 +478,10 @@ func (s *Store) pendingIntents(ctx context.Context, calls []*call) ([]foreignInt
 	cutoff := time.Now().Add(-s.opts.MaxAttemptAge).UnixMilli()
 	var keys []string
 	for _, o := range objs {
-		if ms, ok := s.layout.ParseIntent(o.Key); ok && !own[o.Key] && ms >= cutoff {
+		// An intent being deleted was settled by a landed commit: applying
+		// it again would only replay it, and settle it again.
+		_, dropping := s.dropping.Load(o.Key)
+		if ms, ok := s.layout.ParseIntent(o.Key); ok && !own[o.Key] && !dropping && ms >= cutoff {
 			keys = append(keys, o.Key)
 		}
 	}
@@ -537,9 +540,14 @@ func (s *Store) applyForeign(ctx context.Context, sn *Snapshot, state *batchStat
 }
 
 // dropIntents deletes, in the background, intents whose commands a landed
-// commit settled. A delete that fails leaves the intent to the next
+// commit settled, each once however many commits settle it while its
+// delete is under way. A delete that fails leaves the intent to the next
 // commit (which replays it) and to the sweep.
 func (s *Store) dropIntents(keys []string) {
+	keys = slices.DeleteFunc(slices.Clone(keys), func(k string) bool {
+		_, under := s.dropping.LoadOrStore(k, true)
+		return under
+	})
 	if len(keys) == 0 {
 		return
 	}
@@ -554,6 +562,7 @@ func (s *Store) dropIntents(keys []string) {
 			go func() {
 				defer func() { <-sem; wg.Done() }()
 				_ = s.b.Delete(ctx, k, bucket.Unconditional)
+				s.dropping.Delete(k)
 			}()
 		}
 		wg.Wait()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/latency"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
@@ -255,5 +256,99 @@ func TestBatchesBoundedByBytes(t *testing.T) {
 	}
 	if items != calls {
 		t.Errorf("%d items applied, want %d", items, calls)
+	}
+}
+
+// slowDeletes holds every Delete of an intent until released, and counts
+// them by key.
+type slowDeletes struct {
+	bucket.Bucket
+	mu      sync.Mutex
+	deletes map[string]int
+	release chan struct{}
+}
+
+func (s *slowDeletes) Delete(ctx context.Context, key string, cond bucket.Condition) error {
+	if strings.Contains(key, "/intents/") {
+		s.mu.Lock()
+		s.deletes[key]++
+		s.mu.Unlock()
+		select {
+		case <-s.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return s.Bucket.Delete(ctx, key, cond)
+}
+
+// TestIntentDeletedOnce: an intent a landed commit settled is deleted
+// once, however many commits land while that delete is under way; they
+// neither apply it again nor send another delete.
+func TestIntentDeletedOnce(t *testing.T) {
+	const interval = 100 * time.Millisecond
+	ctx := context.Background()
+	store := mem.NewStore()
+	id := shards.NewShardID()
+	slow := &slowDeletes{deletes: map[string]int{}, release: make(chan struct{})}
+	var stores []*head.Store
+	for i := range 2 {
+		mb, _ := mem.New(store, "")
+		var b bucket.Bucket = latency.New(mb, latency.Options{PerRequest: time.Millisecond, WritesPerSecondPerObject: float64(time.Second / interval)})
+		if i == 0 {
+			slow.Bucket = b
+			b = slow
+		}
+		s, err := head.Open(ctx, b, id, head.SchemaForTest, head.Options{MinCommitInterval: interval, Intents: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		handleAppend(s)
+		stores = append(stores, s)
+	}
+	a, b := stores[0], stores[1]
+	defer close(slow.release)
+	if err := a.Initialize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Pin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(0, "a0")}); err != nil {
+		t.Fatal(err)
+	}
+	// b, behind a's head write, publishes its command as an intent that a
+	// carries; a then commits more while the intent's delete hangs.
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(1, "b0")})
+		done <- err
+	}()
+	for i := range 8 {
+		if _, err := a.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(2, fmt.Sprintf("a%d", i+1))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, carried := a.IntentStats(); carried == 0 {
+		t.Fatal("a carried no intent of b's")
+	}
+	for i := range 4 {
+		if _, err := a.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(3, fmt.Sprintf("x%d", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slow.mu.Lock()
+	defer slow.mu.Unlock()
+	if len(slow.deletes) == 0 {
+		t.Fatal("no intent was deleted")
+	}
+	for k, n := range slow.deletes {
+		if n != 1 {
+			t.Fatalf("intent %s: %d deletes", k, n)
+		}
 	}
 }

@@ -228,6 +228,7 @@ type Store struct {
 	lastAdvance time.Time     // when this Store last saw the head advance
 	lastProbe   time.Time     // when this Store last listed intents in the background (probeIntents)
 	published   atomic.Int64  // intents this Store wrote
+	dropping    sync.Map      // intent keys a landed commit settled, their deletes under way
 	carried     atomic.Int64  // other replicas' commands its commits applied
 	handlers    map[string]Handler
 	foldDue     bool // a landed root of this Store wants folding

@@ -45,6 +45,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	seedBatch := fs.Int("seed-batch", bench.DefaultSeedBatch, "commands per group commit while seeding")
 	cacheMiB := fs.Int64("cache-mib", 0, fmt.Sprintf("decoded-object cache of every replica, in MiB (0: the engine's default, %d)", head.DefaultCacheBytes>>20))
 	valueFormat := fs.Int("value-format", 0, "value format the bench's store is created in: 4, today's (a commit reads what changed since its parent), 3 (it reads the whole workbench into a member tree) or 2 (into rows); 0: today's")
+	dir := fs.String("dir", "", "keep each size's store in a local-file bucket in a fresh directory under this one (removed after the size) and count its fsyncs; default: in memory")
 	commitSamples := fs.Int("commit-samples", bench.DefaultCommitSamples, "pairs of a replaced file and a commit that put-commit-warm makes; its row is their mean")
 	trace := fs.Bool("trace", false, "print every request of the measured scenarios to stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -88,6 +89,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 		CacheBytes:      *cacheMiB << 20,
 		ValueFormat:     *valueFormat,
 		CommitSamples:   *commitSamples,
+		Dir:             *dir,
 		Trace:           e.traceTo(*trace),
 		SeedConcurrency: *seedConcurrency,
 		Progress:        e.stderr,

@@ -88,6 +88,11 @@ type Config struct {
 	// CommitSamples is the number of put+commit pairs put-commit-warm
 	// makes. Default 10.
 	CommitSamples int
+	// Dir, when set, puts each size's store in a local-file bucket in a
+	// fresh directory under Dir (removed after the size), as an embedded
+	// deployment keeps it, and the rows count its fsyncs; otherwise the
+	// store is in memory.
+	Dir string
 	// Trace, if not nil, receives a line for every request the measured
 	// scenarios make (not the seeding's): when it began, how long it
 	// took, its size and its key.
@@ -168,8 +173,8 @@ func (c Config) Validate() error {
 	if c.PutSamples < 0 || c.CommitSamples < 0 {
 		return fmt.Errorf("bench: put samples %d, commit samples %d: must not be negative", c.PutSamples, c.CommitSamples)
 	}
-	if v := c.ValueFormat; v != 0 && v != workbench.ValueFormat && v != workbench.ValueFormat-1 {
-		return fmt.Errorf("bench: value format %d: %d or %d", v, workbench.ValueFormat-1, workbench.ValueFormat)
+	if v := c.ValueFormat; v != 0 && (v > workbench.ValueFormat || v < workbench.OldestValueFormat) {
+		return fmt.Errorf("bench: value format %d: from %d to %d", v, workbench.OldestValueFormat, workbench.ValueFormat)
 	}
 	if c.RTT < 0 || c.WriteRate < 0 {
 		return fmt.Errorf("bench: rtt and write rate must not be negative")
@@ -193,6 +198,9 @@ type Row struct {
 	Wall time.Duration `json:"wall_ns"`
 	// CPU is the process's CPU time during the scenario, where measured.
 	CPU time.Duration `json:"cpu_ns,omitempty"`
+	// Fsyncs are the local-file bucket's fsyncs during the scenario
+	// (files, directories and whole file systems), with Config.Dir.
+	Fsyncs int64 `json:"fsyncs,omitempty"`
 	// Metrics are the scenario's own figures (latency percentiles,
 	// acknowledged rate, heap, ...), also summarised in Notes.
 	Metrics map[string]float64 `json:"metrics,omitempty"`
@@ -208,6 +216,7 @@ type Table struct {
 		WriteRate float64       `json:"write_rate"`
 		Rate      float64       `json:"rate"`
 		Duration  time.Duration `json:"duration_ns"`
+		Files     bool          `json:"local_file_bucket,omitempty"`
 	} `json:"config"`
 	// Seeding is how long each size took to seed, without latency.
 	Seeding []Seeding `json:"seeding"`
@@ -278,6 +287,7 @@ func Run(ctx context.Context, cfg Config) (*Table, error) {
 	cfg.fill()
 	t := &Table{}
 	t.Config.RTT, t.Config.WriteRate, t.Config.Rate, t.Config.Duration = cfg.RTT, cfg.WriteRate, cfg.Rate, cfg.Duration
+	t.Config.Files = cfg.Dir != ""
 	for _, n := range cfg.Files {
 		rows, seed, err := runSize(ctx, cfg, n)
 		t.Rows = append(t.Rows, rows...)
@@ -340,8 +350,12 @@ func (t *Table) WriteText(w io.Writer) error {
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "\nrtt %s, write rate %g/s per object; sizes in bytes, K = KiB, M = MiB; q/r = requests/rounds",
-		t.Config.RTT, t.Config.WriteRate)
+	store := "in memory"
+	if t.Config.Files {
+		store = "in a local-file bucket"
+	}
+	fmt.Fprintf(&b, "\nstore %s, rtt %s, write rate %g/s per object; sizes in bytes, K = KiB, M = MiB; q/r = requests/rounds",
+		store, t.Config.RTT, t.Config.WriteRate)
 	if slices.ContainsFunc(t.Rows, func(r Row) bool { return r.Extrapolated }) {
 		b.WriteString("; * extrapolated, not measured")
 	}

@@ -30,6 +30,7 @@ func runSize(ctx context.Context, cfg Config, n int) ([]Row, *Seeding, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	defer st.close()
 	r := &sizeRun{cfg: cfg, st: st, sh: newShape(n, cfg.DirEntries)}
 
 	cfg.progress("%d files: seeding", n)
@@ -105,7 +106,7 @@ func runSize(ctx context.Context, cfg Config, n int) ([]Row, *Seeding, error) {
 // measure runs f on rep after a Reset of its counts and returns the row.
 func (r *sizeRun) measure(ctx context.Context, name string, rep *replica, f func() (map[string]any, error)) (Row, map[string]any, error) {
 	rep.cnt.Reset()
-	cpu, start := processCPU(), time.Now()
+	syncs, cpu, start := r.st.syncs(), processCPU(), time.Now()
 	res, err := f()
 	wall, cpu := time.Since(start), processCPU()-cpu
 	if err != nil {
@@ -113,6 +114,7 @@ func (r *sizeRun) measure(ctx context.Context, name string, rep *replica, f func
 	}
 	row := fromStats(rep.cnt.Snapshot())
 	row.Scenario, row.Wall, row.CPU, row.HeadBytes = name, wall, cpu, r.st.headBytes(ctx)
+	row.Fsyncs = r.st.syncs() - syncs
 	return row, res, nil
 }
 
@@ -136,11 +138,13 @@ func (r *sizeRun) putNew(ctx context.Context) ([]Row, error) {
 		total.add(r.warm.cnt.Snapshot()) // measure's counts of this put
 		total.Wall += row.Wall
 		total.CPU += row.CPU
+		total.Fsyncs += row.Fsyncs
 		total.HeadBytes = row.HeadBytes
 		took = append(took, row.Wall)
 		largest = max(largest, row.BytesWritten)
 	}
 	row := total.mean(PutNewWarm, n)
+	r.noteFsyncs(&row, "put", total.Fsyncs, n)
 	slices.Sort(took)
 	row.metric("puts", float64(n))
 	row.metric("p50_s", percentile(took, 0.50).Seconds())
@@ -168,6 +172,7 @@ func (r *sizeRun) putReplace(ctx context.Context) ([]Row, error) {
 		return nil, err
 	}
 	row.note("%s besides the 2 KiB body; generation %d", size(row.BytesWritten-int64(len(putBody))), res.Generation)
+	r.noteFsyncs(&row, "put", row.Fsyncs, 1)
 	return []Row{row}, nil
 }
 
@@ -201,11 +206,12 @@ func (r *sizeRun) putCommit(ctx context.Context) ([]Row, error) {
 			if err != nil {
 				return nil, putError(err)
 			}
-			before := r.warm.cnt.Snapshot()
+			before, syncs := r.warm.cnt.Snapshot(), r.st.syncs()
 			start := time.Now()
 			err = commit(i)
 			commitTook = append(commitTook, time.Since(start))
 			commits.addSince(r.warm.cnt.Snapshot(), before)
+			commits.Fsyncs += r.st.syncs() - syncs
 			return nil, err
 		})
 		if err != nil {
@@ -214,11 +220,14 @@ func (r *sizeRun) putCommit(ctx context.Context) ([]Row, error) {
 		total.add(r.warm.cnt.Snapshot())
 		total.Wall += row.Wall
 		total.CPU += row.CPU
+		total.Fsyncs += row.Fsyncs
 		total.HeadBytes = row.HeadBytes
 		took = append(took, row.Wall)
 	}
 	row := total.mean(PutCommitWarm, n)
 	alone := commits.mean(PutCommitWarm, n)
+	r.noteFsyncs(&row, "pair", total.Fsyncs, n)
+	r.noteFsyncs(&row, "commit", commits.Fsyncs, n)
 	slices.Sort(took)
 	slices.Sort(commitTook)
 	row.metric("pairs", float64(n))
@@ -243,7 +252,18 @@ func (total Row) mean(name string, n int) Row {
 	mean := func(v int64) int64 { return (v + int64(n)/2) / int64(n) }
 	return Row{Scenario: name, Requests: mean(total.Requests), Rounds: mean(total.Rounds),
 		BytesRead: mean(total.BytesRead), BytesWritten: mean(total.BytesWritten),
-		Wall: total.Wall / time.Duration(n), CPU: total.CPU / time.Duration(n), HeadBytes: total.HeadBytes}
+		Wall: total.Wall / time.Duration(n), CPU: total.CPU / time.Duration(n), HeadBytes: total.HeadBytes,
+		Fsyncs: mean(total.Fsyncs)}
+}
+
+// noteFsyncs notes the fsyncs per op of n ops, in a local-file bucket.
+func (r *sizeRun) noteFsyncs(row *Row, op string, fsyncs int64, n int) {
+	if r.st.file == nil {
+		return
+	}
+	per := float64(fsyncs) / float64(n)
+	row.metric("fsyncs_per_"+op, per)
+	row.note("%.2f fsyncs per %s", per, op)
 }
 
 // putError wraps a failed put_file call's error for a scenario.

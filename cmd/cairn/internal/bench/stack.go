@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"errors"
+	"os"
 	"fmt"
 	"io"
 	"sync"
@@ -10,36 +12,74 @@ import (
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/counting"
+	"github.com/cairnstore/cairn/bucket/file"
 	"github.com/cairnstore/cairn/bucket/latency"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/workbench"
 )
 
-// stack is the store of one size: memory, a recorder that remembers which
-// object is replaced conditionally (the head), and a latency wrapper that
-// a switch can bypass while seeding.
+// stack is the store of one size: memory, or a local-file bucket in a
+// directory of its own; a recorder that remembers which object is
+// replaced conditionally (the head); and a latency wrapper that a switch
+// can bypass while seeding.
 type stack struct {
 	cacheBytes  int64 // of every replica's engine, 0 for the default
 	valueFormat int   // workbench.Options.ValueFormat of every replica
-	store       *mem.Store
-	raw         *mem.Bucket
+	raw         bucket.Bucket
+	file        *file.Bucket // raw, when it is a local-file bucket
+	dir         string       // its directory, removed by close
 	rec         *recorder
 	lat         *latency.Bucket
 	sw          *toggle
 }
 
 func newStack(cfg Config) (*stack, error) {
-	st := mem.NewStore()
-	raw, err := mem.New(st, "")
-	if err != nil {
-		return nil, err
+	s := &stack{cacheBytes: cfg.CacheBytes, valueFormat: cfg.ValueFormat}
+	if cfg.Dir == "" {
+		raw, err := mem.New(mem.NewStore(), "")
+		if err != nil {
+			return nil, err
+		}
+		s.raw = raw
+	} else {
+		dir, err := os.MkdirTemp(cfg.Dir, "cairn-bench-")
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		fb, err := file.New(dir)
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		s.raw, s.file, s.dir = fb, fb, dir
 	}
+	raw := s.raw
 	rec := &recorder{Bucket: raw}
 	lat := latency.New(rec, latency.Options{
 		PerRequest:               cfg.RTT,
 		WritesPerSecondPerObject: cfg.WriteRate,
 	})
-	return &stack{cacheBytes: cfg.CacheBytes, valueFormat: cfg.ValueFormat, store: st, raw: raw, rec: rec, lat: lat, sw: &toggle{fast: rec, slow: traced(lat, cfg.Trace)}}, nil
+	s.rec, s.lat, s.sw = rec, lat, &toggle{fast: rec, slow: traced(lat, cfg.Trace)}
+	return s, nil
+}
+
+// close closes the bucket and removes a local-file bucket's directory.
+func (s *stack) close() error {
+	err := s.raw.Close()
+	if s.dir != "" {
+		err = errors.Join(err, os.RemoveAll(s.dir))
+	}
+	return err
+}
+
+// syncs returns the fsyncs of a local-file bucket so far (files,
+// directories and whole file systems), 0 in memory.
+func (s *stack) syncs() int64 {
+	if s.file == nil {
+		return 0
+	}
+	f, d := s.file.Syncs()
+	return f + d + s.file.FileSystemSyncs()
 }
 
 // replica is one Service with its own counting wrapper.
@@ -193,7 +233,7 @@ func (t *toggle) List(ctx context.Context, opts bucket.ListOptions) (bucket.List
 
 func (t *toggle) Capabilities() bucket.Capabilities { return t.slow.Capabilities() }
 
-// Close does nothing: the stack owns the memory store.
+// Close does nothing: the stack owns the bucket.
 func (t *toggle) Close() error { return nil }
 
 // pace waits out the write limit's window, so a measured call never meets
