@@ -136,6 +136,9 @@ type ListPage struct {
 type Capabilities struct {
 	// ConditionalDelete: Delete honours IfVersion.
 	ConditionalDelete bool
+	// SyncsGroupFirst: a Put under WithSyncFirst syncs the group before
+	// its object becomes visible (the local-file bucket).
+	SyncsGroupFirst bool
 	// KnownGaps names port behaviours this store is known not to honour,
 	// each with why. The conformance suite prints the reason with the
 	// check's outcome and never counts it as a pass; only a behaviour cairn

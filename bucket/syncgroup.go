@@ -3,6 +3,7 @@ package bucket
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -20,11 +21,19 @@ import (
 // a crash of the machine, an object of a group that was never synced may
 // be missing or torn.
 //
+// A bucket whose Capabilities say SyncsGroupFirst also takes a group the
+// other way round (WithSyncFirst): a Put under it syncs the group, and
+// its own bytes with it, before its own object becomes visible. The head
+// write that makes a commit's staged objects reachable is such a put: on
+// a local disk the staged objects and the new head then take one sync of
+// the file system, and the head one more of its directory.
+//
 // A SyncGroup is safe for concurrent use.
 type SyncGroup struct {
-	mu    sync.Mutex
-	keys  []string
-	syncs map[string]func(context.Context) error
+	mu     sync.Mutex
+	keys   []string
+	syncs  map[string]func(context.Context) error
+	failed atomic.Bool
 }
 
 // NewSyncGroup returns an empty group.
@@ -38,6 +47,23 @@ type syncGroupKey struct{}
 // their durability to g.
 func WithSyncGroup(ctx context.Context, g *SyncGroup) context.Context {
 	return context.WithValue(ctx, syncGroupKey{}, g)
+}
+
+type syncFirstKey struct{}
+
+// WithSyncFirst returns ctx carrying g for a put that must not become
+// visible before g's puts are durable: a bucket whose Capabilities say
+// SyncsGroupFirst syncs g before it makes the put's object visible, and
+// fails the put, placing nothing, if that sync fails. Other buckets
+// ignore it: sync g yourself first.
+func WithSyncFirst(ctx context.Context, g *SyncGroup) context.Context {
+	return context.WithValue(ctx, syncFirstKey{}, g)
+}
+
+// SyncFirstOf returns the group WithSyncFirst put in ctx, or nil.
+func SyncFirstOf(ctx context.Context) *SyncGroup {
+	g, _ := ctx.Value(syncFirstKey{}).(*SyncGroup)
+	return g
 }
 
 // SyncGroupOf returns the group ctx carries, or nil.
@@ -80,5 +106,13 @@ func (g *SyncGroup) Sync(ctx context.Context) error {
 	for _, k := range keys {
 		eg.Go(func() error { return syncs[k](ctx) })
 	}
-	return eg.Wait()
+	err := eg.Wait()
+	if err != nil {
+		g.failed.Store(true)
+	}
+	return err
 }
+
+// Failed reports whether a Sync of g has failed: its puts until then
+// may never be durable, and must be written again under new names.
+func (g *SyncGroup) Failed() bool { return g.failed.Load() }

@@ -32,6 +32,9 @@ type landing struct {
 	c      *candidate // the objects and the head to write
 	nonce  roots.Nonce
 	staged time.Time // when staging began: a write never sent stops being retried MaxAttemptAge after it
+	// durable makes the staged objects durable; with a bucket that
+	// SyncsGroupFirst, the head write syncs it (nil: synced by stage).
+	durable *bucket.SyncGroup
 }
 
 // newLanding returns the landing of candidate c on the pinned head sn.
@@ -56,7 +59,9 @@ func (l *landing) stage(ctx context.Context, floor time.Time) error {
 	l.staged = time.Now()
 	// The staged objects become durable together, before the head write
 	// that makes them reachable (bucket.SyncGroup): on a local disk, one
-	// sync for all of them instead of one or two each.
+	// sync for all of them instead of one or two each, and, where the
+	// bucket SyncsGroupFirst, the same sync as the new head's bytes, run
+	// by the head write before it places the head.
 	durable := bucket.NewSyncGroup()
 	g, gctx := errgroup.WithContext(bucket.WithSyncGroup(ctx, durable))
 	g.SetLimit(maxStageWrites)
@@ -88,7 +93,9 @@ func (l *landing) stage(ctx context.Context, floor time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := durable.Sync(ctx); err != nil {
+	if s.b.Capabilities().SyncsGroupFirst {
+		l.durable = durable
+	} else if err := durable.Sync(ctx); err != nil {
 		// Nothing is known of the objects' durability: a retry stages
 		// them again, on a fresh pin.
 		return fmt.Errorf("%w: sync the staged objects: %w", bucket.ErrUnavailable, err)
@@ -208,6 +215,9 @@ func finishEnded(calls []*call) {
 // success takes the new head as this Store's own and remembers it.
 func (l *landing) put(ctx context.Context) error {
 	s, c := l.s, l.c
+	if l.durable != nil {
+		ctx = bucket.WithSyncFirst(ctx, l.durable)
+	}
 	attrs, err := s.b.Put(ctx, s.layout.Head(), c.headBytes, bucket.IfVersion(l.sn.version))
 	if err != nil {
 		return err
@@ -274,6 +284,11 @@ func (l *landing) cas(ctx context.Context) (landed bool, err error) {
 			return true, nil
 		}
 		lastErr = err
+		if l.durable != nil && l.durable.Failed() && !sent {
+			// The staged objects may never be durable, and no write of
+			// this attempt was placed: rebuild, with new objects.
+			return false, nil
+		}
 		if errors.Is(err, bucket.ErrPrecondition) {
 			s.counters.casConflicts.Add(1)
 		}

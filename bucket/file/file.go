@@ -454,15 +454,18 @@ func writeFile(f *os.File, hdr, body []byte, sync bool) (fs.FileInfo, error) {
 // written and renamed into place unsynced, and the group records the
 // sync: one syncfs(2) of the bucket's file system for every put of the
 // group where Linux offers one that reports failures, else an fsync of
-// each file and of each directory a file was placed in.
+// each file and of each directory a file was placed in. Under
+// bucket.WithSyncFirst, where there is a syncfs, the object's temporary
+// file is written unsynced and the group's sync (one syncfs) makes it
+// durable with the group's objects before it is renamed into place.
 func (b *Bucket) Put(ctx context.Context, key string, body []byte, cond bucket.Condition) (bucket.Attrs, error) {
 	l, err := b.begin(ctx, "put", key)
 	if err != nil {
 		return bucket.Attrs{}, err
 	}
-	group := bucket.SyncGroupOf(ctx)
+	group, first := bucket.SyncGroupOf(ctx), bucket.SyncFirstOf(ctx)
 	h, hdr := encode(newToken(), body)
-	tmp, mod, err := b.writeTemp(hdr, body, group == nil)
+	tmp, mod, err := b.writeTemp(hdr, body, group == nil && (first == nil || b.syncFS == nil))
 	if err != nil {
 		return bucket.Attrs{}, opErr("put", key, err)
 	}
@@ -472,6 +475,14 @@ func (b *Bucket) Put(ctx context.Context, key string, body []byte, cond bucket.C
 			os.Remove(tmp)
 		}
 	}()
+	if first != nil {
+		if b.syncFS != nil {
+			b.deferFS(first) // the temporary file's bytes, with the group's
+		}
+		if err := first.Sync(ctx); err != nil {
+			return bucket.Attrs{}, opErr("put", key, fmt.Errorf("%w: sync before placing: %w", bucket.ErrUnavailable, err))
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return bucket.Attrs{}, opErr("put", key, err)
 	}
@@ -516,10 +527,7 @@ func (b *Bucket) Put(ctx context.Context, key string, body []byte, cond bucket.C
 // bucket has one, else an fsync of the file and one of its directory.
 func (b *Bucket) deferSync(g *bucket.SyncGroup, l location) {
 	if b.syncFS != nil {
-		g.Defer("file system "+b.dir, func(context.Context) error {
-			b.fsSyncs.Add(1)
-			return b.syncFS(b.dir)
-		})
+		b.deferFS(g)
 		return
 	}
 	path, parent := l.path, l.parent(b.dir)
@@ -529,6 +537,14 @@ func (b *Bucket) deferSync(g *bucket.SyncGroup, l location) {
 	})
 	g.Defer("directory "+parent, func(context.Context) error {
 		return b.syncDir(parent)
+	})
+}
+
+// deferFS records in g one sync of the bucket's whole file system.
+func (b *Bucket) deferFS(g *bucket.SyncGroup) {
+	g.Defer("file system "+b.dir, func(context.Context) error {
+		b.fsSyncs.Add(1)
+		return b.syncFS(b.dir)
 	})
 }
 
@@ -808,7 +824,7 @@ func walk(ctx context.Context, dir, base, first string, out *[]bucket.Attrs) err
 
 // Capabilities implements bucket.Bucket.
 func (b *Bucket) Capabilities() bucket.Capabilities {
-	return bucket.Capabilities{ConditionalDelete: true}
+	return bucket.Capabilities{ConditionalDelete: true, SyncsGroupFirst: b.syncFS != nil}
 }
 
 // Close implements bucket.Bucket. The bucket holds no open files between

@@ -380,3 +380,71 @@ func TestGroupedPutWithoutHardLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPutSyncsGroupFirst: a put under bucket.WithSyncFirst syncs the
+// group before its own object is visible, its temporary file with the
+// group's objects in that one sync of the file system (no fsync of its
+// own file), then its directory; a sync that fails fails the put,
+// placing nothing, and marks the group Failed. Without a syncfs the
+// group is synced first and the put's file fsynced as usual.
+func TestPutSyncsGroupFirst(t *testing.T) {
+	ctx := context.Background()
+	for _, withFS := range []bool{true, false} {
+		b, err := New(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fsSyncs := 0
+		b.syncFS = nil
+		if withFS {
+			b.syncFS = func(string) error { fsSyncs++; return nil }
+		}
+		if got := b.Capabilities().SyncsGroupFirst; got != withFS {
+			t.Fatalf("withFS %v: SyncsGroupFirst %v", withFS, got)
+		}
+		if _, err := b.Put(ctx, "d/head", []byte("v0"), bucket.Unconditional); err != nil {
+			t.Fatal(err)
+		}
+		g := bucket.NewSyncGroup()
+		if _, err := b.Put(bucket.WithSyncGroup(ctx, g), "d/staged", []byte("s"), bucket.Unconditional); err != nil {
+			t.Fatal(err)
+		}
+		seen := ""
+		g.Defer("probe", func(context.Context) error {
+			got, _, err := b.Get(ctx, "d/head")
+			seen = string(got)
+			return err
+		})
+		f0, d0 := b.Syncs()
+		if _, err := b.Put(bucket.WithSyncFirst(ctx, g), "d/head", []byte("v1"), bucket.Unconditional); err != nil {
+			t.Fatal(err)
+		}
+		if seen != "v0" {
+			t.Fatalf("withFS %v: the group synced while the head held %q, want the old v0", withFS, seen)
+		}
+		f, d := b.Syncs()
+		switch {
+		case withFS && (fsSyncs != 1 || f != f0 || d-d0 != 1):
+			t.Errorf("with syncfs: %d file-system syncs, %d file and %d directory fsyncs; want 1, 0, 1", fsSyncs, f-f0, d-d0)
+		case !withFS && (f-f0 != 2 || d-d0 != 2):
+			// The staged file and its directory (the group), the head's
+			// file and its directory.
+			t.Errorf("without syncfs: %d file and %d directory fsyncs; want 2 and 2", f-f0, d-d0)
+		}
+		if got, _, err := b.Get(ctx, "d/head"); err != nil || string(got) != "v1" {
+			t.Fatalf("the head after the put: %q, %v", got, err)
+		}
+		// A failed sync: nothing placed, the group failed.
+		bad := bucket.NewSyncGroup()
+		bad.Defer("broken", func(context.Context) error { return errors.New("disk gone") })
+		if _, err := b.Put(bucket.WithSyncFirst(ctx, bad), "d/head", []byte("v2"), bucket.Unconditional); !errors.Is(err, bucket.ErrUnavailable) {
+			t.Fatalf("a put whose group failed to sync: %v, want ErrUnavailable", err)
+		}
+		if got, _, err := b.Get(ctx, "d/head"); err != nil || string(got) != "v1" || !bad.Failed() {
+			t.Fatalf("after a failed sync: head %q (%v), group failed %v; want v1 and true", got, err, bad.Failed())
+		}
+		if tmps, err := b.RemoveTemps(ctx, 0, true); err != nil || tmps != 0 {
+			t.Fatalf("temporary files left: %d, %v", tmps, err)
+		}
+	}
+}
