@@ -3,9 +3,9 @@ package bench
 import (
 	"context"
 	"errors"
-	"os"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
