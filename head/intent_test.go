@@ -49,13 +49,22 @@ func handleAppend(s *head.Store) {
 // with intents on, the head paced at interval (and its writes limited
 // to one an interval), each request taking perRequest.
 func intentReplicas(t *testing.T, n int, interval, perRequest time.Duration) []*head.Store {
+	return intentReplicasOver(t, n, interval, perRequest, nil)
+}
+
+// intentReplicasOver is intentReplicas with replica i's bucket wrapped
+// by wrap (nil: none).
+func intentReplicasOver(t *testing.T, n int, interval, perRequest time.Duration, wrap func(i int, b bucket.Bucket) bucket.Bucket) []*head.Store {
 	t.Helper()
 	store := mem.NewStore()
 	id := shards.NewShardID()
 	var stores []*head.Store
-	for range n {
+	for i := range n {
 		mb, _ := mem.New(store, "")
-		lb := latency.New(mb, latency.Options{PerRequest: perRequest, WritesPerSecondPerObject: float64(time.Second / interval)})
+		var lb bucket.Bucket = latency.New(mb, latency.Options{PerRequest: perRequest, WritesPerSecondPerObject: float64(time.Second / interval)})
+		if wrap != nil {
+			lb = wrap(i, lb)
+		}
 		s, err := head.Open(context.Background(), lb, id, head.SchemaForTest, head.Options{MinCommitInterval: interval, Intents: true})
 		if err != nil {
 			t.Fatal(err)
@@ -65,6 +74,22 @@ func intentReplicas(t *testing.T, n int, interval, perRequest time.Duration) []*
 		stores = append(stores, s)
 	}
 	return stores
+}
+
+// aheadOf initializes the shard through a, pins it through b, then
+// commits through a: b has seen another writer's head write.
+func aheadOf(t *testing.T, a, b *head.Store) {
+	t.Helper()
+	ctx := context.Background()
+	if err := a.Initialize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Pin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(0, "a0")}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestIntentsShareTheHead: replicas that share one head under a write
@@ -189,15 +214,7 @@ func TestIntentCancelledIsUnknown(t *testing.T) {
 	ctx := context.Background()
 	// b sees a write the head after it pinned, so it publishes its
 	// commands as intents and leaves them to a.
-	if err := a.Initialize(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Pin(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(0, "a0")}); err != nil {
-		t.Fatal(err)
-	}
+	aheadOf(t, a, b)
 	if _, err := b.Pin(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -288,36 +305,17 @@ func (s *slowDeletes) Delete(ctx context.Context, key string, cond bucket.Condit
 func TestIntentDeletedOnce(t *testing.T) {
 	const interval = 100 * time.Millisecond
 	ctx := context.Background()
-	store := mem.NewStore()
-	id := shards.NewShardID()
 	slow := &slowDeletes{deletes: map[string]int{}, release: make(chan struct{})}
-	var stores []*head.Store
-	for i := range 2 {
-		mb, _ := mem.New(store, "")
-		var b bucket.Bucket = latency.New(mb, latency.Options{PerRequest: time.Millisecond, WritesPerSecondPerObject: float64(time.Second / interval)})
-		if i == 0 {
-			slow.Bucket = b
-			b = slow
+	stores := intentReplicasOver(t, 2, interval, time.Millisecond, func(i int, b bucket.Bucket) bucket.Bucket {
+		if i > 0 {
+			return b
 		}
-		s, err := head.Open(ctx, b, id, head.SchemaForTest, head.Options{MinCommitInterval: interval, Intents: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		handleAppend(s)
-		stores = append(stores, s)
-	}
+		slow.Bucket = b
+		return slow
+	})
 	a, b := stores[0], stores[1]
 	defer close(slow.release)
-	if err := a.Initialize(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Pin(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(0, "a0")}); err != nil {
-		t.Fatal(err)
-	}
+	aheadOf(t, a, b)
 	// b, behind a's head write, publishes its command as an intent that a
 	// carries; a then commits more while the intent's delete hangs.
 	done := make(chan error, 1)
