@@ -259,15 +259,7 @@ func TestIntentFailureIsUnknown(t *testing.T) {
 	stores, buckets := intentReplicasFault(t, 2, interval)
 	a, b := stores[0], stores[1]
 	ctx := context.Background()
-	if err := a.Initialize(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Pin(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(0, "a0")}); err != nil {
-		t.Fatal(err)
-	}
+	aheadOf(t, a, b)
 	if _, err := b.Pin(ctx); err != nil {
 		t.Fatal(err)
 	}
