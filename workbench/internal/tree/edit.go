@@ -132,54 +132,16 @@ func Build(entries []Entry, salt [16]byte) (Ref, []Object, error) {
 
 // Edit applies changes (strictly ascending by key) to the tree base,
 // read through src, and returns the new tree and the nodes it wrote,
-// salted with salt. It reads the leaves the changes fall in (and any
-// leaf a moved boundary spills into) and every inner node of base. A
-// delete of a key base lacks changes nothing. The new tree may name any
+// salted with salt. It reads the nodes the changes fall in (and any a
+// moved boundary spills into) and their ancestors (region.go). A delete
+// of a key base lacks changes nothing. The new tree may name any
 // node of base: a caller reuses a base only if it may reference base's
 // nodes.
 func Edit(ctx context.Context, src Source, base Ref, changes []Change, salt [16]byte) (Ref, []Object, error) {
 	if err := checkChanges(changes); err != nil {
 		return Ref{}, nil, err
 	}
-	var objs []Object
-	var leaves []Entry // the base's leaves, as entries of level 1
-	reuse := map[int]map[[32]byte]Ref{}
-	first := map[int]map[digest.Hash]baseNode{}
-	if !base.IsEmpty() {
-		var err error
-		if leaves, err = spine(ctx, src, base, reuse, first); err != nil {
-			return Ref{}, nil, err
-		}
-	}
-	leafReuse := map[[32]byte]Ref{}
-	c := &chunker{level: 0, salt: salt, reuse: leafReuse, objs: &objs}
-	ci := 0
-	for i, leaf := range leaves {
-		// The changes that fall in leaf i: keys below the next leaf's
-		// first key (the first leaf also takes every key below its own).
-		end := len(changes)
-		if i+1 < len(leaves) {
-			end = ci + sortSearch(changes[ci:], leaves[i+1].Key)
-		}
-		if end == ci && !c.open() {
-			c.out = append(c.out, leaf) // untouched, and a node starts here either way
-			continue
-		}
-		var hi []byte
-		if i+1 < len(leaves) {
-			hi = leaves[i+1].Key
-		}
-		n, err := loadIn(ctx, src, leaf, hi, 0)
-		if err != nil {
-			return Ref{}, nil, err
-		}
-		leafReuse[leaf.Child.Digest] = leaf.Child
-		merge(n.Entries, changes[ci:end], c.add)
-		ci = end
-	}
-	merge(nil, changes[ci:], c.add)
-	c.close()
-	return upper(c.out, salt, reuse, first, &objs)
+	return editPath(ctx, src, base, changes, salt)
 }
 
 // Rebuild returns the tree of entries (strictly ascending keys), as

@@ -482,3 +482,88 @@ func TestChangedIsTheLeafDifference(t *testing.T) {
 		}
 	}
 }
+
+// TestEditShrinksAndGrows: edits that take a tree down to a few keys (so
+// it loses levels, down to a leaf or nothing) and back up to thousands
+// leave the tree a fresh build of the same entries makes, and write only
+// nodes the new tree holds.
+func TestEditShrinksAndGrows(t *testing.T) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(3, 4))
+	src := newMem()
+	m := model{}
+	var root Ref
+	for round := range 30 {
+		var changes []Change
+		switch round % 3 {
+		case 0: // grow: thousands of keys
+			for i := range 3000 + rng.IntN(9000) {
+				k := key(rng.IntN(20000) + i%3)
+				m[string(k)] = fmt.Sprintf("v%d", round)
+			}
+		case 1: // shrink: all but a few
+			keep := rng.IntN(4)
+			for k := range m {
+				if keep > 0 && rng.IntN(len(m)) < 3 {
+					keep--
+					continue
+				}
+				delete(m, k)
+			}
+		default: // a few changes
+			for range 1 + rng.IntN(5) {
+				m[string(key(rng.IntN(20000)))] = "w"
+			}
+		}
+		// The changes that take the tree from its entries to the model's.
+		old := map[string]bool{}
+		for _, e := range contents(t, src, root) {
+			old[string(e.Key)] = true
+		}
+		for k := range old {
+			if _, ok := m[k]; !ok {
+				changes = append(changes, Change{Key: []byte(k), Delete: true})
+			}
+		}
+		for k, v := range m {
+			changes = append(changes, Change{Key: []byte(k), Value: []byte(v)})
+		}
+		slices.SortFunc(changes, func(a, b Change) int { return bytes.Compare(a.Key, b.Key) })
+		next, objs, err := Edit(ctx, src, root, changes, salt(round))
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		fresh, _, err := Build(m.entries(), salt(500+round))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if next.TreeDigest() != fresh.TreeDigest() || next.Count != fresh.Count {
+			t.Fatalf("round %d (%d entries): edited root %x, a fresh build %x", round, len(m), next.Digest, fresh.Digest)
+		}
+		// Every node written is one the new tree holds.
+		held := map[digest.Hash]bool{}
+		src.put(objs)
+		var walk func(r Ref)
+		walk = func(r Ref) {
+			held[r.Hash] = true
+			n, _, _, err := src.Node(ctx, r.Hash)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n.Level > 0 {
+				for _, e := range n.Entries {
+					walk(e.Child)
+				}
+			}
+		}
+		if !next.IsEmpty() {
+			walk(next)
+		}
+		for _, o := range objs {
+			if !held[o.Hash] {
+				t.Fatalf("round %d: the edit wrote node %s, which its tree does not hold", round, o.Hash)
+			}
+		}
+		root = next
+	}
+}
