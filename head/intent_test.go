@@ -350,3 +350,63 @@ func TestIntentDeletedOnce(t *testing.T) {
 		}
 	}
 }
+
+// slowHeadAnswer answers a head write only some time after it took
+// effect, as a local disk does while it syncs the head's directory.
+type slowHeadAnswer struct {
+	bucket.Bucket
+	delay time.Duration
+}
+
+func (b *slowHeadAnswer) Put(ctx context.Context, key string, body []byte, cond bucket.Condition) (bucket.Attrs, error) {
+	a, err := b.Bucket.Put(ctx, key, body, cond)
+	if strings.HasSuffix(key, "/head") {
+		time.Sleep(b.delay)
+	}
+	return a, err
+}
+
+// TestLoneStoreWritesNoIntents: a Store alone on its shard never takes
+// its own head write for another writer's, even when its pins read that
+// head before the write has returned (here the shard's first commit,
+// which Initialize writes), so it publishes no intents.
+func TestLoneStoreWritesNoIntents(t *testing.T) {
+	ctx := context.Background()
+	b := &slowHeadAnswer{Bucket: mem.NewBucket(), delay: 20 * time.Millisecond}
+	s, err := head.Open(ctx, b, shards.NewShardID(), head.SchemaForTest, head.Options{Intents: true, Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	handleAppend(s)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			s.Pin(ctx) // before Initialize, a shard without a head: an error
+			time.Sleep(time.Millisecond)
+		}
+	})
+	if err := s.Initialize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	wg.Wait()
+	var calls sync.WaitGroup
+	for i := range 20 {
+		calls.Go(func() {
+			if _, err := s.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(i, "x")}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	calls.Wait()
+	if published, _ := s.IntentStats(); published != 0 {
+		t.Fatalf("a Store alone on its shard published %d intents", published)
+	}
+}

@@ -211,6 +211,26 @@ func finishEnded(calls []*call) {
 	}
 }
 
+// sending marks the landing's head writes as this Store's own while
+// they may be in flight, and returns the call that unmarks them: a head
+// read meanwhile that carries its nonce is not another writer's.
+func (l *landing) sending() func() {
+	s, want := l.s, nonceString(l.nonce)
+	s.mu.Lock()
+	if s.sending == nil {
+		s.sending = map[string]int{}
+	}
+	s.sending[want]++
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		if s.sending[want]--; s.sending[want] <= 0 {
+			delete(s.sending, want)
+		}
+		s.mu.Unlock()
+	}
+}
+
 // put writes the head once, conditional on the pinned version, and on
 // success takes the new head as this Store's own and remembers it.
 func (l *landing) put(ctx context.Context) error {
@@ -245,19 +265,7 @@ func (l *landing) put(ctx context.Context) error {
 func (l *landing) cas(ctx context.Context) (landed bool, err error) {
 	s, sn, nonce := l.s, l.sn, l.nonce
 	want := nonceString(nonce)
-	s.mu.Lock()
-	if s.sending == nil {
-		s.sending = map[string]int{}
-	}
-	s.sending[want]++
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		if s.sending[want]--; s.sending[want] <= 0 {
-			delete(s.sending, want)
-		}
-		s.mu.Unlock()
-	}()
+	defer l.sending()()
 	var lastErr error
 	sent := false        // a write of this attempt may have taken effect
 	var before time.Time // headWritten before this attempt's last write was sent

@@ -512,7 +512,11 @@ func (s *Store) initialize(ctx context.Context, sn *Snapshot) error {
 	}
 	s.noteHeadWrite()
 	// One write: its caller reads the head again, which tells whether it
-	// landed, lost to another writer, or neither.
+	// landed, lost to another writer, or neither. Until it returns, a
+	// concurrent Pin that reads it must know it for this Store's own, or
+	// the Store would take itself for a second writer and publish
+	// intents for a while.
+	defer l.sending()()
 	return l.put(ctx)
 }
 
