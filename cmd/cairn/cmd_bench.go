@@ -41,7 +41,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	duration := fs.Duration("duration", bench.DefaultDuration, "how long the throughput scenarios offer calls")
 	replicas := fs.Int("replicas", bench.DefaultReplicas, "replicas of throughput-8")
 	dirEntries := fs.Int("dir-entries", bench.DefaultDirEntries, "entries of the directory listed and grepped")
-	putSamples := fs.Int("put-samples", bench.DefaultPutSamples, "puts of new files put-new-warm makes, one at a time; its row is their mean, folds included")
+	putSamples := fs.Int("put-samples", bench.DefaultPutSamples, "puts put-new-warm (of new files) and put-replace-warm (replacing files) each make, one at a time; each row is their mean, folds included")
 	seedBatch := fs.Int("seed-batch", bench.DefaultSeedBatch, "commands per group commit while seeding")
 	cacheMiB := fs.Int64("cache-mib", 0, fmt.Sprintf("decoded-object cache of every replica, in MiB (0: the engine's default, %d)", head.DefaultCacheBytes>>20))
 	valueFormat := fs.Int("value-format", 0, "value format the bench's store is created in: 4, today's (a commit reads what changed since its parent), 3 (it reads the whole workbench into a member tree) or 2 (into rows); 0: today's")

@@ -75,9 +75,10 @@ type Config struct {
 	// size; at 10,000 files 1,024 seeded faster than 256 or 4,096.
 	SeedBatch int
 	// PutSamples is the number of puts of new files that put-new-warm
-	// makes, one at a time, each in a directory of its own: its row is
-	// their mean, folds included, which one put alone would miss or
-	// carry whole. Default 20.
+	// makes, one at a time, each in a directory of its own, and of puts
+	// replacing files that put-replace-warm makes: each row is their
+	// mean, folds included, which one put alone would miss or carry
+	// whole. Default 20.
 	PutSamples int
 	// CacheBytes is head.Options.CacheBytes of every replica; 0 is the
 	// engine's default.

@@ -43,6 +43,10 @@ func TestRunTiny(t *testing.T) {
 			t.Errorf("%s: measured row marked extrapolated", name)
 		}
 	}
+	// put-replace-warm too.
+	if r, _ := tab.Row(bench.PutReplaceWarm, 20); r.Metrics["puts"] != bench.DefaultPutSamples || r.Metrics["p50_s"] <= 0 {
+		t.Errorf("put-replace-warm: %v puts, p50 %v s; want %d puts", r.Metrics["puts"], r.Metrics["p50_s"], bench.DefaultPutSamples)
+	}
 	// put-new-warm is the mean of its puts, each counted.
 	if r, _ := tab.Row(bench.PutNewWarm, 20); r.Metrics["puts"] != bench.DefaultPutSamples || r.Metrics["largest_put_bytes"] < float64(r.BytesWritten) {
 		t.Errorf("put-new-warm: %v puts, largest %v bytes, mean %d; want %d puts and the largest at least the mean", r.Metrics["puts"], r.Metrics["largest_put_bytes"], r.BytesWritten, bench.DefaultPutSamples)

@@ -157,22 +157,42 @@ func (r *sizeRun) putNew(ctx context.Context) ([]Row, error) {
 	return []Row{row}, nil
 }
 
+// putReplace measures PutSamples puts that replace a file each, one at a
+// time: the row is their mean, folds included, with their p50.
 func (r *sizeRun) putReplace(ctx context.Context) ([]Row, error) {
-	if err := pace(ctx, r.cfg); err != nil {
-		return nil, err
+	n := r.cfg.PutSamples
+	var total Row
+	var took []time.Duration
+	var gen uint64
+	for i := range n {
+		if err := pace(ctx, r.cfg); err != nil {
+			return nil, err
+		}
+		path := r.sh.someFile(1 + i)
+		row, _, err := r.measure(ctx, PutReplaceWarm, r.warm, func() (map[string]any, error) {
+			res, err := r.warm.svc.PutFile(ctx, workbench.PutFileInput{ID: WorkbenchID, Section: section, Path: path, Text: &putBody, Replace: true})
+			if err == nil {
+				gen = max(gen, res.Generation)
+			}
+			return nil, putError(err)
+		})
+		if err != nil {
+			return nil, err
+		}
+		total.add(r.warm.cnt.Snapshot()) // measure's counts of this put
+		total.Wall += row.Wall
+		total.CPU += row.CPU
+		total.Fsyncs += row.Fsyncs
+		total.HeadBytes = row.HeadBytes
+		took = append(took, row.Wall)
 	}
-	path := r.sh.someFile(1)
-	var res *workbench.PutFileResult
-	row, _, err := r.measure(ctx, PutReplaceWarm, r.warm, func() (map[string]any, error) {
-		var err error
-		res, err = r.warm.svc.PutFile(ctx, workbench.PutFileInput{ID: WorkbenchID, Section: section, Path: path, Text: &putBody, Replace: true})
-		return nil, putError(err)
-	})
-	if err != nil {
-		return nil, err
-	}
-	row.note("%s besides the 2 KiB body; generation %d", size(row.BytesWritten-int64(len(putBody))), res.Generation)
-	r.noteFsyncs(&row, "put", row.Fsyncs, 1)
+	row := total.mean(PutReplaceWarm, n)
+	slices.Sort(took)
+	row.metric("puts", float64(n))
+	row.metric("p50_s", percentile(took, 0.50).Seconds())
+	row.note("mean of %d puts replacing a file, one at a time, folds included; p50 %s; %s besides the 2 KiB body; generation up to %d",
+		n, dur(percentile(took, 0.50)), size(row.BytesWritten-int64(len(putBody))), gen)
+	r.noteFsyncs(&row, "put", total.Fsyncs, n)
 	return []Row{row}, nil
 }
 
