@@ -32,7 +32,7 @@ const (
 
 // Scenarios returns every scenario's name in run order.
 func Scenarios() []string {
-	return []string{PutNewWarm, PutReplaceWarm, PutCommitWarm, ColdStat, ColdRead, ListCold, ListWarm,
+	return []string{PutCommitWarm, PutNewWarm, PutReplaceWarm, ColdStat, ColdRead, ListCold, ListWarm,
 		Grep, SearchAll, ReplicaMemory, Throughput1, Throughput8}
 }
 
