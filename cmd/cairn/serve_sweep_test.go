@@ -75,8 +75,13 @@ func TestServeSweepsInTheBackground(t *testing.T) {
 	if st, out := postJSON(t, tools+"workbench_read", `{"id":"w","section":"outputs","path":"kept.txt"}`); st != 200 || !strings.Contains(out, `"kept"`) {
 		t.Fatalf("read after the sweep: %d %s", st, out)
 	}
-	if !strings.Contains(stderr.String(), `"msg":"swept"`) {
-		t.Errorf("no swept line in the log:\n%s", stderr.String())
+	// The sweep logs its line, and counts its figures, once it has ended:
+	// after the delete the loop above saw.
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stderr.String(), `"msg":"swept"`); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no swept line in the log 30 s after the sweep's delete:\n%s", stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	// Its figures are in /metrics.
 	resp, err := http.Get(base + "/metrics")
