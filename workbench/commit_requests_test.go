@@ -66,6 +66,13 @@ func TestCommitRequestCounts(t *testing.T) {
 			// two rounds more depending on how they overlap the
 			// command's own reads (7 or 8 under the race detector).
 			tc.maxRounds += 2
+			if raceDetector {
+				// Under the race detector, with every package's tests
+				// running at once (as CI runs them), those reads and the
+				// command's overlap less still: a CI run saw 9 rounds once,
+				// where 6 (7 with the race detector alone) is usual.
+				tc.maxRounds++
+			}
 		}
 		if st.Rounds > tc.maxRounds {
 			t.Errorf("%s: %d rounds, want at most %d", tc.what, st.Rounds, tc.maxRounds)
