@@ -120,22 +120,24 @@ func (r *sizeRun) measure(ctx context.Context, name string, rep *replica, f func
 	return row, res, nil
 }
 
-func (r *sizeRun) putNew(ctx context.Context) ([]Row, error) {
-	n := r.cfg.PutSamples
-	var total Row
-	var took []time.Duration
-	var largest int64
-	for i := range n {
+// puts measures PutSamples puts, one at a time, the ith of in at path(i)
+// (replacing what is there with replace): their total, the wall time of
+// each, sorted, the most bytes one wrote and the highest generation.
+func (r *sizeRun) puts(ctx context.Context, name string, path func(i int) string, replace bool) (total Row, took []time.Duration, largest int64, gen uint64, err error) {
+	for i := range r.cfg.PutSamples {
 		if err := pace(ctx, r.cfg); err != nil {
-			return nil, err
+			return Row{}, nil, 0, 0, err
 		}
-		path := fmt.Sprintf("new/d%d/put-new.txt", i)
-		row, _, err := r.measure(ctx, PutNewWarm, r.warm, func() (map[string]any, error) {
-			_, err := r.warm.svc.PutFile(ctx, workbench.PutFileInput{ID: WorkbenchID, Section: section, Path: path, Text: &putBody})
+		p := path(i)
+		row, _, err := r.measure(ctx, name, r.warm, func() (map[string]any, error) {
+			res, err := r.warm.svc.PutFile(ctx, workbench.PutFileInput{ID: WorkbenchID, Section: section, Path: p, Text: &putBody, Replace: replace})
+			if err == nil {
+				gen = max(gen, res.Generation)
+			}
 			return nil, putError(err)
 		})
 		if err != nil {
-			return nil, err
+			return Row{}, nil, 0, 0, err
 		}
 		total.add(r.warm.cnt.Snapshot()) // measure's counts of this put
 		total.Wall += row.Wall
@@ -145,9 +147,18 @@ func (r *sizeRun) putNew(ctx context.Context) ([]Row, error) {
 		took = append(took, row.Wall)
 		largest = max(largest, row.BytesWritten)
 	}
+	slices.Sort(took)
+	return total, took, largest, gen, nil
+}
+
+func (r *sizeRun) putNew(ctx context.Context) ([]Row, error) {
+	n := r.cfg.PutSamples
+	total, took, largest, _, err := r.puts(ctx, PutNewWarm, func(i int) string { return fmt.Sprintf("new/d%d/put-new.txt", i) }, false)
+	if err != nil {
+		return nil, err
+	}
 	row := total.mean(PutNewWarm, n)
 	r.noteFsyncs(&row, "put", total.Fsyncs, n)
-	slices.Sort(took)
 	row.metric("puts", float64(n))
 	row.metric("p50_s", percentile(took, 0.50).Seconds())
 	row.metric("max_s", took[n-1].Seconds())
@@ -163,33 +174,11 @@ func (r *sizeRun) putNew(ctx context.Context) ([]Row, error) {
 // time: the row is their mean, folds included, with their p50.
 func (r *sizeRun) putReplace(ctx context.Context) ([]Row, error) {
 	n := r.cfg.PutSamples
-	var total Row
-	var took []time.Duration
-	var gen uint64
-	for i := range n {
-		if err := pace(ctx, r.cfg); err != nil {
-			return nil, err
-		}
-		path := r.sh.someFile(1 + i)
-		row, _, err := r.measure(ctx, PutReplaceWarm, r.warm, func() (map[string]any, error) {
-			res, err := r.warm.svc.PutFile(ctx, workbench.PutFileInput{ID: WorkbenchID, Section: section, Path: path, Text: &putBody, Replace: true})
-			if err == nil {
-				gen = max(gen, res.Generation)
-			}
-			return nil, putError(err)
-		})
-		if err != nil {
-			return nil, err
-		}
-		total.add(r.warm.cnt.Snapshot()) // measure's counts of this put
-		total.Wall += row.Wall
-		total.CPU += row.CPU
-		total.Fsyncs += row.Fsyncs
-		total.HeadBytes = row.HeadBytes
-		took = append(took, row.Wall)
+	total, took, _, gen, err := r.puts(ctx, PutReplaceWarm, func(i int) string { return r.sh.someFile(1 + i) }, true)
+	if err != nil {
+		return nil, err
 	}
 	row := total.mean(PutReplaceWarm, n)
-	slices.Sort(took)
 	row.metric("puts", float64(n))
 	row.metric("p50_s", percentile(took, 0.50).Seconds())
 	row.note("mean of %d puts replacing a file, one at a time, folds included; p50 %s; %s besides the 2 KiB body; generation up to %d",
