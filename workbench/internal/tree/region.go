@@ -263,8 +263,9 @@ func editPath(ctx context.Context, src Source, base Ref, changes []Change, salt 
 	// entry gives way to its child, and the nodes given up are not
 	// written.
 	var dropped []digest.Hash
+	over := Overlay(src, objs)
 	for {
-		n, err := load(ctx, written{src, objs}, ref, -1)
+		n, err := load(ctx, over, ref, -1)
 		if err != nil {
 			return Ref{}, nil, err
 		}
@@ -276,21 +277,6 @@ func editPath(ctx context.Context, src Source, base Ref, changes []Change, salt 
 	}
 	objs = slices.DeleteFunc(objs, func(o Object) bool { return slices.Contains(dropped, o.Hash) })
 	return ref, objs, nil
-}
-
-// written finds the nodes an edit wrote, newest first, then reads src.
-type written struct {
-	src  Source
-	objs []Object
-}
-
-func (w written) Node(ctx context.Context, h digest.Hash) (*Node, [32]byte, int, error) {
-	for i := len(w.objs) - 1; i >= 0; i-- {
-		if o := w.objs[i]; o.Hash == h {
-			return o.Node, o.Digest, len(o.Body), nil
-		}
-	}
-	return w.src.Node(ctx, h)
 }
 
 // errTooHigh: a tree would have more than MaxLevel levels.
