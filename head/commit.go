@@ -424,6 +424,8 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		sn = s.observed(calls)
 		reused = sn != nil
 	}
+	// The probe's listing runs beside the pin's head read.
+	probed := s.probeIntents(ctx, calls)
 	if sn == nil {
 		sn, err = s.pinOrInitialize(ctx)
 	}
@@ -441,7 +443,6 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 			return done, err
 		}
 	}
-	probed := s.probeIntents(ctx, calls)
 	if err := s.prefetchReads(ctx, sn, calls); err != nil && !bucket.Transient(err) {
 		probed()
 		failAll(calls, err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/counting"
 	"github.com/cairnstore/cairn/bucket/latency"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
@@ -47,7 +48,8 @@ func handleAppend(s *head.Store) {
 
 // intentReplicas opens n Stores of one new shard over one memory store,
 // with intents on, the head paced at interval (and its writes limited
-// to one an interval), each request taking perRequest.
+// to one an interval), each request taking perRequest. Each probes for
+// intents at every commit, batches of one included.
 func intentReplicas(t *testing.T, n int, interval, perRequest time.Duration) []*head.Store {
 	return intentReplicasOver(t, n, interval, perRequest, nil)
 }
@@ -71,6 +73,7 @@ func intentReplicasOver(t *testing.T, n int, interval, perRequest time.Duration,
 		}
 		t.Cleanup(func() { s.Close() })
 		handleAppend(s)
+		head.SetLoneProbeForTest(s, 0) // these replicas probe at every commit
 		stores = append(stores, s)
 	}
 	return stores
@@ -408,5 +411,52 @@ func TestLoneStoreWritesNoIntents(t *testing.T) {
 	calls.Wait()
 	if published, _ := s.IntentStats(); published != 0 {
 		t.Fatalf("a Store alone on its shard published %d intents", published)
+	}
+}
+
+// TestLoneWriterProbesSeldom: a paced Store alone on its shard lists
+// other replicas' intents for a batch of one call at most once per
+// contendedFor, so a lone writer's put costs its own requests; its
+// listing runs beside the head read, not after it; and a batch of more
+// than one call is probed every time.
+func TestLoneWriterProbesSeldom(t *testing.T) {
+	ctx := context.Background()
+	const interval = 10 * time.Millisecond
+	cnt := counting.New(latency.New(mem.NewBucket(), latency.Options{PerRequest: 2 * time.Millisecond}))
+	s, err := head.Open(ctx, cnt, shards.NewShardID(), head.SchemaForTest, head.Options{MinCommitInterval: interval, Intents: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	handleAppend(s)
+	if err := s.Initialize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	do := func(i int) {
+		if _, err := s.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(i%3, fmt.Sprint(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	do(0) // the first probe
+	cnt.Reset()
+	for i := range 10 {
+		do(i + 1)
+	}
+	if lists := cnt.Snapshot().List.Requests; lists != 0 {
+		t.Errorf("10 lone calls after the first listed intents %d times, want 0", lists)
+	}
+	// With every batch probed, the listing shares the head read's round.
+	head.SetLoneProbeForTest(s, 0)
+	cnt.Reset()
+	do(11)
+	probed := cnt.Snapshot()
+	if probed.List.Requests != 1 {
+		t.Fatalf("a probed call listed %d times, want 1", probed.List.Requests)
+	}
+	head.SetLoneProbeForTest(s, time.Hour)
+	cnt.Reset()
+	do(12)
+	if lone := cnt.Snapshot().Rounds; probed.Rounds > lone {
+		t.Errorf("a probed call took %d rounds, one without a probe %d: the listing took a round of its own", probed.Rounds, lone)
 	}
 }
