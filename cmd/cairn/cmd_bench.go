@@ -45,7 +45,12 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	seedBatch := fs.Int("seed-batch", bench.DefaultSeedBatch, "commands per group commit while seeding")
 	cacheMiB := fs.Int64("cache-mib", 0, fmt.Sprintf("decoded-object cache of every replica, in MiB (0: the engine's default, %d)", head.DefaultCacheBytes>>20))
 	valueFormat := fs.Int("value-format", 0, "value format the bench's store is created in: 4, today's (a commit reads what changed since its parent), 3 (it reads the whole workbench into a member tree) or 2 (into rows); 0: today's")
-	dir := fs.String("dir", "", "keep each size's store in a local-file bucket in a fresh directory under this one (removed after the size) and count its fsyncs; default: in memory")
+	dir := fs.String("dir", "", "keep each size's store in a local-file bucket in a fresh directory under this one (removed after the size) and count its fsyncs; default: in memory. With --served, where the GCS emulator keeps its objects (default: the temporary directory)")
+	served := fs.Bool("served", false, "run the write scenarios through `cairn serve` processes, as a deployment does: the store in a GCS emulator (cairn fake-gcs) in its own process, behind a proxy adding --rtt and --write-rate; rows count the proxy's requests and the servers' CPU")
+	var serveArgs stringList
+	fs.Var(&serveArgs, "serve-flag", "a flag for every `cairn serve` of --served, as --name=value (repeatable)")
+	var emulatorArgs stringList
+	fs.Var(&emulatorArgs, "emulator-flag", "a flag for the `cairn fake-gcs` of --served, as --name=value (repeatable)")
 	commitSamples := fs.Int("commit-samples", bench.DefaultCommitSamples, "pairs of a replaced file and a commit that put-commit-warm makes; its row is their mean")
 	trace := fs.Bool("trace", false, "print every request of the measured scenarios to stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -93,6 +98,15 @@ func runBench(ctx context.Context, e *env, args []string) int {
 		Trace:           e.traceTo(*trace),
 		SeedConcurrency: *seedConcurrency,
 		Progress:        e.stderr,
+		Served:          *served,
+		ServeArgs:       serveArgs,
+		EmulatorArgs:    emulatorArgs,
+	}
+	if *served {
+		if cfg.Binary, err = os.Executable(); err != nil {
+			fmt.Fprintf(e.stderr, "cairn bench: --served: %v\n", err)
+			return exitFailed
+		}
 	}
 	if *scenarios != "" {
 		cfg.Scenarios = strings.Split(*scenarios, ",")
@@ -106,17 +120,12 @@ func runBench(ctx context.Context, e *env, args []string) int {
 		return exitUsage
 	}
 	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+		stop, err := startCPUProfile(*cpuProfile)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "cairn bench: --cpuprofile: %v\n", err)
 			return exitUsage
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintf(e.stderr, "cairn bench: --cpuprofile: %v\n", err)
-			return exitUsage
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	t, runErr := bench.Run(ctx, cfg)
 	if t == nil {
@@ -167,4 +176,20 @@ func (e *env) traceTo(on bool) io.Writer {
 		return nil
 	}
 	return e.stderr
+}
+
+// startCPUProfile profiles the process's CPU into path until stop.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

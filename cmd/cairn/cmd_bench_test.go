@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -52,9 +54,59 @@ func TestBenchUsage(t *testing.T) {
 		{"bench", "--scenarios", "nope"},
 		{"bench", "extra"},
 		{"bench", "--files", "10", "--extrapolate", "100"},
+		{"bench", "--served", "--scenarios", "cold-stat"},
 	} {
 		if code, _, _ := runWith(t, "", args...); code != 2 {
 			t.Errorf("%q: exit %d, want 2", args, code)
 		}
+	}
+}
+
+// TestBenchServed runs the bench through `cairn serve` processes and a
+// GCS emulator process: every served scenario prints a row whose
+// requests are the proxy's, and the open loops lose and duplicate
+// nothing.
+func TestBenchServed(t *testing.T) {
+	bin := cairnBinary(t)
+	cmd := exec.Command(bin, "bench", "--served", "--json", "--files", "30", "--rtt", "2ms", "--write-rate", "20",
+		"--dir-entries", "5", "--put-samples", "3", "--commit-samples", "2", "--rate", "40", "--duration", "1s", "--replicas", "2")
+	cmd.Env = processEnv()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("cairn bench --served: %v: %s", err, stderr.String())
+	}
+	var tab struct {
+		Config struct{ Served bool }
+		Rows   []struct {
+			Scenario string
+			Requests int64
+			Rounds   int64
+			Metrics  map[string]float64
+			Notes    string
+		}
+	}
+	if err := json.Unmarshal(out, &tab); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !tab.Config.Served {
+		t.Error("the table does not say it was served")
+	}
+	var names []string
+	for _, r := range tab.Rows {
+		names = append(names, r.Scenario)
+		if r.Requests < 4 || r.Rounds < 1 || !strings.Contains(r.Notes, "cairn serve") || r.Metrics["server_rss_peak_bytes"] <= 0 {
+			t.Errorf("row %s: %d requests in %d rounds, metrics %v: %s", r.Scenario, r.Requests, r.Rounds, r.Metrics, r.Notes)
+		}
+		if strings.HasPrefix(r.Scenario, "throughput") {
+			m := r.Metrics
+			if m["acked"] != m["offered"] || m["offered"] != 40 || m["lost"] != 0 || m["duplicated"] != 0 || m["requests_per_ack"] <= 0 {
+				t.Errorf("row %s: %v", r.Scenario, m)
+			}
+		}
+	}
+	if want := []string{"put-commit-warm", "put-new-warm", "put-replace-warm", "throughput-1", "throughput-8"}; !slices.Equal(names, want) {
+		t.Errorf("rows %v, want %v", names, want)
 	}
 }

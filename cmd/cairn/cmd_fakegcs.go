@@ -27,6 +27,7 @@ func runFakeGCS(ctx context.Context, e *env, args []string) int {
 	fs.SetOutput(e.stderr)
 	addr := fs.String("addr", "127.0.0.1:4443", "loopback `host:port` to listen on (port 0 picks a free one)")
 	dir := fs.String("dir", "", "keep objects in this `directory` (default: in memory)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this `file`, complete once the server stops")
 	var buckets stringList
 	fs.Var(&buckets, "bucket", "create this bucket at start (repeatable)")
 	fs.Usage = func() {
@@ -53,6 +54,14 @@ func runFakeGCS(ctx context.Context, e *env, args []string) int {
 	}
 	if len(buckets) == 0 {
 		fmt.Fprintln(e.stderr, "cairn fake-gcs: no --bucket: open buckets you create as gs://NAME?endpoint=URL&emulator=fake-gcs-server")
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "cairn fake-gcs: --cpuprofile: %v\n", err)
+			return exitUsage
+		}
+		defer stop()
 	}
 	opts := fakegcs.Options{Addr: *addr, Dir: *dir}
 	if err := fakegcs.Serve(ctx, opts, buckets, e.stdout); err != nil {

@@ -95,6 +95,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	valueFormat := fs.Int("value-format", 0, "value format of the stores this cairn creates: 4 (today's), or 3 or 2 (earlier ones, which replicas of an older cairn still read); 0: today's")
 	logLevel := fs.String("log-level", "info", "log level: debug (probes too), info, warn or error")
 	logFormat := fs.String("log-format", "json", "log format: json or text")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file, complete once the server stops")
 	fs.Usage = func() {
 		fmt.Fprintln(e.stderr, "usage: cairn serve [--bucket URL] [--addr HOST:PORT] [--config FILE] [--request-timeout D] [--idle-timeout D] [--shutdown-timeout D]")
 		fs.PrintDefaults()
@@ -130,6 +131,13 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	}
 	if *maxConns < 1 {
 		return usageErr("--max-conns must be at least 1")
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return usageErr("--cpuprofile: %v", err)
+		}
+		defer stop()
 	}
 	tuneHeap(*memLimitMiB, *gcPercent)
 	warnBudgets(log, *memLimitMiB, *cacheMiB+bodies.DefaultCacheBytes>>20+*bodyBudgetMiB+*answerBudgetMiB+*readBudgetMiB)

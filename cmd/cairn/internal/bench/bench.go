@@ -92,8 +92,24 @@ type Config struct {
 	// Dir, when set, puts each size's store in a local-file bucket in a
 	// fresh directory under Dir (removed after the size), as an embedded
 	// deployment keeps it, and the rows count its fsyncs; otherwise the
-	// store is in memory.
+	// store is in memory. A served run's emulator keeps its objects in a
+	// fresh directory under Dir (default: the system's temporary one).
 	Dir string
+	// Served runs the scenarios through `cairn serve` processes, as a
+	// deployment meets them: each size's store is in a GCS emulator
+	// (`cairn fake-gcs`) in a process of its own, behind a proxy in the
+	// bench's process that adds RTT before every request and answers 429
+	// to writes of one object faster than WriteRate, and the servers
+	// reach it through the proxy (with --commit-interval set to the write
+	// limit's window). Seeding goes to the emulator directly. Only
+	// ServedScenarios run this way; a row's counts are the proxy's and
+	// its CPU is the servers'.
+	Served bool
+	// Binary is the cairn executable a served run starts.
+	Binary string
+	// ServeArgs are more flags for every `cairn serve` of a served run,
+	// and EmulatorArgs for its `cairn fake-gcs`.
+	ServeArgs, EmulatorArgs []string
 	// Trace, if not nil, receives a line for every request the measured
 	// scenarios make (not the seeding's): when it began, how long it
 	// took, its size and its key.
@@ -124,6 +140,9 @@ func (c *Config) fill() {
 	}
 	if len(c.Scenarios) == 0 {
 		c.Scenarios = Scenarios()
+		if c.Served {
+			c.Scenarios = ServedScenarios()
+		}
 	}
 	if c.CommitSamples <= 0 {
 		c.CommitSamples = DefaultCommitSamples
@@ -169,6 +188,19 @@ func (c Config) Validate() error {
 	for _, s := range c.Scenarios {
 		if !slices.Contains(Scenarios(), s) {
 			return fmt.Errorf("bench: unknown scenario %q (known: %s)", s, strings.Join(Scenarios(), ", "))
+		}
+	}
+	if c.Served {
+		switch {
+		case c.Binary == "":
+			return fmt.Errorf("bench: a served run needs the cairn binary")
+		case c.Seeder != nil:
+			return fmt.Errorf("bench: a served run seeds with put_file")
+		}
+		for _, s := range c.Scenarios {
+			if !slices.Contains(ServedScenarios(), s) {
+				return fmt.Errorf("bench: scenario %q does not run served (served: %s)", s, strings.Join(ServedScenarios(), ", "))
+			}
 		}
 	}
 	if c.PutSamples < 0 || c.CommitSamples < 0 {
@@ -218,6 +250,7 @@ type Table struct {
 		Rate      float64       `json:"rate"`
 		Duration  time.Duration `json:"duration_ns"`
 		Files     bool          `json:"local_file_bucket,omitempty"`
+		Served    bool          `json:"served,omitempty"`
 	} `json:"config"`
 	// Seeding is how long each size took to seed, without latency.
 	Seeding []Seeding `json:"seeding"`
@@ -288,7 +321,7 @@ func Run(ctx context.Context, cfg Config) (*Table, error) {
 	cfg.fill()
 	t := &Table{}
 	t.Config.RTT, t.Config.WriteRate, t.Config.Rate, t.Config.Duration = cfg.RTT, cfg.WriteRate, cfg.Rate, cfg.Duration
-	t.Config.Files = cfg.Dir != ""
+	t.Config.Files, t.Config.Served = cfg.Dir != "", cfg.Served
 	for _, n := range cfg.Files {
 		rows, seed, err := runSize(ctx, cfg, n)
 		t.Rows = append(t.Rows, rows...)
@@ -352,7 +385,10 @@ func (t *Table) WriteText(w io.Writer) error {
 		b.WriteString("\n")
 	}
 	store := "in memory"
-	if t.Config.Files {
+	switch {
+	case t.Config.Served:
+		store = "in a GCS emulator process, reached by cairn serve processes through a proxy adding the rtt and write rate"
+	case t.Config.Files:
 		store = "in a local-file bucket"
 	}
 	fmt.Fprintf(&b, "\nstore %s, rtt %s, write rate %g/s per object; sizes in bytes, K = KiB, M = MiB; q/r = requests/rounds",

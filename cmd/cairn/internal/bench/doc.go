@@ -14,6 +14,23 @@
 // seeded is counted. The latency wrapper is shared by all Services, as a
 // bucket's write limit is.
 //
+// # Served runs
+//
+// With Config.Served the write scenarios (ServedScenarios) run as a
+// deployment meets them: over HTTP to `cairn serve` processes (the
+// bench's own binary, Config.Binary), whose bucket is a GCS emulator
+// (`cairn fake-gcs`) in another process, reached through a proxy in the
+// bench's process. The proxy waits Config.RTT before forwarding each
+// request and answers 429 to a write of an object written less than
+// 1/Config.WriteRate ago, as GCS does; the servers pace their head
+// writes to that (--commit-interval). A row's requests, rounds and
+// bytes are the proxy's, its CPU the servers', and its notes give the
+// servers' resident memory. Seeding goes to the emulator directly, in
+// process, and the seeding replica is closed before the servers start.
+// The emulator keeps its objects in files under /dev/shm (or Config.Dir):
+// its in-memory store scans every object to find one, and on disk its
+// temporary files and syncs took most of a core.
+//
 // # Sizes and seeding
 //
 // For each size in Config.Files a fresh store is seeded with a workbench

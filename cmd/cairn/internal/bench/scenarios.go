@@ -20,18 +20,29 @@ type sizeRun struct {
 	st   *stack
 	sh   shape
 	warm *replica // seeded the workbench and has served a call since
+	// served, in a served run, holds the processes the scenarios call
+	// (warm is then closed once the workbench is seeded).
+	served *servedSet
 }
 
 // putBody is the body of the measured single puts: 2 KiB of text.
 var putBody = strings.Repeat("0123456789abcdef0123456789abcde\n", 64)
 
-func runSize(ctx context.Context, cfg Config, n int) ([]Row, *Seeding, error) {
-	st, err := newStack(cfg)
+func runSize(ctx context.Context, cfg Config, n int) (rows []Row, seed *Seeding, err error) {
+	var served *servedSet
+	var raw bucket.Bucket
+	if cfg.Served {
+		if served, raw, err = startServed(ctx, cfg); err != nil {
+			return nil, nil, err
+		}
+		defer func() { err = cmpErr(err, served.close()) }()
+	}
+	st, err := newStack(cfg, raw)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer st.close()
-	r := &sizeRun{cfg: cfg, st: st, sh: newShape(n, cfg.DirEntries)}
+	r := &sizeRun{cfg: cfg, st: st, sh: newShape(n, cfg.DirEntries), served: served}
 
 	cfg.progress("%d files: seeding", n)
 	st.sw.bypass.Store(true)
@@ -39,13 +50,17 @@ func runSize(ctx context.Context, cfg Config, n int) ([]Row, *Seeding, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	defer warm.Close()
 	r.warm = warm
+	defer func() {
+		if r.warm != nil {
+			r.warm.Close()
+		}
+	}()
 	start := time.Now()
 	if err := cfg.Seeder.Seed(ctx, warm.svc, r.sh.list()); err != nil {
 		return nil, nil, err
 	}
-	seed := &Seeding{Files: n, Wall: time.Since(start), BytesWritten: warm.cnt.Snapshot().Total().BytesWritten}
+	seed = &Seeding{Files: n, Wall: time.Since(start), BytesWritten: warm.cnt.Snapshot().Total().BytesWritten}
 	objs, _, err := bucket.ListAll(ctx, st.raw, bucket.ListOptions{})
 	if err != nil {
 		return nil, seed, err
@@ -57,32 +72,19 @@ func runSize(ctx context.Context, cfg Config, n int) ([]Row, *Seeding, error) {
 	cfg.progress("%d files: seeded in %s", n, seed.Wall.Round(time.Millisecond))
 	st.sw.bypass.Store(false)
 
-	// The warm replica serves one call over the emulated latency before
-	// anything is measured.
-	if _, err := call(ctx, warm.svc, "workbench_stat", map[string]any{"id": WorkbenchID}); err != nil {
+	if served != nil {
+		// The seeding replica leaves before the servers start.
+		if err := warm.Close(); err != nil {
+			return nil, seed, err
+		}
+		r.warm = nil
+	} else if _, err := call(ctx, warm.svc, "workbench_stat", map[string]any{"id": WorkbenchID}); err != nil {
+		// The warm replica serves one call over the emulated latency
+		// before anything is measured.
 		return nil, seed, err
 	}
 
-	var rows []Row
-	for _, sc := range []struct {
-		names []string
-		run   func(context.Context) ([]Row, error)
-	}{
-		// put-commit-warm first: the files put-new-warm adds would take a
-		// workbench of 100,000 past a commit's member limit.
-		{[]string{PutCommitWarm}, r.putCommit},
-		{[]string{PutNewWarm}, r.putNew},
-		{[]string{PutReplaceWarm}, r.putReplace},
-		{[]string{ColdStat, ColdRead}, r.cold},
-		{[]string{ListCold, ListWarm}, r.list},
-		{[]string{Grep}, r.grep},
-		{[]string{SearchAll}, r.search},
-		{[]string{ReplicaMemory}, r.memory},
-		{[]string{Throughput1}, func(ctx context.Context) ([]Row, error) { return r.throughput(ctx, Throughput1, 1) }},
-		{[]string{Throughput8}, func(ctx context.Context) ([]Row, error) {
-			return r.throughput(ctx, Throughput8, cfg.Replicas)
-		}},
-	} {
+	for _, sc := range r.scenarios() {
 		wanted := false
 		for _, name := range sc.names {
 			wanted = wanted || cfg.wants(name)
@@ -103,6 +105,45 @@ func runSize(ctx context.Context, cfg Config, n int) ([]Row, *Seeding, error) {
 		}
 	}
 	return rows, seed, nil
+}
+
+// scenario runs the scenarios named, in one go.
+type scenario struct {
+	names []string
+	run   func(context.Context) ([]Row, error)
+}
+
+// scenarios are the size's scenarios in run order: through `cairn serve`
+// in a served run, in process otherwise.
+func (r *sizeRun) scenarios() []scenario {
+	cfg := r.cfg
+	if r.served != nil {
+		return []scenario{
+			{[]string{PutCommitWarm}, r.servedPutCommit},
+			{[]string{PutNewWarm}, r.servedPutNew},
+			{[]string{PutReplaceWarm}, r.servedPutReplace},
+			{[]string{Throughput1}, func(ctx context.Context) ([]Row, error) { return r.servedThroughput(ctx, Throughput1, 1) }},
+			{[]string{Throughput8}, func(ctx context.Context) ([]Row, error) {
+				return r.servedThroughput(ctx, Throughput8, cfg.Replicas)
+			}},
+		}
+	}
+	return []scenario{
+		// put-commit-warm first: the files put-new-warm adds would take a
+		// workbench of 100,000 past a commit's member limit.
+		{[]string{PutCommitWarm}, r.putCommit},
+		{[]string{PutNewWarm}, r.putNew},
+		{[]string{PutReplaceWarm}, r.putReplace},
+		{[]string{ColdStat, ColdRead}, r.cold},
+		{[]string{ListCold, ListWarm}, r.list},
+		{[]string{Grep}, r.grep},
+		{[]string{SearchAll}, r.search},
+		{[]string{ReplicaMemory}, r.memory},
+		{[]string{Throughput1}, func(ctx context.Context) ([]Row, error) { return r.throughput(ctx, Throughput1, 1) }},
+		{[]string{Throughput8}, func(ctx context.Context) ([]Row, error) {
+			return r.throughput(ctx, Throughput8, cfg.Replicas)
+		}},
+	}
 }
 
 // measure runs f on rep after a Reset of its counts and returns the row.

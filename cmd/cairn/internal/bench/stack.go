@@ -33,15 +33,20 @@ type stack struct {
 	sw          *toggle
 }
 
-func newStack(cfg Config) (*stack, error) {
+// newStack makes the stack of one size over raw, or, when raw is nil,
+// over a new store in memory or in a directory under cfg.Dir.
+func newStack(cfg Config, raw bucket.Bucket) (*stack, error) {
 	s := &stack{cacheBytes: cfg.CacheBytes, valueFormat: cfg.ValueFormat}
-	if cfg.Dir == "" {
+	switch {
+	case raw != nil:
+		s.raw = raw
+	case cfg.Dir == "":
 		raw, err := mem.New(mem.NewStore(), "")
 		if err != nil {
 			return nil, err
 		}
 		s.raw = raw
-	} else {
+	default:
 		dir, err := os.MkdirTemp(cfg.Dir, "cairn-bench-")
 		if err != nil {
 			return nil, fmt.Errorf("bench: %w", err)
@@ -53,8 +58,7 @@ func newStack(cfg Config) (*stack, error) {
 		}
 		s.raw, s.file, s.dir = fb, fb, dir
 	}
-	raw := s.raw
-	rec := &recorder{Bucket: raw}
+	rec := &recorder{Bucket: s.raw}
 	lat := latency.New(rec, latency.Options{
 		PerRequest:               cfg.RTT,
 		WritesPerSecondPerObject: cfg.WriteRate,

@@ -57,7 +57,10 @@ func (r *sizeRun) throughput(ctx context.Context, name string, replicas int) ([]
 		rep.cnt.Reset()
 	}
 	start, cpu := time.Now(), processCPU()
-	outs, err := r.offer(ctx, name, reps, start)
+	outs, err := r.offer(ctx, name, len(reps), start, func(ctx context.Context, ri int, path, text string) error {
+		_, err := reps[ri].svc.PutFile(ctx, workbench.PutFileInput{ID: WorkbenchID, Section: section, Path: path, Text: &text})
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -82,11 +85,12 @@ func (r *sizeRun) throughput(ctx context.Context, name string, replicas int) ([]
 	return []Row{row}, nil
 }
 
-// offer sends cfg.Rate put_file calls a second from start, each on its
-// schedule whether or not earlier ones have returned, to the replicas in
-// turn, then waits up to cfg.Drain for the calls still running and
-// cancels the rest.
-func (r *sizeRun) offer(ctx context.Context, name string, reps []*replica, start time.Time) ([]outcome, error) {
+// offer makes cfg.Rate put calls a second from start, each on its
+// schedule whether or not earlier ones have returned, to replicas 0 to
+// replicas-1 in turn, then waits up to cfg.Drain for the calls still
+// running and cancels the rest.
+func (r *sizeRun) offer(ctx context.Context, name string, replicas int, start time.Time,
+	put func(ctx context.Context, replica int, path, text string) error) ([]outcome, error) {
 	cfg := r.cfg
 	offered := max(1, int(cfg.Rate*cfg.Duration.Seconds()))
 	body := seedText(0)
@@ -105,10 +109,10 @@ func (r *sizeRun) offer(ctx context.Context, name string, reps []*replica, start
 				return nil, ctx.Err()
 			}
 		}
-		ri := i % len(reps)
+		ri := i % replicas
 		path := fmt.Sprintf("%s/r%d/p%06d.txt", name, ri, i)
 		wg.Go(func() {
-			_, err := reps[ri].svc.PutFile(runCtx, workbench.PutFileInput{ID: WorkbenchID, Section: section, Path: path, Text: &body})
+			err := put(runCtx, ri, path, body)
 			o := outcome{replica: ri, path: path, ok: err == nil, latency: time.Since(at)}
 			if err != nil {
 				o.unfinished = runCtx.Err() != nil

@@ -1,0 +1,446 @@
+package bench
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/workbench"
+)
+
+// ServedScenarios are the scenarios a served run (Config.Served) has:
+// the writes, one at a time and in open loop.
+func ServedScenarios() []string {
+	return []string{PutCommitWarm, PutNewWarm, PutReplaceWarm, Throughput1, Throughput8}
+}
+
+// servedSet is what a served run adds to a size: the GCS emulator in a
+// process of its own, the proxy that adds the network and GCS's write
+// limit in front of it, and `cairn serve` processes that reach the
+// emulator through the proxy. The seeding replica reaches the emulator
+// directly.
+type servedSet struct {
+	cfg     Config
+	gcs     *proc
+	dir     string // where the emulator keeps its objects, removed by close
+	direct  string // gs:// URL of the emulator's bucket
+	proxied string // the same bucket through the proxy
+	proxy   *gcsProxy
+	servers []*server
+	client  *http.Client
+}
+
+// server is one `cairn serve` process.
+type server struct {
+	*proc
+	base string // http://host:port
+}
+
+// startServed starts the emulator and the proxy, and opens the bucket
+// directly for seeding.
+func startServed(ctx context.Context, cfg Config) (*servedSet, bucket.Bucket, error) {
+	s := &servedSet{cfg: cfg, client: &http.Client{Transport: &http.Transport{
+		MaxIdleConnsPerHost: 4096, IdleConnTimeout: 30 * time.Second}}}
+	// The emulator keeps objects in files: in memory it finds an object
+	// by a scan of all of them, so its requests slow down as the store
+	// grows (seeding 10,000 files took minutes, growing with the square).
+	// Each write makes a temporary file in $TMPDIR, renamed into place,
+	// and syncs it: a directory in memory (/dev/shm), with $TMPDIR beside
+	// it, keeps the emulator's own disk out of what is measured (on disk
+	// it took most of a core at 230 writes a second).
+	dir, err := os.MkdirTemp(cmp.Or(cfg.Dir, memoryDir()), "cairn-bench-gcs-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("bench: %w", err)
+	}
+	s.dir = dir
+	store, tmp := filepath.Join(dir, "store"), filepath.Join(dir, "tmp")
+	for _, d := range []string{store, tmp} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			s.close()
+			return nil, nil, fmt.Errorf("bench: %w", err)
+		}
+	}
+	gcs, direct, err := startProc(ctx, "cairn fake-gcs", cfg.Binary,
+		append([]string{"fake-gcs", "--addr", "127.0.0.1:0", "--dir", store, "--bucket", WorkbenchID}, cfg.EmulatorArgs...),
+		[]string{"TMPDIR=" + tmp}, bucketLine)
+	if err != nil {
+		s.close()
+		return nil, nil, err
+	}
+	s.gcs, s.direct = gcs, direct
+	u, err := url.Parse(direct)
+	if err != nil {
+		s.close()
+		return nil, nil, fmt.Errorf("bench: fake-gcs printed %q: %w", direct, err)
+	}
+	q := u.Query()
+	if s.proxy, err = startGCSProxy(q.Get("endpoint"), cfg.RTT, cfg.WriteRate, cfg.Trace); err != nil {
+		s.close()
+		return nil, nil, err
+	}
+	q.Set("endpoint", s.proxy.addr)
+	u.RawQuery = q.Encode()
+	s.proxied = u.String()
+	raw, err := bucket.Open(ctx, direct)
+	if err != nil {
+		s.close()
+		return nil, nil, err
+	}
+	return s, raw, nil
+}
+
+// serversFor returns n serve processes, starting those not yet running.
+// Each has served a workbench_stat through the proxy before it returns.
+func (s *servedSet) serversFor(ctx context.Context, n int) ([]*server, error) {
+	for len(s.servers) < n {
+		args := []string{"serve", "--addr", "127.0.0.1:0", "--bucket", s.proxied}
+		if s.cfg.WriteRate > 0 {
+			args = append(args, "--commit-interval", time.Duration(float64(time.Second)/s.cfg.WriteRate).String())
+		}
+		if s.cfg.CacheBytes > 0 {
+			args = append(args, "--cache-mib", strconv.FormatInt(max(1, s.cfg.CacheBytes>>20), 10))
+		}
+		if s.cfg.ValueFormat != 0 {
+			args = append(args, "--value-format", strconv.Itoa(s.cfg.ValueFormat))
+		}
+		args = append(args, s.cfg.ServeArgs...)
+		p, base, err := startProc(ctx, fmt.Sprintf("cairn serve %d", len(s.servers)), s.cfg.Binary, args, nil, servingAddr)
+		if err != nil {
+			return nil, err
+		}
+		srv := &server{proc: p, base: base}
+		s.servers = append(s.servers, srv)
+		if _, err := s.call(ctx, srv, "workbench_stat", map[string]any{"id": WorkbenchID}); err != nil {
+			return nil, err
+		}
+	}
+	return s.servers[:n], nil
+}
+
+// call posts one tool call to srv and returns its result, or an error
+// whose code is the envelope's (a *workbench.Error) when the server
+// answered one.
+func (s *servedSet) call(ctx context.Context, srv *server, tool string, in map[string]any) (map[string]any, error) {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost,
+		srv.base+"/v1/agents/"+workbench.DefaultAgentID+"/tools/"+tool, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		// Connection refused or reset, or the context's end: no answer.
+		return nil, &workbench.Error{Code: "NO_ANSWER", Message: fmt.Sprintf("%s: %v", tool, err), Cause: err}
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %s: %w", tool, err)
+	}
+	m, err := decode(out)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %s: HTTP %d: %w", tool, resp.StatusCode, err)
+	}
+	if st, _ := m["status"].(string); st == "error" || resp.StatusCode != http.StatusOK {
+		code, _ := m["code"].(string)
+		msg, _ := m["message"].(string)
+		if code == "" {
+			code = "HTTP_" + strconv.Itoa(resp.StatusCode)
+		}
+		return nil, &workbench.Error{Code: code, Message: fmt.Sprintf("%s: HTTP %d: %s", tool, resp.StatusCode, msg)}
+	}
+	return m, nil
+}
+
+// putFile writes path through srv.
+func (s *servedSet) putFile(ctx context.Context, srv *server, path, text string, replace bool) (uint64, error) {
+	m, err := s.call(ctx, srv, "workbench_put_file", map[string]any{"id": WorkbenchID, "section": section,
+		"path": path, "text": text, "replace": replace})
+	if err != nil {
+		return 0, err
+	}
+	g, _ := m["generation"].(float64)
+	return uint64(g), nil
+}
+
+// close stops every process and the proxy.
+func (s *servedSet) close() error {
+	var errs []error
+	for _, srv := range s.servers {
+		errs = append(errs, srv.stop())
+	}
+	if s.proxy != nil {
+		errs = append(errs, s.proxy.close())
+	}
+	if s.gcs != nil {
+		errs = append(errs, s.gcs.stop())
+	}
+	if s.dir != "" {
+		errs = append(errs, os.RemoveAll(s.dir))
+	}
+	s.client.CloseIdleConnections()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// servedWindow measures the servers and the proxy over one scenario.
+type servedWindow struct {
+	set    *servedSet
+	before proxyCounts
+	cpu    time.Duration // of every server, at the start
+	start  time.Time
+}
+
+func (s *servedSet) window() servedWindow {
+	return servedWindow{set: s, before: s.proxy.counts(), cpu: s.serversCPU(), start: time.Now()}
+}
+
+// row is the window's counts so far: the proxy's requests, rounds and
+// bytes, and the servers' CPU.
+func (w servedWindow) row(name string) Row {
+	c := w.set.proxy.counts().since(w.before)
+	return Row{Scenario: name, Requests: c.requests, Rounds: c.rounds, BytesRead: c.read, BytesWritten: c.written,
+		Wall: time.Since(w.start), CPU: w.set.serversCPU() - w.cpu}
+}
+
+func (s *servedSet) serversCPU() time.Duration {
+	var t time.Duration
+	for _, srv := range s.servers {
+		t += srv.cpu()
+	}
+	return t
+}
+
+// noteServers notes what the servers hold in memory, and any that exited.
+func (s *servedSet) noteServers(row *Row, n int) error {
+	var peak int64
+	var now []string
+	for _, srv := range s.servers[:n] {
+		if err := srv.alive(); err != nil {
+			return err
+		}
+		r, p := srv.rss()
+		peak = max(peak, p)
+		now = append(now, size(r))
+	}
+	row.metric("server_rss_peak_bytes", float64(peak))
+	row.note("server RSS %s, peak %s", strings.Join(now, " "), size(peak))
+	return nil
+}
+
+// servedPuts measures PutSamples puts through the first server, one at
+// a time, as (*sizeRun).puts does in process.
+func (r *sizeRun) servedPuts(ctx context.Context, name string, path func(i int) string, replace bool) (total Row, took []time.Duration, gen uint64, err error) {
+	srvs, err := r.served.serversFor(ctx, 1)
+	if err != nil {
+		return Row{}, nil, 0, err
+	}
+	for i := range r.cfg.PutSamples {
+		if err := pace(ctx, r.cfg); err != nil {
+			return Row{}, nil, 0, err
+		}
+		w := r.served.window()
+		g, err := r.served.putFile(ctx, srvs[0], path(i), putBody, replace)
+		if err != nil {
+			return Row{}, nil, 0, putError(err)
+		}
+		gen = max(gen, g)
+		row := w.row(name)
+		total.Requests += row.Requests
+		total.Rounds += row.Rounds
+		total.BytesRead += row.BytesRead
+		total.BytesWritten += row.BytesWritten
+		total.Wall += row.Wall
+		total.CPU += row.CPU
+		took = append(took, row.Wall)
+	}
+	total.HeadBytes = r.st.headBytes(ctx)
+	slices.Sort(took)
+	return total, took, gen, nil
+}
+
+func (r *sizeRun) servedPutNew(ctx context.Context) ([]Row, error) {
+	n := r.cfg.PutSamples
+	total, took, _, err := r.servedPuts(ctx, PutNewWarm, func(i int) string { return fmt.Sprintf("new/d%d/put-new.txt", i) }, false)
+	if err != nil {
+		return nil, err
+	}
+	row := total.mean(PutNewWarm, n)
+	row.metric("puts", float64(n))
+	row.metric("p50_s", percentile(took, 0.50).Seconds())
+	row.metric("max_s", took[n-1].Seconds())
+	row.note("through cairn serve: mean of %d puts of new files, one at a time, folds and background work included; p50 %s, slowest %s",
+		n, dur(percentile(took, 0.50)), dur(took[n-1]))
+	return []Row{row}, r.served.noteServers(&row, 1)
+}
+
+func (r *sizeRun) servedPutReplace(ctx context.Context) ([]Row, error) {
+	n := r.cfg.PutSamples
+	total, took, gen, err := r.servedPuts(ctx, PutReplaceWarm, func(i int) string { return r.sh.someFile(1 + i) }, true)
+	if err != nil {
+		return nil, err
+	}
+	row := total.mean(PutReplaceWarm, n)
+	row.metric("puts", float64(n))
+	row.metric("p50_s", percentile(took, 0.50).Seconds())
+	row.note("through cairn serve: mean of %d puts replacing a file, one at a time, folds and background work included; p50 %s; generation up to %d",
+		n, dur(percentile(took, 0.50)), gen)
+	return []Row{row}, r.served.noteServers(&row, 1)
+}
+
+// servedPutCommit is putCommit through the first server.
+func (r *sizeRun) servedPutCommit(ctx context.Context) ([]Row, error) {
+	srvs, err := r.served.serversFor(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	commit := func(i int) error {
+		_, err := r.served.call(ctx, srvs[0], "workbench_commit", map[string]any{"id": WorkbenchID,
+			"manifest": map[string]any{"round": i}, "content_digest_uri": "sha256:" + strings.Repeat("0", 63) + "1", "replace": i > 0})
+		return err
+	}
+	if err := commit(0); err != nil {
+		return nil, err
+	}
+	n := r.cfg.CommitSamples
+	var total, commits Row
+	var took, commitTook []time.Duration
+	for i := 1; i <= n; i++ {
+		if err := pace(ctx, r.cfg); err != nil {
+			return nil, err
+		}
+		w := r.served.window()
+		if _, err := r.served.putFile(ctx, srvs[0], r.sh.someFile(1+i), putBody, true); err != nil {
+			return nil, putError(err)
+		}
+		cw := r.served.window()
+		if err := commit(i); err != nil {
+			return nil, err
+		}
+		c := cw.row(PutCommitWarm)
+		commitTook = append(commitTook, c.Wall)
+		commits.Requests += c.Requests
+		commits.Rounds += c.Rounds
+		commits.BytesWritten += c.BytesWritten
+		row := w.row(PutCommitWarm)
+		total.Requests += row.Requests
+		total.Rounds += row.Rounds
+		total.BytesRead += row.BytesRead
+		total.BytesWritten += row.BytesWritten
+		total.Wall += row.Wall
+		total.CPU += row.CPU
+		took = append(took, row.Wall)
+	}
+	total.HeadBytes = r.st.headBytes(ctx)
+	row := total.mean(PutCommitWarm, n)
+	alone := commits.mean(PutCommitWarm, n)
+	slices.Sort(took)
+	slices.Sort(commitTook)
+	row.metric("pairs", float64(n))
+	row.metric("p50_s", percentile(took, 0.50).Seconds())
+	row.metric("commit_p50_s", percentile(commitTook, 0.50).Seconds())
+	row.metric("commit_bytes_written", float64(alone.BytesWritten))
+	row.note("through cairn serve: mean of %d pairs of one replaced file and a commit, folds and background work included; p50 %s; the commit alone: p50 %s, %d requests in %d rounds, %s written (mean)",
+		n, dur(percentile(took, 0.50)), dur(percentile(commitTook, 0.50)), alone.Requests, alone.Rounds, size(alone.BytesWritten))
+	return []Row{row}, r.served.noteServers(&row, 1)
+}
+
+// servedThroughput is throughput through n serve processes: the same
+// open loop, over HTTP, with the same check of what landed. The row's
+// counts are the proxy's (every server's requests), its CPU the
+// servers'.
+func (r *sizeRun) servedThroughput(ctx context.Context, name string, n int) ([]Row, error) {
+	srvs, err := r.served.serversFor(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	if err := pace(ctx, r.cfg); err != nil {
+		return nil, err
+	}
+	w := r.served.window()
+	outs, err := r.offer(ctx, name, n, w.start, func(ctx context.Context, ri int, path, text string) error {
+		_, err := r.served.putFile(ctx, srvs[ri], path, text, false)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	row := w.row(name)
+	row.HeadBytes = r.st.headBytes(ctx)
+	lost, dup, landed, err := r.check(ctx, outs)
+	if err != nil {
+		return nil, err
+	}
+	t := tallyOutcomes(outs, r.cfg, n)
+	t.record(&row, r.cfg)
+	row.metric("lost", float64(lost))
+	row.metric("duplicated", float64(dup))
+	row.note("through %d cairn serve process(es)", n)
+	row.note("lost %d, duplicated %d", lost, dup)
+	if landed > 0 {
+		row.note("%d failed calls landed anyway", landed)
+	}
+	c := r.served.proxy.counts().since(w.before)
+	if t.acked > 0 {
+		per := float64(c.requests) / float64(t.acked)
+		row.metric("requests_per_ack", per)
+		row.note("%.2f requests and %.2f writes per acknowledged put, %d writes throttled, %d lists, %d deletes",
+			per, float64(c.writes)/float64(t.acked), c.throttled, c.lists, c.deletes)
+	}
+	t.recordErrors(&row, n)
+	return []Row{row}, r.served.noteServers(&row, n)
+}
+
+// cpu returns the process's user and system CPU time so far, from /proc
+// (0 where there is none). The kernel counts it in ticks of 1/100 s.
+func (p *proc) cpu() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// The command name, in parentheses, may hold spaces: count fields
+	// after its closing parenthesis (state is field 3; utime and stime
+	// are 14 and 15).
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(u+s) * 10 * time.Millisecond
+}
+
+// memoryDir is /dev/shm where it is a directory, else the temporary one.
+func memoryDir() string {
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		return "/dev/shm"
+	}
+	return os.TempDir()
+}
