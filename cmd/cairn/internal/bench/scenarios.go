@@ -61,13 +61,14 @@ func runSize(ctx context.Context, cfg Config, n int) (rows []Row, seed *Seeding,
 		return nil, nil, err
 	}
 	seed = &Seeding{Files: n, Wall: time.Since(start), BytesWritten: warm.cnt.Snapshot().Total().BytesWritten}
-	objs, _, err := bucket.ListAll(ctx, st.raw, bucket.ListOptions{})
+	if served != nil {
+		// The emulator walks every object for each page of a listing.
+		seed.Objects, seed.StoreBytes, err = served.stored()
+	} else {
+		seed.Objects, seed.StoreBytes, err = stored(ctx, st.raw)
+	}
 	if err != nil {
 		return nil, seed, err
-	}
-	seed.Objects = len(objs)
-	for _, o := range objs {
-		seed.StoreBytes += o.Size
 	}
 	cfg.progress("%d files: seeded in %s", n, seed.Wall.Round(time.Millisecond))
 	st.sw.bypass.Store(false)
@@ -105,6 +106,16 @@ func runSize(ctx context.Context, cfg Config, n int) (rows []Row, seed *Seeding,
 		}
 	}
 	return rows, seed, nil
+}
+
+// stored counts the objects in b and their bytes.
+func stored(ctx context.Context, b bucket.Bucket) (int, int64, error) {
+	objs, _, err := bucket.ListAll(ctx, b, bucket.ListOptions{})
+	var n int64
+	for _, o := range objs {
+		n += o.Size
+	}
+	return len(objs), n, err
 }
 
 // scenario runs the scenarios named, in one go.
@@ -180,10 +191,7 @@ func (r *sizeRun) puts(ctx context.Context, name string, path func(i int) string
 		if err != nil {
 			return Row{}, nil, 0, 0, err
 		}
-		total.add(r.warm.cnt.Snapshot()) // measure's counts of this put
-		total.Wall += row.Wall
-		total.CPU += row.CPU
-		total.Fsyncs += row.Fsyncs
+		total.plus(row)
 		total.HeadBytes = row.HeadBytes
 		took = append(took, row.Wall)
 		largest = max(largest, row.BytesWritten)
@@ -269,26 +277,13 @@ func (r *sizeRun) putCommit(ctx context.Context) ([]Row, error) {
 		if err != nil {
 			return nil, err
 		}
-		total.add(r.warm.cnt.Snapshot())
-		total.Wall += row.Wall
-		total.CPU += row.CPU
-		total.Fsyncs += row.Fsyncs
+		total.plus(row)
 		total.HeadBytes = row.HeadBytes
 		took = append(took, row.Wall)
 	}
-	row := total.mean(PutCommitWarm, n)
-	alone := commits.mean(PutCommitWarm, n)
+	row := pairRow(total, commits, took, commitTook, n, "")
 	r.noteFsyncs(&row, "pair", total.Fsyncs, n)
 	r.noteFsyncs(&row, "commit", commits.Fsyncs, n)
-	slices.Sort(took)
-	slices.Sort(commitTook)
-	row.metric("pairs", float64(n))
-	row.metric("p50_s", percentile(took, 0.50).Seconds())
-	row.metric("commit_p50_s", percentile(commitTook, 0.50).Seconds())
-	row.metric("commit_bytes_written", float64(alone.BytesWritten))
-	row.metric("commit_requests", float64(alone.Requests))
-	row.note("mean of %d pairs of one replaced file and a commit, folds included; p50 %s; the commit alone: p50 %s, %d requests in %d rounds, %s written (mean)",
-		n, dur(percentile(took, 0.50)), dur(percentile(commitTook, 0.50)), alone.Requests, alone.Rounds, size(alone.BytesWritten))
 	switch r.cfg.ValueFormat {
 	case 2:
 		row.note("value format 2: members in rows")
@@ -296,6 +291,35 @@ func (r *sizeRun) putCommit(ctx context.Context) ([]Row, error) {
 		row.note("value format 3: member trees, the whole workbench read")
 	}
 	return []Row{row}, nil
+}
+
+// pairRow is the row of put-commit-warm: the mean of n pairs whose
+// counts add up to total, the commits' alone to commits, with the p50
+// of each, its note after the prefix given.
+func pairRow(total, commits Row, took, commitTook []time.Duration, n int, prefix string) Row {
+	row := total.mean(PutCommitWarm, n)
+	alone := commits.mean(PutCommitWarm, n)
+	slices.Sort(took)
+	slices.Sort(commitTook)
+	row.metric("pairs", float64(n))
+	row.metric("p50_s", percentile(took, 0.50).Seconds())
+	row.metric("commit_p50_s", percentile(commitTook, 0.50).Seconds())
+	row.metric("commit_bytes_written", float64(alone.BytesWritten))
+	row.metric("commit_requests", float64(alone.Requests))
+	row.note("%smean of %d pairs of one replaced file and a commit, folds included; p50 %s; the commit alone: p50 %s, %d requests in %d rounds, %s written (mean)",
+		prefix, n, dur(percentile(took, 0.50)), dur(percentile(commitTook, 0.50)), alone.Requests, alone.Rounds, size(alone.BytesWritten))
+	return row
+}
+
+// plus adds o's counts, times and fsyncs to r.
+func (r *Row) plus(o Row) {
+	r.Requests += o.Requests
+	r.Rounds += o.Rounds
+	r.BytesRead += o.BytesRead
+	r.BytesWritten += o.BytesWritten
+	r.Wall += o.Wall
+	r.CPU += o.CPU
+	r.Fsyncs += o.Fsyncs
 }
 
 // mean returns the row of scenario name whose counts and times are

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -266,12 +267,7 @@ func (r *sizeRun) servedPuts(ctx context.Context, name string, path func(i int) 
 		}
 		gen = max(gen, g)
 		row := w.row(name)
-		total.Requests += row.Requests
-		total.Rounds += row.Rounds
-		total.BytesRead += row.BytesRead
-		total.BytesWritten += row.BytesWritten
-		total.Wall += row.Wall
-		total.CPU += row.CPU
+		total.plus(row)
 		took = append(took, row.Wall)
 	}
 	total.HeadBytes = r.st.headBytes(ctx)
@@ -339,29 +335,13 @@ func (r *sizeRun) servedPutCommit(ctx context.Context) ([]Row, error) {
 		}
 		c := cw.row(PutCommitWarm)
 		commitTook = append(commitTook, c.Wall)
-		commits.Requests += c.Requests
-		commits.Rounds += c.Rounds
-		commits.BytesWritten += c.BytesWritten
+		commits.plus(c)
 		row := w.row(PutCommitWarm)
-		total.Requests += row.Requests
-		total.Rounds += row.Rounds
-		total.BytesRead += row.BytesRead
-		total.BytesWritten += row.BytesWritten
-		total.Wall += row.Wall
-		total.CPU += row.CPU
+		total.plus(row)
 		took = append(took, row.Wall)
 	}
 	total.HeadBytes = r.st.headBytes(ctx)
-	row := total.mean(PutCommitWarm, n)
-	alone := commits.mean(PutCommitWarm, n)
-	slices.Sort(took)
-	slices.Sort(commitTook)
-	row.metric("pairs", float64(n))
-	row.metric("p50_s", percentile(took, 0.50).Seconds())
-	row.metric("commit_p50_s", percentile(commitTook, 0.50).Seconds())
-	row.metric("commit_bytes_written", float64(alone.BytesWritten))
-	row.note("through cairn serve: mean of %d pairs of one replaced file and a commit, folds and background work included; p50 %s; the commit alone: p50 %s, %d requests in %d rounds, %s written (mean)",
-		n, dur(percentile(took, 0.50)), dur(percentile(commitTook, 0.50)), alone.Requests, alone.Rounds, size(alone.BytesWritten))
+	row := pairRow(total, commits, took, commitTook, n, "through cairn serve, background work included: ")
 	return []Row{row}, r.served.noteServers(&row, 1)
 }
 
@@ -443,4 +423,24 @@ func memoryDir() string {
 		return "/dev/shm"
 	}
 	return os.TempDir()
+}
+
+// stored counts the emulator's objects and their bytes from its files
+// (one an object; the bucket's own metadata sits beside its directory).
+func (s *servedSet) stored() (int, int64, error) {
+	var n int
+	var size int64
+	err := filepath.WalkDir(filepath.Join(s.dir, "store", WorkbenchID), func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		n++
+		size += fi.Size()
+		return nil
+	})
+	return n, size, err
 }
