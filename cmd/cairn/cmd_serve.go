@@ -324,7 +324,14 @@ const (
 	// maxMiB is the largest size flag in MiB: 1 PiB, whose bytes fit an
 	// int64 with room to spare.
 	maxMiB          = 1 << 30
-	defaultMaxConns = 512
+	// defaultMaxConns bounds the connections open at once. A put waits
+	// for its group commit, about one to two head intervals (1 s on
+	// GCS), with its connection open, so 1,000 puts a second need 1,000
+	// to 2,500 connections; at 512 one replica topped out near 350 puts
+	// a second through `cairn bench --served` (docs/performance.md). A
+	// connection between requests holds a goroutine and two 4 KiB
+	// buffers: 4,096 of them are about 80 MiB.
+	defaultMaxConns = 4096
 	defaultConnIdle = 60 * time.Second
 	maxHeaderBytes  = 64 << 10
 )
