@@ -114,7 +114,10 @@ func open(ctx context.Context, u *url.URL) (bucket.Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gcs: %w", err)
 	}
-	copts := []option.ClientOption{storage.WithJSONReads()}
+	// The client's default telemetry wraps every request in OpenTelemetry
+	// instrumentation that cairn never exports: 7.6% of a served put's
+	// CPU (docs/bucket.md).
+	copts := []option.ClientOption{storage.WithJSONReads(), option.WithTelemetryDisabled()}
 	ep, custom := q["endpoint"]
 	if custom {
 		root, err := endpointRoot(ep)
