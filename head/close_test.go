@@ -290,7 +290,6 @@ func intentReplicasFault(t *testing.T, n int, interval time.Duration) ([]*head.S
 		}
 		t.Cleanup(func() { s.Close() })
 		handleAppend(s)
-		head.SetLoneProbeForTest(s, 0) // these replicas probe at every commit
 		stores = append(stores, s)
 		fbs = append(fbs, fb)
 	}

@@ -103,18 +103,12 @@ func (s *Store) othersActive() bool {
 // head never sees another's head write, while the others, losing every
 // race, publish their commands as intents and wait for a carrier. Found
 // ones make this Store contended (othersActive). A paced Store carries
-// them in this attempt; the listing runs beside the attempt's pin and
-// prefetch, so it costs a request, not a round.
-//
-// A listing is billed as a write is, so a Store probes only where others
-// may be starved. A paced Store probes every batch of more than one call
-// (a load a losing replica may share), and a batch of one at most once
-// per contendedFor: a lone writer's put then costs its own requests, and
-// a replica that loses to it at a light load wins the head itself soon
-// (the winner leaves most of the head's slots free). A Store that does
-// not pace probes at most once a second, and only batches of more than
-// one call. Nothing is probed when the Store is contended already: the
-// attempt lists intents itself then.
+// them in this attempt; the listing starts with the attempt, beside its
+// read of the head, so it costs a request, not a round. A Store that does not pace probes at most once a second, and only
+// for batches of more than one call (a load that others may share), so
+// that a lone writer's commits seldom wait for a listing. Nothing is
+// probed when the Store is contended already: the attempt lists intents
+// itself then.
 func (s *Store) probeIntents(ctx context.Context, calls []*call) func() []foreignIntent {
 	none := func() []foreignIntent { return nil }
 	if !s.opts.Intents || s.opts.NoGroupCommit || s.othersActive() {
@@ -127,26 +121,16 @@ func (s *Store) probeIntents(ctx context.Context, calls []*call) func() []foreig
 			s.mu.Unlock()
 		}
 	}
-	s.mu.Lock()
-	var every time.Duration
-	switch paced := s.opts.MinCommitInterval > 0; {
-	case paced && len(calls) > 1:
-		every = 0
-	case paced:
-		every = s.loneProbe
-	case len(calls) > 1:
-		every = time.Second
-	default:
+	if s.opts.MinCommitInterval <= 0 {
+		s.mu.Lock()
+		due := len(calls) > 1 && time.Since(s.lastProbe) >= time.Second
+		if due {
+			s.lastProbe = time.Now()
+		}
 		s.mu.Unlock()
-		return none
-	}
-	due := s.lastProbe.IsZero() || time.Since(s.lastProbe) >= every
-	if due {
-		s.lastProbe = time.Now()
-	}
-	s.mu.Unlock()
-	if !due {
-		return none
+		if !due {
+			return none
+		}
 	}
 	done := make(chan []foreignIntent, 1)
 	go func() {

@@ -48,8 +48,7 @@ func handleAppend(s *head.Store) {
 
 // intentReplicas opens n Stores of one new shard over one memory store,
 // with intents on, the head paced at interval (and its writes limited
-// to one an interval), each request taking perRequest. Each probes for
-// intents at every commit, batches of one included.
+// to one an interval), each request taking perRequest.
 func intentReplicas(t *testing.T, n int, interval, perRequest time.Duration) []*head.Store {
 	return intentReplicasOver(t, n, interval, perRequest, nil)
 }
@@ -73,7 +72,6 @@ func intentReplicasOver(t *testing.T, n int, interval, perRequest time.Duration,
 		}
 		t.Cleanup(func() { s.Close() })
 		handleAppend(s)
-		head.SetLoneProbeForTest(s, 0) // these replicas probe at every commit
 		stores = append(stores, s)
 	}
 	return stores
@@ -414,49 +412,40 @@ func TestLoneStoreWritesNoIntents(t *testing.T) {
 	}
 }
 
-// TestLoneWriterProbesSeldom: a paced Store alone on its shard lists
-// other replicas' intents for a batch of one call at most once per
-// contendedFor, so a lone writer's put costs its own requests; its
-// listing runs beside the head read, not after it; and a batch of more
-// than one call is probed every time.
-func TestLoneWriterProbesSeldom(t *testing.T) {
+// TestProbeSharesTheHeadRead: a paced Store that knows of no other
+// writer lists the intents at every commit, beside its read of the head:
+// a call costs the listing's request but no round more than the same
+// call on a Store that does not probe.
+func TestProbeSharesTheHeadRead(t *testing.T) {
 	ctx := context.Background()
-	const interval = 10 * time.Millisecond
-	cnt := counting.New(latency.New(mem.NewBucket(), latency.Options{PerRequest: 2 * time.Millisecond}))
-	s, err := head.Open(ctx, cnt, shards.NewShardID(), head.SchemaForTest, head.Options{MinCommitInterval: interval, Intents: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	handleAppend(s)
-	if err := s.Initialize(ctx); err != nil {
-		t.Fatal(err)
-	}
-	do := func(i int) {
-		if _, err := s.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(i%3, fmt.Sprint(i))}); err != nil {
+	rounds := func(opts head.Options) counting.Stats {
+		t.Helper()
+		cnt := counting.New(latency.New(mem.NewBucket(), latency.Options{PerRequest: 2 * time.Millisecond}))
+		s, err := head.Open(ctx, cnt, shards.NewShardID(), head.SchemaForTest, opts)
+		if err != nil {
 			t.Fatal(err)
 		}
+		defer s.Close()
+		handleAppend(s)
+		if err := s.Initialize(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(0, "warm")}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond) // past the pacing interval
+		cnt.Reset()
+		if _, err := s.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(0, "x")}); err != nil {
+			t.Fatal(err)
+		}
+		return cnt.Snapshot()
 	}
-	do(0) // the first probe
-	cnt.Reset()
-	for i := range 10 {
-		do(i + 1)
+	probed := rounds(head.Options{MinCommitInterval: 10 * time.Millisecond, Intents: true})
+	plain := rounds(head.Options{Intents: true}) // unpaced: a batch of one is not probed
+	if probed.List.Requests != 1 || plain.List.Requests != 0 {
+		t.Fatalf("listings: paced %d, unpaced %d; want 1 and 0", probed.List.Requests, plain.List.Requests)
 	}
-	if lists := cnt.Snapshot().List.Requests; lists != 0 {
-		t.Errorf("10 lone calls after the first listed intents %d times, want 0", lists)
-	}
-	// With every batch probed, the listing shares the head read's round.
-	head.SetLoneProbeForTest(s, 0)
-	cnt.Reset()
-	do(11)
-	probed := cnt.Snapshot()
-	if probed.List.Requests != 1 {
-		t.Fatalf("a probed call listed %d times, want 1", probed.List.Requests)
-	}
-	head.SetLoneProbeForTest(s, time.Hour)
-	cnt.Reset()
-	do(12)
-	if lone := cnt.Snapshot().Rounds; probed.Rounds > lone {
-		t.Errorf("a probed call took %d rounds, one without a probe %d: the listing took a round of its own", probed.Rounds, lone)
+	if probed.Rounds > plain.Rounds {
+		t.Errorf("a probed call took %d rounds, one without a probe %d: the listing took a round of its own", probed.Rounds, plain.Rounds)
 	}
 }

@@ -227,7 +227,6 @@ type Store struct {
 	cycle       time.Duration // how long the head takes to advance, a moving average (noteAdvance)
 	lastAdvance time.Time     // when this Store last saw the head advance
 	lastProbe   time.Time     // when this Store last listed intents in the background (probeIntents)
-	loneProbe   time.Duration // how often a paced Store probes for a batch of one: contendedFor (tests change it)
 	published   atomic.Int64  // intents this Store wrote
 	dropping    sync.Map      // intent keys a landed commit settled, their deletes under way
 	carried     atomic.Int64  // other replicas' commands its commits applied
@@ -291,8 +290,6 @@ func newStore(b bucket.Bucket, layout shards.Layout, opts Options) *Store {
 		tables:  caches.tables,
 		roots:   caches.roots,
 		retry:   opts.retryPolicy(),
-
-		loneProbe: contendedFor,
 	}
 }
 
