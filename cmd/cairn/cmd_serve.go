@@ -323,7 +323,7 @@ const (
 	defaultGCPercent = 50
 	// maxMiB is the largest size flag in MiB: 1 PiB, whose bytes fit an
 	// int64 with room to spare.
-	maxMiB          = 1 << 30
+	maxMiB = 1 << 30
 	// defaultMaxConns bounds the connections open at once. A put waits
 	// for its group commit, about one to two head intervals (1 s on
 	// GCS), with its connection open, so 1,000 puts a second need 1,000

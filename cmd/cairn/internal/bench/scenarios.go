@@ -250,16 +250,8 @@ func (r *sizeRun) putCommit(ctx context.Context) ([]Row, error) {
 		}
 		return nil
 	}
-	if err := commit(0); err != nil {
-		return nil, err
-	}
-	n := r.cfg.CommitSamples
-	var total, commits Row
-	var took, commitTook []time.Duration
-	for i := 1; i <= n; i++ {
-		if err := pace(ctx, r.cfg); err != nil {
-			return nil, err
-		}
+	total, commits, row, err := r.pairs(ctx, commit, func(i int) (Row, Row, error) {
+		var alone Row
 		path := r.sh.someFile(1 + i)
 		row, _, err := r.measure(ctx, PutCommitWarm, r.warm, func() (map[string]any, error) {
 			_, err := r.warm.svc.PutFile(ctx, workbench.PutFileInput{ID: WorkbenchID, Section: section, Path: path, Text: &putBody, Replace: true})
@@ -269,19 +261,16 @@ func (r *sizeRun) putCommit(ctx context.Context) ([]Row, error) {
 			before, syncs := r.warm.cnt.Snapshot(), r.st.syncs()
 			start := time.Now()
 			err = commit(i)
-			commitTook = append(commitTook, time.Since(start))
-			commits.addSince(r.warm.cnt.Snapshot(), before)
-			commits.Fsyncs += r.st.syncs() - syncs
+			alone.addSince(r.warm.cnt.Snapshot(), before)
+			alone.Wall, alone.Fsyncs = time.Since(start), r.st.syncs()-syncs
 			return nil, err
 		})
-		if err != nil {
-			return nil, err
-		}
-		total.plus(row)
-		total.HeadBytes = row.HeadBytes
-		took = append(took, row.Wall)
+		return row, alone, err
+	}, "")
+	if err != nil {
+		return nil, err
 	}
-	row := pairRow(total, commits, took, commitTook, n, "")
+	n := r.cfg.CommitSamples
 	r.noteFsyncs(&row, "pair", total.Fsyncs, n)
 	r.noteFsyncs(&row, "commit", commits.Fsyncs, n)
 	switch r.cfg.ValueFormat {
@@ -291,6 +280,33 @@ func (r *sizeRun) putCommit(ctx context.Context) ([]Row, error) {
 		row.note("value format 3: member trees, the whole workbench read")
 	}
 	return []Row{row}, nil
+}
+
+// pairs commits once with commit(0), not measured (the first commit
+// freezes every file), then measures CommitSamples pairs, each after the
+// write limit's window: sample(i) replaces a file, commits with
+// commit(i), and returns the pair's row and its commit's alone. It
+// returns their sums and the row of their mean, its note after prefix.
+func (r *sizeRun) pairs(ctx context.Context, commit func(int) error, sample func(i int) (pair, alone Row, err error), prefix string) (total, commits, row Row, err error) {
+	if err := commit(0); err != nil {
+		return Row{}, Row{}, Row{}, err
+	}
+	n := r.cfg.CommitSamples
+	var took, commitTook []time.Duration
+	for i := 1; i <= n; i++ {
+		if err := pace(ctx, r.cfg); err != nil {
+			return Row{}, Row{}, Row{}, err
+		}
+		pair, alone, err := sample(i)
+		if err != nil {
+			return Row{}, Row{}, Row{}, err
+		}
+		total.plus(pair)
+		total.HeadBytes = pair.HeadBytes
+		commits.plus(alone)
+		took, commitTook = append(took, pair.Wall), append(commitTook, alone.Wall)
+	}
+	return total, commits, pairRow(total, commits, took, commitTook, n, prefix), nil
 }
 
 // pairRow is the row of put-commit-warm: the mean of n pairs whose

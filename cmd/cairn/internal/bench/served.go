@@ -315,33 +315,23 @@ func (r *sizeRun) servedPutCommit(ctx context.Context) ([]Row, error) {
 			"manifest": map[string]any{"round": i}, "content_digest_uri": "sha256:" + strings.Repeat("0", 63) + "1", "replace": i > 0})
 		return err
 	}
-	if err := commit(0); err != nil {
-		return nil, err
-	}
-	n := r.cfg.CommitSamples
-	var total, commits Row
-	var took, commitTook []time.Duration
-	for i := 1; i <= n; i++ {
-		if err := pace(ctx, r.cfg); err != nil {
-			return nil, err
-		}
+	_, _, row, err := r.pairs(ctx, commit, func(i int) (Row, Row, error) {
 		w := r.served.window()
 		if _, err := r.served.putFile(ctx, srvs[0], r.sh.someFile(1+i), putBody, true); err != nil {
-			return nil, putError(err)
+			return Row{}, Row{}, putError(err)
 		}
 		cw := r.served.window()
 		if err := commit(i); err != nil {
-			return nil, err
+			return Row{}, Row{}, err
 		}
-		c := cw.row(PutCommitWarm)
-		commitTook = append(commitTook, c.Wall)
-		commits.plus(c)
-		row := w.row(PutCommitWarm)
-		total.plus(row)
-		took = append(took, row.Wall)
+		alone := cw.row(PutCommitWarm)
+		pair := w.row(PutCommitWarm)
+		pair.HeadBytes = r.st.headBytes(ctx)
+		return pair, alone, nil
+	}, "through cairn serve, background work included: ")
+	if err != nil {
+		return nil, err
 	}
-	total.HeadBytes = r.st.headBytes(ctx)
-	row := pairRow(total, commits, took, commitTook, n, "through cairn serve, background work included: ")
 	return []Row{row}, r.served.noteServers(&row, 1)
 }
 
