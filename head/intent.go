@@ -103,45 +103,104 @@ func (s *Store) othersActive() bool {
 // head never sees another's head write, while the others, losing every
 // race, publish their commands as intents and wait for a carrier. Found
 // ones make this Store contended (othersActive). A paced Store carries
-// them in this attempt; the listing starts with the attempt, beside its
-// read of the head, so it costs a request, not a round. A Store that does not pace probes at most once a second, and only
-// for batches of more than one call (a load that others may share), so
-// that a lone writer's commits seldom wait for a listing. Nothing is
-// probed when the Store is contended already: the attempt lists intents
-// itself then.
+// them in this attempt. Its listing starts with the attempt, beside its
+// read of the head, or earlier, beside the reads of the caller whose
+// command this is (ExpectCommand), so it costs a request, not a round. A
+// Store that does not pace probes at most once a second, and only for
+// batches of more than one call (a load that others may share), so that
+// a lone writer's commits seldom wait for a listing. Nothing is probed
+// when the Store is contended already: the attempt lists intents itself
+// then.
 func (s *Store) probeIntents(ctx context.Context, calls []*call) func() []foreignIntent {
 	none := func() []foreignIntent { return nil }
 	if !s.opts.Intents || s.opts.NoGroupCommit || s.othersActive() {
 		return none
 	}
-	found := func(foreign []foreignIntent) {
-		if len(foreign) > 0 {
-			s.mu.Lock()
-			s.intentsSeen = time.Now()
-			s.mu.Unlock()
+	if s.opts.MinCommitInterval > 0 {
+		p := s.takeEarly()
+		if p == nil {
+			p = s.listIntents(ctx)
 		}
+		return func() []foreignIntent { return p.take(calls) }
 	}
-	if s.opts.MinCommitInterval <= 0 {
-		s.mu.Lock()
-		due := len(calls) > 1 && time.Since(s.lastProbe) >= time.Second
-		if due {
-			s.lastProbe = time.Now()
-		}
-		s.mu.Unlock()
-		if !due {
-			return none
-		}
+	s.mu.Lock()
+	due := len(calls) > 1 && time.Since(s.lastProbe) >= time.Second
+	if due {
+		s.lastProbe = time.Now()
 	}
-	done := make(chan []foreignIntent, 1)
+	s.mu.Unlock()
+	if !due {
+		return none
+	}
+	p := s.listIntents(ctx)
+	return func() []foreignIntent { return p.take(calls) }
+}
+
+// A probe is one listing of other replicas' intents under way.
+type probe struct {
+	at      time.Time
+	done    chan struct{} // closed once foreign is set
+	foreign []foreignIntent
+}
+
+// take waits for the listing and returns the intents it found that calls
+// did not publish. It runs on the attempt's goroutine, which publishes
+// the calls' intents (share), so it reads them after any the attempt
+// published while the listing ran.
+func (p *probe) take(calls []*call) []foreignIntent {
+	<-p.done
+	own := ownIntents(calls)
+	return slices.DeleteFunc(slices.Clone(p.foreign), func(f foreignIntent) bool { return own[f.key] })
+}
+
+// listIntents starts a probe. Found intents make this Store contended
+// (its own among them: it published them because it was); a failed
+// listing finds none (a later commit probes again).
+func (s *Store) listIntents(ctx context.Context) *probe {
+	p := &probe{at: time.Now(), done: make(chan struct{})}
 	go func() {
-		foreign, err := s.pendingIntents(ctx, calls)
-		if err != nil {
-			foreign = nil // a later commit probes again
+		defer close(p.done)
+		foreign, err := s.pendingIntents(ctx, nil)
+		if err != nil || len(foreign) == 0 {
+			return
 		}
-		found(foreign)
-		done <- foreign
+		p.foreign = foreign
+		s.mu.Lock()
+		s.intentsSeen = time.Now()
+		s.mu.Unlock()
 	}()
-	return func() []foreignIntent { return <-done }
+	return p
+}
+
+// ExpectCommand tells s that the caller is about to pin and read for a
+// command it will then Do. A paced Store that would probe for other
+// replicas' intents at that command's commit (probeIntents) starts the
+// listing now, beside the caller's reads; the commit takes it if it
+// starts within one MinCommitInterval, and lists again otherwise. One
+// early probe is under way at a time.
+func (s *Store) ExpectCommand() {
+	if !s.opts.Intents || s.opts.NoGroupCommit || s.opts.MinCommitInterval <= 0 || s.othersActive() {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.early != nil && time.Since(s.early.at) < s.opts.MinCommitInterval {
+		return
+	}
+	s.early = s.listIntents(s.stop)
+}
+
+// takeEarly returns the early probe for this attempt, if one started
+// within the interval.
+func (s *Store) takeEarly() *probe {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.early
+	s.early = nil
+	if e == nil || time.Since(e.at) >= s.opts.MinCommitInterval {
+		return nil
+	}
+	return e
 }
 
 // settleApplied finishes the calls whose data commands another replica
@@ -470,10 +529,7 @@ func (s *Store) pendingIntents(ctx context.Context, calls []*call) ([]foreignInt
 	if err != nil {
 		return nil, err
 	}
-	own := map[string]bool{}
-	for _, c := range calls {
-		own[c.intent] = true
-	}
+	own := ownIntents(calls)
 	cutoff := time.Now().Add(-s.opts.MaxAttemptAge).UnixMilli()
 	var keys []string
 	for _, o := range objs {
@@ -509,6 +565,17 @@ func (s *Store) pendingIntents(ctx context.Context, calls []*call) ([]foreignInt
 		return nil, err
 	}
 	return slices.DeleteFunc(out, func(f foreignIntent) bool { return f.key == "" }), nil
+}
+
+// ownIntents is the set of the intents calls published.
+func ownIntents(calls []*call) map[string]bool {
+	own := map[string]bool{}
+	for _, c := range calls {
+		if c.intent != "" {
+			own[c.intent] = true
+		}
+	}
+	return own
 }
 
 // applyForeign applies the commands of other replicas' intents on top of

@@ -413,10 +413,17 @@ func TestLoneStoreWritesNoIntents(t *testing.T) {
 }
 
 // TestProbeSharesTheHeadRead: a paced Store that knows of no other
-// writer lists the intents at every commit, beside its read of the head:
-// a call costs the listing's request but no round more than the same
-// call on a Store that does not probe.
+// writer lists the intents at every commit, beside its read of the head
+// (the commit's own, or the caller's that ExpectCommand announced): a
+// call costs the listing's request but no round more than the same call
+// on a Store that does not probe.
 func TestProbeSharesTheHeadRead(t *testing.T) {
+	for _, expect := range []bool{false, true} {
+		t.Run(fmt.Sprintf("expect=%v", expect), func(t *testing.T) { probeSharesTheHeadRead(t, expect) })
+	}
+}
+
+func probeSharesTheHeadRead(t *testing.T, expect bool) {
 	ctx := context.Background()
 	rounds := func(opts head.Options) counting.Stats {
 		t.Helper()
@@ -435,7 +442,15 @@ func TestProbeSharesTheHeadRead(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // past the pacing interval
 		cnt.Reset()
-		if _, err := s.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(0, "x")}); err != nil {
+		cmd := head.Command{Kind: appendKind, Payload: appendPayload(0, "x")}
+		if expect {
+			// A caller that reads before its command, as a Workbench tool does.
+			s.ExpectCommand()
+			if cmd.At, err = s.Pin(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.Do(ctx, cmd); err != nil {
 			t.Fatal(err)
 		}
 		return cnt.Snapshot()

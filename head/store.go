@@ -227,6 +227,7 @@ type Store struct {
 	cycle       time.Duration // how long the head takes to advance, a moving average (noteAdvance)
 	lastAdvance time.Time     // when this Store last saw the head advance
 	lastProbe   time.Time     // when this Store last listed intents in the background (probeIntents)
+	early       *probe        // a listing of intents started for a coming command (ExpectCommand)
 	published   atomic.Int64  // intents this Store wrote
 	dropping    sync.Map      // intent keys a landed commit settled, their deletes under way
 	carried     atomic.Int64  // other replicas' commands its commits applied

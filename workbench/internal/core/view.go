@@ -42,6 +42,7 @@ func (s *Service) Pin(ctx context.Context) (*head.Snapshot, *Error) {
 // initialized first (create-only), as the engine's first commit would; a
 // store whose head is lost fails and is not.
 func (s *Service) PinForWrite(ctx context.Context) (*head.Snapshot, *Error) {
+	s.store.ExpectCommand() // a paced engine's listing of intents runs beside this pin
 	sn, err := s.store.PinOrEmpty(ctx)
 	if err == nil && !sn.Empty() {
 		return sn, nil
