@@ -437,7 +437,8 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		return true, nil
 	}
 	var foreign []foreignIntent
-	if s.contended() {
+	shared := s.contended()
+	if shared {
 		var done bool
 		if foreign, done, err = s.share(ctx, sn, calls); done || err != nil {
 			return done, err
@@ -448,7 +449,11 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		failAll(calls, err)
 		return true, nil
 	} // a transient failure is met again, and retried, by the read itself
-	foreign = append(foreign, probed()...)
+	if !shared {
+		// Shared, the attempt listed the intents itself (share), after
+		// the probe began: the probe's would only repeat them.
+		foreign = probed()
+	}
 	floor, err := sn.Floor(ctx)
 	if err != nil {
 		if bucket.Transient(err) {

@@ -143,6 +143,12 @@ type probe struct {
 	foreign []foreignIntent
 }
 
+// age is how long ago p began, by whichever of the monotonic and the
+// wall clock moved more: a suspended machine may stop the first.
+func (p *probe) age() time.Duration {
+	return max(time.Since(p.at), time.Now().Round(0).Sub(p.at.Round(0)))
+}
+
 // take waits for the listing and returns the intents it found that calls
 // did not publish. It runs on the attempt's goroutine, which publishes
 // the calls' intents (share), so it reads them after any the attempt
@@ -184,7 +190,7 @@ func (s *Store) ExpectCommand() {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.early != nil && time.Since(s.early.at) < s.opts.MinCommitInterval {
+	if s.early != nil && s.early.age() < s.opts.MinCommitInterval {
 		return
 	}
 	s.early = s.listIntents(s.stop)
@@ -197,7 +203,7 @@ func (s *Store) takeEarly() *probe {
 	defer s.mu.Unlock()
 	e := s.early
 	s.early = nil
-	if e == nil || time.Since(e.at) >= s.opts.MinCommitInterval {
+	if e == nil || e.age() >= s.opts.MinCommitInterval {
 		return nil
 	}
 	return e
