@@ -120,9 +120,15 @@ func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonc
 }
 
 // buildDelta makes the batch's record changes one delta segment, listed
-// first in root. It reports false, changing nothing, when the root would
-// then exceed the hard bounds (twice MaxDeltas or MaxDeltaBytes): the
-// commit must fold. A batch without record changes writes no delta.
+// first in root. It reports false, changing nothing, when the commit must
+// fold instead: the parent's deltas are past the bounds already (their
+// fold is due) and the root would then exceed the hard bounds (twice
+// MaxDeltas or MaxDeltaBytes), or the batch's delta alone is larger than
+// loneDeltaFactor × MaxDeltaBytes. On a parent within the bounds, a
+// batch's delta is listed up to that size: a batch of a few hundred
+// commands, as a carrier of other replicas' intents commits, would
+// otherwise fold at every commit, each rewriting most base shards for a
+// few hundred records. A batch without record changes writes no delta.
 func (s *Store) buildDelta(state *batchState, nonce roots.Nonce, root *roots.Root, c *candidate) (bool, error) {
 	var recs []shards.DeltaRecord
 	for f, m := range state.muts {
@@ -142,7 +148,7 @@ func (s *Store) buildDelta(state *batchState, nonce roots.Nonce, root *roots.Roo
 		return false, err
 	}
 	deltas := append([]roots.DeltaRef{{Ref: ref, Sequence: root.Sequence}}, root.Deltas...)
-	if s.overDeltas(&roots.Root{Deltas: deltas}, 2) {
+	if int64(len(body)) > loneDeltaFactor*s.opts.MaxDeltaBytes || (s.overDeltas(&roots.Root{Deltas: deltas}, 2) && s.overDeltas(root, 1)) {
 		return false, nil
 	}
 	root.Deltas = deltas
@@ -150,6 +156,10 @@ func (s *Store) buildDelta(state *batchState, nonce roots.Nonce, root *roots.Roo
 	c.writes = append(c.writes, write{s.layout.Delta(ref.Hash), body})
 	return true, nil
 }
+
+// loneDeltaFactor bounds, in MaxDeltaBytes, the delta segment of one
+// batch: a larger batch folds at once, a fold its many records amortize.
+const loneDeltaFactor = 3
 
 // overDeltas reports whether r lists more than factor × MaxDeltas delta
 // segments or more than factor × MaxDeltaBytes of them: factor 1 asks

@@ -142,11 +142,16 @@ type call struct {
 	// intent names the intent that carries this data command, once
 	// published: another replica may apply it from then on.
 	intent string
-	defers int // attempts left to the replica that carries the head (leaveToCarrier)
-	done   chan struct{}
-	once   sync.Once
-	res    Result
-	err    error
+	// defers counts the attempts left to the replica that carries the
+	// head, stalls those of them since the head last advanced, and
+	// deferredAt is the sequence the last one was left at
+	// (leaveToCarrier).
+	defers, stalls int
+	deferredAt     uint64
+	done           chan struct{}
+	once           sync.Once
+	res            Result
+	err            error
 }
 
 func (c *call) finish(r Result, err error) {
@@ -517,7 +522,7 @@ func (s *Store) share(ctx context.Context, sn *Snapshot, calls []*call) (foreign
 	if s.settleApplied(ctx, sn, calls) {
 		return nil, true, nil
 	}
-	if s.leaveToCarrier(ctx, calls) {
+	if s.leaveToCarrier(ctx, sn, calls) {
 		// Another replica carries the head now: let it carry this
 		// batch too, instead of building the same commit beside it.
 		return nil, false, errIntentPending
@@ -525,7 +530,7 @@ func (s *Store) share(ctx context.Context, sn *Snapshot, calls []*call) (foreign
 	if s.takeOver(ctx, sn) {
 		return nil, false, errIntentPending // another replica took over first
 	}
-	if s.carrying() {
+	if s.carrying(sn) {
 		foreign, _ = s.pendingIntents(ctx, calls) // unread intents wait for a later commit
 	}
 	return foreign, false, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -303,22 +304,50 @@ func (s *Store) noteAdvance(now time.Time) {
 	s.lastAdvance = now
 }
 
-// maxDefers bounds the attempts a call leaves to the replica that carries
-// the head before its Store competes for the head itself: a carrier that
-// keeps writing the head but never applies the call (it cannot handle
-// its kind, say) must not starve it. With a defer lasting about 1.25
-// intervals, it is about ten intervals.
-const maxDefers = 8
+// maxDefers bounds the attempts in a row a call leaves to the replica
+// that carries the head while the head does not advance, before its Store
+// competes for the head itself. With a defer lasting about 1.25
+// intervals, it is about ten intervals. Defers during which the carrier
+// landed commits count only towards maxDefersAdvancing: a carrier that
+// fell behind (its commits carry the oldest intents first, within
+// intentBudget) is waited for, since every replica competing then would
+// build the same long commit beside it; but one that keeps writing the
+// head without ever applying the call (it cannot handle its kind, say)
+// must not starve it.
+const (
+	maxDefers          = 8
+	maxDefersAdvancing = 3 * maxDefers
+)
 
-// carrying reports whether this Store carries the others' intents: it
-// wrote the head last, or no other replica has written it within two
-// intervals (shareLocked). A replica that does not carry and cannot defer
-// commits its own commands only, so that the work of applying everyone's
-// is done once, by the carrier.
-func (s *Store) carrying() bool {
+// carrying reports whether this Store carries the others' intents at sn:
+// it wrote the head last, or the replica that did has been silent since
+// (silence). A replica that does not carry and cannot defer commits its
+// own commands only, so that the work of applying everyone's is done
+// once, by the carrier.
+func (s *Store) carrying(sn *Snapshot) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return !s.othersLast() || time.Since(s.othersSeen) >= 2*s.shareLocked()
+	return !s.othersLast() || time.Since(s.othersSeen) >= s.silenceLocked(sn)
+}
+
+// foldShares is how many intervals (shareLocked) a carrier that landed a
+// root past the delta bounds is given before the others take over.
+const foldShares = 8
+
+// silenceLocked is how long the replica that wrote sn's head may stay
+// silent before the others take over from it: two intervals, or
+// foldShares when sn's root is past the delta bounds. That replica then
+// folds (noticeDeltas), a commit that rewrites base shards and so takes
+// longer than a delta's; a replica taking over would build the same
+// fold beside it, and all but one such fold are thrown away. Every
+// replica reads the same root, so they agree on the silence they allow;
+// a carrier paused for longer is still taken over from. s.mu is held.
+func (s *Store) silenceLocked(sn *Snapshot) time.Duration {
+	share := s.shareLocked()
+	if sn != nil && s.overDeltas(sn.root, 1) {
+		return foldShares * share
+	}
+	return 2 * share
 }
 
 // othersLast reports whether the last head write this Store knows of is
@@ -354,20 +383,24 @@ func (s *Store) takeOver(ctx context.Context, sn *Snapshot) bool {
 // leaveToCarrier reports whether this attempt should leave the calls to the
 // replica that carries the head: every call is a data command with its
 // intent out, the last head write this Store saw was another replica's
-// and recent (within two intervals, see carrying and shareLocked), and no call
-// has deferred maxDefers times already. It then waits for that replica's
+// and recent (see carrying), and no call has deferred too often already
+// (maxDefers). It then waits for that replica's
 // next turn, so that the next attempt finds the calls applied. Only one
 // replica, the one that last won, builds each commit, however long its
 // commits take; a carrier that goes away (or has nothing of its own to
 // commit, so runs no commit) stops writing the head, and after two
 // intervals the others take over (takeOver).
-func (s *Store) leaveToCarrier(ctx context.Context, calls []*call) bool {
+func (s *Store) leaveToCarrier(ctx context.Context, sn *Snapshot, calls []*call) bool {
+	seq := sn.head.Sequence
 	for _, c := range calls {
-		if c.intent == "" || c.defers >= maxDefers {
+		if c.defers > 0 && seq > c.deferredAt {
+			c.stalls = 0 // the head advanced since its last defer
+		}
+		if c.intent == "" || c.stalls >= maxDefers || c.defers >= maxDefersAdvancing {
 			return false
 		}
 	}
-	if s.carrying() {
+	if s.carrying(sn) {
 		return false
 	}
 	s.mu.Lock()
@@ -376,6 +409,8 @@ func (s *Store) leaveToCarrier(ctx context.Context, calls []*call) bool {
 	s.mu.Unlock()
 	for _, c := range calls {
 		c.defers++
+		c.stalls++
+		c.deferredAt = seq
 	}
 	// A caller that gives up meanwhile is answered by the batch's retry
 	// loop (finishEnded).
@@ -520,6 +555,16 @@ func (s *Store) IntentStats() (published, carried int64) {
 	return s.published.Load(), s.carried.Load()
 }
 
+// intentBudget bounds, in MaxDeltaBytes, the payloads of the commands one
+// commit carries, its own and other replicas' intents, so that a
+// carrier's batch stays within the delta segment it may list without
+// folding (loneDeltaFactor; a delta's records take more bytes than the
+// payloads they come from, about twice for files of 2 KiB): a carrier
+// that fell behind catches up over several commits, each a delta, rather
+// than folding everything waiting at once, a commit so long that the
+// others would take over and build the same one beside it.
+const intentBudget = 1
+
 // foreignIntent is another replica's intent, read to be applied.
 type foreignIntent struct {
 	key  string
@@ -528,8 +573,9 @@ type foreignIntent struct {
 
 // pendingIntents lists the shard's intents and reads, in parallel, those
 // not published by these calls and not older than MaxAttemptAge, oldest
-// first. An intent that cannot be read (gone: applied and deleted
-// meanwhile) is left out.
+// first, up to intentBudget bytes of them less the calls' own payloads
+// (the oldest always). An intent
+// that cannot be read (gone: applied and deleted meanwhile) is left out.
 func (s *Store) pendingIntents(ctx context.Context, calls []*call) ([]foreignIntent, error) {
 	objs, _, err := bucket.ListAll(ctx, s.b, bucket.ListOptions{Prefix: s.intentsPrefix()})
 	if err != nil {
@@ -537,16 +583,25 @@ func (s *Store) pendingIntents(ctx context.Context, calls []*call) ([]foreignInt
 	}
 	own := ownIntents(calls)
 	cutoff := time.Now().Add(-s.opts.MaxAttemptAge).UnixMilli()
-	var keys []string
+	var pending []bucket.Attrs
 	for _, o := range objs {
 		// An intent being deleted was settled by a landed commit: applying
 		// it again would only replay it, and settle it again.
 		_, dropping := s.dropping.Load(o.Key)
 		if ms, ok := s.layout.ParseIntent(o.Key); ok && !own[o.Key] && !dropping && ms >= cutoff {
-			keys = append(keys, o.Key)
+			pending = append(pending, o)
 		}
 	}
-	slices.Sort(keys)
+	slices.SortFunc(pending, func(a, b bucket.Attrs) int { return strings.Compare(a.Key, b.Key) })
+	var keys []string
+	budget := intentBudget*s.opts.MaxDeltaBytes - payloadBytes(calls)
+	for _, o := range pending {
+		if len(keys) > 0 && o.Size > budget {
+			break // the rest wait for a later commit
+		}
+		keys = append(keys, o.Key)
+		budget -= o.Size
+	}
 	out := make([]foreignIntent, len(keys))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.opts.StageConcurrency)

@@ -32,12 +32,14 @@ type Options struct {
 	// before they are folded into the base shards. When a commit of this
 	// Store lands a root with more than MaxDeltas deltas, or more than
 	// MaxDeltaBytes bytes of them, the Store folds them in a commit of its
-	// own, in the background. A commit whose root would exceed twice
-	// either bound folds inline instead, so reads never consult more than
-	// 2 × MaxDeltas segments, nor a new process more than 2 ×
-	// MaxDeltaBytes of them. Defaults 16 and 256 KiB (so a cold read
-	// stays under about half a MiB of deltas); MaxDeltas is at most
-	// roots.MaxDeltas / 2.
+	// own, in the background. A commit on a root past either bound whose
+	// root would exceed twice it folds inline instead, so reads never
+	// consult more than 2 × MaxDeltas segments, nor a new process more
+	// than MaxDeltaBytes and one batch's delta of at most 3 ×
+	// MaxDeltaBytes (a larger batch folds). Defaults 16 and 1 MiB: a cold
+	// read meets at most 4 MiB of deltas, and a fold, which rewrites most
+	// base shards of a small workbench, comes after some 250 puts of
+	// small files; MaxDeltas is at most roots.MaxDeltas / 2.
 	MaxDeltas     int
 	MaxDeltaBytes int64
 	// PageBytes bounds a base shard object. A fold that would write a
@@ -143,7 +145,7 @@ func (o *Options) fill() {
 	}
 	o.MaxDeltas = min(o.MaxDeltas, roots.MaxDeltas/2)
 	if o.MaxDeltaBytes <= 0 {
-		o.MaxDeltaBytes = 256 << 10
+		o.MaxDeltaBytes = 1 << 20
 	}
 	if o.PageBytes <= 0 {
 		o.PageBytes = 16 << 10

@@ -40,6 +40,9 @@ func TestCommitRequestCounts(t *testing.T) {
 		}
 	}
 	workbench.SeedFilesForTest(t, seeder, "wb", files...)
+	// The seeder is done: a fold of its deltas still running would race
+	// the measured commit and add the rounds of a retry.
+	seeder.Close()
 	s, err := workbench.Open(context.Background(), cb, workbench.Options{AgentID: "test", BlockCacheBytes: -1})
 	if err != nil {
 		t.Fatal(err)

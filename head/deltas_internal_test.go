@@ -1,0 +1,247 @@
+package head
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/bucket"
+	"github.com/cairnstore/cairn/bucket/mem"
+	"github.com/cairnstore/cairn/shards"
+)
+
+// putValues returns a batch of n records of ruleFam, keys from first on,
+// each with a value of size bytes.
+func putValues(t *testing.T, first, n, size int) *batchState {
+	t.Helper()
+	st := newBatchState(testSchema.Families)
+	for i := range n {
+		if err := st.put(ruleFam, ruleKey(first+i), bytes.Repeat([]byte{byte('a' + i%26)}, size)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st
+}
+
+// TestBuildDeltaBounds checks when a commit lists its batch as a delta
+// and when it folds: on a parent within MaxDeltaBytes a batch's delta is
+// listed up to loneDeltaFactor × MaxDeltaBytes, even past twice the bound;
+// a larger one folds; on a parent past the bound, a batch that would take
+// the list past twice it folds, and a small one is listed.
+func TestBuildDeltaBounds(t *testing.T) {
+	ctx := context.Background()
+	b := mem.NewBucket()
+	id := shards.NewShardID()
+	const bound = 4096
+	// The writer lists deltas of any size; s, with a small bound, builds.
+	w, err := Open(ctx, b, id, testSchema, Options{MaxDeltaBytes: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	s, err := Open(ctx, b, id, testSchema, Options{MaxDeltaBytes: bound})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ruleDo(t, w, func(tx *Tx) error { return tx.Put(ruleFam, ruleKey(1), []byte("A")) })
+
+	build := func(sn *Snapshot, st *batchState) (deltas int, folded bool) {
+		t.Helper()
+		c, err := s.build(ctx, sn, st, newNonce(), false, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.root.Deltas) == 0 {
+			return 0, true
+		}
+		if c.root.Deltas[0].Sequence != c.root.Sequence {
+			t.Fatalf("the new delta is not listed first: %+v", c.root.Deltas)
+		}
+		return len(c.root.Deltas), false
+	}
+
+	small := rulePin(t, s)
+	if s.overDeltas(small.root, 1) {
+		t.Fatalf("the parent lists %d bytes of deltas, want under %d", small.root.DeltaBytes(), bound)
+	}
+	// About 2.3 × the bound: listed.
+	if n, folded := build(small, putValues(t, 100, 9, 1000)); folded || n != len(small.root.Deltas)+1 {
+		t.Fatalf("a batch of 2.3 × the bound on a parent within it: folded %v, %d deltas", folded, n)
+	}
+	// About 3.3 × the bound: folded.
+	if _, folded := build(small, putValues(t, 100, 13, 1000)); !folded {
+		t.Fatal("a batch of 3.3 × the bound was listed as a delta")
+	}
+
+	// A parent past the bound, its fold due.
+	ruleDo(t, w, func(tx *Tx) error {
+		for i := range 5 {
+			if err := tx.Put(ruleFam, ruleKey(200+i), bytes.Repeat([]byte("x"), 1000)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	over := rulePin(t, s)
+	if !s.overDeltas(over.root, 1) || s.overDeltas(over.root, 2) {
+		t.Fatalf("the parent lists %d bytes of deltas, want between %d and %d", over.root.DeltaBytes(), bound, 2*bound)
+	}
+	if _, folded := build(over, putValues(t, 100, 4, 1000)); !folded {
+		t.Fatal("a batch that takes a parent past the bound beyond twice it was listed as a delta")
+	}
+	if n, folded := build(over, putValues(t, 100, 1, 10)); folded || n != len(over.root.Deltas)+1 {
+		t.Fatalf("a small batch on a parent past the bound: folded %v, %d deltas", folded, n)
+	}
+}
+
+// TestPendingIntentsBudget checks that a commit reads other replicas'
+// intents oldest first up to intentBudget × MaxDeltaBytes of them, less
+// its own calls' payloads, and always the oldest one.
+func TestPendingIntentsBudget(t *testing.T) {
+	ctx := context.Background()
+	b := mem.NewBucket()
+	const bound = 4096
+	s, err := Open(ctx, b, shards.NewShardID(), testSchema, Options{MaxDeltaBytes: bound, Intents: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// Six intents of about 1,000 bytes, published a millisecond apart.
+	base := time.Now().Add(-time.Second).UnixMilli()
+	var keys []string
+	for i := range 6 {
+		body, err := encodeIntent(time.UnixMilli(base+int64(i)), []intentCmd{{RequestID: "r", Kind: "k", Payload: bytes.Repeat([]byte("p"), 1000)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := s.layout.Intent(base+int64(i), [8]byte{byte(i)})
+		if _, err := b.Put(ctx, key, body, bucket.IfAbsent()); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, key)
+	}
+	read := func(calls []*call) []string {
+		t.Helper()
+		got, err := s.pendingIntents(ctx, calls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, f := range got {
+			names = append(names, f.key)
+		}
+		return names
+	}
+	eq := func(what string, got, want []string) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("%s: read %d intents %v, want %v", what, len(got), got, want)
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("%s: read %v, want %v", what, got, want)
+			}
+		}
+	}
+	budget := int(intentBudget * bound)
+	fit := budget / 1050 // each intent is its payload and a few dozen bytes
+	if fit < 1 || fit >= len(keys) {
+		t.Fatalf("the budget of %d bytes fits %d of %d intents: the test needs some left out", budget, fit, len(keys))
+	}
+	eq("no calls of its own", read(nil), keys[:fit])
+	own := &call{cmd: Command{Kind: "k", Payload: bytes.Repeat([]byte("q"), budget)}}
+	eq("calls that fill the budget", read([]*call{own}), keys[:1])
+}
+
+// TestCarrierSilence checks how long a Store leaves a carrier silent
+// before it carries itself: two intervals, or foldShares when the root is
+// past the delta bounds and the carrier is folding.
+func TestCarrierSilence(t *testing.T) {
+	ctx := context.Background()
+	b := mem.NewBucket()
+	id := shards.NewShardID()
+	const interval = time.Second
+	w, err := Open(ctx, b, id, testSchema, Options{MaxDeltaBytes: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	s, err := Open(ctx, b, id, testSchema, Options{MaxDeltaBytes: 4096, MinCommitInterval: interval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ruleDo(t, w, func(tx *Tx) error { return tx.Put(ruleFam, ruleKey(1), []byte("A")) })
+	within := rulePin(t, s)
+	ruleDo(t, w, func(tx *Tx) error { return tx.Put(ruleFam, ruleKey(2), bytes.Repeat([]byte("x"), 5000)) })
+	past := rulePin(t, s)
+	if s.overDeltas(within.root, 1) || !s.overDeltas(past.root, 1) {
+		t.Fatal("the roots are not on either side of the bound")
+	}
+	// Another replica wrote the head last, silent for three intervals.
+	s.mu.Lock()
+	s.othersSeen = time.Now().Add(-3 * interval)
+	s.headWritten = s.othersSeen
+	s.mu.Unlock()
+	if !s.carrying(within) {
+		t.Fatal("a carrier silent for three intervals on a root within the bounds is still waited for")
+	}
+	if s.carrying(past) {
+		t.Fatal("a carrier silent for three intervals while its fold is due is taken over from")
+	}
+	s.mu.Lock()
+	s.othersSeen = time.Now().Add(-(foldShares + 1) * interval)
+	s.headWritten = s.othersSeen
+	s.mu.Unlock()
+	if !s.carrying(past) {
+		t.Fatal("a carrier silent for longer than a fold's allowance is still waited for")
+	}
+}
+
+// TestDefersWhileTheHeadAdvances checks that a call leaves its commit to
+// the carrier maxDefers times in a row while the head stands still, but
+// for as long as maxDefersAdvancing while the carrier lands commits.
+func TestDefersWhileTheHeadAdvances(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, mem.NewBucket(), shards.NewShardID(), testSchema, Options{MinCommitInterval: time.Millisecond, Intents: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ruleDo(t, s, func(tx *Tx) error { return tx.Put(ruleFam, ruleKey(1), []byte("A")) })
+	pinned := rulePin(t, s)
+	at := func(seq uint64) *Snapshot {
+		h := *pinned.head
+		h.Sequence = seq
+		return &Snapshot{head: &h, root: pinned.root}
+	}
+	// defers counts the attempts c leaves to a carrier that wrote the
+	// head just now, at the sequences next gives, before it competes.
+	defers := func(next func(i int) uint64) int {
+		t.Helper()
+		c := &call{intent: "an intent"}
+		for i := range 10 * maxDefersAdvancing {
+			s.mu.Lock()
+			s.othersSeen = time.Now()
+			s.headWritten = s.othersSeen
+			s.mu.Unlock()
+			if !s.leaveToCarrier(ctx, at(next(i)), []*call{c}) {
+				return i
+			}
+		}
+		t.Fatal("the call never competes")
+		return 0
+	}
+	if got := defers(func(int) uint64 { return 7 }); got != maxDefers {
+		t.Errorf("the head standing still: %d defers, want %d", got, maxDefers)
+	}
+	if got := defers(func(i int) uint64 { return 7 + uint64(i) }); got != maxDefersAdvancing {
+		t.Errorf("the head advancing at every defer: %d defers, want %d", got, maxDefersAdvancing)
+	}
+	// Advancing at every fourth defer: never maxDefers stalls in a row.
+	if got := defers(func(i int) uint64 { return 7 + uint64(i/4) }); got != maxDefersAdvancing {
+		t.Errorf("the head advancing at every fourth defer: %d defers, want %d", got, maxDefersAdvancing)
+	}
+}
