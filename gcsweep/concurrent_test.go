@@ -45,6 +45,7 @@ func concOptions(agent string) workbench.Options {
 			PageBytes:   256,
 			InlineBytes: 160,
 			MaxDeltas:   4,
+			MergeBytes:  -1,
 			Check:       true,
 		},
 	}

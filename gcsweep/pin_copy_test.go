@@ -27,7 +27,7 @@ func openPinned(t *testing.T, b bucket.Bucket) *workbench.Service {
 	t.Helper()
 	svc, err := workbench.Open(context.Background(), b, workbench.Options{
 		AgentID: "pins", BlockSize: 256, InlineMax: 32,
-		Engine: head.Options{Check: true, MaxDeltas: 4, PageBytes: 256, InlineBytes: 160},
+		Engine: head.Options{Check: true, MaxDeltas: 4, MergeBytes: -1, PageBytes: 256, InlineBytes: 160},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -38,6 +38,7 @@ func smallOptions(agent string) workbench.Options {
 			PageBytes:   256,
 			InlineBytes: 160,
 			MaxDeltas:   4,
+			MergeBytes:  -1,
 			Check:       true,
 		},
 	}

@@ -39,18 +39,36 @@ type write struct {
 	body []byte
 }
 
+// A foldMode says what a commit does with the parent's deltas.
+type foldMode uint8
+
+const (
+	// keepDeltas lists the batch's delta before the parent's, unless the
+	// bounds force a fold (buildDelta).
+	keepDeltas foldMode = iota
+	// foldDue folds the parent's deltas and the batch: into one delta
+	// when their count, not their bytes, is past the bounds (merge), else
+	// into the base.
+	foldDue
+	// foldBase folds them into the base (Fold).
+	foldBase
+)
+
 // build computes the candidate root of state applied to sn (nil for the
-// first root). Unless fold is set, the batch's record changes become one
+// first root). With keepDeltas, the batch's record changes become one
 // new delta segment that the root lists first, before the parent's, and
-// the parent's tables are kept; if that root would list more than twice
-// Options.MaxDeltas deltas or twice Options.MaxDeltaBytes of them, build
-// folds instead. A fold applies the union of the parent's deltas and the
-// batch (the newest change of a key wins) to the base: new shard objects
-// for the shards it changes, new tables for the families it changes, and
-// a root with no deltas; it leaves out of every object it rewrites the
-// records that have expired at its sequence and at now, the commit's
-// time (see expiry). Nothing is written.
-func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonce roots.Nonce, fold bool, now time.Time) (*candidate, error) {
+// the parent's tables are kept; if the bounds say so (buildDelta), build
+// folds instead, as with foldDue. A fold takes the union of the parent's
+// deltas and the batch (the newest change of a key wins). When the parent
+// lists MaxDeltas deltas or more and that union is one delta of at most
+// MergeBytes, the fold merges: the root lists that one delta
+// and keeps the parent's tables (mergeDeltas). Otherwise, and always with
+// foldBase, it applies the union to the base: new shard objects for the
+// shards it changes, new tables for the families it changes, and a root
+// with no deltas; it leaves out of every object it rewrites the records
+// that have expired at its sequence and at now, the commit's time (see
+// expiry). Nothing is written.
+func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonce roots.Nonce, mode foldMode, now time.Time) (*candidate, error) {
 	if sn != nil {
 		if err := sn.gate(ctx); err != nil { // nothing is committed past a failed gate
 			return nil, err
@@ -65,14 +83,16 @@ func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonc
 		root.Holds = append(root.Holds, sn.root.Holds...)
 		root.Deltas = append(root.Deltas, sn.root.Deltas...)
 	}
-	if !fold {
+	if mode == keepDeltas {
 		ok, err := s.buildDelta(state, nonce, root, c)
 		if err != nil {
 			return nil, err
 		}
-		fold = !ok
+		if !ok {
+			mode = foldDue
+		}
 	}
-	if fold {
+	if mode != keepDeltas {
 		muts, err := s.foldDeltas(ctx, sn, state)
 		if err != nil {
 			return nil, err
@@ -83,9 +103,17 @@ func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonc
 			}
 		}
 		root.Deltas = nil
-		at := shards.ExpiryClock{Sequence: root.Sequence, Time: now, DedupeWindow: s.opts.DedupeWindow}
-		if err := s.buildBase(ctx, sn, muts, nonce, root, c, at); err != nil {
-			return nil, err
+		merged := false
+		if mode == foldDue && sn != nil && len(sn.root.Deltas) >= s.opts.MaxDeltas {
+			if merged, err = s.mergeDeltas(muts, nonce, root, c); err != nil {
+				return nil, err
+			}
+		}
+		if !merged {
+			at := shards.ExpiryClock{Sequence: root.Sequence, Time: now, DedupeWindow: s.opts.DedupeWindow}
+			if err := s.buildBase(ctx, sn, muts, nonce, root, c, at); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if len(state.holds) > 0 {
@@ -130,6 +158,23 @@ func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonc
 // otherwise fold at every commit, each rewriting most base shards for a
 // few hundred records. A batch without record changes writes no delta.
 func (s *Store) buildDelta(state *batchState, nonce roots.Nonce, root *roots.Root, c *candidate) (bool, error) {
+	d, body, ref, err := s.encodeDelta(state, nonce, root.Sequence)
+	if err != nil || d == nil {
+		return err == nil, err
+	}
+	deltas := append([]roots.DeltaRef{{Ref: ref, Sequence: root.Sequence}}, root.Deltas...)
+	if int64(len(body)) > loneDeltaFactor*s.opts.MaxDeltaBytes || (s.overDeltas(&roots.Root{Deltas: deltas}, 2) && s.overDeltas(root, 1)) {
+		return false, nil
+	}
+	root.Deltas = deltas
+	c.deltas[ref.Hash] = d
+	c.writes = append(c.writes, write{s.layout.Delta(ref.Hash), body})
+	return true, nil
+}
+
+// encodeDelta returns state's record changes as one delta segment of
+// sequence seq, and its encoding; d is nil when there are none.
+func (s *Store) encodeDelta(state *batchState, nonce roots.Nonce, seq uint64) (d *shards.Delta, body []byte, ref shards.Ref, err error) {
 	var recs []shards.DeltaRecord
 	for f, m := range state.muts {
 		for _, mut := range m {
@@ -137,21 +182,32 @@ func (s *Store) buildDelta(state *batchState, nonce roots.Nonce, root *roots.Roo
 		}
 	}
 	if len(recs) == 0 {
-		return true, nil
+		return nil, nil, shards.Ref{}, nil
 	}
-	d, err := shards.NewDelta(s.fams, shards.Salt(nonce), root.Sequence, recs)
-	if err != nil {
-		return false, err
+	if d, err = shards.NewDelta(s.fams, shards.Salt(nonce), seq, recs); err != nil {
+		return nil, nil, shards.Ref{}, err
 	}
-	body, ref, err := d.Encode()
-	if err != nil {
-		return false, err
+	body, ref, err = d.Encode()
+	return d, body, ref, err
+}
+
+// mergeDeltas makes muts, the union of the parent's deltas and the batch,
+// the one delta segment root lists, when it takes at most MergeBytes
+// (MaxDeltaBytes by default); it reports false, changing nothing, when it takes more. A merge is a
+// fold that leaves the base alone: when many small commits, not many
+// bytes, reach the bounds (an unpaced replica commits a few puts at a
+// time), it writes one delta of what they changed instead of rewriting
+// most base shards, and the base is folded into once MaxDeltaBytes of
+// changes wait. Deletes stay in it as deletes, shadowing the base.
+func (s *Store) mergeDeltas(muts *batchState, nonce roots.Nonce, root *roots.Root, c *candidate) (bool, error) {
+	d, body, ref, err := s.encodeDelta(muts, nonce, root.Sequence)
+	if err != nil || d == nil {
+		return err == nil, err
 	}
-	deltas := append([]roots.DeltaRef{{Ref: ref, Sequence: root.Sequence}}, root.Deltas...)
-	if int64(len(body)) > loneDeltaFactor*s.opts.MaxDeltaBytes || (s.overDeltas(&roots.Root{Deltas: deltas}, 2) && s.overDeltas(root, 1)) {
+	if ref.Size > s.opts.MergeBytes {
 		return false, nil
 	}
-	root.Deltas = deltas
+	root.Deltas = []roots.DeltaRef{{Ref: ref, Sequence: root.Sequence}}
 	c.deltas[ref.Hash] = d
 	c.writes = append(c.writes, write{s.layout.Delta(ref.Hash), body})
 	return true, nil

@@ -473,7 +473,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		failAll(calls, err)
 		return true, nil
 	}
-	if b.state.empty() && !b.fold {
+	if b.state.empty() && b.fold == keepDeltas {
 		if reused {
 			// Nothing to commit, so no head write validates a snapshot
 			// that may predate a call: decide again at a fresh pin.
@@ -569,7 +569,7 @@ type attemptBatch struct {
 	state   *batchState
 	outs    []outcome
 	at      applyClock
-	fold    bool     // a fold rides with the batch
+	fold    foldMode // a fold rides with the batch (keepDeltas: none)
 	settled []string // intents the commit settles
 }
 
@@ -594,7 +594,12 @@ func (b *attemptBatch) applyAll(ctx context.Context, foreign []foreignIntent) er
 			continue
 		}
 		if c.fold {
-			b.fold = s.overDeltas(sn.root, 1) || (c.all && len(sn.root.Deltas) > 0)
+			switch {
+			case c.all && len(sn.root.Deltas) > 0:
+				b.fold = foldBase
+			case s.overDeltas(sn.root, 1):
+				b.fold = foldDue
+			}
 			continue
 		}
 		b.outs[i] = s.apply(ctx, sn, b.state, c.cmd, b.at, c.intent != "")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/shards/shardstest"
 )
@@ -145,13 +146,32 @@ func TestDeltasMatchModel(t *testing.T) {
 }
 
 // TestFoldKeepsEveryValue: once a Store's commits leave more than
-// MaxDeltas deltas, it folds them into the base in a commit of its own
-// (with group commit, the leader runs it before the next batch), and every
-// value, deletes included, reads the same afterwards.
+// MaxDeltaBytes of deltas, it folds them into the base in a commit of its
+// own (with group commit, the leader runs it before the next batch), and
+// every value, deletes included, reads the same afterwards. (Deltas past
+// MaxDeltas by count alone are merged into one instead: TestMergeDeltas.)
 func TestFoldKeepsEveryValue(t *testing.T) {
 	ctx := context.Background()
 	b := mem.NewBucket()
-	s := open(t, b, shards.NewShardID(), head.Options{MaxDeltas: 4})
+	s := open(t, b, shards.NewShardID(), head.Options{MaxDeltas: 4, MaxDeltaBytes: 1})
+	// folded waits for the fold after the last batch to land (a command
+	// sent before it starts would ride with it) and returns the root.
+	folded := func() *roots.Root {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			sn, err := s.Pin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sn.Root().Deltas) == 0 {
+				return sn.Root()
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no fold within 10 s: the root lists %d deltas", len(sn.Root().Deltas))
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
 	want := map[int]string{}
 	for i := range 4 {
 		if _, err := s.Do(ctx, put(i, fmt.Sprint("a", i))); err != nil {
@@ -159,54 +179,37 @@ func TestFoldKeepsEveryValue(t *testing.T) {
 		}
 		want[i] = fmt.Sprint("a", i)
 	}
-	// The leader runs the fold after the last put's batch; a command sent
-	// before it starts would ride with it, so wait for the fold to land.
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		sn, err := s.Pin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(sn.Root().Deltas) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no fold within 10 s: the root lists %d deltas", len(sn.Root().Deltas))
-		}
-		time.Sleep(time.Millisecond)
+	r := folded()
+	if fr, ok := r.Family(fam); !ok || fr.Records != 4 {
+		t.Fatalf("base of %s: %+v, %v; want the 4 folded records", fam, fr, ok)
+	}
+	if _, ok := r.Family(shards.System); !ok {
+		t.Fatal("the genesis delta's schema record was not folded into the base")
 	}
 	if _, err := s.Do(ctx, head.Command{Apply: func(tx *head.Tx) ([]byte, error) { return nil, tx.Delete(fam, key(2)) }}); err != nil {
 		t.Fatal(err)
 	}
 	delete(want, 2)
-	sn, err := s.Pin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Genesis and four puts made five deltas, one more than MaxDeltas;
-	// the fold ran before the delete's batch, which is the only delta
-	// left.
-	if got := len(sn.Root().Deltas); got != 1 {
-		t.Fatalf("after the fold and one more commit the root lists %d deltas, want 1", got)
-	}
-	fr, ok := sn.Root().Family(fam)
-	if !ok || fr.Records != 4 {
-		t.Fatalf("base of %s: %+v, %v; want the 4 folded records", fam, fr, ok)
-	}
-	if _, ok := sn.Root().Family(shards.System); !ok {
-		t.Fatal("the genesis delta's schema record was not folded into the base")
-	}
-	for i := range 5 {
-		v, ok := get(t, s, i)
-		if w, wok := want[i]; ok != wok || v != w {
-			t.Fatalf("key %d = %q, %v; want %q, %v", i, v, ok, w, wok)
+	check := func(when string) {
+		t.Helper()
+		for i := range 5 {
+			v, ok := get(t, s, i)
+			if w, wok := want[i]; ok != wok || v != w {
+				t.Fatalf("%s: key %d = %q, %v; want %q, %v", when, i, v, ok, w, wok)
+			}
 		}
 	}
+	check("the delete committed")
+	if fr, ok := folded().Family(fam); !ok || fr.Records != 3 {
+		t.Fatalf("base of %s after the delete's fold: %+v, %v; want 3 records", fam, fr, ok)
+	}
+	check("the delete folded")
 }
 
 // TestInlineFold: a commit whose root would list more than twice MaxDeltas
-// deltas folds them, with its own changes, into the base itself. The
-// deltas here come from another replica whose bounds are wider, which
-// never folds.
+// deltas, or twice MaxDeltaBytes of them, on a root past the bounds,
+// folds them, with its own changes, into the base itself. The deltas here
+// come from another replica whose bounds are wider, which never folds.
 func TestInlineFold(t *testing.T) {
 	ctx := context.Background()
 	store := mem.NewStore()
@@ -214,7 +217,7 @@ func TestInlineFold(t *testing.T) {
 	wb, _ := mem.New(store, "")
 	nb, _ := mem.New(store, "")
 	wide := open(t, wb, id, head.Options{})
-	narrow := open(t, nb, id, head.Options{MaxDeltas: 2})
+	narrow := open(t, nb, id, head.Options{MaxDeltas: 2, MaxDeltaBytes: 1})
 	for i := range 4 {
 		if _, err := wide.Do(ctx, put(i, "w")); err != nil {
 			t.Fatal(err)

@@ -3,6 +3,7 @@ package head
 import (
 	"bytes"
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -49,7 +50,7 @@ func TestBuildDeltaBounds(t *testing.T) {
 
 	build := func(sn *Snapshot, st *batchState) (deltas int, folded bool) {
 		t.Helper()
-		c, err := s.build(ctx, sn, st, newNonce(), false, time.Now())
+		c, err := s.build(ctx, sn, st, newNonce(), keepDeltas, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,5 +244,61 @@ func TestDefersWhileTheHeadAdvances(t *testing.T) {
 	// Advancing at every fourth defer: never maxDefers stalls in a row.
 	if got := defers(func(i int) uint64 { return 7 + uint64(i/4) }); got != maxDefersAdvancing {
 		t.Errorf("the head advancing at every fourth defer: %d defers, want %d", got, maxDefersAdvancing)
+	}
+}
+
+// TestMergeDeltas checks that many small commits, reaching MaxDeltas by
+// count with few bytes, merge their deltas into one instead of folding
+// into the base: the base tables stay as they were, the root lists no
+// more than the bound, and every value, a delete shadowing the base
+// among them, reads as committed.
+func TestMergeDeltas(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, mem.NewBucket(), shards.NewShardID(), testSchema, Options{MaxDeltas: 4, Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ruleDo(t, s, func(tx *Tx) error { return tx.Put(ruleFam, ruleKey(0), []byte("base")) })
+	if err := s.Fold(ctx); err != nil {
+		t.Fatal(err)
+	}
+	base := rulePin(t, s)
+	if len(base.root.Deltas) != 0 || len(base.root.Families) == 0 {
+		t.Fatalf("after Fold the root lists %d deltas and %d families", len(base.root.Deltas), len(base.root.Families))
+	}
+	const commits = 20
+	for i := 1; i <= commits; i++ {
+		ruleDo(t, s, func(tx *Tx) error {
+			if i == 7 {
+				if err := tx.Delete(ruleFam, ruleKey(0)); err != nil {
+					return err
+				}
+			}
+			return tx.Put(ruleFam, ruleKey(i), []byte{byte(i)})
+		})
+	}
+	sn := rulePin(t, s)
+	if !slices.Equal(sn.root.Families, base.root.Families) {
+		t.Fatalf("the base changed: %+v, was %+v", sn.root.Families, base.root.Families)
+	}
+	if n := len(sn.root.Deltas); n > 2*s.opts.MaxDeltas || n >= commits {
+		t.Fatalf("the root lists %d deltas after %d commits, bound %d", n, commits, 2*s.opts.MaxDeltas)
+	}
+	merged := false
+	for _, d := range sn.root.Deltas {
+		merged = merged || d.Ref.Count > 1
+	}
+	if !merged {
+		t.Fatalf("no delta holds more than one commit's record: %+v", sn.root.Deltas)
+	}
+	if _, ok, err := sn.Get(ctx, ruleFam, ruleKey(0)); err != nil || ok {
+		t.Fatalf("the deleted base record: found %v, %v", ok, err)
+	}
+	for i := 1; i <= commits; i++ {
+		v, ok, err := sn.Get(ctx, ruleFam, ruleKey(i))
+		if err != nil || !ok || !bytes.Equal(v, []byte{byte(i)}) {
+			t.Fatalf("record %d: %q, %v, %v", i, v, ok, err)
+		}
 	}
 }

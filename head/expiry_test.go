@@ -179,7 +179,7 @@ func TestExpiryInFolds(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		return s
 	}
-	writer, folder := openOn(head.Options{}), openOn(head.Options{MaxDeltas: 1})
+	writer, folder := openOn(head.Options{}), openOn(head.Options{MaxDeltas: 1, MaxDeltaBytes: 1})
 	do := func(s *head.Store, f func(tx *head.Tx) error) uint64 {
 		t.Helper()
 		r, err := s.Do(ctx, head.Command{Apply: func(tx *head.Tx) ([]byte, error) { return nil, f(tx) }})

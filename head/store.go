@@ -42,6 +42,11 @@ type Options struct {
 	// small files; MaxDeltas is at most roots.MaxDeltas / 2.
 	MaxDeltas     int
 	MaxDeltaBytes int64
+	// MergeBytes bounds the delta into which a fold merges a root's
+	// deltas when their count, not their bytes, passes MaxDeltas: the
+	// fold then leaves the base alone (see build). Default MaxDeltaBytes;
+	// negative: never merge, every fold is into the base.
+	MergeBytes int64
 	// PageBytes bounds a base shard object. A fold that would write a
 	// shard larger than this writes it as pages of at most PageBytes
 	// (each a shard object of one key range) named by a small page index,
@@ -146,6 +151,9 @@ func (o *Options) fill() {
 	o.MaxDeltas = min(o.MaxDeltas, roots.MaxDeltas/2)
 	if o.MaxDeltaBytes <= 0 {
 		o.MaxDeltaBytes = 1 << 20
+	}
+	if o.MergeBytes == 0 {
+		o.MergeBytes = o.MaxDeltaBytes
 	}
 	if o.PageBytes <= 0 {
 		o.PageBytes = 16 << 10
@@ -484,7 +492,7 @@ func (s *Store) initialize(ctx context.Context, sn *Snapshot) error {
 		return err
 	}
 	nonce, now := newNonce(), s.opts.Now()
-	c, err := s.build(ctx, sn, state, nonce, false, now)
+	c, err := s.build(ctx, sn, state, nonce, keepDeltas, now)
 	if err != nil {
 		return err
 	}

@@ -50,6 +50,7 @@ func matrixOptions() workbench.Options {
 			PageBytes:       256,
 			InlineBytes:     160,
 			MaxDeltas:       4,
+			MergeBytes:      -1,
 			MaxAttempts:     4,
 			BackoffBase:     time.Millisecond,
 			BackoffMax:      2 * time.Millisecond,

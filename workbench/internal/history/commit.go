@@ -193,7 +193,8 @@ func Commit(ctx context.Context, s *core.Service, req *commitRequest, now func()
 			observed = &h
 		}
 	}
-	if werr := prefetchCommit(ctx, s, sn, req.id, ws, ok && ws.State == nokv.WorkspaceStateVisible, observed); werr != nil {
+	reads, werr := prefetchCommit(ctx, s, sn, req.id, ws, ok && ws.State == nokv.WorkspaceStateVisible, observed)
+	if werr != nil {
 		return nil, werr
 	}
 	committedAt := uint64(max(now().Unix(), 0))
@@ -221,6 +222,7 @@ func Commit(ctx context.Context, s *core.Service, req *commitRequest, now func()
 			Digest:    b.commandDigest(),
 			Apply:     b.apply,
 			At:        sn,
+			Reads:     reads,
 		})
 		if !publish.IsStale(err) || try == publish.MaxRestages {
 			break
