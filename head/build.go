@@ -58,12 +58,11 @@ const (
 // first root). With keepDeltas, the batch's record changes become one
 // new delta segment that the root lists first, before the parent's, and
 // the parent's tables are kept; if the bounds say so (buildDelta), build
-// folds instead, as with foldDue. A fold takes the union of the parent's
-// deltas and the batch (the newest change of a key wins). When the parent
-// lists MaxDeltas deltas or more and that union is one delta of at most
-// MergeBytes, the fold merges: the root lists that one delta
-// and keeps the parent's tables (mergeDeltas). Otherwise, and always with
-// foldBase, it applies the union to the base: new shard objects for the
+// folds instead, as with foldDue. When the parent lists MaxDeltas deltas
+// or more, a fold merges its newer deltas and the batch into one delta if
+// it can (mergeDeltas), keeping the parent's tables. Otherwise, and
+// always with foldBase, it applies the union of the parent's deltas and
+// the batch (the newest change of a key wins) to the base: new shard objects for the
 // shards it changes, new tables for the families it changes, and a root
 // with no deltas; it leaves out of every object it rewrites the records
 // that have expired at its sequence and at now, the commit's time (see
@@ -93,23 +92,24 @@ func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonc
 		}
 	}
 	if mode != keepDeltas {
-		muts, err := s.foldDeltas(ctx, sn, state)
-		if err != nil {
-			return nil, err
-		}
-		if sn != nil {
-			for _, d := range sn.root.Deltas {
-				c.superseded = append(c.superseded, d.Ref.Hash)
-			}
-		}
-		root.Deltas = nil
 		merged := false
 		if mode == foldDue && sn != nil && len(sn.root.Deltas) >= s.opts.MaxDeltas {
-			if merged, err = s.mergeDeltas(muts, nonce, root, c); err != nil {
+			var err error
+			if merged, err = s.mergeDeltas(ctx, sn, state, nonce, root, c); err != nil {
 				return nil, err
 			}
 		}
 		if !merged {
+			muts, err := s.foldDeltas(ctx, sn, state)
+			if err != nil {
+				return nil, err
+			}
+			if sn != nil {
+				for _, d := range sn.root.Deltas {
+					c.superseded = append(c.superseded, d.Ref.Hash)
+				}
+			}
+			root.Deltas = nil
 			at := shards.ExpiryClock{Sequence: root.Sequence, Time: now, DedupeWindow: s.opts.DedupeWindow}
 			if err := s.buildBase(ctx, sn, muts, nonce, root, c, at); err != nil {
 				return nil, err
@@ -191,23 +191,61 @@ func (s *Store) encodeDelta(state *batchState, nonce roots.Nonce, seq uint64) (d
 	return d, body, ref, err
 }
 
-// mergeDeltas makes muts, the union of the parent's deltas and the batch,
-// the one delta segment root lists, when it takes at most MergeBytes
-// (MaxDeltaBytes by default); it reports false, changing nothing, when it takes more. A merge is a
-// fold that leaves the base alone: when many small commits, not many
-// bytes, reach the bounds (an unpaced replica commits a few puts at a
-// time), it writes one delta of what they changed instead of rewriting
-// most base shards, and the base is folded into once MaxDeltaBytes of
-// changes wait. Deletes stay in it as deletes, shadowing the base.
-func (s *Store) mergeDeltas(muts *batchState, nonce roots.Nonce, root *roots.Root, c *candidate) (bool, error) {
-	d, body, ref, err := s.encodeDelta(muts, nonce, root.Sequence)
-	if err != nil || d == nil {
-		return err == nil, err
+// mergeDeltas merges the newer of sn's deltas and the batch into one
+// delta segment, listed first, before the older deltas it keeps: those
+// from the newest one at least as large as all the deltas newer than it,
+// so that a byte is merged again only once as many bytes came after it
+// (size tiers), not at every merge. It reports false, changing nothing,
+// when the merge is not worth it or not allowed: fewer than two deltas
+// to merge, more than MaxDeltas/2 kept, or deltas that would still take
+// more than MergeBytes (MaxDeltaBytes by default, at most that); the fold
+// then goes to the base.
+// A merge is a fold that leaves the base alone: when many small commits,
+// not many bytes, reach the bounds (an unpaced replica commits a few
+// puts at a time), it writes what they changed instead of rewriting most
+// base shards, and the base is folded into once MaxDeltaBytes of changes
+// wait. Deletes stay in it as deletes, shadowing the base.
+func (s *Store) mergeDeltas(ctx context.Context, sn *Snapshot, state *batchState, nonce roots.Nonce, root *roots.Root, c *candidate) (bool, error) {
+	refs := sn.root.Deltas // newest first
+	// n is how many of the newest are merged: the deltas from the newest
+	// one (past the first two) as large as everything newer together are
+	// kept, with the older ones.
+	n := len(refs)
+	var newer int64
+	for i, r := range refs {
+		if i >= 2 && r.Ref.Size >= newer {
+			n = i
+			break
+		}
+		newer += r.Ref.Size
 	}
-	if ref.Size > s.opts.MergeBytes {
+	if n < 2 || len(refs)-n > s.opts.MaxDeltas/2 {
 		return false, nil
 	}
-	root.Deltas = []roots.DeltaRef{{Ref: ref, Sequence: root.Sequence}}
+	ds, err := sn.loadDeltas(ctx)
+	if err != nil {
+		return false, err
+	}
+	muts := newBatchState(s.fams)
+	for i := n - 1; i >= 0; i-- { // oldest first, so newer changes overwrite
+		for j := range ds[i].Len() {
+			r := ds[i].At(j)
+			muts.set(r.Family, r.Mutation)
+		}
+	}
+	muts.merge(&batchState{muts: state.muts})
+	d, body, ref, err := s.encodeDelta(muts, nonce, root.Sequence)
+	if err != nil || d == nil {
+		return false, err
+	}
+	merged := &roots.Root{Deltas: append([]roots.DeltaRef{{Ref: ref, Sequence: root.Sequence}}, refs[n:]...)}
+	if merged.DeltaBytes() > s.opts.MergeBytes {
+		return false, nil // the root would still be past the bytes bound
+	}
+	root.Deltas = merged.Deltas
+	for _, r := range refs[:n] {
+		c.superseded = append(c.superseded, r.Ref.Hash)
+	}
 	c.deltas[ref.Hash] = d
 	c.writes = append(c.writes, write{s.layout.Delta(ref.Hash), body})
 	return true, nil

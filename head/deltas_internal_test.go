@@ -302,3 +302,54 @@ func TestMergeDeltas(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeKeepsOlderTiers checks that a merge leaves out an older delta
+// at least as large as everything newer (it would be rewritten at every
+// merge otherwise), and that it folds into the base instead when the
+// kept deltas would be more than MaxDeltas/2.
+func TestMergeKeepsOlderTiers(t *testing.T) {
+	ctx := context.Background()
+	b := mem.NewBucket()
+	id := shards.NewShardID()
+	w, err := Open(ctx, b, id, testSchema, Options{MaxDeltaBytes: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	ruleDo(t, w, func(tx *Tx) error { return tx.Put(ruleFam, ruleKey(1000), bytes.Repeat([]byte("b"), 3000)) })
+	for i := range 4 {
+		ruleDo(t, w, func(tx *Tx) error { return tx.Put(ruleFam, ruleKey(i), []byte{byte(i)}) })
+	}
+	build := func(o Options) (*Snapshot, *candidate) {
+		t.Helper()
+		s, err := Open(ctx, b, id, testSchema, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		sn := rulePin(t, s)
+		c, err := s.build(ctx, sn, putValues(t, 100, 1, 10), newNonce(), foldDue, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sn, c
+	}
+	sn, c := build(Options{MaxDeltas: 4})
+	// Newest first: the four puts, the big one, the genesis delta.
+	big := sn.root.Deltas[len(sn.root.Deltas)-2]
+	if big.Ref.Size < 3000 {
+		t.Fatalf("the parent's deltas %+v: no big one second oldest", sn.root.Deltas)
+	}
+	if got := c.root.Deltas; len(got) != 3 || got[1] != big || got[2] != sn.root.Deltas[len(sn.root.Deltas)-1] {
+		t.Fatalf("merged root lists %+v, want the merged delta, then %+v and the genesis delta", got, big)
+	}
+	if !slices.Equal(c.root.Families, sn.root.Families) || slices.Contains(c.superseded, big.Ref.Hash) {
+		t.Fatalf("the merge changed the base or superseded the kept delta")
+	}
+	if _, c := build(Options{MaxDeltas: 2}); len(c.root.Deltas) != 0 {
+		t.Fatalf("with MaxDeltas 2 (one kept at most) the fold lists %d deltas, want a fold into the base", len(c.root.Deltas))
+	}
+	if _, c := build(Options{MaxDeltas: 4, MergeBytes: -1}); len(c.root.Deltas) != 0 {
+		t.Fatalf("with merges off the fold lists %d deltas, want a fold into the base", len(c.root.Deltas))
+	}
+}

@@ -298,7 +298,13 @@ func TestExpiryMatchesModel(t *testing.T) {
 			var replicas []*head.Store
 			for i := range 2 {
 				b, _ := mem.New(store, "")
-				s, err := head.Open(ctx, b, id, schema, head.Options{Check: true, NoGroupCommit: i == 1, PageBytes: 256, MaxDeltas: 1 + r.IntN(4), MaxDeltaBytes: int64(200 + r.IntN(1000))})
+				// The second replica folds into the base only, so that
+				// the base grows paged shards; the first also merges.
+				opts := head.Options{Check: true, NoGroupCommit: i == 1, PageBytes: 256, MaxDeltas: 1 + r.IntN(4), MaxDeltaBytes: int64(200 + r.IntN(1000))}
+				if i == 1 {
+					opts.MergeBytes = -1
+				}
+				s, err := head.Open(ctx, b, id, schema, opts)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -42,10 +42,11 @@ type Options struct {
 	// small files; MaxDeltas is at most roots.MaxDeltas / 2.
 	MaxDeltas     int
 	MaxDeltaBytes int64
-	// MergeBytes bounds the delta into which a fold merges a root's
-	// deltas when their count, not their bytes, passes MaxDeltas: the
-	// fold then leaves the base alone (see build). Default MaxDeltaBytes;
-	// negative: never merge, every fold is into the base.
+	// MergeBytes bounds the deltas a root lists after a fold that merged
+	// them (when their count, not their bytes, passed MaxDeltas: the fold
+	// then leaves the base alone, see build and mergeDeltas). Default and
+	// at most MaxDeltaBytes; negative: never merge, every fold is into
+	// the base.
 	MergeBytes int64
 	// PageBytes bounds a base shard object. A fold that would write a
 	// shard larger than this writes it as pages of at most PageBytes
@@ -155,6 +156,7 @@ func (o *Options) fill() {
 	if o.MergeBytes == 0 {
 		o.MergeBytes = o.MaxDeltaBytes
 	}
+	o.MergeBytes = min(o.MergeBytes, o.MaxDeltaBytes)
 	if o.PageBytes <= 0 {
 		o.PageBytes = 16 << 10
 	}
