@@ -15,6 +15,21 @@ import (
 	"github.com/cairnstore/cairn/workbench"
 )
 
+// twoViews returns two views of one memory store: one for a seeder, one
+// for the measured Service.
+func twoViews(t *testing.T) (plain, view *mem.Bucket) {
+	t.Helper()
+	store := mem.NewStore()
+	var err error
+	if plain, err = mem.New(store, ""); err != nil {
+		t.Fatal(err)
+	}
+	if view, err = mem.New(store, ""); err != nil {
+		t.Fatal(err)
+	}
+	return plain, view
+}
+
 // TestCommitRequestCounts: what a commit of a workbench of 1,000 files
 // costs in requests, sequential rounds and bytes written, first and
 // replacing. The figures are in docs/performance.md ("Commits"); the
@@ -22,15 +37,7 @@ import (
 func TestCommitRequestCounts(t *testing.T) {
 	// The files are seeded by another Service of the deployment over a
 	// plain view of the store; the measured one starts cold.
-	store := mem.NewStore()
-	plain, err := mem.New(store, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	view, err := mem.New(store, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain, view := twoViews(t)
 	cb := counting.New(latency.New(view, latency.Options{PerRequest: 10 * time.Millisecond}))
 	seeder := newServiceOn(t, plain, workbench.Options{AgentID: "test"})
 	files := make([]workbench.SeedFile, 1000)
@@ -141,15 +148,7 @@ func TestFindRequestCounts(t *testing.T) {
 // reads, loaded in one round, not one round per shard.
 func TestCommitRetryReadsInOneRound(t *testing.T) {
 	ctx := context.Background()
-	store := mem.NewStore()
-	plain, err := mem.New(store, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	view, err := mem.New(store, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain, view := twoViews(t)
 	fb := fault.New(view)
 	cb := counting.New(latency.New(fb, latency.Options{PerRequest: 10 * time.Millisecond}))
 	// The seeder keeps its deltas (no fold of its own) until the hook.
