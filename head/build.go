@@ -46,9 +46,9 @@ const (
 	// keepDeltas lists the batch's delta before the parent's, unless the
 	// bounds force a fold (buildDelta).
 	keepDeltas foldMode = iota
-	// foldDue folds the parent's deltas and the batch: into one delta
-	// when their count, not their bytes, is past the bounds (merge), else
-	// into the base.
+	// foldDue folds the parent's deltas and the batch: the newer ones
+	// into one delta when their count, not their bytes, is past the
+	// bounds (mergeDeltas), else into the base.
 	foldDue
 	// foldBase folds them into the base (Fold).
 	foldBase
@@ -62,11 +62,11 @@ const (
 // or more, a fold merges its newer deltas and the batch into one delta if
 // it can (mergeDeltas), keeping the parent's tables. Otherwise, and
 // always with foldBase, it applies the union of the parent's deltas and
-// the batch (the newest change of a key wins) to the base: new shard objects for the
-// shards it changes, new tables for the families it changes, and a root
-// with no deltas; it leaves out of every object it rewrites the records
-// that have expired at its sequence and at now, the commit's time (see
-// expiry). Nothing is written.
+// the batch (the newest change of a key wins) to the base: new shard
+// objects for the shards it changes, new tables for the families it
+// changes, and a root with no deltas; it leaves out of every object it
+// rewrites the records that have expired at its sequence and at now, the
+// commit's time (see expiry). Nothing is written.
 func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonce roots.Nonce, mode foldMode, now time.Time) (*candidate, error) {
 	if sn != nil {
 		if err := sn.gate(ctx); err != nil { // nothing is committed past a failed gate

@@ -380,16 +380,16 @@ func (s *Store) takeOver(ctx context.Context, sn *Snapshot) bool {
 	return s.outpaced(sn)
 }
 
-// leaveToCarrier reports whether this attempt should leave the calls to the
-// replica that carries the head: every call is a data command with its
-// intent out, the last head write this Store saw was another replica's
-// and recent (see carrying), and no call has deferred too often already
-// (maxDefers). It then waits for that replica's
-// next turn, so that the next attempt finds the calls applied. Only one
-// replica, the one that last won, builds each commit, however long its
-// commits take; a carrier that goes away (or has nothing of its own to
-// commit, so runs no commit) stops writing the head, and after two
-// intervals the others take over (takeOver).
+// leaveToCarrier reports whether this attempt should leave the calls to
+// the replica that carries the head: every call is a data command with
+// its intent out, the last head write this Store saw was another
+// replica's and recent (see carrying), and no call has deferred too often
+// already (maxDefers). It then waits for that replica's next turn, so
+// that the next attempt finds the calls applied. Only one replica, the
+// one that last won, builds each commit, however long its commits take; a
+// carrier that goes away (or has nothing of its own to commit, so runs no
+// commit) stops writing the head, and after its silence (silenceLocked)
+// the others take over (takeOver).
 func (s *Store) leaveToCarrier(ctx context.Context, sn *Snapshot, calls []*call) bool {
 	seq := sn.head.Sequence
 	for _, c := range calls {
@@ -573,9 +573,9 @@ type foreignIntent struct {
 
 // pendingIntents lists the shard's intents and reads, in parallel, those
 // not published by these calls and not older than MaxAttemptAge, oldest
-// first, up to intentBudget bytes of them less the calls' own payloads
-// (the oldest always). An intent
-// that cannot be read (gone: applied and deleted meanwhile) is left out.
+// first, up to intentBudget × MaxDeltaBytes of them less the calls' own
+// payloads (the oldest always). An intent that cannot be read (gone:
+// applied and deleted meanwhile) is left out.
 func (s *Store) pendingIntents(ctx context.Context, calls []*call) ([]foreignIntent, error) {
 	objs, _, err := bucket.ListAll(ctx, s.b, bucket.ListOptions{Prefix: s.intentsPrefix()})
 	if err != nil {
