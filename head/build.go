@@ -32,6 +32,10 @@ type candidate struct {
 	// tables, deltas) this candidate replaces: once it lands, the caches
 	// drop them (see forget).
 	superseded []digest.Hash
+	// folded and merged say what the candidate did with the parent's
+	// deltas: folded them into the base, or merged the newer of them
+	// into one delta (neither: it listed the batch's delta first).
+	folded, merged bool
 }
 
 type write struct {
@@ -99,7 +103,9 @@ func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonc
 				return nil, err
 			}
 		}
+		c.merged = merged
 		if !merged {
+			c.folded = true
 			muts, err := s.foldDeltas(ctx, sn, state)
 			if err != nil {
 				return nil, err

@@ -292,6 +292,9 @@ func TestMergeDeltas(t *testing.T) {
 	if !merged {
 		t.Fatalf("no delta holds more than one commit's record: %+v", sn.root.Deltas)
 	}
+	if st := s.CommitStats(); st.Folds != 1 || st.Merges == 0 {
+		t.Fatalf("counted %d folds and %d merges: want Fold's one, and a merge", st.Folds, st.Merges)
+	}
 	if _, ok, err := sn.Get(ctx, ruleFam, ruleKey(0)); err != nil || ok {
 		t.Fatalf("the deleted base record: found %v, %v", ok, err)
 	}

@@ -289,6 +289,12 @@ func (l *landing) cas(ctx context.Context) (landed bool, err error) {
 		err := l.put(ctx)
 		if err == nil {
 			s.counters.landed.Add(1)
+			if l.c.folded {
+				s.counters.folds.Add(1)
+			}
+			if l.c.merged {
+				s.counters.merges.Add(1)
+			}
 			return true, nil
 		}
 		lastErr = err

@@ -16,6 +16,11 @@ type CommitStats struct {
 	Retries int64
 	// Landed is the head writes of this Store that landed.
 	Landed int64
+	// Folds is the landed head writes of this Store whose root folded its
+	// parent's deltas and the batch into the base (new tables); Merges
+	// those that merged the newer deltas into one and left the base
+	// alone. They are what a commit's deltas cost besides the deltas.
+	Folds, Merges int64
 	// CASConflicts is the conditional head writes refused because the
 	// head was no longer the version the attempt built on.
 	CASConflicts int64
@@ -36,8 +41,8 @@ var BatchSizeBounds = [...]int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048
 
 // commitCounters are the atomics behind CommitStats.
 type commitCounters struct {
-	batches, commands, retries, landed, casConflicts, headReads, pinsCoalesced atomic.Int64
-	batchSizes                                                                 [len(BatchSizeBounds)]atomic.Int64
+	batches, commands, retries, landed, folds, merges, casConflicts, headReads, pinsCoalesced atomic.Int64
+	batchSizes                                                                                [len(BatchSizeBounds)]atomic.Int64
 }
 
 // batch counts a batch of n commands starting.
@@ -60,6 +65,8 @@ func (s *Store) CommitStats() CommitStats {
 		Commands:      c.commands.Load(),
 		Retries:       c.retries.Load(),
 		Landed:        c.landed.Load(),
+		Folds:         c.folds.Load(),
+		Merges:        c.merges.Load(),
 		CASConflicts:  c.casConflicts.Load(),
 		HeadReads:     c.headReads.Load(),
 		PinsCoalesced: c.pinsCoalesced.Load(),

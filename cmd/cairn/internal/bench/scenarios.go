@@ -250,8 +250,12 @@ func (r *sizeRun) putCommit(ctx context.Context) ([]Row, error) {
 		}
 		return nil
 	}
+	var before head.CommitStats // at the first measured pair
 	total, commits, row, err := r.pairs(ctx, commit, func(i int) (Row, Row, error) {
 		var alone Row
+		if i == 1 {
+			before = r.warm.svc.Store().CommitStats()
+		}
 		path := r.sh.someFile(1 + i)
 		row, _, err := r.measure(ctx, PutCommitWarm, r.warm, func() (map[string]any, error) {
 			_, err := r.warm.svc.PutFile(ctx, workbench.PutFileInput{ID: WorkbenchID, Section: section, Path: path, Text: &putBody, Replace: true})
@@ -271,6 +275,10 @@ func (r *sizeRun) putCommit(ctx context.Context) ([]Row, error) {
 		return nil, err
 	}
 	n := r.cfg.CommitSamples
+	after := r.warm.svc.Store().CommitStats()
+	row.metric("folds", float64(after.Folds-before.Folds))
+	row.metric("merges", float64(after.Merges-before.Merges))
+	row.note("%d folds into the base and %d merges landed during the pairs", after.Folds-before.Folds, after.Merges-before.Merges)
 	r.noteFsyncs(&row, "pair", total.Fsyncs, n)
 	r.noteFsyncs(&row, "commit", commits.Fsyncs, n)
 	switch r.cfg.ValueFormat {

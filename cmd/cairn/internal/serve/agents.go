@@ -178,6 +178,8 @@ func addCommit(dst *head.CommitStats, s head.CommitStats) {
 	dst.Commands += s.Commands
 	dst.Retries += s.Retries
 	dst.Landed += s.Landed
+	dst.Folds += s.Folds
+	dst.Merges += s.Merges
 	dst.CASConflicts += s.CASConflicts
 	dst.HeadReads += s.HeadReads
 	dst.PinsCoalesced += s.PinsCoalesced

@@ -275,6 +275,8 @@ func (s *Server) writeEngineMetrics(e *expo) {
 	}{
 		{"cairn_engine_commit_retries_total", "Attempts of a group commit after its first (a lost race, a throttled or failed write).", c.Retries},
 		{"cairn_engine_head_writes_total", "Head writes that landed.", c.Landed},
+		{"cairn_engine_folds_total", "Landed head writes that folded the deltas into the base (new tables).", c.Folds},
+		{"cairn_engine_merges_total", "Landed head writes that merged the newer deltas into one, leaving the base alone.", c.Merges},
 		{"cairn_engine_cas_conflicts_total", "Conditional head writes refused because another writer moved the head.", c.CASConflicts},
 		{"cairn_engine_head_reads_total", "Head reads made.", c.HeadReads},
 		{"cairn_engine_head_reads_coalesced_total", "Pins answered by a head read another Pin had started: the head reads coalescing saved.", c.PinsCoalesced},
