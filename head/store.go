@@ -160,7 +160,7 @@ func (o *Options) fill() {
 	if o.PageBytes <= 0 {
 		o.PageBytes = 16 << 10
 	}
-	o.PageBytes = max(o.PageBytes, 256)
+	o.PageBytes = max(o.PageBytes, minPageBytes)
 	if o.InlineBytes == 0 {
 		o.InlineBytes = 2 << 10
 	}
@@ -199,6 +199,9 @@ func (o *Options) fill() {
 		o.Now = time.Now
 	}
 }
+
+// minPageBytes is the least page bound, of the store's and of a family's.
+const minPageBytes = 256
 
 // Store is one logical shard of cairn's engine over a bucket. It is safe
 // for concurrent use. Several Stores, in one process or many, may serve one
@@ -562,6 +565,10 @@ func (s *Store) Schema() Schema { return s.schema }
 
 // Layout returns the shard's key layout.
 func (s *Store) Layout() shards.Layout { return s.layout }
+
+// Now returns the time of the Store's clock (Options.Now), the one its
+// commits stamp.
+func (s *Store) Now() time.Time { return s.opts.Now() }
 
 // CacheStats reports the object caches' counters.
 func (s *Store) CacheStats() (objects, tables, rootsStats shards.CacheStats) {

@@ -211,7 +211,7 @@ func StageWorkbenchForTest(tb testing.TB, s *Service, id string) {
 		Apply: func(tx *head.Tx) ([]byte, error) {
 			ws := nokv.WorkspaceCurrent{
 				Incarnation: nokv.NewIncarnationID(), WorkspaceRevision: 1, State: nokv.WorkspaceStateStaging,
-				Owner:          &nokv.OperationRef{Kind: nokv.OperationKindRestore, ID: nokv.NewOperationID()},
+				Owner:          &nokv.OperationRef{Kind: nokv.OperationKindRestore, ID: nokv.NewOperationID(time.Now())},
 				CreatedVersion: tx.Sequence(), ModifiedVersion: tx.Sequence(),
 			}
 			return nil, s.PutWorkspace(tx, id, ws)

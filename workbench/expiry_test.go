@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"testing/cryptotest"
+	"time"
 
 	"github.com/cairnstore/cairn/workbench/internal/core"
 
@@ -18,15 +19,19 @@ import (
 // TestRetryRowsExpire runs publications of bodies in blocks and inline
 // (creates, replaces, appends, edits) with every commit folding at once
 // and a dedupe window of 3 commits, so the retry-only rows expire as
-// folds rewrite their pages (the random ids are fixed, so which
-// Operation rows share a shard, and expire, is too). Every file still reads its exact body, the
+// folds rewrite their pages (the ids are fixed, so which Operation rows
+// share a shard, and expire, is too). Every file still reads its exact body, the
 // reference accounting still holds, no StagedObject row is left (each
 // expired at its own commit's fold), some Operation rows expired, and
 // every one left is a Published Publish operation.
 func TestRetryRowsExpire(t *testing.T) {
-	cryptotest.SetGlobalRandom(t, 11) // fixed operation ids: which of them share a shard
+	// Fixed operation ids (their random bytes, and the clock that gives
+	// their first six): which of them share a shard.
+	cryptotest.SetGlobalRandom(t, 11)
+	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	now := func() time.Time { return clock }
 	ctx := context.Background()
-	s := openInternal(t, mem.NewBucket(), core.Options{BlockSize: 1 << 10, Engine: head.Options{MaxDeltaBytes: 1, DedupeWindow: 3}})
+	s := openInternal(t, mem.NewBucket(), core.Options{BlockSize: 1 << 10, Engine: head.Options{MaxDeltaBytes: 1, DedupeWindow: 3, Now: now}})
 	want := map[string]string{}
 	publications := 0
 	put := func(path, text string, replace bool) {

@@ -374,7 +374,7 @@ func TestFsckPathAtMissingRevision(t *testing.T) {
 	if key == nil {
 		t.Fatal("no outputs/tiny.txt")
 	}
-	e.Revision = nokv.NewRevisionID()
+	e.Revision = nokv.NewRevisionID(time.Now())
 	v, err := e.Encode()
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package workbench
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/workbench/internal/core"
@@ -72,7 +73,7 @@ func seedQueryWorkbench(t testing.TB, s *Service, id string, state nokv.Workspac
 		if f.ContentType == "" {
 			f.ContentType = "text/plain; charset=utf-8"
 		}
-		p := prepared{path: path, rev: nokv.NewRevisionID(), file: f}
+		p := prepared{path: path, rev: nokv.NewRevisionID(time.Now()), file: f}
 		// Blocks of the service's block size, as the write tools store a
 		// body, each with its manifest row.
 		bs := s.Opts.BlockSize

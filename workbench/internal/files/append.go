@@ -322,7 +322,7 @@ func (as *appendState) stageRemat(ctx context.Context, base *nokv.PathEntry, row
 	if as.remat != nil && as.remat.Staged {
 		publish.DiscardStaging(ctx, s, as.remat)
 	}
-	st := publish.NewStaging("workbench_append", as.id, as.path)
+	st := publish.NewStaging(as.s, "workbench_append", as.id, as.path)
 	as.remat, as.rematBase = st, base.Revision
 	inline := base.LogicalSize+uint64(len(as.delta)) <= uint64(max(s.Opts.InlineMax, 0))
 

@@ -38,22 +38,22 @@ func NewRootID() RootID { return RootID(random16()) }
 // NewIncarnationID returns a random incarnation id.
 func NewIncarnationID() IncarnationID { return IncarnationID(random16()) }
 
-// NewRevisionID returns a new revision id, ordered by time (timed16).
-func NewRevisionID() RevisionID { return RevisionID(timed16()) }
+// NewRevisionID returns a new revision id drawn at time at (timed16).
+func NewRevisionID(at time.Time) RevisionID { return RevisionID(timed16(at)) }
 
-// NewOperationID returns a new operation id, ordered by time (timed16).
-func NewOperationID() OperationID { return OperationID(timed16()) }
+// NewOperationID returns a new operation id drawn at time at (timed16).
+func NewOperationID(at time.Time) OperationID { return OperationID(timed16(at)) }
 
-// timed16 returns the current Unix time in milliseconds in its first six
-// bytes (big-endian) and ten random bytes. Uniqueness rests on the 80
+// timed16 returns at as Unix milliseconds in its first six bytes
+// (big-endian) and ten random bytes. Uniqueness rests on the 80
 // random bits alone, so a clock that stops, jumps or runs backwards
 // changes nothing but the order. The order is what the families keyed by
 // these ids want: a shard's records sort by id, so new rows land in its
 // last page and a fold rewrites that page, not one page per row
 // scattered through the shard.
-func timed16() (b [16]byte) {
+func timed16(at time.Time) (b [16]byte) {
 	rand.Read(b[6:]) // never fails
-	ms := uint64(time.Now().UnixMilli())
+	ms := uint64(at.UnixMilli())
 	for i := 5; i >= 0; i-- {
 		b[i] = byte(ms)
 		ms >>= 8

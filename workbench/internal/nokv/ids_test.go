@@ -20,7 +20,7 @@ func TestNewIDsAreOrderedByTime(t *testing.T) {
 	before := time.Now().UnixMilli()
 	var ids [][16]byte
 	for range 2000 {
-		ids = append(ids, NewRevisionID(), NewOperationID())
+		ids = append(ids, NewRevisionID(time.Now()), NewOperationID(time.Now()))
 	}
 	after := time.Now().UnixMilli()
 	seen := map[[16]byte]bool{}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
@@ -339,7 +340,7 @@ func TestIDs(t *testing.T) {
 	seen := map[[16]byte]bool{}
 	for range 64 {
 		for _, id := range [][16]byte{[16]byte(nokv.NewRootID()), [16]byte(nokv.NewIncarnationID()),
-			[16]byte(nokv.NewRevisionID()), [16]byte(nokv.NewOperationID())} {
+			[16]byte(nokv.NewRevisionID(time.Now())), [16]byte(nokv.NewOperationID(time.Now()))} {
 			if seen[id] || id == [16]byte{} {
 				t.Fatalf("random id %x repeated or zero", id)
 			}

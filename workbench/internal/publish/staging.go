@@ -67,11 +67,12 @@ func IsStale(err error) bool {
 }
 
 // NewStaging draws the ids of a publication of path in workbench id by
-// tool; its blocks are planned by the caller.
-func NewStaging(tool, id string, path []string) *Staging {
+// tool, at the time of s's engine; its blocks are planned by the caller.
+func NewStaging(s *core.Service, tool, id string, path []string) *Staging {
+	now := s.Store().Now()
 	return &Staging{
-		Op:     nokv.NewOperationID(),
-		Rev:    nokv.NewRevisionID(),
+		Op:     nokv.NewOperationID(now),
+		Rev:    nokv.NewRevisionID(now),
 		Origin: bodies.Origin{Tool: tool, WorkbenchID: id, Path: core.LogicalPath(path)},
 	}
 }
@@ -79,7 +80,7 @@ func NewStaging(tool, id string, path []string) *Staging {
 // PlanStaging returns a new staging of data: inline when it is small
 // (Service.inlines), else in blocks.
 func PlanStaging(s *core.Service, tool, id string, path []string, data []byte) *Staging {
-	st := NewStaging(tool, id, path)
+	st := NewStaging(s, tool, id, path)
 	if s.Inlines(len(data)) {
 		st.Inline = bytes.Clone(data)
 		return st
@@ -122,7 +123,8 @@ func restage(ctx context.Context, s *core.Service, st *Staging) (*Staging, *core
 	if st.Produce == nil {
 		return nil, staleStaging()
 	}
-	fresh := &Staging{Op: nokv.NewOperationID(), Rev: nokv.NewRevisionID(), Origin: st.Origin, Produce: st.Produce}
+	now := s.Store().Now()
+	fresh := &Staging{Op: nokv.NewOperationID(now), Rev: nokv.NewRevisionID(now), Origin: st.Origin, Produce: st.Produce}
 	plan := s.Bodies.NewPlanner(s.Root(), fresh.Rev)
 	if err := st.Produce(func(b []byte) error { plan.Write(b); return nil }); err != nil {
 		return nil, core.FromError(err)
