@@ -210,6 +210,9 @@ type part struct {
 // old (if present), leaving expired records out of what it rewrites.
 func (s *Store) buildShard(ctx context.Context, f shards.Family, idx uint8, old roots.Entry, present bool, muts []shards.Mutation, salt shards.Salt, ex expiry) (shardBuild, error) {
 	bound := s.opts.PageBytes
+	if b := s.fams.PageBytes(f); b > 0 {
+		bound = min(bound, max(b, minPageBytes))
+	}
 	var parts []part
 	var x *shards.Index
 	if !present || !old.Index {

@@ -501,3 +501,72 @@ func TestRequestsPagedRead(t *testing.T) {
 		t.Fatalf("scan: %d requests, want %d", got, want)
 	}
 }
+
+// TestFamilyPageBound: a family's own page bound (FamilySpec.PageBytes)
+// shapes its pages when it is below the store's, and the store's bound
+// holds when the family's is above it or unset.
+func TestFamilyPageBound(t *testing.T) {
+	ctx := context.Background()
+	const store = 4096
+	for _, c := range []struct {
+		family, want int64
+	}{{0, store}, {512, 512}, {64 << 10, store}} {
+		t.Run(fmt.Sprint(c.family), func(t *testing.T) {
+			specs := shardstest.Specs()
+			for i := range specs {
+				if specs[i].Family == shardstest.Grouped {
+					specs[i].PageBytes = c.family
+				}
+			}
+			fams, err := shards.NewSchema(specs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			schema := Schema{Marker: testSchema.Marker, Families: fams}
+			s, err := Open(ctx, mem.NewBucket(), shards.NewShardID(), schema, Options{Check: true, PageBytes: store, InlineBytes: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			// One group: 300 records of about 70 bytes in one shard.
+			ruleDo(t, s, func(tx *Tx) error {
+				for i := range 300 {
+					k := make([]byte, shardstest.GroupLen+8)
+					binary.BigEndian.PutUint64(k[shardstest.GroupLen:], uint64(i))
+					if err := tx.Put(shardstest.Grouped, k, bytes.Repeat([]byte{byte(i)}, 30)); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err := s.Fold(ctx); err != nil {
+				t.Fatal(err)
+			}
+			sn, err := s.Pin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tbl, err := sn.table(ctx, shardstest.Grouped)
+			if err != nil || tbl == nil || len(tbl.Entries) != 1 || !tbl.Entries[0].Index {
+				t.Fatalf("the group's table: %+v, %v; want one paged shard", tbl, err)
+			}
+			x, err := s.loadIndex(ctx, shardstest.Grouped, tbl.Entries[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var total int64
+			for i := range x.Len() {
+				p := x.Page(i)
+				if p.Ref.Size > c.want {
+					t.Fatalf("page %d of %d is %d bytes, bound %d", i, x.Len(), p.Ref.Size, c.want)
+				}
+				total += p.Ref.Size
+			}
+			// Pages are at least a quarter of the bound, so their count
+			// says which bound cut them.
+			if n := int64(x.Len()); n > 4*total/c.want+1 || n < total/c.want {
+				t.Fatalf("%d pages of %d bytes in all under a bound of %d", n, total, c.want)
+			}
+		})
+	}
+}

@@ -33,6 +33,11 @@ var (
 	ErrInvalidSchema = errors.New("invalid schema")
 )
 
+// LookupPageBytes is the page bound of the families read only by point
+// lookups (FamilySpec.PageBytes): the engine's command_dedupe, and the
+// product's that declare it.
+const LookupPageBytes = 4 << 10
+
 // engineSpecs are the families the engine adds to every schema.
 var engineSpecs = []FamilySpec{
 	{Family: CommandDedupe, Name: "command_dedupe", ShardKey: func(key []byte) ([]byte, error) {
@@ -41,7 +46,7 @@ var engineSpecs = []FamilySpec{
 			return nil, &KeyError{Op: "command_dedupe key", Reason: fmt.Sprintf("%d bytes, want at least %d", len(key), min)}
 		}
 		return key, nil
-	}},
+	}, PageBytes: LookupPageBytes},
 	{Family: System, Name: "system"},
 }
 
@@ -91,6 +96,12 @@ type FamilySpec struct {
 	// records on every attempt. Nil: the family's records never expire.
 	// The engine's own command_dedupe rule is package head's.
 	Expire ExpireFunc
+	// PageBytes, if positive, bounds the family's pages below the store's
+	// page bound (head.Options.PageBytes) when it is smaller: a family
+	// read by point lookups, never scanned by a listing, pays per page a
+	// fold rewrites for one changed record, and gains nothing from large
+	// pages. Like the store's bound, it shapes only what a fold writes.
+	PageBytes int64
 }
 
 // ExpireFunc reports whether the record (key, value) of a family has
@@ -205,6 +216,15 @@ func (s *Schema) Expiry(f Family) ExpireFunc {
 		return spec.Expire
 	}
 	return nil
+}
+
+// PageBytes returns the page bound family f asks for (FamilySpec.PageBytes):
+// 0 if it asks for none or the schema does not hold f.
+func (s *Schema) PageBytes(f Family) int64 {
+	if spec := s.specs[f]; spec != nil {
+		return spec.PageBytes
+	}
+	return 0
 }
 
 // ParseFamily returns the family with tag t, failing closed with

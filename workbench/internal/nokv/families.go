@@ -77,6 +77,10 @@ type shape struct {
 	// shard key. Otherwise shardKey derives it, or the whole key is.
 	prefix   int
 	shardKey func(key []byte) ([]byte, string)
+	// lookup: the family is read by point lookups (and a revision's few
+	// contiguous rows), never listed, so its pages are small
+	// (shards.LookupPageBytes).
+	lookup bool
 	// prefixKey returns the shard key shared by every key that begins with
 	// p, if p determines one.
 	prefixKey func(p []byte) ([]byte, bool)
@@ -90,12 +94,12 @@ var families = []struct {
 	{FamilyRootFence, "root_fence", shape{exact: idLen}},
 	{FamilyWorkspaceCurrent, "workspace_current", shape{min: idLen + 1}},
 	{FamilyPathCurrent, "path_current", shape{min: 2*idLen + 2, shardKey: pathCurrentShardKey}},
-	{FamilyArtifactRevision, "artifact_revision", shape{exact: 2 * idLen}},
+	{FamilyArtifactRevision, "artifact_revision", shape{exact: 2 * idLen, lookup: true}},
 	{FamilyArtifactManifest, "artifact_manifest", shape{exact: 2*idLen + 8, prefix: 2 * idLen}},
 	{FamilyRevisionRef, "revision_ref", shape{min: idLen + 1 + idLen + idLen, shardKey: revisionRefShardKey, prefixKey: revisionRefPrefixKey}},
-	{FamilyCommit, "commit", shape{exact: idLen + commitIDLen}},
+	{FamilyCommit, "commit", shape{exact: idLen + commitIDLen, lookup: true}},
 	{FamilyCommitMember, "commit_member", shape{min: idLen + commitIDLen + 2, prefix: idLen + commitIDLen, shardKey: commitMemberCheck}},
-	{FamilyWorkbenchCommitHead, "workbench_commit_head", shape{exact: 2 * idLen}},
+	{FamilyWorkbenchCommitHead, "workbench_commit_head", shape{exact: 2 * idLen, lookup: true}},
 	{FamilyTag, "tag", shape{min: 2*idLen + 2, prefix: 2 * idLen, shardKey: nameKeyCheck}},
 	{FamilySnapshotRef, "snapshot_ref", shape{exact: 2*idLen + 8, prefix: 2 * idLen}},
 	{FamilySnapshotAlias, "snapshot_alias", shape{min: 2*idLen + 2, prefix: 2 * idLen, shardKey: nameKeyCheck}},
@@ -103,7 +107,7 @@ var families = []struct {
 	{FamilyCommitConsumer, "commit_consumer", shape{min: idLen + commitIDLen + 2, prefix: idLen + commitIDLen}},
 	{FamilySecondaryIndex, "secondary_index", shape{min: idLen + 4 + 1 + idLen + 2, shardKey: secondaryIndexShardKey, prefixKey: secondaryIndexPrefixKey}},
 	{FamilyChangeEvent, "change_event", shape{min: idLen + 8 + 1, shardKey: changeEventShardKey, prefixKey: changeEventPrefixKey}},
-	{FamilyOperation, "operation", shape{exact: idLen + 1 + idLen}},
+	{FamilyOperation, "operation", shape{exact: idLen + 1 + idLen, lookup: true}},
 	{FamilyRestoreMember, "restore_member", shape{min: 2*idLen + 1, prefix: 2 * idLen}},
 	{FamilyStagedObject, "staged_object", shape{min: 2*idLen + 1, prefix: 2 * idLen}},
 	{FamilyGcCandidate, "gc_candidate", shape{min: 2*idLen + 1}},
@@ -151,6 +155,9 @@ func (s shape) spec(f shards.Family, name string) shards.FamilySpec {
 		return &shards.KeyError{Op: name + " key", Reason: reason}
 	}
 	spec := shards.FamilySpec{Family: f, Name: name}
+	if s.lookup {
+		spec.PageBytes = shards.LookupPageBytes
+	}
 	spec.ShardKey = func(key []byte) ([]byte, error) {
 		switch {
 		case s.exact != 0 && len(key) != s.exact:
