@@ -86,18 +86,22 @@ func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonc
 		root.Holds = append(root.Holds, sn.root.Holds...)
 		root.Deltas = append(root.Deltas, sn.root.Deltas...)
 	}
+	canMerge := true
 	if mode == keepDeltas {
-		ok, err := s.buildDelta(state, nonce, root, c)
+		ok, size, err := s.buildDelta(state, nonce, root, c)
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			mode = foldDue
+			// A merge holds the batch's records: a batch over MergeBytes
+			// alone would be encoded again only to be refused.
+			canMerge = size <= s.opts.MergeBytes
 		}
 	}
 	if mode != keepDeltas {
 		merged := false
-		if mode == foldDue && sn != nil && len(sn.root.Deltas) >= s.opts.MaxDeltas {
+		if mode == foldDue && canMerge && sn != nil && len(sn.root.Deltas) >= s.opts.MaxDeltas {
 			var err error
 			if merged, err = s.mergeDeltas(ctx, sn, state, nonce, root, c); err != nil {
 				return nil, err
@@ -163,19 +167,21 @@ func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonc
 // commands, as a carrier of other replicas' intents commits, would
 // otherwise fold at every commit, each rewriting most base shards for a
 // few hundred records. A batch without record changes writes no delta.
-func (s *Store) buildDelta(state *batchState, nonce roots.Nonce, root *roots.Root, c *candidate) (bool, error) {
+// size is the batch's delta's encoded size (0 without one).
+func (s *Store) buildDelta(state *batchState, nonce roots.Nonce, root *roots.Root, c *candidate) (ok bool, size int64, err error) {
 	d, body, ref, err := s.encodeDelta(state, nonce, root.Sequence)
 	if err != nil || d == nil {
-		return err == nil, err
+		return err == nil, 0, err
 	}
+	size = int64(len(body))
 	deltas := append([]roots.DeltaRef{{Ref: ref, Sequence: root.Sequence}}, root.Deltas...)
-	if int64(len(body)) > loneDeltaFactor*s.opts.MaxDeltaBytes || (s.overDeltas(&roots.Root{Deltas: deltas}, 2) && s.overDeltas(root, 1)) {
-		return false, nil
+	if size > loneDeltaFactor*s.opts.MaxDeltaBytes || (s.overDeltas(&roots.Root{Deltas: deltas}, 2) && s.overDeltas(root, 1)) {
+		return false, size, nil
 	}
 	root.Deltas = deltas
 	c.deltas[ref.Hash] = d
 	c.writes = append(c.writes, write{s.layout.Delta(ref.Hash), body})
-	return true, nil
+	return true, size, nil
 }
 
 // encodeDelta returns state's record changes as one delta segment of
