@@ -1,6 +1,7 @@
 package head
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -19,7 +20,9 @@ import (
 // key range. A fold rewrites only the pages its changes touch, splitting
 // a page over the bound and merging a page under a quarter of it with a
 // neighbour, then the index, the table and the root: its bytes grow with
-// the pages it touches, not with the family.
+// the pages it touches, not with the family. A shard that only grows at
+// its end (its last page gains only keys after its own) is split into
+// full pages and a last one that may be small (fullParts).
 //
 // Expiry. A fold leaves out of every object it writes (a leaf, a new
 // page, a page merged with a neighbour) the records its family's rule
@@ -203,7 +206,7 @@ type builtObject struct {
 type part struct {
 	obj     *shards.Object
 	at      int
-	settled bool // produced by a merge that did not shrink the page count
+	settled bool // produced by a merge that did not shrink the page count, or the small last page of a growing shard (fullParts)
 }
 
 // buildShard applies muts to shard idx of family f, whose table entry is
@@ -229,7 +232,11 @@ func (s *Store) buildShard(ctx context.Context, f shards.Family, idx uint8, old 
 		if err != nil {
 			return shardBuild{}, err
 		}
-		parts = newParts(ex.drop(nu), bound)
+		if appends(base.Last(), muts) {
+			parts = fullParts(ex.drop(nu), bound)
+		} else {
+			parts = newParts(ex.drop(nu), bound)
+		}
 	} else {
 		var err error
 		if x, err = s.loadIndex(ctx, f, old); err != nil {
@@ -334,6 +341,7 @@ func (s *Store) applyPages(ctx context.Context, x *shards.Index, muts []shards.M
 		byPage[i] = append(byPage[i], m)
 	}
 	changed := make([]*shards.Object, x.Len())
+	grows := false // the last page only gains records after its own
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.opts.StageConcurrency)
 	for i, pm := range byPage {
@@ -341,6 +349,9 @@ func (s *Store) applyPages(ctx context.Context, x *shards.Index, muts []shards.M
 			o, err := s.loadPage(gctx, x, i)
 			if err != nil {
 				return err
+			}
+			if i == x.Len()-1 {
+				grows = appends(o.Last(), pm)
 			}
 			if changed[i], err = o.Apply(pm); err != nil {
 				return err
@@ -358,9 +369,44 @@ func (s *Store) applyPages(ctx context.Context, x *shards.Index, muts []shards.M
 			parts = append(parts, part{at: i})
 			continue
 		}
+		if i == x.Len()-1 && grows {
+			parts = append(parts, fullParts(changed[i], bound)...)
+			continue
+		}
 		parts = append(parts, newParts(changed[i], bound)...)
 	}
 	return parts, nil
+}
+
+// appends reports whether muts, sorted by key, only add records after
+// last, a page's largest key: a shard growing at its end, as shards
+// keyed by time-ordered ids do.
+func appends(last []byte, muts []shards.Mutation) bool {
+	for _, m := range muts {
+		if m.Delete || bytes.Compare(m.Key, last) <= 0 {
+			return false
+		}
+	}
+	return len(muts) > 0
+}
+
+// fullParts is newParts for a shard growing at its end: the pages it
+// leaves behind are full (shards.Object.SplitFull), not halves. Its last
+// page, which the next records will fill, may be small: it is settled,
+// so that mergeSmall does not join it to the full one before it and
+// split them evenly again.
+func fullParts(o *shards.Object, bound int64) []part {
+	if o.Len() == 0 {
+		return nil
+	}
+	var parts []part
+	for _, p := range o.SplitFull(bound) {
+		parts = append(parts, part{obj: p})
+	}
+	if len(parts) > 1 {
+		parts[len(parts)-1].settled = true
+	}
+	return parts
 }
 
 // mergeSmall joins each new page under a quarter of bound with a

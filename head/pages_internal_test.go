@@ -570,3 +570,58 @@ func TestFamilyPageBound(t *testing.T) {
 		})
 	}
 }
+
+// TestGrowingShardPagesStayFull: a shard whose new keys all come after
+// its old ones, as with time-ordered ids, leaves full pages behind as it
+// grows, fold after fold; an even split would leave each about half
+// full. A fold that changes an older key splits as before.
+func TestGrowingShardPagesStayFull(t *testing.T) {
+	ctx := context.Background()
+	const bound = 1024
+	s, err := Open(ctx, mem.NewBucket(), shards.NewShardID(), testSchema, Options{Check: true, PageBytes: bound, InlineBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	key := func(i int) []byte {
+		k := make([]byte, shardstest.GroupLen+8)
+		binary.BigEndian.PutUint64(k[shardstest.GroupLen:], uint64(i))
+		return k
+	}
+	const value = 30 // a record is 8 + 40 + 30 bytes
+	for c := range 40 {
+		ruleDo(t, s, func(tx *Tx) error {
+			for i := c * 10; i < c*10+10; i++ {
+				if err := tx.Put(shardstest.Grouped, key(i), bytes.Repeat([]byte{byte(i)}, value)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err := s.Fold(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sn, err := s.Pin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := sn.table(ctx, shardstest.Grouped)
+	if err != nil || tbl == nil || len(tbl.Entries) != 1 || !tbl.Entries[0].Index {
+		t.Fatalf("the group's table: %+v, %v; want one paged shard", tbl, err)
+	}
+	x, err := s.loadIndex(ctx, shardstest.Grouped, tbl.Entries[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range x.Len() - 1 {
+		if size := x.Page(i).Ref.Size; size <= bound-(8+40+value) {
+			t.Fatalf("page %d of %d: %d bytes under a bound of %d: not full", i, x.Len(), size, bound)
+		}
+	}
+	for i := range 400 {
+		if v, ok, err := sn.Get(ctx, shardstest.Grouped, key(i)); err != nil || !ok || len(v) != value {
+			t.Fatalf("record %d: %d bytes, %v, %v", i, len(v), ok, err)
+		}
+	}
+}

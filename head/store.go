@@ -53,7 +53,8 @@ type Options struct {
 	// (each a shard object of one key range) named by a small page index,
 	// and later folds rewrite only the pages they change: a fold's bytes
 	// grow with the pages it touches, not with the family. A page under a
-	// quarter of PageBytes is merged with a neighbour. Smaller shards stay
+	// quarter of PageBytes is merged with a neighbour, except the last
+	// page of a shard that grows at its end. Smaller shards stay
 	// one object. A point read of a paged shard costs one round more (the
 	// index, then the page). Default 16 KiB; at least 256 bytes. Stores
 	// with different PageBytes may share a shard: the bound shapes only

@@ -329,3 +329,44 @@ func FuzzDecodeIndex(f *testing.F) {
 		}
 	})
 }
+
+// TestSplitFull: the pieces of SplitFull hold every record in order,
+// each within the bound, every piece but the last full (the record after
+// it would have taken it past the bound), and no more pieces than
+// Split's but one.
+func TestSplitFull(t *testing.T) {
+	const n, bound = 300, 1024
+	keys, idx := oneShardKeys(t, shardstest.Grouped, n)
+	for _, m := range []int{n, n - 3, n - 6, 120, 41} { // ends that leave more or less for the last piece
+		recs := make([]shards.Record, m)
+		for i := range m {
+			recs[i] = shards.Record{Key: keys[i], Value: bytes.Repeat([]byte{byte(i)}, i%40)}
+		}
+		o, err := shards.NewObject(schema, shardstest.Grouped, idx, recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pieces := o.SplitFull(bound)
+		even := len(o.Split(bound))
+		total := 0
+		for i, p := range pieces {
+			if p.EncodedSize() > bound {
+				t.Fatalf("%d records: piece %d of %d: %d bytes, bound %d", m, i, len(pieces), p.EncodedSize(), bound)
+			}
+			// The largest record here is 8 + 40 + 39 bytes.
+			if i+1 < len(pieces) && p.EncodedSize() <= bound-8-40-39 {
+				t.Fatalf("%d records: piece %d of %d: %d bytes, not full", m, i, len(pieces), p.EncodedSize())
+			}
+			if i > 0 && bytes.Compare(pieces[i-1].Last(), p.First()) >= 0 {
+				t.Fatalf("%d records: piece %d begins before piece %d ends", m, i, i-1)
+			}
+			total += p.Len()
+		}
+		if total != m {
+			t.Fatalf("%d records: pieces hold %d", m, total)
+		}
+		if len(pieces) > even+1 {
+			t.Fatalf("%d records: %d full pieces, %d even ones", m, len(pieces), even)
+		}
+	}
+}

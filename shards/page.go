@@ -88,6 +88,38 @@ func (o *Object) Split(bound int64) []*Object {
 	}
 }
 
+// SplitFull cuts o into pieces in key order as a shard that grows at its
+// end wants them: each piece but the last as full as its records allow
+// within bound, the last holding the rest, however little. Split's even
+// pieces would leave every older page about half full, to be rewritten
+// only if an older key changes. An object within the bound, or of one
+// record, is returned whole.
+func (o *Object) SplitFull(bound int64) []*Object {
+	if o.size <= bound || len(o.recs) <= 1 {
+		return []*Object{o}
+	}
+	var starts []int
+	start, size := 0, int64(headerLen)
+	for i, r := range o.recs {
+		n := recordFrame + int64(len(r.Key)+len(r.Value))
+		if i > start && size+n > bound {
+			starts = append(starts, start)
+			start, size = i, headerLen
+		}
+		size += n
+	}
+	starts = append(starts, start)
+	var out []*Object
+	for k, i := range starts {
+		j := len(o.recs)
+		if k+1 < len(starts) {
+			j = starts[k+1]
+		}
+		out = append(out, o.Slice(i, j))
+	}
+	return out
+}
+
 // cut divides o's records into at most n runs of about equal payload.
 func (o *Object) cut(n int64) []*Object {
 	payload := o.size - headerLen
