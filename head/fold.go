@@ -22,7 +22,7 @@ import (
 // neighbour, then the index, the table and the root: its bytes grow with
 // the pages it touches, not with the family. A shard that only grows at
 // its end (its last page gains only keys after its own) is split into
-// full pages and a last one that may be small (fullParts).
+// full pages and a last one that may be small (splitParts).
 //
 // Expiry. A fold leaves out of every object it writes (a leaf, a new
 // page, a page merged with a neighbour) the records its family's rule
@@ -206,7 +206,7 @@ type builtObject struct {
 type part struct {
 	obj     *shards.Object
 	at      int
-	settled bool // produced by a merge that did not shrink the page count, or the small last page of a growing shard (fullParts)
+	settled bool // produced by a merge that did not shrink the page count, or the small last page of a growing shard (splitParts)
 }
 
 // buildShard applies muts to shard idx of family f, whose table entry is
@@ -232,11 +232,7 @@ func (s *Store) buildShard(ctx context.Context, f shards.Family, idx uint8, old 
 		if err != nil {
 			return shardBuild{}, err
 		}
-		if appends(base.Last(), muts) {
-			parts = fullParts(ex.drop(nu), bound)
-		} else {
-			parts = newParts(ex.drop(nu), bound)
-		}
+		parts = splitParts(ex.drop(nu), bound, appends(base.Last(), muts))
 	} else {
 		var err error
 		if x, err = s.loadIndex(ctx, f, old); err != nil {
@@ -320,12 +316,29 @@ func (s *Store) inline(body []byte) string {
 // newParts returns o split into pages of at most bound bytes (one part if
 // it fits), none if o is empty.
 func newParts(o *shards.Object, bound int64) []part {
+	return splitParts(o, bound, false)
+}
+
+// splitParts returns o split into pages of at most bound bytes: of about
+// equal size, or, for a shard growing at its end (grows), full pages and
+// a last one that may be small (shards.Object.SplitFull), since an even
+// split would leave every page behind half full for good. That last page,
+// which the next records will fill, is settled, so that mergeSmall does
+// not join it to the full one before it and split them evenly again.
+func splitParts(o *shards.Object, bound int64, grows bool) []part {
 	if o.Len() == 0 {
 		return nil
 	}
+	pieces := o.Split(bound)
+	if grows {
+		pieces = o.SplitFull(bound)
+	}
 	var parts []part
-	for _, p := range o.Split(bound) {
+	for _, p := range pieces {
 		parts = append(parts, part{obj: p})
+	}
+	if grows && len(parts) > 1 {
+		parts[len(parts)-1].settled = true
 	}
 	return parts
 }
@@ -369,11 +382,7 @@ func (s *Store) applyPages(ctx context.Context, x *shards.Index, muts []shards.M
 			parts = append(parts, part{at: i})
 			continue
 		}
-		if i == x.Len()-1 && grows {
-			parts = append(parts, fullParts(changed[i], bound)...)
-			continue
-		}
-		parts = append(parts, newParts(changed[i], bound)...)
+		parts = append(parts, splitParts(changed[i], bound, i == x.Len()-1 && grows)...)
 	}
 	return parts, nil
 }
@@ -388,25 +397,6 @@ func appends(last []byte, muts []shards.Mutation) bool {
 		}
 	}
 	return len(muts) > 0
-}
-
-// fullParts is newParts for a shard growing at its end: the pages it
-// leaves behind are full (shards.Object.SplitFull), not halves. Its last
-// page, which the next records will fill, may be small: it is settled,
-// so that mergeSmall does not join it to the full one before it and
-// split them evenly again.
-func fullParts(o *shards.Object, bound int64) []part {
-	if o.Len() == 0 {
-		return nil
-	}
-	var parts []part
-	for _, p := range o.SplitFull(bound) {
-		parts = append(parts, part{obj: p})
-	}
-	if len(parts) > 1 {
-		parts[len(parts)-1].settled = true
-	}
-	return parts
 }
 
 // mergeSmall joins each new page under a quarter of bound with a

@@ -502,6 +502,34 @@ func TestRequestsPagedRead(t *testing.T) {
 	}
 }
 
+// groupKey returns key i of one group of shardstest.Grouped: every such
+// key selects one shard, and they sort by i.
+func groupKey(i int) []byte {
+	k := make([]byte, shardstest.GroupLen+8)
+	binary.BigEndian.PutUint64(k[shardstest.GroupLen:], uint64(i))
+	return k
+}
+
+// groupIndex returns the page index of the one shard of
+// shardstest.Grouped that s's head holds, failing unless it is paged.
+func groupIndex(t *testing.T, s *Store) *shards.Index {
+	t.Helper()
+	ctx := context.Background()
+	sn, err := s.Pin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := sn.table(ctx, shardstest.Grouped)
+	if err != nil || tbl == nil || len(tbl.Entries) != 1 || !tbl.Entries[0].Index {
+		t.Fatalf("the group's table: %+v, %v; want one paged shard", tbl, err)
+	}
+	x, err := s.loadIndex(ctx, shardstest.Grouped, tbl.Entries[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
 // TestFamilyPageBound: a family's own page bound (FamilySpec.PageBytes)
 // shapes its pages when it is below the store's, and the store's bound
 // holds when the family's is above it or unset.
@@ -531,9 +559,7 @@ func TestFamilyPageBound(t *testing.T) {
 			// One group: 300 records of about 70 bytes in one shard.
 			ruleDo(t, s, func(tx *Tx) error {
 				for i := range 300 {
-					k := make([]byte, shardstest.GroupLen+8)
-					binary.BigEndian.PutUint64(k[shardstest.GroupLen:], uint64(i))
-					if err := tx.Put(shardstest.Grouped, k, bytes.Repeat([]byte{byte(i)}, 30)); err != nil {
+					if err := tx.Put(shardstest.Grouped, groupKey(i), bytes.Repeat([]byte{byte(i)}, 30)); err != nil {
 						return err
 					}
 				}
@@ -542,18 +568,7 @@ func TestFamilyPageBound(t *testing.T) {
 			if err := s.Fold(ctx); err != nil {
 				t.Fatal(err)
 			}
-			sn, err := s.Pin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tbl, err := sn.table(ctx, shardstest.Grouped)
-			if err != nil || tbl == nil || len(tbl.Entries) != 1 || !tbl.Entries[0].Index {
-				t.Fatalf("the group's table: %+v, %v; want one paged shard", tbl, err)
-			}
-			x, err := s.loadIndex(ctx, shardstest.Grouped, tbl.Entries[0])
-			if err != nil {
-				t.Fatal(err)
-			}
+			x := groupIndex(t, s)
 			var total int64
 			for i := range x.Len() {
 				p := x.Page(i)
@@ -583,16 +598,11 @@ func TestGrowingShardPagesStayFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	key := func(i int) []byte {
-		k := make([]byte, shardstest.GroupLen+8)
-		binary.BigEndian.PutUint64(k[shardstest.GroupLen:], uint64(i))
-		return k
-	}
 	const value = 30 // a record is 8 + 40 + 30 bytes
 	for c := range 40 {
 		ruleDo(t, s, func(tx *Tx) error {
 			for i := c * 10; i < c*10+10; i++ {
-				if err := tx.Put(shardstest.Grouped, key(i), bytes.Repeat([]byte{byte(i)}, value)); err != nil {
+				if err := tx.Put(shardstest.Grouped, groupKey(i), bytes.Repeat([]byte{byte(i)}, value)); err != nil {
 					return err
 				}
 			}
@@ -602,25 +612,18 @@ func TestGrowingShardPagesStayFull(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sn, err := s.Pin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := sn.table(ctx, shardstest.Grouped)
-	if err != nil || tbl == nil || len(tbl.Entries) != 1 || !tbl.Entries[0].Index {
-		t.Fatalf("the group's table: %+v, %v; want one paged shard", tbl, err)
-	}
-	x, err := s.loadIndex(ctx, shardstest.Grouped, tbl.Entries[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	x := groupIndex(t, s)
 	for i := range x.Len() - 1 {
 		if size := x.Page(i).Ref.Size; size <= bound-(8+40+value) {
 			t.Fatalf("page %d of %d: %d bytes under a bound of %d: not full", i, x.Len(), size, bound)
 		}
 	}
+	sn, err := s.Pin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range 400 {
-		if v, ok, err := sn.Get(ctx, shardstest.Grouped, key(i)); err != nil || !ok || len(v) != value {
+		if v, ok, err := sn.Get(ctx, shardstest.Grouped, groupKey(i)); err != nil || !ok || len(v) != value {
 			t.Fatalf("record %d: %d bytes, %v, %v", i, len(v), ok, err)
 		}
 	}
