@@ -279,8 +279,18 @@ func TestMergeDeltas(t *testing.T) {
 		})
 	}
 	sn := rulePin(t, s)
-	if !slices.Equal(sn.root.Families, base.root.Families) {
-		t.Fatalf("the base changed: %+v, was %+v", sn.root.Families, base.root.Families)
+	// How the folds fall depends on timing: a fold the leader runs between
+	// batches may land before or after the next commit, and a merge that
+	// would keep more than MaxDeltas/2 older tiers folds into the base by
+	// design. What holds whatever the timing: merges outnumber the folds
+	// into the base after Fold's own, and the base changed only if such a
+	// fold was counted.
+	st := s.CommitStats()
+	if st.Merges == 0 || st.Folds < 1 || st.Folds-1 >= st.Merges {
+		t.Fatalf("counted %d folds and %d merges: want Fold's one, and more merges than later folds", st.Folds, st.Merges)
+	}
+	if st.Folds == 1 && !slices.Equal(sn.root.Families, base.root.Families) {
+		t.Fatalf("the base changed without a fold: %+v, was %+v", sn.root.Families, base.root.Families)
 	}
 	if n := len(sn.root.Deltas); n > 2*s.opts.MaxDeltas || n >= commits {
 		t.Fatalf("the root lists %d deltas after %d commits, bound %d", n, commits, 2*s.opts.MaxDeltas)
@@ -289,11 +299,8 @@ func TestMergeDeltas(t *testing.T) {
 	for _, d := range sn.root.Deltas {
 		merged = merged || d.Ref.Count > 1
 	}
-	if !merged {
+	if !merged && st.Folds == 1 { // a later fold into the base drops the merged deltas
 		t.Fatalf("no delta holds more than one commit's record: %+v", sn.root.Deltas)
-	}
-	if st := s.CommitStats(); st.Folds != 1 || st.Merges == 0 {
-		t.Fatalf("counted %d folds and %d merges: want Fold's one, and a merge", st.Folds, st.Merges)
 	}
 	if _, ok, err := sn.Get(ctx, ruleFam, ruleKey(0)); err != nil || ok {
 		t.Fatalf("the deleted base record: found %v, %v", ok, err)
