@@ -169,6 +169,11 @@ func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonc
 // few hundred records. A batch without record changes writes no delta.
 // size is the batch's delta's encoded size (0 without one).
 func (s *Store) buildDelta(state *batchState, nonce roots.Nonce, root *roots.Root, c *candidate) (ok bool, size int64, err error) {
+	// A batch too large to list folds whatever the parent: a restore's or
+	// an import's command of thousands of rows is not encoded for nothing.
+	if size := state.deltaSize(); size > loneDeltaFactor*s.opts.MaxDeltaBytes {
+		return false, size, nil
+	}
 	d, body, ref, err := s.encodeDelta(state, nonce, root.Sequence)
 	if err != nil || d == nil {
 		return err == nil, 0, err

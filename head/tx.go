@@ -103,6 +103,19 @@ func (b *batchState) del(f shards.Family, key []byte) error {
 	return nil
 }
 
+// deltaSize is the encoded size of the batch's delta (shards.DeltaSize).
+func (b *batchState) deltaSize() int64 {
+	return shards.DeltaSize(func(yield func(shards.Mutation) bool) {
+		for _, ms := range b.muts {
+			for _, m := range ms {
+				if !yield(m) {
+					return
+				}
+			}
+		}
+	})
+}
+
 // lookup reports a pending mutation of key, if there is one.
 func (b *batchState) lookup(f shards.Family, key []byte) (shards.Mutation, bool) {
 	m, ok := b.muts[f][string(key)]

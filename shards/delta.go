@@ -87,6 +87,21 @@ func NewDelta(s *Schema, salt Salt, seq uint64, recs []DeltaRecord) (*Delta, err
 	return d, nil
 }
 
+// DeltaSize returns the encoded size of a delta whose records are the
+// mutations of muts (NewDelta's EncodedSize), without building it: a
+// writer that will not keep a delta past a size learns it before paying
+// for the copies, the sort and the encoding.
+func DeltaSize(muts iter.Seq[Mutation]) int64 {
+	n := int64(deltaHeaderLen)
+	for m := range muts {
+		n += deltaFrame + int64(len(m.Key))
+		if !m.Delete {
+			n += int64(len(m.Value))
+		}
+	}
+	return n
+}
+
 // Sequence is the commit sequence that wrote the delta.
 func (d *Delta) Sequence() uint64 { return d.seq }
 

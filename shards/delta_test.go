@@ -49,6 +49,19 @@ func TestDeltaGolden(t *testing.T) {
 	if ref.Hash != digest.Sum(want) || ref.Size != int64(len(want)) || ref.Count != 3 || d.EncodedSize() != int64(len(want)) {
 		t.Fatalf("ref = %+v, EncodedSize %d", ref, d.EncodedSize())
 	}
+	// DeltaSize predicts the size without encoding, a tombstone's value
+	// left out as NewDelta leaves it out.
+	recs := goldenDeltaRecords()
+	recs[1].Value = []byte("dropped")
+	if n := shards.DeltaSize(func(yield func(shards.Mutation) bool) {
+		for _, r := range recs {
+			if !yield(r.Mutation) {
+				return
+			}
+		}
+	}); n != int64(len(want)) {
+		t.Fatalf("DeltaSize = %d, the encoding has %d bytes", n, len(want))
+	}
 	back, err := shards.DecodeDelta(schema, want, ref.Hash)
 	if err != nil {
 		t.Fatal(err)

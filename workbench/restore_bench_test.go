@@ -1,10 +1,15 @@
 package workbench_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,7 +28,10 @@ import (
 // written. CAIRN_RESTORE_BATCH sets the members one copy command places
 // (default: the workbench's), CAIRN_RESTORE_RTT a delay before each
 // request of the restore (a remote bucket's round trip). Seeding (concurrent puts in large group commits) and the
-// commit are not timed.
+// commit are not timed. peak-heap-MiB is the most heap in use, sampled
+// every 10 ms, during the restore, less what was in use when it began;
+// the bytes the restore put are logged by kind of object (the family of
+// a page or page index, deltas, tables, roots).
 //
 //	go test ./workbench -run '^$' -bench Restore -benchtime 1x
 func BenchmarkRestore(b *testing.B) {
@@ -83,8 +91,10 @@ func BenchmarkRestore(b *testing.B) {
 		if i == 0 {
 			b.ResetTimer()
 		}
+		peak := sampleHeap()
 		out, ok := s.Call(ctx, "workbench_restore", []byte(fmt.Sprintf(`{"id":"src","destination_id":"dst","at_commit":%q}`, res["commit_identity"])))
 		took := time.Since(start)
+		b.ReportMetric(float64(peak())/(1<<20), "peak-heap-MiB")
 		slow.on.Store(false)
 		if !ok {
 			b.Fatalf("restore: %s", out)
@@ -95,14 +105,78 @@ func BenchmarkRestore(b *testing.B) {
 		b.ReportMetric(float64(st.Requests), "requests")
 		b.ReportMetric(float64(st.BytesWritten)/(1<<20), "MiB-written")
 		s.Close()
+		slow.logKinds(b)
 	}
 }
 
-// slowBucket delays every request by rtt while on.
+// sampleHeap samples the heap in use every 10 ms until the returned
+// function is called, which answers the most seen above the first sample.
+func sampleHeap() func() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base, top := ms.HeapInuse, ms.HeapInuse
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				runtime.ReadMemStats(&ms)
+				top = max(top, ms.HeapInuse)
+			}
+		}
+	}()
+	return func() uint64 {
+		close(stop)
+		<-done
+		return top - base
+	}
+}
+
+// slowBucket delays every request by rtt while on, and counts the bytes
+// put by kind of object (objectKind).
 type slowBucket struct {
 	bucket.Bucket
 	rtt time.Duration
 	on  atomic.Bool
+
+	mu    sync.Mutex
+	kinds map[string]int64
+}
+
+// objectKind names what an engine key holds: "objects/<family>" or
+// "indexes/<family>" for pages and page indexes, else the directory
+// (deltas, tables, roots, blocks...).
+func objectKind(key string) string {
+	parts := strings.Split(key, "/")
+	for i, p := range parts {
+		switch p {
+		case "objects", "indexes":
+			if i+1 < len(parts) {
+				return p + "/" + parts[i+1]
+			}
+		case "deltas", "tables", "roots", "blocks", "intents":
+			return p
+		}
+	}
+	return "other"
+}
+
+// logKinds logs the bytes put while on by kind, the largest first, and
+// forgets them.
+func (s *slowBucket) logKinds(b *testing.B) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kinds := slices.Collect(maps.Keys(s.kinds))
+	slices.SortFunc(kinds, func(x, y string) int { return cmp.Compare(s.kinds[y], s.kinds[x]) })
+	for _, k := range kinds {
+		b.Logf("%-28s %9.1f MiB", k, float64(s.kinds[k])/(1<<20))
+	}
+	clear(s.kinds)
 }
 
 func (s *slowBucket) wait(ctx context.Context) error {
@@ -129,6 +203,14 @@ func (s *slowBucket) Stat(ctx context.Context, key string) (bucket.Attrs, error)
 func (s *slowBucket) Put(ctx context.Context, key string, body []byte, cond bucket.Condition) (bucket.Attrs, error) {
 	if err := s.wait(ctx); err != nil {
 		return bucket.Attrs{}, err
+	}
+	if s.on.Load() {
+		s.mu.Lock()
+		if s.kinds == nil {
+			s.kinds = map[string]int64{}
+		}
+		s.kinds[objectKind(key)] += int64(len(body))
+		s.mu.Unlock()
 	}
 	return s.Bucket.Put(ctx, key, body, cond)
 }

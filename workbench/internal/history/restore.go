@@ -55,12 +55,17 @@ import (
 func init() { core.RegisterTool("workbench_restore", restoreTool) }
 
 // RestoreBatch is how many members one copy command places. Each command
-// is a commit, and a commit still rewrites the tables it touches, so
-// fewer, larger commands write less: restoring 100,000 files took 784
-// head writes, 4,445 MiB and 88 s in batches of 256, and 27 head writes,
-// 1,484 MiB and 27 s in batches of 4,096 (BenchmarkRestore, file
-// bucket).
-var RestoreBatch = 4096
+// is a commit that folds (its delta is too large to list), and a fold
+// rewrites every page it touches: the families keyed by revision or by
+// body digest (artifact_revision, revision_ref, the body digest index)
+// take a batch's members all over their key space, so each command
+// rewrites most of their pages and the bytes grow with the square of the
+// workbench over the batch. Restoring 100,000 files wrote 4,445 MiB in
+// 784 head writes in batches of 256, 1,229 MiB in 28 in batches of
+// 4,096, and 540 MiB in 10 in batches of 16,384 (BenchmarkRestore, file
+// bucket); a batch's transient memory grows with it, so it is not
+// larger (docs/performance.md, "Restore in fewer, larger commands").
+var RestoreBatch = 16384
 
 // restoreInput is workbench_restore's input.
 type restoreInput struct {
