@@ -3,6 +3,7 @@ package bucket_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -47,15 +48,20 @@ func TestNormalizePrefix(t *testing.T) {
 	}
 }
 
+var registerRuns int
+
 func TestRegisterTwicePanics(t *testing.T) {
 	open := func(context.Context, *url.URL) (bucket.Bucket, error) { return nil, nil }
-	bucket.Register("test-dup", open)
+	// A scheme of its own per run: registrations outlive the test (-count).
+	registerRuns++
+	scheme := fmt.Sprintf("test-dup-%d", registerRuns)
+	bucket.Register(scheme, open)
 	defer func() {
 		if recover() == nil {
 			t.Fatal("second Register of one scheme did not panic")
 		}
 	}()
-	bucket.Register("test-dup", open)
+	bucket.Register(scheme, open)
 }
 
 func TestOpenErrors(t *testing.T) {
