@@ -72,6 +72,10 @@
 //   - 412 is ErrPrecondition.
 //   - 404 (storage.ErrObjectNotExist) is ErrNotExist on Get and Stat, nil
 //     on an unconditional Delete and ErrPrecondition on a conditional one.
+//     A 404 once a Get's body has begun is ErrUnavailable instead: the
+//     client retries a broken body by asking for the generation it began
+//     with, and that generation is gone when the object was overwritten
+//     meanwhile (a head, written by another replica), not the key.
 //   - 429 is ErrThrottled: the request had no effect.
 //   - 408, any 5xx and any transport failure (a timeout, a reset or lost
 //     connection, a truncated answer) are ErrUnavailable on a read, stat

@@ -397,3 +397,71 @@ func TestReadWithoutLastModified(t *testing.T) {
 		t.Fatalf("%d metadata requests, want 1", r.count("stat"))
 	}
 }
+
+// cutBody yields its first n bytes, then fails as a reset connection.
+type cutBody struct {
+	r io.Reader
+	n int
+}
+
+func (c *cutBody) Read(p []byte) (int, error) {
+	if c.n == 0 {
+		return 0, errReset
+	}
+	p = p[:min(len(p), c.n)]
+	n, err := c.r.Read(p)
+	c.n -= n
+	return n, err
+}
+
+func (c *cutBody) Close() error { return nil }
+
+// TestReplacedDuringReadIsNotMissing: the connection of a read breaks
+// mid-body and the object is overwritten before the client's retry, which
+// asks for the generation it began with and is told 404. The object was
+// never missing: the read must fail as unavailable (worth a retry), never
+// as ErrNotExist, or a head read racing its own next write would take the
+// head for lost.
+func TestReplacedDuringReadIsNotMissing(t *testing.T) {
+	srv := fakegcstest.New(t)
+	ctx := t.Context()
+	b, r := newRecorded(t, srv, "replaced", "", gcs.Options{ReadAttempts: 3})
+	if _, err := b.Put(ctx, "k", bytes.Repeat([]byte("a"), 4096), bucket.Unconditional); err != nil {
+		t.Fatal(err)
+	}
+	var cut sync.Once
+	r.setHook(func(req *http.Request, forward func() (*http.Response, error)) (*http.Response, error) {
+		if kind(req) != "media" {
+			return nil, nil
+		}
+		resp, err := forward()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return resp, err
+		}
+		cut.Do(func() {
+			// The next version lands while the first is being read.
+			r.setHook(nil)
+			if _, err := b.Put(ctx, "k", bytes.Repeat([]byte("b"), 4096), bucket.Unconditional); err != nil {
+				t.Error(err)
+			}
+			resp.Body = &cutBody{r: resp.Body, n: 100}
+		})
+		return resp, nil
+	})
+	body, _, err := b.Get(ctx, "k")
+	if errors.Is(err, bucket.ErrNotExist) {
+		t.Fatalf("a read that raced an overwrite reported the object missing: %v", err)
+	}
+	if err == nil {
+		if len(body) != 4096 || (body[0] != 'a' && body[0] != 'b') || body[0] != body[4095] {
+			t.Fatalf("a read that raced an overwrite returned a torn body: %q...%q", body[:8], body[len(body)-8:])
+		}
+		return
+	}
+	if !errors.Is(err, bucket.ErrUnavailable) {
+		t.Fatalf("a read that raced an overwrite: %v, want ErrUnavailable", err)
+	}
+	if got := r.count("media"); got < 2 {
+		t.Fatalf("%d media requests: the client did not retry the broken read", got)
+	}
+}

@@ -215,6 +215,13 @@ func (b *Bucket) Get(ctx context.Context, key string) ([]byte, bucket.Attrs, err
 	body, err := io.ReadAll(r)
 	r.Close()
 	if err != nil {
+		if notFound(err) {
+			// The object was there when the read began: the client's
+			// retry of a broken body asks for the generation it began
+			// with, and a newer one (or a delete) landed meanwhile. The
+			// key is not missing; another read will tell what it holds.
+			return nil, bucket.Attrs{}, wrap(ctx, "get", key, bucket.ErrUnavailable, fmt.Errorf("replaced while it was read: %w", err))
+		}
 		return nil, bucket.Attrs{}, fail(ctx, "get", key, false, err)
 	}
 	ra := r.Attrs
