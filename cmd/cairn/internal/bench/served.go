@@ -209,11 +209,32 @@ type servedWindow struct {
 	set    *servedSet
 	before proxyCounts
 	cpu    time.Duration // of every server, at the start
+	others machineCPU    // of the emulator and of this process, at the start
 	start  time.Time
 }
 
+// machineCPU is the CPU of the processes beside the servers that share
+// the machine in a served run: the emulator, and this one (its clients
+// and the proxy).
+type machineCPU struct{ emulator, bench time.Duration }
+
+func (s *servedSet) othersCPU() machineCPU {
+	return machineCPU{emulator: s.gcs.cpu(), bench: processCPU()}
+}
+
 func (s *servedSet) window() servedWindow {
-	return servedWindow{set: s, before: s.proxy.counts(), cpu: s.serversCPU(), start: time.Now()}
+	return servedWindow{set: s, before: s.proxy.counts(), cpu: s.serversCPU(), others: s.othersCPU(), start: time.Now()}
+}
+
+// noteOthers notes the CPU the emulator and this process used since the
+// window began, beside the servers' (the row's CPU): on a small machine
+// they compete for the same cores.
+func (w servedWindow) noteOthers(row *Row) {
+	now := w.set.othersCPU()
+	em, be := now.emulator-w.others.emulator, now.bench-w.others.bench
+	row.metric("emulator_cpu_seconds", em.Seconds())
+	row.metric("bench_cpu_seconds", be.Seconds())
+	row.note("CPU beside the servers': emulator %s, bench process (clients and proxy) %s", em.Round(10*time.Millisecond), be.Round(10*time.Millisecond))
 }
 
 // row is the window's counts so far: the proxy's requests, rounds and
@@ -356,6 +377,7 @@ func (r *sizeRun) servedThroughput(ctx context.Context, name string, n int) ([]R
 		return nil, err
 	}
 	row := w.row(name)
+	w.noteOthers(&row)
 	row.HeadBytes = r.st.headBytes(ctx)
 	lost, dup, landed, err := r.check(ctx, outs)
 	if err != nil {
