@@ -648,3 +648,47 @@ func TestRestoreAtCommitIsLowercaseHex(t *testing.T) {
 	}
 	mustCall(t, s, "workbench_restore", restoreIn("src", "dst", fmt.Sprintf(`"at_commit":%q`, commit)))
 }
+
+// TestRestoreBatchesOfAnotherSize: two calls of one restore whose copy
+// batches differ in size (replicas with different defaults) meet a
+// cursor inside a batch; the later command goes on from the cursor
+// instead of failing, and the destination is whole.
+func TestRestoreBatchesOfAnotherSize(t *testing.T) {
+	defer workbench.SetRestoreBatchForTest(4)()
+	b := mem.NewBucket()
+	s := newServiceOn(t, b, workbench.Options{})
+	other := newServiceOn(t, b, workbench.Options{})
+	commit := restoreSource(t, s, "src", 10)
+	in := restoreIn("src", "dst", fmt.Sprintf(`"at_commit":%q`, commit))
+	copies := 0
+	workbench.SetRestoreHookForTest(s, func(step string) error {
+		if step != "copy" {
+			return nil
+		}
+		if copies++; copies == 1 { // s placed members 0-3; other places 4-5 and stops
+			restore := workbench.SetRestoreBatchForTest(2)
+			defer restore()
+			workbench.SetRestoreHookForTest(other, func(step string) error {
+				if step == "copy" {
+					return errors.New("stop after one copy batch")
+				}
+				return nil
+			})
+			if got, ok := call(t, other, "workbench_restore", in); ok {
+				t.Errorf("the other call did not stop: %v", got)
+			}
+		}
+		return nil
+	})
+	res := mustCall(t, s, "workbench_restore", in)
+	if res["state"] != "complete" {
+		t.Fatalf("restore: %v", res)
+	}
+	for i := range 10 {
+		if got, want := readText(t, s, "dst", fmt.Sprintf("outputs/dir%d/f%03d.txt", i%3, i)), fmt.Sprintf("body %d", i); got != want {
+			t.Fatalf("file %d: %q, want %q", i, got, want)
+		}
+	}
+	workbench.CheckReferencesForTest(t, s)
+	workbench.CheckCommitClosureForTest(t, s)
+}

@@ -216,15 +216,18 @@ func (c *restoreCopy) apply(tx *head.Tx) ([]byte, error) {
 		return nil, core.Reject(core.Internal("restore operation " + p.OpID.String() + " vanished"))
 	case op.Phase != nokv.RestorePhaseCopying || op.MemberCursor >= c.end:
 		return nil, nil // already placed by an earlier run
-	case op.MemberCursor != c.start:
+	case op.MemberCursor < c.start:
 		return nil, core.Reject(core.Conflict(fmt.Sprintf("restore %s is at member %d, not %d", p.OpID, op.MemberCursor, c.start), "Restore", nil))
 	}
 	if _, err := p.stagingMarker(s, tx); err != nil {
 		return nil, err
 	}
 	rc := &publish.Refs{S: s, Tx: tx, Revs: map[nokv.RevisionID]*nokv.ArtifactRevision{}}
+	// Another call of the same restore (a replica whose batches are of
+	// another size) may have placed the first members of this batch: go
+	// on from its cursor, whose chain the operation holds.
 	chain := op.MemberDigest
-	for i := c.start; i < c.end; i++ {
+	for i := op.MemberCursor; i < c.end; i++ {
 		m := p.members[i]
 		e := m.entry
 		e.CreatedVersion, e.ModifiedVersion = seq, seq
