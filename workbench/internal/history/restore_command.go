@@ -19,10 +19,11 @@ import (
 // copy batches and the final command, with the record steps they share
 // with an abort (restore_abort.go).
 //
-// The commands. Each reads the operation first and predicates its exact
-// phase and cursor, so a command that lands twice (an exact rerun after
-// an unknown outcome) or after another call moved the restore on writes
-// nothing wrong.
+// The commands. Each reads the operation first and predicates its phase
+// and cursor (a copy batch: a cursor not behind its first member; it
+// places the members from the cursor on), so a command that lands twice
+// (an exact rerun after an unknown outcome) or after another call moved
+// the restore on writes nothing wrong.
 
 func (p *RestorePlan) opKey(root nokv.RootID) ([]byte, error) {
 	return nokv.OperationKey{Root: root, Kind: nokv.OperationKindRestore, ID: p.OpID}.Encode()
