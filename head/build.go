@@ -178,9 +178,9 @@ func (s *Store) buildDelta(state *batchState, nonce roots.Nonce, root *roots.Roo
 	if err != nil || d == nil {
 		return err == nil, 0, err
 	}
-	size = int64(len(body))
+	size = int64(len(body)) // state.deltaSize(), within the lone bound
 	deltas := append([]roots.DeltaRef{{Ref: ref, Sequence: root.Sequence}}, root.Deltas...)
-	if size > loneDeltaFactor*s.opts.MaxDeltaBytes || (s.overDeltas(&roots.Root{Deltas: deltas}, 2) && s.overDeltas(root, 1)) {
+	if s.overDeltas(&roots.Root{Deltas: deltas}, 2) && s.overDeltas(root, 1) {
 		return false, size, nil
 	}
 	root.Deltas = deltas

@@ -313,18 +313,13 @@ func (s *Store) inline(body []byte) string {
 	return string(body)
 }
 
-// newParts returns o split into pages of at most bound bytes (one part if
-// it fits), none if o is empty.
-func newParts(o *shards.Object, bound int64) []part {
-	return splitParts(o, bound, false)
-}
-
-// splitParts returns o split into pages of at most bound bytes: of about
-// equal size, or, for a shard growing at its end (grows), full pages and
-// a last one that may be small (shards.Object.SplitFull), since an even
-// split would leave every page behind half full for good. That last page,
-// which the next records will fill, is settled, so that mergeSmall does
-// not join it to the full one before it and split them evenly again.
+// splitParts returns o split into pages of at most bound bytes (one part
+// if it fits, none if o is empty): of about equal size, or, for a shard
+// growing at its end (grows), full pages and a last one that may be small
+// (shards.Object.SplitFull), since an even split would leave every page
+// behind half full for good. That last page, which the next records will
+// fill, is settled, so that mergeSmall does not join it to the full one
+// before it and split them evenly again.
 func splitParts(o *shards.Object, bound int64, grows bool) []part {
 	if o.Len() == 0 {
 		return nil
@@ -433,7 +428,7 @@ func (s *Store) mergeSmall(ctx context.Context, x *shards.Index, parts []part, b
 		if err != nil {
 			return nil, err
 		}
-		pieces := newParts(ex.drop(joined), bound)
+		pieces := splitParts(ex.drop(joined), bound, false)
 		for j := range pieces {
 			pieces[j].settled = len(pieces) > 1
 		}
