@@ -102,7 +102,7 @@ func TestBenchServed(t *testing.T) {
 		if strings.HasPrefix(r.Scenario, "throughput") {
 			m := r.Metrics
 			if m["acked"] != m["offered"] || m["offered"] != 40 || m["lost"] != 0 || m["duplicated"] != 0 || m["requests_per_ack"] <= 0 {
-				t.Errorf("row %s: %v", r.Scenario, m)
+				t.Errorf("row %s: %v: %s", r.Scenario, m, r.Notes)
 			}
 		}
 	}

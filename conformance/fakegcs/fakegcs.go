@@ -30,7 +30,9 @@
 // addressed to its own host:port (its public host), for other tools. The
 // fake writes the Last-Modified header of a read in local time labelled
 // GMT; the server corrects it to UTC, so reads agree with metadata in
-// every time zone.
+// every time zone. With Options.Dir, a read racing an overwrite can get
+// one version's headers with the other's bytes; the server answers such
+// a whole-object read again until its bytes match its headers.
 package fakegcs
 
 import (
@@ -99,7 +101,7 @@ func Start(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		fake:   fake,
-		hs:     &http.Server{Handler: utcLastModified(fake.HTTPHandler()), ReadHeaderTimeout: 30 * time.Second},
+		hs:     &http.Server{Handler: utcLastModified(wholeReads(fake.HTTPHandler())), ReadHeaderTimeout: 30 * time.Second},
 		served: make(chan error, 1),
 		url:    root,
 	}
