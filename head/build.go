@@ -36,6 +36,9 @@ type candidate struct {
 	// deltas: folded them into the base, or merged the newer of them
 	// into one delta (neither: it listed the batch's delta first).
 	folded, merged bool
+	// compress: the shard keeps its shard objects and delta segments
+	// compressed (Schema.CompressFrom).
+	compress bool
 }
 
 type write struct {
@@ -78,6 +81,11 @@ func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonc
 		}
 	}
 	c := &candidate{objects: map[digest.Hash]*shards.Object{}, indexes: map[digest.Hash]*shards.Index{}, tables: map[digest.Hash]*roots.Table{}, deltas: map[digest.Hash]*shards.Delta{}}
+	marker := s.schema.Marker // a new shard's
+	if sn != nil {
+		marker = sn.Marker()
+	}
+	c.compress = s.schema.compresses(marker)
 	root := &roots.Root{Nonce: nonce, Sequence: 1}
 	if sn != nil {
 		root.Parent = sn.rootHash
@@ -174,7 +182,7 @@ func (s *Store) buildDelta(state *batchState, nonce roots.Nonce, root *roots.Roo
 	if size := state.deltaSize(); size > loneDeltaFactor*s.opts.MaxDeltaBytes {
 		return false, size, nil
 	}
-	d, body, ref, err := s.encodeDelta(state, nonce, root.Sequence)
+	d, body, ref, err := s.encodeDelta(state, nonce, root.Sequence, c.compress)
 	if err != nil || d == nil {
 		return err == nil, 0, err
 	}
@@ -191,7 +199,7 @@ func (s *Store) buildDelta(state *batchState, nonce roots.Nonce, root *roots.Roo
 
 // encodeDelta returns state's record changes as one delta segment of
 // sequence seq, and its encoding; d is nil when there are none.
-func (s *Store) encodeDelta(state *batchState, nonce roots.Nonce, seq uint64) (d *shards.Delta, body []byte, ref shards.Ref, err error) {
+func (s *Store) encodeDelta(state *batchState, nonce roots.Nonce, seq uint64, compress bool) (d *shards.Delta, body []byte, ref shards.Ref, err error) {
 	var recs []shards.DeltaRecord
 	for f, m := range state.muts {
 		for _, mut := range m {
@@ -204,7 +212,11 @@ func (s *Store) encodeDelta(state *batchState, nonce roots.Nonce, seq uint64) (d
 	if d, err = shards.NewDelta(s.fams, shards.Salt(nonce), seq, recs); err != nil {
 		return nil, nil, shards.Ref{}, err
 	}
-	body, ref, err = d.Encode()
+	if compress {
+		body, ref, err = d.EncodeCompressed()
+	} else {
+		body, ref, err = d.Encode()
+	}
 	return d, body, ref, err
 }
 
@@ -251,7 +263,7 @@ func (s *Store) mergeDeltas(ctx context.Context, sn *Snapshot, state *batchState
 		}
 	}
 	muts.merge(&batchState{muts: state.muts})
-	d, body, ref, err := s.encodeDelta(muts, nonce, root.Sequence)
+	d, body, ref, err := s.encodeDelta(muts, nonce, root.Sequence, c.compress)
 	if err != nil || d == nil {
 		return false, err
 	}

@@ -95,7 +95,7 @@ func (s *Store) buildFamily(ctx context.Context, sn *Snapshot, f shards.Family, 
 	for i, idx := range idxs {
 		g.Go(func() (err error) {
 			old, present := entries[idx]
-			results[i], err = s.buildShard(gctx, f, idx, old, present, byShard[idx], shards.Salt(nonce), ex)
+			results[i], err = s.buildShard(gctx, f, idx, old, present, byShard[idx], shards.Salt(nonce), ex, c.compress)
 			return err
 		})
 	}
@@ -211,7 +211,7 @@ type part struct {
 
 // buildShard applies muts to shard idx of family f, whose table entry is
 // old (if present), leaving expired records out of what it rewrites.
-func (s *Store) buildShard(ctx context.Context, f shards.Family, idx uint8, old roots.Entry, present bool, muts []shards.Mutation, salt shards.Salt, ex expiry) (shardBuild, error) {
+func (s *Store) buildShard(ctx context.Context, f shards.Family, idx uint8, old roots.Entry, present bool, muts []shards.Mutation, salt shards.Salt, ex expiry, compress bool) (shardBuild, error) {
 	bound := s.opts.PageBytes
 	if b := s.fams.PageBytes(f); b > 0 {
 		bound = min(bound, max(b, minPageBytes))
@@ -251,7 +251,11 @@ func (s *Store) buildShard(ctx context.Context, f shards.Family, idx uint8, old 
 	}
 	add := func(o *shards.Object) (shards.Ref, error) {
 		o = o.Salted(salt)
-		body, ref, err := o.Encode()
+		encode := o.Encode
+		if compress {
+			encode = o.EncodeCompressed
+		}
+		body, ref, err := encode()
 		if err != nil {
 			return shards.Ref{}, err
 		}

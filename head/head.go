@@ -42,7 +42,7 @@ func (m Marker) reads(h Marker) bool {
 // opens: a shard keeps the value format it was created in, so a
 // deployment moves on by at most this many releases of the value format
 // before its oldest shards no longer open.
-const valueFormatsBack = 2
+const valueFormatsBack = 3
 
 // Schema is what a product stores in a shard: its families (with the
 // engine's own) and the marker that names their formats. Open takes it; a
@@ -50,6 +50,20 @@ const valueFormatsBack = 2
 type Schema struct {
 	Marker   Marker
 	Families *shards.Schema
+	// CompressFrom, if not 0, is the value format from which a shard
+	// keeps its shard objects and delta segments compressed
+	// (shards.Compress): a shard whose marker has a value format of at
+	// least CompressFrom writes them so, others plain. A reader reads
+	// both whatever the marker, but a release that reads only plain
+	// objects must never meet a shard it serves written so: the product
+	// gives compression a value format of its own.
+	CompressFrom uint64
+}
+
+// compresses reports whether a shard of marker m keeps its objects
+// compressed.
+func (sc Schema) compresses(m Marker) bool {
+	return sc.CompressFrom > 0 && m.ValueFormatVersion >= sc.CompressFrom
 }
 
 func (sc Schema) check() error {

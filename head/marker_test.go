@@ -14,8 +14,8 @@ import (
 )
 
 // TestPreviousValueFormat: a Store opens a shard of its value format or
-// the two before, and keeps writing the shard's own marker (its head and
-// its schema record); a shard three value formats older, or newer, is
+// the three before, and keeps writing the shard's own marker (its head
+// and its schema record); a shard four value formats older, or newer, is
 // refused.
 func TestPreviousValueFormat(t *testing.T) {
 	ctx := context.Background()
@@ -60,10 +60,12 @@ func TestPreviousValueFormat(t *testing.T) {
 	if _, err := old.Do(ctx, put(3, "c")); err != nil {
 		t.Fatalf("the older Store after the newer one committed: %v", err)
 	}
-	if _, err := openAs(4).Pin(ctx); err != nil {
-		t.Fatalf("a Store of value format 4 on a shard of 2: %v", err)
+	for _, v := range []uint64{4, 5} {
+		if _, err := openAs(v).Pin(ctx); err != nil {
+			t.Fatalf("a Store of value format %d on a shard of 2: %v", v, err)
+		}
 	}
-	for _, v := range []uint64{1, 5} {
+	for _, v := range []uint64{1, 6} {
 		if _, err := openAs(v).Pin(ctx); !errors.Is(err, head.ErrSchemaMismatch) {
 			t.Fatalf("a Store of value format %d on a shard of 2: %v, want ErrSchemaMismatch", v, err)
 		}

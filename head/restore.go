@@ -174,7 +174,11 @@ func (s *Store) restoreAttempt(ctx context.Context, sn *Snapshot, old *roots.Roo
 		if err != nil {
 			return nil, err
 		}
-		dbody, dref, err := d.Encode()
+		encode := d.Encode
+		if s.schema.compresses(sn.Marker()) {
+			encode = d.EncodeCompressed
+		}
+		dbody, dref, err := encode()
 		if err != nil {
 			return nil, err
 		}

@@ -294,9 +294,9 @@ func (s *Store) loadShard(ctx context.Context, f shards.Family, e roots.Entry) (
 	if err != nil {
 		return nil, fmt.Errorf("head: load shard %s/%02x: %w", f, idx, err)
 	}
-	if o.Len() != int(ref.Count) || o.EncodedSize() != ref.Size {
+	if o.Len() != int(ref.Count) || o.StoredSize() != ref.Size {
 		return nil, fmt.Errorf("head: shard %s/%02x %s: %d records of %d bytes, table says %d of %d: %w",
-			f, idx, ref.Hash, o.Len(), o.EncodedSize(), ref.Count, ref.Size, bucket.ErrIntegrity)
+			f, idx, ref.Hash, o.Len(), o.StoredSize(), ref.Count, ref.Size, bucket.ErrIntegrity)
 	}
 	return o, nil
 }
@@ -313,9 +313,9 @@ func (s *Store) loadDelta(ctx context.Context, dr roots.DeltaRef) (*shards.Delta
 // checkDeltaRef checks a loaded delta against the root's reference to it.
 func checkDeltaRef(d *shards.Delta, dr roots.DeltaRef) error {
 	h := dr.Ref.Hash
-	if d.Len() != int(dr.Ref.Count) || d.EncodedSize() != dr.Ref.Size || d.Sequence() != dr.Sequence {
+	if d.Len() != int(dr.Ref.Count) || d.StoredSize() != dr.Ref.Size || d.Sequence() != dr.Sequence {
 		return fmt.Errorf("head: delta %s: %d records of %d bytes at sequence %d, root says %d of %d at %d: %w",
-			h, d.Len(), d.EncodedSize(), d.Sequence(), dr.Ref.Count, dr.Ref.Size, dr.Sequence, bucket.ErrIntegrity)
+			h, d.Len(), d.StoredSize(), d.Sequence(), dr.Ref.Count, dr.Ref.Size, dr.Sequence, bucket.ErrIntegrity)
 	}
 	return nil
 }

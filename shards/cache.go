@@ -211,7 +211,7 @@ func isContextErr(err error) bool {
 // s, and checks that it is shard idx of family f. Every object in c must
 // have been loaded with s.
 func LoadObject(ctx context.Context, c *Cache[*Object], s *Schema, h digest.Hash, f Family, idx uint8, fetch func(context.Context) ([]byte, error)) (*Object, error) {
-	o, err := c.Load(ctx, h, fetch, func(b []byte) (*Object, error) { return parseObject(s, b) })
+	o, err := c.Load(ctx, h, fetch, func(b []byte) (*Object, error) { return parseStored(s, b) })
 	if err != nil {
 		return nil, err
 	}

@@ -40,6 +40,7 @@ type Delta struct {
 	seq    uint64
 	recs   []DeltaRecord
 	size   int64 // encoded length in bytes
+	stored int64 // length of the bytes it was decoded from or encoded into, when compressed; 0 if plain
 }
 
 // DeltaRecord is one change of a delta: a put of Value under Key in
@@ -114,8 +115,18 @@ func (d *Delta) Len() int { return len(d.recs) }
 // At returns the i-th record in (family, key) order.
 func (d *Delta) At(i int) DeltaRecord { return d.recs[i] }
 
-// EncodedSize returns the length of the delta's encoding in bytes.
+// EncodedSize returns the length of the delta's encoding in bytes,
+// uncompressed.
 func (d *Delta) EncodedSize() int64 { return d.size }
+
+// StoredSize returns the length of the delta as stored: compressed if it
+// was decoded from or encoded into a compressed object, else EncodedSize.
+func (d *Delta) StoredSize() int64 {
+	if d.stored > 0 {
+		return d.stored
+	}
+	return d.size
+}
 
 // MemSize estimates the memory the decoded delta holds, for a cache's byte
 // budget.
@@ -189,6 +200,21 @@ func (d *Delta) Encode() ([]byte, Ref, error) {
 	return b, Ref{Hash: digest.Sum(b), Size: int64(len(b)), Count: uint32(len(d.recs))}, nil
 }
 
+// EncodeCompressed is Encode, the bytes kept as a compressed object when
+// that makes them smaller (Compress). It records their length in d
+// (StoredSize), so d must not be shared yet: a new delta from NewDelta.
+func (d *Delta) EncodeCompressed() ([]byte, Ref, error) {
+	b, ref, err := d.Encode()
+	if err != nil {
+		return nil, Ref{}, err
+	}
+	if z := Compress(b); len(z) < len(b) {
+		d.stored = int64(len(z))
+		return z, Ref{Hash: digest.Sum(z), Size: int64(len(z)), Count: ref.Count}, nil
+	}
+	return b, ref, nil
+}
+
 // DecodeDelta verifies that b hashes to want (ErrIntegrity otherwise) and
 // then decodes it strictly: the magic, the format version, a record count
 // that matches, records strictly ascending by (family, key), every family
@@ -199,13 +225,13 @@ func DecodeDelta(s *Schema, b []byte, want digest.Hash) (*Delta, error) {
 	if err := digest.Verify(b, want); err != nil {
 		return nil, fmt.Errorf("shards: decode delta: %w", err)
 	}
-	return parseDelta(s, b)
+	return parseStoredDelta(s, b)
 }
 
 // LoadDelta loads delta h through c, decoding it with schema s. Every
 // delta in c must have been loaded with s.
 func LoadDelta(ctx context.Context, c *Cache[*Delta], s *Schema, h digest.Hash, fetch func(context.Context) ([]byte, error)) (*Delta, error) {
-	d, err := c.Load(ctx, h, fetch, func(b []byte) (*Delta, error) { return parseDelta(s, b) })
+	d, err := c.Load(ctx, h, fetch, func(b []byte) (*Delta, error) { return parseStoredDelta(s, b) })
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +241,22 @@ func LoadDelta(ctx context.Context, c *Cache[*Delta], s *Schema, h digest.Hash, 
 	return d, nil
 }
 
-// parseDelta decodes b, whose hash the caller has verified.
+// parseStoredDelta decodes b, whose hash the caller has verified, plain
+// or compressed.
+func parseStoredDelta(s *Schema, b []byte) (*Delta, error) {
+	raw, err := Expand(b, MaxExpandedBytes)
+	if err != nil {
+		return nil, fmt.Errorf("shards: decode delta: %w", err)
+	}
+	d, err := parseDelta(s, raw)
+	if err != nil || len(raw) == len(b) {
+		return d, err
+	}
+	d.stored = int64(len(b))
+	return d, nil
+}
+
+// parseDelta decodes b, plain, whose hash the caller has verified.
 func parseDelta(s *Schema, b []byte) (*Delta, error) {
 	bad := func(format string, args ...any) (*Delta, error) {
 		return nil, fmt.Errorf("shards: decode delta: %s: %w", fmt.Sprintf(format, args...), ErrMalformedObject)

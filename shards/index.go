@@ -191,7 +191,8 @@ func (x *Index) CheckPageSummary(i int, s PageSummary) error {
 }
 
 // PageSummary is what CheckPage reads of a page object: its family and
-// shard index, record count, encoded size, and first and last keys.
+// shard index, record count, stored size (StoredSize), and first and
+// last keys.
 type PageSummary struct {
 	Family      Family
 	Shard       uint8
@@ -203,7 +204,7 @@ type PageSummary struct {
 // Summary returns the object's PageSummary. Its keys are copies: it does
 // not keep the object's bytes.
 func (o *Object) Summary() PageSummary {
-	return PageSummary{Family: o.family, Shard: o.shard, Count: len(o.recs), Size: o.size,
+	return PageSummary{Family: o.family, Shard: o.shard, Count: len(o.recs), Size: o.StoredSize(),
 		First: bytes.Clone(o.First()), Last: bytes.Clone(o.Last())}
 }
 

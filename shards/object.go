@@ -65,6 +65,7 @@ type Object struct {
 	salt   Salt
 	recs   []Record
 	size   int64 // encoded length in bytes
+	stored int64 // length of the bytes it was decoded from or encoded into, when compressed; 0 if plain
 }
 
 // SaltLen is the length of an object's salt.
@@ -81,6 +82,7 @@ type Salt [SaltLen]byte
 func (o *Object) Salted(s Salt) *Object {
 	c := *o
 	c.salt = s
+	c.stored = 0
 	return &c
 }
 
@@ -152,8 +154,19 @@ func (o *Object) Len() int { return len(o.recs) }
 // At returns the i-th record in key order.
 func (o *Object) At(i int) Record { return o.recs[i] }
 
-// EncodedSize returns the length of the object's encoding in bytes.
+// EncodedSize returns the length of the object's encoding in bytes,
+// uncompressed.
 func (o *Object) EncodedSize() int64 { return o.size }
+
+// StoredSize returns the length of the object as stored: compressed if it
+// was decoded from or encoded into a compressed object, else EncodedSize.
+// A reference's Size is this length.
+func (o *Object) StoredSize() int64 {
+	if o.stored > 0 {
+		return o.stored
+	}
+	return o.size
+}
 
 // MemSize estimates the memory the decoded object holds, for the cache's
 // byte budget: its encoded bytes plus the record index.
@@ -262,6 +275,22 @@ func (o *Object) Encode() ([]byte, Ref, error) {
 	return b, Ref{Hash: digest.Sum(b), Size: int64(len(b)), Count: uint32(len(o.recs))}, nil
 }
 
+// EncodeCompressed is Encode, the bytes kept as a compressed object when
+// that makes them smaller (Compress). It records their length in o
+// (StoredSize), so o must not be shared yet: a new object from Salted,
+// NewObject or Apply.
+func (o *Object) EncodeCompressed() ([]byte, Ref, error) {
+	b, ref, err := o.Encode()
+	if err != nil {
+		return nil, Ref{}, err
+	}
+	if z := Compress(b); len(z) < len(b) {
+		o.stored = int64(len(z))
+		return z, Ref{Hash: digest.Sum(z), Size: int64(len(z)), Count: ref.Count}, nil
+	}
+	return b, ref, nil
+}
+
 // Decode verifies that b hashes to want (ErrIntegrity otherwise) and then
 // decodes it strictly: the magic, the format version, a family of schema
 // s, a record count that matches, keys strictly ascending and all in the
@@ -271,7 +300,22 @@ func Decode(s *Schema, b []byte, want digest.Hash) (*Object, error) {
 	if got := digest.Sum(b); got != want {
 		return nil, fmt.Errorf("shards: decode object %s: bytes hash to %s: %w", want, got, ErrIntegrity)
 	}
-	return parseObject(s, b)
+	return parseStored(s, b)
+}
+
+// parseStored decodes b, whose hash the caller has verified, plain or
+// compressed.
+func parseStored(s *Schema, b []byte) (*Object, error) {
+	raw, err := Expand(b, MaxExpandedBytes)
+	if err != nil {
+		return nil, fmt.Errorf("shards: decode object: %w", err)
+	}
+	o, err := parseObject(s, raw)
+	if err != nil || len(raw) == len(b) {
+		return o, err
+	}
+	o.stored = int64(len(b))
+	return o, nil
 }
 
 // DecodeShard is Decode that also requires the object to be shard idx of
