@@ -123,8 +123,11 @@ func TestLedgerCleanupNeverLeaks(t *testing.T) {
 // block fetches the block in the same round as its manifest rows, so it
 // costs no more rounds than a cold read of an inline body. The writer
 // folds every commit into the base shards (MaxDeltaBytes 1), where the
-// manifest rows live in a shard of their own; rows still in a delta
-// segment arrive with the path entry, and the block follows them.
+// manifest rows live in a shard of their own, never carried inline in the
+// table (InlineBytes -1: a compressed shard of one inline body would be,
+// and the inline read would save the round the comparison is about);
+// rows still in a delta segment arrive with the path entry, and the block
+// follows them.
 func TestColdReadFetchesFirstBlockWithManifest(t *testing.T) {
 	store := mem.NewStore()
 	open := func(opts workbench.Options) (*workbench.Service, *counting.Bucket) {
@@ -135,7 +138,7 @@ func TestColdReadFetchesFirstBlockWithManifest(t *testing.T) {
 		cb := counting.New(latency.New(inner, latency.Options{PerRequest: 5 * time.Millisecond}))
 		return newServiceOn(t, cb, opts), cb
 	}
-	w, _ := open(workbench.Options{Engine: head.Options{MaxDeltaBytes: 1}})
+	w, _ := open(workbench.Options{Engine: head.Options{MaxDeltaBytes: 1, InlineBytes: -1}})
 	putBody(t, w, "inline.txt", bytes.Repeat([]byte("i"), 2<<10))
 	putBody(t, w, "blocks.txt", bytes.Repeat([]byte("b"), 5<<10)) // over the inline threshold: one block
 	rounds := map[string]int64{}

@@ -100,6 +100,13 @@ func (s *Service) UsesMemberTrees(sn *head.Snapshot) bool {
 	return s.Opts.MemberTrees || sn.Marker().ValueFormatVersion >= 3
 }
 
+// treeWriter says how tx's attempt writes member-tree nodes: under its
+// salt, compressed in shards of a value format that compresses
+// (nokv.CompressFrom).
+func treeWriter(tx *head.Tx) tree.Writer {
+	return tree.Writer{Salt: tx.Salt(), Compress: tx.Snapshot().Marker().ValueFormatVersion >= nokv.CompressFrom}
+}
+
 // PathKeyPrefixLen is the length of a PathCurrent key before its path,
 // root and incarnation: what follows is the path in the key encoding a
 // member tree's keys use.
@@ -116,7 +123,7 @@ const PathKeyPrefixLen = 16 + 16
 // hold and base's do not); without one, nil, and the commit references
 // every revision of its members.
 func (s *Service) StageMemberTree(tx *head.Tx, base tree.Ref, entries []tree.Entry) (*nokv.MemberTree, tree.Ref, []nokv.RevisionID, error) {
-	root, objs, err := tree.Rebuild(tx.Context(), s.Trees, base, entries, tx.Salt())
+	root, objs, err := treeWriter(tx).Rebuild(tx.Context(), s.Trees, base, entries)
 	if err != nil {
 		return nil, tree.Ref{}, nil, err
 	}
@@ -127,7 +134,7 @@ func (s *Service) StageMemberTree(tx *head.Tx, base tree.Ref, entries []tree.Ent
 // since base: it applies changes (ascending by key) to base, reading and
 // writing only the nodes they fall in.
 func (s *Service) EditMemberTree(tx *head.Tx, base tree.Ref, changes []tree.Change) (*nokv.MemberTree, tree.Ref, []nokv.RevisionID, error) {
-	root, objs, err := tree.Edit(tx.Context(), s.Trees, base, changes, tx.Salt())
+	root, objs, err := treeWriter(tx).Edit(tx.Context(), s.Trees, base, changes)
 	if err != nil {
 		return nil, tree.Ref{}, nil, err
 	}

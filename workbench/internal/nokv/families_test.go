@@ -149,8 +149,11 @@ func TestFamiliesReturnsCopy(t *testing.T) {
 
 func TestSchemaMarker(t *testing.T) {
 	sc := nokv.Schema()
-	if sc.Marker.SchemaID != "nokv_workspace" || sc.Marker.FormatVersion != 13 || sc.Marker.ValueFormatVersion != 4 {
-		t.Fatalf("marker = %+v, want nokv_workspace 13/4", sc.Marker)
+	if sc.Marker.SchemaID != "nokv_workspace" || sc.Marker.FormatVersion != 13 || sc.Marker.ValueFormatVersion != 5 {
+		t.Fatalf("marker = %+v, want nokv_workspace 13/5", sc.Marker)
+	}
+	if sc.CompressFrom != 5 {
+		t.Fatalf("CompressFrom = %d, want 5", sc.CompressFrom)
 	}
 	if sc.Families != fams {
 		t.Fatal("Schema().Families is not Families()")

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/shards"
 )
 
 // Where nodes end. A node closes after an entry whose key is a boundary
@@ -59,7 +60,7 @@ var ErrChanges = errors.New("tree: invalid changes")
 // chunker cuts one level's entries into nodes.
 type chunker struct {
 	level uint8
-	salt  [16]byte
+	w     Writer
 	cur   []Entry
 	bytes int
 	out   []Entry // one entry per closed node, for the level above
@@ -107,7 +108,10 @@ func (c *chunker) close() {
 		return
 	}
 	n := &Node{Level: c.level, Entries: c.cur}
-	body, d := n.encode(c.salt)
+	body, d := n.encode(c.w.Salt)
+	if c.w.Compress {
+		body = shards.Compress(body)
+	}
 	ref, ok := c.reuse[d]
 	if !ok {
 		ref = Ref{Hash: digest.Sum(body), Digest: d, Count: n.count(), Size: uint64(len(body))}
@@ -138,10 +142,25 @@ func Build(entries []Entry, salt [16]byte) (Ref, []Object, error) {
 // node of base: a caller reuses a base only if it may reference base's
 // nodes.
 func Edit(ctx context.Context, src Source, base Ref, changes []Change, salt [16]byte) (Ref, []Object, error) {
+	return Writer{Salt: salt}.Edit(ctx, src, base, changes)
+}
+
+// Writer says how an edit writes its nodes: salted with Salt, and kept as
+// compressed objects (shards.Compress) when Compress is set and that
+// makes them smaller. A node's name, its parent's size for it and its
+// reference are those of the bytes stored; its content digest is the
+// same either way.
+type Writer struct {
+	Salt     [16]byte
+	Compress bool
+}
+
+// Edit is the package's Edit, writing nodes as w says.
+func (w Writer) Edit(ctx context.Context, src Source, base Ref, changes []Change) (Ref, []Object, error) {
 	if err := checkChanges(changes); err != nil {
 		return Ref{}, nil, err
 	}
-	return editPath(ctx, src, base, changes, salt)
+	return editPath(ctx, src, base, changes, w)
 }
 
 // Rebuild returns the tree of entries (strictly ascending keys), as
@@ -150,6 +169,11 @@ func Edit(ctx context.Context, src Source, base Ref, changes []Change, salt [16]
 // writes only the nodes whose entries changed. Like Edit, it costs the
 // caller the right to reference base's nodes.
 func Rebuild(ctx context.Context, src Source, base Ref, entries []Entry, salt [16]byte) (Ref, []Object, error) {
+	return Writer{Salt: salt}.Rebuild(ctx, src, base, entries)
+}
+
+// Rebuild is the package's Rebuild, writing nodes as w says.
+func (w Writer) Rebuild(ctx context.Context, src Source, base Ref, entries []Entry) (Ref, []Object, error) {
 	changes := make([]Change, len(entries))
 	for i, e := range entries {
 		changes[i] = Change{Key: e.Key, Value: e.Value}
@@ -169,22 +193,22 @@ func Rebuild(ctx context.Context, src Source, base Ref, entries []Entry, salt [1
 		}
 	}
 	var objs []Object
-	c := &chunker{level: 0, salt: salt, reuse: reuse[0], objs: &objs}
+	c := &chunker{level: 0, w: w, reuse: reuse[0], objs: &objs}
 	for _, e := range entries {
 		c.add(Entry{Key: e.Key, Value: e.Value})
 	}
 	c.close()
-	return upper(c.out, salt, reuse, first, &objs)
+	return upper(c.out, w, reuse, first, &objs)
 }
 
 // upper builds the inner levels above level, the entries of level 1,
 // reusing the nodes in reuse and first by level, and returns the root.
-func upper(level []Entry, salt [16]byte, reuse map[int]map[[32]byte]Ref, first map[int]map[digest.Hash]baseNode, objs *[]Object) (Ref, []Object, error) {
+func upper(level []Entry, w Writer, reuse map[int]map[[32]byte]Ref, first map[int]map[digest.Hash]baseNode, objs *[]Object) (Ref, []Object, error) {
 	for l := uint8(1); len(level) > 1; l++ {
 		if l > MaxLevel {
 			return Ref{}, nil, fmt.Errorf("tree: more than %d levels", MaxLevel)
 		}
-		up := &chunker{level: l, salt: salt, reuse: reuse[int(l)], first: first[int(l)], objs: objs}
+		up := &chunker{level: l, w: w, reuse: reuse[int(l)], first: first[int(l)], objs: objs}
 		if up.reuse == nil {
 			up.reuse = map[[32]byte]Ref{}
 		}

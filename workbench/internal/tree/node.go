@@ -9,6 +9,7 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/bucket/wire"
+	"github.com/cairnstore/cairn/shards"
 )
 
 // A node object, format 1:
@@ -146,19 +147,24 @@ func (n *Node) encode(salt [16]byte) ([]byte, [32]byte) {
 	return b, d
 }
 
-// Decode decodes a node object fetched under hash. It checks the hash
-// first (bucket.ErrIntegrity), then the format (ErrMalformed). The
-// node's slices alias b.
+// Decode decodes a node object fetched under hash, plain or compressed
+// (shards.Compress). It checks the hash first (bucket.ErrIntegrity), then
+// the format (ErrMalformed). The node's slices alias b, or the bytes
+// within it.
 func Decode(b []byte, hash digest.Hash) (*Node, [32]byte, error) {
 	if err := digest.Verify(b, hash); err != nil {
 		return nil, [32]byte{}, fmt.Errorf("tree: node %s: %w", hash, err)
 	}
-	n, err := decode(b)
+	raw, err := shards.Expand(b, MaxNodeBytes)
+	if err != nil {
+		return nil, [32]byte{}, fmt.Errorf("tree: node %s: %w: %w", hash, ErrMalformed, err)
+	}
+	n, err := decode(raw)
 	if err != nil {
 		return nil, [32]byte{}, fmt.Errorf("tree: node %s: %w: %w", hash, ErrMalformed, err)
 	}
 	var salt [16]byte
-	copy(salt[:], b[5:21])
+	copy(salt[:], raw[5:21])
 	_, d := n.encode(salt)
 	return n, d, nil
 }

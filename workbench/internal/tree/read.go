@@ -158,7 +158,18 @@ type Cached struct {
 
 // NewCache returns a cache of decoded nodes of at most budget bytes.
 func NewCache(budget int64) *shards.Cache[*Cached] {
-	return shards.NewCache(budget, func(c *Cached) int64 { return int64(c.Size)*2 + int64(len(c.Node.Entries))*96 })
+	return shards.NewCache(budget, (*Cached).memSize)
+}
+
+// memSize estimates the memory a cached node holds: its stored bytes, the
+// entries' keys and values (the stored bytes themselves when the node is
+// plain, the bytes within when compressed) and their headers.
+func (c *Cached) memSize() int64 {
+	n := int64(c.Size)
+	for _, e := range c.Node.Entries {
+		n += int64(len(e.Key)+len(e.Value)) + 96
+	}
+	return n
 }
 
 // Key returns the object key of node h.

@@ -38,7 +38,7 @@ func (ed *editor) editRegions(ctx context.Context, root *Node, rootRef Ref, leve
 		if err := cur.seek(ctx, root, rootRef, ops[i].e.Key); err != nil {
 			return nil, err
 		}
-		c := &chunker{level: uint8(level), salt: ed.salt, reuse: map[[32]byte]Ref{}, objs: ed.objs}
+		c := &chunker{level: uint8(level), w: ed.w, reuse: map[[32]byte]Ref{}, objs: ed.objs}
 		for {
 			n, entry, hi := cur.node, cur.entry(), cur.hi()
 			c.reuse[entry.Child.Digest] = entry.Child // the same node cut again is named the same
@@ -114,7 +114,7 @@ func mergeOps(old []Entry, ops []op, emit func(Entry)) {
 // editor is one Edit: where it reads nodes and what it writes.
 type editor struct {
 	src  Source
-	salt [16]byte
+	w    Writer
 	objs *[]Object
 }
 
@@ -215,9 +215,9 @@ func (c *cursor) next(ctx context.Context) (bool, error) {
 // editPath is Edit: it edits the levels below base's root region by
 // region, then cuts the root's entries with the changes to the level
 // below it applied, and builds up from there.
-func editPath(ctx context.Context, src Source, base Ref, changes []Change, salt [16]byte) (Ref, []Object, error) {
+func editPath(ctx context.Context, src Source, base Ref, changes []Change, w Writer) (Ref, []Object, error) {
 	var objs []Object
-	ed := &editor{src: src, salt: salt, objs: &objs}
+	ed := &editor{src: src, w: w, objs: &objs}
 	ops := make([]op, len(changes))
 	for i, ch := range changes {
 		ops[i] = op{e: Entry{Key: ch.Key, Value: ch.Value}, del: ch.Delete}
@@ -249,13 +249,13 @@ func editPath(ctx context.Context, src Source, base Ref, changes []Change, salt 
 	if level > 0 && len(top) == 1 {
 		ref = top[0].Child // the level below holds one node: it is the root
 	} else {
-		c := &chunker{level: uint8(level), salt: salt, reuse: map[[32]byte]Ref{base.Digest: base}, objs: &objs}
+		c := &chunker{level: uint8(level), w: w, reuse: map[[32]byte]Ref{base.Digest: base}, objs: &objs}
 		for _, e := range top {
 			c.add(e)
 		}
 		c.close()
 		var err error
-		if ref, _, err = upperFrom(level+1, c.out, salt, &objs); err != nil {
+		if ref, _, err = upperFrom(level+1, c.out, w, &objs); err != nil {
 			return Ref{}, nil, err
 		}
 	}
@@ -284,12 +284,12 @@ var errTooHigh = fmt.Errorf("tree: more than %d levels", MaxLevel)
 
 // upperFrom builds the inner levels from level l up over entries, the
 // entries of level l, and returns the root.
-func upperFrom(l int, level []Entry, salt [16]byte, objs *[]Object) (Ref, []Object, error) {
+func upperFrom(l int, level []Entry, w Writer, objs *[]Object) (Ref, []Object, error) {
 	for ; len(level) > 1; l++ {
 		if l > MaxLevel {
 			return Ref{}, nil, errTooHigh
 		}
-		up := &chunker{level: uint8(l), salt: salt, reuse: map[[32]byte]Ref{}, objs: objs}
+		up := &chunker{level: uint8(l), w: w, reuse: map[[32]byte]Ref{}, objs: objs}
 		for _, e := range level {
 			up.add(e)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/shards"
 )
 
 // memSource holds nodes in memory and counts reads.
@@ -565,5 +567,78 @@ func TestEditShrinksAndGrows(t *testing.T) {
 			}
 		}
 		root = next
+	}
+}
+
+// TestCompressedNodes: a Writer that compresses writes smaller nodes
+// under other names but the same content digests, so the root digest is
+// the plain tree's; the tree reads back whole, and an edit of it (and of
+// a plain base, lending its nodes) gives the plain edit's digest.
+func TestCompressedNodes(t *testing.T) {
+	ctx := context.Background()
+	m := model{}
+	for i := range 5_000 {
+		m[string(key(i))] = fmt.Sprintf("sha256:%064x", i*7919)
+	}
+	plainSrc, zSrc := newMem(), newMem()
+	plain, pobjs, err := Rebuild(ctx, plainSrc, Ref{}, m.entries(), salt(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plainSrc.put(pobjs)
+	z, zobjs, err := Writer{Salt: salt(1), Compress: true}.Rebuild(ctx, zSrc, Ref{}, m.entries())
+	if err != nil {
+		t.Fatal(err)
+	}
+	zSrc.put(zobjs)
+	var pbytes, zbytes, compressed int
+	for _, o := range pobjs {
+		pbytes += len(o.Body)
+	}
+	for _, o := range zobjs {
+		zbytes += len(o.Body)
+		if shards.IsCompressed(o.Body) {
+			compressed++
+		}
+	}
+	if z.Digest != plain.Digest || z.Count != plain.Count || z.Hash == plain.Hash || compressed == 0 || zbytes >= pbytes {
+		t.Fatalf("compressed tree: digest equal %v, %d of %d nodes compressed, %d bytes against %d",
+			z.Digest == plain.Digest, compressed, len(zobjs), zbytes, pbytes)
+	}
+	got := model{}
+	if err := Walk(ctx, zSrc, z, func(k, v []byte) error { got[string(k)] = string(v); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got, m) {
+		t.Fatalf("walked %d entries, want %d", len(got), len(m))
+	}
+	changes := []Change{{Key: key(17), Value: []byte("changed")}, {Key: key(4000), Delete: true}}
+	slices.SortFunc(changes, func(a, b Change) int { return bytes.Compare(a.Key, b.Key) })
+	pe, _, err := Edit(ctx, plainSrc, plain, changes, salt(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ze, zeobjs, err := Writer{Salt: salt(2), Compress: true}.Edit(ctx, zSrc, z, changes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zSrc.put(zeobjs)
+	if ze.Digest != pe.Digest {
+		t.Fatal("an edit of the compressed tree has another digest than the plain edit")
+	}
+	if v, ok, err := Get(ctx, zSrc, ze, key(17)); err != nil || !ok || string(v) != "changed" {
+		t.Fatalf("get after the edit: %q %v %v", v, ok, err)
+	}
+	// A compressing edit of a plain base.
+	mixed, mobjs, err := Writer{Salt: salt(3), Compress: true}.Edit(ctx, plainSrc, plain, changes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plainSrc.put(mobjs)
+	if mixed.Digest != pe.Digest {
+		t.Fatal("a compressing edit of a plain tree has another digest than the plain edit")
+	}
+	if err := Walk(ctx, plainSrc, mixed, func(k, v []byte) error { return nil }); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -286,6 +286,8 @@ func (r *sizeRun) putCommit(ctx context.Context) ([]Row, error) {
 		row.note("value format 2: members in rows")
 	case 3:
 		row.note("value format 3: member trees, the whole workbench read")
+	case 4:
+		row.note("value format 4: objects plain")
 	}
 	return []Row{row}, nil
 }
