@@ -52,6 +52,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	var emulatorArgs stringList
 	fs.Var(&emulatorArgs, "emulator-flag", "a flag for the `cairn fake-gcs` of --served, as --name=value (repeatable)")
 	commitSamples := fs.Int("commit-samples", bench.DefaultCommitSamples, "pairs of a replaced file and a commit that put-commit-warm makes; its row is their mean")
+	randomBodies := fs.Bool("random-bodies", false, "write bodies of random base64 text, which compresses little, instead of lines of repeated English")
 	trace := fs.Bool("trace", false, "print every request of the measured scenarios to stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	seedConcurrency := fs.Int("seed-concurrency", bench.DefaultSeedConcurrency, "concurrent put_file calls while seeding")
@@ -94,6 +95,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 		CacheBytes:      *cacheMiB << 20,
 		ValueFormat:     *valueFormat,
 		CommitSamples:   *commitSamples,
+		RandomBodies:    *randomBodies,
 		Dir:             *dir,
 		Trace:           e.traceTo(*trace),
 		SeedConcurrency: *seedConcurrency,

@@ -86,6 +86,13 @@ type Config struct {
 	// ValueFormat is workbench.Options.ValueFormat of every replica: the
 	// format the bench's store is created in (2: commit members in rows).
 	ValueFormat int
+	// RandomBodies makes every body the bench writes random text (base64
+	// of random bytes, about 1.33 times the entropy's size), which
+	// compresses little: the objects that carry bodies inline (manifest
+	// rows, delta segments) then weigh what incompressible files would.
+	// By default bodies are lines of repeated English, which compress
+	// well, as much source and prose does.
+	RandomBodies bool
 	// CommitSamples is the number of put+commit pairs put-commit-warm
 	// makes. Default 10.
 	CommitSamples int
@@ -251,6 +258,7 @@ type Table struct {
 		Duration  time.Duration `json:"duration_ns"`
 		Files     bool          `json:"local_file_bucket,omitempty"`
 		Served    bool          `json:"served,omitempty"`
+		Random    bool          `json:"random_bodies,omitempty"`
 	} `json:"config"`
 	// Seeding is how long each size took to seed, without latency.
 	Seeding []Seeding `json:"seeding"`
@@ -321,7 +329,7 @@ func Run(ctx context.Context, cfg Config) (*Table, error) {
 	cfg.fill()
 	t := &Table{}
 	t.Config.RTT, t.Config.WriteRate, t.Config.Rate, t.Config.Duration = cfg.RTT, cfg.WriteRate, cfg.Rate, cfg.Duration
-	t.Config.Files, t.Config.Served = cfg.Dir != "", cfg.Served
+	t.Config.Files, t.Config.Served, t.Config.Random = cfg.Dir != "", cfg.Served, cfg.RandomBodies
 	for _, n := range cfg.Files {
 		rows, seed, err := runSize(ctx, cfg, n)
 		t.Rows = append(t.Rows, rows...)
@@ -393,6 +401,9 @@ func (t *Table) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "\nstore %s, rtt %s, write rate %g/s per object; sizes in bytes, K = KiB, M = MiB; q/r = requests/rounds",
 		store, t.Config.RTT, t.Config.WriteRate)
+	if t.Config.Random {
+		b.WriteString("; bodies of random text")
+	}
 	if slices.ContainsFunc(t.Rows, func(r Row) bool { return r.Extrapolated }) {
 		b.WriteString("; * extrapolated, not measured")
 	}

@@ -25,9 +25,6 @@ type sizeRun struct {
 	served *servedSet
 }
 
-// putBody is the body of the measured single puts: 2 KiB of text.
-var putBody = strings.Repeat("0123456789abcdef0123456789abcde\n", 64)
-
 func runSize(ctx context.Context, cfg Config, n int) (rows []Row, seed *Seeding, err error) {
 	var served *servedSet
 	var raw bucket.Bucket
@@ -42,7 +39,7 @@ func runSize(ctx context.Context, cfg Config, n int) (rows []Row, seed *Seeding,
 		return nil, nil, err
 	}
 	defer st.close()
-	r := &sizeRun{cfg: cfg, st: st, sh: newShape(n, cfg.DirEntries), served: served}
+	r := &sizeRun{cfg: cfg, st: st, sh: newShape(n, cfg.DirEntries, cfg.RandomBodies), served: served}
 
 	cfg.progress("%d files: seeding", n)
 	st.sw.bypass.Store(true)
@@ -180,9 +177,9 @@ func (r *sizeRun) puts(ctx context.Context, name string, path func(i int) string
 		if err := pace(ctx, r.cfg); err != nil {
 			return Row{}, nil, 0, 0, err
 		}
-		p := path(i)
+		p, body := path(i), r.sh.putBody(i)
 		row, _, err := r.measure(ctx, name, r.warm, func() (map[string]any, error) {
-			res, err := r.warm.svc.PutFile(ctx, workbench.PutFileInput{ID: WorkbenchID, Section: section, Path: p, Text: &putBody, Replace: replace})
+			res, err := r.warm.svc.PutFile(ctx, workbench.PutFileInput{ID: WorkbenchID, Section: section, Path: p, Text: &body, Replace: replace})
 			if err == nil {
 				gen = max(gen, res.Generation)
 			}
@@ -231,7 +228,7 @@ func (r *sizeRun) putReplace(ctx context.Context) ([]Row, error) {
 	row.metric("puts", float64(n))
 	row.metric("p50_s", percentile(took, 0.50).Seconds())
 	row.note("mean of %d puts replacing a file, one at a time, folds included; p50 %s; %s besides the 2 KiB body; generation up to %d",
-		n, dur(percentile(took, 0.50)), size(row.BytesWritten-int64(len(putBody))), gen)
+		n, dur(percentile(took, 0.50)), size(row.BytesWritten-int64(len(r.sh.putBody(0)))), gen)
 	r.noteFsyncs(&row, "put", total.Fsyncs, n)
 	return []Row{row}, nil
 }
@@ -256,9 +253,9 @@ func (r *sizeRun) putCommit(ctx context.Context) ([]Row, error) {
 		if i == 1 {
 			before = r.warm.svc.Store().CommitStats()
 		}
-		path := r.sh.someFile(1 + i)
+		path, body := r.sh.someFile(1+i), r.sh.putBody(i)
 		row, _, err := r.measure(ctx, PutCommitWarm, r.warm, func() (map[string]any, error) {
-			_, err := r.warm.svc.PutFile(ctx, workbench.PutFileInput{ID: WorkbenchID, Section: section, Path: path, Text: &putBody, Replace: true})
+			_, err := r.warm.svc.PutFile(ctx, workbench.PutFileInput{ID: WorkbenchID, Section: section, Path: path, Text: &body, Replace: true})
 			if err != nil {
 				return nil, putError(err)
 			}

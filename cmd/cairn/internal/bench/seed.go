@@ -2,10 +2,12 @@ package bench
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,10 +30,11 @@ type Seeder interface {
 	Seed(ctx context.Context, svc *workbench.Service, files []File) error
 }
 
-// shape names the seeded paths of one size.
+// shape names the seeded paths of one size and makes their bodies.
 type shape struct {
 	files      int
-	dirEntries int // files in bigDir
+	dirEntries int  // files in bigDir
+	random     bool // bodies of random text (Config.RandomBodies)
 }
 
 const (
@@ -40,8 +43,8 @@ const (
 	smallDir = 100 // files per other directory
 )
 
-func newShape(files, dirEntries int) shape {
-	return shape{files: files, dirEntries: min(files, dirEntries)}
+func newShape(files, dirEntries int, random bool) shape {
+	return shape{files: files, dirEntries: min(files, dirEntries), random: random}
 }
 
 // path is the i-th seeded path (in its section): first the big
@@ -66,18 +69,47 @@ func (s shape) someFile(k int) string {
 func (s shape) list() []File {
 	fs := make([]File, s.files)
 	for i := range fs {
-		fs[i] = File{Section: section, Path: s.path(i), Text: seedText(i)}
+		fs[i] = File{Section: section, Path: s.path(i), Text: s.text(i)}
 	}
 	return fs
 }
 
-// seedText is a small body of a few lines, about 200 bytes.
-func seedText(i int) string {
+// text is the body of seeded file i: a few lines, about 250 bytes, of
+// English or, with random bodies, of random base64.
+func (s shape) text(i int) string {
 	var b strings.Builder
 	for l := range 4 {
+		if s.random {
+			b.WriteString(randomLine(uint64(i)<<8|uint64(l), 48))
+			continue
+		}
 		fmt.Fprintf(&b, "file %d line %d: the quick brown fox jumps over the lazy dog\n", i, l)
 	}
 	return b.String()
+}
+
+// putBody is the body of the measured single puts: 2 KiB of text, 64
+// lines of 31 characters, the same digits on every line or random base64.
+func (s shape) putBody(k int) string {
+	if !s.random {
+		return strings.Repeat("0123456789abcdef0123456789abcde\n", 64)
+	}
+	var b strings.Builder
+	for l := range 64 {
+		b.WriteString(randomLine(1<<40|uint64(k)<<8|uint64(l), 31))
+	}
+	return b.String()
+}
+
+// randomLine is n characters of base64 of random bytes, seeded by seed,
+// and a newline.
+func randomLine(seed uint64, n int) string {
+	r := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	raw := make([]byte, n)
+	for i := range raw {
+		raw[i] = byte(r.Uint32())
+	}
+	return base64.StdEncoding.EncodeToString(raw)[:n] + "\n"
 }
 
 // progressMu serialises progress lines written from concurrent seeders;

@@ -282,7 +282,7 @@ func (r *sizeRun) servedPuts(ctx context.Context, name string, path func(i int) 
 			return Row{}, nil, 0, err
 		}
 		w := r.served.window()
-		g, err := r.served.putFile(ctx, srvs[0], path(i), putBody, replace)
+		g, err := r.served.putFile(ctx, srvs[0], path(i), r.sh.putBody(i), replace)
 		if err != nil {
 			return Row{}, nil, 0, putError(err)
 		}
@@ -338,7 +338,7 @@ func (r *sizeRun) servedPutCommit(ctx context.Context) ([]Row, error) {
 	}
 	_, _, row, err := r.pairs(ctx, commit, func(i int) (Row, Row, error) {
 		w := r.served.window()
-		if _, err := r.served.putFile(ctx, srvs[0], r.sh.someFile(1+i), putBody, true); err != nil {
+		if _, err := r.served.putFile(ctx, srvs[0], r.sh.someFile(1+i), r.sh.putBody(i), true); err != nil {
 			return Row{}, Row{}, putError(err)
 		}
 		cw := r.served.window()

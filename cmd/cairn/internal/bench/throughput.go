@@ -93,7 +93,7 @@ func (r *sizeRun) offer(ctx context.Context, name string, replicas int, start ti
 	put func(ctx context.Context, replica int, path, text string) error) ([]outcome, error) {
 	cfg := r.cfg
 	offered := max(1, int(cfg.Rate*cfg.Duration.Seconds()))
-	body := seedText(0)
+	body := r.sh.text(0)
 	outs := make([]outcome, offered)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
