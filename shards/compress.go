@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/bucket/wire"
 	"github.com/klauspost/compress/zstd"
 )
@@ -95,4 +96,29 @@ func Expand(b []byte, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("shards: compressed object expands to %d bytes or more, declares %d: %w", len(out), n, ErrCompressed)
 	}
 	return out, nil
+}
+
+// compressed returns the plain encoding b (referenced by ref) as a
+// compressed object and its reference, or b and ref when that would not
+// be smaller; stored is the compressed length, or 0 when b stays plain.
+func compressed(b []byte, ref Ref) (_ []byte, _ Ref, stored int64) {
+	z := Compress(b)
+	if len(z) >= len(b) {
+		return b, ref, 0
+	}
+	return z, Ref{Hash: digest.Sum(z), Size: int64(len(z)), Count: ref.Count}, int64(len(z))
+}
+
+// expandStored returns the plain bytes of a stored object for its
+// decoder, and the stored length to record beside them: len(b) when b is
+// compressed, 0 when it is plain.
+func expandStored(b []byte, what string) (_ []byte, stored int64, err error) {
+	raw, err := Expand(b, MaxExpandedBytes)
+	if err != nil {
+		return nil, 0, fmt.Errorf("shards: decode %s: %w", what, err)
+	}
+	if len(raw) == len(b) {
+		return raw, 0, nil
+	}
+	return raw, int64(len(b)), nil
 }

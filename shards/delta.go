@@ -208,10 +208,7 @@ func (d *Delta) EncodeCompressed() ([]byte, Ref, error) {
 	if err != nil {
 		return nil, Ref{}, err
 	}
-	if z := Compress(b); len(z) < len(b) {
-		d.stored = int64(len(z))
-		return z, Ref{Hash: digest.Sum(z), Size: int64(len(z)), Count: ref.Count}, nil
-	}
+	b, ref, d.stored = compressed(b, ref)
 	return b, ref, nil
 }
 
@@ -244,15 +241,15 @@ func LoadDelta(ctx context.Context, c *Cache[*Delta], s *Schema, h digest.Hash, 
 // parseStoredDelta decodes b, whose hash the caller has verified, plain
 // or compressed.
 func parseStoredDelta(s *Schema, b []byte) (*Delta, error) {
-	raw, err := Expand(b, MaxExpandedBytes)
+	raw, stored, err := expandStored(b, "delta")
 	if err != nil {
-		return nil, fmt.Errorf("shards: decode delta: %w", err)
+		return nil, err
 	}
 	d, err := parseDelta(s, raw)
-	if err != nil || len(raw) == len(b) {
-		return d, err
+	if err != nil {
+		return nil, err
 	}
-	d.stored = int64(len(b))
+	d.stored = stored
 	return d, nil
 }
 

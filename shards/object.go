@@ -284,10 +284,7 @@ func (o *Object) EncodeCompressed() ([]byte, Ref, error) {
 	if err != nil {
 		return nil, Ref{}, err
 	}
-	if z := Compress(b); len(z) < len(b) {
-		o.stored = int64(len(z))
-		return z, Ref{Hash: digest.Sum(z), Size: int64(len(z)), Count: ref.Count}, nil
-	}
+	b, ref, o.stored = compressed(b, ref)
 	return b, ref, nil
 }
 
@@ -306,15 +303,15 @@ func Decode(s *Schema, b []byte, want digest.Hash) (*Object, error) {
 // parseStored decodes b, whose hash the caller has verified, plain or
 // compressed.
 func parseStored(s *Schema, b []byte) (*Object, error) {
-	raw, err := Expand(b, MaxExpandedBytes)
+	raw, stored, err := expandStored(b, "object")
 	if err != nil {
-		return nil, fmt.Errorf("shards: decode object: %w", err)
+		return nil, err
 	}
 	o, err := parseObject(s, raw)
-	if err != nil || len(raw) == len(b) {
-		return o, err
+	if err != nil {
+		return nil, err
 	}
-	o.stored = int64(len(b))
+	o.stored = stored
 	return o, nil
 }
 
