@@ -68,8 +68,14 @@
 //     modification time.
 //   - Delete of a missing key is nil. Conditional delete (IfVersion) is
 //     supported. Delete removes directories it leaves empty, best effort.
-//   - List walks the directory under the prefix's last complete segment and
-//     reads the header of each object on the page it returns. Temporary
+//   - List walks the directory under the prefix's last complete segment in
+//     key order (a directory sorts as its segment and "/"), from the page
+//     token or StartAfter, skipping the directories wholly before it, and
+//     stops once the page is full; it reads the header of each object on
+//     the page it returns. A whole listing thus costs each directory once
+//     per page that passes through it, not the whole tree per page (at
+//     100,000 objects 8.4 s against 22.9 s; at the 2.6 million objects a
+//     million-file store holds before a sweep, hours). Temporary
 //     files of interrupted writes are never listed; RemoveTemps
 //     (bucket.TempRemover, which `cairn gc` calls with its grace) removes
 //     those older than it is told.

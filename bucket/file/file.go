@@ -13,7 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -747,14 +747,20 @@ func (b *Bucket) List(ctx context.Context, opts bucket.ListOptions) (bucket.List
 		dir += "/" + name
 		base += s + "/"
 	}
-	var all []bucket.Attrs
-	if dir != "" {
-		if err := walk(ctx, dir, base, segs[len(segs)-1], &all); err != nil {
-			return bucket.ListPage{}, opErr("list", opts.Prefix, err)
+	after, err := bucket.ListAfter(opts)
+	if err != nil {
+		return bucket.ListPage{}, opErr("list", opts.Prefix, err)
+	}
+	var walkErr error
+	keys := func(yield func(bucket.Attrs) bool) {
+		if dir != "" {
+			_, walkErr = walk(ctx, dir, base, segs[len(segs)-1], after, yield)
 		}
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].Key < all[j].Key })
-	page, err := bucket.ListSorted(all, opts)
+	page, err := bucket.ListSeq(keys, opts)
+	if err == nil {
+		err = walkErr
+	}
 	if err != nil {
 		return bucket.ListPage{}, opErr("list", opts.Prefix, err)
 	}
@@ -780,25 +786,37 @@ func (b *Bucket) List(ctx context.Context, opts bucket.ListOptions) (bucket.List
 	return page, nil
 }
 
-// walk appends to out every key stored under dir, whose keys start with
-// base. Only entries whose segment starts with first are taken from dir
-// itself.
-func walk(ctx context.Context, dir, base, first string, out *[]bucket.Attrs) error {
+// walk yields, in key order, every key stored under dir (whose keys
+// start with base) that is greater than after; of dir's own entries only
+// those whose segment starts with first. It reports false once yield has
+// (the listing has its page), and skips every directory whose keys all
+// come at or before after, so a page costs the directories on its way,
+// not the whole tree.
+func walk(ctx context.Context, dir, base, first, after string, yield func(bucket.Attrs) bool) (bool, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return false, err
 	}
 	f, err := os.Open(dir)
 	if notExist(err) {
-		return nil
+		return true, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	ents, err := f.ReadDir(-1)
 	f.Close()
 	if err != nil {
-		return err
+		return false, err
 	}
+	// An entry sorts as its segment if it is an object and as the
+	// segment and "/" if it is a directory: every key under a directory
+	// starts so, and no segment holds a "/", so this is the order of
+	// the keys themselves.
+	type entry struct {
+		sortKey, seg, name string
+		isDir              bool
+	}
+	var es []entry
 	for _, e := range ents {
 		name := e.Name()
 		if name == "" || (name[0] != 'o' && name[0] != 'd') {
@@ -810,16 +828,33 @@ func walk(ctx context.Context, dir, base, first string, out *[]bucket.Attrs) err
 		}
 		switch {
 		case name[0] == 'o' && e.Type().IsRegular():
-			if key := base + seg; bucket.ValidateKey(key) == nil {
-				*out = append(*out, bucket.Attrs{Key: key})
-			}
+			es = append(es, entry{sortKey: seg, seg: seg, name: name})
 		case name[0] == 'd' && e.IsDir():
-			if err := walk(ctx, dir+"/"+name, base+seg+"/", "", out); err != nil {
-				return err
-			}
+			es = append(es, entry{sortKey: seg + "/", seg: seg, name: name, isDir: true})
 		}
 	}
-	return nil
+	slices.SortFunc(es, func(a, b entry) int { return strings.Compare(a.sortKey, b.sortKey) })
+	for _, e := range es {
+		if !e.isDir {
+			key := base + e.seg
+			if key <= after || bucket.ValidateKey(key) != nil {
+				continue
+			}
+			if !yield(bucket.Attrs{Key: key}) {
+				return false, nil
+			}
+			continue
+		}
+		prefix := base + e.seg + "/"
+		if prefix <= after && !strings.HasPrefix(after, prefix) {
+			continue // every key under it is before after
+		}
+		more, err := walk(ctx, dir+"/"+e.name, prefix, "", after, yield)
+		if err != nil || !more {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // Capabilities implements bucket.Bucket.
