@@ -51,8 +51,12 @@ var (
 )
 
 // Compress returns b as a compressed object, or b itself when that would
-// not be smaller. The result is a function of b.
+// not be smaller or b is longer than a reader expands
+// (MaxExpandedBytes). The result is a function of b.
 func Compress(b []byte) []byte {
+	if len(b) > MaxExpandedBytes {
+		return b
+	}
 	w := wire.NewWriter(make([]byte, 0, len(b)/2+16)).Raw([]byte(compressedMagic)).U8(CompressedFormat).UVarint(uint64(len(b)))
 	out := zEncoder().EncodeAll(b, w.Bytes())
 	if len(out) >= len(b) {

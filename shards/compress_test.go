@@ -75,11 +75,18 @@ func TestObjectCompressed(t *testing.T) {
 }
 
 // TestCompressKeepsSmallPlain: bytes that would not shrink stay as they
-// are, and an object of them encodes plain.
+// are, and an object of them encodes plain; so do bytes longer than a
+// reader expands.
 func TestCompressKeepsSmallPlain(t *testing.T) {
 	b := []byte("CRNS\x01")
 	if got := shards.Compress(b); !bytes.Equal(got, b) {
 		t.Fatalf("Compress(%q) = %q", b, got)
+	}
+	// Bytes a reader would refuse to expand stay plain, however well
+	// they compress.
+	big := make([]byte, shards.MaxExpandedBytes+1)
+	if got := shards.Compress(big); len(got) != len(big) || shards.IsCompressed(got) {
+		t.Fatalf("Compress of %d bytes returned %d bytes", len(big), len(got))
 	}
 	keys, idx := oneShardKeys(t, shardstest.Fixed16, 1)
 	o, err := shards.NewObject(schema, shardstest.Fixed16, idx, []shards.Record{{Key: keys[0], Value: []byte("v")}})
