@@ -98,7 +98,12 @@ func TestCommitRequestCounts(t *testing.T) {
 
 // TestFindRequestCounts: a cold find over 100 workbenches, 20 of them
 // committed, with and without their run manifests. Logged for
-// docs/performance.md; the bound catches a round per workbench.
+// docs/performance.md; the bound catches a round per workbench (20 or
+// more), not the layout the seeder's group commits happened to leave:
+// usually the warm find takes 4 rounds, but a CI run under the race
+// detector, whose seeding had folded (22 GETs for the cold find where 5
+// to 7 is usual), took 7: some stage then read in two steps, likely a
+// page index and its page. Not traced.
 func TestFindRequestCounts(t *testing.T) {
 	store := mem.NewStore()
 	plain, err := mem.New(store, "")
@@ -129,7 +134,7 @@ func TestFindRequestCounts(t *testing.T) {
 		maxRounds   int64
 	}{
 		{"find of 100 workbenches, cold", `{"limit":100}`, 6},
-		{"find of 100 workbenches with manifests, warm", `{"limit":100,"include_manifest":true}`, 6},
+		{"find of 100 workbenches with manifests, warm", `{"limit":100,"include_manifest":true}`, 8},
 		{"find of 100 workbenches with manifests, warm again", `{"limit":100,"include_manifest":true}`, 2},
 	} {
 		cb.Reset()
