@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/bucket/wire"
 	"github.com/klauspost/compress/zstd"
 )
@@ -102,15 +101,15 @@ func Expand(b []byte, limit int64) ([]byte, error) {
 	return out, nil
 }
 
-// compressed returns the plain encoding b (referenced by ref) as a
-// compressed object and its reference, or b and ref when that would not
-// be smaller; stored is the compressed length, or 0 when b stays plain.
-func compressed(b []byte, ref Ref) (_ []byte, _ Ref, stored int64) {
+// compressed returns the plain encoding b as a compressed object, or b
+// when that would not be smaller; stored is the compressed length, or 0
+// when b stays plain.
+func compressed(b []byte) (_ []byte, stored int64) {
 	z := Compress(b)
 	if len(z) >= len(b) {
-		return b, ref, 0
+		return b, 0
 	}
-	return z, Ref{Hash: digest.Sum(z), Size: int64(len(z)), Count: ref.Count}, int64(len(z))
+	return z, int64(len(z))
 }
 
 // expandStored returns the plain bytes of a stored object for its

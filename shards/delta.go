@@ -181,8 +181,17 @@ func (d *Delta) Scan(f Family, prefix, after []byte) iter.Seq[DeltaRecord] {
 // Encode returns the delta's canonical bytes and its reference (Count is
 // the record count).
 func (d *Delta) Encode() ([]byte, Ref, error) {
+	b, err := d.encode()
+	if err != nil {
+		return nil, Ref{}, err
+	}
+	return b, Ref{Hash: digest.Sum(b), Size: int64(len(b)), Count: uint32(len(d.recs))}, nil
+}
+
+// encode returns the delta's canonical bytes.
+func (d *Delta) encode() ([]byte, error) {
 	if len(d.recs) == 0 {
-		return nil, Ref{}, fmt.Errorf("shards: encode delta %d: %w", d.seq, ErrEmptyObject)
+		return nil, fmt.Errorf("shards: encode delta %d: %w", d.seq, ErrEmptyObject)
 	}
 	w := wire.NewWriter(make([]byte, 0, d.size)).
 		Raw([]byte(deltaMagic)).U8(DeltaFormat).Raw(d.salt[:]).U64(d.seq).U32(uint32(len(d.recs)))
@@ -194,22 +203,21 @@ func (d *Delta) Encode() ([]byte, Ref, error) {
 		w.U8(byte(r.Family)).U8(kind).Bytes32(r.Key).Bytes32(r.Value)
 	}
 	if err := w.Err(); err != nil {
-		return nil, Ref{}, fmt.Errorf("shards: encode delta %d: %w: %w", d.seq, err, ErrMalformedObject)
+		return nil, fmt.Errorf("shards: encode delta %d: %w: %w", d.seq, err, ErrMalformedObject)
 	}
-	b := w.Bytes()
-	return b, Ref{Hash: digest.Sum(b), Size: int64(len(b)), Count: uint32(len(d.recs))}, nil
+	return w.Bytes(), nil
 }
 
 // EncodeCompressed is Encode, the bytes kept as a compressed object when
 // that makes them smaller (Compress). It records their length in d
 // (StoredSize), so d must not be shared yet: a new delta from NewDelta.
 func (d *Delta) EncodeCompressed() ([]byte, Ref, error) {
-	b, ref, err := d.Encode()
+	b, err := d.encode()
 	if err != nil {
 		return nil, Ref{}, err
 	}
-	b, ref, d.stored = compressed(b, ref)
-	return b, ref, nil
+	b, d.stored = compressed(b)
+	return b, Ref{Hash: digest.Sum(b), Size: int64(len(b)), Count: uint32(len(d.recs))}, nil
 }
 
 // DecodeDelta verifies that b hashes to want (ErrIntegrity otherwise) and

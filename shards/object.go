@@ -259,8 +259,17 @@ func (o *Object) Apply(muts []Mutation) (*Object, error) {
 // Encode returns the object's canonical bytes and its reference. An empty
 // object cannot be encoded (ErrEmptyObject).
 func (o *Object) Encode() ([]byte, Ref, error) {
+	b, err := o.encode()
+	if err != nil {
+		return nil, Ref{}, err
+	}
+	return b, Ref{Hash: digest.Sum(b), Size: int64(len(b)), Count: uint32(len(o.recs))}, nil
+}
+
+// encode returns the object's canonical bytes.
+func (o *Object) encode() ([]byte, error) {
 	if len(o.recs) == 0 {
-		return nil, Ref{}, fmt.Errorf("shards: encode %s/%02x: %w", o.name(), o.shard, ErrEmptyObject)
+		return nil, fmt.Errorf("shards: encode %s/%02x: %w", o.name(), o.shard, ErrEmptyObject)
 	}
 	w := wire.NewWriter(make([]byte, 0, o.size)).
 		Raw([]byte(objectMagic)).U8(ObjectFormat).U8(byte(o.family)).U8(o.shard).Raw(o.salt[:]).
@@ -269,10 +278,9 @@ func (o *Object) Encode() ([]byte, Ref, error) {
 		w.Bytes32(r.Key).Bytes32(r.Value)
 	}
 	if err := w.Err(); err != nil {
-		return nil, Ref{}, fmt.Errorf("shards: encode %s/%02x: %w: %w", o.name(), o.shard, err, ErrMalformedObject)
+		return nil, fmt.Errorf("shards: encode %s/%02x: %w: %w", o.name(), o.shard, err, ErrMalformedObject)
 	}
-	b := w.Bytes()
-	return b, Ref{Hash: digest.Sum(b), Size: int64(len(b)), Count: uint32(len(o.recs))}, nil
+	return w.Bytes(), nil
 }
 
 // EncodeCompressed is Encode, the bytes kept as a compressed object when
@@ -280,12 +288,12 @@ func (o *Object) Encode() ([]byte, Ref, error) {
 // (StoredSize), so o must not be shared yet: a new object from Salted,
 // NewObject or Apply.
 func (o *Object) EncodeCompressed() ([]byte, Ref, error) {
-	b, ref, err := o.Encode()
+	b, err := o.encode()
 	if err != nil {
 		return nil, Ref{}, err
 	}
-	b, ref, o.stored = compressed(b, ref)
-	return b, ref, nil
+	b, o.stored = compressed(b)
+	return b, Ref{Hash: digest.Sum(b), Size: int64(len(b)), Count: uint32(len(o.recs))}, nil
 }
 
 // Decode verifies that b hashes to want (ErrIntegrity otherwise) and then
