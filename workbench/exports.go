@@ -276,6 +276,10 @@ type FindResult = history.FindResult
 // MaxChangesLimit is the largest page a request may ask for.
 const MaxChangesLimit = history.MaxChangesLimit
 
+// MaxCommitFiles is the most files a workbench may hold when it is
+// committed: past it, workbench_commit is ResourceExhausted.
+const MaxCommitFiles = history.MaxCommitMembers - 1
+
 // RestoreInput is workbench_restore's input: exactly one of AtSnapshot and AtCommit names the source.
 type RestoreInput = history.RestoreInput
 

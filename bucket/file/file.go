@@ -868,3 +868,51 @@ func (b *Bucket) Close() error {
 	b.closed.Store(true)
 	return nil
 }
+
+// Usage returns how many objects the bucket holds and the sum of their
+// sizes, from the file system's own sizes: one walk of the directory
+// tree, without opening any object. It counts what a whole listing
+// would, without reading a header (so a damaged header is counted, not
+// reported), and is meant for figures about a store, such as a
+// benchmark's bytes stored: at the 2.2 million objects of a
+// million-file store a listing opens every one of them.
+func (b *Bucket) Usage(ctx context.Context) (objects int, bytes int64, err error) {
+	if b.closed.Load() {
+		return 0, 0, opErr("usage", "", fmt.Errorf("bucket is closed: %w", fs.ErrClosed))
+	}
+	err = filepath.WalkDir(b.dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if notExist(err) && path != b.dir {
+				return nil // removed since its directory was read
+			}
+			return err
+		}
+		if path == b.dir {
+			return nil
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if name[0] != 'd' {
+				return fs.SkipDir // the adapter's own files, or foreign ones
+			}
+			return ctx.Err()
+		}
+		if name[0] != 'o' || !d.Type().IsRegular() {
+			return nil
+		}
+		fi, err := d.Info()
+		if notExist(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		objects++
+		bytes += max(fi.Size()-headerLen, 0)
+		return nil
+	})
+	if err != nil {
+		return 0, 0, opErr("usage", "", err)
+	}
+	return objects, bytes, nil
+}

@@ -137,3 +137,53 @@ func BenchmarkListAll(b *testing.B) {
 	}
 	b.ReportMetric(float64(n), "keys")
 }
+
+// TestUsageMatchesListing: Usage counts what a whole listing lists, and
+// the same bytes, without the adapter's own files (locks, a temporary
+// file left by an interrupted write) or foreign ones.
+func TestUsageMatchesListing(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	fb, err := file.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range 300 {
+		key := fmt.Sprintf("p%d/q%d/k%d", r.IntN(5), r.IntN(7), i)
+		if i%10 == 0 {
+			key = fmt.Sprintf("top%d", i)
+		}
+		if _, err := fb.Put(ctx, key, make([]byte, r.IntN(3000)), bucket.Unconditional); err != nil {
+			t.Fatal(err)
+		}
+		if i%17 == 0 {
+			if err := fb.Delete(ctx, key, bucket.Unconditional); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, name := range []string{".tmp-left", "README", "dp0/stray"} {
+		if err := os.WriteFile(dir+"/"+name, make([]byte, 5000), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	objs, _, err := bucket.ListAll(ctx, fb, bucket.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want int64
+	for _, o := range objs {
+		want += o.Size
+	}
+	n, got, err := fb.Usage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != len(objs) || got != want {
+		t.Fatalf("Usage: %d objects, %d bytes; the listing: %d objects, %d bytes", n, got, len(objs), want)
+	}
+	if n < 250 {
+		t.Fatalf("only %d objects listed", n)
+	}
+}

@@ -45,6 +45,27 @@ func TestBenchCommand(t *testing.T) {
 	if len(tab.Rows) != 1 || tab.Rows[0].Scenario != "put-new-warm" || tab.Rows[0].Files != 12 || tab.Rows[0].Requests <= 0 {
 		t.Fatalf("--json rows: %+v", tab.Rows)
 	}
+
+	// On the local-file bucket the store is counted from its files: a
+	// seeded store of 12 files holds at least their bodies.
+	code, out, errOut = runWith(t, "", "bench", "--json", "--files", "12", "--rtt", "0", "--write-rate", "0",
+		"--dir-entries", "5", "--scenarios", "put-new-warm", "--dir", t.TempDir())
+	if code != 0 {
+		t.Fatalf("--dir: exit %d: %s", code, errOut)
+	}
+	var dirTab struct {
+		Seeding []struct {
+			Files      int
+			StoreBytes int64 `json:"store_bytes"`
+			Objects    int
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &dirTab); err != nil {
+		t.Fatalf("--dir: %v: %q", err, out)
+	}
+	if s := dirTab.Seeding; len(s) != 1 || s[0].Files != 12 || s[0].Objects < 12 || s[0].StoreBytes < 12*200 {
+		t.Fatalf("--dir seeding: %+v", s)
+	}
 }
 
 func TestBenchUsage(t *testing.T) {
