@@ -398,3 +398,98 @@ func TestExpiryMatchesModel(t *testing.T) {
 		})
 	}
 }
+
+// shardPages returns how many pages sn's base holds in shard idx of
+// family f (1 for a leaf, 0 for no shard), reading the table and the
+// index straight from the bucket.
+func shardPages(t testing.TB, s *head.Store, schema head.Schema, sn *head.Snapshot, f shards.Family, idx uint8) int {
+	t.Helper()
+	ctx := context.Background()
+	fr, ok := sn.Root().Family(f)
+	if !ok {
+		return 0
+	}
+	body, _, err := s.Bucket().Get(ctx, s.Layout().Table(fr.Table.Hash))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := roots.DecodeTable(schema.Families, body, fr.Table.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range tab.Entries {
+		if e.Shard != idx {
+			continue
+		}
+		if !e.Index {
+			return 1
+		}
+		ib := []byte(e.Inline)
+		if len(ib) == 0 {
+			if ib, _, err = s.Bucket().Get(ctx, s.Layout().Index(f, idx, e.Ref.Hash)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		x, err := shards.DecodeIndex(schema.Families, ib, e.Ref.Hash, f, idx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x.Len()
+	}
+	return 0
+}
+
+// TestExpiredFrontPagesDropped: a shard keyed by increasing ids, whose
+// records expire some commits after they are written, gains records at
+// its end and loses them at its front, where no change ever lands. Folds
+// drop its leading pages once all their records have expired, so its
+// pages stay near what its live records fill instead of growing with
+// every record ever written, and every live record stays readable.
+func TestExpiredFrontPagesDropped(t *testing.T) {
+	ctx := context.Background()
+	schema := expiringSchema(t)
+	s, err := head.Open(ctx, mem.NewBucket(), shards.NewShardID(), schema,
+		head.Options{Check: true, PageBytes: 256, MaxDeltas: 1, MaxDeltaBytes: 1, MergeBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	const (
+		commits = 300
+		life    = 20 // commits a record lives
+	)
+	k := func(i int) []byte { return []byte(fmt.Sprintf("aa%06d", i)) }
+	idx := shards.HashShardKey(expiring, []byte("aa"))
+	var sn *head.Snapshot
+	most := 0
+	for i := range commits {
+		r, err := s.Do(ctx, head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
+			return nil, tx.Put(expiring, k(i), expiringValue(tx.Sequence()+life, fmt.Sprintf("payload %03d of forty bytes or so", i)))
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sn, err = s.Pin(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Every record younger than its life is read back.
+		for j := max(0, i-life+2); j <= i; j++ {
+			if _, ok, err := sn.Get(ctx, expiring, k(j)); err != nil || !ok {
+				t.Fatalf("commit %d (sequence %d): live record %d present %v, %v", i, r.Sequence, j, ok, err)
+			}
+		}
+		if i > commits/2 {
+			most = max(most, shardPages(t, s, schema, sn, expiring, idx))
+		}
+	}
+	// About 60 bytes a record, 20 live ones in pages of 256 bytes: 5 to
+	// 10 pages, and a few expired pages not yet dropped. Without the
+	// front drops, 300 records fill over 70.
+	if most == 0 || most > 20 {
+		t.Fatalf("the shard held up to %d pages in its second half", most)
+	}
+	if _, ok, err := sn.Get(ctx, expiring, k(0)); err != nil || ok {
+		t.Fatalf("the first record, long expired, present %v, %v", ok, err)
+	}
+	t.Logf("at most %d pages", most)
+}

@@ -29,7 +29,13 @@ import (
 // says have expired, and so drops a delta's record it applies that has
 // already expired. It never rewrites an object only to expire records: an
 // untouched shard or page keeps its expired records until a later fold
-// changes it. The rule sees each key's newest value, after the fold's
+// changes it. It does drop whole pages, though: in a shard it changes,
+// the first pages that no change touches are read too (the first only,
+// unless it goes), and each one whose every record has expired leaves
+// the index, up to maxFrontDrops a shard and fold. A family keyed by
+// time-ordered ids (the Workbench's request ids in command_dedupe) gains
+// records at its end and loses them at its front, where no change would
+// ever rewrite a page again. The rule sees each key's newest value, after the fold's
 // changes, so a record a later delta overwrote is judged by the new
 // value.
 
@@ -375,6 +381,9 @@ func (s *Store) applyPages(ctx context.Context, x *shards.Index, muts []shards.M
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	if err := s.dropFront(ctx, x, byPage, changed, ex); err != nil {
+		return nil, err
+	}
 	var parts []part
 	for i := range x.Len() {
 		if changed[i] == nil {
@@ -384,6 +393,36 @@ func (s *Store) applyPages(ctx context.Context, x *shards.Index, muts []shards.M
 		parts = append(parts, splitParts(changed[i], bound, i == x.Len()-1 && grows)...)
 	}
 	return parts, nil
+}
+
+// maxFrontDrops bounds the whole expired pages a fold drops from the
+// front of one shard (see Expiry above): each costs a read, one after
+// another, in the fold's round.
+const maxFrontDrops = 2
+
+// dropFront marks as empty (changed[i], an object without records) the
+// leading pages of x that no mutation touched and whose records have
+// all expired, stopping at the first that keeps one, at a page a
+// mutation touched, before the last page and after maxFrontDrops. It
+// reads nothing for a family without an expiry rule.
+func (s *Store) dropFront(ctx context.Context, x *shards.Index, byPage map[int][]shards.Mutation, changed []*shards.Object, ex expiry) error {
+	if ex.rule == nil {
+		return nil
+	}
+	for i := range min(x.Len()-1, maxFrontDrops) {
+		if _, touched := byPage[i]; touched {
+			return nil
+		}
+		o, err := s.loadPage(ctx, x, i)
+		if err != nil {
+			return err
+		}
+		if o = ex.drop(o); o.Len() > 0 {
+			return nil
+		}
+		changed[i] = o
+	}
+	return nil
 }
 
 // appends reports whether muts, sorted by key, only add records after
