@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"testing/cryptotest"
@@ -87,5 +88,34 @@ func TestRetryRowsExpire(t *testing.T) {
 		if err != nil || op.Phase != nokv.PublishPhasePublished {
 			t.Fatalf("operation row %x: %+v, %v", rec.Key, op, err)
 		}
+	}
+}
+
+// TestRequestIDsOrderByTime: the engine request ids of tool calls sort
+// by the Service's clock and, within one millisecond, are distinct;
+// every one sorts after any random hexadecimal id, so that the dedupe
+// records of a store's older releases come first in their shards.
+func TestRequestIDsOrderByTime(t *testing.T) {
+	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	s := openInternal(t, mem.NewBucket(), core.Options{Now: func() time.Time { return clock }})
+	seen := map[string]bool{}
+	prev := strings.Repeat("f", 32) // the largest id of earlier releases
+	for step := range 50 {
+		var same []string
+		for range 20 {
+			id := s.RequestID()
+			if seen[id] {
+				t.Fatalf("id %q twice", id)
+			}
+			seen[id] = true
+			same = append(same, id)
+		}
+		for _, id := range same {
+			if id <= prev {
+				t.Fatalf("step %d: id %q sorts before %q, of an earlier millisecond", step, id, prev)
+			}
+		}
+		prev = slices.Max(same)
+		clock = clock.Add(time.Duration(1+step%3) * time.Millisecond)
 	}
 }

@@ -264,6 +264,19 @@ func (s *Service) LogicalRoot() string { return s.logical }
 // RequestID returns a fresh engine request id for one tool call. The
 // engine reuses it across its own retries of the call's commit, so the
 // call applies at most once.
+//
+// The id is "t", the call's time in milliseconds (12 hex digits) and 20
+// hex digits of a digest of the Service's random seed and a counter,
+// which alone make it unique. The time only orders: the engine keeps
+// its dedupe records sorted by id, so records of time-ordered ids are
+// added at the end of their shards and a fold rewrites the last page of
+// a shard, not a page for nearly every record as random ids make it
+// (at a million files, 1.6 GB of superseded pages); and they expire
+// from the front, where the fold drops whole expired pages (package
+// head). "t" sorts after the hex digits of the random ids of earlier
+// releases, so a store's older records sit before every new one and
+// expire from the front too. A clock that is wrong, or goes back, only
+// puts records out of that order.
 func (s *Service) RequestID() string {
 	s.seqMu.Lock()
 	s.seq++
@@ -273,7 +286,8 @@ func (s *Service) RequestID() string {
 	h.Write([]byte("cairn.workbench.request\x00"))
 	h.Write(s.seed[:])
 	fmt.Fprintf(h, "%d", n)
-	return hex.EncodeToString(h.Sum(nil)[:16])
+	ms := uint64(max(s.Opts.Now().UnixMilli(), 0))
+	return fmt.Sprintf("t%012x%s", ms&(1<<48-1), hex.EncodeToString(h.Sum(nil)[:10]))
 }
 
 // tool is one Workbench tool's implementation as the registry
