@@ -144,8 +144,9 @@ type slowBucket struct {
 	rtt time.Duration
 	on  atomic.Bool
 
-	mu    sync.Mutex
-	kinds map[string]int64
+	mu     sync.Mutex
+	kinds  map[string]int64 // bytes put
+	counts map[string]int   // objects put
 }
 
 // objectKind names what an engine key holds: "objects/<family>" or
@@ -166,17 +167,18 @@ func objectKind(key string) string {
 	return "other"
 }
 
-// logKinds logs the bytes put while on by kind, the largest first, and
-// forgets them.
+// logKinds logs the bytes and objects put while on by kind, the largest
+// first, and forgets them.
 func (s *slowBucket) logKinds(b *testing.B) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	kinds := slices.Collect(maps.Keys(s.kinds))
 	slices.SortFunc(kinds, func(x, y string) int { return cmp.Compare(s.kinds[y], s.kinds[x]) })
 	for _, k := range kinds {
-		b.Logf("%-28s %9.1f MiB", k, float64(s.kinds[k])/(1<<20))
+		b.Logf("%-28s %9.1f MiB %7d objects", k, float64(s.kinds[k])/(1<<20), s.counts[k])
 	}
 	clear(s.kinds)
+	clear(s.counts)
 }
 
 func (s *slowBucket) wait(ctx context.Context) error {
@@ -207,9 +209,10 @@ func (s *slowBucket) Put(ctx context.Context, key string, body []byte, cond buck
 	if s.on.Load() {
 		s.mu.Lock()
 		if s.kinds == nil {
-			s.kinds = map[string]int64{}
+			s.kinds, s.counts = map[string]int64{}, map[string]int{}
 		}
 		s.kinds[objectKind(key)] += int64(len(body))
+		s.counts[objectKind(key)]++
 		s.mu.Unlock()
 	}
 	return s.Bucket.Put(ctx, key, body, cond)
