@@ -127,13 +127,13 @@ func expiringSchema(t testing.TB) head.Schema {
 	return head.Schema{Marker: head.SchemaForTest.Marker, Families: fams}
 }
 
-// rootPaged reports whether sn's base holds a paged shard of family f,
-// reading its table straight from the bucket.
-func rootPaged(t testing.TB, s *head.Store, schema head.Schema, sn *head.Snapshot, f shards.Family) bool {
+// baseTable returns the table of family f in sn's base (nil if it has
+// none), reading it straight from the bucket.
+func baseTable(t testing.TB, s *head.Store, schema head.Schema, sn *head.Snapshot, f shards.Family) *roots.Table {
 	t.Helper()
 	fr, ok := sn.Root().Family(f)
 	if !ok {
-		return false
+		return nil
 	}
 	body, _, err := s.Bucket().Get(context.Background(), s.Layout().Table(fr.Table.Hash))
 	if err != nil {
@@ -142,6 +142,16 @@ func rootPaged(t testing.TB, s *head.Store, schema head.Schema, sn *head.Snapsho
 	tab, err := roots.DecodeTable(schema.Families, body, fr.Table.Hash)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return tab
+}
+
+// rootPaged reports whether sn's base holds a paged shard of family f.
+func rootPaged(t testing.TB, s *head.Store, schema head.Schema, sn *head.Snapshot, f shards.Family) bool {
+	t.Helper()
+	tab := baseTable(t, s, schema, sn, f)
+	if tab == nil {
+		return false
 	}
 	for _, e := range tab.Entries {
 		if e.Index {
@@ -404,18 +414,9 @@ func TestExpiryMatchesModel(t *testing.T) {
 // index straight from the bucket.
 func shardPages(t testing.TB, s *head.Store, schema head.Schema, sn *head.Snapshot, f shards.Family, idx uint8) int {
 	t.Helper()
-	ctx := context.Background()
-	fr, ok := sn.Root().Family(f)
-	if !ok {
+	tab := baseTable(t, s, schema, sn, f)
+	if tab == nil {
 		return 0
-	}
-	body, _, err := s.Bucket().Get(ctx, s.Layout().Table(fr.Table.Hash))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tab, err := roots.DecodeTable(schema.Families, body, fr.Table.Hash)
-	if err != nil {
-		t.Fatal(err)
 	}
 	for _, e := range tab.Entries {
 		if e.Shard != idx {
@@ -426,7 +427,8 @@ func shardPages(t testing.TB, s *head.Store, schema head.Schema, sn *head.Snapsh
 		}
 		ib := []byte(e.Inline)
 		if len(ib) == 0 {
-			if ib, _, err = s.Bucket().Get(ctx, s.Layout().Index(f, idx, e.Ref.Hash)); err != nil {
+			var err error
+			if ib, _, err = s.Bucket().Get(context.Background(), s.Layout().Index(f, idx, e.Ref.Hash)); err != nil {
 				t.Fatal(err)
 			}
 		}
