@@ -51,6 +51,14 @@ const (
 	importMaxDeltas  = 32
 	importDeltaBytes = 16 << 20
 	importCacheBytes = 512 << 20
+	// importMergeBytes -1: an import's folds never merge deltas into
+	// fewer, larger ones, they fold into the base. A merge copies every
+	// record of the deltas it joins, a new file's body included, and an
+	// import's segments pass their count (32) long before their bytes
+	// (16 MiB), so each body was copied about twice more before its fold:
+	// at 20,000 files of 1,760 random bytes, deltas of 60 MB in a store of
+	// 108 MB, against 31 MB of 78 MB without merges.
+	importMergeBytes = -1
 	// importBytesInFlight bounds the file bytes read and not yet
 	// committed. A put holds about four copies of its body at its peak
 	// (the file, the JSON input, the decoded payload, the staged blocks),
@@ -223,7 +231,7 @@ func openImport(ctx context.Context, e *env, bucketURL, agent string, interval t
 		AgentID:  agent,
 		MaxBytes: workbench.DefaultMaxBytes,
 		Engine: head.Options{MaxBatch: importMaxBatch, MinCommitInterval: interval,
-			MaxDeltas: importMaxDeltas, MaxDeltaBytes: importDeltaBytes, CacheBytes: importCacheBytes},
+			MaxDeltas: importMaxDeltas, MaxDeltaBytes: importDeltaBytes, MergeBytes: importMergeBytes, CacheBytes: importCacheBytes},
 	})
 	if err != nil {
 		b.Close()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -226,5 +227,36 @@ func TestImportCommandUsage(t *testing.T) {
 		if code != 2 || out != "" || errOut == "" {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
 		}
+	}
+}
+
+// TestImportFoldsWithoutMerging: an import's engine folds its deltas into
+// the base and never merges them into larger deltas, which would copy
+// every new file's body again. 40 puts one after another are 40 commits,
+// past the import's 32 deltas.
+func TestImportFoldsWithoutMerging(t *testing.T) {
+	ctx := t.Context()
+	var out, errOut bytes.Buffer
+	s, b, code := openImport(ctx, &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut}, "file://"+t.TempDir(), "imp", 0)
+	if s == nil {
+		t.Fatalf("open: exit %d: %s", code, errOut.String())
+	}
+	defer b.Close()
+	defer s.Close()
+	if out, ok := s.Call(ctx, "workbench_create", []byte(`{"id":"w"}`)); !ok {
+		t.Fatalf("create: %s", out)
+	}
+	for i := range 40 {
+		in := fmt.Sprintf(`{"id":"w","section":"input","path":"f%02d.txt","text":"body %d"}`, i, i)
+		if out, ok := s.Call(ctx, "workbench_put_file", []byte(in)); !ok {
+			t.Fatalf("put %d: %s", i, out)
+		}
+	}
+	if err := s.Store().Fold(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st := s.Store().CommitStats()
+	if st.Merges != 0 || st.Folds == 0 {
+		t.Fatalf("%d merges and %d folds, want none and some", st.Merges, st.Folds)
 	}
 }
