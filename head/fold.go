@@ -35,9 +35,9 @@ import (
 // the index, up to maxFrontDrops a shard and fold. A family keyed by
 // time-ordered ids (the Workbench's request ids in command_dedupe) gains
 // records at its end and loses them at its front, where no change would
-// ever rewrite a page again. The rule sees each key's newest value, after the fold's
-// changes, so a record a later delta overwrote is judged by the new
-// value.
+// ever rewrite a page again. The rule sees each key's newest value,
+// after the fold's changes, so a record a later delta overwrote is
+// judged by the new value.
 
 // expiry is one family's expiry rule at one fold; the zero value expires
 // nothing.

@@ -270,8 +270,9 @@ func (s *Service) LogicalRoot() string { return s.logical }
 // which alone make it unique. The time only orders: the engine keeps
 // its dedupe records sorted by id, so records of time-ordered ids are
 // added at the end of their shards and a fold rewrites the last page of
-// a shard, not a page for nearly every record as random ids make it
-// (at a million files, 1.6 GB of superseded pages); and they expire
+// a shard, not a page for nearly every record as random ids make it (a
+// million-file store held 1.6 GB of those pages and their page indexes
+// before a sweep); and they expire
 // from the front, where the fold drops whole expired pages (package
 // head). "t" sorts after the hex digits of the random ids of earlier
 // releases, so a store's older records sit before every new one and
