@@ -1,6 +1,7 @@
 package head
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -294,35 +295,86 @@ func (s *Store) overDeltas(r *roots.Root, factor int) bool {
 // foldDeltas returns the union of the record changes of sn's delta
 // segments and of state, the newest change of each key winning: what a
 // fold applies to the base. The same root and batch always give the same
-// union.
-func (s *Store) foldDeltas(ctx context.Context, sn *Snapshot, state *batchState) (*batchState, error) {
+// union. The union reads state in place: a batch may hold hundreds of
+// thousands of records (a restore, an import), and the deltas are
+// bounded small.
+func (s *Store) foldDeltas(ctx context.Context, sn *Snapshot, state *batchState) (foldUnion, error) {
+	u := foldUnion{state: state}
 	if sn == nil || len(sn.root.Deltas) == 0 {
-		return state, nil
+		return u, nil
 	}
 	ds, err := sn.loadDeltas(ctx)
 	if err != nil {
-		return nil, err
+		return foldUnion{}, err
 	}
-	merged := newBatchState(s.fams)
+	u.deltas = newBatchState(s.fams)
 	for i := len(ds) - 1; i >= 0; i-- { // oldest first, so newer changes overwrite
 		for j := range ds[i].Len() {
 			r := ds[i].At(j)
-			merged.set(r.Family, r.Mutation)
+			u.deltas.set(r.Family, r.Mutation)
 		}
 	}
-	merged.merge(&batchState{muts: state.muts})
-	return merged, nil
+	return u, nil
+}
+
+// foldUnion is the record changes a fold applies: a batch's over the
+// deltas' (nil: none).
+type foldUnion struct {
+	state, deltas *batchState
+}
+
+// families returns the families with a change, in order.
+func (u foldUnion) families() []shards.Family {
+	var fams []shards.Family
+	for _, b := range []*batchState{u.state, u.deltas} {
+		if b == nil {
+			continue
+		}
+		for f := range b.muts {
+			if !slices.Contains(fams, f) {
+				fams = append(fams, f)
+			}
+		}
+	}
+	slices.Sort(fams)
+	return fams
+}
+
+// sorted returns family f's changes in key order, the batch's winning
+// over the deltas' for the same key.
+func (u foldUnion) sorted(f shards.Family) []shards.Mutation {
+	own := u.state.sorted(f)
+	if u.deltas == nil {
+		return own
+	}
+	old := u.deltas.sorted(f)
+	if len(old) == 0 {
+		return own
+	}
+	out := make([]shards.Mutation, 0, len(own)+len(old))
+	i, j := 0, 0
+	for i < len(own) && j < len(old) {
+		switch c := bytes.Compare(own[i].Key, old[j].Key); {
+		case c < 0:
+			out = append(out, own[i])
+			i++
+		case c > 0:
+			out = append(out, old[j])
+			j++
+		default:
+			out = append(out, own[i])
+			i, j = i+1, j+1
+		}
+	}
+	out = append(out, own[i:]...)
+	return append(out, old[j:]...)
 }
 
 // buildBase applies muts to sn's base: new shard objects for the shards
 // they change and new tables for the families they change, entered into
 // root. The records expired at at are left out of every object it writes.
-func (s *Store) buildBase(ctx context.Context, sn *Snapshot, muts *batchState, nonce roots.Nonce, root *roots.Root, c *candidate, at shards.ExpiryClock) error {
-	fams := make([]shards.Family, 0, len(muts.muts))
-	for f := range muts.muts {
-		fams = append(fams, f)
-	}
-	sort.Slice(fams, func(i, j int) bool { return fams[i] < fams[j] })
+func (s *Store) buildBase(ctx context.Context, sn *Snapshot, muts foldUnion, nonce roots.Nonce, root *roots.Root, c *candidate, at shards.ExpiryClock) error {
+	fams := muts.families()
 	for _, f := range fams {
 		fr, ok, err := s.buildFamily(ctx, sn, f, muts.sorted(f), nonce, c, s.expiry(f, at))
 		if err != nil {

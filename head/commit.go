@@ -806,7 +806,7 @@ func (s *Store) apply(ctx context.Context, sn *Snapshot, state *batchState, cmd 
 			return outcome{err: err}
 		}
 	}
-	state.merge(tx.own)
+	state.absorb(tx.own)
 	return outcome{res: Result{Value: val, Sequence: at.seq}}
 }
 

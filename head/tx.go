@@ -136,6 +136,40 @@ func (b *batchState) merge(o *batchState) {
 	b.stage = append(b.stage, o.stage...)
 }
 
+// absorb applies o's mutations on top of b's, as merge does, and leaves
+// o unusable: when o holds more mutations than b, b takes o's maps and
+// only b's own changes that o does not override are copied, so a command
+// of a million records costs one set of maps, not two.
+func (b *batchState) absorb(o *batchState) {
+	if b.size() >= o.size() {
+		b.merge(o)
+		return
+	}
+	for f, ms := range b.muts {
+		for k, m := range ms {
+			if _, ok := o.muts[f][k]; !ok {
+				o.set(f, m)
+			}
+		}
+	}
+	b.muts, b.order = o.muts, o.order
+	o.muts, o.order = nil, nil
+	for owner, h := range o.holds {
+		b.holds[owner] = h
+	}
+	b.touched = b.touched || o.touched
+	b.stage = append(b.stage, o.stage...)
+}
+
+// size is the number of pending mutations.
+func (b *batchState) size() int {
+	n := 0
+	for _, ms := range b.muts {
+		n += len(ms)
+	}
+	return n
+}
+
 // sorted returns family f's mutations in key order.
 func (b *batchState) sorted(f shards.Family) []shards.Mutation {
 	return b.scan(f, nil, nil)

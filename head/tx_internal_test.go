@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/shards/shardstest"
 )
 
 // TestTxScanAndLastSeePendingWrites: over random committed records and
@@ -99,6 +101,73 @@ func TestTxScanAndLastSeePendingWrites(t *testing.T) {
 				got, err := tx.Scan(ruleFam, prefix, after, 0)
 				if err != nil || fmt.Sprint(got) != fmt.Sprint(exp[1:]) {
 					t.Fatalf("round %d prefix %d: Scan after the first = %d records, %v; want %d", round, p, len(got), err, len(exp)-1)
+				}
+			}
+		}
+	}
+}
+
+// TestAbsorbAndFoldUnionMatchMerge: absorbing a command's changes into a
+// batch (whichever holds more), and the union a fold applies (a batch's
+// changes over the deltas'), give exactly the changes, in key order,
+// that copying the older into a new batch and merging the newer on top
+// does, over random puts and deletes of overlapping keys in two
+// families.
+func TestAbsorbAndFoldUnionMatchMerge(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	fams := []shards.Family{shardstest.Fixed32, shardstest.Fixed32B}
+	random := func(n int) *batchState {
+		b := newBatchState(testSchema.Families)
+		for range n {
+			m := shards.Mutation{Key: ruleKey(r.IntN(96))}
+			if r.IntN(3) == 0 {
+				m.Delete = true
+			} else {
+				m.Value = []byte(fmt.Sprint(r.Int()))
+			}
+			b.set(fams[r.IntN(len(fams))], m)
+		}
+		return b
+	}
+	same := func(t *testing.T, got, want []shards.Mutation) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("%d changes, want %d", len(got), len(want))
+		}
+		for i := range got {
+			if !bytes.Equal(got[i].Key, want[i].Key) || !bytes.Equal(got[i].Value, want[i].Value) || got[i].Delete != want[i].Delete {
+				t.Fatalf("change %d: %x=%q (delete %v), want %x=%q (delete %v)", i,
+					got[i].Key, got[i].Value, got[i].Delete, want[i].Key, want[i].Value, want[i].Delete)
+			}
+		}
+	}
+	for round := range 40 {
+		older, newer := random(r.IntN(60)), random(r.IntN(60))
+		if round%4 == 0 {
+			older = newBatchState(testSchema.Families) // a group's first command
+		}
+		want := newBatchState(testSchema.Families)
+		want.merge(older)
+		want.merge(newer)
+
+		u := foldUnion{state: newer, deltas: older}
+		if len(older.muts) == 0 {
+			u.deltas = nil
+		}
+		for _, f := range fams {
+			same(t, u.sorted(f), want.sorted(f))
+		}
+		wantFams := slices.Sorted(maps.Keys(want.muts))
+		if got := u.families(); !slices.Equal(got, wantFams) {
+			t.Fatalf("families %v, want %v", got, wantFams)
+		}
+
+		older.absorb(newer)
+		for _, f := range fams {
+			same(t, older.sorted(f), want.sorted(f))
+			for _, m := range want.sorted(f) {
+				if got, ok := older.lookup(f, m.Key); !ok || !bytes.Equal(got.Value, m.Value) || got.Delete != m.Delete {
+					t.Fatalf("lookup %x after absorb: %q, %v", m.Key, got.Value, ok)
 				}
 			}
 		}

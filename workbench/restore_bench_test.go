@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,7 +28,11 @@ import (
 // bucket, and reports the restore's time, head writes, requests and bytes
 // written. CAIRN_RESTORE_BATCH sets the members one copy command places
 // (default: the workbench's), CAIRN_RESTORE_RTT a delay before each
-// request of the restore (a remote bucket's round trip). Seeding (concurrent puts in large group commits) and the
+// request of the restore (a remote bucket's round trip),
+// CAIRN_RESTORE_CPUPROFILE a file for a CPU profile of the restore alone,
+// CAIRN_RESTORE_ALLOCS a file prefix for the allocation profiles before
+// (PREFIX.before) and after (PREFIX.after) the restore, to compare with
+// pprof -diff_base. Seeding (concurrent puts in large group commits) and the
 // commit are not timed. peak-heap-MiB is the most heap in use, sampled
 // every 10 ms, during the restore, less what was in use when it began;
 // the bytes the restore put are logged by kind of object (the family of
@@ -91,9 +96,14 @@ func BenchmarkRestore(b *testing.B) {
 		if i == 0 {
 			b.ResetTimer()
 		}
+		allocs := os.Getenv("CAIRN_RESTORE_ALLOCS")
+		writeAllocs(b, allocs, ".before")
+		stopProfile := profileCPU(b, os.Getenv("CAIRN_RESTORE_CPUPROFILE"))
 		peak := sampleHeap()
 		out, ok := s.Call(ctx, "workbench_restore", []byte(fmt.Sprintf(`{"id":"src","destination_id":"dst","at_commit":%q}`, res["commit_identity"])))
 		took := time.Since(start)
+		stopProfile()
+		writeAllocs(b, allocs, ".after")
 		b.ReportMetric(float64(peak())/(1<<20), "peak-heap-MiB")
 		slow.on.Store(false)
 		if !ok {
@@ -106,6 +116,45 @@ func BenchmarkRestore(b *testing.B) {
 		b.ReportMetric(float64(st.BytesWritten)/(1<<20), "MiB-written")
 		s.Close()
 		slow.logKinds(b)
+	}
+}
+
+// profileCPU starts a CPU profile into path (none if path is empty) and
+// returns what stops it.
+func profileCPU(b *testing.B, path string) func() {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// writeAllocs writes the allocation profile to prefix+suffix, if prefix
+// is not empty.
+func writeAllocs(b *testing.B, prefix, suffix string) {
+	if prefix == "" {
+		return
+	}
+	f, err := os.Create(prefix + suffix)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
 	}
 }
 
