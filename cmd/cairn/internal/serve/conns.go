@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"container/list"
 	"net"
 	"net/http"
 	"sync"
@@ -22,11 +23,13 @@ type ConnLimit struct {
 
 	mu    sync.Mutex
 	conns map[net.Conn]*connInfo
-	// candidates counts the connections idle or new (not yet sent a
-	// request): only they may be closed for room, so with none victim
-	// need not look. At the bound under load every connection is active,
-	// and a scan of all of them at each wake-up took 6% of a server's CPU.
-	candidates int
+	// idle and fresh are the connections victim may close, each in the
+	// order they entered their state (so the oldest first): kept alive
+	// between requests, and new (not yet sent a request). At the bound
+	// under load every accept looks for one; a scan of every connection
+	// took 6% of a server's CPU, and 4.6% while only new ones were
+	// candidates.
+	idle, fresh list.List
 	// changed is signalled when a connection closes or goes idle, so that
 	// an Accept waiting for room looks again.
 	changed chan struct{}
@@ -34,12 +37,16 @@ type ConnLimit struct {
 
 type connInfo struct {
 	state http.ConnState
-	since time.Time // when it entered its state
+	since time.Time     // when it entered its state
+	elem  *list.Element // in idle or fresh, by state; nil in neither
 }
 
 // NewConnLimit returns a limit of n connections (at least 1).
 func NewConnLimit(n int) *ConnLimit {
-	return &ConnLimit{max: max(1, n), conns: map[net.Conn]*connInfo{}, changed: make(chan struct{}, 1)}
+	l := &ConnLimit{max: max(1, n), conns: map[net.Conn]*connInfo{}, changed: make(chan struct{}, 1)}
+	l.idle.Init()
+	l.fresh.Init()
+	return l
 }
 
 // Listener wraps ln so that Accept holds to the limit.
@@ -59,8 +66,7 @@ func (ln *limitedListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	ln.l.mu.Lock()
-	ln.l.conns[c] = &connInfo{state: http.StateNew, since: time.Now()}
-	ln.l.candidates++
+	ln.l.track(c, http.StateNew, time.Now())
 	ln.l.mu.Unlock()
 	return c, nil
 }
@@ -99,25 +105,45 @@ const roomPoll = 250 * time.Millisecond
 // victim is the connection to close for a new one (l.mu held): the one
 // idle longest, else the oldest silent one, else nil.
 func (l *ConnLimit) victim() net.Conn {
-	if l.candidates == 0 {
-		return nil
+	if e := l.idle.Front(); e != nil {
+		return e.Value.(net.Conn)
 	}
-	var best net.Conn
-	var bestInfo *connInfo
-	silent := time.Now().Add(-time.Second)
-	for c, info := range l.conns {
-		switch {
-		case info.state == http.StateIdle:
-			if bestInfo == nil || bestInfo.state != http.StateIdle || info.since.Before(bestInfo.since) {
-				best, bestInfo = c, info
-			}
-		case info.state == http.StateNew && info.since.Before(silent):
-			if bestInfo == nil || (bestInfo.state == http.StateNew && info.since.Before(bestInfo.since)) {
-				best, bestInfo = c, info
-			}
-		}
+	if e := l.fresh.Front(); e != nil && time.Since(l.conns[e.Value.(net.Conn)].since) > time.Second {
+		return e.Value.(net.Conn)
 	}
-	return best
+	return nil
+}
+
+// track records c in state since then (l.mu held), whether it is new to
+// l or was in another state.
+func (l *ConnLimit) track(c net.Conn, state http.ConnState, since time.Time) {
+	info := l.conns[c]
+	if info == nil {
+		info = &connInfo{}
+		l.conns[c] = info
+	}
+	l.unlist(info)
+	info.state, info.since = state, since
+	switch state {
+	case http.StateIdle:
+		info.elem = l.idle.PushBack(c)
+	case http.StateNew:
+		info.elem = l.fresh.PushBack(c)
+	}
+}
+
+// unlist takes info's connection out of idle or fresh (l.mu held).
+func (l *ConnLimit) unlist(info *connInfo) {
+	if info.elem == nil {
+		return
+	}
+	switch info.state {
+	case http.StateIdle:
+		l.idle.Remove(info.elem)
+	case http.StateNew:
+		l.fresh.Remove(info.elem)
+	}
+	info.elem = nil
 }
 
 // ConnState tracks the connections' states; set it as the
@@ -129,9 +155,8 @@ func (l *ConnLimit) ConnState(c net.Conn, state http.ConnState) {
 	case http.StateClosed, http.StateHijacked:
 		l.forget(c)
 	default:
-		if info, ok := l.conns[c]; ok {
-			l.candidates += candidate(state) - candidate(info.state)
-			info.state, info.since = state, time.Now()
+		if _, ok := l.conns[c]; ok {
+			l.track(c, state, time.Now())
 		}
 	}
 	if state != http.StateActive && state != http.StateNew {
@@ -145,17 +170,9 @@ func (l *ConnLimit) ConnState(c net.Conn, state http.ConnState) {
 // forget drops c from the open connections (l.mu held), if it is there.
 func (l *ConnLimit) forget(c net.Conn) {
 	if info, ok := l.conns[c]; ok {
-		l.candidates -= candidate(info.state)
+		l.unlist(info)
 		delete(l.conns, c)
 	}
-}
-
-// candidate is 1 for the states victim may close a connection in.
-func candidate(s http.ConnState) int {
-	if s == http.StateIdle || s == http.StateNew {
-		return 1
-	}
-	return 0
 }
 
 // Open reports the connections open now.

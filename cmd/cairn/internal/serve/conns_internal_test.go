@@ -8,10 +8,11 @@ import (
 	"time"
 )
 
-// TestConnLimitCandidates: the count of connections victim may close
-// follows every state change, close and forced close, so that victim
-// answers at once with none (every connection busy) and still finds one
-// when there is one.
+// TestConnLimitCandidates: the lists of connections victim may close
+// follow every state change, close and forced close, so that victim
+// answers at once with none (every connection busy) and otherwise picks
+// what a scan of every connection picks: the one idle longest, else the
+// oldest silent new one.
 func TestConnLimitCandidates(t *testing.T) {
 	l := NewConnLimit(8)
 	var conns []net.Conn
@@ -20,8 +21,7 @@ func TestConnLimitCandidates(t *testing.T) {
 		defer a.Close()
 		defer b.Close()
 		l.mu.Lock()
-		l.conns[a] = &connInfo{state: http.StateNew, since: time.Now().Add(-time.Minute)}
-		l.candidates++
+		l.track(a, http.StateNew, time.Now().Add(-time.Minute))
 		l.mu.Unlock()
 		conns = append(conns, a)
 	}
@@ -30,14 +30,27 @@ func TestConnLimitCandidates(t *testing.T) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		want := 0
-		for _, info := range l.conns {
-			want += candidate(info.state)
+		var best net.Conn // the scan's pick
+		var bestInfo *connInfo
+		for c, info := range l.conns {
+			switch {
+			case info.state == http.StateIdle:
+				want++
+				if bestInfo == nil || bestInfo.state != http.StateIdle || info.since.Before(bestInfo.since) {
+					best, bestInfo = c, info
+				}
+			case info.state == http.StateNew:
+				want++
+				if time.Since(info.since) > time.Second && (bestInfo == nil || (bestInfo.state == http.StateNew && info.since.Before(bestInfo.since))) {
+					best, bestInfo = c, info
+				}
+			}
 		}
-		if l.candidates != want {
-			t.Fatalf("step %d: %d candidates counted, %d in fact", step, l.candidates, want)
+		if got := l.idle.Len() + l.fresh.Len(); got != want {
+			t.Fatalf("step %d: %d candidates listed, %d in fact", step, got, want)
 		}
-		if v := l.victim(); (v == nil) != (want == 0) {
-			t.Fatalf("step %d: victim %v with %d candidates", step, v, want)
+		if v := l.victim(); v != best {
+			t.Fatalf("step %d: victim %v, a scan picks %v", step, v, best)
 		}
 	}
 	r := rand.New(rand.NewPCG(1, 2))
@@ -53,8 +66,7 @@ func TestConnLimitCandidates(t *testing.T) {
 		case 1: // a closed connection's slot is taken by a new one
 			l.mu.Lock()
 			if _, ok := l.conns[c]; !ok {
-				l.conns[c] = &connInfo{state: http.StateNew, since: time.Now().Add(-time.Minute)} // silent
-				l.candidates++
+				l.track(c, http.StateNew, time.Now().Add(-time.Minute)) // silent
 			}
 			l.mu.Unlock()
 		default:
@@ -68,7 +80,7 @@ func TestConnLimitCandidates(t *testing.T) {
 	check(-1)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.candidates != 0 || l.victim() != nil {
-		t.Fatalf("every connection active, yet %d candidates", l.candidates)
+	if n := l.idle.Len() + l.fresh.Len(); n != 0 || l.victim() != nil {
+		t.Fatalf("every connection active, yet %d candidates", n)
 	}
 }
