@@ -1,7 +1,6 @@
 package head
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -347,27 +346,7 @@ func (u foldUnion) sorted(f shards.Family) []shards.Mutation {
 	if u.deltas == nil {
 		return own
 	}
-	old := u.deltas.sorted(f)
-	if len(old) == 0 {
-		return own
-	}
-	out := make([]shards.Mutation, 0, len(own)+len(old))
-	i, j := 0, 0
-	for i < len(own) && j < len(old) {
-		switch c := bytes.Compare(own[i].Key, old[j].Key); {
-		case c < 0:
-			out = append(out, own[i])
-			i++
-		case c > 0:
-			out = append(out, old[j])
-			j++
-		default:
-			out = append(out, own[i])
-			i, j = i+1, j+1
-		}
-	}
-	out = append(out, own[i:]...)
-	return append(out, old[j:]...)
+	return mergeMutations(own, u.deltas.sorted(f))
 }
 
 // buildBase applies muts to sn's base: new shard objects for the shards
