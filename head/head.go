@@ -200,6 +200,20 @@ func DecodeHead(b []byte, id shards.ShardID, want Marker) (*Head, error) {
 // read is the bucket's error; a head that does not decode is ErrBadHead,
 // ErrOldFormat or ErrSchemaMismatch, as DecodeHead says.
 func ReadHead(ctx context.Context, b bucket.Bucket, layout shards.Layout, want Marker) (*Head, bucket.Attrs, error) {
+	body, attrs, err := getHead(ctx, b, layout)
+	if err != nil {
+		return nil, bucket.Attrs{}, err
+	}
+	h, err := decodeRead(body, layout, want)
+	if err != nil {
+		return nil, bucket.Attrs{}, err
+	}
+	return h, attrs, nil
+}
+
+// getHead and decodeRead are ReadHead's two halves, apart so that a Store
+// can skip decoding a head whose version it has decoded before.
+func getHead(ctx context.Context, b bucket.Bucket, layout shards.Layout) ([]byte, bucket.Attrs, error) {
 	body, attrs, err := b.Get(ctx, layout.Head())
 	if errors.Is(err, bucket.ErrNotExist) {
 		return nil, bucket.Attrs{}, fmt.Errorf("head: read head of shard %s: %w: %w", layout.ID(), ErrNoHead, err)
@@ -207,11 +221,15 @@ func ReadHead(ctx context.Context, b bucket.Bucket, layout shards.Layout, want M
 	if err != nil {
 		return nil, bucket.Attrs{}, fmt.Errorf("head: read head of shard %s: %w", layout.ID(), err)
 	}
+	return body, attrs, nil
+}
+
+func decodeRead(body []byte, layout shards.Layout, want Marker) (*Head, error) {
 	h, err := DecodeHead(body, layout.ID(), want)
 	if err != nil {
-		return nil, bucket.Attrs{}, fmt.Errorf("head: shard %s: %w", layout.ID(), err)
+		return nil, fmt.Errorf("head: shard %s: %w", layout.ID(), err)
 	}
-	return h, attrs, nil
+	return h, nil
 }
 
 // HasObjects reports whether anything is stored under the shard's prefix

@@ -160,7 +160,7 @@ func (s *Store) runFlights(f *headFlight) {
 // schema gate to check.
 func (s *Store) readHead(ctx context.Context) (*Snapshot, error) {
 	seen := s.seenSequence() // before the read: every head it names was written before
-	h, attrs, err := ReadHead(ctx, s.b, s.layout, s.schema.Marker)
+	body, attrs, err := getHead(ctx, s.b, s.layout)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +168,14 @@ func (s *Store) readHead(ctx context.Context) (*Snapshot, error) {
 	latest := s.latest
 	s.mu.Unlock()
 	if latest != nil && latest.version == attrs.Version {
+		// The head this Store decoded last, unchanged: a replica alone
+		// on its head reads it before every write, and decoding it again
+		// took 4% of a small put's CPU on the file bucket.
 		return latest, nil
+	}
+	h, err := decodeRead(body, s.layout, s.schema.Marker)
+	if err != nil {
+		return nil, err
 	}
 	if h.Sequence < seen {
 		return nil, fmt.Errorf("%w: shard %s: the head read has sequence %d, but this replica has seen sequence %d; it is not served",

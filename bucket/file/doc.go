@@ -56,8 +56,11 @@
 //     directories) keeps directories from vanishing under a rename or
 //     before a delete has synced them, and makes sure every directory a
 //     writer finds has already been synced into its parent.
-//     Locks do not work across hosts or on network file systems that lack
-//     flock. Where flock(2) does not exist (Windows), Put and Delete fail
+//     A Bucket opens each lock file at its first use and keeps it open
+//     until Close, its goroutines excluding each other in memory too, so
+//     a lock file must not be removed while a process has the bucket
+//     open. Locks do not work across hosts or on network file systems
+//     that lack flock. Where flock(2) does not exist (Windows), Put and Delete fail
 //     with an error wrapping errors.ErrUnsupported.
 //   - Readers take no locks: a rename replaces an object atomically, so Get,
 //     Stat and List see the old or the new object, never a mix.

@@ -56,6 +56,7 @@ type Bucket struct {
 	dir      string // absolute and clean
 	treeLock string // path of the directory lock file
 	closed   atomic.Bool
+	locks    [stripes + 1]lockFile // the stripes', then the directory lock
 
 	// syncDir makes a directory's entries durable. Tests replace it.
 	syncDir func(dir string) error
@@ -236,18 +237,13 @@ func (b *Bucket) RemoveTemps(ctx context.Context, olderThan time.Duration, dryRu
 // syncDir fsyncs a directory.
 func syncDir(dir string) error { return syncFile(dir) }
 
-// syncFile fsyncs the file or directory at path.
-func syncFile(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+// smallBody is the largest body written to its file together with the
+// header, in one write.
+const smallBody = 64 << 10
+
+var errShortRead = errors.New("the file is shorter than its status says")
+
+func errNotRegular(path string) error { return fmt.Errorf("%s is not a regular file", path) }
 
 func notExist(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
@@ -276,52 +272,49 @@ func (b *Bucket) begin(ctx context.Context, op, key string) (location, error) {
 }
 
 // lock takes a lock file under .locks, recreating the directory if it
-// has gone.
-func (b *Bucket) lock(path string, exclusive bool) (func(), error) {
-	unlock, err := flock(path, exclusive)
-	if err != nil && notExist(err) {
-		if err := os.Mkdir(filepath.Join(b.dir, locksDir), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return nil, err
+// has gone before the file's first use.
+func (b *Bucket) lock(l *lockFile, path string, exclusive bool) (func(), error) {
+	return l.hold(path, exclusive, func() (int, error) {
+		fd, err := openLock(path)
+		if err != nil && notExist(err) {
+			if err := os.Mkdir(filepath.Join(b.dir, locksDir), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				return -1, err
+			}
+			fd, err = openLock(path)
 		}
-		unlock, err = flock(path, exclusive)
-	}
-	return unlock, err
+		return fd, err
+	})
+}
+
+// lockTree takes the directory lock.
+func (b *Bucket) lockTree(exclusive bool) (func(), error) {
+	return b.lock(&b.locks[stripes], b.treeLock, exclusive)
 }
 
 // lockKey takes the stripe lock that guards key.
 func (b *Bucket) lockKey(key string) (func(), error) {
 	h := fnv.New32a()
 	h.Write([]byte(key))
-	return b.lock(fmt.Sprintf("%s/%s/%02x", b.dir, locksDir, h.Sum32()%stripes), true)
+	i := h.Sum32() % stripes
+	return b.lock(&b.locks[i], fmt.Sprintf("%s/%s/%02x", b.dir, locksDir, i), true)
 }
 
-func attrs(key string, h header, st fs.FileInfo) bucket.Attrs {
-	return bucket.Attrs{Key: key, Size: h.size, Version: h.version(), ModTime: st.ModTime(), Checksum: h.checksum()}
+func attrs(key string, h header, st fileInfo) bucket.Attrs {
+	return bucket.Attrs{Key: key, Size: h.size, Version: h.version(), ModTime: st.mod, Checksum: h.checksum()}
 }
 
 // readHeader reads and checks the header of the object file at path.
-func readHeader(path string) (header, fs.FileInfo, error) {
-	f, err := os.Open(path)
+func readHeader(path string) (header, fileInfo, error) {
+	buf, st, err := readFile(path, headerLen)
 	if err != nil {
-		return header{}, nil, err
+		return header{}, fileInfo{}, err
 	}
-	defer f.Close()
-	st, err := f.Stat()
+	if len(buf) < headerLen {
+		buf = make([]byte, headerLen) // decode reports the short file
+	}
+	h, err := decode(buf, st.size)
 	if err != nil {
-		return header{}, nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return header{}, nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	var buf [headerLen]byte
-	if st.Size() >= headerLen {
-		if _, err := io.ReadFull(f, buf[:]); err != nil {
-			return header{}, nil, err
-		}
-	}
-	h, err := decode(buf[:], st.Size())
-	if err != nil {
-		return header{}, nil, err
+		return header{}, fileInfo{}, err
 	}
 	return h, st, nil
 }
@@ -333,26 +326,14 @@ func (b *Bucket) Get(ctx context.Context, key string) ([]byte, bucket.Attrs, err
 	if err != nil {
 		return nil, bucket.Attrs{}, err
 	}
-	f, err := os.Open(l.path)
+	buf, st, err := readFile(l.path, -1)
 	if notExist(err) {
 		return nil, bucket.Attrs{}, opErr("get", key, bucket.ErrNotExist)
 	}
 	if err != nil {
 		return nil, bucket.Attrs{}, opErr("get", key, err)
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, bucket.Attrs{}, opErr("get", key, err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, bucket.Attrs{}, opErr("get", key, fmt.Errorf("%s is not a regular file", l.path))
-	}
-	buf := make([]byte, st.Size())
-	if _, err := io.ReadFull(f, buf); err != nil {
-		return nil, bucket.Attrs{}, opErr("get", key, err)
-	}
-	h, err := decode(buf, st.Size())
+	h, err := decode(buf, st.size)
 	if err != nil {
 		return nil, bucket.Attrs{}, opErr("get", key, err)
 	}
@@ -416,37 +397,15 @@ func (b *Bucket) writeTemp(hdr, body []byte, sync bool) (string, time.Time, erro
 	var r [8]byte
 	rand.Read(r[:])
 	path := filepath.Join(b.dir, tmpPrefix+hex.EncodeToString(r[:]))
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return "", time.Time{}, err
-	}
-	st, err := writeFile(f, hdr, body, sync)
+	mod, err := createFile(path, hdr, body, sync)
 	if sync {
 		b.fileSyncs.Add(1)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
 	}
 	if err != nil {
 		os.Remove(path)
 		return "", time.Time{}, err
 	}
-	return path, st.ModTime(), nil
-}
-
-func writeFile(f *os.File, hdr, body []byte, sync bool) (fs.FileInfo, error) {
-	if _, err := f.Write(hdr); err != nil {
-		return nil, err
-	}
-	if _, err := f.Write(body); err != nil {
-		return nil, err
-	}
-	if sync {
-		if err := f.Sync(); err != nil {
-			return nil, err
-		}
-	}
-	return f.Stat()
+	return path, mod, nil
 }
 
 // Put implements bucket.Bucket. Under a bucket.SyncGroup, the object is
@@ -561,7 +520,7 @@ func (b *Bucket) place(tmp string, l location, noReplace bool) error {
 	if len(l.dirs) == 0 {
 		return move(tmp, l.path)
 	}
-	unlock, err := b.lock(b.treeLock, false)
+	unlock, err := b.lockTree(false)
 	if err != nil {
 		return err
 	}
@@ -570,7 +529,7 @@ func (b *Bucket) place(tmp string, l location, noReplace bool) error {
 	if err == nil || !notExist(err) {
 		return err
 	}
-	unlock, err = b.lock(b.treeLock, true)
+	unlock, err = b.lockTree(true)
 	if err != nil {
 		return err
 	}
@@ -680,7 +639,7 @@ func (b *Bucket) remove(ctx context.Context, key string, l location, cond bucket
 	if len(l.dirs) > 0 {
 		// Hold the directory lock shared from the unlink to the sync, so
 		// that no other delete's prune removes the directory in between.
-		unlockTree, err := b.lock(b.treeLock, false)
+		unlockTree, err := b.lockTree(false)
 		if err != nil {
 			return false, opErr("delete", key, err)
 		}
@@ -708,7 +667,7 @@ func (b *Bucket) prune(l location) {
 	if len(l.dirs) == 0 || !emptyDir(l.dirs[len(l.dirs)-1]) {
 		return
 	}
-	unlock, err := b.lock(b.treeLock, true)
+	unlock, err := b.lockTree(true)
 	if err != nil {
 		return
 	}
@@ -735,5 +694,8 @@ func (b *Bucket) Capabilities() bucket.Capabilities {
 // calls; Close only makes later calls fail.
 func (b *Bucket) Close() error {
 	b.closed.Store(true)
+	for i := range b.locks {
+		b.locks[i].close()
+	}
 	return nil
 }

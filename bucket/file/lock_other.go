@@ -8,8 +8,16 @@ import (
 	"syscall"
 )
 
-func flock(path string, exclusive bool) (func(), error) {
+type lockFile struct{}
+
+func (l *lockFile) hold(path string, exclusive bool, open func() (int, error)) (func(), error) {
 	return nil, fmt.Errorf("lock %s: file locking is not available on this platform: %w", path, errors.ErrUnsupported)
+}
+
+func (l *lockFile) close() {}
+
+func openLock(path string) (int, error) {
+	return -1, fmt.Errorf("lock %s: file locking is not available on this platform: %w", path, errors.ErrUnsupported)
 }
 
 func rmdir(dir string) error { return syscall.Rmdir(dir) }

@@ -3,7 +3,6 @@
 package file
 
 import (
-	"os"
 	"strconv"
 	"strings"
 
@@ -20,12 +19,15 @@ func fileSystemSync() func(dir string) error {
 		return nil
 	}
 	return func(dir string) error {
-		f, err := os.Open(dir)
+		fd, err := openFD(dir, unix.O_RDONLY, 0)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		return unix.Syncfs(int(f.Fd()))
+		defer unix.Close(fd)
+		if err := retry(func() error { return unix.Syncfs(fd) }); err != nil {
+			return pathErr("syncfs", dir, err)
+		}
+		return nil
 	}
 }
 
