@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -330,8 +331,14 @@ func Run(ctx context.Context, cfg Config) (*Table, error) {
 	t := &Table{}
 	t.Config.RTT, t.Config.WriteRate, t.Config.Rate, t.Config.Duration = cfg.RTT, cfg.WriteRate, cfg.Rate, cfg.Duration
 	t.Config.Files, t.Config.Served, t.Config.Random = cfg.Dir != "", cfg.Served, cfg.RandomBodies
+	var stores []string
+	defer func() {
+		for _, dir := range stores {
+			os.RemoveAll(dir)
+		}
+	}()
 	for _, n := range cfg.Files {
-		rows, seed, err := runSize(ctx, cfg, n)
+		rows, seed, err := runSize(ctx, cfg, n, &stores)
 		t.Rows = append(t.Rows, rows...)
 		if seed != nil {
 			t.Seeding = append(t.Seeding, *seed)

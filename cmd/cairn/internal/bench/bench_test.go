@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -146,3 +147,40 @@ func TestExtrapolate(t *testing.T) {
 		t.Errorf("extrapolated row not marked:\n%s", text.String())
 	}
 }
+
+// TestRunKeepsStoresToTheEnd: with a directory, every size's store is
+// still there while a later size runs, and none is left once Run
+// returns.
+func TestRunKeepsStoresToTheEnd(t *testing.T) {
+	dir := t.TempDir()
+	var seen []int
+	cfg := bench.Config{
+		Files:      []int{10, 20},
+		DirEntries: 5,
+		Dir:        dir,
+		Scenarios:  []string{bench.ListWarm},
+		Progress: progressFunc(func(line string) {
+			if strings.Contains(line, "seeding") {
+				entries, err := os.ReadDir(dir)
+				if err != nil {
+					t.Error(err)
+				}
+				seen = append(seen, len(entries))
+			}
+		}),
+	}
+	if _, err := bench.Run(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) < 2 || seen[len(seen)-1] != 2 {
+		t.Errorf("stores in the directory as each size seeded: %v; want the first still there while the second seeds", seen)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+		t.Errorf("after Run: %d entries (%v), want none", len(entries), err)
+	}
+}
+
+// progressFunc is an io.Writer that hands each write to a function.
+type progressFunc func(string)
+
+func (f progressFunc) Write(p []byte) (int, error) { f(string(p)); return len(p), nil }

@@ -25,7 +25,9 @@ type sizeRun struct {
 	served *servedSet
 }
 
-func runSize(ctx context.Context, cfg Config, n int) (rows []Row, seed *Seeding, err error) {
+// runSize measures one size. The directory of a local-file bucket it
+// made is added to stores, for the caller to remove.
+func runSize(ctx context.Context, cfg Config, n int, stores *[]string) (rows []Row, seed *Seeding, err error) {
 	var served *servedSet
 	var raw bucket.Bucket
 	if cfg.Served {
@@ -39,6 +41,9 @@ func runSize(ctx context.Context, cfg Config, n int) (rows []Row, seed *Seeding,
 		return nil, nil, err
 	}
 	defer st.close()
+	if st.dir != "" {
+		*stores = append(*stores, st.dir)
+	}
 	r := &sizeRun{cfg: cfg, st: st, sh: newShape(n, cfg.DirEntries, cfg.RandomBodies), served: served}
 
 	cfg.progress("%d files: seeding", n)
