@@ -180,6 +180,19 @@ func (e *env) traceTo(on bool) io.Writer {
 	return e.stderr
 }
 
+// allocProfile creates path and returns the call that writes the
+// process's allocations so far into it (pprof's allocs profile).
+func allocProfile(path string) (write func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		pprof.Lookup("allocs").WriteTo(f, 0)
+		f.Close()
+	}, nil
+}
+
 // startCPUProfile profiles the process's CPU into path until stop.
 func startCPUProfile(path string) (stop func(), err error) {
 	f, err := os.Create(path)

@@ -96,6 +96,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	logLevel := fs.String("log-level", "info", "log level: debug (probes too), info, warn or error")
 	logFormat := fs.String("log-format", "json", "log format: json or text")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file, complete once the server stops")
+	memProfile := fs.String("memprofile", "", "write a profile of the whole run's allocations to this file once the server stops")
 	fs.Usage = func() {
 		fmt.Fprintln(e.stderr, "usage: cairn serve [--bucket URL] [--addr HOST:PORT] [--config FILE] [--request-timeout D] [--idle-timeout D] [--shutdown-timeout D]")
 		fs.PrintDefaults()
@@ -138,6 +139,13 @@ func runServe(ctx context.Context, e *env, args []string) int {
 			return usageErr("--cpuprofile: %v", err)
 		}
 		defer stop()
+	}
+	if *memProfile != "" {
+		write, err := allocProfile(*memProfile)
+		if err != nil {
+			return usageErr("--memprofile: %v", err)
+		}
+		defer write()
 	}
 	tuneHeap(*memLimitMiB, *gcPercent)
 	warnBudgets(log, *memLimitMiB, *cacheMiB+bodies.DefaultCacheBytes>>20+*bodyBudgetMiB+*answerBudgetMiB+*readBudgetMiB)
@@ -315,12 +323,15 @@ const (
 	// set, so that garbage from refused work is collected before the
 	// heap doubles.
 	defaultMemoryLimitMiB = 768
-	// defaultGCPercent is the collector's GOGC: half of Go's default.
-	// The heap's goal is the live heap plus this share of it, and a
-	// large request's parse is mostly garbage an instant later: at 100,
-	// one 90 MiB body took the server from 100 MiB to 490-590 MiB, at 50
-	// to 435-460 MiB (BenchmarkHostileClients).
-	defaultGCPercent = 50
+	// defaultGCPercent is the collector's GOGC, Go's default. The heap's
+	// goal is the live heap plus this share of it, under the soft limit
+	// (defaultMemoryLimitMiB), which bounds it whatever the share. At 50
+	// the collector was a quarter of a loaded server's CPU; three agents
+	// of 100,000 files peaked at 605-617 MiB resident at 50 and 754 MiB
+	// at 100, their phases 10-20% faster at 100; a 90 MiB body, which
+	// once set 50, is now refused before it is parsed
+	// (docs/performance.md, "The collector at Go's default").
+	defaultGCPercent = 100
 	// maxMiB is the largest size flag in MiB: 1 PiB, whose bytes fit an
 	// int64 with room to spare.
 	maxMiB = 1 << 30

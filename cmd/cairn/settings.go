@@ -40,7 +40,7 @@ var configKeys = []string{
 	"dry_run", "duration", "emulator_flag", "extrapolate", "files", "follow", "gc_interval", "gc_percent", "grace",
 	"idempotency_key", "idempotency_retention", "idle_timeout", "input",
 	"interval", "json", "keep_going", "limit", "log_format", "log_level",
-	"max_conns", "max_findings", "member_trees", "memory_limit_mib", "name", "note", "parallel", "pin", "prefix", "put_samples",
+	"max_conns", "max_findings", "member_trees", "memory_limit_mib", "memprofile", "name", "note", "parallel", "pin", "prefix", "put_samples",
 	"quiet", "random_bodies", "rate", "read_budget_mib", "replace", "replicas", "request_timeout", "revisions",
 	"root", "rtt", "scenarios", "section", "seed_batch", "seed_concurrency",
 	"serve_flag", "served", "server", "shutdown_timeout", "to", "token", "trace", "value_format", "workbench",
