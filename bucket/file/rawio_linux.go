@@ -12,9 +12,9 @@ import (
 // The object files' reads, writes and syncs, made with the system calls
 // themselves. os.File registers every regular file it opens with the
 // runtime's poller, which refuses it, at five extra system calls an open
-// (fcntl to set and clear non-blocking mode, epoll_ctl); a put opens two
-// to four files, and on this kind of virtual machine the calls were a
-// tenth of a small put's CPU.
+// (fcntl to set and clear non-blocking mode, epoll_ctl), and a small put
+// opens four to eight files (docs/performance.md, "Fewer system calls
+// a put").
 
 // fileInfo is what the bucket needs of an open file's status.
 type fileInfo struct {
