@@ -245,6 +245,86 @@ var errShortRead = errors.New("the file is shorter than its status says")
 
 func errNotRegular(path string) error { return fmt.Errorf("%s is not a regular file", path) }
 
+// fileInfo is what the bucket needs of an open file's status.
+type fileInfo struct {
+	size    int64
+	mod     time.Time
+	regular bool
+}
+
+// readFile reads the file at path: whole, or its first max bytes if max
+// is not negative. A file that is not regular is an error.
+func readFile(path string, max int64) ([]byte, fileInfo, error) {
+	f, err := openFile(path, openRead)
+	if err != nil {
+		return nil, fileInfo{}, err
+	}
+	defer f.close()
+	fi, err := f.stat()
+	if err != nil {
+		return nil, fileInfo{}, err
+	}
+	if !fi.regular {
+		return nil, fi, errNotRegular(path)
+	}
+	n := fi.size
+	if max >= 0 && n > max {
+		n = max
+	}
+	buf := make([]byte, n)
+	if err := f.readFull(buf); err != nil {
+		return nil, fileInfo{}, err
+	}
+	return buf, fi, nil
+}
+
+// createFile writes header and body to a new file at path, which must
+// not exist, syncs it if told to, and returns its modification time.
+func createFile(path string, hdr, body []byte, sync bool) (time.Time, error) {
+	f, err := openFile(path, openCreate)
+	if err != nil {
+		return time.Time{}, err
+	}
+	fi, err := writeNew(f, hdr, body, sync)
+	if cerr := f.close(); err == nil {
+		err = cerr
+	}
+	return fi.mod, err
+}
+
+func writeNew(f rawFile, hdr, body []byte, sync bool) (fileInfo, error) {
+	if len(body) <= smallBody {
+		// One write instead of two.
+		hdr = append(hdr[:len(hdr):len(hdr)], body...)
+		body = nil
+	}
+	if err := f.write(hdr); err != nil {
+		return fileInfo{}, err
+	}
+	if err := f.write(body); err != nil {
+		return fileInfo{}, err
+	}
+	if sync {
+		if err := f.sync(); err != nil {
+			return fileInfo{}, err
+		}
+	}
+	return f.stat()
+}
+
+// syncFile fsyncs the file or directory at path.
+func syncFile(path string) error {
+	f, err := openFile(path, openRead)
+	if err != nil {
+		return err
+	}
+	err = f.sync()
+	if cerr := f.close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 func notExist(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }
