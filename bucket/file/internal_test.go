@@ -363,8 +363,9 @@ func TestGroupedPutWithoutHardLinks(t *testing.T) {
 	if _, err := b.Put(ctx, "x/k0", []byte("v"), bucket.Unconditional); err != nil {
 		t.Fatal(err)
 	}
-	defer func(l func(string, string) error) { link = l }(link)
+	defer func(l func(string, string) error, lf func(rawFile, string) error) { link, linkFD = l, lf }(link, linkFD)
 	link = func(string, string) error { return &os.LinkError{Op: "link", Err: syscall.EPERM} }
+	linkFD = func(rawFile, string) error { return &os.LinkError{Op: "link", Err: syscall.EPERM} }
 	f0, _ := b.Syncs()
 	g := bucket.NewSyncGroup()
 	if _, err := b.Put(bucket.WithSyncGroup(ctx, g), "x/k1", []byte("v1"), bucket.Unconditional); err != nil {
@@ -445,6 +446,67 @@ func TestPutSyncsGroupFirst(t *testing.T) {
 		}
 		if tmps, err := b.RemoveTemps(ctx, 0, true); err != nil || tmps != 0 {
 			t.Fatalf("temporary files left: %d, %v", tmps, err)
+		}
+	}
+}
+
+// TestGroupedPutsAreUnnamedUntilPlaced: where the system makes unnamed
+// files, a put under a sync group writes its object to one and links it
+// into place (no temporary name in the root); one over an existing object
+// is named, synced and renamed, as before; both read back.
+func TestGroupedPutsAreUnnamedUntilPlaced(t *testing.T) {
+	ctx := context.Background()
+	b, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := openUnnamed(b.dir); !ok {
+		t.Skip("this system makes no unnamed files; grouped puts use named ones")
+	}
+	if _, err := b.Put(ctx, "x/k0", []byte("v"), bucket.Unconditional); err != nil {
+		t.Fatal(err)
+	}
+	defer func(lf func(rawFile, string) error) { linkFD = lf }(linkFD)
+	linked := map[string]bool{}
+	linkFD = func(f rawFile, path string) error {
+		err := f.linkAt(path)
+		if err == nil {
+			linked[path] = true
+		}
+		return err
+	}
+	g := bucket.NewSyncGroup()
+	gctx := bucket.WithSyncGroup(ctx, g)
+	for _, k := range []string{"x/k1", "new/k2"} {
+		if _, err := b.Put(gctx, k, []byte("body of "+k), bucket.IfAbsent()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(linked) != 2 {
+		t.Errorf("unnamed files linked into place for two grouped puts: %v, want two", linked)
+	}
+	f0, _ := b.Syncs()
+	if _, err := b.Put(gctx, "x/k1", []byte("replaced"), bucket.Unconditional); err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := b.Syncs(); f != f0+1 {
+		t.Errorf("a grouped put over an object fsynced %d files, want 1", f-f0)
+	}
+	if err := g.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{"x/k1": "replaced", "new/k2": "body of new/k2"} {
+		if got, _, err := b.Get(ctx, k); err != nil || string(got) != want {
+			t.Errorf("get %s: %q, %v; want %q", k, got, err, want)
+		}
+	}
+	ents, err := os.ReadDir(b.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), tmpPrefix) {
+			t.Errorf("temporary file %s left behind", e.Name())
 		}
 	}
 }

@@ -3,7 +3,9 @@
 package file
 
 import (
+	"errors"
 	"os"
+	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -114,3 +116,38 @@ func (f rawFile) close() error {
 	}
 	return nil
 }
+
+// openUnnamed opens a new file in dir that has no name (O_TMPFILE) until
+// linkAt gives it one, so that making it takes no lock on dir and a
+// crash leaves nothing. ok is false where the file system or the kernel
+// makes no such file, or /proc, through which linkAt names it, is not
+// mounted.
+func openUnnamed(dir string) (f rawFile, ok bool, err error) {
+	if !procFD {
+		return rawFile{}, false, nil
+	}
+	fd, err := openFD(dir, unix.O_WRONLY|unix.O_TMPFILE, 0o644)
+	if err != nil {
+		var errno unix.Errno
+		if errors.As(err, &errno) && (errno == unix.EOPNOTSUPP || errno == unix.EISDIR || errno == unix.EINVAL) {
+			return rawFile{}, false, nil
+		}
+		return rawFile{}, false, err
+	}
+	return rawFile{fd: fd, path: dir + " (unnamed)"}, true, nil
+}
+
+// linkAt gives the unnamed file f the name path, failing if path exists.
+func (f rawFile) linkAt(path string) error {
+	proc := "/proc/self/fd/" + strconv.Itoa(f.fd)
+	if err := unix.Linkat(unix.AT_FDCWD, proc, unix.AT_FDCWD, path, unix.AT_SYMLINK_FOLLOW); err != nil {
+		return &os.LinkError{Op: "link", Old: f.path, New: path, Err: err}
+	}
+	return nil
+}
+
+// procFD is whether /proc/self/fd is there to name unnamed files by.
+var procFD = func() bool {
+	_, err := os.Stat("/proc/self/fd")
+	return err == nil
+}()

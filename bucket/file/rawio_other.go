@@ -2,7 +2,10 @@
 
 package file
 
-import "os"
+import (
+	"errors"
+	"os"
+)
 
 // rawFile is an object file, through os.File (on Linux, rawio_linux.go
 // makes the system calls itself).
@@ -39,3 +42,8 @@ func (f rawFile) write(b []byte) error {
 
 func (f rawFile) sync() error  { return f.f.Sync() }
 func (f rawFile) close() error { return f.f.Close() }
+
+// openUnnamed reports that this system makes no unnamed files.
+func openUnnamed(string) (rawFile, bool, error) { return rawFile{}, false, nil }
+
+func (f rawFile) linkAt(string) error { return errors.ErrUnsupported }
