@@ -117,3 +117,55 @@ func TestLockFileExcludes(t *testing.T) {
 		t.Fatal("a closed lock file was held")
 	}
 }
+
+// TestLockFileCloseDoesNotWait: closing a lock file returns while a hold
+// waits for another process's lock (as behind a paused process); the
+// hold, once granted, releases normally, and the file is closed then.
+func TestLockFileCloseDoesNotWait(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lock")
+	open := func() (int, error) { return openLock(path) }
+	var here, other lockFile
+	defer other.close()
+	release, err := other.hold(path, true, open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan func())
+	go func() {
+		unlock, err := here.hold(path, true, open)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- unlock
+	}()
+	time.Sleep(20 * time.Millisecond) // let it reach the flock
+	closed := make(chan struct{})
+	go func() { here.close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		release()
+		t.Fatal("close waited for a hold blocked on another process")
+	}
+	release()
+	unlock := <-got
+	if unlock == nil {
+		t.Fatal("the waiting hold failed")
+	}
+	here.mu.Lock()
+	opened := here.opened
+	here.mu.Unlock()
+	if !opened {
+		t.Error("the file was closed under a granted hold")
+	}
+	unlock()
+	here.mu.Lock()
+	opened = here.opened
+	here.mu.Unlock()
+	if opened {
+		t.Error("the file stayed open after the last hold of a closed lock file")
+	}
+	if _, err := here.hold(path, false, open); err == nil {
+		t.Error("a hold after close was granted")
+	}
+}

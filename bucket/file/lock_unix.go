@@ -12,19 +12,23 @@ import (
 
 // lockFile is one lock file under .locks, opened by its first use and
 // kept open until the bucket closes: opening and closing it around every
-// hold was two of the five system calls a lock took, and a put takes
-// two locks for each object it writes. flock(2) excludes other
-// processes; rw excludes this one's goroutines, which share the one
-// open file description and so are not excluded from each other by
-// flock. A shared hold is one flock(LOCK_SH) for all of the process's
-// readers at once, taken by the first and released by the last.
+// hold was two of the four system calls a hold took, and a put takes two
+// holds for each object it writes. flock(2) excludes other processes; rw
+// excludes this one's goroutines, which share the one open file
+// description and so are not excluded from each other by flock. A shared
+// hold is one flock(LOCK_SH) for all of the process's readers at once,
+// taken by the first and released by the last (share orders those
+// transitions).
 type lockFile struct {
 	rw      sync.RWMutex
-	mu      sync.Mutex // guards what follows
-	fd      int
-	opened  bool
-	closed  bool
-	readers int
+	share   sync.Mutex
+	readers int // guarded by share
+
+	mu     sync.Mutex // guards what follows
+	fd     int
+	opened bool
+	closed bool
+	users  int // holds, and holds waiting for the flock, using fd
 }
 
 // hold takes l, exclusively or shared; open opens its file. The returned
@@ -32,11 +36,11 @@ type lockFile struct {
 func (l *lockFile) hold(path string, exclusive bool, open func() (int, error)) (func(), error) {
 	if exclusive {
 		l.rw.Lock()
-		l.mu.Lock()
-		fd, err := l.fdOf(path, open)
-		l.mu.Unlock()
+		fd, err := l.use(path, open)
 		if err == nil {
-			err = flock(fd, path, syscall.LOCK_EX)
+			if err = flock(fd, path, syscall.LOCK_EX); err != nil {
+				l.done()
+			}
 		}
 		if err != nil {
 			l.rw.Unlock()
@@ -44,16 +48,19 @@ func (l *lockFile) hold(path string, exclusive bool, open func() (int, error)) (
 		}
 		return func() {
 			syscall.Flock(fd, syscall.LOCK_UN)
+			l.done()
 			l.rw.Unlock()
 		}, nil
 	}
 	l.rw.RLock()
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.share.Lock()
+	defer l.share.Unlock()
 	if l.readers == 0 {
-		fd, err := l.fdOf(path, open)
+		fd, err := l.use(path, open)
 		if err == nil {
-			err = flock(fd, path, syscall.LOCK_SH)
+			if err = flock(fd, path, syscall.LOCK_SH); err != nil {
+				l.done()
+			}
 		}
 		if err != nil {
 			l.rw.RUnlock()
@@ -62,42 +69,60 @@ func (l *lockFile) hold(path string, exclusive bool, open func() (int, error)) (
 	}
 	l.readers++
 	return func() {
-		l.mu.Lock()
+		l.share.Lock()
 		l.readers--
 		if l.readers == 0 {
 			syscall.Flock(l.fd, syscall.LOCK_UN)
+			l.done()
 		}
-		l.mu.Unlock()
+		l.share.Unlock()
 		l.rw.RUnlock()
 	}, nil
 }
 
-// fdOf returns l's open file, opening it on first use. l.mu is held.
-func (l *lockFile) fdOf(path string, open func() (int, error)) (int, error) {
-	switch {
-	case l.closed:
-		return -1, fmt.Errorf("lock %s: bucket is closed: %w", path, fs.ErrClosed)
-	case l.opened:
-		return l.fd, nil
-	}
-	fd, err := open()
-	if err != nil {
-		return -1, err
-	}
-	l.fd, l.opened = fd, true
-	return fd, nil
-}
-
-// close closes l's file once nothing holds it; later holds fail.
-func (l *lockFile) close() {
-	l.rw.Lock()
-	defer l.rw.Unlock()
+// use returns l's open file, opening it on first use, and counts a user
+// of it until done.
+func (l *lockFile) use(path string, open func() (int, error)) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.opened {
-		syscall.Close(l.fd)
+	if l.closed {
+		return -1, fmt.Errorf("lock %s: bucket is closed: %w", path, fs.ErrClosed)
 	}
-	l.closed, l.opened = true, false
+	if !l.opened {
+		fd, err := open()
+		if err != nil {
+			return -1, err
+		}
+		l.fd, l.opened = fd, true
+	}
+	l.users++
+	return l.fd, nil
+}
+
+// done ends a use; the last after close closes the file.
+func (l *lockFile) done() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.users--
+	l.closeIfIdle()
+}
+
+// close makes later holds fail and closes l's file now if nothing uses
+// it, else when the last use ends: it never waits, so that a bucket
+// closes while a hold waits on another process (one paused, for
+// instance).
+func (l *lockFile) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	l.closeIfIdle()
+}
+
+func (l *lockFile) closeIfIdle() {
+	if l.closed && l.opened && l.users == 0 {
+		syscall.Close(l.fd)
+		l.opened = false
+	}
 }
 
 // openLock opens (creating) the lock file at path.
