@@ -60,7 +60,8 @@
 //     A Bucket opens each lock file at its first use and keeps it open
 //     until Close, its goroutines excluding each other in memory too, so
 //     a lock file must not be removed while a process has the bucket
-//     open. Locks do not work across hosts or on network file systems
+//     open. A write waits for another process's lock only as long as its
+//     context allows. Locks do not work across hosts or on network file systems
 //     that lack flock. Where flock(2) does not exist (Windows), Put and Delete fail
 //     with an error wrapping errors.ErrUnsupported.
 //   - Readers take no locks: a rename replaces an object atomically, so Get,

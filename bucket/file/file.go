@@ -355,8 +355,8 @@ func (b *Bucket) begin(ctx context.Context, op, key string) (location, error) {
 
 // lock takes a lock file under .locks, recreating the directory if it
 // has gone before the file's first use.
-func (b *Bucket) lock(l *lockFile, path string, exclusive bool) (func(), error) {
-	return l.hold(path, exclusive, func() (int, error) {
+func (b *Bucket) lock(ctx context.Context, l *lockFile, path string, exclusive bool) (func(), error) {
+	return l.hold(ctx, path, exclusive, func() (int, error) {
 		fd, err := openLock(path)
 		if err != nil && notExist(err) {
 			if err := os.Mkdir(filepath.Join(b.dir, locksDir), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
@@ -369,16 +369,16 @@ func (b *Bucket) lock(l *lockFile, path string, exclusive bool) (func(), error) 
 }
 
 // lockTree takes the directory lock.
-func (b *Bucket) lockTree(exclusive bool) (func(), error) {
-	return b.lock(&b.locks[stripes], b.treeLock, exclusive)
+func (b *Bucket) lockTree(ctx context.Context, exclusive bool) (func(), error) {
+	return b.lock(ctx, &b.locks[stripes], b.treeLock, exclusive)
 }
 
 // lockKey takes the stripe lock that guards key.
-func (b *Bucket) lockKey(key string) (func(), error) {
+func (b *Bucket) lockKey(ctx context.Context, key string) (func(), error) {
 	h := fnv.New32a()
 	h.Write([]byte(key))
 	i := h.Sum32() % stripes
-	return b.lock(&b.locks[i], fmt.Sprintf("%s/%s/%02x", b.dir, locksDir, i), true)
+	return b.lock(ctx, &b.locks[i], fmt.Sprintf("%s/%s/%02x", b.dir, locksDir, i), true)
 }
 
 func attrs(key string, h header, st fileInfo) bucket.Attrs {
@@ -571,7 +571,7 @@ func (b *Bucket) Put(ctx context.Context, key string, body []byte, cond bucket.C
 	if err := ctx.Err(); err != nil {
 		return bucket.Attrs{}, opErr("put", key, err)
 	}
-	unlock, err := b.lockKey(key)
+	unlock, err := b.lockKey(ctx, key)
 	if err != nil {
 		return bucket.Attrs{}, opErr("put", key, err)
 	}
@@ -582,7 +582,7 @@ func (b *Bucket) Put(ctx context.Context, key string, body []byte, cond bucket.C
 	if err := b.check("put", key, l, cond); err != nil {
 		return bucket.Attrs{}, err
 	}
-	err = b.place(tmp, l, group != nil)
+	err = b.place(ctx, tmp, l, group != nil)
 	if errors.Is(err, errPresent) {
 		// An object is there: another writer's, durable or about to be.
 		// An unsynced file never replaces one, or that writer's head
@@ -606,7 +606,7 @@ func (b *Bucket) Put(ctx context.Context, key string, body []byte, cond bucket.C
 			b.fileSyncs.Add(1)
 		}
 		if err == nil {
-			err = b.place(tmp, l, false)
+			err = b.place(ctx, tmp, l, false)
 		}
 	}
 	if err != nil {
@@ -653,7 +653,7 @@ func (b *Bucket) deferFS(g *bucket.SyncGroup) {
 // directory into its parent before anyone else can see it, so that a
 // directory a writer finds is always durable. With noReplace, tmp takes
 // l.path only if nothing is there, else place returns errPresent.
-func (b *Bucket) place(tmp *temp, l location, noReplace bool) error {
+func (b *Bucket) place(ctx context.Context, tmp *temp, l location, noReplace bool) error {
 	move := func(path string) error { return os.Rename(tmp.path, path) }
 	switch {
 	case tmp.unnamed:
@@ -665,7 +665,7 @@ func (b *Bucket) place(tmp *temp, l location, noReplace bool) error {
 	if len(l.dirs) == 0 {
 		return move(l.path)
 	}
-	unlock, err := b.lockTree(false)
+	unlock, err := b.lockTree(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -674,7 +674,7 @@ func (b *Bucket) place(tmp *temp, l location, noReplace bool) error {
 	if err == nil || !notExist(err) {
 		return err
 	}
-	unlock, err = b.lockTree(true)
+	unlock, err = b.lockTree(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -775,7 +775,7 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond bucket.Condition) 
 	}
 	removed, err := b.remove(ctx, key, l, cond)
 	if removed {
-		b.prune(l)
+		b.prune(ctx, l)
 	}
 	return err
 }
@@ -784,7 +784,7 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond bucket.Condition) 
 // the file is gone from its directory, even when the directory could not
 // be synced.
 func (b *Bucket) remove(ctx context.Context, key string, l location, cond bucket.Condition) (removed bool, err error) {
-	unlock, err := b.lockKey(key)
+	unlock, err := b.lockKey(ctx, key)
 	if err != nil {
 		return false, opErr("delete", key, err)
 	}
@@ -798,7 +798,7 @@ func (b *Bucket) remove(ctx context.Context, key string, l location, cond bucket
 	if len(l.dirs) > 0 {
 		// Hold the directory lock shared from the unlink to the sync, so
 		// that no other delete's prune removes the directory in between.
-		unlockTree, err := b.lockTree(false)
+		unlockTree, err := b.lockTree(ctx, false)
 		if err != nil {
 			return false, opErr("delete", key, err)
 		}
@@ -822,11 +822,11 @@ func (b *Bucket) remove(ctx context.Context, key string, l location, cond bucket
 // prune removes the key's directories that its deletion left empty, best
 // effort, holding the directory lock exclusively so that no rename is
 // under way into them.
-func (b *Bucket) prune(l location) {
+func (b *Bucket) prune(ctx context.Context, l location) {
 	if len(l.dirs) == 0 || !emptyDir(l.dirs[len(l.dirs)-1]) {
 		return
 	}
-	unlock, err := b.lockTree(true)
+	unlock, err := b.lockTree(ctx, true)
 	if err != nil {
 		return
 	}

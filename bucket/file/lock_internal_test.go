@@ -3,6 +3,8 @@
 package file
 
 import (
+	"context"
+	"errors"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -35,7 +37,7 @@ func TestLockFileExcludes(t *testing.T) {
 			}
 			for i := range 300 {
 				exclusive := g%4 < 2 || i%3 == 0
-				unlock, err := l.hold(path, exclusive, open)
+				unlock, err := l.hold(t.Context(), path, exclusive, open)
 				if err != nil {
 					t.Error(err)
 					return
@@ -76,7 +78,7 @@ func TestLockFileExcludes(t *testing.T) {
 	defer other.close()
 	var unlocks []func()
 	for _, l := range []*lockFile{&there, &here, &here} {
-		unlock, err := l.hold(path, false, open)
+		unlock, err := l.hold(t.Context(), path, false, open)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +86,7 @@ func TestLockFileExcludes(t *testing.T) {
 	}
 	got := make(chan func())
 	go func() {
-		unlock, err := other.hold(path, true, open)
+		unlock, err := other.hold(t.Context(), path, true, open)
 		if err != nil {
 			t.Error(err)
 		}
@@ -113,7 +115,7 @@ func TestLockFileExcludes(t *testing.T) {
 	}
 
 	here.close()
-	if _, err := here.hold(path, false, open); err == nil {
+	if _, err := here.hold(t.Context(), path, false, open); err == nil {
 		t.Fatal("a closed lock file was held")
 	}
 }
@@ -126,13 +128,13 @@ func TestLockFileCloseDoesNotWait(t *testing.T) {
 	open := func() (int, error) { return openLock(path) }
 	var here, other lockFile
 	defer other.close()
-	release, err := other.hold(path, true, open)
+	release, err := other.hold(t.Context(), path, true, open)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan func())
 	go func() {
-		unlock, err := here.hold(path, true, open)
+		unlock, err := here.hold(t.Context(), path, true, open)
 		if err != nil {
 			t.Error(err)
 		}
@@ -165,7 +167,49 @@ func TestLockFileCloseDoesNotWait(t *testing.T) {
 	if opened {
 		t.Error("the file stayed open after the last hold of a closed lock file")
 	}
-	if _, err := here.hold(path, false, open); err == nil {
+	if _, err := here.hold(t.Context(), path, false, open); err == nil {
 		t.Error("a hold after close was granted")
 	}
+}
+
+// TestLockFileHoldEndsWithItsContext: a hold that waits for another
+// process's lock gives up when its context ends, as a request's deadline
+// passes behind a paused process; the lock is then free for the next.
+func TestLockFileHoldEndsWithItsContext(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lock")
+	open := func() (int, error) { return openLock(path) }
+	var here, other lockFile
+	defer here.close()
+	defer other.close()
+	release, err := other.hold(t.Context(), path, true, open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, exclusive := range []bool{true, false} {
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		done := make(chan error, 1)
+		go func() {
+			unlock, err := here.hold(ctx, path, exclusive, open)
+			if err == nil {
+				unlock()
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("exclusive %v: a hold behind another process's: %v, want the deadline", exclusive, err)
+			}
+		case <-time.After(10 * time.Second):
+			release()
+			t.Fatalf("exclusive %v: the hold outlived its context by 10 s", exclusive)
+		}
+		cancel()
+	}
+	release()
+	unlock, err := here.hold(t.Context(), path, true, open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
 }

@@ -3,6 +3,7 @@
 package file
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"syscall"
@@ -10,7 +11,7 @@ import (
 
 type lockFile struct{}
 
-func (l *lockFile) hold(path string, exclusive bool, open func() (int, error)) (func(), error) {
+func (l *lockFile) hold(_ context.Context, path string, exclusive bool, open func() (int, error)) (func(), error) {
 	return nil, fmt.Errorf("lock %s: file locking is not available on this platform: %w", path, errors.ErrUnsupported)
 }
 

@@ -3,11 +3,13 @@
 package file
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"os"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // lockFile is one lock file under .locks, opened by its first use and
@@ -31,14 +33,15 @@ type lockFile struct {
 	users  int // holds, and holds waiting for the flock, using fd
 }
 
-// hold takes l, exclusively or shared; open opens its file. The returned
+// hold takes l, exclusively or shared, waiting for another process's
+// hold no longer than ctx allows; open opens its file. The returned
 // function releases it.
-func (l *lockFile) hold(path string, exclusive bool, open func() (int, error)) (func(), error) {
+func (l *lockFile) hold(ctx context.Context, path string, exclusive bool, open func() (int, error)) (func(), error) {
 	if exclusive {
 		l.rw.Lock()
 		fd, err := l.use(path, open)
 		if err == nil {
-			if err = flock(fd, path, syscall.LOCK_EX); err != nil {
+			if err = flock(ctx, fd, path, syscall.LOCK_EX); err != nil {
 				l.done()
 			}
 		}
@@ -58,7 +61,7 @@ func (l *lockFile) hold(path string, exclusive bool, open func() (int, error)) (
 	if l.readers == 0 {
 		fd, err := l.use(path, open)
 		if err == nil {
-			if err = flock(fd, path, syscall.LOCK_SH); err != nil {
+			if err = flock(ctx, fd, path, syscall.LOCK_SH); err != nil {
 				l.done()
 			}
 		}
@@ -134,15 +137,30 @@ func openLock(path string) (int, error) {
 	return fd, nil
 }
 
-func flock(fd int, path string, how int) error {
+// flock takes the lock how on fd, trying again while another process
+// holds it until ctx ends: a blocking flock cannot be cancelled, and a
+// process paused while holding a lock would keep a request waiting past
+// every deadline.
+func flock(ctx context.Context, fd int, path string, how int) error {
+	wait := 100 * time.Microsecond
 	for {
-		err := syscall.Flock(fd, how)
-		if err == nil {
+		err := syscall.Flock(fd, how|syscall.LOCK_NB)
+		switch {
+		case err == nil:
 			return nil
-		}
-		if err != syscall.EINTR {
+		case err == syscall.EINTR:
+			continue
+		case err != syscall.EWOULDBLOCK:
 			return &os.PathError{Op: "flock", Path: path, Err: err}
 		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("lock %s: held by another process: %w", path, context.Cause(ctx))
+		case <-t.C:
+		}
+		wait = min(2*wait, 20*time.Millisecond)
 	}
 }
 
