@@ -553,7 +553,8 @@ func (b *Bucket) Put(ctx context.Context, key string, body []byte, cond bucket.C
 	group, first := bucket.SyncGroupOf(ctx), bucket.SyncFirstOf(ctx)
 	h, hdr := encode(newToken(), body)
 	// A grouped put's file is linked into place, so it may be unnamed
-	// until then; one placed after a sync needs a name to rename.
+	// until then; one placed after the group's sync is renamed over the
+	// object, so it has a name.
 	tmp, mod, err := b.writeTemp(hdr, body, group == nil && (first == nil || b.syncFS == nil), group != nil && first == nil)
 	if err != nil {
 		return bucket.Attrs{}, opErr("put", key, err)
@@ -598,8 +599,9 @@ func (b *Bucket) Put(ctx context.Context, key string, body []byte, cond bucket.C
 			}
 			tmp.discard(false)
 			var named *temp
-			if named, _, err = b.writeTemp(hdr, body, true, false); err == nil {
-				tmp = named
+			var m time.Time
+			if named, m, err = b.writeTemp(hdr, body, true, false); err == nil {
+				tmp, mod = named, m
 			}
 		} else {
 			err = syncFile(tmp.path)
@@ -657,7 +659,7 @@ func (b *Bucket) place(ctx context.Context, tmp *temp, l location, noReplace boo
 	move := func(path string) error { return os.Rename(tmp.path, path) }
 	switch {
 	case tmp.unnamed:
-		// Only ever linked: an unnamed file is named before a rename.
+		// Only ever linked: a put that must rename writes a named file.
 		move = func(path string) error { return linkIfAbsent(tmp.f, path) }
 	case noReplace:
 		move = func(path string) error { return moveIfAbsent(tmp.path, path) }
@@ -849,8 +851,9 @@ func (b *Bucket) Capabilities() bucket.Capabilities {
 	return bucket.Capabilities{ConditionalDelete: true, SyncsGroupFirst: b.syncFS != nil}
 }
 
-// Close implements bucket.Bucket. The bucket holds no open files between
-// calls; Close only makes later calls fail.
+// Close implements bucket.Bucket. Between calls the bucket holds only its
+// lock files open; Close makes later calls fail and closes each lock
+// file, at once or when the last hold in flight ends (it never waits).
 func (b *Bucket) Close() error {
 	b.closed.Store(true)
 	for i := range b.locks {
