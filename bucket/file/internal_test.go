@@ -71,15 +71,7 @@ func TestDirSyncFailure(t *testing.T) {
 	if strings.Join(synced, "\n") != strings.Join(want, "\n") {
 		t.Errorf("synced %q, want %q", synced, want)
 	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), tmpPrefix) {
-			t.Errorf("temporary file %s left behind", e.Name())
-		}
-	}
+	noTemps(t, dir)
 }
 
 // TestNewDirectoriesAreSynced checks that a write creating directories
@@ -339,15 +331,7 @@ func TestPutsUnderASyncGroup(t *testing.T) {
 		if err := g.Sync(ctx); err != nil {
 			t.Fatal(err)
 		}
-		ents, err := os.ReadDir(b.dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), tmpPrefix) {
-				t.Errorf("temporary file %s left behind", e.Name())
-			}
-		}
+		noTemps(t, b.dir)
 	}
 }
 
@@ -500,7 +484,13 @@ func TestGroupedPutsAreUnnamedUntilPlaced(t *testing.T) {
 			t.Errorf("get %s: %q, %v; want %q", k, got, err, want)
 		}
 	}
-	ents, err := os.ReadDir(b.dir)
+	noTemps(t, b.dir)
+}
+
+// noTemps fails t if a temporary file is left in the bucket's root dir.
+func noTemps(t *testing.T, dir string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,12 +39,7 @@ type lockFile struct {
 func (l *lockFile) hold(ctx context.Context, path string, exclusive bool, open func() (int, error)) (func(), error) {
 	if exclusive {
 		l.rw.Lock()
-		fd, err := l.use(path, open)
-		if err == nil {
-			if err = flock(ctx, fd, path, syscall.LOCK_EX); err != nil {
-				l.done()
-			}
-		}
+		fd, err := l.take(ctx, path, syscall.LOCK_EX, open)
 		if err != nil {
 			l.rw.Unlock()
 			return nil, err
@@ -59,13 +54,7 @@ func (l *lockFile) hold(ctx context.Context, path string, exclusive bool, open f
 	l.share.Lock()
 	defer l.share.Unlock()
 	if l.readers == 0 {
-		fd, err := l.use(path, open)
-		if err == nil {
-			if err = flock(ctx, fd, path, syscall.LOCK_SH); err != nil {
-				l.done()
-			}
-		}
-		if err != nil {
+		if _, err := l.take(ctx, path, syscall.LOCK_SH, open); err != nil {
 			l.rw.RUnlock()
 			return nil, err
 		}
@@ -81,6 +70,19 @@ func (l *lockFile) hold(ctx context.Context, path string, exclusive bool, open f
 		l.share.Unlock()
 		l.rw.RUnlock()
 	}, nil
+}
+
+// take uses l's file (use) and flocks it how; on failure it ends the use.
+func (l *lockFile) take(ctx context.Context, path string, how int, open func() (int, error)) (int, error) {
+	fd, err := l.use(path, open)
+	if err != nil {
+		return -1, err
+	}
+	if err := flock(ctx, fd, path, how); err != nil {
+		l.done()
+		return -1, err
+	}
+	return fd, nil
 }
 
 // use returns l's open file, opening it on first use, and counts a user
