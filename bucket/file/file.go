@@ -254,9 +254,9 @@ type fileInfo struct {
 	regular bool
 }
 
-// readFile reads the file at path: whole, or its first max bytes if max
-// is not negative. A file that is not regular is an error.
-func readFile(path string, max int64) ([]byte, fileInfo, error) {
+// readFile reads the file at path: whole, or its first limit bytes if
+// limit is not negative. A file that is not regular is an error.
+func readFile(path string, limit int64) ([]byte, fileInfo, error) {
 	f, err := openFile(path, openRead)
 	if err != nil {
 		return nil, fileInfo{}, err
@@ -270,8 +270,8 @@ func readFile(path string, max int64) ([]byte, fileInfo, error) {
 		return nil, fi, errNotRegular(path)
 	}
 	n := fi.size
-	if max >= 0 && n > max {
-		n = max
+	if limit >= 0 && n > limit {
+		n = limit
 	}
 	buf := make([]byte, n)
 	if err := f.readFull(buf); err != nil {

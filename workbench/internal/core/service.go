@@ -273,10 +273,10 @@ func (s *Service) LogicalRoot() string { return s.logical }
 // a shard, not a page for nearly every record as random ids make it (a
 // million-file store held 1.6 GB of those pages and their page indexes
 // before a sweep); and they expire from the front, where the fold drops
-// whole expired pages (package head). "t" sorts after the hex digits of the random ids of earlier
-// releases, so a store's older records sit before every new one and
-// expire from the front too. A clock that is wrong, or goes back, only
-// puts records out of that order.
+// whole expired pages (package head). "t" sorts after the hex digits of
+// the random ids of earlier releases, so a store's older records sit
+// before every new one and expire from the front too. A clock that is
+// wrong, or goes back, only puts records out of that order.
 func (s *Service) RequestID() string {
 	s.seqMu.Lock()
 	s.seq++

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-
 	"fmt"
 	"io"
 	"os"
