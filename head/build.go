@@ -3,6 +3,7 @@ package head
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -32,6 +33,9 @@ type candidate struct {
 	// tables, deltas) this candidate replaces: once it lands, the caches
 	// drop them (see forget).
 	superseded []digest.Hash
+	// installed is the prepared fold this candidate makes current, whose
+	// objects it names without writing them (adopt).
+	installed *preparedFold
 	// folded and merged say what the candidate did with the parent's
 	// deltas: folded them into the base, or merged the newer of them
 	// into one delta (neither: it listed the batch's delta first).
@@ -74,7 +78,7 @@ const (
 // changes, and a root with no deltas; it leaves out of every object it
 // rewrites the records that have expired at its sequence and at now, the
 // commit's time (see expiry). Nothing is written.
-func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonce roots.Nonce, mode foldMode, now time.Time) (*candidate, error) {
+func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonce roots.Nonce, mode foldMode, now time.Time, install *preparedFold) (*candidate, error) {
 	if sn != nil {
 		if err := sn.gate(ctx); err != nil { // nothing is committed past a failed gate
 			return nil, err
@@ -95,7 +99,26 @@ func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonc
 		root.Deltas = append(root.Deltas, sn.root.Deltas...)
 	}
 	canMerge := true
-	if mode == keepDeltas {
+	installed := false
+	if mode == keepDeltas && install != nil && sn != nil {
+		// The prepared fold's base in place of the parent's, and the
+		// deltas it folded gone from the end of the list; the batch's
+		// delta is listed first as usual. If the batch's delta would
+		// still pass the bounds, the commit goes on without it.
+		r := *root
+		r.Families = slices.Clone(install.families)
+		r.Deltas = slices.Clone(sn.root.Deltas[:len(sn.root.Deltas)-len(install.folded)])
+		ok, _, err := s.buildDelta(state, nonce, &r, c)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			*root = r
+			c.adopt(install)
+			installed = true
+		}
+	}
+	if mode == keepDeltas && !installed {
 		ok, size, err := s.buildDelta(state, nonce, root, c)
 		if err != nil {
 			return nil, err
@@ -165,11 +188,25 @@ func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonc
 	return c, nil
 }
 
+// adopt makes prepared fold f part of c: its tables, shard objects and
+// page indexes count as c's own for the writer rule (f staged them, and
+// installable checked their store stamps against c's floor), and what
+// it superseded leaves the caches when c lands.
+func (c *candidate) adopt(f *preparedFold) {
+	c.installed = f
+	c.folded = true
+	c.superseded = append(c.superseded, f.c.superseded...)
+	maps.Copy(c.objects, f.c.objects)
+	maps.Copy(c.indexes, f.c.indexes)
+	maps.Copy(c.tables, f.c.tables)
+}
+
 // buildDelta makes the batch's record changes one delta segment, listed
 // first in root. It reports false, changing nothing, when the commit must
 // fold instead: the parent's deltas are past the bounds already (their
 // fold is due) and the root would then exceed the hard bounds (twice
-// MaxDeltas or MaxDeltaBytes), or the batch's delta alone is larger than
+// MaxDeltas, or twice MaxDeltaBytes, pendingDeltaFactor times while a
+// fold is prepared), or the batch's delta alone is larger than
 // loneDeltaFactor × MaxDeltaBytes. On a parent within the bounds, a
 // batch's delta is listed up to that size: a batch of a few hundred
 // commands, as a carrier of other replicas' intents commits, would
@@ -188,7 +225,12 @@ func (s *Store) buildDelta(state *batchState, nonce roots.Nonce, root *roots.Roo
 	}
 	size = int64(len(body)) // state.deltaSize(), within the lone bound
 	deltas := append([]roots.DeltaRef{{Ref: ref, Sequence: root.Sequence}}, root.Deltas...)
-	if s.overDeltas(&roots.Root{Deltas: deltas}, 2) && s.overDeltas(root, 1) {
+	hard := int64(2)
+	if s.foldPending() {
+		hard = pendingDeltaFactor // the fold being prepared takes them soon
+	}
+	listed := &roots.Root{Deltas: deltas}
+	if (len(deltas) > 2*s.opts.MaxDeltas || listed.DeltaBytes() > hard*s.opts.MaxDeltaBytes) && s.overDeltas(root, 1) {
 		return false, size, nil
 	}
 	root.Deltas = deltas
@@ -382,6 +424,9 @@ func (s *Store) checkWriterRule(ctx context.Context, sn *Snapshot, c *candidate)
 	written := map[string]bool{}
 	for _, w := range c.writes {
 		written[w.key] = true
+	}
+	if c.installed != nil {
+		maps.Copy(written, c.installed.written)
 	}
 	for _, fr := range c.root.Families {
 		key := s.layout.Table(fr.Table.Hash)

@@ -473,7 +473,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		failAll(calls, err)
 		return true, nil
 	}
-	if b.state.empty() && b.fold == keepDeltas {
+	if b.state.empty() && b.fold == keepDeltas && b.install == nil {
 		if reused {
 			// Nothing to commit, so no head write validates a snapshot
 			// that may predate a call: decide again at a fresh pin.
@@ -569,8 +569,9 @@ type attemptBatch struct {
 	state   *batchState
 	outs    []outcome
 	at      applyClock
-	fold    foldMode // a fold rides with the batch (keepDeltas: none)
-	settled []string // intents the commit settles
+	fold    foldMode      // a fold rides with the batch (keepDeltas: none)
+	install *preparedFold // the prepared fold the commit installs, if any
+	settled []string      // intents the commit settles
 }
 
 // applyAll applies every call (and the other replicas' intents foreign)
@@ -598,7 +599,11 @@ func (b *attemptBatch) applyAll(ctx context.Context, foreign []foreignIntent) er
 			case c.all && len(sn.root.Deltas) > 0:
 				b.fold = foldBase
 			case s.overDeltas(sn.root, 1):
-				b.fold = foldDue
+				// A fold prepared beside the commits is installed (by
+				// the batch, or alone); without one, the commit folds.
+				if b.install = s.installable(sn, b.at.floor); b.install == nil {
+					b.fold = foldDue
+				}
 			}
 			continue
 		}
@@ -630,7 +635,10 @@ func (b *attemptBatch) nothingToCommit() (bool, error) {
 func (b *attemptBatch) candidate(ctx context.Context) (*candidate, error) {
 	s, sn := b.s, b.sn
 	nonce := newNonce()
-	cand, err := s.build(ctx, sn, b.state, nonce, b.fold, b.at.now)
+	if b.fold == keepDeltas && b.install == nil {
+		b.install = s.installable(sn, b.at.floor)
+	}
+	cand, err := s.build(ctx, sn, b.state, nonce, b.fold, b.at.now, b.install)
 	if err != nil {
 		return nil, err
 	}
@@ -664,6 +672,7 @@ func (b *attemptBatch) landed(ctx context.Context, cand *candidate) (bool, error
 	}
 	s.dropIntents(settled)
 	s.forget(cand.superseded)
+	s.installedFold(cand.installed)
 	s.noticeDeltas(cand.root)
 	if s.opts.Check {
 		if err := s.checkLanded(ctx, cand.rootRef.Hash); err != nil {

@@ -50,7 +50,7 @@ func TestBuildDeltaBounds(t *testing.T) {
 
 	build := func(sn *Snapshot, st *batchState) (deltas int, folded bool) {
 		t.Helper()
-		c, err := s.build(ctx, sn, st, newNonce(), keepDeltas, time.Now())
+		c, err := s.build(ctx, sn, st, newNonce(), keepDeltas, time.Now(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -338,7 +338,7 @@ func TestMergeKeepsOlderTiers(t *testing.T) {
 		}
 		defer s.Close()
 		sn := rulePin(t, s)
-		c, err := s.build(ctx, sn, putValues(t, 100, 1, 10), newNonce(), foldDue, time.Now())
+		c, err := s.build(ctx, sn, putValues(t, 100, 1, 10), newNonce(), foldDue, time.Now(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

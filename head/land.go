@@ -35,6 +35,9 @@ type landing struct {
 	// durable makes the staged objects durable; with a bucket that
 	// SyncsGroupFirst, the head write syncs it (nil: synced by stage).
 	durable *bucket.SyncGroup
+	// oldest is the oldest store stamp stage saw on what it wrote (zero
+	// where the store reports none).
+	oldest time.Time
 }
 
 // newLanding returns the landing of candidate c on the pinned head sn.
@@ -100,6 +103,7 @@ func (l *landing) stage(ctx context.Context, floor time.Time) error {
 		// them again, on a fresh pin.
 		return fmt.Errorf("%w: sync the staged objects: %w", bucket.ErrUnavailable, err)
 	}
+	l.oldest = oldest
 	if !oldest.IsZero() && oldest.Before(floor) {
 		return fmt.Errorf("%w: %w: the store stamped %s at %s, before the attempt's floor %s: its clock went back",
 			bucket.ErrUnavailable, ErrStale, oldestKey, oldest.Format(time.RFC3339Nano), floor.Format(time.RFC3339Nano))
@@ -291,6 +295,9 @@ func (l *landing) cas(ctx context.Context) (landed bool, err error) {
 			s.counters.landed.Add(1)
 			if l.c.folded {
 				s.counters.folds.Add(1)
+			}
+			if l.c.installed != nil {
+				s.counters.installed.Add(1)
 			}
 			if l.c.merged {
 				s.counters.merges.Add(1)

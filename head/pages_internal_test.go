@@ -287,7 +287,7 @@ func TestWriterRulePages(t *testing.T) {
 		if err := st.put(ruleFam, x, []byte("C")); err != nil {
 			t.Fatal(err)
 		}
-		c, err := s.build(ctx, sn, st, newNonce(), keepDeltas, time.Now())
+		c, err := s.build(ctx, sn, st, newNonce(), keepDeltas, time.Now(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,6 +21,11 @@ type CommitStats struct {
 	// those that merged the newer deltas into one and left the base
 	// alone. They are what a commit's deltas cost besides the deltas.
 	Folds, Merges int64
+	// Installed is the folds among Folds that were prepared beside the
+	// commits and installed by one (prepareFold); Dropped the prepared
+	// folds no commit could install (the base changed, or they grew too
+	// old), whose objects a sweep collects.
+	Installed, Dropped int64
 	// CASConflicts is the conditional head writes refused because the
 	// head was no longer the version the attempt built on.
 	CASConflicts int64
@@ -41,8 +46,8 @@ var BatchSizeBounds = [...]int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048
 
 // commitCounters are the atomics behind CommitStats.
 type commitCounters struct {
-	batches, commands, retries, landed, folds, merges, casConflicts, headReads, pinsCoalesced atomic.Int64
-	batchSizes                                                                                [len(BatchSizeBounds)]atomic.Int64
+	batches, commands, retries, landed, folds, merges, installed, dropped, casConflicts, headReads, pinsCoalesced atomic.Int64
+	batchSizes                                                                                                    [len(BatchSizeBounds)]atomic.Int64
 }
 
 // batch counts a batch of n commands starting.
@@ -67,6 +72,8 @@ func (s *Store) CommitStats() CommitStats {
 		Landed:        c.landed.Load(),
 		Folds:         c.folds.Load(),
 		Merges:        c.merges.Load(),
+		Installed:     c.installed.Load(),
+		Dropped:       c.dropped.Load(),
 		CASConflicts:  c.casConflicts.Load(),
 		HeadReads:     c.headReads.Load(),
 		PinsCoalesced: c.pinsCoalesced.Load(),

@@ -32,10 +32,13 @@ type Options struct {
 	// before they are folded into the base shards. When a commit of this
 	// Store lands a root with more than MaxDeltas deltas, or more than
 	// MaxDeltaBytes bytes of them, the Store folds them in a commit of its
-	// own, in the background. A commit on a root past either bound whose
-	// root would exceed twice it folds inline instead, so reads never
-	// consult more than 2 × MaxDeltas segments, nor a new process more
-	// than MaxDeltaBytes and one batch's delta of at most 3 ×
+	// own, in the background; with group commit, a fold the bytes call for
+	// is prepared beside the commits and installed by the next one, which
+	// then lists only the deltas that came after it. A commit on a root
+	// past either bound whose root would exceed twice it (four times while
+	// a fold is prepared, for the bytes) folds inline instead, so reads
+	// never consult more than 2 × MaxDeltas segments, nor a new process
+	// more than 4 × MaxDeltaBytes and one batch's delta of at most 3 ×
 	// MaxDeltaBytes (a larger batch folds). Defaults 16 and 1 MiB: a cold
 	// read meets at most 4 MiB of deltas, and a fold, which rewrites most
 	// base shards of a small workbench, comes after some 250 puts of
@@ -248,11 +251,13 @@ type Store struct {
 	dropping    sync.Map      // intent keys a landed commit settled, their deletes under way
 	carried     atomic.Int64  // other replicas' commands its commits applied
 	handlers    map[string]Handler
-	foldDue     bool // a landed root of this Store wants folding
-	folding     bool // a fold of this Store is queued or running
-	closed      bool // Close began: no new command or attempt (close.go)
-	shut        bool // Close ended: reads are refused too
-	running     int  // leaders, synchronous commits and folds under way, which Close waits for
+	foldDue     bool          // a landed root of this Store wants folding
+	folding     bool          // a fold of this Store is queued or running
+	preparing   bool          // a fold is being prepared beside the group commits (prepareFold)
+	prepared    *preparedFold // a prepared fold the next commit may install
+	closed      bool          // Close began: no new command or attempt (close.go)
+	shut        bool          // Close ended: reads are refused too
+	running     int           // leaders, synchronous commits and folds under way, which Close waits for
 	quiet       chan struct{}
 	gatePassed  bool  // the system record carries the marker
 	gateRun     *gate // the system-record check in progress, or failed for good
@@ -498,7 +503,7 @@ func (s *Store) initialize(ctx context.Context, sn *Snapshot) error {
 		return err
 	}
 	nonce, now := newNonce(), s.opts.Now()
-	c, err := s.build(ctx, sn, state, nonce, keepDeltas, now)
+	c, err := s.build(ctx, sn, state, nonce, keepDeltas, now, nil)
 	if err != nil {
 		return err
 	}

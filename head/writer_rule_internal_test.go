@@ -131,7 +131,7 @@ func TestCheckWriterRule(t *testing.T) {
 		if err := st.put(ruleFam, x, []byte("A")); err != nil {
 			t.Fatal(err)
 		}
-		c, err := s.build(ctx, sn, st, newNonce(), keepDeltas, time.Now())
+		c, err := s.build(ctx, sn, st, newNonce(), keepDeltas, time.Now(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,15 +264,15 @@ func TestBuildSaltsEveryObject(t *testing.T) {
 		return st
 	}
 	n1, n2 := newNonce(), newNonce()
-	a, err := s.build(ctx, sn, state(), n1, keepDeltas, time.Now())
+	a, err := s.build(ctx, sn, state(), n1, keepDeltas, time.Now(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := s.build(ctx, sn, state(), n2, keepDeltas, time.Now())
+	b, err := s.build(ctx, sn, state(), n2, keepDeltas, time.Now(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := s.build(ctx, sn, state(), n1, keepDeltas, time.Now())
+	again, err := s.build(ctx, sn, state(), n1, keepDeltas, time.Now(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestCheckWriterRuleDeltas(t *testing.T) {
 	if err := st.put(ruleFam, ruleKey(2), []byte("C")); err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.build(ctx, sn, st, newNonce(), keepDeltas, time.Now())
+	c, err := s.build(ctx, sn, st, newNonce(), keepDeltas, time.Now(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,13 +349,13 @@ func TestCheckWriterRuleDeltas(t *testing.T) {
 		"the written delta at another sequence":    edit(func(r *roots.Root) { r.Deltas[0].Sequence-- }),
 	}
 	// Another attempt's delta of the same changes: not written by this one.
-	sibling, err := s.build(ctx, sn, st, newNonce(), keepDeltas, time.Now())
+	sibling, err := s.build(ctx, sn, st, newNonce(), keepDeltas, time.Now(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	refused["another attempt's delta"] = edit(func(r *roots.Root) { r.Deltas[0] = sibling.root.Deltas[0] })
 	// A fold lists no delta and writes the base objects.
-	folded, err := s.build(ctx, sn, newBatchState(testSchema.Families), newNonce(), foldBase, time.Now())
+	folded, err := s.build(ctx, sn, newBatchState(testSchema.Families), newNonce(), foldBase, time.Now(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
