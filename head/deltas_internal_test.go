@@ -3,6 +3,7 @@ package head
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"slices"
 	"testing"
 	"time"
@@ -361,5 +362,56 @@ func TestMergeKeepsOlderTiers(t *testing.T) {
 	}
 	if _, c := build(Options{MaxDeltas: 4, MergeBytes: -1}); len(c.root.Deltas) != 0 {
 		t.Fatalf("with merges off the fold lists %d deltas, want a fold into the base", len(c.root.Deltas))
+	}
+}
+
+// TestBuildDeltaBoundsCompressed checks the lone batch's bounds where the
+// shard compresses its deltas: the encoded delta, not the records, must
+// stay within loneDeltaFactor × MaxDeltaBytes, so a batch of records
+// five times the bound that compress well is listed (as a thousand
+// served puts are), one whose delta stays large is folded, and one whose
+// records pass loneRawFactor × the bound folds before it is encoded. On a
+// shard that does not compress, the records' size decides, as before.
+func TestBuildDeltaBoundsCompressed(t *testing.T) {
+	ctx := context.Background()
+	const bound = 4096
+	compressing := testSchema
+	compressing.CompressFrom = testSchema.Marker.ValueFormatVersion
+	build := func(sc Schema, st *batchState) (folded bool) {
+		t.Helper()
+		s, err := Open(ctx, mem.NewBucket(), shards.NewShardID(), sc, Options{MaxDeltaBytes: bound})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		ruleDo(t, s, func(tx *Tx) error { return tx.Put(ruleFam, ruleKey(1), []byte("A")) })
+		c, err := s.build(ctx, rulePin(t, s), st, newNonce(), keepDeltas, time.Now(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(c.root.Deltas) == 0
+	}
+	random := func(n, size int) *batchState {
+		st := newBatchState(testSchema.Families)
+		for i := range n {
+			v := make([]byte, size)
+			rand.Read(v)
+			if err := st.put(ruleFam, ruleKey(100+i), v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return st
+	}
+	if build(compressing, putValues(t, 100, 20, 1000)) {
+		t.Error("a batch of 5 × the bound that compresses well was folded")
+	}
+	if !build(testSchema, putValues(t, 100, 20, 1000)) {
+		t.Error("a batch of 5 × the bound on a shard that does not compress was listed")
+	}
+	if !build(compressing, random(20, 1000)) {
+		t.Error("a batch whose compressed delta is 5 × the bound was listed")
+	}
+	if !build(compressing, putValues(t, 100, 140, 1000)) {
+		t.Error("a batch of records past loneRawFactor × the bound was listed")
 	}
 }
