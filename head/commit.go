@@ -271,10 +271,11 @@ func (s *Store) notePrep(d time.Duration) {
 }
 
 // turnAfter is how long after a known head write the next one is sent:
-// MinCommitInterval and a margin. headWritten is when the write was sent,
-// while the store counts its rate from when each write arrives, so two
-// writes sent exactly one interval apart can arrive a little less than
-// that apart and the second be throttled, which costs a whole backoff.
+// MinCommitInterval and a margin. The store counts its rate from when
+// each write arrives; headWritten is when this Store's last write was
+// answered (it arrived before), or when another writer's was first seen,
+// so the interval holds however long a write took to arrive, and the
+// margin covers the spread of the next one's way there.
 func (s *Store) turnAfter() time.Duration {
 	return s.opts.MinCommitInterval + s.opts.MinCommitInterval/paceMarginDivisor
 }

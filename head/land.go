@@ -292,6 +292,13 @@ func (l *landing) cas(ctx context.Context) (landed bool, err error) {
 		s.mu.Unlock()
 		err := l.put(ctx)
 		if err == nil {
+			// The write arrived before its answer, however long it took
+			// to arrive: the next is paced from the answer, so that a
+			// slow write cannot bring the next one within the store's
+			// interval of it (throttled, the next would wait a backoff).
+			s.mu.Lock()
+			s.headWritten = time.Now()
+			s.mu.Unlock()
 			s.counters.landed.Add(1)
 			if l.c.folded {
 				s.counters.folds.Add(1)

@@ -231,9 +231,10 @@ type Store struct {
 	queue  []*call     // commands waiting for group commit
 	leader bool        // a group-commit leader is running
 	// headWritten is the latest time a head write is known to have been
-	// made: when this Store sent its last one, or when it first saw a
-	// head another writer wrote. The next group commit's head write waits
-	// until MinCommitInterval after it (waitTurn).
+	// made: when this Store sent its last one, then when that one was
+	// answered, or when it first saw a head another writer wrote. The
+	// next group commit's head write waits until MinCommitInterval after
+	// it (waitTurn).
 	headWritten time.Time
 	ownVersion  bucket.Version // the version of this Store's last landed head write
 	// sending counts, by nonce, this Store's attempts whose head writes

@@ -277,6 +277,8 @@ func (s *Server) writeEngineMetrics(e *expo) {
 		{"cairn_engine_head_writes_total", "Head writes that landed.", c.Landed},
 		{"cairn_engine_folds_total", "Landed head writes that folded the deltas into the base (new tables).", c.Folds},
 		{"cairn_engine_merges_total", "Landed head writes that merged the newer deltas into one, leaving the base alone.", c.Merges},
+		{"cairn_engine_folds_installed_total", "Folds into the base prepared beside the commits and installed by one (counted in folds too).", c.Installed},
+		{"cairn_engine_folds_dropped_total", "Folds prepared beside the commits that no commit could install (the base changed, or they grew too old).", c.Dropped},
 		{"cairn_engine_cas_conflicts_total", "Conditional head writes refused because another writer moved the head.", c.CASConflicts},
 		{"cairn_engine_head_reads_total", "Head reads made.", c.HeadReads},
 		{"cairn_engine_head_reads_coalesced_total", "Pins answered by a head read another Pin had started: the head reads coalescing saved.", c.PinsCoalesced},
