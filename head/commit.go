@@ -596,15 +596,17 @@ func (b *attemptBatch) applyAll(ctx context.Context, foreign []foreignIntent) er
 			continue
 		}
 		if c.fold {
-			switch {
-			case c.all && len(sn.root.Deltas) > 0:
-				b.fold = foldBase
-			case s.overDeltas(sn.root, 1):
-				// A fold prepared beside the commits is installed (by
-				// the batch, or alone); without one, the commit folds.
-				if b.install = s.installable(sn, b.at.floor); b.install == nil {
-					b.fold = foldDue
+			if c.all {
+				if len(sn.root.Deltas) > 0 {
+					b.fold = foldBase
 				}
+				continue
+			}
+			// A fold prepared beside the commits is installed (by the
+			// batch, or alone), or dropped if it no longer can be;
+			// without one, the commit folds (or merges) if it still must.
+			if b.install = s.installable(sn, b.at.floor); b.install == nil && s.overDeltas(sn.root, 1) {
+				b.fold = foldDue
 			}
 			continue
 		}

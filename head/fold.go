@@ -580,11 +580,14 @@ func pageRefs(x *shards.Index) map[digest.Hash]shards.Ref {
 // noticeDeltas schedules a fold when r, a root this Store just committed,
 // lists more deltas than Options.MaxDeltas or more bytes of them than
 // Options.MaxDeltaBytes. At most one fold of a Store is pending at a time.
-// With group commit, a fold into the base (the bytes past the bound) is
-// prepared beside the commits (prepareFold) and installed by the next
-// one, while deltas past the count only are merged by the leader between
-// batches (mergeDeltas: a merge writes one delta, no base shard); without
-// group commit, the fold runs on a goroutine of its own, as a commit.
+// With group commit, a fold into the base (the bytes past the bound,
+// fewer than MaxDeltas deltas: a few large batches) is prepared beside
+// the commits (prepareFold) and installed by the next one, while a root
+// of MaxDeltas deltas or more (many small commits, whose deltas often
+// overwrite each other) is merged by the leader between batches if it can
+// be (mergeDeltas: one delta written, no base shard), else folded there;
+// without group commit, the fold runs on a goroutine of its own, as a
+// commit.
 func (s *Store) noticeDeltas(r *roots.Root) {
 	if !s.overDeltas(r, 1) {
 		return
@@ -595,7 +598,7 @@ func (s *Store) noticeDeltas(r *roots.Root) {
 		return
 	}
 	if !s.opts.NoGroupCommit {
-		if r.DeltaBytes() <= s.opts.MaxDeltaBytes {
+		if r.DeltaBytes() <= s.opts.MaxDeltaBytes || len(r.Deltas) >= s.opts.MaxDeltas {
 			if !s.folding {
 				s.folding, s.foldDue = true, true
 			}
@@ -749,6 +752,23 @@ func (s *Store) installable(sn *Snapshot, floor time.Time) *preparedFold {
 		s.counters.dropped.Add(1)
 	}
 	return nil
+}
+
+// FoldsSettled waits until no fold of this Store is being prepared or
+// waits to be installed, or ctx ends: a benchmark that has just loaded a
+// store measures what comes next without the load's last fold.
+func (s *Store) FoldsSettled(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		busy := (s.preparing || s.prepared != nil || s.folding) && !s.closed
+		s.mu.Unlock()
+		if !busy {
+			return nil
+		}
+		if err := bucket.Sleep(ctx, 5*time.Millisecond); err != nil {
+			return err
+		}
+	}
 }
 
 // installedFold forgets the prepared fold f once a commit that installed

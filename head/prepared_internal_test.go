@@ -179,9 +179,9 @@ func TestPreparedFoldInstalledByNextCommit(t *testing.T) {
 }
 
 // TestPreparedFoldDroppedWhenTheBaseChanged checks that a prepared fold
-// whose base another replica folded meanwhile is dropped, not installed:
-// the next commit builds on the other fold, and every value reads as
-// written.
+// whose base another replica folded meanwhile is dropped, not installed,
+// by the leader it is handed to even if no command comes; the next commit
+// builds on the other fold, and every value reads as written.
 func TestPreparedFoldDroppedWhenTheBaseChanged(t *testing.T) {
 	s, fb, id := preparedSetup(t)
 	blocked, release := blockTables(fb, s)
@@ -203,11 +203,16 @@ func TestPreparedFoldDroppedWhenTheBaseChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(release)
-	waitFor(t, "the prepared fold", func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return !s.preparing
-	})
+	// No commit comes: the leader, handed the fold, finds it can no
+	// longer be installed and drops it.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.FoldsSettled(ctx); err != nil {
+		t.Fatalf("the prepared fold was neither installed nor dropped: %v", err)
+	}
+	if st := s.CommitStats(); st.Dropped != 1 {
+		t.Fatalf("%d prepared folds dropped before the next commit, want 1", st.Dropped)
+	}
 	r++
 	preparedCommit(t, s, r)
 	preparedRead(t, s, preparedWant(r))
