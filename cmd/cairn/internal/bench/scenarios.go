@@ -316,9 +316,12 @@ func (r *sizeRun) pairs(ctx context.Context, commit func(int) error, sample func
 	if err := commit(0); err != nil {
 		return Row{}, Row{}, Row{}, err
 	}
-	// The first commit's fold, prepared beside the commits, is its own.
-	if err := settleFolds(ctx, r.warm); err != nil {
-		return Row{}, Row{}, Row{}, err
+	// The first commit's fold, prepared beside the commits, is its own
+	// (in process; a served replica's folds are the server's).
+	if r.warm != nil {
+		if err := settleFolds(ctx, r.warm); err != nil {
+			return Row{}, Row{}, Row{}, err
+		}
 	}
 	n := r.cfg.CommitSamples
 	var took, commitTook []time.Duration
