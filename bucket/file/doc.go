@@ -41,7 +41,8 @@
 //
 //   - Writes are durable before Put returns: the body goes to a temporary
 //     file in the root (under a bucket.SyncGroup, on Linux, an unnamed
-//     one, linked into place), which is fsynced and renamed into place, and the
+//     one made in the object's directory, linked into place), which is
+//     fsynced and renamed into place, and the
 //     object's directory is fsynced (as is the parent of any directory the
 //     write creates). If a directory cannot be synced after the rename,
 //     Put and Delete fail with ErrAmbiguous: the change is visible but may
