@@ -124,6 +124,22 @@ func blockTables(fb *fault.Bucket, s *Store) (blocked *atomic.Bool, release chan
 	return blocked, release
 }
 
+// commitUntilHeld commits rounds 1, 2, ... until a fold being prepared
+// waits in blocked's hook, and returns the last round.
+func commitUntilHeld(t *testing.T, s *Store, blocked *atomic.Bool) int {
+	t.Helper()
+	r := 0
+	for !blocked.Load() {
+		r++
+		if r > 20 {
+			t.Fatal("no fold was prepared after 20 commits past MaxDeltaBytes")
+		}
+		preparedCommit(t, s, r)
+		time.Sleep(10 * time.Millisecond) // let the preparation reach its tables
+	}
+	return r
+}
+
 // TestPreparedFoldInstalledByNextCommit checks that a fold the deltas'
 // bytes call for is prepared beside the commits: while its writes are
 // held, commits go on landing deltas (none waits for the fold); once it
@@ -134,15 +150,7 @@ func TestPreparedFoldInstalledByNextCommit(t *testing.T) {
 	s, fb, _ := preparedSetup(t)
 	blocked, release := blockTables(fb, s)
 	base := rulePin(t, s)
-	r := 0
-	for !blocked.Load() {
-		r++
-		if r > 20 {
-			t.Fatal("no fold was prepared after 20 commits past MaxDeltaBytes")
-		}
-		preparedCommit(t, s, r)
-		time.Sleep(10 * time.Millisecond) // let the preparation reach its tables
-	}
+	r := commitUntilHeld(t, s, blocked)
 	held := rulePin(t, s)
 	for range 3 {
 		r++
@@ -185,15 +193,7 @@ func TestPreparedFoldInstalledByNextCommit(t *testing.T) {
 func TestPreparedFoldDroppedWhenTheBaseChanged(t *testing.T) {
 	s, fb, id := preparedSetup(t)
 	blocked, release := blockTables(fb, s)
-	r := 0
-	for !blocked.Load() {
-		r++
-		if r > 20 {
-			t.Fatal("no fold was prepared after 20 commits past MaxDeltaBytes")
-		}
-		preparedCommit(t, s, r)
-		time.Sleep(10 * time.Millisecond)
-	}
+	r := commitUntilHeld(t, s, blocked)
 	other, err := Open(context.Background(), fb, id, testSchema, Options{MaxDeltaBytes: 4096, Check: true})
 	if err != nil {
 		t.Fatal(err)

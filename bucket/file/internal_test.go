@@ -434,12 +434,11 @@ func TestPutSyncsGroupFirst(t *testing.T) {
 	}
 }
 
-// TestGroupedPutsAreUnnamedUntilPlaced: where the system makes unnamed
-// files, a put under a sync group writes its object to one and links it
-// into place (no temporary name in the root); one over an existing object
-// is named, synced and renamed, as before; both read back.
-func TestGroupedPutsAreUnnamedUntilPlaced(t *testing.T) {
-	ctx := context.Background()
+// unnamedBucket returns a new bucket holding the object x/k0, or skips t
+// where the system makes no unnamed files (grouped puts then use named
+// ones, as TestGroupedPutWithoutHardLinks checks).
+func unnamedBucket(t *testing.T) *Bucket {
+	t.Helper()
 	b, err := New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -447,9 +446,19 @@ func TestGroupedPutsAreUnnamedUntilPlaced(t *testing.T) {
 	if _, ok, _ := openUnnamed(b.dir); !ok {
 		t.Skip("this system makes no unnamed files; grouped puts use named ones")
 	}
-	if _, err := b.Put(ctx, "x/k0", []byte("v"), bucket.Unconditional); err != nil {
+	if _, err := b.Put(context.Background(), "x/k0", []byte("v"), bucket.Unconditional); err != nil {
 		t.Fatal(err)
 	}
+	return b
+}
+
+// TestGroupedPutsAreUnnamedUntilPlaced: where the system makes unnamed
+// files, a put under a sync group writes its object to one and links it
+// into place (no temporary name in the root); one over an existing object
+// is named, synced and renamed, as before; both read back.
+func TestGroupedPutsAreUnnamedUntilPlaced(t *testing.T) {
+	ctx := context.Background()
+	b := unnamedBucket(t)
 	defer func(lf func(rawFile, string) error) { linkFD = lf }(linkFD)
 	linked := map[string]bool{}
 	linkFD = func(f rawFile, path string) error {

@@ -19,16 +19,7 @@ import (
 // freed there in the last seconds.
 func TestUnnamedFilesAreMadeInTheirDirectory(t *testing.T) {
 	ctx := context.Background()
-	b, err := New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok, _ := openUnnamed(b.dir); !ok {
-		t.Skip("this system makes no unnamed files; grouped puts use named ones")
-	}
-	if _, err := b.Put(ctx, "x/k0", []byte("v"), bucket.Unconditional); err != nil {
-		t.Fatal(err)
-	}
+	b := unnamedBucket(t)
 	defer func(lf func(rawFile, string) error) { linkFD = lf }(linkFD)
 	madeIn := map[string]string{} // object file -> directory of the unnamed file
 	linkFD = func(f rawFile, path string) error {
