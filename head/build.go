@@ -106,7 +106,7 @@ func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonc
 		// delta is listed first as usual. If the batch's delta would
 		// still pass the bounds, the commit goes on without it.
 		r := *root
-		r.Families = slices.Clone(install.families)
+		r.Families = slices.Clone(install.c.root.Families)
 		r.Deltas = slices.Clone(sn.root.Deltas[:len(sn.root.Deltas)-len(install.folded)])
 		ok, _, err := s.buildDelta(state, nonce, &r, c)
 		if err != nil {
@@ -443,7 +443,9 @@ func (s *Store) checkWriterRule(ctx context.Context, sn *Snapshot, c *candidate)
 		written[w.key] = true
 	}
 	if c.installed != nil {
-		maps.Copy(written, c.installed.written)
+		for _, w := range c.installed.c.writes {
+			written[w.key] = true
+		}
 	}
 	for _, fr := range c.root.Families {
 		key := s.layout.Table(fr.Table.Hash)

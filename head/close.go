@@ -76,6 +76,24 @@ func (s *Store) enter() bool {
 	return true
 }
 
+// spawn runs fn on a goroutine of its own, as work Close waits for (a
+// leader, a fold). s.mu is held.
+func (s *Store) spawn(fn func()) {
+	s.running++
+	go func() {
+		defer s.leave()
+		fn()
+	}()
+}
+
+// startLeader runs a group-commit leader if none runs. s.mu is held.
+func (s *Store) startLeader() {
+	if !s.leader {
+		s.leader = true
+		s.spawn(s.lead)
+	}
+}
+
 func (s *Store) leave() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

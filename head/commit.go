@@ -117,14 +117,7 @@ func (s *Store) do(ctx context.Context, cmd Command) (Result, error) {
 		return Result{}, ErrClosed
 	}
 	s.queue = append(s.queue, c)
-	if !s.leader {
-		s.leader = true
-		s.running++ // the leader, until it ends (Close waits for it)
-		go func() {
-			defer s.leave()
-			s.lead()
-		}()
-	}
+	s.startLeader() // until it ends; Close waits for it
 	s.mu.Unlock()
 	select {
 	case <-c.done:

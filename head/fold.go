@@ -608,22 +608,14 @@ func (s *Store) noticeDeltas(r *roots.Root) {
 			return
 		}
 		s.preparing = true
-		s.running++ // Close waits for the preparation
-		go func() {
-			defer s.leave()
-			s.prepareFold()
-		}()
+		s.spawn(s.prepareFold)
 		return
 	}
 	if s.folding {
 		return
 	}
 	s.folding = true
-	s.running++ // Close waits for the fold
-	go func() {
-		defer s.leave()
-		s.runFold()
-	}()
+	s.spawn(func() { s.runFold() })
 }
 
 // A prepared fold is a fold into the base built and staged beside the
@@ -643,14 +635,12 @@ func (s *Store) noticeDeltas(r *roots.Root) {
 // (horizon.go), and a fold older than that, or than MaxAttemptAge on the
 // local clock, is dropped instead.
 type preparedFold struct {
-	seq      uint64            // the sequence of the root it folded
-	base     []roots.FamilyRef // that root's families: the base it folded into
-	folded   []roots.DeltaRef  // that root's deltas, newest first: all folded
-	families []roots.FamilyRef // the fold's families
-	c        *candidate        // its objects, tables and what it superseded
-	written  map[string]bool   // the keys it staged
-	staged   time.Time         // when its staging began, on the local clock
-	oldest   time.Time         // the oldest store stamp of what it staged
+	seq    uint64            // the sequence of the root it folded
+	base   []roots.FamilyRef // that root's families: the base it folded into
+	folded []roots.DeltaRef  // that root's deltas, newest first: all folded
+	c      *candidate        // its root's families, its objects and what it superseded; its writes were staged
+	staged time.Time         // when its staging began, on the local clock
+	oldest time.Time         // the oldest store stamp of what it staged
 }
 
 // pendingDeltaFactor is the hard bound on a root's delta bytes, in
@@ -683,14 +673,7 @@ func (s *Store) prepareFold() {
 		}
 		s.prepared = pf
 		s.foldDue = true // the leader installs it even if no command comes
-		if !s.leader {
-			s.leader = true
-			s.running++
-			go func() {
-				defer s.leave()
-				s.lead()
-			}()
-		}
+		s.startLeader()
 	}()
 	ctx, cancel := context.WithTimeout(s.stop, s.opts.MaxAttemptAge)
 	defer cancel()
@@ -719,13 +702,9 @@ func (s *Store) prepareFold() {
 			return
 		}
 	}
-	written := make(map[string]bool, len(c.writes))
-	for _, w := range c.writes {
-		written[w.key] = true
-	}
 	pf = &preparedFold{
 		seq: sn.head.Sequence, base: sn.root.Families, folded: sn.root.Deltas,
-		families: c.root.Families, c: c, written: written, staged: l.staged, oldest: l.oldest,
+		c: c, staged: l.staged, oldest: l.oldest,
 	}
 }
 
