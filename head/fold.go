@@ -65,17 +65,47 @@ func (e expiry) drop(o *shards.Object) *shards.Object {
 	return o.Drop(func(k, v []byte) bool { return e.rule(k, v, e.at) })
 }
 
+// groupByShard splits family f's sorted mutations by the shard each
+// falls in, keeping their order, in one backing array.
+func (s *Store) groupByShard(f shards.Family, muts []shards.Mutation) (map[uint8][]shards.Mutation, error) {
+	idxs := make([]uint8, len(muts))
+	var counts [256]int
+	for i, m := range muts {
+		idx, err := s.fams.ShardOf(f, m.Key)
+		if err != nil {
+			return nil, err
+		}
+		idxs[i] = idx
+		counts[idx]++
+	}
+	var at [256]int
+	n := 0
+	for idx, c := range counts {
+		at[idx] = n
+		n += c
+	}
+	all := make([]shards.Mutation, len(muts))
+	for i, m := range muts {
+		all[at[idxs[i]]] = m
+		at[idxs[i]]++
+	}
+	byShard := map[uint8][]shards.Mutation{}
+	for idx, c := range counts {
+		if c > 0 {
+			end := at[idx]
+			byShard[uint8(idx)] = all[end-c : end : end]
+		}
+	}
+	return byShard, nil
+}
+
 // buildFamily applies one family's sorted mutations and returns its new
 // root entry (ok false when the family becomes empty), leaving out the
 // records ex says have expired from every object it writes.
 func (s *Store) buildFamily(ctx context.Context, sn *Snapshot, f shards.Family, muts []shards.Mutation, nonce roots.Nonce, c *candidate, ex expiry) (roots.FamilyRef, bool, error) {
-	byShard := map[uint8][]shards.Mutation{}
-	for _, m := range muts {
-		idx, err := s.fams.ShardOf(f, m.Key)
-		if err != nil {
-			return roots.FamilyRef{}, false, err
-		}
-		byShard[idx] = append(byShard[idx], m)
+	byShard, err := s.groupByShard(f, muts)
+	if err != nil {
+		return roots.FamilyRef{}, false, err
 	}
 	entries := map[uint8]roots.Entry{}
 	if sn != nil {
@@ -355,10 +385,16 @@ func splitParts(o *shards.Object, bound int64, grows bool) []part {
 // untouched ones as they are, each touched one as its new records, split
 // if over bound, dropped if empty, without its expired records.
 func (s *Store) applyPages(ctx context.Context, x *shards.Index, muts []shards.Mutation, bound int64, ex expiry) ([]part, error) {
+	// muts are in key order and so are the pages: each page's are a run.
 	byPage := map[int][]shards.Mutation{}
-	for _, m := range muts {
-		i := x.Find(m.Key)
-		byPage[i] = append(byPage[i], m)
+	for lo := 0; lo < len(muts); {
+		i := x.Find(muts[lo].Key)
+		hi := lo + 1
+		for hi < len(muts) && x.Find(muts[hi].Key) == i {
+			hi++
+		}
+		byPage[i] = muts[lo:hi:hi]
+		lo = hi
 	}
 	changed := make([]*shards.Object, x.Len())
 	grows := false // the last page only gains records after its own

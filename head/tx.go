@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -218,9 +219,17 @@ func (b *batchState) scan(f shards.Family, prefix, after []byte) []shards.Mutati
 		start = string(after) + "\x00" // the least key past after
 	}
 	i, _ := slices.BinarySearch(keys, start)
-	var out []shards.Mutation
-	for ; i < len(keys) && strings.HasPrefix(keys[i], string(prefix)); i++ {
-		out = append(out, b.muts[f][keys[i]])
+	end := len(keys)
+	if len(prefix) > 0 {
+		end = i + sort.Search(len(keys)-i, func(j int) bool { return !strings.HasPrefix(keys[i+j], string(prefix)) })
+	}
+	if i >= end {
+		return nil
+	}
+	muts := b.muts[f]
+	out := make([]shards.Mutation, end-i)
+	for j, k := range keys[i:end] {
+		out[j] = muts[k]
 	}
 	return out
 }

@@ -100,6 +100,14 @@ func BenchmarkRestore(b *testing.B) {
 		writeAllocs(b, allocs, ".before")
 		stopProfile := profileCPU(b, os.Getenv("CAIRN_RESTORE_CPUPROFILE"))
 		peak := sampleHeap()
+		var steps []string
+		last := start
+		workbench.SetRestoreHookForTest(s, func(step string) error {
+			now := time.Now()
+			steps = append(steps, fmt.Sprintf("%s %.2fs", step, now.Sub(last).Seconds()))
+			last = now
+			return nil
+		})
 		out, ok := s.Call(ctx, "workbench_restore", []byte(fmt.Sprintf(`{"id":"src","destination_id":"dst","at_commit":%q}`, res["commit_identity"])))
 		took := time.Since(start)
 		stopProfile()
@@ -110,6 +118,7 @@ func BenchmarkRestore(b *testing.B) {
 			b.Fatalf("restore: %s", out)
 		}
 		st := cb.Snapshot().Total()
+		b.Logf("steps (each from the one before; the first from the call): %s", strings.Join(steps, ", "))
 		b.ReportMetric(took.Seconds(), "restore-s")
 		b.ReportMetric(float64(seq()-seq0), "head-writes")
 		b.ReportMetric(float64(st.Requests), "requests")

@@ -534,7 +534,7 @@ func planMembers(ctx context.Context, s *core.Service, sn *head.Snapshot, p *Res
 			return core.InvalidState(fmt.Sprintf("commit %s holds %d members, its seal says %d", p.Src.Commit, len(rows), c.MemberCount))
 		}
 	}
-	flat := core.NewMemberDigester()
+	flat := core.NewMemberDigesterOf(uint64(len(rows)))
 	var runManifest *nokv.PathEntry
 	p.members = p.members[:0]
 	for _, r := range rows {

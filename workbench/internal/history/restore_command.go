@@ -430,7 +430,7 @@ func (f *restoreFinal) planCommit() *core.Error {
 		return core.FromError(err)
 	}
 	slices.SortFunc(f.members, func(a, b finalMember) int { return bytes.Compare(a.key, b.key) })
-	d := core.NewMemberDigester()
+	d := core.NewMemberDigesterOf(uint64(len(f.members)))
 	seen := map[nokv.RevisionID]bool{}
 	for _, m := range f.members {
 		if err := d.Add(m.path, nokv.MemberOf(m.entry)); err != nil {
