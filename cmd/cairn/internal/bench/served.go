@@ -368,6 +368,10 @@ func (r *sizeRun) servedThroughput(ctx context.Context, name string, n int) ([]R
 	if err := pace(ctx, r.cfg); err != nil {
 		return nil, err
 	}
+	engine0, err := r.served.engineCounts(ctx, srvs)
+	if err != nil {
+		return nil, err
+	}
 	w := r.served.window()
 	outs, err := r.offer(ctx, name, n, w.start, func(ctx context.Context, ri int, path, text string) error {
 		_, err := r.served.putFile(ctx, srvs[ri], path, text, false)
@@ -400,6 +404,11 @@ func (r *sizeRun) servedThroughput(ctx context.Context, name string, n int) ([]R
 			per, float64(c.writes)/float64(t.acked), c.throttled, c.lists, c.deletes)
 	}
 	t.recordErrors(&row, n)
+	engine1, err := r.served.engineCounts(ctx, srvs)
+	if err != nil {
+		return nil, err
+	}
+	noteEngine(&row, engine0, engine1)
 	return []Row{row}, r.served.noteServers(&row, n)
 }
 
@@ -455,4 +464,61 @@ func (s *servedSet) stored() (int, int64, error) {
 		return nil
 	})
 	return n, size, err
+}
+
+// engineCounters are the engine counters of the servers' /metrics that
+// a throughput row reports (summed over the servers, as a difference
+// over the run): what the commits cost beside the puts.
+var engineCounters = []string{
+	"cairn_engine_head_writes_total",
+	"cairn_engine_cas_conflicts_total",
+	"cairn_engine_folds_total",
+	"cairn_engine_folds_installed_total",
+	"cairn_engine_folds_dropped_total",
+	"cairn_engine_merges_total",
+}
+
+// engineCounts sums engineCounters over srvs' /metrics.
+func (s *servedSet) engineCounts(ctx context.Context, srvs []*server) (map[string]float64, error) {
+	sum := map[string]float64{}
+	for _, srv := range srvs {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.base+"/metrics", nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := s.client.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("bench: metrics of %s: %w", srv.name, err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("bench: metrics of %s: %w", srv.name, err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("bench: metrics of %s: %s", srv.name, resp.Status)
+		}
+		for line := range strings.Lines(string(body)) {
+			name, value, ok := strings.Cut(strings.TrimSpace(line), " ")
+			if !ok || !slices.Contains(engineCounters, name) {
+				continue
+			}
+			v, err := strconv.ParseFloat(value, 64)
+			if err != nil {
+				return nil, fmt.Errorf("bench: metrics of %s: %s: %w", srv.name, name, err)
+			}
+			sum[name] += v
+		}
+	}
+	return sum, nil
+}
+
+// noteEngine notes the engine counters' growth from before to after.
+func noteEngine(row *Row, before, after map[string]float64) {
+	d := func(name string) float64 { return after["cairn_engine_"+name+"_total"] - before["cairn_engine_"+name+"_total"] }
+	row.metric("head_writes", d("head_writes"))
+	row.metric("folds", d("folds"))
+	row.metric("folds_dropped", d("folds_dropped"))
+	row.note("servers' engines: %.0f head writes, %.0f refused (head moved), %.0f folds (%.0f prepared and installed), %.0f prepared folds dropped, %.0f merges",
+		d("head_writes"), d("cas_conflicts"), d("folds"), d("folds_installed"), d("folds_dropped"), d("merges"))
 }

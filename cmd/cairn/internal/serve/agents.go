@@ -180,6 +180,8 @@ func addCommit(dst *head.CommitStats, s head.CommitStats) {
 	dst.Landed += s.Landed
 	dst.Folds += s.Folds
 	dst.Merges += s.Merges
+	dst.Installed += s.Installed
+	dst.Dropped += s.Dropped
 	dst.CASConflicts += s.CASConflicts
 	dst.HeadReads += s.HeadReads
 	dst.PinsCoalesced += s.PinsCoalesced
