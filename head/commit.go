@@ -252,15 +252,21 @@ func (s *Store) awaitBatch() {
 }
 
 // notePrep records how long an attempt took from its start to the end of
-// its staging, in a moving average that awaitBatch reads.
-func (s *Store) notePrep(d time.Duration) {
+// its staging, less the time it absorbed commands (prep), and from then
+// to the end of its staging (finish), in moving averages that awaitBatch
+// and absorb read.
+func (s *Store) notePrep(prep, finish time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.prep == 0 {
-		s.prep = d
-		return
+	avg := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+			return
+		}
+		*v = (7**v + 3*d) / 10
 	}
-	s.prep = (7*s.prep + 3*d) / 10
+	avg(&s.prep, prep)
+	avg(&s.finish, finish)
 }
 
 // turnAfter is how long after a known head write the next one is sent:
@@ -299,29 +305,55 @@ func payloadBytes(calls []*call) int64 {
 	return n
 }
 
-// batchContext is cancelled once every call's own context has ended, or
-// the store is closing (stop).
-func batchContext(stop context.Context, batch []*call) (context.Context, context.CancelFunc) {
+// batchCtx is a group commit's context: cancelled once every call's own
+// context has ended, or the store is closing (stop). Calls absorbed into
+// a running attempt join it (add).
+type batchCtx struct {
+	context.Context
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	live   int
+	stops  []func() bool
+}
+
+func newBatchCtx(stop context.Context, calls []*call) *batchCtx {
 	ctx, cancel := context.WithCancel(stop)
-	var mu sync.Mutex
-	live := len(batch)
-	stops := make([]func() bool, len(batch))
-	for i, c := range batch {
-		stops[i] = context.AfterFunc(c.ctx, func() {
-			mu.Lock()
-			live--
-			if live == 0 {
-				cancel()
+	b := &batchCtx{Context: ctx, cancel: cancel}
+	b.add(calls)
+	return b
+}
+
+// add ties calls to the context, and reports false, adding none, if it
+// has already ended.
+func (b *batchCtx) add(calls []*call) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.Err() != nil {
+		return false
+	}
+	for _, c := range calls {
+		b.live++
+		b.stops = append(b.stops, context.AfterFunc(c.ctx, func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if b.live--; b.live == 0 {
+				b.cancel()
 			}
-			mu.Unlock()
-		})
+		}))
 	}
-	return ctx, func() {
-		for _, stop := range stops {
-			stop()
-		}
-		cancel()
+	return true
+}
+
+// release ends the context and its ties to the calls' contexts.
+func (b *batchCtx) release() {
+	b.mu.Lock()
+	stops := b.stops
+	b.stops = nil
+	b.mu.Unlock()
+	for _, stop := range stops {
+		stop()
 	}
+	b.cancel()
 }
 
 // outcome is a command's result in one attempt, delivered only once the
@@ -359,8 +391,8 @@ var errIntentPending = fmt.Errorf("a command's intent is still pending: %w", err
 // refill, if not nil, adds commands queued meanwhile to a batch that must
 // retry, so that a group commit carries everything waiting.
 func (s *Store) commitBatch(calls []*call, refill func(n int, room int64) []*call) {
-	ctx, cancel := batchContext(s.stop, calls)
-	defer func() { cancel() }()
+	ctx := newBatchCtx(s.stop, calls)
+	defer func() { ctx.release() }()
 	var lastErr error
 	var budget attemptBudget
 	s.counters.batch(len(calls))
@@ -372,8 +404,8 @@ func (s *Store) commitBatch(calls []*call, refill func(n int, room int64) []*cal
 			calls = slices.DeleteFunc(calls, (*call).finished)
 			if more := s.takeMore(refill, s.opts.MaxBatch-len(calls), s.opts.MaxBatchBytes-payloadBytes(calls)); len(more) > 0 {
 				calls = append(calls, more...)
-				cancel()
-				ctx, cancel = batchContext(s.stop, calls)
+				ctx.release()
+				ctx = newBatchCtx(s.stop, calls)
 			}
 		}
 		if attempt > 0 {
@@ -399,7 +431,18 @@ func (s *Store) commitBatch(calls []*call, refill func(n int, room int64) []*cal
 			}
 			return
 		}
-		done, err := s.attempt(ctx, calls, attempt == 0)
+		var grow func([]*call) bool
+		if refill != nil {
+			grow = func(more []*call) bool {
+				if !ctx.add(more) {
+					return false
+				}
+				s.counters.commands.Add(int64(len(more)))
+				calls = append(calls, more...)
+				return true
+			}
+		}
+		done, err := s.attempt(ctx, calls, attempt == 0, grow)
 		if done {
 			return
 		}
@@ -415,7 +458,7 @@ func (s *Store) commitBatch(calls []*call, refill func(n int, room int64) []*cal
 // every call is finished; otherwise the batch is retried after a wait that
 // err (throttled or not) decides. A first attempt may build on a snapshot
 // a call brought instead of pinning (observed).
-func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bool, err error) {
+func (s *Store) attempt(ctx context.Context, calls []*call, first bool, grow func([]*call) bool) (done bool, err error) {
 	began := time.Now()
 	var sn *Snapshot
 	reused := false
@@ -467,11 +510,22 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		failAll(calls, err)
 		return true, nil
 	}
+	var absorbed time.Duration
+	if grow != nil && !shared {
+		n := len(calls)
+		absorbed = b.absorb(ctx, grow)
+		// The commands absorbed arrived after the pin: like those of a
+		// reused snapshot, their outcomes hold only if a head write
+		// validates it.
+		reused = reused || len(b.calls) > n
+		calls = b.calls
+	}
+	finishing := time.Now()
 	if b.state.empty() && b.fold == keepDeltas && b.install == nil {
 		if reused {
 			// Nothing to commit, so no head write validates a snapshot
 			// that may predate a call: decide again at a fresh pin.
-			return s.attempt(ctx, calls, false)
+			return s.attempt(ctx, calls, false, nil)
 		}
 		return b.nothingToCommit()
 	}
@@ -487,7 +541,7 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool) (done bo
 		}
 		return false, err
 	}
-	s.notePrep(time.Since(began))
+	s.notePrep(time.Since(began)-absorbed, time.Since(finishing))
 	if time.Since(l.staged) > s.opts.MaxAttemptAge {
 		return false, fmt.Errorf("head: staging took %v, more than %v", time.Since(l.staged), s.opts.MaxAttemptAge)
 	}
@@ -611,6 +665,69 @@ func (b *attemptBatch) applyAll(ctx context.Context, foreign []foreignIntent) er
 	}
 	b.settled = s.applyForeign(ctx, sn, b.state, foreign, b.at)
 	return nil
+}
+
+// absorbPoll is how often absorb looks for commands that arrived.
+const absorbPoll = 2 * time.Millisecond
+
+// absorb applies the commands that arrive while the head's next turn is
+// further off than the batch needs to be built and staged (finish, with
+// room to spare), so that they ride with this head write instead of the
+// next, and returns how long it took. A batch is taken ahead of its turn
+// by an estimate of the whole preparation (awaitBatch); the commands
+// that arrived in that lead would otherwise wait a whole interval more.
+// They are applied on the attempt's snapshot, as the batch's first
+// commands are (the head write is conditional on it), and at its clock
+// reading (Tx.Now), taken before they arrived. grow adds them to the
+// group commit, or refuses if its context has ended; they are then put
+// back at the head of the queue.
+func (b *attemptBatch) absorb(ctx context.Context, grow func([]*call) bool) time.Duration {
+	s := b.s
+	if s.opts.MinCommitInterval <= 0 || s.opts.NoGroupCommit || b.fold != keepDeltas {
+		return 0
+	}
+	began := time.Now()
+	b.calls = slices.Clip(b.calls) // commitBatch appends to its own slice
+	for ctx.Err() == nil {
+		s.mu.Lock()
+		left := s.turnAfter() - (s.finish*3/2 + s.opts.MinCommitInterval/20) - time.Since(s.headWritten)
+		s.mu.Unlock()
+		if left <= 0 {
+			break
+		}
+		n, room := s.opts.MaxBatch-len(b.calls), s.opts.MaxBatchBytes-payloadBytes(b.calls)
+		if n <= 0 || room <= 0 {
+			break // the batch is full
+		}
+		more := s.takeMore(s.take, n, room)
+		if len(more) == 0 {
+			_ = bucket.Sleep(ctx, min(left, absorbPoll))
+			continue
+		}
+		if !grow(more) {
+			s.requeue(more)
+			break
+		}
+		_ = s.prefetchReads(ctx, b.sn, more) // a command meets a read's error itself
+		for _, c := range more {
+			var out outcome
+			if err := c.ctx.Err(); err != nil {
+				out.err = c.unsettled(err)
+			} else {
+				out = s.apply(ctx, b.sn, b.state, c.cmd, b.at, false)
+			}
+			b.calls = append(b.calls, c)
+			b.outs = append(b.outs, out)
+		}
+	}
+	return time.Since(began)
+}
+
+// requeue puts calls back at the head of the queue, in their order.
+func (s *Store) requeue(calls []*call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queue = append(slices.Clip(calls), s.queue...)
 }
 
 // nothingToCommit finishes a batch that changed nothing: every outcome

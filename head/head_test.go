@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/counting"
@@ -214,6 +215,54 @@ func TestGroupCommitSharesCAS(t *testing.T) {
 		}
 	}
 	t.Logf("50 concurrent commands landed in %d commits", sn.Sequence()-1)
+}
+
+// TestAbsorbedCommandLandsInTheSameHeadWrite: a command that arrives
+// while a paced batch waits for the head's turn is applied into it and
+// lands with it, not in the next head write.
+func TestAbsorbedCommandLandsInTheSameHeadWrite(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, mem.NewBucket(), shards.NewShardID(), head.Options{MinCommitInterval: time.Second})
+	// A slow batch first: the leader learns that a batch takes long to
+	// prepare, so it takes the next one well ahead of the head's turn.
+	if _, err := s.Do(ctx, head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
+		time.Sleep(300 * time.Millisecond)
+		return nil, tx.Put(fam, key(0), []byte("slow"))
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		r   head.Result
+		err error
+	}
+	late := make(chan answer, 1)
+	var once sync.Once
+	first := head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
+		once.Do(func() {
+			go func() {
+				r, err := s.Do(ctx, put(2, "late"))
+				late <- answer{r, err}
+			}()
+			time.Sleep(50 * time.Millisecond) // it queues behind this batch
+		})
+		return nil, tx.Put(fam, key(1), []byte("first"))
+	}}
+	r, err := s.Do(ctx, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := <-late
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	if a.r.Sequence != r.Sequence {
+		t.Fatalf("the command that arrived during the batch landed at %d, the batch at %d", a.r.Sequence, r.Sequence)
+	}
+	for i, want := range []string{"slow", "first", "late"} {
+		if v, ok := get(t, s, i); !ok || v != want {
+			t.Fatalf("key %d = %q, %v; want %q", i, v, ok, want)
+		}
+	}
 }
 
 func TestGroupCommitIsolatesFailures(t *testing.T) {

@@ -36,7 +36,8 @@ type CommitStats struct {
 	PinsCoalesced int64
 	// BatchSizes counts the batches by size: BatchSizes[i] is the batches
 	// of at most BatchSizeBounds[i] commands and more than the bound
-	// before it (not cumulative).
+	// before it (not cumulative). A batch's size is the commands it was
+	// taken with; those it absorbed later count in Commands only.
 	BatchSizes [len(BatchSizeBounds)]int64
 }
 

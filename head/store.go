@@ -244,6 +244,7 @@ type Store struct {
 	othersSeen  time.Time     // when this Store last saw a head another writer wrote
 	intentsSeen time.Time     // when this Store last found another replica's intent (probeIntents)
 	prep        time.Duration // how long attempts take to build and stage, a moving average (notePrep)
+	finish      time.Duration // how long attempts take from their last command to staged, a moving average (notePrep)
 	cycle       time.Duration // how long the head takes to advance, a moving average (noteAdvance)
 	lastAdvance time.Time     // when this Store last saw the head advance
 	lastProbe   time.Time     // when this Store last listed intents in the background (probeIntents)

@@ -294,7 +294,9 @@ func (tx *Tx) Sequence() uint64 { return tx.seq }
 func (tx *Tx) Floor() time.Time { return tx.floor }
 
 // Now is the attempt's clock reading, the same for every command of one
-// attempt.
+// attempt, taken when it began: a command the attempt absorbed while it
+// waited for the head's turn arrived after it, by less than the commit
+// interval.
 func (tx *Tx) Now() time.Time { return tx.now }
 
 // Get reads key of family f, seeing the batch's pending writes.
