@@ -265,6 +265,61 @@ func TestAbsorbedCommandLandsInTheSameHeadWrite(t *testing.T) {
 	}
 }
 
+// TestAbsorbedReadSeesWritesBeforeIt: a command absorbed into a batch
+// that has nothing to write is not answered from the batch's pin, which
+// predates it: another replica's write that landed before it arrived is
+// what it reads.
+func TestAbsorbedReadSeesWritesBeforeIt(t *testing.T) {
+	ctx := context.Background()
+	store := mem.NewStore()
+	b1, _ := mem.New(store, "")
+	b2, _ := mem.New(store, "")
+	id := shards.NewShardID()
+	s := open(t, b1, id, head.Options{MinCommitInterval: time.Second})
+	other := open(t, b2, id, head.Options{})
+	if _, err := s.Do(ctx, head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
+		time.Sleep(300 * time.Millisecond) // the next batch is taken well ahead of its turn
+		return nil, tx.Put(fam, key(0), []byte("old"))
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	read := func(tx *head.Tx) ([]byte, error) {
+		v, _, err := tx.Get(fam, key(0))
+		return v, err
+	}
+	type answer struct {
+		r   head.Result
+		err error
+	}
+	late := make(chan answer, 1)
+	var once sync.Once
+	first := head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
+		once.Do(func() {
+			// Another replica writes after this batch's pin; then a
+			// read arrives, and is absorbed into the batch.
+			if _, err := other.Do(ctx, put(0, "new")); err != nil {
+				t.Error(err)
+			}
+			go func() {
+				r, err := s.Do(ctx, head.Command{Apply: read})
+				late <- answer{r, err}
+			}()
+			time.Sleep(50 * time.Millisecond)
+		})
+		return read(tx)
+	}}
+	if _, err := s.Do(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	a := <-late
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	if string(a.r.Value) != "new" {
+		t.Fatalf("a read that arrived after another replica's write read %q", a.r.Value)
+	}
+}
+
 func TestGroupCommitIsolatesFailures(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, mem.NewBucket(), shards.NewShardID(), head.Options{})
