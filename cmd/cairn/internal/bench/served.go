@@ -515,7 +515,9 @@ func (s *servedSet) engineCounts(ctx context.Context, srvs []*server) (map[strin
 
 // noteEngine notes the engine counters' growth from before to after.
 func noteEngine(row *Row, before, after map[string]float64) {
-	d := func(name string) float64 { return after["cairn_engine_"+name+"_total"] - before["cairn_engine_"+name+"_total"] }
+	d := func(name string) float64 {
+		return after["cairn_engine_"+name+"_total"] - before["cairn_engine_"+name+"_total"]
+	}
 	row.metric("head_writes", d("head_writes"))
 	row.metric("folds", d("folds"))
 	row.metric("folds_dropped", d("folds_dropped"))
