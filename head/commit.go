@@ -128,10 +128,11 @@ func (s *Store) do(ctx context.Context, cmd Command) (Result, error) {
 }
 
 type call struct {
-	ctx  context.Context
-	cmd  Command
-	fold bool // the Store's own fold: no command, see runFold
-	all  bool // with fold: fold whatever deltas the root lists (Fold)
+	ctx   context.Context
+	cmd   Command
+	fold  bool // the Store's own fold: no command, see runFold
+	carry bool // no command: carries other replicas' intents, see carry
+	all   bool // with fold: fold whatever deltas the root lists (Fold)
 	// intent names the intent that carries this data command, once
 	// published: another replica may apply it from then on.
 	intent string
@@ -173,6 +174,10 @@ func (s *Store) lead() {
 		if s.takeFold() {
 			// The fold rides with the commands waiting, in one head write.
 			s.runFold(s.takeMore(s.take, s.opts.MaxBatch, s.opts.MaxBatchBytes)...)
+			continue
+		}
+		if s.takeCarry() {
+			s.carry()
 			continue
 		}
 		batch := s.take(s.opts.MaxBatch, s.opts.MaxBatchBytes)
@@ -642,6 +647,9 @@ func (b *attemptBatch) applyAll(ctx context.Context, foreign []foreignIntent) er
 			b.outs[i] = outcome{err: c.unsettled(err)}
 			continue
 		}
+		if c.carry {
+			continue
+		}
 		if c.fold {
 			if c.all {
 				if len(sn.root.Deltas) > 0 {
@@ -784,6 +792,9 @@ func (b *attemptBatch) landed(ctx context.Context, cand *candidate) (bool, error
 		}
 	}
 	s.dropIntents(settled)
+	if len(b.settled) > 0 {
+		s.carryOn()
+	}
 	s.forget(cand.superseded)
 	s.installedFold(cand.installed)
 	s.noticeDeltas(cand.root)

@@ -418,6 +418,57 @@ func (s *Store) leaveToCarrier(ctx context.Context, sn *Snapshot, calls []*call)
 	return true
 }
 
+// carryOn keeps the leader running, after a commit that carried other
+// replicas' intents, for as long as those replicas leave their commands
+// to this one, the carrier: until the silence after which they take the
+// head over (silenceLocked, two intervals) has passed since it last
+// carried any. The replicas whose intents come in meanwhile wait for it;
+// without a command of its own it would write the head no more, so they
+// would wait for the silence and a take-over (takeOver), two to three
+// intervals, before one of them carried them. Called by whoever landed
+// the commit; the leader checks it before it ends its turn.
+func (s *Store) carryOn() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.carriedAt = time.Now()
+	s.carryDue = true
+}
+
+// takeCarry reports whether the leader should run carry now: one is due,
+// within the silence since this Store last carried, and no command of its
+// own waits (a batch of them carries the intents anyway).
+func (s *Store) takeCarry() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	due := s.carryDue && len(s.queue) == 0 && !s.closed && time.Since(s.carriedAt) < 2*s.shareLocked()
+	s.carryDue = false
+	return due
+}
+
+// carry runs one attempt with no command of this Store's own: it lists
+// the other replicas' intents as any attempt that shares the head does,
+// applies them and writes the head at its turn, or writes nothing if
+// there are none; then, still within the silence, it looks again a
+// quarter of an interval later. An attempt is not retried: a race lost
+// means another replica carries.
+func (s *Store) carry() {
+	ctx, cancel := context.WithTimeout(s.stop, s.opts.MaxAttemptAge)
+	defer cancel()
+	c := &call{ctx: ctx, carry: true, done: make(chan struct{})}
+	before := s.counters.landed.Load()
+	if done, err := s.attempt(ctx, []*call{c}, false, nil); !done {
+		c.finish(Result{}, err)
+	}
+	s.mu.Lock()
+	share := s.shareLocked()
+	again := time.Since(s.carriedAt) < 2*share
+	s.carryDue = s.carryDue || again
+	s.mu.Unlock()
+	if again && s.counters.landed.Load() == before {
+		_ = bucket.Sleep(s.stop, share/4)
+	}
+}
+
 // unsettled is the error a call ends with when its commit failed: a data
 // command whose intent is out may still be applied by another replica, so
 // its outcome is unknown.

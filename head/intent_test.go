@@ -464,3 +464,43 @@ func probeSharesTheHeadRead(t *testing.T, expect bool) {
 		t.Errorf("a probed call took %d rounds, one without a probe %d: the listing took a round of its own", probed.Rounds, plain.Rounds)
 	}
 }
+
+// TestCarrierCarriesAfterItsOwnCommands: a replica that carried another's
+// intents goes on carrying them once it has no command of its own, so
+// the other replica, which leaves its commands to the carrier, need not
+// wait for the carrier's silence and take the head over itself.
+func TestCarrierCarriesAfterItsOwnCommands(t *testing.T) {
+	const interval = 100 * time.Millisecond
+	stores := intentReplicas(t, 2, interval, 2*time.Millisecond)
+	a, b := stores[0], stores[1]
+	aheadOf(t, a, b)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	// a's own commands, in its first two intervals only.
+	for i := range 4 {
+		wg.Go(func() {
+			time.Sleep(time.Duration(i) * interval / 2)
+			if _, err := a.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(1, fmt.Sprintf("a%d", i))}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	// b's, for twenty intervals.
+	const bCommands = 200
+	for i := range bCommands {
+		wg.Go(func() {
+			time.Sleep(time.Duration(i) * 20 * interval / bCommands)
+			if _, err := b.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(2, fmt.Sprintf("b%d", i))}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	_, carried := a.IntentStats()
+	bWrites := b.CommitStats().Landed
+	t.Logf("a carried %d of b's %d commands in %d head writes; b wrote the head %d times", carried, bCommands, a.CommitStats().Landed, bWrites)
+	if bWrites > 3 {
+		t.Fatalf("b wrote the head %d times: a stopped carrying once its own commands were done", bWrites)
+	}
+}

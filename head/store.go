@@ -254,6 +254,8 @@ type Store struct {
 	carried     atomic.Int64  // other replicas' commands its commits applied
 	handlers    map[string]Handler
 	foldDue     bool          // a landed root of this Store wants folding
+	carryDue    bool          // the leader should carry other replicas' intents (carryOn)
+	carriedAt   time.Time     // when a commit last carried other replicas' intents (carryOn)
 	folding     bool          // a fold of this Store is queued or running
 	preparing   bool          // a fold is being prepared beside the group commits (prepareFold)
 	prepared    *preparedFold // a prepared fold the next commit may install
