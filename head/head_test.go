@@ -223,26 +223,12 @@ func TestGroupCommitSharesCAS(t *testing.T) {
 func TestAbsorbedCommandLandsInTheSameHeadWrite(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, mem.NewBucket(), shards.NewShardID(), head.Options{MinCommitInterval: time.Second})
-	// A slow batch first: the leader learns that a batch takes long to
-	// prepare, so it takes the next one well ahead of the head's turn.
-	if _, err := s.Do(ctx, head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
-		time.Sleep(300 * time.Millisecond)
-		return nil, tx.Put(fam, key(0), []byte("slow"))
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	type answer struct {
-		r   head.Result
-		err error
-	}
-	late := make(chan answer, 1)
+	learnSlowBatches(t, s, "slow")
+	var late <-chan answer
 	var once sync.Once
 	first := head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
 		once.Do(func() {
-			go func() {
-				r, err := s.Do(ctx, put(2, "late"))
-				late <- answer{r, err}
-			}()
+			late = doAsync(s, put(2, "late"))
 			time.Sleep(50 * time.Millisecond) // it queues behind this batch
 		})
 		return nil, tx.Put(fam, key(1), []byte("first"))
@@ -265,6 +251,35 @@ func TestAbsorbedCommandLandsInTheSameHeadWrite(t *testing.T) {
 	}
 }
 
+// learnSlowBatches commits, through s, a batch that takes 300 ms to
+// apply and puts v under key 0: s's leader then takes its next batch well
+// ahead of the head's turn.
+func learnSlowBatches(t *testing.T, s *head.Store, v string) {
+	t.Helper()
+	if _, err := s.Do(context.Background(), head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
+		time.Sleep(300 * time.Millisecond)
+		return nil, tx.Put(fam, key(0), []byte(v))
+	}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// answer is what a Do returned.
+type answer struct {
+	r   head.Result
+	err error
+}
+
+// doAsync runs cmd through s on a goroutine of its own.
+func doAsync(s *head.Store, cmd head.Command) <-chan answer {
+	ch := make(chan answer, 1)
+	go func() {
+		r, err := s.Do(context.Background(), cmd)
+		ch <- answer{r, err}
+	}()
+	return ch
+}
+
 // TestAbsorbedReadSeesWritesBeforeIt: a command absorbed into a batch
 // that has nothing to write is not answered from the batch's pin, which
 // predates it: another replica's write that landed before it arrived is
@@ -277,21 +292,12 @@ func TestAbsorbedReadSeesWritesBeforeIt(t *testing.T) {
 	id := shards.NewShardID()
 	s := open(t, b1, id, head.Options{MinCommitInterval: time.Second})
 	other := open(t, b2, id, head.Options{})
-	if _, err := s.Do(ctx, head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
-		time.Sleep(300 * time.Millisecond) // the next batch is taken well ahead of its turn
-		return nil, tx.Put(fam, key(0), []byte("old"))
-	}}); err != nil {
-		t.Fatal(err)
-	}
+	learnSlowBatches(t, s, "old")
 	read := func(tx *head.Tx) ([]byte, error) {
 		v, _, err := tx.Get(fam, key(0))
 		return v, err
 	}
-	type answer struct {
-		r   head.Result
-		err error
-	}
-	late := make(chan answer, 1)
+	var late <-chan answer
 	var once sync.Once
 	first := head.Command{Apply: func(tx *head.Tx) ([]byte, error) {
 		once.Do(func() {
@@ -300,10 +306,7 @@ func TestAbsorbedReadSeesWritesBeforeIt(t *testing.T) {
 			if _, err := other.Do(ctx, put(0, "new")); err != nil {
 				t.Error(err)
 			}
-			go func() {
-				r, err := s.Do(ctx, head.Command{Apply: read})
-				late <- answer{r, err}
-			}()
+			late = doAsync(s, head.Command{Apply: read})
 			time.Sleep(50 * time.Millisecond)
 		})
 		return read(tx)
