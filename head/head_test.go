@@ -59,14 +59,20 @@ func get(t testing.TB, s *head.Store, i int) (string, bool) {
 	return string(v), ok
 }
 
-func TestOpenPutGetAcrossReplicas(t *testing.T) {
-	ctx := context.Background()
+// twoReplicas opens two Stores of one new shard over one memory store,
+// with options oa and ob.
+func twoReplicas(t *testing.T, oa, ob head.Options) (*head.Store, *head.Store) {
+	t.Helper()
 	store := mem.NewStore()
 	b1, _ := mem.New(store, "")
 	b2, _ := mem.New(store, "")
 	id := shards.NewShardID()
-	a := open(t, b1, id, head.Options{})
-	b := open(t, b2, id, head.Options{})
+	return open(t, b1, id, oa), open(t, b2, id, ob)
+}
+
+func TestOpenPutGetAcrossReplicas(t *testing.T) {
+	ctx := context.Background()
+	a, b := twoReplicas(t, head.Options{}, head.Options{})
 	r, err := a.Do(ctx, put(1, "one"))
 	if err != nil {
 		t.Fatal(err)
@@ -286,12 +292,7 @@ func doAsync(s *head.Store, cmd head.Command) <-chan answer {
 // what it reads.
 func TestAbsorbedReadSeesWritesBeforeIt(t *testing.T) {
 	ctx := context.Background()
-	store := mem.NewStore()
-	b1, _ := mem.New(store, "")
-	b2, _ := mem.New(store, "")
-	id := shards.NewShardID()
-	s := open(t, b1, id, head.Options{MinCommitInterval: time.Second})
-	other := open(t, b2, id, head.Options{})
+	s, other := twoReplicas(t, head.Options{MinCommitInterval: time.Second}, head.Options{})
 	learnSlowBatches(t, s, "old")
 	read := func(tx *head.Tx) ([]byte, error) {
 		v, _, err := tx.Get(fam, key(0))
