@@ -700,7 +700,9 @@ func (b *attemptBatch) absorb(ctx context.Context, grow func([]*call) bool) time
 		s.mu.Lock()
 		left := s.turnAfter() - (s.finish*3/2 + s.opts.MinCommitInterval/20) - time.Since(s.headWritten)
 		s.mu.Unlock()
-		if left <= 0 {
+		// However long the interval, the pin's floor stays near the
+		// staging that MaxAttemptAge bounds (the collection horizon).
+		if left <= 0 || time.Since(began) > s.opts.MaxAttemptAge/4 {
 			break
 		}
 		n, room := s.opts.MaxBatch-len(b.calls), s.opts.MaxBatchBytes-payloadBytes(b.calls)
