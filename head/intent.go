@@ -735,14 +735,36 @@ func (s *Store) dropIntents(keys []string) {
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, s.opts.StageConcurrency)
 		for _, k := range keys {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; wg.Done() }()
+			wg.Go(func() {
+				defer s.dropping.Delete(k)
+				if d := s.intentDeleteDelay(k); d > 0 && bucket.Sleep(ctx, d) != nil {
+					return
+				}
+				sem <- struct{}{}
+				defer func() { <-sem }()
 				_ = s.b.Delete(ctx, k, bucket.Unconditional)
-				s.dropping.Delete(k)
-			}()
+			})
 		}
 		wg.Wait()
 	}()
+}
+
+// intentDeleteDelay is how long dropIntents waits before it deletes
+// intent key: until one commit interval (and a tenth) after the intent
+// was published, by its publisher's clock, and at most two intervals. A
+// store that limits the writes to one object (GCS: one a second) counts
+// a delete as one and refuses one that comes sooner; refused, the intent
+// stayed, to be listed and read again by every carrier. A Store that
+// does not pace deletes at once.
+func (s *Store) intentDeleteDelay(key string) time.Duration {
+	interval := s.opts.MinCommitInterval
+	if interval <= 0 {
+		return 0
+	}
+	ms, ok := s.layout.ParseIntent(key)
+	if !ok {
+		return 0
+	}
+	d := time.Until(time.UnixMilli(ms).Add(interval + interval/10))
+	return min(max(d, 0), 2*interval)
 }

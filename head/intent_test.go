@@ -504,3 +504,93 @@ func TestCarrierCarriesAfterItsOwnCommands(t *testing.T) {
 		t.Fatalf("b wrote the head %d times: a stopped carrying once its own commands were done", bWrites)
 	}
 }
+
+// intentLimit refuses, across every replica, a write or delete of an
+// intent within interval of the last one, as a store that limits the
+// writes to one object does, and counts the deletes it refused.
+type intentLimit struct {
+	mu        sync.Mutex
+	interval  time.Duration
+	last      map[string]time.Time
+	deletes   int
+	throttled int
+}
+
+func (l *intentLimit) admit(key string, del bool) error {
+	if !strings.Contains(key, "/intents/") {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if del {
+		l.deletes++
+	}
+	if t, ok := l.last[key]; ok && now.Sub(t) < l.interval {
+		if del {
+			l.throttled++
+		}
+		return bucket.ErrThrottled
+	}
+	l.last[key] = now
+	return nil
+}
+
+type intentLimited struct {
+	bucket.Bucket
+	l *intentLimit
+}
+
+func (b intentLimited) Put(ctx context.Context, key string, body []byte, cond bucket.Condition) (bucket.Attrs, error) {
+	if err := b.l.admit(key, false); err != nil {
+		return bucket.Attrs{}, err
+	}
+	return b.Bucket.Put(ctx, key, body, cond)
+}
+
+func (b intentLimited) Delete(ctx context.Context, key string, cond bucket.Condition) error {
+	if err := b.l.admit(key, true); err != nil {
+		return err
+	}
+	return b.Bucket.Delete(ctx, key, cond)
+}
+
+// TestIntentsDeletedAfterTheirInterval: a carried intent is deleted once
+// the store's interval for its object has passed since it was published,
+// so the store never refuses the delete (the intent would stay, to be
+// listed and read again by every carrier).
+func TestIntentsDeletedAfterTheirInterval(t *testing.T) {
+	const interval = 100 * time.Millisecond
+	limit := &intentLimit{interval: interval, last: map[string]time.Time{}}
+	stores := intentReplicasOver(t, 2, interval, 2*time.Millisecond, func(_ int, b bucket.Bucket) bucket.Bucket {
+		return intentLimited{b, limit}
+	})
+	a, b := stores[0], stores[1]
+	aheadOf(t, a, b)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Go(func() {
+			time.Sleep(time.Duration(i) * interval / 4)
+			if _, err := b.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(2, fmt.Sprintf("b%d", i))}); err != nil {
+				t.Error(err)
+			}
+		})
+		if i%4 == 0 {
+			if _, err := a.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(1, fmt.Sprintf("a%d", i))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	wg.Wait()
+	time.Sleep(3 * interval) // the last deletes wait at most two intervals
+	limit.mu.Lock()
+	defer limit.mu.Unlock()
+	t.Logf("%d intent deletes, %d refused", limit.deletes, limit.throttled)
+	if limit.deletes == 0 {
+		t.Fatal("no intent was deleted")
+	}
+	if limit.throttled > 0 {
+		t.Fatalf("%d of %d intent deletes came within the store's interval of the intent's write", limit.throttled, limit.deletes)
+	}
+}
