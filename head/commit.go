@@ -182,23 +182,37 @@ func (s *Store) lead() {
 		}
 		batch := s.take(s.opts.MaxBatch, s.opts.MaxBatchBytes)
 		if batch == nil {
-			return
+			if s.endTurn() {
+				return
+			}
+			continue
 		}
 		s.commitBatch(batch, s.take)
 	}
 }
 
+// endTurn ends the leader's turn, unless work came while it looked: a
+// call queued, or a fold or carry made due by another goroutine (a
+// prepared fold hands itself to the leader from its own), whose
+// startLeader saw this leader still running and started none.
+func (s *Store) endTurn() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed && (len(s.queue) > 0 || s.foldDue || s.carryDue) {
+		return false
+	}
+	s.leader = false
+	return true
+}
+
 // take removes up to n calls from the queue, fewer if their payloads
 // would pass room bytes; with the whole of MaxBatchBytes for room, it
 // takes at least one. When the queue is empty (or the store closed) it
-// returns nil and ends the leader's turn.
+// returns nil.
 func (s *Store) take(n int, room int64) []*call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.queue) == 0 || s.closed || n <= 0 {
-		if n > 0 {
-			s.leader = false
-		}
 		return nil
 	}
 	n = min(len(s.queue), n)

@@ -164,7 +164,10 @@ func TestPreparedFoldInstalledByNextCommit(t *testing.T) {
 		t.Fatalf("the root lists %d deltas after 3 more commits on %d", len(during.root.Deltas), len(held.root.Deltas))
 	}
 	close(release)
-	waitFor(t, "the prepared fold's installation", func() bool { return s.CommitStats().Installed == 1 })
+	// The installing commit lists the deltas that came after the held
+	// root, which may pass MaxDeltaBytes again: a second fold may be
+	// prepared and installed before this looks.
+	waitFor(t, "the prepared fold's installation", func() bool { return s.CommitStats().Installed >= 1 })
 	after := rulePin(t, s)
 	if slices.Equal(after.root.Families, base.root.Families) {
 		t.Fatal("the installed fold left the base as it was")
