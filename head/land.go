@@ -326,10 +326,14 @@ func (l *landing) cas(ctx context.Context) (landed bool, err error) {
 			return false, fmt.Errorf("head: write head of sequence %d: %w", sn.head.Sequence+1, err)
 		}
 		if errors.Is(err, bucket.ErrThrottled) && !sent {
-			if s.othersActive() && s.opts.MinCommitInterval > 0 {
-				// Another replica wrote the head a moment ago, most
-				// likely past our version: look before waiting out the
-				// throttle, and give up the race if it moved.
+			if s.opts.MinCommitInterval > 0 {
+				// Another replica may have written the head a moment
+				// ago, past our version: look before waiting out the
+				// throttle, and give up the race if it moved. A replica
+				// that has not yet seen another writer looks too: when
+				// several start at once, each learns from its first
+				// throttle that the head is shared (the lost race), not
+				// after a backoff and a second throttle.
 				if cur, rerr := s.Pin(ctx); rerr == nil && cur.head.Sequence > sn.head.Sequence {
 					return false, nil
 				}
