@@ -534,10 +534,12 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool, grow fun
 // (errIntentPending) leaves the batch to a later attempt. foreign are the
 // other replicas' intents a carrier applies beside its own.
 func (s *Store) share(ctx context.Context, sn *Snapshot, calls []*call) (foreign []foreignIntent, done bool, err error) {
-	s.publishIntent(ctx, calls)
+	// The calls published before are answered first, if sn shows them
+	// applied; those that came since are then published.
 	if s.settleApplied(ctx, sn, calls) {
 		return nil, true, nil
 	}
+	s.publishIntent(ctx, calls)
 	if s.leaveToCarrier(ctx, sn, calls) {
 		// Another replica carries the head now: let it carry this
 		// batch too, instead of building the same commit beside it.

@@ -405,7 +405,15 @@ func (s *Store) leaveToCarrier(ctx context.Context, sn *Snapshot, calls []*call)
 	}
 	s.mu.Lock()
 	share := s.shareLocked()
-	wait := share + share/4 - time.Since(s.headWritten)
+	wait := max(share+share/4-time.Since(s.headWritten), share/10)
+	publish := s.othersSeen.Add(share * publishShare / 100)
+	if s.latest != nil && s.latest.head.Sequence > seq {
+		wait = 0 // the head moved since sn was read: look again now
+	}
+	if s.othersWrote == nil {
+		s.othersWrote = make(chan struct{})
+	}
+	wrote := s.othersWrote
 	s.mu.Unlock()
 	for _, c := range calls {
 		c.defers++
@@ -414,8 +422,55 @@ func (s *Store) leaveToCarrier(ctx context.Context, sn *Snapshot, calls []*call)
 	}
 	// A caller that gives up meanwhile is answered by the batch's retry
 	// loop (finishEnded).
-	_ = bucket.Sleep(ctx, max(wait, share/10))
+	s.awaitCarrier(ctx, wait, publish, wrote)
 	return true
+}
+
+// publishShare is the point of the carrier's interval, in hundredths
+// after its head write, at which a deferring replica publishes the
+// commands that came while it waited: before the carrier lists the
+// intents for its next head write (gather, at six tenths), with room for
+// the intent's write and the replicas' differing views of when the head
+// was written.
+const publishShare = 45
+
+// awaitCarrier waits, for a deferring attempt, until the carrier's next
+// head write is due (wait), and ends the wait early when this Store sees
+// another writer's head write (wrote is closed: the head may now hold
+// the calls applied, and another attempt finds them at once), or at
+// publish if commands wait in the queue: the next attempt takes them and
+// publishes their intents in time for the carrier's next head write,
+// where they would otherwise wait for the one after it.
+func (s *Store) awaitCarrier(ctx context.Context, wait time.Duration, publish time.Time, wrote <-chan struct{}) {
+	if wait <= 0 {
+		return
+	}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	var early <-chan time.Time
+	if d := time.Until(publish); d > 0 && d < wait {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		early = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-deadline.C:
+			return
+		case <-wrote:
+			return
+		case <-early:
+			s.mu.Lock()
+			queued := len(s.queue) > 0
+			s.mu.Unlock()
+			if queued {
+				return
+			}
+			early = nil
+		}
+	}
 }
 
 // carryOn keeps the leader running, after a commit that carried other

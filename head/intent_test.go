@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -592,5 +593,117 @@ func TestIntentsDeletedAfterTheirInterval(t *testing.T) {
 	}
 	if limit.throttled > 0 {
 		t.Fatalf("%d of %d intent deletes came within the store's interval of the intent's write", limit.throttled, limit.deletes)
+	}
+}
+
+// headWrites records when each head write through a bucket was answered.
+type headWrites struct {
+	bucket.Bucket
+	mu *sync.Mutex
+	at *[]time.Time
+}
+
+func (b headWrites) Put(ctx context.Context, key string, body []byte, cond bucket.Condition) (bucket.Attrs, error) {
+	a, err := b.Bucket.Put(ctx, key, body, cond)
+	if err == nil && strings.HasSuffix(key, "/head") {
+		b.mu.Lock()
+		*b.at = append(*b.at, time.Now())
+		b.mu.Unlock()
+	}
+	return a, err
+}
+
+// TestDeferringReplicaFollowsTheCarrier: a replica that leaves its
+// commands to the carrier answers them as soon as it sees the carrier's
+// head write (its requests read the head often, as a server's do), not a
+// quarter of an interval later; and it publishes the commands that came
+// while it waited before the carrier lists the intents for its next
+// head write, so that they ride with it instead of the one after.
+func TestDeferringReplicaFollowsTheCarrier(t *testing.T) {
+	// A whole number of intervals a second (intentReplicas limits each
+	// object's writes to that number), and long enough that a quarter of
+	// one stands out from the scheduling noise.
+	const interval = 500 * time.Millisecond
+	var mu sync.Mutex
+	var writes []time.Time
+	stores := intentReplicasOver(t, 2, interval, 2*time.Millisecond, func(i int, b bucket.Bucket) bucket.Bucket {
+		if i == 0 {
+			return headWrites{Bucket: b, mu: &mu, at: &writes}
+		}
+		return b
+	})
+	a, b := stores[0], stores[1]
+	aheadOf(t, a, b)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	polling, stopPolling := context.WithCancel(ctx)
+	defer stopPolling()
+	go func() { // b's requests pin the head, as a server's do
+		for polling.Err() == nil {
+			_, _ = b.Pin(polling)
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	var wg sync.WaitGroup
+	for i := range 4 { // a's own commands: a carries from then on
+		wg.Go(func() {
+			time.Sleep(time.Duration(i) * interval / 2)
+			if _, err := a.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(1, fmt.Sprintf("a%d", i))}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	const bCommands, span = 120, 12 * interval
+	latencies := make([]time.Duration, bCommands)
+	answered := make([]time.Time, bCommands)
+	for i := range bCommands {
+		wg.Go(func() {
+			time.Sleep(interval + time.Duration(i)*span/bCommands)
+			began := time.Now()
+			if _, err := b.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(2, fmt.Sprintf("b%d", i))}); err != nil {
+				t.Error(err)
+			}
+			answered[i] = time.Now()
+			latencies[i] = answered[i].Sub(began)
+		})
+	}
+	wg.Wait()
+	stopPolling()
+	if t.Failed() {
+		return
+	}
+	// How long after the carrier's last head write before it each
+	// command was answered.
+	var after []time.Duration
+	mu.Lock()
+	for _, at := range answered {
+		var last time.Time
+		for _, w := range writes {
+			if !w.After(at) {
+				last = w
+			}
+		}
+		if !last.IsZero() {
+			after = append(after, at.Sub(last))
+		}
+	}
+	mu.Unlock()
+	slices.Sort(after)
+	var sum time.Duration
+	for _, l := range latencies {
+		sum += l
+	}
+	mean := sum / bCommands
+	_, carried := a.IntentStats()
+	t.Logf("a carried %d of b's %d commands; answered a median %v after a's head write; mean latency %v (%.2f intervals)",
+		carried, bCommands, after[len(after)/2], mean, float64(mean)/float64(interval))
+	if carried < bCommands/2 {
+		t.Fatalf("a carried %d of b's %d commands: b did not defer", carried, bCommands)
+	}
+	if m := after[len(after)/2]; m > interval/8 {
+		t.Errorf("b answered its carried commands a median %v after the carrier's head write, more than %v", m, interval/8)
+	}
+	if mean > interval*13/10 {
+		t.Errorf("b's commands took %v on average, more than 1.3 intervals: published after the carrier listed the intents", mean)
 	}
 }

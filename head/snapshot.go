@@ -232,6 +232,10 @@ func (s *Store) remember(sn *Snapshot) {
 				// Another writer's head write happened before now.
 				s.headWritten = time.Now()
 				s.othersSeen = s.headWritten
+				if s.othersWrote != nil {
+					close(s.othersWrote)
+					s.othersWrote = nil
+				}
 			}
 		}
 		s.latest = sn
