@@ -513,10 +513,13 @@ func (s *Store) attempt(ctx context.Context, calls []*call, first bool, grow fun
 	if time.Since(l.staged) > s.opts.MaxAttemptAge {
 		return false, fmt.Errorf("head: staging took %v, more than %v", time.Since(l.staged), s.opts.MaxAttemptAge)
 	}
+	release := s.holdForTurn(ctx)
 	if err := s.takeTurn(ctx, sn); err != nil {
+		release()
 		return false, err
 	}
 	landed, err := l.settle(ctx)
+	release()
 	if err != nil {
 		failAll(calls, err)
 		return true, nil

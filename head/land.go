@@ -32,6 +32,9 @@ type landing struct {
 	c      *candidate // the objects and the head to write
 	nonce  roots.Nonce
 	staged time.Time // when staging began: a write never sent stops being retried MaxAttemptAge after it
+	// background staging (a prepared fold) yields to the commits'
+	// staging and head writes (yield.go).
+	background bool
 	// durable makes the staged objects durable; with a bucket that
 	// SyncsGroupFirst, the head write syncs it (nil: synced by stage).
 	durable *bucket.SyncGroup
@@ -67,7 +70,12 @@ func (l *landing) stage(ctx context.Context, floor time.Time) error {
 	// by the head write before it places the head.
 	durable := bucket.NewSyncGroup()
 	g, gctx := errgroup.WithContext(bucket.WithSyncGroup(ctx, durable))
-	g.SetLimit(maxStageWrites)
+	if l.background {
+		g.SetLimit(backgroundStageWrites)
+	} else {
+		g.SetLimit(maxStageWrites)
+		defer s.urgent.hold()()
+	}
 	sem := semaphore.NewWeighted(s.opts.StageBytes)
 	var mu sync.Mutex
 	var oldest time.Time
@@ -79,6 +87,9 @@ func (l *landing) stage(ctx context.Context, floor time.Time) error {
 		}
 		g.Go(func() error {
 			defer sem.Release(n)
+			if l.background {
+				s.urgent.wait(gctx, maxYield)
+			}
 			attrs, err := s.putImmutable(gctx, w.key, w.body)
 			if err == nil && !attrs.ModTime.IsZero() {
 				mu.Lock()

@@ -84,6 +84,7 @@ func (s *Store) prepareFold() {
 	rootKey := s.layout.Root(c.rootRef.Hash) // the installing commit writes its own
 	c.writes = slices.DeleteFunc(c.writes, func(w write) bool { return w.key == rootKey })
 	l := s.newLanding(sn, c, nonce)
+	l.background = true
 	if err := l.stage(ctx, floor); err != nil {
 		return
 	}
