@@ -633,6 +633,14 @@ func (s *Store) noticeDeltas(r *roots.Root) {
 	}
 	if !s.opts.NoGroupCommit {
 		if r.DeltaBytes() <= s.opts.MaxDeltaBytes || len(r.Deltas) >= s.opts.MaxDeltas {
+			if (s.preparing || s.prepared != nil) && len(r.Deltas) < 2*s.opts.MaxDeltas {
+				// A fold being prepared takes these deltas soon; a merge
+				// or a fold now would change what it folded and drop it,
+				// and fold inline, for seconds, with the commands that
+				// ride along. The count waits for it up to the hard
+				// bound (buildDelta).
+				return
+			}
 			if !s.folding {
 				s.folding, s.foldDue = true, true
 			}

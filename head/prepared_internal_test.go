@@ -273,3 +273,46 @@ func TestPreparedFoldInstallable(t *testing.T) {
 	s.prepared = nil
 	s.mu.Unlock()
 }
+
+// TestPreparedFoldNotOvertakenByTheDeltaCount checks that while a fold is
+// being prepared, commits that take the root's deltas past MaxDeltas (but
+// not twice it) neither merge nor fold them: either would change what the
+// prepared fold folded, drop it, and fold inline instead (a served
+// replica's commits then waited seconds for it). Once staged, the
+// prepared fold is installed.
+func TestPreparedFoldNotOvertakenByTheDeltaCount(t *testing.T) {
+	fb := fault.New(mem.NewBucket())
+	s, err := Open(context.Background(), fb, shards.NewShardID(), testSchema, Options{MaxDeltaBytes: 4096, MaxDeltas: 4, Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ruleDo(t, s, func(tx *Tx) error {
+		for i := range 200 {
+			if err := tx.Put(ruleFam, ruleKey(i), preparedValue(i, 0)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err := s.Fold(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	blocked, release := blockTables(fb, s)
+	base := rulePin(t, s)
+	r := commitUntilHeld(t, s, blocked)
+	for len(rulePin(t, s).root.Deltas) < 2*s.opts.MaxDeltas-1 {
+		r++
+		preparedCommit(t, s, r)
+		time.Sleep(10 * time.Millisecond) // let a merge or fold the commit called for run
+		if sn := rulePin(t, s); !slices.Equal(sn.root.Families, base.root.Families) || len(sn.root.Deltas) < 2 {
+			t.Fatalf("after commit %d the root lists %d deltas on another base: a merge or fold overtook the fold being prepared", r, len(sn.root.Deltas))
+		}
+	}
+	close(release)
+	waitFor(t, "the prepared fold's installation", func() bool { return s.CommitStats().Installed >= 1 })
+	if st := s.CommitStats(); st.Dropped != 0 {
+		t.Fatalf("%d prepared folds dropped, want none", st.Dropped)
+	}
+	preparedRead(t, s, preparedWant(r))
+}
