@@ -21,10 +21,15 @@ import (
 // 200 keys, folded, with a small MaxDeltaBytes, so that a few commits of
 // 20 values pass it.
 func preparedSetup(t *testing.T) (*Store, *fault.Bucket, shards.ShardID) {
+	return preparedSetupWith(t, Options{MaxDeltaBytes: 4096, Check: true})
+}
+
+// preparedSetupWith is preparedSetup with the Store's options.
+func preparedSetupWith(t *testing.T, opts Options) (*Store, *fault.Bucket, shards.ShardID) {
 	t.Helper()
 	fb := fault.New(mem.NewBucket())
 	id := shards.NewShardID()
-	s, err := Open(context.Background(), fb, id, testSchema, Options{MaxDeltaBytes: 4096, Check: true})
+	s, err := Open(context.Background(), fb, id, testSchema, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,23 +286,7 @@ func TestPreparedFoldInstallable(t *testing.T) {
 // replica's commits then waited seconds for it). Once staged, the
 // prepared fold is installed.
 func TestPreparedFoldNotOvertakenByTheDeltaCount(t *testing.T) {
-	fb := fault.New(mem.NewBucket())
-	s, err := Open(context.Background(), fb, shards.NewShardID(), testSchema, Options{MaxDeltaBytes: 4096, MaxDeltas: 4, Check: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ruleDo(t, s, func(tx *Tx) error {
-		for i := range 200 {
-			if err := tx.Put(ruleFam, ruleKey(i), preparedValue(i, 0)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err := s.Fold(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	s, fb, _ := preparedSetupWith(t, Options{MaxDeltaBytes: 4096, MaxDeltas: 4, Check: true})
 	blocked, release := blockTables(fb, s)
 	base := rulePin(t, s)
 	r := commitUntilHeld(t, s, blocked)
