@@ -334,15 +334,11 @@ func TestSweepRefuses(t *testing.T) {
 
 func readHead(t testing.TB, b bucket.Bucket, layout shards.Layout) head.Head {
 	t.Helper()
-	body, _, err := b.Get(context.Background(), layout.Head())
+	h, _, err := head.ReadHead(context.Background(), b, layout, head.Marker{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var h head.Head
-	if err := manifests.Decode(body, &h); err != nil {
-		t.Fatal(err)
-	}
-	return h
+	return *h
 }
 
 func sequenceOf(t testing.TB, b bucket.Bucket, layout shards.Layout) uint64 {

@@ -16,7 +16,6 @@ import (
 	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
-	"github.com/cairnstore/cairn/manifests"
 	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/roots/walk"
@@ -120,12 +119,8 @@ func (r *recorder) Get(ctx context.Context, key string) ([]byte, bucket.Attrs, e
 
 func headRoot(t testing.TB, b bucket.Bucket, layout shards.Layout) digest.Hash {
 	t.Helper()
-	body, _, err := b.Get(context.Background(), layout.Head())
+	h, _, err := head.ReadHead(context.Background(), b, layout, head.Marker{})
 	if err != nil {
-		t.Fatal(err)
-	}
-	var h head.Head
-	if err := manifests.Decode(body, &h); err != nil {
 		t.Fatal(err)
 	}
 	root, err := digest.Parse(h.Root)

@@ -148,8 +148,9 @@ func (s *Store) takeOver(ctx context.Context, sn *Snapshot) bool {
 // leaveToCarrier reports whether this attempt should leave the calls to
 // the replica that carries the head: every call is a data command with
 // its intent out, the last head write this Store saw was another
-// replica's and recent (see carrying), and no call has deferred too often
-// already (maxDefers). It then waits for that replica's next turn, so
+// replica's and recent (see carrying), that replica's head says it lists
+// intents (Head.Carrier), and no call has deferred too often already
+// (maxDefers). It then waits for that replica's next turn, so
 // that the next attempt finds the calls applied. Only one replica, the
 // one that last won, builds each commit, however long its commits take; a
 // carrier that goes away (or has nothing of its own to commit, so runs no
@@ -165,7 +166,10 @@ func (s *Store) leaveToCarrier(ctx context.Context, sn *Snapshot, calls []*call)
 			return false
 		}
 	}
-	if s.carrying(sn) {
+	if s.carrying(sn) || !sn.head.Carrier {
+		// Its writer does not list intents (a lone writer until it learns
+		// of this replica, by a head write of this replica's or by the
+		// listing it makes every loneProbeEvery): commit them here.
 		return false
 	}
 	s.mu.Lock()

@@ -60,6 +60,7 @@ func TestHeadGolden(t *testing.T) {
 	}
 	want := goldenHeadValue()
 	want.Format = "cairn.head.v2"
+	want.Carrier = true // a v2 head's writer is taken to carry
 	if fmt.Sprintf("%+v", h) != fmt.Sprintf("%+v", want) {
 		t.Fatalf("decoded %+v\nwant    %+v", h, want)
 	}
@@ -101,7 +102,7 @@ func TestHeadOldFormat(t *testing.T) {
 	if h != nil || !errors.Is(err, ErrOldFormat) || !errors.Is(err, ErrBadHead) || !errors.Is(err, shards.ErrFormatVersion) {
 		t.Fatalf("decodeHead(v1) = %+v, %v; want ErrOldFormat", h, err)
 	}
-	const msg = "head format cairn.head.v1 is from an older cairn; this version reads cairn.head.v2"
+	const msg = "head format cairn.head.v1 is from an older cairn; this version reads cairn.head.v2 and cairn.head.v3"
 	if !strings.Contains(err.Error(), msg) {
 		t.Fatalf("error %q does not say %q", err, msg)
 	}
@@ -125,10 +126,12 @@ func TestHeadSize(t *testing.T) {
 	max.Committed = 1<<53 - 1
 	max.RootSize = 1<<53 - 1
 	max.Marker = Marker{SchemaID: strings.Repeat("x", MaxSchemaID), FormatVersion: 1<<53 - 1, ValueFormatVersion: 1<<53 - 1}
+	maxV3 := max
+	maxV3.Format, maxV3.Carrier = HeadFormat, true
 	for _, c := range []struct {
 		name string
 		h    *Head
-	}{{"golden", goldenHeadValue()}, {"full", full}, {"maximal", &max}} {
+	}{{"golden", goldenHeadValue()}, {"full", full}, {"maximal", &max}, {"maximal v3", &maxV3}} {
 		b, err := encodeHead(c.h)
 		if err != nil {
 			t.Fatal(err)
@@ -140,14 +143,65 @@ func TestHeadSize(t *testing.T) {
 	}
 }
 
-// TestHeadEncodeSetsSchema: the schema member is the head's, whatever the
-// value held.
-func TestHeadEncodeSetsSchema(t *testing.T) {
+// TestHeadEncodeFormats: the head's Format picks its wire form (unset is
+// HeadFormatV2, which has no carrier member whatever Carrier holds); a
+// format this version does not write is refused.
+func TestHeadEncodeFormats(t *testing.T) {
 	h := goldenHeadValue()
+	h.Carrier = true
+	if b, err := encodeHead(h); err != nil || string(b) != goldenHead {
+		t.Fatalf("encodeHead(unset) = %s, %v", b, err)
+	}
+	h = goldenHeadValue()
 	h.Format = "cairn.head.v0"
-	b, err := encodeHead(h)
-	if err != nil || string(b) != goldenHead {
-		t.Fatalf("encodeHead = %s, %v", b, err)
+	if b, err := encodeHead(h); err == nil {
+		t.Fatalf("encodeHead(cairn.head.v0) = %s, want an error", b)
+	}
+}
+
+// goldenHeadV3 is goldenHeadValue's bytes in HeadFormat, its writer
+// saying it carries the intents of others.
+const goldenHeadV3 = `{"carrier":true,` +
+	`"committed_at_unix_ms":1767225600000,` +
+	`"logical_shard_id":"000102030405060708090a0b0c0d0e0f",` +
+	`"marker":{"format_version":8,"schema_id":"test_workspace","value_format_version":1},` +
+	`"nonce":"a0a1a2a3a4a5a6a7a8a9aaabacadaeaf",` +
+	`"recent_nonces":["b0b1b2b3b4b5b6b7b8b9babbbcbdbebf","c0c1c2c3c4c5c6c7c8c9cacbcccdcecf"],` +
+	`"root":"1111111111111111111111111111111111111111111111111111111111111111",` +
+	`"root_size":181,` +
+	`"schema":"cairn.head.v3",` +
+	`"sequence":7}`
+
+// TestHeadGoldenV3: the newer head format round-trips with its carrier
+// member, false as well as true, and holds its writer to it: a v3 head
+// without the member, or a v2 head with it, is refused.
+func TestHeadGoldenV3(t *testing.T) {
+	for _, carrier := range []bool{true, false} {
+		h := goldenHeadValue()
+		h.Format, h.Carrier = HeadFormat, carrier
+		b, err := encodeHead(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := strings.Replace(goldenHeadV3, `"carrier":true`, fmt.Sprintf(`"carrier":%v`, carrier), 1)
+		if string(b) != want {
+			t.Fatalf("encoded %s\nwant    %s", b, want)
+		}
+		got, _, err := decodeHead(b, goldenShardID, testSchema.Marker)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", h) {
+			t.Fatalf("decoded %+v\nwant    %+v", got, h)
+		}
+	}
+	for name, b := range map[string]string{
+		"v3 without carrier": strings.Replace(goldenHeadV3, `"carrier":true,`, "", 1),
+		"v2 with carrier":    strings.Replace(goldenHeadV3, `"cairn.head.v3"`, `"cairn.head.v2"`, 1),
+	} {
+		if h, _, err := decodeHead([]byte(b), goldenShardID, testSchema.Marker); !errors.Is(err, ErrBadHead) {
+			t.Errorf("%s: decodeHead = %+v, %v; want ErrBadHead", name, h, err)
+		}
 	}
 }
 
@@ -177,7 +231,7 @@ func TestDecodeHeadRejects(t *testing.T) {
 		b    []byte
 		want error
 	}{
-		{"unknown schema version", edit(`"cairn.head.v2"`, `"cairn.head.v3"`), manifests.ErrSchema},
+		{"unknown schema version", edit(`"cairn.head.v2"`, `"cairn.head.v4"`), manifests.ErrSchema},
 		{"no schema member", edit(`"schema":"cairn.head.v2",`, ``), manifests.ErrSchema},
 		{"schema not a string", edit(`"cairn.head.v2"`, `1`), manifests.ErrSchema},
 		{"format_version 7", edit(`"format_version":8`, `"format_version":7`), ErrSchemaMismatch},
@@ -359,7 +413,7 @@ func TestOpenSchemaGate(t *testing.T) {
 			return map[shards.Family][]shards.Record{shards.System: {good(t)}, shardstest.Fixed32: {revision}}
 		}},
 		{name: "another logical shard id", edit: func(h *Head) { h.ShardID = shards.NewShardID().String() }, want: ErrBadHead},
-		{name: "unknown head schema", edit: func(h *Head) { h.Format = "cairn.head.v3" }, want: ErrBadHead},
+		{name: "unknown head schema", edit: func(h *Head) { h.Format = "cairn.head.v4" }, want: ErrBadHead},
 		{name: "head of an older format", edit: func(h *Head) { h.Format = "cairn.head.v1" }, want: ErrOldFormat},
 		{name: "head marker format_version 7", edit: func(h *Head) { h.Marker.FormatVersion = 7 }, want: ErrSchemaMismatch},
 		{name: "head sequence differs from the root's", seq: 4, want: ErrBadHead},

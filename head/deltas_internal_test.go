@@ -415,3 +415,34 @@ func TestBuildDeltaBoundsCompressed(t *testing.T) {
 		t.Error("a batch of records past loneRawFactor × the bound was listed")
 	}
 }
+
+// TestNoDeferToAWriterThatDoesNotCarry: a call leaves its commit to the
+// replica that wrote the head last only if that head says its writer
+// lists intents; a lone writer's head says it does not, and the call
+// competes at once instead of waiting for a listing that may be ten
+// seconds away.
+func TestNoDeferToAWriterThatDoesNotCarry(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, mem.NewBucket(), shards.NewShardID(), carrierSchema, Options{MinCommitInterval: time.Millisecond, Intents: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ruleDo(t, s, func(tx *Tx) error { return tx.Put(ruleFam, ruleKey(1), []byte("A")) })
+	pinned := rulePin(t, s)
+	if pinned.head.Format != HeadFormat || pinned.head.Carrier {
+		t.Fatalf("a lone writer's head: format %s, carrier %v; want %s, false", pinned.head.Format, pinned.head.Carrier, HeadFormat)
+	}
+	for _, carrier := range []bool{false, true} {
+		h := *pinned.head
+		h.Carrier = carrier
+		s.mu.Lock()
+		s.othersSeen = time.Now()
+		s.headWritten = s.othersSeen
+		s.mu.Unlock()
+		c := &call{intent: "an intent"}
+		if got := s.leaveToCarrier(ctx, &Snapshot{head: &h, root: pinned.root}, []*call{c}); got != carrier {
+			t.Errorf("head saying carrier %v: leaveToCarrier = %v", carrier, got)
+		}
+	}
+}

@@ -42,7 +42,7 @@ func (m Marker) reads(h Marker) bool {
 // opens: a shard keeps the value format it was created in, so a
 // deployment moves on by at most this many releases of the value format
 // before its oldest shards no longer open.
-const valueFormatsBack = 3
+const valueFormatsBack = 4
 
 // Schema is what a product stores in a shard: its families (with the
 // engine's own) and the marker that names their formats. Open takes it; a
@@ -58,6 +58,13 @@ type Schema struct {
 	// objects must never meet a shard it serves written so: the product
 	// gives compression a value format of its own.
 	CompressFrom uint64
+	// CarrierFrom, if not 0, is the value format from which a shard's
+	// heads are of HeadFormat, saying whether their writer lists the
+	// intents of other replicas, so that a lone writer need not list
+	// them at every commit. Like compression, it needs a value format of
+	// its own: a release that reads only HeadFormatV2 refuses the newer
+	// head.
+	CarrierFrom uint64
 }
 
 // compresses reports whether a shard of marker m keeps its objects
@@ -92,10 +99,17 @@ const MaxRecentNonces = 16
 // MaxHeadBytes bounds the encoded head: every request reads it.
 const MaxHeadBytes = 1024
 
-// HeadFormat is the schema string of the head this version writes and
-// reads; olderHeadFormats are those of earlier versions, refused with
+// HeadFormat is the schema string of the newest head format: the head
+// of a shard whose value format is at least its Schema's CarrierFrom.
+// HeadFormatV2, the format before it, is what every other shard keeps
+// writing, so that a release of those value formats still reads the
+// heads of the shards it serves (docs/engine.md, section 2.8). Both are
+// read; olderHeadFormats are those of earlier versions, refused with
 // ErrOldFormat.
-const HeadFormat = "cairn.head.v2"
+const (
+	HeadFormat   = "cairn.head.v3"
+	HeadFormatV2 = "cairn.head.v2"
+)
 
 var olderHeadFormats = []string{"cairn.head.v1"}
 
@@ -103,7 +117,7 @@ var olderHeadFormats = []string{"cairn.head.v1"}
 // every request needs: request receipts live in the command_dedupe
 // family.
 type Head struct {
-	Format    string `json:"schema"` // HeadFormat
+	Format    string `json:"schema"` // HeadFormat or HeadFormatV2
 	Marker    Marker `json:"marker"`
 	ShardID   string `json:"logical_shard_id"`
 	Sequence  uint64 `json:"sequence"`
@@ -116,17 +130,59 @@ type Head struct {
 	// MaxRecentNonces, and never more than Sequence-1 (none at sequence 0
 	// or 1: a genesis head is written by no commit).
 	Recent []string `json:"recent_nonces"`
+	// Carrier (HeadFormat only; a head of HeadFormatV2 is read as true)
+	// says that the replica that wrote the head lists the other
+	// replicas' intents at its commits: it knows the head is shared. A
+	// replica that loses the head to a writer that does not (a lone
+	// writer, which saves the listing) commits its own commands instead of
+	// leaving them to it (docs/engine.md, section 5, Intents).
+	Carrier bool `json:"carrier"`
+}
+
+// headV2 is the wire form of a head of HeadFormatV2, which has no
+// carrier member; Head's own form is HeadFormat's.
+type headV2 struct {
+	Format    string   `json:"schema"`
+	Marker    Marker   `json:"marker"`
+	ShardID   string   `json:"logical_shard_id"`
+	Sequence  uint64   `json:"sequence"`
+	Root      string   `json:"root"`
+	RootSize  int64    `json:"root_size"`
+	Nonce     string   `json:"nonce"`
+	Committed int64    `json:"committed_at_unix_ms"`
+	Recent    []string `json:"recent_nonces"`
 }
 
 // Schema implements manifests.Document.
+func (*headV2) Schema() string { return HeadFormatV2 }
+
+// Schema implements manifests.Document: Head is HeadFormat's wire form.
 func (*Head) Schema() string { return HeadFormat }
 
+// headFormat is the format of the heads of a shard of marker m: a shard
+// keeps the head format of its value format, as it keeps the rest.
+func (sc Schema) headFormat(m Marker) string {
+	if sc.CarrierFrom > 0 && m.ValueFormatVersion >= sc.CarrierFrom {
+		return HeadFormat
+	}
+	return HeadFormatV2
+}
+
+// encodeHead encodes h in its Format (HeadFormatV2 when unset). A head
+// of HeadFormatV2 has no carrier member: its writer is taken to carry.
 func encodeHead(h *Head) ([]byte, error) {
-	h.Format = h.Schema()
 	if h.Recent == nil {
 		h.Recent = []string{}
 	}
-	return manifests.Encode(h)
+	switch h.Format {
+	case HeadFormat:
+		return manifests.Encode(h)
+	case "", HeadFormatV2:
+		h.Format = HeadFormatV2
+		return manifests.Encode(&headV2{Format: h.Format, Marker: h.Marker, ShardID: h.ShardID, Sequence: h.Sequence,
+			Root: h.Root, RootSize: h.RootSize, Nonce: h.Nonce, Committed: h.Committed, Recent: h.Recent})
+	}
+	return nil, fmt.Errorf("head: cannot write head format %q", h.Format)
 }
 
 // Genesis reports whether h is a genesis head: sequence 0, naming no
@@ -156,10 +212,10 @@ func (h *Head) RootHash() digest.Hash {
 // want accepts any marker (a sweep of a shard whose product it does not
 // know); a product passes its own.
 func DecodeHead(b []byte, id shards.ShardID, want Marker) (*Head, error) {
-	h := &Head{}
-	if err := manifests.Decode(b, h); err != nil {
-		if old := olderFormat(b); old != "" {
-			return nil, fmt.Errorf("%w: head format %s is from an older cairn; this version reads %s", ErrOldFormat, old, HeadFormat)
+	h, err := decodeWire(b)
+	if err != nil {
+		if old := headSchema(b); slices.Contains(olderHeadFormats, old) {
+			return nil, fmt.Errorf("%w: head format %s is from an older cairn; this version reads %s and %s", ErrOldFormat, old, HeadFormatV2, HeadFormat)
 		}
 		return nil, fmt.Errorf("%w: %w", ErrBadHead, err)
 	}
@@ -244,16 +300,35 @@ func HasObjects(ctx context.Context, b bucket.Bucket, layout shards.Layout) (boo
 	return len(page.Objects) > 0 || len(page.Prefixes) > 0, nil
 }
 
-// olderFormat returns the schema member of b when it names a head format
-// of an earlier version, else "".
-func olderFormat(b []byte) string {
+// headSchema returns the schema member of b, or "".
+func headSchema(b []byte) string {
 	var probe struct {
 		Schema string `json:"schema"`
 	}
-	if json.Unmarshal(b, &probe) != nil || !slices.Contains(olderHeadFormats, probe.Schema) {
+	if json.Unmarshal(b, &probe) != nil {
 		return ""
 	}
 	return probe.Schema
+}
+
+// decodeWire strictly decodes b in the format its schema member names:
+// HeadFormat into a Head, HeadFormatV2 into its own form, read as a
+// carrier (a writer of that format lists intents whenever the head is
+// shared).
+func decodeWire(b []byte) (*Head, error) {
+	if headSchema(b) == HeadFormatV2 {
+		w := &headV2{}
+		if err := manifests.Decode(b, w); err != nil {
+			return nil, err
+		}
+		return &Head{Format: w.Format, Marker: w.Marker, ShardID: w.ShardID, Sequence: w.Sequence, Root: w.Root,
+			RootSize: w.RootSize, Nonce: w.Nonce, Committed: w.Committed, Recent: w.Recent, Carrier: true}, nil
+	}
+	h := &Head{}
+	if err := manifests.Decode(b, h); err != nil {
+		return nil, err
+	}
+	return h, nil
 }
 
 // recentNonces returns the Recent list of the head that follows parent.

@@ -110,7 +110,9 @@ func (s *Store) othersActive() bool {
 // batches of more than one call (a load that others may share), so that
 // a lone writer's commits seldom wait for a listing. Nothing is probed
 // when the Store is contended already: the attempt lists intents itself
-// then.
+// then. In a shard whose heads say whether their writer carries
+// (HeadFormat), a paced Store's heads say it does not, and it probes only
+// every loneProbeEvery (loneProbeDue).
 func (s *Store) probeIntents(ctx context.Context, calls []*call) func() []foreignIntent {
 	none := func() []foreignIntent { return nil }
 	if !s.opts.Intents || s.opts.NoGroupCommit || s.othersActive() {
@@ -119,6 +121,9 @@ func (s *Store) probeIntents(ctx context.Context, calls []*call) func() []foreig
 	if s.opts.MinCommitInterval > 0 {
 		p := s.takeEarly()
 		if p == nil {
+			if !s.loneProbeDue() {
+				return none
+			}
 			p = s.listIntents(ctx)
 		}
 		return func() []foreignIntent { return p.take(calls) }
@@ -134,6 +139,45 @@ func (s *Store) probeIntents(ctx context.Context, calls []*call) func() []foreig
 	}
 	p := s.listIntents(ctx)
 	return func() []foreignIntent { return p.take(calls) }
+}
+
+// carries is what a head of format this Store writes says of it
+// (Head.Carrier): in HeadFormat, whether it lists the other replicas'
+// intents, which it does while it knows of them (contended); a head of
+// HeadFormatV2 says nothing and is read as a carrier's.
+func (s *Store) carries(format string) bool {
+	return format != HeadFormat || s.contended()
+}
+
+// loneProbeEvery is how often a paced Store that does not know of other
+// writers lists the intents in a shard whose heads say whether their
+// writer carries (HeadFormat). Its heads say it does not, so a replica
+// that loses the head to it commits its own commands rather than wait
+// for it, and once one of those lands this Store knows of the other; the
+// listing is only the backstop for a replica that keeps losing the race.
+const loneProbeEvery = contendedFor
+
+// loneProbeDue reports whether a paced Store that does not know of other
+// writers lists the intents at this commit: always in a shard of
+// HeadFormatV2 (whose readers leave their commands to whoever wrote the
+// head last), else once every loneProbeEvery. A due probe is counted as
+// made.
+func (s *Store) loneProbeDue() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.loneProbeDueLocked()
+}
+
+// loneProbeDueLocked is loneProbeDue with s.mu held.
+func (s *Store) loneProbeDueLocked() bool {
+	if s.latest == nil || s.latest.head.Format != HeadFormat {
+		return true
+	}
+	if !s.lastProbe.IsZero() && time.Since(s.lastProbe) < loneProbeEvery {
+		return false
+	}
+	s.lastProbe = time.Now()
+	return true
 }
 
 // A probe is one listing of other replicas' intents under way.
@@ -190,7 +234,7 @@ func (s *Store) ExpectCommand() {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.early != nil && s.early.age() < s.opts.MinCommitInterval {
+	if s.early != nil && s.early.age() < s.opts.MinCommitInterval || !s.loneProbeDueLocked() {
 		return
 	}
 	s.early = s.listIntents(s.stop)

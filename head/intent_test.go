@@ -58,6 +58,12 @@ func intentReplicas(t *testing.T, n int, interval, perRequest time.Duration) []*
 // by wrap (nil: none).
 func intentReplicasOver(t *testing.T, n int, interval, perRequest time.Duration, wrap func(i int, b bucket.Bucket) bucket.Bucket) []*head.Store {
 	t.Helper()
+	return intentReplicasOf(t, head.SchemaForTest, n, interval, perRequest, wrap)
+}
+
+// intentReplicasOf is intentReplicasOver with the shard of schema sc.
+func intentReplicasOf(t *testing.T, sc head.Schema, n int, interval, perRequest time.Duration, wrap func(i int, b bucket.Bucket) bucket.Bucket) []*head.Store {
+	t.Helper()
 	store := mem.NewStore()
 	id := shards.NewShardID()
 	var stores []*head.Store
@@ -67,7 +73,7 @@ func intentReplicasOver(t *testing.T, n int, interval, perRequest time.Duration,
 		if wrap != nil {
 			lb = wrap(i, lb)
 		}
-		s, err := head.Open(context.Background(), lb, id, head.SchemaForTest, head.Options{MinCommitInterval: interval, Intents: true})
+		s, err := head.Open(context.Background(), lb, id, sc, head.Options{MinCommitInterval: interval, Intents: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -463,6 +469,121 @@ func probeSharesTheHeadRead(t *testing.T, expect bool) {
 	}
 	if probed.Rounds > plain.Rounds {
 		t.Errorf("a probed call took %d rounds, one without a probe %d: the listing took a round of its own", probed.Rounds, plain.Rounds)
+	}
+}
+
+// TestLoneWriterListsSeldom: in a shard whose heads say whether their
+// writer carries (HeadFormat), a paced Store alone on its head writes
+// heads that say it does not and lists the intents only every
+// loneProbeEvery, not at every commit: a call there is its head read, its
+// staged objects and its head write. In a shard of HeadFormatV2 every
+// commit lists, since its readers may be waiting on it.
+func TestLoneWriterListsSeldom(t *testing.T) {
+	ctx := context.Background()
+	const calls = 12
+	lists := func(sc head.Schema) (int64, *head.Head) {
+		t.Helper()
+		cnt := counting.New(mem.NewBucket())
+		s, err := head.Open(ctx, cnt, shards.NewShardID(), sc, head.Options{MinCommitInterval: 5 * time.Millisecond, Intents: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		handleAppend(s)
+		if err := s.Initialize(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(0, "warm")}); err != nil {
+			t.Fatal(err)
+		}
+		cnt.Reset()
+		for i := range calls {
+			s.ExpectCommand() // as a Workbench write tool does
+			if _, err := s.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(i, "x")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h, _, err := head.ReadHead(ctx, cnt, s.Layout(), sc.Marker)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cnt.Snapshot().List.Requests, h
+	}
+	v3, h3 := lists(head.CarrierSchemaForTest)
+	v2, h2 := lists(head.SchemaForTest)
+	t.Logf("listings over %d calls: %d with heads of %s, %d with heads of %s", calls, v3, h3.Format, v2, h2.Format)
+	if h3.Format != head.HeadFormat || h3.Carrier || h2.Format != head.HeadFormatV2 {
+		t.Fatalf("heads: %s carrier %v, %s; want %s carrier false, %s", h3.Format, h3.Carrier, h2.Format, head.HeadFormat, head.HeadFormatV2)
+	}
+	if v3 != 0 || v2 < calls {
+		t.Fatalf("listings: %d in a shard of %s, %d in one of %s; want 0 and at least %d", v3, head.HeadFormat, v2, head.HeadFormatV2, calls)
+	}
+}
+
+// TestNewcomerJoinsALoneWriter: a replica that starts beside a lone
+// writer of HeadFormat heads, which does not list intents, still gets
+// every command applied once while the writer keeps committing: it
+// competes for the head instead of waiting for a carrier, its head write
+// tells the writer of it, and from then on heads say their writer
+// carries.
+func TestNewcomerJoinsALoneWriter(t *testing.T) {
+	const interval = 50 * time.Millisecond
+	stores := intentReplicasOf(t, head.CarrierSchemaForTest, 2, interval, time.Millisecond, nil)
+	lone, newcomer := stores[0], stores[1]
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := lone.Initialize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := lone.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(1, fmt.Sprint("a", i))}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	time.Sleep(5 * interval)
+	if h, _, err := head.ReadHead(ctx, lone.Bucket(), lone.Layout(), head.CarrierSchemaForTest.Marker); err != nil || h.Carrier {
+		t.Fatalf("the lone writer's head: %+v, %v; want carrier false", h, err)
+	}
+	began := time.Now()
+	const n = 10
+	for i := range n {
+		if _, err := newcomer.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(2, fmt.Sprint("b", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	took := time.Since(began)
+	close(stop)
+	wg.Wait()
+	published, _ := newcomer.IntentStats()
+	_, carried := lone.IntentStats()
+	t.Logf("the newcomer's %d commands took %v (%.1f intervals each); it published %d intents, the lone writer carried %d", n, took, float64(took)/float64(n*interval), published, carried)
+	sn, err := newcomer.Pin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := sn.Get(ctx, rqFamilies[0], rqKey(rqFamilies[0], 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ""
+	for i := range n {
+		want += fmt.Sprint("b", i) + ";"
+	}
+	if string(got) != want {
+		t.Fatalf("the newcomer's list is %q, want %q: a command lost or applied twice", got, want)
+	}
+	if h := sn.Head(); !h.Carrier {
+		t.Errorf("after the newcomer's commands the head (sequence %d) says its writer does not carry", h.Sequence)
 	}
 }
 

@@ -14,9 +14,9 @@ import (
 )
 
 // TestPreviousValueFormat: a Store opens a shard of its value format or
-// the three before, and keeps writing the shard's own marker (its head
-// and its schema record); a shard four value formats older, or newer, is
-// refused.
+// the four before, and keeps writing the shard's own marker and head
+// format (its head and its schema record); a shard five value formats
+// older, or newer, is refused.
 func TestPreviousValueFormat(t *testing.T) {
 	ctx := context.Background()
 	b := mem.NewBucket()
@@ -24,6 +24,7 @@ func TestPreviousValueFormat(t *testing.T) {
 	with := func(v uint64) head.Schema {
 		sc := head.SchemaForTest
 		sc.Marker.ValueFormatVersion = v
+		sc.CarrierFrom = 3 // heads of HeadFormat from value format 3
 		return sc
 	}
 	openAs := func(v uint64) *head.Store {
@@ -53,6 +54,9 @@ func TestPreviousValueFormat(t *testing.T) {
 	if m := sn.Marker(); m.ValueFormatVersion != 2 {
 		t.Fatalf("the shard's marker after a commit by the newer Store: %+v", m)
 	}
+	if f := sn.Head().Format; f != head.HeadFormatV2 {
+		t.Fatalf("the shard's head after a commit by the newer Store: %s, want %s", f, head.HeadFormatV2)
+	}
 	if v, ok, err := sn.Get(ctx, fam, key(1)); err != nil || !ok || string(v) != "a" {
 		t.Fatalf("the older Store's record: %q %v %v", v, ok, err)
 	}
@@ -60,12 +64,12 @@ func TestPreviousValueFormat(t *testing.T) {
 	if _, err := old.Do(ctx, put(3, "c")); err != nil {
 		t.Fatalf("the older Store after the newer one committed: %v", err)
 	}
-	for _, v := range []uint64{4, 5} {
+	for _, v := range []uint64{4, 5, 6} {
 		if _, err := openAs(v).Pin(ctx); err != nil {
 			t.Fatalf("a Store of value format %d on a shard of 2: %v", v, err)
 		}
 	}
-	for _, v := range []uint64{1, 6} {
+	for _, v := range []uint64{1, 7} {
 		if _, err := openAs(v).Pin(ctx); !errors.Is(err, head.ErrSchemaMismatch) {
 			t.Fatalf("a Store of value format %d on a shard of 2: %v, want ErrSchemaMismatch", v, err)
 		}
@@ -81,8 +85,8 @@ func TestPreviousValueFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Marker.ValueFormatVersion != 2 {
-		t.Fatalf("a head written for a root of value format 2 has marker %+v", h.Marker)
+	if h.Marker.ValueFormatVersion != 2 || h.Format != head.HeadFormatV2 {
+		t.Fatalf("a head written for a root of value format 2 has marker %+v, format %s", h.Marker, h.Format)
 	}
 	if _, err := openAs(3).Do(ctx, put(4, "d")); err != nil {
 		t.Fatalf("a commit after the head was written again: %v", err)
@@ -96,7 +100,7 @@ func TestPreviousValueFormat(t *testing.T) {
 	if _, err := fresh.Do(ctx, put(1, "x")); err != nil {
 		t.Fatal(err)
 	}
-	if sn, err := fresh.Pin(ctx); err != nil || sn.Marker().ValueFormatVersion != 3 {
-		t.Fatalf("a new shard's marker: %v", err)
+	if sn, err := fresh.Pin(ctx); err != nil || sn.Marker().ValueFormatVersion != 3 || sn.Head().Format != head.HeadFormat {
+		t.Fatalf("a new shard's marker and head format: %v", err)
 	}
 }

@@ -196,6 +196,7 @@ func (s *Store) restoreAttempt(ctx context.Context, sn *Snapshot, old *roots.Roo
 	c.writes = append(c.writes, write{s.layout.Root(ref.Hash), body})
 	c.root, c.rootRef = root, ref
 	c.head = &Head{
+		Format:    s.schema.headFormat(sn.head.Marker),
 		Marker:    sn.head.Marker,
 		ShardID:   s.id.String(),
 		Sequence:  root.Sequence,
@@ -204,6 +205,7 @@ func (s *Store) restoreAttempt(ctx context.Context, sn *Snapshot, old *roots.Roo
 		Nonce:     nonceString(nonce),
 		Committed: now.UnixMilli(),
 		Recent:    recentNonces(sn.head),
+		Carrier:   s.carries(s.schema.headFormat(sn.head.Marker)),
 	}
 	if c.headBytes, err = encodeHead(c.head); err != nil {
 		return nil, err
@@ -386,6 +388,7 @@ func WriteHeadAt(ctx context.Context, b bucket.Bucket, id shards.ShardID, sc Sch
 		return nil, fmt.Errorf("head: write head at %s: %w", id, err)
 	}
 	h := &Head{
+		Format:    sc.headFormat(m),
 		Marker:    m,
 		ShardID:   id.String(),
 		Sequence:  r.Sequence,
@@ -394,6 +397,7 @@ func WriteHeadAt(ctx context.Context, b bucket.Bucket, id shards.ShardID, sc Sch
 		Nonce:     nonceString(r.Nonce),
 		Committed: committed.UnixMilli(),
 		Recent:    []string{},
+		Carrier:   sc.headFormat(m) != HeadFormat,
 	}
 	hb, err := encodeHead(h)
 	if err != nil {

@@ -11,3 +11,14 @@ var testSchema = Schema{
 
 // SchemaForTest is testSchema, for the black-box tests.
 var SchemaForTest = testSchema
+
+// carrierSchema is testSchema with heads of HeadFormat, which say
+// whether their writer carries (CarrierFrom); CarrierSchemaForTest is it
+// for the black-box tests.
+var carrierSchema = func() Schema {
+	sc := testSchema
+	sc.CarrierFrom = sc.Marker.ValueFormatVersion
+	return sc
+}()
+
+var CarrierSchemaForTest = carrierSchema

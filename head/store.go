@@ -477,11 +477,13 @@ func (sn *Snapshot) checkSchemaRecord(ctx context.Context) error {
 // prefix. A head that exists already is bucket.ErrPrecondition.
 func (s *Store) createGenesis(ctx context.Context) error {
 	h := &Head{
+		Format:    s.schema.headFormat(s.schema.Marker),
 		Marker:    s.schema.Marker,
 		ShardID:   s.id.String(),
 		Nonce:     nonceString(newNonce()),
 		Committed: s.opts.Now().UnixMilli(),
 		Recent:    []string{},
+		Carrier:   s.carries(s.schema.headFormat(s.schema.Marker)),
 	}
 	b, err := encodeHead(h)
 	if err != nil {
@@ -514,6 +516,7 @@ func (s *Store) initialize(ctx context.Context, sn *Snapshot) error {
 		return err
 	}
 	h := &Head{
+		Format:    s.schema.headFormat(sn.head.Marker),
 		Marker:    sn.head.Marker,
 		ShardID:   s.id.String(),
 		Sequence:  1,
@@ -522,6 +525,7 @@ func (s *Store) initialize(ctx context.Context, sn *Snapshot) error {
 		Nonce:     nonceString(nonce),
 		Committed: now.UnixMilli(),
 		Recent:    recentNonces(sn.head),
+		Carrier:   s.carries(s.schema.headFormat(sn.head.Marker)),
 	}
 	c.head = h
 	if c.headBytes, err = encodeHead(h); err != nil {

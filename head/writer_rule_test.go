@@ -10,7 +10,6 @@ import (
 	"github.com/cairnstore/cairn/bucket/fault"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/head"
-	"github.com/cairnstore/cairn/manifests"
 	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/shards"
 )
@@ -30,12 +29,8 @@ import (
 // headRoot reads the head straight from the bucket and returns its root.
 func headRoot(t *testing.T, b bucket.Bucket, layout shards.Layout) digest.Hash {
 	t.Helper()
-	body, _, err := b.Get(context.Background(), layout.Head())
+	h, _, err := head.ReadHead(context.Background(), b, layout, head.Marker{})
 	if err != nil {
-		t.Fatal(err)
-	}
-	var h head.Head
-	if err := manifests.Decode(body, &h); err != nil {
 		t.Fatal(err)
 	}
 	root, err := digest.Parse(h.Root)

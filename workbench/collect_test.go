@@ -13,7 +13,6 @@ import (
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/gcsweep"
 	"github.com/cairnstore/cairn/head"
-	"github.com/cairnstore/cairn/manifests"
 	"github.com/cairnstore/cairn/manifests/bodies"
 	"github.com/cairnstore/cairn/roots/walk"
 	"github.com/cairnstore/cairn/workbench"
@@ -153,12 +152,8 @@ func TestCollectRevisions(t *testing.T) {
 		t.Fatalf("the sweep deleted nothing: %+v", swept)
 	}
 	layout := s.Store().Layout()
-	body, _, err := b.Get(ctx, layout.Head())
+	h, _, err := head.ReadHead(ctx, b, layout, head.Marker{})
 	if err != nil {
-		t.Fatal(err)
-	}
-	var h head.Head
-	if err := manifests.Decode(body, &h); err != nil {
 		t.Fatal(err)
 	}
 	root, _ := digest.Parse(h.Root)

@@ -14,21 +14,21 @@ import (
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
-// TestOpenRefusesOlderValueFormat: a store written four value formats
+// TestOpenRefusesOlderValueFormat: a store written five value formats
 // before the Service's (today 1, before small bodies moved inline into
 // their manifest rows) fails closed at open, with an error that says so;
-// the three formats just before are read (TestGoldenStore).
+// the four formats just before are read (TestGoldenStore).
 func TestOpenRefusesOlderValueFormat(t *testing.T) {
 	ctx := context.Background()
 	b := mem.NewBucket()
 	old := nokv.Schema()
 	old.Marker.ValueFormatVersion = core.OldestValueFormat - 1
 	if v := core.TestValueFormat; v != 0 {
-		// The Service creates shards of v, and reads the three before.
-		if v-4 < 1 {
+		// The Service creates shards of v, and reads the four before.
+		if v-5 < 1 {
 			t.Skipf("value format %d: no older value format to refuse", v)
 		}
-		old.Marker.ValueFormatVersion = uint64(v - 4)
+		old.Marker.ValueFormatVersion = uint64(v - 5)
 	}
 	st, err := head.Open(ctx, b, shards.ShardID(core.Derive16("shard", "test")), old, head.Options{})
 	if err != nil {

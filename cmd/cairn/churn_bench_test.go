@@ -13,7 +13,6 @@ import (
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/gcsweep"
 	"github.com/cairnstore/cairn/head"
-	"github.com/cairnstore/cairn/manifests"
 	"github.com/cairnstore/cairn/roots/walk"
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench"
@@ -168,12 +167,8 @@ func envInt(tb testing.TB, name string) int {
 
 // headOf returns the head's sequence.
 func headOf(ctx context.Context, b bucket.Bucket, layout shards.Layout) (uint64, error) {
-	body, _, err := b.Get(ctx, layout.Head())
+	h, _, err := head.ReadHead(ctx, b, layout, head.Marker{})
 	if err != nil {
-		return 0, err
-	}
-	var h head.Head
-	if err := manifests.Decode(body, &h); err != nil {
 		return 0, err
 	}
 	return h.Sequence, nil

@@ -516,8 +516,8 @@ func FromError(err error) *Error {
 	case errors.Is(err, head.ErrRequestReused):
 		e = InvalidState("a request id was reused with different inputs")
 	case errors.Is(err, head.ErrSchemaMismatch), errors.Is(err, head.ErrBadHead):
-		e = InvalidState(fmt.Sprintf("the store was written in another format than this version's (%s format %d, value format %d, head %s); open it with the version that wrote it",
-			nokv.SchemaID, nokv.FormatVersion, nokv.ValueFormatVersion, head.HeadFormat))
+		e = InvalidState(fmt.Sprintf("the store was written in another format than this version's (%s format %d, value format %d, head %s or %s); open it with the version that wrote it",
+			nokv.SchemaID, nokv.FormatVersion, nokv.ValueFormatVersion, head.HeadFormatV2, head.HeadFormat))
 	case errors.Is(err, head.ErrClosed):
 		e = NewError(CodeInternal, "the store is closed", true, SourceDetails())
 	default:

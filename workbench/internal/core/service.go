@@ -88,8 +88,8 @@ type Options struct {
 	// of an older release shares the bucket, which refuses version 3.
 	MemberTrees bool
 	// ValueFormat is the value format the Service creates new shards in:
-	// 0 or nokv.ValueFormatVersion (5) for today's, or one of the three
-	// before (4, 3, 2), which a cairn of that format can still read, while
+	// 0 or nokv.ValueFormatVersion (6) for today's, or one of the four
+	// before (5, 4, 3, 2), which a cairn of that format can still read, while
 	// replicas of it share the bucket. Shards that exist keep their own.
 	ValueFormat int
 	// Engine tunes the commit engine.
@@ -103,9 +103,9 @@ type Options struct {
 var TestValueFormat = 0
 
 // OldestValueFormat is the oldest value format a Service reads and
-// creates: a Store opens shards of the three value formats before its
+// creates: a Store opens shards of the four value formats before its
 // own.
-const OldestValueFormat = nokv.ValueFormatVersion - 3
+const OldestValueFormat = nokv.ValueFormatVersion - 4
 
 // Service serves the Workbench tools of one agent's deployment root over
 // one bucket. Any number of Services, in one process or many, may serve

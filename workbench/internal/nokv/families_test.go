@@ -149,11 +149,11 @@ func TestFamiliesReturnsCopy(t *testing.T) {
 
 func TestSchemaMarker(t *testing.T) {
 	sc := nokv.Schema()
-	if sc.Marker.SchemaID != "nokv_workspace" || sc.Marker.FormatVersion != 13 || sc.Marker.ValueFormatVersion != 5 {
-		t.Fatalf("marker = %+v, want nokv_workspace 13/5", sc.Marker)
+	if sc.Marker.SchemaID != "nokv_workspace" || sc.Marker.FormatVersion != 13 || sc.Marker.ValueFormatVersion != 6 {
+		t.Fatalf("marker = %+v, want nokv_workspace 13/6", sc.Marker)
 	}
-	if sc.CompressFrom != 5 {
-		t.Fatalf("CompressFrom = %d, want 5", sc.CompressFrom)
+	if sc.CompressFrom != 5 || sc.CarrierFrom != 6 {
+		t.Fatalf("CompressFrom = %d, CarrierFrom = %d, want 5 and 6", sc.CompressFrom, sc.CarrierFrom)
 	}
 	if sc.Families != fams {
 		t.Fatal("Schema().Families is not Families()")
