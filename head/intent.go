@@ -111,8 +111,8 @@ func (s *Store) othersActive() bool {
 // a lone writer's commits seldom wait for a listing. Nothing is probed
 // when the Store is contended already: the attempt lists intents itself
 // then. In a shard whose heads say whether their writer carries
-// (HeadFormat), a paced Store's heads say it does not, and it probes only
-// every loneProbeEvery (loneProbeDue).
+// (HeadFormat), a paced Store's heads say it does not, and it probes a
+// commit of one call only every loneProbeEvery (loneProbeDue).
 func (s *Store) probeIntents(ctx context.Context, calls []*call) func() []foreignIntent {
 	none := func() []foreignIntent { return nil }
 	if !s.opts.Intents || s.opts.NoGroupCommit || s.othersActive() {
@@ -121,7 +121,7 @@ func (s *Store) probeIntents(ctx context.Context, calls []*call) func() []foreig
 	if s.opts.MinCommitInterval > 0 {
 		p := s.takeEarly()
 		if p == nil {
-			if !s.loneProbeDue() {
+			if len(calls) <= 1 && !s.loneProbeDue() {
 				return none
 			}
 			p = s.listIntents(ctx)
@@ -150,18 +150,24 @@ func (s *Store) carries(format string) bool {
 }
 
 // loneProbeEvery is how often a paced Store that does not know of other
-// writers lists the intents in a shard whose heads say whether their
-// writer carries (HeadFormat). Its heads say it does not, so a replica
-// that loses the head to it commits its own commands rather than wait
-// for it, and once one of those lands this Store knows of the other; the
-// listing is only the backstop for a replica that keeps losing the race.
+// writers lists the intents for a commit of one call in a shard whose
+// heads say whether their writer carries (HeadFormat). Its heads say it
+// does not, so a replica that loses the head to it commits its own
+// commands rather than wait for it, and once one of those lands this
+// Store knows of the other. But a writer that takes every turn of the
+// head leaves the other none: its own turn comes first, by its own clock,
+// and the other reads the head before writing and finds it moved. So a
+// commit of more than one call (a load that others may share, and one
+// that takes every turn) still lists, which costs little per call; a
+// commit of one call lists every loneProbeEvery, the backstop for a
+// replica that keeps losing to a writer of one call a turn.
 const loneProbeEvery = contendedFor
 
 // loneProbeDue reports whether a paced Store that does not know of other
-// writers lists the intents at this commit: always in a shard of
-// HeadFormatV2 (whose readers leave their commands to whoever wrote the
-// head last), else once every loneProbeEvery. A due probe is counted as
-// made.
+// writers lists the intents for a commit of one call: always in a shard
+// of HeadFormatV2 (whose readers leave their commands to whoever wrote
+// the head last), else once every loneProbeEvery. A due probe is counted
+// as made.
 func (s *Store) loneProbeDue() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -474,14 +474,17 @@ func probeSharesTheHeadRead(t *testing.T, expect bool) {
 
 // TestLoneWriterListsSeldom: in a shard whose heads say whether their
 // writer carries (HeadFormat), a paced Store alone on its head writes
-// heads that say it does not and lists the intents only every
-// loneProbeEvery, not at every commit: a call there is its head read, its
-// staged objects and its head write. In a shard of HeadFormatV2 every
-// commit lists, since its readers may be waiting on it.
+// heads that say it does not and, for commits of one call, lists the
+// intents only every loneProbeEvery, not at every commit: a call there
+// is its head read, its staged objects and its head write. A commit of
+// several calls still lists (a writer that takes every turn would
+// otherwise starve a replica that competes for them). In a shard of
+// HeadFormatV2 every commit lists, since its readers may be waiting on
+// it.
 func TestLoneWriterListsSeldom(t *testing.T) {
 	ctx := context.Background()
 	const calls = 12
-	lists := func(sc head.Schema) (int64, *head.Head) {
+	lists := func(sc head.Schema) (int64, *head.Head, int64) {
 		t.Helper()
 		cnt := counting.New(mem.NewBucket())
 		s, err := head.Open(ctx, cnt, shards.NewShardID(), sc, head.Options{MinCommitInterval: 5 * time.Millisecond, Intents: true})
@@ -507,11 +510,29 @@ func TestLoneWriterListsSeldom(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return cnt.Snapshot().List.Requests, h
+		single := cnt.Snapshot().List.Requests
+		// Then commits of several calls each.
+		cnt.Reset()
+		var wg sync.WaitGroup
+		for i := range calls {
+			wg.Go(func() {
+				if _, err := s.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(i, "y")}); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if st := s.CommitStats(); st.Commands <= st.Batches {
+			t.Fatalf("%d commands in %d batches: no batch of several calls", st.Commands, st.Batches)
+		}
+		return single, h, cnt.Snapshot().List.Requests
 	}
-	v3, h3 := lists(head.CarrierSchemaForTest)
-	v2, h2 := lists(head.SchemaForTest)
-	t.Logf("listings over %d calls: %d with heads of %s, %d with heads of %s", calls, v3, h3.Format, v2, h2.Format)
+	v3, h3, busy3 := lists(head.CarrierSchemaForTest)
+	v2, h2, _ := lists(head.SchemaForTest)
+	t.Logf("listings over %d calls: %d with heads of %s, %d with heads of %s; then %d over %d concurrent calls with heads of %s", calls, v3, h3.Format, v2, h2.Format, busy3, calls, h3.Format)
+	if busy3 == 0 {
+		t.Errorf("commits of several calls in a shard of %s listed no intents", head.HeadFormat)
+	}
 	if h3.Format != head.HeadFormat || h3.Carrier || h2.Format != head.HeadFormatV2 {
 		t.Fatalf("heads: %s carrier %v, %s; want %s carrier false, %s", h3.Format, h3.Carrier, h2.Format, head.HeadFormat, head.HeadFormatV2)
 	}
@@ -521,14 +542,24 @@ func TestLoneWriterListsSeldom(t *testing.T) {
 }
 
 // TestNewcomerJoinsALoneWriter: a replica that starts beside a lone
-// writer of HeadFormat heads, which does not list intents, still gets
-// every command applied once while the writer keeps committing: it
-// competes for the head instead of waiting for a carrier, its head write
-// tells the writer of it, and from then on heads say their writer
-// carries.
+// writer of HeadFormat heads, which does not list intents for a commit
+// of one call, still gets every command applied once, and soon, while
+// the writer keeps committing: it competes for the head instead of
+// waiting for a carrier, and its head write tells the writer of it; or,
+// when the writer takes every turn with commits of several calls, the
+// writer's listing finds its intents. From then on heads say their
+// writer carries.
 func TestNewcomerJoinsALoneWriter(t *testing.T) {
-	const interval = 50 * time.Millisecond
-	stores := intentReplicasOf(t, head.CarrierSchemaForTest, 2, interval, time.Millisecond, nil)
+	for _, load := range []int{1, 4} {
+		t.Run(fmt.Sprintf("writers=%d", load), func(t *testing.T) { newcomerJoinsALoneWriter(t, load) })
+	}
+}
+
+// newcomerJoinsALoneWriter has the lone replica commit from load
+// goroutines at once.
+func newcomerJoinsALoneWriter(t *testing.T, load int) {
+	const interval = 100 * time.Millisecond
+	stores := intentReplicasOf(t, head.CarrierSchemaForTest, 2, interval, interval/5, nil)
 	lone, newcomer := stores[0], stores[1]
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -537,19 +568,21 @@ func TestNewcomerJoinsALoneWriter(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
+	for g := range load {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := lone.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(10+g, fmt.Sprint("a", i))}); err != nil {
+					t.Error(err)
+					return
+				}
 			}
-			if _, err := lone.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(1, fmt.Sprint("a", i))}); err != nil {
-				t.Error(err)
-				return
-			}
-		}
-	})
+		})
+	}
 	time.Sleep(5 * interval)
 	if h, _, err := head.ReadHead(ctx, lone.Bucket(), lone.Layout(), head.CarrierSchemaForTest.Marker); err != nil || h.Carrier {
 		t.Fatalf("the lone writer's head: %+v, %v; want carrier false", h, err)
@@ -584,6 +617,11 @@ func TestNewcomerJoinsALoneWriter(t *testing.T) {
 	}
 	if h := sn.Head(); !h.Carrier {
 		t.Errorf("after the newcomer's commands the head (sequence %d) says its writer does not carry", h.Sequence)
+	}
+	// A liveness bound, not a speed claim: a newcomer left to the lone
+	// writer's backstop listing would wait loneProbeEvery (10 s).
+	if took > 8*time.Second {
+		t.Errorf("the newcomer's %d commands took %v: it waited on a writer that does not list", n, took)
 	}
 }
 
