@@ -43,6 +43,9 @@ type candidate struct {
 	// compress: the shard keeps its shard objects and delta segments
 	// compressed (Schema.CompressFrom).
 	compress bool
+	// tableFormat is the format of the tables it writes
+	// (Schema.LastKeysFrom).
+	tableFormat uint8
 }
 
 type write struct {
@@ -90,6 +93,7 @@ func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonc
 		marker = sn.Marker()
 	}
 	c.compress = s.schema.compresses(marker)
+	c.tableFormat = s.schema.tableFormat(marker)
 	root := &roots.Root{Nonce: nonce, Sequence: 1}
 	if sn != nil {
 		root.Parent = sn.rootHash

@@ -166,7 +166,7 @@ func (s *Store) buildFamily(ctx context.Context, sn *Snapshot, f shards.Family, 
 	if len(entries) == 0 {
 		return roots.FamilyRef{}, false, nil
 	}
-	t := &roots.Table{Nonce: nonce, Family: f}
+	t := &roots.Table{Format: c.tableFormat, Nonce: nonce, Family: f}
 	for _, e := range entries {
 		t.Entries = append(t.Entries, e)
 	}
@@ -235,6 +235,22 @@ type builtObject struct {
 	obj  *shards.Object
 	body []byte
 	ref  shards.Ref
+}
+
+// lastOfParts is the Last of a paged shard rebuilt as parts: the last
+// key of its last page, when that page is new or is the old index's
+// last page kept as it was (its Last is the old entry's); "" (not known)
+// otherwise, which only costs readers the shortcut until a fold rewrites
+// that page.
+func lastOfParts(parts []part, x *shards.Index, old roots.Entry) string {
+	p := parts[len(parts)-1]
+	switch {
+	case p.obj != nil:
+		return roots.LastKey(p.obj.Last())
+	case x != nil && p.at == x.Len()-1:
+		return old.Last
+	}
+	return ""
 }
 
 // part is one page of a shard being rebuilt: a new object (obj), or a
@@ -313,7 +329,7 @@ func (s *Store) buildShard(ctx context.Context, f shards.Family, idx uint8, old 
 		if err != nil {
 			return shardBuild{}, err
 		}
-		out.entry, out.ok = roots.Entry{Shard: idx, Ref: ref, Inline: s.inline(out.objects[len(out.objects)-1].body)}, true
+		out.entry, out.ok = roots.Entry{Shard: idx, Ref: ref, Inline: s.inline(out.objects[len(out.objects)-1].body), Last: roots.LastKey(o.Last())}, true
 		return out, nil
 	}
 	pages := make([]shards.PageRef, len(parts))
@@ -339,7 +355,7 @@ func (s *Store) buildShard(ctx context.Context, f shards.Family, idx uint8, old 
 	if err != nil {
 		return shardBuild{}, err
 	}
-	out.entry, out.ok = roots.Entry{Shard: idx, Index: true, Ref: ref, Inline: s.inline(body)}, true
+	out.entry, out.ok = roots.Entry{Shard: idx, Index: true, Ref: ref, Inline: s.inline(body), Last: lastOfParts(parts, x, old)}, true
 	out.index, out.indexBody = nx, body
 	return out, nil
 }

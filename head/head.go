@@ -65,6 +65,20 @@ type Schema struct {
 	// its own: a release that reads only HeadFormatV2 refuses the newer
 	// head.
 	CarrierFrom uint64
+	// LastKeysFrom, if not 0, is the value format from which a shard's
+	// tables are of roots.TableFormat, each entry with its shard's last
+	// key, so that a lookup of a key past it (a new, time-ordered id)
+	// reads no shard. A release that reads only roots.TableFormatV3
+	// refuses those tables: it needs a value format of its own too.
+	LastKeysFrom uint64
+}
+
+// tableFormat is the table format a shard of marker m writes.
+func (sc Schema) tableFormat(m Marker) uint8 {
+	if sc.LastKeysFrom > 0 && m.ValueFormatVersion >= sc.LastKeysFrom {
+		return roots.TableFormat
+	}
+	return roots.TableFormatV3
 }
 
 // compresses reports whether a shard of marker m keeps its objects

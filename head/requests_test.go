@@ -238,7 +238,7 @@ func TestRequestsPrefetch(t *testing.T) {
 	w := newRQReplica(t, store, id, head.Options{InlineBytes: -1})
 	rqFillWith(t, w.s, rqFamilies, 1000, head.Options{InlineBytes: -1}) // every shard an object of its own
 	mb, _ := mem.New(store, "")
-	cb := counting.New(latency.New(mb, latency.Options{PerRequest: 3 * time.Millisecond}))
+	cb := counting.New(latency.New(mb, latency.Options{PerRequest: 20 * time.Millisecond}))
 	r, err := head.Open(context.Background(), cb, id, head.SchemaForTest, head.Options{})
 	if err != nil {
 		t.Fatal(err)

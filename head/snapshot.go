@@ -309,6 +309,9 @@ func (s *Store) loadShard(ctx context.Context, f shards.Family, e roots.Entry) (
 		return nil, fmt.Errorf("head: shard %s/%02x %s: %d records of %d bytes, table says %d of %d: %w",
 			f, idx, ref.Hash, o.Len(), o.StoredSize(), ref.Count, ref.Size, bucket.ErrIntegrity)
 	}
+	if e.Last != "" && roots.LastKey(o.Last()) != e.Last {
+		return nil, fmt.Errorf("head: shard %s/%02x %s: last key %x, table says %x: %w", f, idx, ref.Hash, o.Last(), e.Last, bucket.ErrIntegrity)
+	}
 	return o, nil
 }
 
@@ -435,8 +438,8 @@ func (sn *Snapshot) get(ctx context.Context, f shards.Family, key []byte) ([]byt
 		return nil, false, nil
 	}
 	e, ok := t.Entry(idx)
-	if !ok {
-		return nil, false, nil
+	if !ok || e.Above(key) {
+		return nil, false, nil // past the shard's last key: a new id costs no read
 	}
 	return sn.s.entryGet(ctx, f, e, key)
 }
@@ -667,6 +670,8 @@ func (sn *Snapshot) cached(ctx context.Context, t *roots.Table, r ShardRef) bool
 	switch {
 	case !ok:
 		return true
+	case r.Prefix != nil && e.Above(r.Prefix):
+		return true // no key under the prefix: a read of it reads nothing
 	case !e.Index:
 		return sn.s.objects.Cached(e.Ref.Hash)
 	case !sn.s.indexes.Cached(e.Ref.Hash):

@@ -1,6 +1,7 @@
 package roots
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,13 +15,20 @@ import (
 
 // Format versions written into tables and roots. Root format 2 added the
 // delta list; table format 2 the kind of each entry (a shard object or a
-// page index); table format 3 entries that carry their object inline.
-// Roots of format 1 and tables of formats 1 and 2 are refused, not
-// migrated.
+// page index); table format 3 entries that carry their object inline;
+// table format 4 the last key of each entry's shard (Entry.Last). Tables
+// of format 3 are still read and written (Table.Format), for the shards
+// whose value format predates 4; roots of format 1 and tables of formats
+// 1 and 2 are refused, not migrated.
 const (
-	TableFormat = 3
-	RootFormat  = 2
+	TableFormat   = 4
+	TableFormatV3 = 3
+	RootFormat    = 2
 )
+
+// MaxLastKey bounds the bytes of a table entry's Last: a longer last key
+// is kept as its first MaxLastKey bytes.
+const MaxLastKey = 64
 
 // Kinds of a table entry, as encoded. An inline entry is followed by the
 // object's bytes, which hash to the entry's hash.
@@ -72,10 +80,41 @@ type Entry struct {
 	Index  bool
 	Ref    shards.Ref
 	Inline string
+	// Last (table format 4) is the shard's greatest key, or its first
+	// MaxLastKey bytes when longer; "" when not known (a table of format
+	// 3). A reader knows a key above it absent without reading the shard
+	// (Above): a new, time-ordered id, looked up to check that it is
+	// free, costs no request.
+	Last string
+}
+
+// LastKey returns what Entry.Last keeps of the last key k.
+func LastKey(k []byte) string {
+	return string(k[:min(len(k), MaxLastKey)])
+}
+
+// Above reports whether every key that begins with p is greater than
+// every key of the entry's shard, so that none is there. A Last of
+// MaxLastKey bytes may be the cut of a longer key: only the bytes it
+// keeps are compared then.
+func (e Entry) Above(p []byte) bool {
+	switch n := len(e.Last); {
+	case n == 0:
+		return false
+	case n < MaxLastKey:
+		return bytes.Compare(p, []byte(e.Last)) > 0
+	default:
+		m := min(len(p), n)
+		return bytes.Compare(p[:m], []byte(e.Last[:m])) > 0
+	}
 }
 
 // Table names the current object of each non-empty shard of one family.
 type Table struct {
+	// Format is the table format to write, TableFormat or TableFormatV3
+	// (0 is TableFormat); a decoded table has the format it was read in.
+	// Format 3 keeps no Last.
+	Format  uint8
 	Nonce   Nonce
 	Family  shards.Family
 	Entries []Entry // Shard strictly ascending
@@ -125,9 +164,17 @@ func (e Entry) kind() uint8 {
 func (t *Table) encodedLen() int {
 	n := 4 + 1 + 16 + 1 + 2
 	for _, e := range t.Entries {
-		n += tableEntryLen + len(e.Inline)
+		n += tableEntryLen + len(e.Inline) + 1 + len(e.Last)
 	}
 	return n
+}
+
+// format is the format t writes.
+func (t *Table) format() uint8 {
+	if t.Format == 0 {
+		return TableFormat
+	}
+	return t.Format
 }
 
 // Encode returns the table's canonical bytes and reference. A table has at
@@ -140,8 +187,12 @@ func (t *Table) Encode(s *shards.Schema) ([]byte, shards.Ref, error) {
 	if !s.Known(t.Family) {
 		return nil, shards.Ref{}, fmt.Errorf("roots: encode table: %w", shards.ErrUnknownFamily)
 	}
+	format := t.format()
+	if format != TableFormat && format != TableFormatV3 {
+		return nil, shards.Ref{}, fmt.Errorf("roots: encode table %s: format %d: %w", s.Name(t.Family), format, ErrMalformed)
+	}
 	w := wire.NewWriter(make([]byte, 0, t.encodedLen())).
-		Raw([]byte(tableMagic)).U8(TableFormat).Raw(t.Nonce[:]).U8(byte(t.Family)).U16(uint16(len(t.Entries)))
+		Raw([]byte(tableMagic)).U8(format).Raw(t.Nonce[:]).U8(byte(t.Family)).U16(uint16(len(t.Entries)))
 	for i, e := range t.Entries {
 		if i > 0 && t.Entries[i-1].Shard >= e.Shard {
 			return nil, shards.Ref{}, fmt.Errorf("roots: encode table %s: shards not ascending: %w", s.Name(t.Family), ErrMalformed)
@@ -152,7 +203,14 @@ func (t *Table) Encode(s *shards.Schema) ([]byte, shards.Ref, error) {
 		if e.Inline != "" && (int64(len(e.Inline)) != e.Ref.Size || len(e.Inline) > MaxInline || digest.Sum([]byte(e.Inline)) != e.Ref.Hash) {
 			return nil, shards.Ref{}, fmt.Errorf("roots: encode table %s: shard %02x: inline bytes do not match the reference or pass %d bytes: %w", s.Name(t.Family), e.Shard, MaxInline, ErrMalformed)
 		}
-		w.U8(e.Shard).U8(e.kind()).Raw(e.Ref.Hash[:]).U64(uint64(e.Ref.Size)).U32(e.Ref.Count).Raw([]byte(e.Inline))
+		w.U8(e.Shard).U8(e.kind()).Raw(e.Ref.Hash[:]).U64(uint64(e.Ref.Size)).U32(e.Ref.Count)
+		if format == TableFormat {
+			if len(e.Last) > MaxLastKey {
+				return nil, shards.Ref{}, fmt.Errorf("roots: encode table %s: shard %02x: last key of %d bytes: %w", s.Name(t.Family), e.Shard, len(e.Last), ErrMalformed)
+			}
+			w.UVarint(uint64(len(e.Last))).Raw([]byte(e.Last))
+		}
+		w.Raw([]byte(e.Inline))
 	}
 	b := w.Bytes()
 	return b, shards.Ref{Hash: digest.Sum(b), Size: int64(len(b)), Count: uint32(len(t.Entries))}, nil
@@ -169,12 +227,13 @@ func DecodeTable(s *shards.Schema, b []byte, want digest.Hash) (*Table, error) {
 
 // parseTable decodes the table b, whose hash h the caller has verified.
 func parseTable(s *shards.Schema, b []byte, h digest.Hash) (*Table, error) {
-	if v, ok := formatVersion(b, tableMagic); ok && v != TableFormat {
+	v, ok := formatVersion(b, tableMagic)
+	if ok && v != TableFormat && v != TableFormatV3 {
 		return nil, fmt.Errorf("roots: decode table %s: %w: %w", h, shards.VersionError("table", uint64(v), TableFormat), ErrMalformed)
 	}
 	r := wire.NewReader(b)
-	readMagic(r, tableMagic, TableFormat)
-	t := &Table{}
+	readMagic(r, tableMagic, v)
+	t := &Table{Format: v}
 	r.Copy(t.Nonce[:])
 	t.Family = shards.Family(r.U8())
 	n := int(r.U16())
@@ -196,6 +255,15 @@ func parseTable(s *shards.Schema, b []byte, h digest.Hash) (*Table, error) {
 		r.Copy(e.Ref.Hash[:])
 		e.Ref.Size = int64(r.U64())
 		e.Ref.Count = r.U32()
+		if v == TableFormat {
+			n := r.UVarint()
+			if r.Err() == nil && n > MaxLastKey {
+				r.Fail("entry", fmt.Sprintf("entry %d: last key of %d bytes", i, n))
+			}
+			if r.Err() == nil {
+				e.Last = string(r.Take(int(n)))
+			}
+		}
 		if i > 0 && t.Entries[i-1].Shard >= e.Shard {
 			r.Fail("entry", fmt.Sprintf("shards not ascending at entry %d", i))
 		}

@@ -38,19 +38,39 @@ func goldenTableValue() *roots.Table {
 	return &roots.Table{
 		Nonce:  goldenNonce,
 		Family: shardstest.Fixed32,
+		Format: roots.TableFormat,
 		Entries: []roots.Entry{
-			{Shard: 0x01, Ref: shards.Ref{Hash: fill(0x11), Size: 100, Count: 2}},
+			{Shard: 0x01, Ref: shards.Ref{Hash: fill(0x11), Size: 100, Count: 2}, Last: strings.Repeat("\xaa", 32)},
 			{Shard: 0x80, Index: true, Ref: shards.Ref{Hash: fill(0x22), Size: 50, Count: 1}},
-			{Shard: 0x90, Ref: shards.Ref{Hash: digest.Sum([]byte(goldenInline)), Size: int64(len(goldenInline)), Count: 4}, Inline: goldenInline},
+			{Shard: 0x90, Ref: shards.Ref{Hash: digest.Sum([]byte(goldenInline)), Size: int64(len(goldenInline)), Count: 4}, Inline: goldenInline, Last: strings.Repeat("\xbb", 32)},
 		},
 	}
+}
+
+// goldenTableV3Value is goldenTableValue in table format 3, which keeps
+// no last keys.
+func goldenTableV3Value() *roots.Table {
+	t := goldenTableValue()
+	t.Format = roots.TableFormatV3
+	for i := range t.Entries {
+		t.Entries[i].Last = ""
+	}
+	return t
 }
 
 // goldenInline stands for the bytes of a small object a table carries.
 const goldenInline = "tiny"
 
 // goldenTable is goldenTableValue's canonical encoding.
-var goldenTable = "43524e54" + "03" + // magic "CRNT", version 3
+var goldenTable = "43524e54" + "04" + // magic "CRNT", version 4
+	"000102030405060708090a0b0c0d0e0f" + // nonce
+	"04" + "0003" + // family fixed32, 3 entries
+	"01" + "01" + rep("11", 32) + "0000000000000064" + "00000002" + "20" + rep("aa", 32) + // shard 01, a shard object: 100 bytes, 2 records, last key aa…
+	"80" + "02" + rep("22", 32) + "0000000000000032" + "00000001" + "00" + // shard 80, a page index: 50 bytes, 1 record, last key not known
+	"90" + "03" + digest.Sum([]byte(goldenInline)).String() + "0000000000000004" + "00000004" + "20" + rep("bb", 32) + "74696e79" // shard 90, inline: 4 records, last key bb…, "tiny"
+
+// goldenTableV3 is goldenTableV3Value's canonical encoding.
+var goldenTableV3 = "43524e54" + "03" + // magic "CRNT", version 3
 	"000102030405060708090a0b0c0d0e0f" + // nonce
 	"04" + "0003" + // family fixed32, 3 entries
 	"01" + "01" + rep("11", 32) + "0000000000000064" + "00000002" + // shard 01, a shard object: 100 bytes, 2 records
@@ -64,7 +84,7 @@ func goldenRootValue() *roots.Root {
 		Parent:   fill(0x33),
 		Sequence: 7,
 		Families: []roots.FamilyRef{
-			{Family: shardstest.Fixed32, Table: shards.Ref{Hash: fill(0x44), Size: 166, Count: 3}, Shards: 3, Records: 7},
+			{Family: shardstest.Fixed32, Table: shards.Ref{Hash: fill(0x44), Size: 233, Count: 3}, Shards: 3, Records: 7},
 			{Family: shards.System, Table: shards.Ref{Hash: fill(0x55), Size: 69, Count: 1}, Shards: 1, Records: 1},
 		},
 		Holds: []roots.Hold{
@@ -83,7 +103,7 @@ var goldenRoot = "43524e52" + "02" + // magic "CRNR", version 2
 	rep("33", 32) + // parent
 	"0000000000000007" + // sequence
 	"02" + // 2 families
-	"04" + rep("44", 32) + "00000000000000a6" + "0003" + "0000000000000007" + // fixed32
+	"04" + rep("44", 32) + "00000000000000e9" + "0003" + "0000000000000007" + // fixed32
 	"f0" + rep("55", 32) + "0000000000000045" + "0001" + "0000000000000001" + // system
 	"00000002" + // 2 holds
 	"0004" + "6f702f31" + rep("66", 32) + // "op/1"
@@ -118,7 +138,7 @@ func TestTableGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Nonce != tbl.Nonce || d.Family != tbl.Family || !slices.Equal(d.Entries, tbl.Entries) {
+	if d.Nonce != tbl.Nonce || d.Family != tbl.Family || d.Format != roots.TableFormat || !slices.Equal(d.Entries, tbl.Entries) {
 		t.Fatalf("decoded %+v, want %+v", d, tbl)
 	}
 	if got, want := d.Records(), uint64(7); got != want {
@@ -358,6 +378,10 @@ func rawTable(magic string, version, family byte, n uint16, entries []roots.Entr
 		b = append(b, e.Ref.Hash[:]...)
 		b = binary.BigEndian.AppendUint64(b, uint64(e.Ref.Size))
 		b = binary.BigEndian.AppendUint32(b, e.Ref.Count)
+		if version >= 4 {
+			b = binary.AppendUvarint(b, uint64(len(e.Last)))
+			b = append(b, e.Last...)
+		}
 		b = append(b, e.Inline...)
 	}
 	return b
@@ -379,8 +403,12 @@ func entry(idx uint8, size int64, count uint32) roots.Entry {
 
 func TestRawTableMatchesGolden(t *testing.T) {
 	tbl := goldenTableValue()
-	if got := rawTable("CRNT", 3, byte(tbl.Family), 3, tbl.Entries); !bytes.Equal(got, unhex(t, goldenTable)) {
+	if got := rawTable("CRNT", 4, byte(tbl.Family), 3, tbl.Entries); !bytes.Equal(got, unhex(t, goldenTable)) {
 		t.Fatalf("rawTable = %x", got)
+	}
+	v3 := goldenTableV3Value()
+	if got := rawTable("CRNT", 3, byte(v3.Family), 3, v3.Entries); !bytes.Equal(got, unhex(t, goldenTableV3)) {
+		t.Fatalf("rawTable(3) = %x", got)
 	}
 }
 
@@ -398,7 +426,7 @@ func TestDecodeTableRejects(t *testing.T) {
 		{"version 0", rawTable("CRNT", 0, fam, 2, two)},
 		{"version 1 (before paged shards)", rawTable("CRNT", 1, fam, 2, two)},
 		{"version 2 (before inline entries)", rawTable("CRNT", 2, fam, 2, two)},
-		{"version 4", rawTable("CRNT", 4, fam, 2, two)},
+		{"version 5", rawTable("CRNT", 5, fam, 2, two)},
 		{"unknown family", rawTable("CRNT", 3, 0x99, 2, two)},
 		{"family zero", rawTable("CRNT", 3, 0x00, 2, two)},
 		{"no entries", rawTable("CRNT", 3, fam, 0, nil)},
@@ -731,5 +759,74 @@ func TestDecodeChecksTheSchema(t *testing.T) {
 	}
 	if _, err := roots.DecodeTable(engineOnly, b, ref.Hash); err != nil {
 		t.Fatalf("system table under an engine-only schema: %v", err)
+	}
+}
+
+// TestTableGoldenV3: a table of format 3, as the shards of older value
+// formats keep writing, decodes with its format and no last keys, and
+// encodes back to the same bytes; format 3 drops any Last it is given.
+func TestTableGoldenV3(t *testing.T) {
+	want := unhex(t, goldenTableV3)
+	d, err := roots.DecodeTable(schema, want, digest.Sum(want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Format != roots.TableFormatV3 || !slices.Equal(d.Entries, goldenTableV3Value().Entries) {
+		t.Fatalf("decoded %+v, want %+v", d, goldenTableV3Value())
+	}
+	for _, tbl := range []*roots.Table{d, func() *roots.Table { v := goldenTableValue(); v.Format = roots.TableFormatV3; return v }()} {
+		b, _, err := tbl.Encode(schema)
+		if err != nil || !bytes.Equal(b, want) {
+			t.Fatalf("encoded %x, %v\nwant    %x", b, err, want)
+		}
+	}
+}
+
+// TestTableLastKeys: a last key longer than MaxLastKey is refused by the
+// encoder and the decoder; a missing one is read as not known.
+func TestTableLastKeys(t *testing.T) {
+	tbl := goldenTableValue()
+	tbl.Entries[0].Last = strings.Repeat("k", roots.MaxLastKey+1)
+	if _, _, err := tbl.Encode(schema); !errors.Is(err, roots.ErrMalformed) {
+		t.Fatalf("a last key of %d bytes: %v, want ErrMalformed", roots.MaxLastKey+1, err)
+	}
+	// The golden bytes with shard 01's last key 65 bytes long.
+	long := strings.Replace(goldenTable, "20"+rep("aa", 32), "41"+rep("aa", 65), 1)
+	b := unhex(t, long)
+	if _, err := roots.DecodeTable(schema, b, digest.Sum(b)); !errors.Is(err, roots.ErrMalformed) {
+		t.Fatalf("decoding a last key of 65 bytes: %v, want ErrMalformed", err)
+	}
+}
+
+// TestEntryAbove: a key, or every key under a prefix, above an entry's
+// last key; a last key of MaxLastKey bytes may be cut from a longer key,
+// so only the bytes it keeps tell.
+func TestEntryAbove(t *testing.T) {
+	cut := strings.Repeat("m", roots.MaxLastKey)
+	for _, c := range []struct {
+		last, p string
+		want    bool
+	}{
+		{"", "zzz", false},      // not known
+		{"key5", "key6", true},  // a greater key
+		{"key5", "key5", false}, // the last key itself
+		{"key5", "key4", false}, // a smaller one
+		{"key5", "key50", true}, // longer, so greater
+		{"key5", "key", false},  // a prefix of the last key: it is there
+		{"key5", "key6x", true}, // every key under key6x
+		{cut, cut, false},       // the cut itself
+		{cut, cut + "a", false}, // may be the longer last key, or below it
+		{cut, "n", true},        // greater in the bytes kept
+		{cut, cut[:10], false},  // a prefix of the kept bytes
+		{cut, cut[:10] + "n", true},
+		{cut, cut[:10] + "a", false},
+	} {
+		e := roots.Entry{Last: c.last}
+		if got := e.Above([]byte(c.p)); got != c.want {
+			t.Errorf("Last %q: Above(%q) = %v, want %v", c.last, c.p, got, c.want)
+		}
+	}
+	if got := roots.LastKey([]byte(cut + "tail")); got != cut {
+		t.Errorf("LastKey of a long key = %q, want its first %d bytes", got, roots.MaxLastKey)
 	}
 }

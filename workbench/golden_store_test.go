@@ -270,6 +270,11 @@ func writeGoldenStore(t *testing.T, dir string) {
 			t.Fatalf("%s %s: %s", step.tool, step.input, out)
 		}
 	}
+	// Folded, so that the store holds tables and base shards, not only
+	// deltas (a store written before value format 6 has none).
+	if err := s.Store().Fold(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := gcsweep.PinHead(ctx, s.Store(), "golden", "the golden store", time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC)); err != nil {
 		t.Fatal(err)
 	}

@@ -233,6 +233,7 @@ type shardVisit struct {
 type claim struct {
 	ref   shards.Ref
 	place *pagePlace
+	last  string // the table entry's Last, for a shard object or an index's last page ("": none to check)
 }
 
 // pagePlace is page i of x, the index named by hash index.
@@ -518,7 +519,7 @@ func (t *task) table(ctx context.Context, fr roots.FamilyRef) error {
 		if e.Inline != "" {
 			inline = []byte(e.Inline)
 		}
-		f := func() error { return t.shard(ctx, tbl.Family, e.Shard, e.Ref, KindShard, inline, nil) }
+		f := func() error { return t.shard(ctx, tbl.Family, e.Shard, e.Ref, KindShard, inline, nil, e.Last) }
 		if e.Index {
 			f = func() error { return t.index(ctx, tbl.Family, e) }
 		}
@@ -565,7 +566,11 @@ func (t *task) index(ctx context.Context, f shards.Family, e roots.Entry) error 
 	}
 	for i := range x.Len() {
 		place := &pagePlace{x: x, i: i, index: e.Ref.Hash}
-		if err := t.spawn(func() error { return t.shard(ctx, f, e.Shard, x.Page(i).Ref, KindPage, nil, place) }); err != nil {
+		last := ""
+		if i == x.Len()-1 {
+			last = e.Last
+		}
+		if err := t.spawn(func() error { return t.shard(ctx, f, e.Shard, x.Page(i).Ref, KindPage, nil, place, last) }); err != nil {
 			return err
 		}
 	}
@@ -575,10 +580,10 @@ func (t *task) index(ctx context.Context, f shards.Family, e roots.Entry) error 
 // shard visits a shard object or a page (at place in its index), or
 // reads the records of one carried inline. It fetches the object only
 // when it verifies or refs reads the family's records.
-func (t *task) shard(ctx context.Context, f shards.Family, idx uint8, ref shards.Ref, kind Kind, inline []byte, place *pagePlace) error {
+func (t *task) shard(ctx context.Context, f shards.Family, idx uint8, ref shards.Ref, kind Kind, inline []byte, place *pagePlace, last string) error {
 	w := t.w
 	o := Object{Key: w.layout.Shard(f, idx, ref.Hash), Hash: ref.Hash, Size: ref.Size, Kind: kind}
-	c := claim{ref: ref, place: place}
+	c := claim{ref: ref, place: place, last: last}
 	// A verifying walk checks a stored object against every reference
 	// that reaches it; an inline one has only the one.
 	track := w.opts.Verify && inline == nil
@@ -646,10 +651,14 @@ func (t *task) shard(ctx context.Context, f shards.Family, idx uint8, ref shards
 }
 
 // checkShard checks shard object or page o, which sum summarizes,
-// against reference c: a table entry's size and record count, or its
-// place in an index (shards.Index.CheckPage: size, record count and key
-// range).
+// against reference c: a table entry's size, record count and last key,
+// or its place in an index (shards.Index.CheckPage: size, record count
+// and key range) and, for the last page, the entry's last key.
 func (t *task) checkShard(o Object, sum shards.PageSummary, c claim) error {
+	if c.last != "" && roots.LastKey(sum.Last) != c.last {
+		return t.w.inconsistent(o, fmt.Errorf("head: %s/%02x %s: last key %x, table says %x",
+			t.w.name(sum.Family), sum.Shard, o.Hash, sum.Last, c.last))
+	}
 	if c.place != nil {
 		if err := c.place.x.CheckPageSummary(c.place.i, sum); err != nil {
 			return t.w.inconsistent(o, fmt.Errorf("head: page %s of index %s: %w", o.Hash, c.place.index, err))

@@ -59,7 +59,7 @@ const (
 const (
 	SchemaID           = "nokv_workspace"
 	FormatVersion      = 13 // 13: lease_clock rows hold the snapshot lease clock; 12: tables carry small shard objects and page indexes inline (table format 3, index format 2); 11: publication writes secondary_index rows of built-in fields; 10: path_directory rows name the directories; 9: path_current's shard key leaves out the incarnation
-	ValueFormatVersion = 6  // 6: heads of format cairn.head.v3 say whether their writer carries other replicas' intents (CarrierFrom); 5: shard objects, delta segments and member-tree nodes are kept compressed (CompressFrom); 4: a commit's digests are its member tree's (Commit value 4) and it reads only what changed since its parent; 3: a commit keeps its members in a member tree (Commit value 3) in shards of this marker; 2: a manifest row may carry its body inline
+	ValueFormatVersion = 6  // 6: heads of format cairn.head.v3 say whether their writer carries other replicas' intents (CarrierFrom), and tables of format 4 carry each shard's last key (LastKeysFrom); 5: shard objects, delta segments and member-tree nodes are kept compressed (CompressFrom); 4: a commit's digests are its member tree's (Commit value 4) and it reads only what changed since its parent; 3: a commit keeps its members in a member tree (Commit value 3) in shards of this marker; 2: a manifest row may carry its body inline
 )
 
 // CompressFrom is the value format from which a shard keeps its shard
@@ -74,6 +74,12 @@ const CompressFrom = 5
 // release that reads only the older head refuses such a shard whole, by
 // its marker.
 const CarrierFrom = 6
+
+// LastKeysFrom is the value format from which a shard's tables carry each
+// shard's last key (roots.TableFormat), so that a lookup of a new,
+// time-ordered id reads no shard: a release that reads only the older
+// table refuses such a shard whole, by its marker.
+const LastKeysFrom = 6
 
 // Lengths of the seed's fixed-width ids.
 const (
@@ -155,14 +161,16 @@ func Families() *shards.Schema { return registry() }
 
 // Schema returns what a Workbench shard is opened with: the NoKV families
 // under the marker nokv_workspace (FormatVersion, ValueFormatVersion),
-// compressing from CompressFrom and writing heads that say whether their
-// writer carries from CarrierFrom.
+// compressing from CompressFrom, writing heads that say whether their
+// writer carries from CarrierFrom and tables with last keys from
+// LastKeysFrom.
 func Schema() head.Schema {
 	return head.Schema{
 		Marker:       head.Marker{SchemaID: SchemaID, FormatVersion: FormatVersion, ValueFormatVersion: ValueFormatVersion},
 		Families:     Families(),
 		CompressFrom: CompressFrom,
 		CarrierFrom:  CarrierFrom,
+		LastKeysFrom: LastKeysFrom,
 	}
 }
 
