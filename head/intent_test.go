@@ -435,24 +435,14 @@ func probeSharesTheHeadRead(t *testing.T, expect bool) {
 	rounds := func(opts head.Options) counting.Stats {
 		t.Helper()
 		cnt := counting.New(latency.New(mem.NewBucket(), latency.Options{PerRequest: 2 * time.Millisecond}))
-		s, err := head.Open(ctx, cnt, shards.NewShardID(), head.SchemaForTest, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		handleAppend(s)
-		if err := s.Initialize(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(0, "warm")}); err != nil {
-			t.Fatal(err)
-		}
+		s := warmAppendStore(t, cnt, head.SchemaForTest, opts)
 		time.Sleep(20 * time.Millisecond) // past the pacing interval
 		cnt.Reset()
 		cmd := head.Command{Kind: appendKind, Payload: appendPayload(0, "x")}
 		if expect {
 			// A caller that reads before its command, as a Workbench tool does.
 			s.ExpectCommand()
+			var err error
 			if cmd.At, err = s.Pin(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -472,6 +462,26 @@ func probeSharesTheHeadRead(t *testing.T, expect bool) {
 	}
 }
 
+// warmAppendStore opens a Store of schema sc on a new shard of b, closed
+// when the test ends, initializes it and commits one append through it.
+func warmAppendStore(t *testing.T, b bucket.Bucket, sc head.Schema, opts head.Options) *head.Store {
+	t.Helper()
+	ctx := context.Background()
+	s, err := head.Open(ctx, b, shards.NewShardID(), sc, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	handleAppend(s)
+	if err := s.Initialize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(0, "warm")}); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // TestLoneWriterListsSeldom: in a shard whose heads say whether their
 // writer carries (HeadFormat), a paced Store alone on its head writes
 // heads that say it does not and, for commits of one call, lists the
@@ -487,18 +497,7 @@ func TestLoneWriterListsSeldom(t *testing.T) {
 	lists := func(sc head.Schema) (int64, *head.Head, int64) {
 		t.Helper()
 		cnt := counting.New(mem.NewBucket())
-		s, err := head.Open(ctx, cnt, shards.NewShardID(), sc, head.Options{MinCommitInterval: 5 * time.Millisecond, Intents: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		handleAppend(s)
-		if err := s.Initialize(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Do(ctx, head.Command{Kind: appendKind, Payload: appendPayload(0, "warm")}); err != nil {
-			t.Fatal(err)
-		}
+		s := warmAppendStore(t, cnt, sc, head.Options{MinCommitInterval: 5 * time.Millisecond, Intents: true})
 		cnt.Reset()
 		for i := range calls {
 			s.ExpectCommand() // as a Workbench write tool does
