@@ -441,6 +441,9 @@ func size(n int64) string {
 	}
 }
 
+// msOf is d in milliseconds.
+func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
 func dur(d time.Duration) string {
 	switch {
 	case d < time.Millisecond:

@@ -178,8 +178,11 @@ func (t throughputTally) record(row *Row, cfg Config) {
 	row.metric("p99_s", t.p99.Seconds())
 	row.metric("failed", float64(t.failed))
 	row.metric("unfinished", float64(t.unfinished))
-	row.note("offered %g/s for %s: %d/%d acked, %.1f/s over the run; p50 %s p99 %s; %d failed, %d unfinished after %s drain",
-		cfg.Rate, cfg.Duration, t.acked, t.offered, t.rate, dur(t.p50), dur(t.p99), t.failed, t.unfinished, cfg.Drain)
+	// Both latencies in milliseconds, however long: a reader (or a
+	// filter) comparing runs must not meet 9999.9ms in one and 10.0s in
+	// the next.
+	row.note("offered %g/s for %s: %d/%d acked, %.1f/s over the run; p50 %.1fms p99 %.1fms; %d failed, %d unfinished after %s drain",
+		cfg.Rate, cfg.Duration, t.acked, t.offered, t.rate, msOf(t.p50), msOf(t.p99), t.failed, t.unfinished, cfg.Drain)
 }
 
 // recordErrors notes the error codes met and, with several replicas,
