@@ -140,6 +140,14 @@ func (s *Store) buildFamily(ctx context.Context, sn *Snapshot, f shards.Family, 
 	}
 	for i, idx := range idxs {
 		r := results[i]
+		if c.tableFormat != roots.TableFormat {
+			// A table of format 3 keeps no last key: the entry held in
+			// memory (the candidate's table, cached) must be the entry its
+			// bytes decode to, or the writer rule, which compares a new
+			// table's entries with its parent's, would tell the same
+			// shard apart by where its table was read from.
+			r.entry.Last = ""
+		}
 		if old, present := entries[idx]; present {
 			c.superseded = append(c.superseded, s.replaced(old, r)...)
 		}

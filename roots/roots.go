@@ -113,7 +113,7 @@ func (e Entry) Above(p []byte) bool {
 type Table struct {
 	// Format is the table format to write, TableFormat or TableFormatV3
 	// (0 is TableFormat); a decoded table has the format it was read in.
-	// Format 3 keeps no Last.
+	// Format 3 keeps no Last: its entries must have none.
 	Format  uint8
 	Nonce   Nonce
 	Family  shards.Family
@@ -204,6 +204,11 @@ func (t *Table) Encode(s *shards.Schema) ([]byte, shards.Ref, error) {
 			return nil, shards.Ref{}, fmt.Errorf("roots: encode table %s: shard %02x: inline bytes do not match the reference or pass %d bytes: %w", s.Name(t.Family), e.Shard, MaxInline, ErrMalformed)
 		}
 		w.U8(e.Shard).U8(e.kind()).Raw(e.Ref.Hash[:]).U64(uint64(e.Ref.Size)).U32(e.Ref.Count)
+		if format == TableFormatV3 && e.Last != "" {
+			// Dropping it would make the table in memory differ from the
+			// one its bytes decode to.
+			return nil, shards.Ref{}, fmt.Errorf("roots: encode table %s: shard %02x: a table of format %d keeps no last key: %w", s.Name(t.Family), e.Shard, TableFormatV3, ErrMalformed)
+		}
 		if format == TableFormat {
 			if len(e.Last) > MaxLastKey {
 				return nil, shards.Ref{}, fmt.Errorf("roots: encode table %s: shard %02x: last key of %d bytes: %w", s.Name(t.Family), e.Shard, len(e.Last), ErrMalformed)
