@@ -510,7 +510,6 @@ func (b *attemptBatch) candidate(ctx context.Context) (*candidate, error) {
 	}
 	cand.nonce = nonce
 	cand.head = &Head{
-		Format:    s.schema.headFormat(sn.head.Marker),
 		Marker:    sn.head.Marker, // a shard keeps the formats it was created in
 		ShardID:   s.id.String(),
 		Sequence:  b.at.seq,
@@ -520,8 +519,7 @@ func (b *attemptBatch) candidate(ctx context.Context) (*candidate, error) {
 		Committed: b.at.now.UnixMilli(),
 		Recent:    recentNonces(sn.head),
 	}
-	cand.head.Carrier = s.carries(cand.head.Format)
-	if cand.headBytes, err = encodeHead(cand.head); err != nil {
+	if cand.headBytes, err = s.encodeOwnHead(cand.head); err != nil {
 		return nil, err
 	}
 	return cand, nil

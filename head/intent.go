@@ -141,12 +141,16 @@ func (s *Store) probeIntents(ctx context.Context, calls []*call) func() []foreig
 	return func() []foreignIntent { return p.take(calls) }
 }
 
-// carries is what a head of format this Store writes says of it
-// (Head.Carrier): in HeadFormat, whether it lists the other replicas'
-// intents, which it does while it knows of them (contended); a head of
-// HeadFormatV2 says nothing and is read as a carrier's.
-func (s *Store) carries(format string) bool {
-	return format != HeadFormat || s.contended()
+// encodeOwnHead encodes a head this Store writes: in the head format of
+// its marker's value format (a shard keeps its formats), saying what it
+// can of this Store (Head.Carrier): in HeadFormat, whether it lists the
+// other replicas' intents, which it does while it knows of them
+// (contended); a head of HeadFormatV2 says nothing and is read as a
+// carrier's.
+func (s *Store) encodeOwnHead(h *Head) ([]byte, error) {
+	h.Format = s.schema.headFormat(h.Marker)
+	h.Carrier = h.Format != HeadFormat || s.contended()
+	return encodeHead(h)
 }
 
 // loneProbeEvery is how often a paced Store that does not know of other

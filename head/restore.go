@@ -196,7 +196,6 @@ func (s *Store) restoreAttempt(ctx context.Context, sn *Snapshot, old *roots.Roo
 	c.writes = append(c.writes, write{s.layout.Root(ref.Hash), body})
 	c.root, c.rootRef = root, ref
 	c.head = &Head{
-		Format:    s.schema.headFormat(sn.head.Marker),
 		Marker:    sn.head.Marker,
 		ShardID:   s.id.String(),
 		Sequence:  root.Sequence,
@@ -205,9 +204,8 @@ func (s *Store) restoreAttempt(ctx context.Context, sn *Snapshot, old *roots.Roo
 		Nonce:     nonceString(nonce),
 		Committed: now.UnixMilli(),
 		Recent:    recentNonces(sn.head),
-		Carrier:   s.carries(s.schema.headFormat(sn.head.Marker)),
 	}
-	if c.headBytes, err = encodeHead(c.head); err != nil {
+	if c.headBytes, err = s.encodeOwnHead(c.head); err != nil {
 		return nil, err
 	}
 	floor, err := sn.Floor(ctx)

@@ -309,7 +309,7 @@ func (s *Store) loadShard(ctx context.Context, f shards.Family, e roots.Entry) (
 		return nil, fmt.Errorf("head: shard %s/%02x %s: %d records of %d bytes, table says %d of %d: %w",
 			f, idx, ref.Hash, o.Len(), o.StoredSize(), ref.Count, ref.Size, bucket.ErrIntegrity)
 	}
-	if e.Last != "" && roots.LastKey(o.Last()) != e.Last {
+	if !e.Ends(o.Last()) {
 		return nil, fmt.Errorf("head: shard %s/%02x %s: last key %x, table says %x: %w", f, idx, ref.Hash, o.Last(), e.Last, bucket.ErrIntegrity)
 	}
 	return o, nil

@@ -477,15 +477,13 @@ func (sn *Snapshot) checkSchemaRecord(ctx context.Context) error {
 // prefix. A head that exists already is bucket.ErrPrecondition.
 func (s *Store) createGenesis(ctx context.Context) error {
 	h := &Head{
-		Format:    s.schema.headFormat(s.schema.Marker),
 		Marker:    s.schema.Marker,
 		ShardID:   s.id.String(),
 		Nonce:     nonceString(newNonce()),
 		Committed: s.opts.Now().UnixMilli(),
 		Recent:    []string{},
-		Carrier:   s.carries(s.schema.headFormat(s.schema.Marker)),
 	}
-	b, err := encodeHead(h)
+	b, err := s.encodeOwnHead(h)
 	if err != nil {
 		return err
 	}
@@ -516,7 +514,6 @@ func (s *Store) initialize(ctx context.Context, sn *Snapshot) error {
 		return err
 	}
 	h := &Head{
-		Format:    s.schema.headFormat(sn.head.Marker),
 		Marker:    sn.head.Marker,
 		ShardID:   s.id.String(),
 		Sequence:  1,
@@ -525,10 +522,9 @@ func (s *Store) initialize(ctx context.Context, sn *Snapshot) error {
 		Nonce:     nonceString(nonce),
 		Committed: now.UnixMilli(),
 		Recent:    recentNonces(sn.head),
-		Carrier:   s.carries(s.schema.headFormat(sn.head.Marker)),
 	}
 	c.head = h
-	if c.headBytes, err = encodeHead(h); err != nil {
+	if c.headBytes, err = s.encodeOwnHead(h); err != nil {
 		return err
 	}
 	floor, err := sn.Floor(ctx)

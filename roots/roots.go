@@ -93,6 +93,13 @@ func LastKey(k []byte) string {
 	return string(k[:min(len(k), MaxLastKey)])
 }
 
+// Ends reports whether last, a shard's greatest key, is what the entry's
+// Last keeps of it (true when Last is not known). It allocates nothing: a
+// read checks every shard it loads against its entry.
+func (e Entry) Ends(last []byte) bool {
+	return e.Last == "" || string(last[:min(len(last), MaxLastKey)]) == e.Last
+}
+
 // Above reports whether every key that begins with p is greater than
 // every key of the entry's shard, so that none is there. A Last of
 // MaxLastKey bytes may be the cut of a longer key: only the bytes it

@@ -833,4 +833,12 @@ func TestEntryAbove(t *testing.T) {
 	if got := roots.LastKey([]byte(cut + "tail")); got != cut {
 		t.Errorf("LastKey of a long key = %q, want its first %d bytes", got, roots.MaxLastKey)
 	}
+	for _, c := range []struct {
+		last, key string
+		want      bool
+	}{{"", "any", true}, {"key5", "key5", true}, {"key5", "key6", false}, {cut, cut + "tail", true}, {cut, cut[:10], false}} {
+		if got := (roots.Entry{Last: c.last}).Ends([]byte(c.key)); got != c.want {
+			t.Errorf("Last %q: Ends(%q) = %v, want %v", c.last, c.key, got, c.want)
+		}
+	}
 }

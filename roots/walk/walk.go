@@ -655,7 +655,7 @@ func (t *task) shard(ctx context.Context, f shards.Family, idx uint8, ref shards
 // or its place in an index (shards.Index.CheckPage: size, record count
 // and key range) and, for the last page, the entry's last key.
 func (t *task) checkShard(o Object, sum shards.PageSummary, c claim) error {
-	if c.last != "" && roots.LastKey(sum.Last) != c.last {
+	if !(roots.Entry{Last: c.last}).Ends(sum.Last) {
 		return t.w.inconsistent(o, fmt.Errorf("head: %s/%02x %s: last key %x, table says %x",
 			t.w.name(sum.Family), sum.Shard, o.Hash, sum.Last, c.last))
 	}
