@@ -42,7 +42,7 @@ func (m Marker) reads(h Marker) bool {
 // opens: a shard keeps the value format it was created in, so a
 // deployment moves on by at most this many releases of the value format
 // before its oldest shards no longer open.
-const valueFormatsBack = 4
+const valueFormatsBack = 5
 
 // Schema is what a product stores in a shard: its families (with the
 // engine's own) and the marker that names their formats. Open takes it; a

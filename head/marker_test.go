@@ -64,12 +64,12 @@ func TestPreviousValueFormat(t *testing.T) {
 	if _, err := old.Do(ctx, put(3, "c")); err != nil {
 		t.Fatalf("the older Store after the newer one committed: %v", err)
 	}
-	for _, v := range []uint64{4, 5, 6} {
+	for _, v := range []uint64{4, 5, 6, 7} {
 		if _, err := openAs(v).Pin(ctx); err != nil {
 			t.Fatalf("a Store of value format %d on a shard of 2: %v", v, err)
 		}
 	}
-	for _, v := range []uint64{1, 7} {
+	for _, v := range []uint64{1, 8} {
 		if _, err := openAs(v).Pin(ctx); !errors.Is(err, head.ErrSchemaMismatch) {
 			t.Fatalf("a Store of value format %d on a shard of 2: %v, want ErrSchemaMismatch", v, err)
 		}

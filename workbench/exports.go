@@ -469,7 +469,7 @@ func ValueFormatFromEnvForTest() error {
 }
 
 // ValueFormat is the value format this cairn creates shards in; it also
-// opens, and writes in their own format, shards of the two before.
+// opens, and writes in their own format, shards of the five before.
 const ValueFormat = nokv.ValueFormatVersion
 
 // OldestValueFormat is the oldest value format this cairn opens and

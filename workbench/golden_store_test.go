@@ -23,17 +23,19 @@ var updateGoldenStore = flag.Bool("update-golden-store", false, "write testdata/
 
 // goldenStoreName names the store of today's formats, which
 // -update-golden-store writes: the Workbench's schema marker (format 1,
-// value format 6) over the engine's object formats of docs/engine.md,
+// value format 7) over the engine's object formats of docs/engine.md,
 // section 2. A format change adds a store under a new name and keeps the
 // others (goldenStores).
-const goldenStoreName = "wb-format-1-value-6"
+const goldenStoreName = "wb-format-1-value-7"
 
 // goldenStores are every store TestGoldenStore opens: one for each
 // format a cairn wrote. Value format 2 keeps a commit's members in rows,
 // 3 in a member tree under flat digests, 4 under its tree's digests, 5
 // with its shard objects, delta segments and tree nodes compressed, 6
-// with heads that say whether their writer carries others' intents.
-var goldenStores = []string{"wb-format-1-value-2", "wb-format-1-value-3", "wb-format-1-value-4", "wb-format-1-value-5", goldenStoreName}
+// with heads that say whether their writer carries others' intents, 7
+// with its restore copied in each family's key order.
+var goldenStores = []string{"wb-format-1-value-2", "wb-format-1-value-3", "wb-format-1-value-4", "wb-format-1-value-5",
+	"wb-format-1-value-6", goldenStoreName}
 
 // goldenValueFormat returns the value format of golden store name.
 func goldenValueFormat(t *testing.T, name string) int {

@@ -92,7 +92,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	connIdle := fs.Duration("conn-idle-timeout", defaultConnIdle, "close a kept-alive connection after this long without a request")
 	authFailBurst := fs.Int("auth-fail-burst", serve.DefaultAuthFailBurst, "failed authentications a client address may make at once before 429 (one more a second; negative: no limit)")
 	memberTrees := fs.Bool("member-trees", false, "commits keep their members in member trees in stores an older cairn created too (a store this cairn creates uses them anyway); turn it on once no older replica shares the bucket")
-	valueFormat := fs.Int("value-format", 0, "value format of the stores this cairn creates: 6 (today's), or 5, 4, 3 or 2 (earlier ones, which replicas of an older cairn still read); 0: today's")
+	valueFormat := fs.Int("value-format", 0, "value format of the stores this cairn creates: 7 (today's), or 6, 5, 4, 3 or 2 (earlier ones, which replicas of an older cairn still read); 0: today's")
 	logLevel := fs.String("log-level", "info", "log level: debug (probes too), info, warn or error")
 	logFormat := fs.String("log-format", "json", "log format: json or text")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file, complete once the server stops")

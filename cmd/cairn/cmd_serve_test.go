@@ -243,7 +243,7 @@ func TestServeUsage(t *testing.T) {
 		{"serve", "--gc-percent", "10001"},
 		{"serve", "--commit-interval", "-1s"},
 		{"serve", "--value-format", "1"},
-		{"serve", "--value-format", "7"},
+		{"serve", "--value-format", "8"},
 		{"bench", "--value-format", "1"},
 		{"workbench", "--server", "ftp://x", "workbench_list"},
 		{"workbench", "--server", "http://x", "--bucket", "mem://x", "workbench_list"},

@@ -103,9 +103,9 @@ type Options struct {
 var TestValueFormat = 0
 
 // OldestValueFormat is the oldest value format a Service reads and
-// creates: a Store opens shards of the four value formats before its
+// creates: a Store opens shards of the five value formats before its
 // own.
-const OldestValueFormat = nokv.ValueFormatVersion - 4
+const OldestValueFormat = nokv.ValueFormatVersion - 5
 
 // Service serves the Workbench tools of one agent's deployment root over
 // one bucket. Any number of Services, in one process or many, may serve

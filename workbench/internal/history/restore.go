@@ -164,6 +164,12 @@ type RestorePlan struct {
 	manifestDigest string
 	commitID       nokv.CommitID // the destination's commit
 
+	// keyOrdered: the copy commands place each family's rows in its own
+	// key order (restore_ordered.go), in shards of value format 7.
+	keyOrdered bool
+	byRevision []uint32   // member indexes in revision order
+	index      []indexRow // every member's index rows, in key order
+
 	RmBody  []byte
 	RmEntry nokv.PathEntry
 	rmRows  []nokv.ArtifactManifestEntry
@@ -213,6 +219,7 @@ func restoreTool(ctx context.Context, s *core.Service, in *restoreInput) (*Resto
 	if werr != nil {
 		return nil, werr
 	}
+	p.keyOrdered = sn.Marker().ValueFormatVersion >= nokv.KeyOrderedRestoreFrom
 	if werr := planMembers(ctx, s, srcSnap, p, from.commit); werr != nil {
 		return nil, werr
 	}
@@ -227,7 +234,11 @@ func restoreTool(ctx context.Context, s *core.Service, in *restoreInput) (*Resto
 	for start := op.MemberCursor; start < uint64(len(p.members)); start += uint64(RestoreBatch) {
 		end := min(start+uint64(RestoreBatch), uint64(len(p.members)))
 		cp := &restoreCopy{p: p, s: s, start: start, end: end}
-		if werr := restoreStep(ctx, s, nil, p, "copy", p.reads(s, sn, p.members[start:end]), cp.apply); werr != nil {
+		reads := p.reads(s, sn, p.members[start:end])
+		if p.keyOrdered {
+			reads = p.orderedReads(s, sn, start, end)
+		}
+		if werr := restoreStep(ctx, s, nil, p, "copy", reads, cp.apply); werr != nil {
 			return nil, werr
 		}
 	}
@@ -609,6 +620,11 @@ func planMembers(ctx context.Context, s *core.Service, sn *head.Snapshot, p *Res
 		}
 	}
 	p.commitID = core.CommitIdentity(p.DstID, p.contentDigest, p.manifestDigest)
+	if p.keyOrdered {
+		if err := p.orderRows(s.Root()); err != nil {
+			return core.FromError(err)
+		}
+	}
 	return nil
 }
 

@@ -70,6 +70,14 @@ func abortRestore(ctx context.Context, s *core.Service, dst string) *core.Error 
 		return core.InvalidState(fmt.Sprintf("workbench %s is owned by restore %s, which does not name it", dst, opID))
 	}
 	a := &restoreAbort{s: s, opID: opID, op: op}
+	if sn.Marker().ValueFormatVersion >= nokv.KeyOrderedRestoreFrom && op.MemberCursor > 0 {
+		// The copy commands placed shares of each family's key order:
+		// what to remove is known from the plan, derived again from the
+		// source the restore still holds.
+		if a.ordered, werr = replanRestore(ctx, s, sn, a.plan(), op); werr != nil {
+			return werr
+		}
+	}
 	if op.Phase == nokv.RestorePhaseCopying {
 		if werr := a.step(ctx, "abort", a.begin); werr != nil {
 			return werr
@@ -92,6 +100,10 @@ type restoreAbort struct {
 	s    *core.Service
 	opID nokv.OperationID
 	op   nokv.RestoreOperation // as first read: the identities never change
+	// ordered is the plan of a key-ordered restore (value format 7),
+	// whose cleaning removes the shares its copy commands placed; nil for
+	// a member-ordered one, cleaned member by member.
+	ordered *RestorePlan
 }
 
 func (a *restoreAbort) step(ctx context.Context, step string, apply func(*head.Tx) ([]byte, error)) *core.Error {
@@ -183,7 +195,12 @@ func (a *restoreAbort) clean(tx *head.Tx, lo, hi uint64) error {
 		return err
 	}
 	rc := &publish.Refs{S: s, Tx: tx, Revs: map[nokv.RevisionID]*nokv.ArtifactRevision{}}
-	for i := hi; i > lo; i-- {
+	if a.ordered != nil {
+		if err := a.ordered.cleanOrdered(s, tx, rc, lo, hi); err != nil {
+			return err
+		}
+	}
+	for i := hi; i > lo && a.ordered == nil; i-- {
 		if err := a.removeMember(tx, p, rc, i-1); err != nil {
 			return err
 		}

@@ -228,6 +228,13 @@ func (c *restoreCopy) apply(tx *head.Tx) ([]byte, error) {
 	// another size) may have placed the first members of this batch: go
 	// on from its cursor, whose chain the operation holds.
 	chain := op.MemberDigest
+	if p.keyOrdered {
+		if chain, err = p.copyOrdered(s, tx, op.MemberCursor, c.end, chain); err != nil {
+			return nil, err
+		}
+		op.MemberCursor, op.MemberDigest = c.end, chain
+		return nil, core.PutRecord(tx, nokv.FamilyOperation, opKey, op.Encode)
+	}
 	for i := op.MemberCursor; i < c.end; i++ {
 		m := p.members[i]
 		e := m.entry

@@ -95,7 +95,10 @@ func (c *rootCheck) checkPaths() {
 			}
 		}
 		refKey, err := nokv.PathRefKey(c.root, p.k.Incarnation, p.k.Path, p.v.Revision).Encode()
-		if err == nil && !refs[string(refKey)] {
+		// A restore in key order places a path's reference and index rows
+		// in other commands than its PathCurrent row.
+		restoring := c.restoringIncs[p.k.Incarnation]
+		if err == nil && !refs[string(refKey)] && !restoring {
 			c.finding(nokv.FamilyRevisionRef, refKey, name, "a Path reference on revision "+p.v.Revision.String(), "none")
 		}
 		for i := 1; i < len(p.k.Path); i++ {
@@ -119,7 +122,9 @@ func (c *rootCheck) checkPaths() {
 			row, ok := c.index[string(k)]
 			switch {
 			case !ok:
-				c.finding(nokv.FamilySecondaryIndex, k, name+" in "+indexName(k), "an index row of the path", "none")
+				if !restoring {
+					c.finding(nokv.FamilySecondaryIndex, k, name+" in "+indexName(k), "an index row of the path", "none")
+				}
 			case row.v.PathGeneration != p.v.Generation || row.v.Revision != p.v.Revision:
 				c.finding(nokv.FamilySecondaryIndex, k, name+" in "+row.k.IndexID,
 					fmt.Sprintf("generation %d, revision %s", p.v.Generation, p.v.Revision),
@@ -138,8 +143,7 @@ func (c *rootCheck) checkPaths() {
 		}
 	}
 	for _, k := range sortedKeys(c.index) {
-		if !wantIndex[k] {
-			row := c.index[k]
+		if row := c.index[k]; !wantIndex[k] && !c.restoringIncs[row.k.Incarnation] {
 			c.finding(nokv.FamilySecondaryIndex, row.key, c.pathName(incs, row.k.Incarnation, row.k.Path)+" in "+row.k.IndexID,
 				"a path entry the row indexes", "none with this value")
 		}
@@ -208,6 +212,9 @@ func (c *rootCheck) checkRevisions() {
 		switch r.k.Kind {
 		case nokv.ReferenceKindPath:
 			p, ok := c.paths[pathID(r.k.Incarnation, r.k.Path)]
+			if !ok && c.restoringIncs[r.k.Incarnation] {
+				break // placed before its path by a restore in key order
+			}
 			if !ok || p.v.Revision != r.k.Revision {
 				found := "no PathCurrent"
 				if ok {
@@ -217,7 +224,9 @@ func (c *rootCheck) checkRevisions() {
 					"the path at revision "+r.k.Revision.String(), found)
 			}
 		case nokv.ReferenceKindCommit:
-			if _, ok := c.commits[r.k.Commit]; !ok {
+			// A restore places its commit's references before it seals
+			// the commit.
+			if _, ok := c.commits[r.k.Commit]; !ok && !c.restoringCommits[r.k.Commit] {
 				c.finding(nokv.FamilyRevisionRef, r.key, name, "Commit "+r.k.Commit.String(), "none")
 			}
 		case nokv.ReferenceKindRevisionDependency:

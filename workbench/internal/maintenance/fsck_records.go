@@ -39,6 +39,13 @@ type rootCheck struct {
 	aliases    []aliasRow
 	holds      []historyHoldRow
 	index      map[string]indexRow // by the key's bytes
+
+	// Restores in flight (not Complete or Cleaned): the commits they will
+	// seal, whose Commit references come first, and, in a shard whose
+	// restores copy in key order (nokv.KeyOrderedRestoreFrom), the
+	// destination incarnations whose rows are placed family by family.
+	restoringCommits map[nokv.CommitID]bool
+	restoringIncs    map[nokv.IncarnationID]bool
 }
 
 type (
@@ -143,6 +150,9 @@ func (fk *fsck) checkRoot(ctx context.Context, sn *head.Snapshot) error {
 		members:    map[nokv.CommitID][]memberRow{},
 		snapshots:  map[nokv.SnapshotID]snapshotRow{},
 		index:      map[string]indexRow{},
+
+		restoringCommits: map[nokv.CommitID]bool{},
+		restoringIncs:    map[nokv.IncarnationID]bool{},
 	}
 	complete, err := c.load(ctx)
 	if err != nil {
@@ -353,22 +363,32 @@ func (c *rootCheck) families() []checkedFamily {
 				c.index[string(key)] = indexRow{key, k, v}
 				return nil
 			})},
+		{nokv.FamilyOperation, c.operation},
 		// Families no check reads yet still have to decode.
-		{nokv.FamilyOperation, decodeOperation},
 		{nokv.FamilyStagedObject, decodeOnly(nokv.ParseStagedObjectKey, nokv.DecodeStagedObject)},
 		{nokv.FamilyChangeEvent, decodeOnly(nokv.ParseChangeEventKey, nokv.DecodeChangeEvent)},
 		{nokv.FamilyLeaseClock, decodeOnly(nokv.ParseLeaseClockKey, nokv.DecodeLeaseClock)},
 	}
 }
 
-// decodeOperation decodes an Operation record by its kind. Restore and Gc
-// operations have no codec here yet: their keys parse.
-func decodeOperation(key, value []byte) error {
+// operation decodes an Operation record by its kind and notes the
+// restores in flight. Gc operations have no codec here yet: their keys
+// parse.
+func (c *rootCheck) operation(key, value []byte) error {
 	k, err := nokv.ParseOperationKey(key)
 	if err != nil {
 		return err
 	}
 	switch k.Kind {
+	case nokv.OperationKindRestore:
+		op, err := nokv.DecodeRestoreOperation(value)
+		if err != nil || op.Phase == nokv.RestorePhaseComplete || op.Phase == nokv.RestorePhaseCleaned {
+			return err
+		}
+		c.restoringCommits[op.DestinationCommit] = true
+		if c.sn.Marker().ValueFormatVersion >= nokv.KeyOrderedRestoreFrom {
+			c.restoringIncs[op.DestinationIncarnation] = true
+		}
 	case nokv.OperationKindPublish:
 		_, err = nokv.DecodePublishOperation(value)
 	case nokv.OperationKindBuildCommit:

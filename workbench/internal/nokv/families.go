@@ -59,7 +59,7 @@ const (
 const (
 	SchemaID           = "nokv_workspace"
 	FormatVersion      = 13 // 13: lease_clock rows hold the snapshot lease clock; 12: tables carry small shard objects and page indexes inline (table format 3, index format 2); 11: publication writes secondary_index rows of built-in fields; 10: path_directory rows name the directories; 9: path_current's shard key leaves out the incarnation
-	ValueFormatVersion = 6  // 6: heads of format cairn.head.v3 say whether their writer carries other replicas' intents (CarrierFrom), and tables of format 4 carry each shard's last key (LastKeysFrom); 5: shard objects, delta segments and member-tree nodes are kept compressed (CompressFrom); 4: a commit's digests are its member tree's (Commit value 4) and it reads only what changed since its parent; 3: a commit keeps its members in a member tree (Commit value 3) in shards of this marker; 2: a manifest row may carry its body inline
+	ValueFormatVersion = 7  // 7: a restore's copy commands place each family's rows in that family's key order (KeyOrderedRestoreFrom); 6: heads of format cairn.head.v3 say whether their writer carries other replicas' intents (CarrierFrom), and tables of format 4 carry each shard's last key (LastKeysFrom); 5: shard objects, delta segments and member-tree nodes are kept compressed (CompressFrom); 4: a commit's digests are its member tree's (Commit value 4) and it reads only what changed since its parent; 3: a commit keeps its members in a member tree (Commit value 3) in shards of this marker; 2: a manifest row may carry its body inline
 )
 
 // CompressFrom is the value format from which a shard keeps its shard
@@ -67,6 +67,14 @@ const (
 // (shards.Compress): a release that reads only plain objects refuses such
 // a shard whole, by its marker.
 const CompressFrom = 5
+
+// KeyOrderedRestoreFrom is the value format from which a restore's copy
+// commands place each family's rows in that family's own key order
+// (history/restore_ordered.go): what a command writes at a given cursor
+// differs from the member-ordered restore of the formats before, so a
+// release of format 6 must not resume such a restore, and refuses the
+// shard whole, by its marker.
+const KeyOrderedRestoreFrom = 7
 
 // CarrierFrom is the value format from which a shard's heads are of
 // head.HeadFormat and say whether their writer lists other replicas'

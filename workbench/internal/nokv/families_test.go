@@ -149,8 +149,8 @@ func TestFamiliesReturnsCopy(t *testing.T) {
 
 func TestSchemaMarker(t *testing.T) {
 	sc := nokv.Schema()
-	if sc.Marker.SchemaID != "nokv_workspace" || sc.Marker.FormatVersion != 13 || sc.Marker.ValueFormatVersion != 6 {
-		t.Fatalf("marker = %+v, want nokv_workspace 13/6", sc.Marker)
+	if sc.Marker.SchemaID != "nokv_workspace" || sc.Marker.FormatVersion != 13 || sc.Marker.ValueFormatVersion != 7 {
+		t.Fatalf("marker = %+v, want nokv_workspace 13/7", sc.Marker)
 	}
 	if sc.CompressFrom != 5 || sc.CarrierFrom != 6 || sc.LastKeysFrom != 6 {
 		t.Fatalf("CompressFrom = %d, CarrierFrom = %d, LastKeysFrom = %d, want 5, 6 and 6", sc.CompressFrom, sc.CarrierFrom, sc.LastKeysFrom)

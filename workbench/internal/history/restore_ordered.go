@@ -1,0 +1,334 @@
+package history
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"math/bits"
+	"slices"
+
+	"github.com/cairnstore/cairn/workbench/internal/core"
+	"github.com/cairnstore/cairn/workbench/internal/publish"
+
+	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/head"
+	"github.com/cairnstore/cairn/shards"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
+)
+
+// Copying in each family's key order (value format 7).
+//
+// A copy command of the member-ordered protocol places members [lo, hi)
+// whole: their path rows, index rows, references and revision counts.
+// The members are in path order, so the path-keyed families take one
+// slice of their key space per command; but the SecondaryIndex rows are
+// keyed by a member's body digest, size or type, and the revisions'
+// counts and the commit's references by revision id, so every command
+// rewrote most pages of those families: at 100,000 files, 42,120 of the
+// 73,609 objects a restore wrote were artifact_revision pages
+// (docs/performance.md, "What a restore of 100,000 files spends on each
+// kind of row").
+//
+// In a shard of value format 7 a restore's command at member cursor
+// [lo, hi) places instead, for each group of rows, the same share of
+// that group's own key order:
+//
+//   - path rows: members [lo, hi) in path order: PathCurrent, the
+//     directories, the destination commit's CommitMember and the
+//     RestoreMember rows, as before;
+//   - references: the members at positions [lo, hi) of the revision
+//     order (byRevision): each one's Path reference and the revision's
+//     count, and, at the first member of each revision, the destination
+//     commit's Commit reference; a reference and its count stay in one
+//     command, as the schema requires;
+//   - index rows: rows [lo·R/n, hi·R/n) of every member's SecondaryIndex
+//     rows in key order (R rows for n members).
+//
+// Each share is a function of the cursor alone, so commands of any batch
+// size compose (a replica with other batches resumes at the cursor), and
+// an abort removes exactly what the cursor says was placed, in the same
+// shares (cleanOrdered). What a command writes at a given cursor differs
+// from the member-ordered protocol's, so the protocol follows the value
+// format of the shard: a release of format 6 refuses a shard of 7 whole
+// and never resumes such a restore.
+
+// indexRow is one SecondaryIndex row a restore places.
+type indexRow struct {
+	key    []byte
+	member uint32
+}
+
+// orderRows fixes the key-ordered shares of p's members: the revision
+// order and the index rows in key order.
+func (p *RestorePlan) orderRows(root nokv.RootID) error {
+	n := len(p.members)
+	p.byRevision = make([]uint32, n)
+	for i := range p.byRevision {
+		p.byRevision[i] = uint32(i)
+	}
+	slices.SortFunc(p.byRevision, func(a, b uint32) int {
+		ra, rb := p.members[a].entry.Revision, p.members[b].entry.Revision
+		if c := bytes.Compare(ra[:], rb[:]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	p.index = p.index[:0]
+	for i := range p.members {
+		m := &p.members[i]
+		keys, err := core.PathIndexKeys(root, p.DstInc, m.path, &m.entry)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			p.index = append(p.index, indexRow{key: k, member: uint32(i)})
+		}
+	}
+	slices.SortFunc(p.index, func(a, b indexRow) int { return bytes.Compare(a.key, b.key) })
+	for i := 1; i < len(p.index); i++ {
+		if bytes.Equal(p.index[i-1].key, p.index[i].key) {
+			return fmt.Errorf("workbench: restore %s plans index row %x twice", p.OpID, p.index[i].key)
+		}
+	}
+	return nil
+}
+
+// share is how many of total units the cursor c of n members covers:
+// floor(c·total/n), so that shares of consecutive cursors tile [0, total).
+func share(c, total, n uint64) uint64 {
+	if n == 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(c, total)
+	q, _ := bits.Div64(hi, lo, n)
+	return q
+}
+
+// firstOfRevision reports whether position j of the revision order is
+// the first member of its revision: the one whose command places the
+// destination commit's reference on it.
+func (p *RestorePlan) firstOfRevision(j uint64) bool {
+	return j == 0 || p.members[p.byRevision[j-1]].entry.Revision != p.members[p.byRevision[j]].entry.Revision
+}
+
+// copyOrdered places the key-ordered shares of cursor [from, to) (see
+// the file comment) and returns the member chain at to.
+func (p *RestorePlan) copyOrdered(s *core.Service, tx *head.Tx, from, to uint64, chain [32]byte) ([32]byte, error) {
+	seq := tx.Sequence()
+	n := uint64(len(p.members))
+	for i := from; i < to; i++ {
+		m := p.members[i]
+		e := m.entry
+		e.CreatedVersion, e.ModifiedVersion = seq, seq
+		pk, err := nokv.PathCurrentKey{Root: s.Root(), Incarnation: p.DstInc, Path: m.path}.Encode()
+		if err != nil {
+			return chain, err
+		}
+		if err := core.PutRecord(tx, nokv.FamilyPathCurrent, pk, e.Encode); err != nil {
+			return chain, err
+		}
+		if err := core.PlaceDirectories(tx, s.Root(), p.DstInc, m.path, seq); err != nil {
+			return chain, err
+		}
+		mk, err := nokv.CommitMemberKey{Root: s.Root(), Commit: p.commitID, Path: m.path}.Encode()
+		if err != nil {
+			return chain, err
+		}
+		if err := core.PutRecord(tx, nokv.FamilyCommitMember, mk, nokv.MemberOf(e).Encode); err != nil {
+			return chain, err
+		}
+		rk, err := nokv.RestoreMemberKey{Root: s.Root(), Operation: p.OpID, Sequence: i}.Encode()
+		if err != nil {
+			return chain, err
+		}
+		rm := nokv.RestoreMember{Path: m.path, Revision: e.Revision, PathGeneration: e.Generation, RowDigest: m.row}
+		if err := core.PutRecord(tx, nokv.FamilyRestoreMember, rk, rm.Encode); err != nil {
+			return chain, err
+		}
+		chain = MemberChain(chain, i, m.row)
+	}
+	total := uint64(len(p.index))
+	for _, r := range p.index[share(from, total, n):share(to, total, n)] {
+		e := &p.members[r.member].entry
+		v, err := nokv.SecondaryIndexEntry{PathGeneration: e.Generation, Revision: e.Revision}.Encode()
+		if err != nil {
+			return chain, err
+		}
+		if err := tx.Put(nokv.FamilySecondaryIndex, r.key, v); err != nil {
+			return chain, err
+		}
+	}
+	rc := &publish.Refs{S: s, Tx: tx, Revs: map[nokv.RevisionID]*nokv.ArtifactRevision{}}
+	for j := from; j < to; j++ {
+		m := &p.members[p.byRevision[j]]
+		rev := m.entry.Revision
+		epoch, err := rc.Add(rev)
+		if err != nil {
+			return chain, err
+		}
+		k, err := nokv.PathRefKey(s.Root(), p.DstInc, m.path, rev).Encode()
+		if err != nil {
+			return chain, err
+		}
+		if err := core.PutRecord(tx, nokv.FamilyRevisionRef, k, nokv.RevisionRef{ReferenceEpochAtAdd: epoch, CreatedVersion: seq}.Encode); err != nil {
+			return chain, err
+		}
+		if !p.firstOfRevision(j) {
+			continue
+		}
+		if epoch, err = rc.Add(rev); err != nil {
+			return chain, err
+		}
+		if k, err = nokv.CommitRefKey(s.Root(), p.commitID, rev).Encode(); err != nil {
+			return chain, err
+		}
+		if err := core.PutRecord(tx, nokv.FamilyRevisionRef, k, nokv.RevisionRef{ReferenceEpochAtAdd: epoch, CreatedVersion: seq}.Encode); err != nil {
+			return chain, err
+		}
+	}
+	return chain, rc.Flush()
+}
+
+// orderedReads names what copyOrdered reads for cursor [from, to): the
+// revisions of its share of the revision order and the directories of
+// its members (the index rows and references it writes blind).
+func (p *RestorePlan) orderedReads(s *core.Service, sn *head.Snapshot, from, to uint64) []head.ShardRef {
+	refs := p.reads(s, sn, p.members[from:to])
+	// p.reads named the revisions and commit references of the path
+	// share; the command reads no reference, and the revisions of the
+	// revision share.
+	refs = slices.DeleteFunc(refs, func(r head.ShardRef) bool {
+		return r.Family == nokv.FamilyArtifactRevision || r.Family == nokv.FamilyRevisionRef
+	})
+	for j := from; j < to; j++ {
+		k, err := nokv.ArtifactRevisionKey{Root: s.Root(), Revision: p.members[p.byRevision[j]].entry.Revision}.Encode()
+		if err != nil {
+			continue
+		}
+		ref, err := sn.ShardOf(nokv.FamilyArtifactRevision, k)
+		if err != nil {
+			continue
+		}
+		ref.Prefix = k
+		refs = append(refs, ref)
+	}
+	return refs
+}
+
+// replanRestore derives again the plan of the key-ordered restore op
+// from its source (which the restore holds until its last command), for
+// an abort: the members, their chain and the shares. The plan must be
+// the one the copy commands followed: the same destination commit, the
+// same member count, and the chain the operation sealed.
+func replanRestore(ctx context.Context, s *core.Service, sn *head.Snapshot, p *RestorePlan, op nokv.RestoreOperation) (*RestorePlan, *core.Error) {
+	read := core.SnapshotReader(ctx, sn)
+	src := sn
+	var c nokv.Commit
+	switch p.Src.Kind {
+	case nokv.RestoreSourceKindCommit:
+		var ok bool
+		var err error
+		if c, ok, err = readCommit(s, read, p.Src.Commit); err != nil {
+			return nil, core.FromError(err)
+		} else if !ok {
+			return nil, core.InvalidState(fmt.Sprintf("restore %s: its source commit %s is gone", p.OpID, p.Src.Commit))
+		}
+	default:
+		ref, ok, err := s.SnapshotRef(read, p.SrcInc, p.Src.Snapshot)
+		if err != nil {
+			return nil, core.FromError(err)
+		}
+		if !ok {
+			return nil, core.InvalidState(fmt.Sprintf("restore %s: its source snapshot %s is gone", p.OpID, p.Src.Snapshot))
+		}
+		if src, err = s.Store().At(ctx, digest.Hash(ref.HeldRoot)); err != nil {
+			return nil, core.FromError(err)
+		}
+	}
+	want := p.commitID
+	p.keyOrdered = true
+	if werr := planMembers(ctx, s, src, p, c); werr != nil {
+		return nil, werr
+	}
+	// The operation's chain is the one at the cursor the copy commands
+	// reached; cleaning lowers the cursor and leaves the chain, so a
+	// resumed abort finds it at or past the cursor.
+	var chain [32]byte
+	sealed := op.MemberCursor == 0 && chain == op.MemberDigest
+	for i := range uint64(len(p.members)) {
+		chain = MemberChain(chain, i, p.members[i].row)
+		if chain == op.MemberDigest && i+1 >= op.MemberCursor && (i+1 == op.MemberCursor || op.Phase == nokv.RestorePhaseCleaning) {
+			sealed = true
+			break
+		}
+	}
+	if p.commitID != want || uint64(len(p.members)) != op.MemberCount || !sealed {
+		return nil, core.InvalidState(fmt.Sprintf("restore %s: its source no longer plans the members it placed", p.OpID))
+	}
+	return p, nil
+}
+
+// cleanOrdered removes what the copy commands placed for cursor
+// [lo, hi): the exact inverse of copyOrdered. A row it expects and does
+// not find fails the command: a count lowered for a reference that is
+// not there would free a body in use.
+func (p *RestorePlan) cleanOrdered(s *core.Service, tx *head.Tx, rc *publish.Refs, lo, hi uint64) error {
+	n := uint64(len(p.members))
+	present := func(f shards.Family, k []byte, what string) error {
+		_, ok, err := tx.Get(f, k)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return core.Reject(core.InvalidState(fmt.Sprintf("restore %s has no %s to clean", p.OpID, what)))
+		}
+		return tx.Delete(f, k)
+	}
+	for i := lo; i < hi; i++ {
+		m := &p.members[i]
+		for _, k := range []interface {
+			Family() shards.Family
+			Encode() ([]byte, error)
+		}{
+			nokv.PathCurrentKey{Root: s.Root(), Incarnation: p.DstInc, Path: m.path},
+			nokv.CommitMemberKey{Root: s.Root(), Commit: p.commitID, Path: m.path},
+			nokv.RestoreMemberKey{Root: s.Root(), Operation: p.OpID, Sequence: i},
+		} {
+			key, err := k.Encode()
+			if err != nil {
+				return err
+			}
+			if err := present(k.Family(), key, fmt.Sprintf("%v row of member %d", k.Family(), i)); err != nil {
+				return err
+			}
+		}
+	}
+	total := uint64(len(p.index))
+	for _, r := range p.index[share(lo, total, n):share(hi, total, n)] {
+		if err := present(nokv.FamilySecondaryIndex, r.key, fmt.Sprintf("index row of member %d", r.member)); err != nil {
+			return err
+		}
+	}
+	for j := lo; j < hi; j++ {
+		m := &p.members[p.byRevision[j]]
+		rev := m.entry.Revision
+		keys := []nokv.RevisionRefKey{nokv.PathRefKey(s.Root(), p.DstInc, m.path, rev)}
+		if p.firstOfRevision(j) {
+			keys = append(keys, nokv.CommitRefKey(s.Root(), p.commitID, rev))
+		}
+		for _, k := range keys {
+			key, err := k.Encode()
+			if err != nil {
+				return err
+			}
+			if err := present(nokv.FamilyRevisionRef, key, "reference on revision "+rev.String()); err != nil {
+				return err
+			}
+			if err := rc.Remove(rev); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
