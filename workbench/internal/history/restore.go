@@ -32,7 +32,8 @@ import (
 //     attachment (a snapshot's consumer count and epoch raised and a
 //     HistoryHold of kind Restore, or a CommitConsumer of kind Lease on
 //     the commit with the commit's count and epoch raised);
-//  2. copy batches of restoreBatch members each: the destination's
+//  2. copy batches of RestoreBatch members each (in value format 7, the
+//     same shares of each family's own key order: restore_ordered.go): the destination's
 //     PathCurrent, PathDirectory and index rows, its Path reference and
 //     the destination commit's Commit reference on the same revision (no
 //     body is copied), the destination commit's CommitMember rows, one
@@ -64,7 +65,10 @@ func init() { core.RegisterTool("workbench_restore", restoreTool) }
 // 784 head writes in batches of 256, 1,229 MiB in 28 in batches of
 // 4,096, and 540 MiB in 10 in batches of 16,384 (BenchmarkRestore, file
 // bucket); a batch's transient memory grows with it, so it is not
-// larger (docs/performance.md, "Restore in fewer, larger commands").
+// larger (docs/performance.md, "Restore in fewer, larger commands"). In
+// shards of value format 7 a command places a slice of each family's own
+// key order instead (restore_ordered.go), and each page is written about
+// once whatever the batch.
 var RestoreBatch = 16384
 
 // restoreInput is workbench_restore's input.
