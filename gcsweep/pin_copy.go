@@ -140,7 +140,8 @@ func checkCopy(ctx context.Context, store *head.Store, dst bucket.Bucket, p Pin)
 // collect walks from root (without Verify: it fetches what it must
 // decode) and returns every object it reaches, and for each block the
 // reference that led to it, whose slice and digest check the block's
-// bytes.
+// bytes (for a block a block led to, its whole bytes against the digest
+// the walk carried).
 func collect(ctx context.Context, b bucket.Bucket, layout shards.Layout, root digest.Hash, refs walk.Refs, concurrency int) ([]walk.Object, map[string]walk.BlockRef, error) {
 	var mu sync.Mutex
 	blocks := map[string]walk.BlockRef{}
@@ -158,6 +159,15 @@ func collect(ctx context.Context, b bucket.Bucket, layout shards.Layout, root di
 	var objs []walk.Object
 	err := walk.Walk(ctx, b, layout, root, seen, walk.Options{Concurrency: concurrency}, func(o walk.Object) error {
 		objs = append(objs, o)
+		if o.Kind == walk.KindBlock {
+			// A block another block leads to (an inner node's child in
+			// a member tree) is whole: its digest is the walk's.
+			mu.Lock()
+			if _, ok := blocks[o.Key]; !ok {
+				blocks[o.Key] = walk.BlockRef{Key: o.Key, Digest: o.Digest, Size: o.Size}
+			}
+			mu.Unlock()
+		}
 		return nil
 	})
 	if err != nil {

@@ -376,3 +376,48 @@ func TestPinCopyRefusesADamagedSource(t *testing.T) {
 		}
 	}
 }
+
+// TestPinCopyFollowsMemberTrees copies a pin whose commit keeps its
+// members in a tree of several nodes: the inner node's children are
+// reached only through it, and are copied checked against the digests
+// it names (a copy once refused them: it had no reference for them).
+func TestPinCopyFollowsMemberTrees(t *testing.T) {
+	ctx := context.Background()
+	src := mem.NewBucket()
+	svc := openPinned(t, src)
+	call(t, svc, "workbench_create", `{"id":"wb"}`)
+	for i := range 60 {
+		putText(t, svc, fmt.Sprintf("docs/f%02d.txt", i), fmt.Sprintf("file %d\n", i))
+	}
+	commit := call(t, svc, "workbench_commit", `{"id":"wb","manifest":{"task":"trees"},"content_digest_uri":"sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}`)
+	pin, err := gcsweep.PinHead(ctx, svc.Store(), "", "a commit with a tree", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := mem.NewBucket()
+	if _, err := gcsweep.CopyPin(ctx, svc.Store(), dst, pin, workbench.BlockRefs, gcsweep.VerifyOptions{Concurrency: 4}); err != nil {
+		t.Fatal(err)
+	}
+	objs, _, err := bucket.ListAll(ctx, dst, bucket.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := 0
+	for _, o := range objs {
+		if strings.Contains(o.Key, "/trees/") {
+			nodes++
+		}
+	}
+	if nodes < 2 {
+		t.Fatalf("the commit's tree has %d nodes; the test wants an inner node", nodes)
+	}
+	// The copy reads the commit's members: a restore of it walks them all.
+	var res struct {
+		CommitIdentity string `json:"commit_identity"`
+	}
+	if err := json.Unmarshal([]byte(commit), &res); err != nil {
+		t.Fatal(err)
+	}
+	cp := openPinned(t, dst)
+	call(t, cp, "workbench_restore", fmt.Sprintf(`{"id":"wb","destination_id":"wb2","at_commit":%q}`, res.CommitIdentity))
+}
