@@ -25,8 +25,15 @@ import (
 // enough commits for deltas and folds.
 func openPinned(t *testing.T, b bucket.Bucket) *workbench.Service {
 	t.Helper()
+	return openPinnedAt(t, b, 0)
+}
+
+// openPinnedAt is openPinned creating shards in value format v (0: the
+// test binary's).
+func openPinnedAt(t *testing.T, b bucket.Bucket, v int) *workbench.Service {
+	t.Helper()
 	svc, err := workbench.Open(context.Background(), b, workbench.Options{
-		AgentID: "pins", BlockSize: 256, InlineMax: 32,
+		AgentID: "pins", BlockSize: 256, InlineMax: 32, ValueFormat: v,
 		Engine: head.Options{Check: true, MaxDeltas: 4, MergeBytes: -1, PageBytes: 256, InlineBytes: 160},
 	})
 	if err != nil {
@@ -384,7 +391,7 @@ func TestPinCopyRefusesADamagedSource(t *testing.T) {
 func TestPinCopyFollowsMemberTrees(t *testing.T) {
 	ctx := context.Background()
 	src := mem.NewBucket()
-	svc := openPinned(t, src)
+	svc := openPinnedAt(t, src, workbench.ValueFormat) // member trees whatever the suite's format
 	call(t, svc, "workbench_create", `{"id":"wb"}`)
 	for i := range 60 {
 		putText(t, svc, fmt.Sprintf("docs/f%02d.txt", i), fmt.Sprintf("file %d\n", i))
@@ -418,6 +425,6 @@ func TestPinCopyFollowsMemberTrees(t *testing.T) {
 	if err := json.Unmarshal([]byte(commit), &res); err != nil {
 		t.Fatal(err)
 	}
-	cp := openPinned(t, dst)
+	cp := openPinnedAt(t, dst, workbench.ValueFormat)
 	call(t, cp, "workbench_restore", fmt.Sprintf(`{"id":"wb","destination_id":"wb2","at_commit":%q}`, res.CommitIdentity))
 }
