@@ -19,7 +19,8 @@ import (
 // (so the copy commands write each page of those families about once);
 // in format 6, where a command places its members whole, they are not.
 // Resumed in commands of another size, the restore completes with every
-// count right.
+// count right; in format 7 its commit's members are in a tree edited from
+// the source commit's, not in rows.
 func TestKeyOrderedRestorePlacesPrefixes(t *testing.T) {
 	defer workbench.SetRestoreBatchForTest(16)()
 	for _, format := range []int{6, 7} {
@@ -117,6 +118,22 @@ func TestKeyOrderedRestorePlacesPrefixes(t *testing.T) {
 				t.Fatalf("the restore holds %d files, want 62", n)
 			}
 			workbench.CheckReferencesForTest(t, s)
+			workbench.FsckCleanForTest(t, s)
+			// In format 7 the destination commit keeps its members in a
+			// tree (the source's with the two manifests edited in), and
+			// there are no member rows.
+			var srcTree, dstTree *nokv.MemberTree
+			for id, c := range workbench.CommitsForTest(t, s) {
+				if id.String() == commit {
+					srcTree = c.MemberTree
+				} else {
+					dstTree = c.MemberTree
+				}
+			}
+			rows := len(workbench.ScanForTest(t, s, nokv.FamilyCommitMember, nil))
+			if format >= 7 && (dstTree == nil || srcTree == nil || rows != 0) || format < 7 && (dstTree != nil || rows != 62) {
+				t.Fatalf("value format %d: destination tree %v, source tree %v, %d member rows", format, dstTree, srcTree, rows)
+			}
 		})
 	}
 }

@@ -173,6 +173,7 @@ type RestorePlan struct {
 	keyOrdered bool
 	byRevision []uint32   // member indexes in revision order
 	index      []indexRow // every member's index rows, in key order
+	srcTree    tree.Ref   // the source commit's member tree, if it has one
 
 	RmBody  []byte
 	RmEntry nokv.PathEntry
@@ -547,6 +548,9 @@ func planMembers(ctx context.Context, s *core.Service, sn *head.Snapshot, p *Res
 		}
 		if uint64(len(rows)) != c.MemberCount {
 			return core.InvalidState(fmt.Sprintf("commit %s holds %d members, its seal says %d", p.Src.Commit, len(rows), c.MemberCount))
+		}
+		if p.srcTree, _, err = core.TreeRef(c); err != nil {
+			return core.FromError(err)
 		}
 	}
 	flat := core.NewMemberDigesterOf(uint64(len(rows)))

@@ -299,6 +299,12 @@ func (p *RestorePlan) commitMember(s *core.Service, tx *head.Tx, path []string, 
 	if err := core.PutRecord(tx, nokv.FamilyCommitMember, mk, nokv.MemberOf(e).Encode); err != nil {
 		return err
 	}
+	return p.commitRef(s, tx, e, rc)
+}
+
+// commitRef writes the destination commit's reference on e's revision,
+// the first time the commit meets it.
+func (p *RestorePlan) commitRef(s *core.Service, tx *head.Tx, e nokv.PathEntry, rc *publish.Refs) error {
 	rk, err := nokv.CommitRefKey(s.Root(), p.commitID, e.Revision).Encode()
 	if err != nil {
 		return err
@@ -408,7 +414,8 @@ type restoreFinal struct {
 	runEntry nokv.PathEntry
 
 	members      []finalMember // every member of the destination's commit, in path order
-	memberDigest [32]byte
+	memberDigest [32]byte      // flat, or the tree's (sealTree)
+	tree         *nokv.MemberTree
 	revs         []nokv.RevisionID // unique, ascending
 	landed       bool
 }
@@ -440,8 +447,12 @@ func (f *restoreFinal) planCommit() *core.Error {
 	d := core.NewMemberDigesterOf(uint64(len(f.members)))
 	seen := map[nokv.RevisionID]bool{}
 	for _, m := range f.members {
-		if err := d.Add(m.path, nokv.MemberOf(m.entry)); err != nil {
-			return core.FromError(err)
+		// A key-ordered restore's commit takes its tree's digest
+		// (sealTree).
+		if !p.keyOrdered {
+			if err := d.Add(m.path, nokv.MemberOf(m.entry)); err != nil {
+				return core.FromError(err)
+			}
 		}
 		if !seen[m.entry.Revision] {
 			seen[m.entry.Revision] = true
@@ -449,7 +460,9 @@ func (f *restoreFinal) planCommit() *core.Error {
 		}
 	}
 	slices.SortFunc(f.revs, func(a, b nokv.RevisionID) int { return bytes.Compare(a[:], b[:]) })
-	f.memberDigest = d.Sum()
+	if !p.keyOrdered {
+		f.memberDigest = d.Sum()
+	}
 	return nil
 }
 
@@ -515,7 +528,13 @@ func (f *restoreFinal) placeManifests(tx *head.Tx) error {
 		if err := placeEntry(s, tx, p.DstInc, m.path, e, rc); err != nil {
 			return err
 		}
-		if err := p.commitMember(s, tx, m.path, e, rc); err != nil {
+		add := p.commitMember
+		if p.keyOrdered {
+			add = func(s *core.Service, tx *head.Tx, _ []string, e nokv.PathEntry, rc *publish.Refs) error {
+				return p.commitRef(s, tx, e, rc) // the member goes into the tree
+			}
+		}
+		if err := add(s, tx, m.path, e, rc); err != nil {
 			return err
 		}
 	}
@@ -533,6 +552,11 @@ func (f *restoreFinal) sealCommit(tx *head.Tx) (nokv.Commit, error) {
 	if err := core.PutRecord(tx, nokv.FamilyCommitConsumer, hk, nokv.CommitConsumer{ConsumerEpochAtAdd: 1, CreatedVersion: seq}.Encode); err != nil {
 		return nokv.Commit{}, err
 	}
+	if p.keyOrdered {
+		if err := f.sealTree(tx); err != nil {
+			return nokv.Commit{}, err
+		}
+	}
 	cm := nokv.Commit{
 		SourceIncarnation: p.DstInc, WorkbenchID: p.DstID,
 		ContentDigestURI: p.contentDigest, ManifestDigestURI: p.manifestDigest,
@@ -542,6 +566,7 @@ func (f *restoreFinal) sealCommit(tx *head.Tx) (nokv.Commit, error) {
 		ParentDigest:  core.ParentDigest(nil),
 		ConsumerCount: 1, ConsumerEpoch: 1,
 		State: nokv.CommitStateSealed, CreatedVersion: seq,
+		MemberTree: f.tree, TreeDigests: f.tree != nil,
 	}
 	ck, err := nokv.CommitKey{Root: s.Root(), Commit: p.commitID}.Encode()
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/shards"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/tree"
 )
 
 // Copying in each family's key order (value format 7).
@@ -35,8 +36,7 @@ import (
 // that group's own key order:
 //
 //   - path rows: members [lo, hi) in path order: PathCurrent, the
-//     directories, the destination commit's CommitMember and the
-//     RestoreMember rows, as before;
+//     directories and the RestoreMember rows, as before;
 //   - references: the members at positions [lo, hi) of the revision
 //     order (byRevision): each one's Path reference and the revision's
 //     count, and, at the first member of each revision, the destination
@@ -44,6 +44,11 @@ import (
 //     command, as the schema requires;
 //   - index rows: rows [lo·R/n, hi·R/n) of every member's SecondaryIndex
 //     rows in key order (R rows for n members).
+//
+// The destination commit keeps its members in a member tree, which the
+// final command makes (sealTree): the source commit's tree with the two
+// manifests edited in, sharing every other node, or, from a snapshot, a
+// tree built from the members; no copy command writes CommitMember rows.
 //
 // Each share is a function of the cursor alone, so commands of any batch
 // size compose (a replica with other batches resumes at the cursor), and
@@ -129,13 +134,6 @@ func (p *RestorePlan) copyOrdered(s *core.Service, tx *head.Tx, from, to uint64,
 			return chain, err
 		}
 		if err := core.PlaceDirectories(tx, s.Root(), p.DstInc, m.path, seq); err != nil {
-			return chain, err
-		}
-		mk, err := nokv.CommitMemberKey{Root: s.Root(), Commit: p.commitID, Path: m.path}.Encode()
-		if err != nil {
-			return chain, err
-		}
-		if err := core.PutRecord(tx, nokv.FamilyCommitMember, mk, nokv.MemberOf(e).Encode); err != nil {
 			return chain, err
 		}
 		rk, err := nokv.RestoreMemberKey{Root: s.Root(), Operation: p.OpID, Sequence: i}.Encode()
@@ -292,7 +290,6 @@ func (p *RestorePlan) cleanOrdered(s *core.Service, tx *head.Tx, rc *publish.Ref
 			Encode() ([]byte, error)
 		}{
 			nokv.PathCurrentKey{Root: s.Root(), Incarnation: p.DstInc, Path: m.path},
-			nokv.CommitMemberKey{Root: s.Root(), Commit: p.commitID, Path: m.path},
 			nokv.RestoreMemberKey{Root: s.Root(), Operation: p.OpID, Sequence: i},
 		} {
 			key, err := k.Encode()
@@ -330,5 +327,51 @@ func (p *RestorePlan) cleanOrdered(s *core.Service, tx *head.Tx, rc *publish.Ref
 			}
 		}
 	}
+	return nil
+}
+
+// sealTree makes the destination commit's member tree in the final
+// command of a key-ordered restore: the source commit's tree with the
+// two manifests put in, when the source is a commit with a tree (every
+// other node is shared), else a tree built from every member. The
+// commit's member digest is then the tree's, and it references every
+// revision of its members itself: it has no parent to keep any.
+func (f *restoreFinal) sealTree(tx *head.Tx) error {
+	s, p := f.s, f.p
+	var mt *nokv.MemberTree
+	var root tree.Ref
+	var err error
+	if !p.srcTree.IsEmpty() {
+		var changes []tree.Change
+		for _, m := range f.members {
+			if !slices.Equal(m.path, core.RunManifestComps) && !slices.Equal(m.path, restoreManifestComps) {
+				continue
+			}
+			e, err := core.MemberTreeEntry(m.path, nokv.MemberOf(m.entry))
+			if err != nil {
+				return err
+			}
+			changes = append(changes, tree.Change{Key: e.Key, Value: e.Value})
+		}
+		mt, root, _, err = s.EditMemberTree(tx, p.srcTree, changes)
+	} else {
+		entries := make([]tree.Entry, 0, len(f.members))
+		for _, m := range f.members {
+			e, err := core.MemberTreeEntry(m.path, nokv.MemberOf(m.entry))
+			if err != nil {
+				return err
+			}
+			entries = append(entries, e)
+		}
+		mt, root, _, err = s.StageMemberTree(tx, tree.Ref{}, entries)
+	}
+	if err != nil {
+		return err
+	}
+	if root.Count != uint64(len(f.members)) {
+		return core.Reject(core.InvalidState(fmt.Sprintf("restore %s: the destination's tree holds %d members, not %d", p.OpID, root.Count, len(f.members))))
+	}
+	mt.References = uint64(len(f.revs))
+	f.tree, f.memberDigest = mt, root.Digest
 	return nil
 }
