@@ -134,6 +134,16 @@ func TestKeyOrderedRestorePlacesPrefixes(t *testing.T) {
 			if format >= 7 && (dstTree == nil || srcTree == nil || rows != 0) || format < 7 && (dstTree != nil || rows != 62) {
 				t.Fatalf("value format %d: destination tree %v, source tree %v, %d member rows", format, dstTree, srcTree, rows)
 			}
+			// The restored workbench commits on from its commit (in format
+			// 7 from what changed since, over the shared tree).
+			putText(t, s, "dst", "d9/new.txt", "after the restore")
+			before := workbench.CommitsFromChangesForTest()
+			mustCall(t, s, "workbench_commit", commitInput("dst", `{"task":"after"}`, digestAA, true))
+			if fromChanges := workbench.CommitsFromChangesForTest() - before; (fromChanges == 1) != (format >= 7) {
+				t.Fatalf("value format %d: %d commits built from the changes", format, fromChanges)
+			}
+			workbench.FsckCleanForTest(t, s)
+			workbench.CheckCommitClosureForTest(t, s)
 		})
 	}
 }

@@ -21,10 +21,14 @@ import (
 //
 // The events do not say everything in two cases, and the commit then
 // reads the whole workbench as before: an event of the workbench that is
-// not a path's or a commit's (it was created or restored again; a
-// restore writes its paths without an event each), and a gap too long to
+// not a path's or a commit's (it was created or restored again under
+// another incarnation; a restore writes its paths without an event
+// each), and a gap too long to
 // be worth reading (more than maxChangeEvents events, or
-// maxChangeGroups groups of 256 commit versions, of the whole root).
+// maxChangeGroups groups of 256 commit versions, of the whole root). The
+// restore event of the incarnation itself is no such case: the restore
+// sealed the incarnation's first commit, the parent, in the same command,
+// with every path it wrote.
 
 const (
 	maxChangeEvents = 20_000
@@ -83,6 +87,9 @@ func changedPaths(scan scanFunc, root nokv.RootID, id string, inc nokv.Incarnati
 					}
 					keys = append(keys, k)
 				case ev.Kind == nokv.ChangeEventKindWorkbenchCommitted && ev.Incarnation == inc,
+					// The restore that made the incarnation visible sealed
+					// its first commit in the same command: the parent.
+					ev.Kind == nokv.ChangeEventKindWorkspaceRestored && ev.Incarnation == inc,
 					ev.Kind == nokv.ChangeEventKindSnapshotMinted, ev.Kind == nokv.ChangeEventKindSnapshotRenewed,
 					ev.Kind == nokv.ChangeEventKindSnapshotRetired, ev.Kind == nokv.ChangeEventKindSnapshotReaped:
 				default:
