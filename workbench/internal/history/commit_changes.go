@@ -79,6 +79,18 @@ func changedPaths(scan scanFunc, root nokv.RootID, id string, inc nokv.Incarnati
 				if ev.WorkbenchID != id {
 					continue
 				}
+				if ev.Kind == nokv.ChangeEventKindWorkspaceRestored && ev.Incarnation == inc {
+					// The restore that made the incarnation visible sealed
+					// its first commit in the same command: at since, it
+					// is the parent's own.
+					k, err := nokv.ParseChangeEventKey(r.Key)
+					if err != nil {
+						return nil, false, err
+					}
+					if k.CommitVersion == since {
+						continue
+					}
+				}
 				switch {
 				case ev.Kind.IsPath() && ev.Incarnation == inc:
 					k, err := nokv.PathCurrentKey{Root: root, Incarnation: inc, Path: ev.Path}.Encode()
@@ -87,9 +99,6 @@ func changedPaths(scan scanFunc, root nokv.RootID, id string, inc nokv.Incarnati
 					}
 					keys = append(keys, k)
 				case ev.Kind == nokv.ChangeEventKindWorkbenchCommitted && ev.Incarnation == inc,
-					// The restore that made the incarnation visible sealed
-					// its first commit in the same command: the parent.
-					ev.Kind == nokv.ChangeEventKindWorkspaceRestored && ev.Incarnation == inc,
 					ev.Kind == nokv.ChangeEventKindSnapshotMinted, ev.Kind == nokv.ChangeEventKindSnapshotRenewed,
 					ev.Kind == nokv.ChangeEventKindSnapshotRetired, ev.Kind == nokv.ChangeEventKindSnapshotReaped:
 				default:

@@ -93,6 +93,11 @@ func TestChangedPaths(t *testing.T) {
 	if _, ok, _ := changedPaths(scan, root, "wb", inc, 304, 800); ok {
 		t.Fatal("a restore's event was taken as no change")
 	}
+	// The restore that sealed the parent, in the parent's command, is
+	// the parent's own event.
+	if keys, ok, _ := changedPaths(scan, root, "wb", inc, 750, 800); !ok || len(keys) != 0 {
+		t.Fatalf("the parent's own restore event: %v, %q", ok, names(keys))
+	}
 	if _, ok, _ := changedPaths(scan, root, "wb", inc, 300, 300+maxChangeGroups*256); ok {
 		t.Fatal("a gap of maxChangeGroups groups was read")
 	}
