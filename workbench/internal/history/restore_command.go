@@ -245,12 +245,7 @@ func (c *restoreCopy) apply(tx *head.Tx) ([]byte, error) {
 		if err := p.commitMember(s, tx, m.path, e, rc); err != nil {
 			return nil, err
 		}
-		mk, err := nokv.RestoreMemberKey{Root: s.Root(), Operation: p.OpID, Sequence: i}.Encode()
-		if err != nil {
-			return nil, err
-		}
-		rm := nokv.RestoreMember{Path: m.path, Revision: e.Revision, PathGeneration: e.Generation, RowDigest: m.row}
-		if err := core.PutRecord(tx, nokv.FamilyRestoreMember, mk, rm.Encode); err != nil {
+		if err := p.putRestoreMember(s, tx, i, m); err != nil {
 			return nil, err
 		}
 		chain = MemberChain(chain, i, m.row)
@@ -260,6 +255,16 @@ func (c *restoreCopy) apply(tx *head.Tx) ([]byte, error) {
 	}
 	op.MemberCursor, op.MemberDigest = c.end, chain
 	return nil, core.PutRecord(tx, nokv.FamilyOperation, opKey, op.Encode)
+}
+
+// putRestoreMember writes the RestoreMember row of member i, m.
+func (p *RestorePlan) putRestoreMember(s *core.Service, tx *head.Tx, i uint64, m restoreMember) error {
+	k, err := nokv.RestoreMemberKey{Root: s.Root(), Operation: p.OpID, Sequence: i}.Encode()
+	if err != nil {
+		return err
+	}
+	rm := nokv.RestoreMember{Path: m.path, Revision: m.entry.Revision, PathGeneration: m.entry.Generation, RowDigest: m.row}
+	return core.PutRecord(tx, nokv.FamilyRestoreMember, k, rm.Encode)
 }
 
 // placeEntry writes a destination path's PathCurrent, index and directory

@@ -136,12 +136,7 @@ func (p *RestorePlan) copyOrdered(s *core.Service, tx *head.Tx, from, to uint64,
 		if err := core.PlaceDirectories(tx, s.Root(), p.DstInc, m.path, seq); err != nil {
 			return chain, err
 		}
-		rk, err := nokv.RestoreMemberKey{Root: s.Root(), Operation: p.OpID, Sequence: i}.Encode()
-		if err != nil {
-			return chain, err
-		}
-		rm := nokv.RestoreMember{Path: m.path, Revision: e.Revision, PathGeneration: e.Generation, RowDigest: m.row}
-		if err := core.PutRecord(tx, nokv.FamilyRestoreMember, rk, rm.Encode); err != nil {
+		if err := p.putRestoreMember(s, tx, i, m); err != nil {
 			return chain, err
 		}
 		chain = MemberChain(chain, i, m.row)
