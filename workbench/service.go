@@ -9,13 +9,13 @@ import (
 	"github.com/cairnstore/cairn/workbench/internal/history"
 	"github.com/cairnstore/cairn/workbench/internal/maintenance"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
+	"github.com/cairnstore/cairn/workbench/internal/reads"
 	"github.com/cairnstore/cairn/workbench/internal/snapshots"
 
 	// The tools' packages register their tools and commands from init.
 	_ "github.com/cairnstore/cairn/workbench/internal/files"
 	_ "github.com/cairnstore/cairn/workbench/internal/publish"
 	_ "github.com/cairnstore/cairn/workbench/internal/query"
-	_ "github.com/cairnstore/cairn/workbench/internal/reads"
 )
 
 // Service serves the Workbench tools of one agent's deployment root over
@@ -69,6 +69,65 @@ func (s *Service) RetireCommit(ctx context.Context, commit nokv.CommitID, expect
 func (s *Service) AbortRestore(ctx context.Context, dst string) error {
 	return history.AbortRestore(ctx, s.Service, dst)
 }
+
+// Inspect reads workbench id's state beyond what the tools report: its
+// lifecycle state, the restore filling it, its last commit.
+func (s *Service) Inspect(ctx context.Context, id string) (*WorkbenchView, error) {
+	v, werr := history.InspectWorkbench(ctx, s.Service, id)
+	if werr != nil {
+		return nil, werr
+	}
+	return v, nil
+}
+
+// CommitMembersPage reads one page of the members of workbench id's last
+// commit, in path order, after cursor (a page's NextCursor; empty: from
+// the first), at most limit (1 to MaxMembersLimit).
+func (s *Service) CommitMembersPage(ctx context.Context, id, cursor string, limit int) (*MembersPage, error) {
+	p, werr := history.CommitMembersPage(ctx, s.Service, id, cursor, limit)
+	if werr != nil {
+		return nil, werr
+	}
+	return p, nil
+}
+
+// ReadBody reads the leading bytes of one file's body (in.Max of them;
+// 0: all), with its stat card, through one validated head.
+func (s *Service) ReadBody(ctx context.Context, in BodyInput) (*Body, error) {
+	b, werr := reads.ReadBody(ctx, s.Service, in)
+	if werr != nil {
+		return nil, werr
+	}
+	return b, nil
+}
+
+// BodyInput and Body are ReadBody's input and result.
+type (
+	BodyInput = reads.BodyInput
+	Body      = reads.Body
+)
+
+// WorkbenchView, RestoreView, CommitView, MemberView and MembersPage are
+// what Inspect and CommitMembersPage return.
+type (
+	WorkbenchView = history.WorkbenchView
+	RestoreView   = history.RestoreView
+	CommitView    = history.CommitView
+	MemberView    = history.MemberView
+	MembersPage   = history.MembersPage
+)
+
+// ListEntry, StatCard, SnapshotInfo and FindMatch are parts of the
+// tools' results.
+type (
+	ListEntry    = core.ListEntry
+	StatCard     = core.StatCard
+	SnapshotInfo = snapshots.SnapshotInfo
+	FindMatch    = history.FindMatch
+)
+
+// MaxMembersLimit is the largest page CommitMembersPage reads.
+const MaxMembersLimit = history.MaxMembersLimit
 
 // ToolSpec is a tool beyond the contract, for Register. Its members are
 // core.ToolSpec's, with Run taking this package's Service.

@@ -93,6 +93,8 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	authFailBurst := fs.Int("auth-fail-burst", serve.DefaultAuthFailBurst, "failed authentications a client address may make at once before 429 (one more a second; negative: no limit)")
 	memberTrees := fs.Bool("member-trees", false, "commits keep their members in member trees in stores an older cairn created too (a store this cairn creates uses them anyway); turn it on once no older replica shares the bucket")
 	valueFormat := fs.Int("value-format", 0, "value format of the stores this cairn creates: 7 (today's), or 6, 5, 4, 3 or 2 (earlier ones, which replicas of an older cairn still read); 0: today's")
+	consoleOn := fs.Bool("console", true, "serve the web console at /ui/: agents, workbenches, files, commits, snapshots, pins and a live tail, read-only, behind the same tokens as the API")
+	consoleWrites := fs.Bool("console-writes", false, "let the console retire snapshots and pin the head (off: it changes nothing)")
 	logLevel := fs.String("log-level", "info", "log level: debug (probes too), info, warn or error")
 	logFormat := fs.String("log-format", "json", "log format: json or text")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file, complete once the server stops")
@@ -178,6 +180,8 @@ func runServe(ctx context.Context, e *env, args []string) int {
 		AnswerBudget:   int64(*answerBudgetMiB) << 20,
 		AuthFailBurst:  *authFailBurst,
 		Version:        shortVersion(),
+		NoConsole:      !*consoleOn,
+		ConsoleWrites:  *consoleWrites,
 	}
 	if *authFailBurst == 0 {
 		return usageErr("--auth-fail-burst must not be 0 (negative: no limit)")

@@ -36,7 +36,7 @@ import (
 var configKeys = []string{
 	"addr", "after", "agent", "agents", "all", "all_agents", "answer_budget_mib", "auth_fail_burst", "bodies",
 	"body_budget_mib", "body_rate_mib", "bucket", "cache_mib", "commit_interval", "commit_samples", "concurrency",
-	"config", "conn_idle_timeout", "cpuprofile", "cursor", "dir", "dir_entries",
+	"config", "conn_idle_timeout", "console", "console_writes", "cpuprofile", "cursor", "dir", "dir_entries",
 	"dry_run", "duration", "emulator_flag", "extrapolate", "files", "follow", "gc_interval", "gc_percent", "grace",
 	"idempotency_key", "idempotency_retention", "idle_timeout", "input",
 	"interval", "json", "keep_going", "limit", "log_format", "log_level",

@@ -124,6 +124,11 @@ type Options struct {
 	Log *slog.Logger
 	// Now is the clock of the idempotency records. Default time.Now.
 	Now func() time.Time
+	// NoConsole turns off the web console at /ui/ (console.go).
+	NoConsole bool
+	// ConsoleWrites lets the console retire snapshots and create pins;
+	// without it the console changes nothing.
+	ConsoleWrites bool
 }
 
 // Server serves the Workbench tools of many agent roots over HTTP from one
@@ -231,6 +236,10 @@ func New(b bucket.Bucket, opts Options) *Server {
 	mux.HandleFunc("/healthz", s.method(http.MethodGet, s.serveHealth))
 	mux.HandleFunc("/readyz", s.method(http.MethodGet, s.serveReady))
 	mux.HandleFunc("/metrics", s.method(http.MethodGet, s.serveMetrics))
+	if !opts.NoConsole {
+		mux.Handle("/ui/", newConsole(s))
+		mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &workbench.Error{Code: CodeRouteNotFound, Message: "no route " + r.URL.Path, Details: map[string]any{"path": r.URL.Path}})
 	})

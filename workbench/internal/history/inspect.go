@@ -1,0 +1,232 @@
+package history
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cairnstore/cairn/workbench/internal/core"
+	"github.com/cairnstore/cairn/workbench/internal/nokv"
+)
+
+// The reads below are for people looking at a workbench (the console of
+// `cairn serve`), beside the tools: what the contract's results leave
+// out, a workbench's state, the restore that fills it and the members of
+// its last commit. Each pins one validated head, as a tool does.
+
+// WorkbenchView is the state of one workbench.
+type WorkbenchView struct {
+	WorkbenchID string `json:"workbench_id"`
+	Path        string `json:"path"`
+	// State is the workspace's lifecycle state (Active, Staging, …).
+	State       string `json:"state"`
+	Incarnation string `json:"incarnation"`
+	// Revision is the workspace revision: it grows with every change.
+	Revision        uint64 `json:"revision"`
+	CreatedVersion  uint64 `json:"created_version"`
+	ModifiedVersion uint64 `json:"modified_version"`
+	// ReadVersion is the commit version of the head the view was read at.
+	ReadVersion uint64 `json:"read_version"`
+	// Restore is the restore filling the workbench while it is staging;
+	// nil otherwise.
+	Restore *RestoreView `json:"restore"`
+	// Commit is the incarnation's commit head; nil when never committed.
+	Commit *CommitView `json:"commit"`
+}
+
+// RestoreView is a restore in progress.
+type RestoreView struct {
+	OperationID       string  `json:"operation_id"`
+	Phase             string  `json:"phase"`
+	SourceWorkbenchID string  `json:"source_workbench_id"`
+	SourceSnapshot    *uint64 `json:"source_snapshot"`
+	SourceCommit      *string `json:"source_commit"`
+	// MemberCursor of MemberCount members are placed.
+	MemberCursor uint64 `json:"member_cursor"`
+	MemberCount  uint64 `json:"member_count"`
+}
+
+// CommitView is a workbench's last commit.
+type CommitView struct {
+	CommitID          string   `json:"commit_id"`
+	HeadGeneration    uint64   `json:"head_generation"`
+	ContentDigestURI  string   `json:"content_digest_uri"`
+	ManifestDigestURI string   `json:"manifest_digest_uri"`
+	MemberCount       uint64   `json:"member_count"`
+	Parents           []string `json:"parents"`
+}
+
+// MemberView is one member of a commit.
+type MemberView struct {
+	Path        string `json:"path"` // section-joined, as the change feed's
+	Generation  uint64 `json:"generation"`
+	Revision    string `json:"revision"`
+	SizeBytes   uint64 `json:"size_bytes"`
+	DigestURI   string `json:"digest_uri"`
+	ContentType string `json:"content_type"`
+}
+
+// MembersPage is one page of a commit's members, in path order.
+type MembersPage struct {
+	CommitID    string       `json:"commit_id"`
+	MemberCount uint64       `json:"member_count"`
+	Members     []MemberView `json:"members"`
+	// NextCursor continues after the last member; empty at the end.
+	NextCursor string `json:"next_cursor"`
+}
+
+// MaxMembersLimit is the largest page of members asked for.
+const MaxMembersLimit = 1000
+
+// InspectWorkbench reads workbench id's state. A workbench that does not
+// exist is NotFound.
+func InspectWorkbench(ctx context.Context, s *core.Service, id string) (*WorkbenchView, *core.Error) {
+	if _, werr := core.ParseWorkbenchID(id); werr != nil {
+		return nil, werr
+	}
+	sn, werr := s.Pin(ctx)
+	if werr != nil {
+		return nil, werr
+	}
+	read := core.SnapshotReader(ctx, sn)
+	ws, ok, werr := s.Workspace(ctx, read, id)
+	if werr != nil {
+		return nil, werr
+	}
+	if !ok {
+		return nil, core.Missing(fmt.Sprintf("workbench %s does not exist", id))
+	}
+	v := &WorkbenchView{
+		WorkbenchID:     id,
+		Path:            core.WorkbenchPath(s.LogicalRoot(), id),
+		State:           ws.State.String(),
+		Incarnation:     ws.Incarnation.String(),
+		Revision:        ws.WorkspaceRevision,
+		CreatedVersion:  ws.CreatedVersion,
+		ModifiedVersion: ws.ModifiedVersion,
+		ReadVersion:     sn.Sequence(),
+	}
+	if ws.Owner != nil && ws.Owner.Kind == nokv.OperationKindRestore {
+		op, found, err := restoreOperation(s, read, ws.Owner.ID)
+		if err != nil {
+			return nil, core.FromError(err)
+		}
+		if found {
+			r := &RestoreView{
+				OperationID:       ws.Owner.ID.String(),
+				Phase:             op.Phase.String(),
+				SourceWorkbenchID: op.SourceWorkbenchID,
+				MemberCursor:      op.MemberCursor,
+				MemberCount:       op.MemberCount,
+			}
+			if op.SourceSnapshot != nil {
+				n := uint64(*op.SourceSnapshot)
+				r.SourceSnapshot = &n
+			}
+			if op.SourceCommit != nil {
+				c := op.SourceCommit.String()
+				r.SourceCommit = &c
+			}
+			v.Restore = r
+		}
+	}
+	h, ok, err := core.CommitHead(ctx, sn, s.Root(), ws.Incarnation)
+	if err != nil {
+		return nil, core.FromError(err)
+	}
+	if ok {
+		c, found, err := readCommit(s, read, h.Commit)
+		if err != nil {
+			return nil, core.FromError(err)
+		}
+		if found {
+			cv := &CommitView{
+				CommitID:          h.Commit.String(),
+				HeadGeneration:    h.HeadGeneration,
+				ContentDigestURI:  c.ContentDigestURI,
+				ManifestDigestURI: c.ManifestDigestURI,
+				MemberCount:       c.MemberCount,
+				Parents:           []string{},
+			}
+			for _, p := range c.Parents {
+				cv.Parents = append(cv.Parents, p.String())
+			}
+			v.Commit = cv
+		}
+	}
+	return v, nil
+}
+
+// errPageFull stops a walk of the members once a page is full.
+var errPageFull = errors.New("page full")
+
+// CommitMembersPage reads up to limit members of workbench id's last
+// commit whose paths sort after the cursor (a member's path, as a page's
+// NextCursor gives it; empty: from the first).
+func CommitMembersPage(ctx context.Context, s *core.Service, id, cursor string, limit int) (*MembersPage, *core.Error) {
+	if limit < 1 || limit > MaxMembersLimit {
+		return nil, core.InvalidArgumentsf("members page limit must be between 1 and %d", MaxMembersLimit)
+	}
+	var after []string
+	if cursor != "" {
+		comps, werr := core.NormalizePath(cursor)
+		if werr != nil {
+			return nil, werr
+		}
+		after = comps
+	}
+	if _, werr := core.ParseWorkbenchID(id); werr != nil {
+		return nil, werr
+	}
+	sn, werr := s.Pin(ctx)
+	if werr != nil {
+		return nil, werr
+	}
+	read := core.SnapshotReader(ctx, sn)
+	ws, ok, werr := s.Workspace(ctx, read, id)
+	if werr != nil {
+		return nil, werr
+	}
+	if !ok {
+		return nil, core.Missing(fmt.Sprintf("workbench %s does not exist", id))
+	}
+	h, ok, err := core.CommitHead(ctx, sn, s.Root(), ws.Incarnation)
+	if err != nil {
+		return nil, core.FromError(err)
+	}
+	if !ok {
+		return nil, core.Missing(fmt.Sprintf("workbench %s has never been committed", id))
+	}
+	c, found, err := readCommit(s, read, h.Commit)
+	if err != nil {
+		return nil, core.FromError(err)
+	}
+	if !found {
+		return nil, core.Internal(fmt.Sprintf("workbench %s's commit head names commit %s, which has no record", id, h.Commit))
+	}
+	page := &MembersPage{CommitID: h.Commit.String(), MemberCount: c.MemberCount, Members: []MemberView{}}
+	var last []string
+	err = s.CommitMembers(ctx, sn, h.Commit, c, func(path []string, m nokv.CommitMember) error {
+		if after != nil && core.ComparePaths(path, after) <= 0 {
+			return nil
+		}
+		if len(page.Members) == limit {
+			page.NextCursor = core.LogicalPath(last)
+			return errPageFull
+		}
+		page.Members = append(page.Members, MemberView{
+			Path:        core.LogicalPath(path),
+			Generation:  m.PathGeneration,
+			Revision:    m.Revision.String(),
+			SizeBytes:   m.LogicalSize,
+			DigestURI:   m.BodyDigestURI,
+			ContentType: m.ContentType,
+		})
+		last = path
+		return nil
+	})
+	if err != nil && !errors.Is(err, errPageFull) {
+		return nil, core.FromError(err)
+	}
+	return page, nil
+}
