@@ -205,7 +205,7 @@ func (c *console) serveFile(w http.ResponseWriter, r *http.Request, se *session)
 			c.failErr(w, r, se, err)
 			return
 		}
-		h, err := historyOf(ctx, a.svc, id, section, rel, b)
+		h, err := historyOf(ctx, a.svc, id, section, rel)
 		if err != nil {
 			c.failErr(w, r, se, err)
 			return

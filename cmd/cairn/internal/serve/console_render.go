@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -128,13 +129,17 @@ func inlineImage(ct string) bool {
 
 // fileHistory is what a file page tells of the file's generations: the
 // file in each snapshot of its workbench (the newest snapshotsShown), and
-// its events in the change feed's last historyVersions versions.
+// its events in the newest part of the change feed. The feed is read in
+// windows of versions stepping back from the newest, each twice the one
+// before, until historyEvents events were read or the workbench's first
+// version: a file's recent changes are found first, at a bounded cost,
+// however large the workbench.
 type fileHistory struct {
 	Snapshots []snapshotState
-	Events    []workbench.Change
+	Events    []workbench.Change // the newest first
 	// From and To bound the commit versions whose events were read.
 	From, To uint64
-	// Partial: the window held more events than were read.
+	// Partial: versions before From were not read.
 	Partial bool
 }
 
@@ -146,12 +151,12 @@ type snapshotState struct {
 }
 
 const (
-	snapshotsShown  = 10
-	historyVersions = 2000
-	historyPages    = 5
+	snapshotsShown = 10
+	historyEvents  = 5000
+	historyWindow  = 16 // versions of the first window
 )
 
-func historyOf(ctx context.Context, svc *workbench.Service, wb, section, rel string, b *workbench.Body) (*fileHistory, error) {
+func historyOf(ctx context.Context, svc *workbench.Service, wb, section, rel string) (*fileHistory, error) {
 	h := &fileHistory{}
 	snaps, err := svc.SnapshotList(ctx, workbench.SnapshotListInput{ID: wb})
 	if err != nil {
@@ -180,33 +185,47 @@ func historyOf(ctx context.Context, svc *workbench.Service, wb, section, rel str
 	if err != nil {
 		return nil, err
 	}
-	h.To = v.ReadVersion
-	if v.ReadVersion > historyVersions {
-		h.From = v.ReadVersion - historyVersions
-	}
+	first := v.CreatedVersion - min(v.CreatedVersion, 1) // the feed after it holds the workbench's events
 	want := section + "/" + rel
-	req := workbench.ChangesRequest{WorkbenchID: wb, AfterCommitVersion: &h.From, Limit: 1000}
-	for range historyPages {
-		pg, err := svc.ReadChanges(ctx, req)
-		if err != nil {
-			return nil, err
-		}
-		for _, ev := range pg.Events {
-			if ev.Path != nil && *ev.Path == want {
-				h.Events = append(h.Events, ev)
+	h.From, h.To = v.ReadVersion, v.ReadVersion
+	read := 0
+	for window := uint64(historyWindow); h.From > first && read < historyEvents; window *= 2 {
+		lo := h.From - min(h.From-first, window)
+		var found []workbench.Change
+		req := workbench.ChangesRequest{WorkbenchID: wb, AfterCommitVersion: &lo, Limit: 1000}
+		complete := false
+	window:
+		for read < historyEvents {
+			pg, err := svc.ReadChanges(ctx, req)
+			if err != nil {
+				return nil, err
 			}
+			for _, ev := range pg.Events {
+				if ev.CommitVersion > h.From {
+					complete = true
+					break window
+				}
+				read++
+				if ev.Path != nil && *ev.Path == want {
+					found = append(found, ev)
+				}
+			}
+			if pg.CaughtUp || len(pg.Events) == 0 {
+				complete = true
+				break
+			}
+			req = workbench.ChangesRequest{WorkbenchID: wb, Cursor: pg.NextCursor, Limit: 1000}
 		}
-		if pg.CaughtUp || len(pg.Events) == 0 {
-			h.Partial = false
+		if !complete {
+			// The budget ran out inside the window, before its newest
+			// versions: what it found would leave a gap.
 			break
 		}
-		h.Partial = true
-		req = workbench.ChangesRequest{WorkbenchID: wb, Cursor: pg.NextCursor, Limit: 1000}
+		slices.Reverse(found)
+		h.Events = append(h.Events, found...)
+		h.From = lo
 	}
-	// The newest first.
-	for i, j := 0, len(h.Events)-1; i < j; i, j = i+1, j-1 {
-		h.Events[i], h.Events[j] = h.Events[j], h.Events[i]
-	}
+	h.Partial = h.From > first
 	return h, nil
 }
 
@@ -341,6 +360,7 @@ const (
 	tailLife    = 25 * time.Second
 	tailBacklog = 50
 	tailVersion = 20 // versions read back for the backlog
+	tailPages   = 5  // pages of the feed read for the backlog, at most
 )
 
 func (c *console) serveEvents(w http.ResponseWriter, r *http.Request, se *session) {
@@ -384,7 +404,7 @@ func (c *console) serveEvents(w http.ResponseWriter, r *http.Request, se *sessio
 		}
 		from := sn.Sequence() - min(sn.Sequence(), tailVersion)
 		req := workbench.ChangesRequest{WorkbenchID: wb, AfterCommitVersion: &from, Limit: 1000}
-		for range historyPages {
+		for range tailPages {
 			pg, err := poll(req)
 			if err != nil {
 				c.failErr(w, r, se, err)
