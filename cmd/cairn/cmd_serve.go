@@ -386,6 +386,9 @@ func serveOn(ctx context.Context, ln net.Listener, srv *serve.Server, log *slog.
 		ConnState:         limit.ConnState,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	// Streams (the console's live tail) end when shutdown begins: they
+	// would otherwise hold it for the rest of their life.
+	hs.RegisterOnShutdown(srv.EndStreams)
 	log.Info("serving", slog.String("addr", ln.Addr().String()), slog.String("bucket", url), slog.Bool("authenticated", srv.Authenticated()))
 	failed := make(chan error, 1)
 	go func() { failed <- hs.Serve(ln) }()

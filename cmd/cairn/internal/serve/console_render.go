@@ -372,6 +372,12 @@ func (c *console) serveEvents(w http.ResponseWriter, r *http.Request, se *sessio
 		c.fail(w, r, se, http.StatusNotFound, "Agent "+id+" is not served to this login.")
 		return
 	}
+	select {
+	case <-c.s.streamsDone:
+		c.fail(w, r, se, http.StatusServiceUnavailable, "The server is shutting down.")
+		return
+	default:
+	}
 	wb := r.URL.Query().Get("wb")
 	life := min(tailLife, c.s.opts.RequestTimeout)
 	ctx, cancel := context.WithTimeout(r.Context(), life)
@@ -448,6 +454,8 @@ func (c *console) serveEvents(w http.ResponseWriter, r *http.Request, se *sessio
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-c.s.streamsDone:
 			return
 		case <-tick.C:
 		}

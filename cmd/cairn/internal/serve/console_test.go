@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -325,4 +326,41 @@ func TestConsoleTail(t *testing.T) {
 		t.Fatalf("after the put: %s", ev)
 	}
 	t.Logf("the put reached the tail %v after it was acknowledged", time.Since(put).Round(time.Millisecond))
+}
+
+// TestConsoleTailEndsAtShutdown: an open tail ends when shutdown begins,
+// rather than holding it for the rest of the stream's life, and no new
+// one starts.
+func TestConsoleTailEndsAtShutdown(t *testing.T) {
+	s := newServer(t, mem.NewBucket(), serve.Options{})
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	post(t, s.Handler(), "ag1", "workbench_create", `{"id":"wb1"}`)
+	resp, err := http.Get(srv.URL + "/ui/a/ag1/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	ended := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, resp.Body)
+		ended <- err
+	}()
+	s.EndStreams()
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Fatalf("the stream broke rather than ended: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream outlived the start of shutdown")
+	}
+	again, err := http.Get(srv.URL + "/ui/a/ag1/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.Body.Close()
+	if again.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("a stream opened after: %s", again.Status)
+	}
 }

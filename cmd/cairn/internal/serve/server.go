@@ -155,6 +155,9 @@ type Server struct {
 	answering atomic.Int64
 
 	closeOnce sync.Once
+	// streamsDone is closed by EndStreams.
+	streamsDone chan struct{}
+	endStreams  sync.Once
 }
 
 // New returns a Server over b. Close it after the HTTP server that uses
@@ -224,6 +227,8 @@ func New(b bucket.Bucket, opts Options) *Server {
 		pool:      newPool(cb, opts.Workbench, opts.IdleTimeout, opts.MCP),
 		metrics:   newMetrics(),
 		log:       opts.Log,
+
+		streamsDone: make(chan struct{}),
 	}
 	for agent, tok := range opts.Tokens {
 		s.tokens[agent] = sha256.Sum256([]byte(tok))
@@ -287,7 +292,15 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // waited for first, at most drainWait, so that they settle on an open
 // engine.
 func (s *Server) Close() {
+	s.EndStreams()
 	s.closeOnce.Do(s.pool.close)
+}
+
+// EndStreams ends the open event streams (the console's live tail) and
+// refuses new ones: call it when shutdown begins (http.Server's
+// RegisterOnShutdown), for Shutdown waits for every request to end.
+func (s *Server) EndStreams() {
+	s.endStreams.Do(func() { close(s.streamsDone) })
 }
 
 // Authenticated reports whether the server requires bearer tokens.
