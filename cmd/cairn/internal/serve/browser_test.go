@@ -203,6 +203,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	// workbench, its outputs, the report.
 	run(chromedp.SendKeys(chromedp.CSS("#token"), token), chromedp.Submit(chromedp.CSS("#token")))
 	visible(t, ctx, "Agent ag1")
+	shot(t, ctx, "agent")
 	run(chromedp.Click(chromedp.Search(`//a[text()="wb1"]`)))
 	page := visible(t, ctx, "Workbench wb1")
 	for _, want := range []string{"nightly", "weekly report", "Run manifest", fmt.Sprint(files+2) + " files"} {
@@ -273,6 +274,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Logf("the tail showed the put %v after the API acknowledged it", time.Since(acked).Round(time.Millisecond))
-	run(chromedp.ScrollIntoView(chromedp.CSS("#tail")))
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("tail").scrollIntoView(true), true`)); err != nil {
+		t.Fatal(err)
+	}
 	shot(t, ctx, "tail")
 }

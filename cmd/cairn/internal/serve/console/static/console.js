@@ -29,7 +29,7 @@
     cell(tr, ev.workbench_id);
     cell(tr, ev.path === null ? "—" : ev.path);
     cell(tr, p ? String(p.generation) : "—");
-    cell(tr, ev.after ? size(ev.after.logical_size) : "—");
+    cell(tr, ev.path !== null && ev.after ? size(ev.after.logical_size) : "—");
     cell(tr, live ? new Date().toLocaleTimeString() : "before this page");
     rows.insertBefore(tr, rows.firstChild);
     while (rows.children.length > keep) rows.removeChild(rows.lastChild);
