@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -21,14 +24,18 @@ func init() {
 
 // runBench runs the bench's scenarios and prints one table:
 //
-//	cairn bench [--files N[,N…]] [--rtt 20ms] [--write-rate 1] [--scenarios a,b] [--json]
+//	cairn bench [--files N[,N…]] [--rtt 20ms] [--write-rate 1] [--scenarios a,b] [--json] [--svg F]
+//	cairn bench --from-json F [--json] [--svg F]
 //
 // Every scenario calls the Workbench tools over an in-memory bucket behind
 // the latency wrapper (--rtt before every request, --write-rate writes per
 // second to one object) and the counting wrapper, at each workbench size
 // of --files. Progress goes to standard error, the table to standard
-// output. Exit status: 0 when every scenario ran, 1 when one failed (the
-// rows measured so far are printed), 2 for a usage error.
+// output; --svg also draws it as a chart in a file. --from-json runs
+// nothing: it reads a table an earlier run printed with --json and prints
+// or draws it again. Exit status: 0 when every scenario ran, 1 when one
+// failed (the rows measured so far are printed) or the chart could not be
+// written, 2 for a usage error.
 func runBench(ctx context.Context, e *env, args []string) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
@@ -57,18 +64,58 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	seedConcurrency := fs.Int("seed-concurrency", bench.DefaultSeedConcurrency, "concurrent put_file calls while seeding")
 	extrapolate := fs.String("extrapolate", "", "sizes to extrapolate to from the two largest measured, comma-separated (rows marked *)")
+	svgPath := fs.String("svg", "", "also draw the table as an SVG chart in this file, after the run")
+	fromJSON := fs.String("from-json", "", "run nothing: read a table printed by an earlier `cairn bench --json` from this file (- for standard input) and print it, or draw it with --svg; only --json and --svg go with it")
 	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: cairn bench [--files N[,N…]] [--rtt 20ms] [--write-rate 1] [--scenarios a,b] [--json]")
+		fmt.Fprintln(e.stderr, "usage: cairn bench [--files N[,N…]] [--rtt 20ms] [--write-rate 1] [--scenarios a,b] [--json] [--svg F]")
+		fmt.Fprintln(e.stderr, "       cairn bench --from-json F [--json] [--svg F]")
 		fs.PrintDefaults()
 		fmt.Fprintln(e.stderr, "\nscenarios:\n  "+strings.Join(bench.Scenarios(), "\n  "))
 	}
-	if _, code, done := parseFlags(e, fs, args); done {
+	set, code, done := parseFlags(e, fs, args)
+	if done {
 		return code
 	}
 	if fs.NArg() != 0 {
 		fmt.Fprintf(e.stderr, "cairn bench: unexpected argument %q\n", fs.Arg(0))
 		fs.Usage()
 		return exitUsage
+	}
+	if *svgPath != "" {
+		// Refused now rather than after a run that may take an hour.
+		if st, err := os.Stat(filepath.Dir(*svgPath)); err != nil || !st.IsDir() {
+			fmt.Fprintf(e.stderr, "cairn bench: --svg %s: %s is not a directory\n", *svgPath, filepath.Dir(*svgPath))
+			return exitUsage
+		}
+	}
+	if *fromJSON != "" {
+		// Only the output flags go with a saved table; the others shape a
+		// run, and one given on the command line is refused (from the
+		// environment or a config file it is left alone).
+		var other string
+		fs.VisitAll(func(f *flag.Flag) {
+			switch f.Name {
+			case "from-json", "json", "svg":
+			default:
+				if other == "" && set.from(f.Name) == fromFlag {
+					other = f.Name
+				}
+			}
+		})
+		if other != "" {
+			fmt.Fprintf(e.stderr, "cairn bench: --%s does not go with --from-json, which runs nothing\n", other)
+			return exitUsage
+		}
+		t, err := readBenchTable(e, *fromJSON)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "cairn bench: --from-json: %v\n", err)
+			return exitUsage
+		}
+		if err := writeBenchTable(e, t, *asJSON, *svgPath); err != nil {
+			fmt.Fprintf(e.stderr, "cairn bench: %v\n", err)
+			return exitFailed
+		}
+		return exitOK
 	}
 	sizes, err := parseSizes(*files)
 	if err != nil {
@@ -137,16 +184,57 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	if runErr == nil && len(extra) > 0 {
 		t.Extrapolate(extra)
 	}
-	if *asJSON {
-		err = t.WriteJSON(e.stdout)
-	} else {
-		err = t.WriteText(e.stdout)
-	}
+	err = writeBenchTable(e, t, *asJSON, *svgPath)
 	if err != nil || runErr != nil {
 		fmt.Fprintf(e.stderr, "cairn bench: %v\n", cmpNil(runErr, err))
 		return exitFailed
 	}
 	return exitOK
+}
+
+// writeBenchTable prints t to standard output, as JSON or as text, and
+// with svgPath draws it there as a chart too.
+func writeBenchTable(e *env, t *bench.Table, asJSON bool, svgPath string) error {
+	var err error
+	if asJSON {
+		err = t.WriteJSON(e.stdout)
+	} else {
+		err = t.WriteText(e.stdout)
+	}
+	if err != nil || svgPath == "" {
+		return err
+	}
+	var chart bytes.Buffer
+	if err := t.WriteSVG(&chart); err != nil {
+		return fmt.Errorf("--svg: %w", err)
+	}
+	if err := os.WriteFile(svgPath, chart.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("--svg: %w", err)
+	}
+	return nil
+}
+
+// readBenchTable reads a table printed by `cairn bench --json` from the
+// file path, or from standard input for "-".
+func readBenchTable(e *env, path string) (*bench.Table, error) {
+	var raw []byte
+	var err error
+	if path == "-" {
+		raw, err = io.ReadAll(e.stdin)
+	} else {
+		raw, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	t := &bench.Table{}
+	if err := json.Unmarshal(raw, t); err != nil {
+		return nil, fmt.Errorf("%s: not a table of cairn bench --json: %v", path, err)
+	}
+	if len(t.Rows) == 0 {
+		return nil, fmt.Errorf("%s: no rows: not a table of cairn bench --json", path)
+	}
+	return t, nil
 }
 
 // parseSizes parses "1000,10000" (underscores allowed: 100_000).

@@ -1,11 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"encoding/xml"
+	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/cmd/cairn/internal/bench"
 )
 
 func TestBenchCommand(t *testing.T) {
@@ -129,5 +137,108 @@ func TestBenchServed(t *testing.T) {
 	}
 	if want := []string{"put-commit-warm", "put-new-warm", "put-replace-warm", "throughput-1", "throughput-8"}; !slices.Equal(names, want) {
 		t.Errorf("rows %v, want %v", names, want)
+	}
+}
+
+// TestBenchFromJSON prints and draws a table saved by --json without
+// running anything, and refuses flags that would shape a run.
+func TestBenchFromJSON(t *testing.T) {
+	tab := &bench.Table{Rows: []bench.Row{
+		{Scenario: bench.PutNewWarm, Files: 1000, Requests: 25, Rounds: 7, BytesWritten: 282 << 10, Wall: 150 * time.Millisecond},
+		{Scenario: bench.ColdStat, Files: 1000, Requests: 9, Rounds: 9, Wall: 200 * time.Millisecond},
+		{Scenario: bench.PutNewWarm, Files: 100000, Requests: 25, Rounds: 7, BytesWritten: 20 << 20, Extrapolated: true},
+	}}
+	tab.Config.RTT, tab.Config.WriteRate = 20*time.Millisecond, 1
+	var saved bytes.Buffer
+	if err := tab.WriteJSON(&saved); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	in, chart := filepath.Join(dir, "table.json"), filepath.Join(dir, "chart.svg")
+	if err := os.WriteFile(in, saved.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	code, out, errOut := runWith(t, "", "bench", "--from-json", in, "--svg", chart)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"put-new-warm*", "cold-stat", "150.0ms", "extrapolated, not measured"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the text table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(errOut, "seeding") {
+		t.Errorf("--from-json ran the bench: %s", errOut)
+	}
+	svg, err := os.ReadFile(chart)
+	if err != nil {
+		t.Fatalf("no chart: %v", err)
+	}
+	d := xml.NewDecoder(bytes.NewReader(svg))
+	for {
+		if _, err := d.Token(); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("the chart is not well-formed: %v", err)
+		}
+	}
+	for _, want := range []string{"put-new-warm @ 1000", "cold-stat @ 1000", "put-new-warm* @ 100000", "rtt 20ms"} {
+		if !bytes.Contains(svg, []byte(want)) {
+			t.Errorf("the chart lacks %q", want)
+		}
+	}
+
+	// --json prints the same table again, and standard input is read for -.
+	code, out, errOut = runWith(t, saved.String(), "bench", "--from-json", "-", "--json")
+	if code != 0 || out != saved.String() {
+		t.Errorf("--from-json - --json: exit %d: %s\ngot  %s\nwant %s", code, errOut, out, saved.String())
+	}
+
+	empty := filepath.Join(dir, "empty.json")
+	if err := os.WriteFile(empty, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"bench", "--from-json", in, "--rtt", "1ms"},
+		{"bench", "--from-json", empty},
+		{"bench", "--from-json", in, "--files", "10"},
+		{"bench", "--from-json", filepath.Join(dir, "missing.json")},
+		{"bench", "--from-json", chart},
+		{"bench", "--from-json", in, "--svg", filepath.Join(dir, "no", "such", "dir", "chart.svg")},
+	} {
+		if code, _, _ := runWith(t, "", args...); code != 2 {
+			t.Errorf("%q: exit %d, want 2", args, code)
+		}
+	}
+	// A chart that cannot be written (its path is a directory) fails the
+	// command after the table is printed.
+	if code, out, _ := runWith(t, "", "bench", "--from-json", in, "--svg", dir); code != 1 || !strings.Contains(out, "cold-stat") {
+		t.Errorf("--svg to a directory: exit %d, want 1 after the table: %q", code, out)
+	}
+}
+
+// TestBenchSVG draws the chart of a measured run.
+func TestBenchSVG(t *testing.T) {
+	chart := filepath.Join(t.TempDir(), "bench.svg")
+	code, out, errOut := runWith(t, "", "bench", "--files", "12", "--rtt", "0", "--write-rate", "0",
+		"--dir-entries", "5", "--scenarios", "cold-stat,list-warm", "--svg", chart)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.HasPrefix(out, "scenario") {
+		t.Errorf("no table on standard output: %q", out)
+	}
+	svg, err := os.ReadFile(chart)
+	if err != nil {
+		t.Fatalf("no chart: %v", err)
+	}
+	if err := xml.Unmarshal(svg, new(struct{})); err != nil {
+		t.Errorf("the chart is not XML: %v", err)
+	}
+	for _, want := range []string{"cold-stat @ 12", "list-warm @ 12", "no write limit"} {
+		if !bytes.Contains(svg, []byte(want)) {
+			t.Errorf("the chart lacks %q", want)
+		}
 	}
 }

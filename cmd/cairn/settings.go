@@ -37,13 +37,13 @@ var configKeys = []string{
 	"addr", "after", "agent", "agents", "all", "all_agents", "answer_budget_mib", "auth_fail_burst", "bodies",
 	"body_budget_mib", "body_rate_mib", "bucket", "cache_mib", "commit_interval", "commit_samples", "concurrency",
 	"config", "conn_idle_timeout", "console", "console_writes", "cpuprofile", "cursor", "dir", "dir_entries",
-	"dry_run", "duration", "emulator_flag", "extrapolate", "files", "follow", "gc_interval", "gc_percent", "grace",
+	"dry_run", "duration", "emulator_flag", "extrapolate", "files", "follow", "from_json", "gc_interval", "gc_percent", "grace",
 	"idempotency_key", "idempotency_retention", "idle_timeout", "input",
 	"interval", "json", "keep_going", "limit", "log_format", "log_level",
 	"max_conns", "max_findings", "member_trees", "memory_limit_mib", "memprofile", "name", "note", "parallel", "pin", "prefix", "put_samples",
 	"quiet", "random_bodies", "rate", "read_budget_mib", "replace", "replicas", "request_timeout", "revisions",
 	"root", "rtt", "scenarios", "section", "seed_batch", "seed_concurrency",
-	"serve_flag", "served", "server", "shutdown_timeout", "to", "token", "trace", "value_format", "workbench",
+	"serve_flag", "served", "server", "shutdown_timeout", "svg", "to", "token", "trace", "value_format", "workbench",
 	"write_rate", "write_timeout",
 }
 
