@@ -31,14 +31,20 @@ const (
 	viewBinary   = "binary"   // its size and a download link
 )
 
-// consoleCSVRows is the most rows of a CSV table shown.
-const consoleCSVRows = 500
+// consoleCSVRows is the most rows of a CSV table shown, consoleLines the
+// most lines of a text (a page of 256 KiB of short lines would otherwise
+// be megabytes of HTML).
+const (
+	consoleCSVRows = 500
+	consoleLines   = 5000
+)
 
 // renderedBody is a body as a page shows it.
 type renderedBody struct {
 	Card      workbench.StatCard
 	View      string
 	Lines     []string      // text and json
+	MoreLines bool          // lines past consoleLines
 	HTML      template.HTML // markdown
 	Table     [][]string    // csv: the header row first
 	MoreRows  bool          // csv rows past consoleCSVRows
@@ -69,7 +75,7 @@ func renderBody(agent, wb, p string, b *workbench.Body) *renderedBody {
 		var buf bytes.Buffer
 		if !b.Truncated && json.Indent(&buf, b.Bytes, "", "  ") == nil {
 			out.View, out.Lines = viewJSON, splitLines(buf.String())
-			return out
+			return out.capLines()
 		}
 		out.Note = "not shown pretty-printed: it is not whole JSON"
 	case strings.Contains(ct, "csv") || ext == ".csv":
@@ -92,7 +98,15 @@ func renderBody(agent, wb, p string, b *workbench.Body) *renderedBody {
 		}
 	}
 	out.View, out.Lines = viewText, splitLines(string(trimPartialRune(b.Bytes, b.Truncated)))
-	return out
+	return out.capLines()
+}
+
+// capLines keeps the first consoleLines lines.
+func (r *renderedBody) capLines() *renderedBody {
+	if len(r.Lines) > consoleLines {
+		r.Lines, r.MoreLines = r.Lines[:consoleLines], true
+	}
+	return r
 }
 
 // trimPartialRune drops a rune cut at the end of a truncated read.

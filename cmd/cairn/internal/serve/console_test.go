@@ -56,7 +56,8 @@ func seedConsole(t *testing.T, h http.Handler, agent string, headers ...string) 
 	png := base64.StdEncoding.EncodeToString([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR"))
 	for _, call := range []struct{ tool, body string }{
 		{"workbench_create", `{"id":"wb1"}`},
-		{"workbench_put_file", `{"id":"wb1","section":"outputs","path":"notes/readme.md","text":"# Findings\n\nThe *second* run.\n<script>alert(1)</script>\n"}`},
+		{"workbench_put_file", `{"id":"wb1","section":"outputs","path":"notes/readme.md","text":"# Findings\n\nThe *second* run.\n<script>alert(1)</script>\n\n[see](javascript:alert(2))\n"}`},
+		{"workbench_put_file", `{"id":"wb1","section":"logs","path":"long.log","text":"` + strings.Repeat(`a line\n`, 6000) + `"}`},
 		{"workbench_put_file", `{"id":"wb1","section":"outputs","path":"table.csv","text":"city,count\nOslo,3\nLima,5\n"}`},
 		{"workbench_put_file", `{"id":"wb1","section":"outputs","path":"result.json","text":"{\"score\":1}"}`},
 		{"workbench_put_file", `{"id":"wb1","section":"outputs","path":"result.json","text":"{\"score\":2,\"runs\":[1,2]}","replace":true}`},
@@ -83,13 +84,14 @@ func TestConsolePages(t *testing.T) {
 	}{
 		{"/ui/", []string{"Agents", "ag1", "Maintenance"}, nil},
 		{"/ui/a/ag1/", []string{"Agent ag1", "wb1 yes", "Live changes"}, nil},
-		{"/ui/a/ag1/w/wb1/", []string{"Workbench wb1", "state Visible", "members 7 files", `"task": "console test"`, "nightly", "alive", "outputs"}, nil},
+		{"/ui/a/ag1/w/wb1/", []string{"Workbench wb1", "state Visible", "members 8 files", `"task": "console test"`, "nightly", "alive", "outputs"}, nil},
 		{"/ui/a/ag1/w/wb1/ls/outputs/", []string{"blob.bin file 6 B", "notes/ directory", "plot.png file", "result.json file 24 B", "table.csv file"}, nil},
-		{"/ui/a/ag1/w/wb1/f/outputs/notes/readme.md", []string{"Findings", "The second run.", "generation 1"}, []string{"alert(1)"}},
+		{"/ui/a/ag1/w/wb1/f/outputs/notes/readme.md", []string{"Findings", "The second run.", "generation 1"}, []string{"alert(1)", "javascript:"}},
+		{"/ui/a/ag1/w/wb1/f/logs/long.log", []string{"a line a line", "The first 5,000 lines."}, nil},
 		{"/ui/a/ag1/w/wb1/f/outputs/table.csv", []string{"city count Oslo 3 Lima 5"}, nil},
 		{"/ui/a/ag1/w/wb1/f/outputs/result.json", []string{`{ "score": 2, "runs": [ 1, 2 ] }`, "PathReplaced 2 24 B", "generation 1", "PathCreated 1 11 B", "nightly) alive 2 24 B"}, nil},
 		{"/ui/a/ag1/w/wb1/f/outputs/blob.bin", []string{"A binary body of 6 B. Download"}, nil},
-		{"/ui/a/ag1/w/wb1/commit", []string{"7 members", "logs/run.log", "outputs/result.json 2 24 B"}, nil},
+		{"/ui/a/ag1/w/wb1/commit", []string{"8 members", "logs/run.log", "outputs/result.json 2 24 B"}, nil},
 		{"/ui/a/ag1/pins", []string{"No pin."}, nil},
 	} {
 		r := page(h, tc.path, loopback)
@@ -110,6 +112,9 @@ func TestConsolePages(t *testing.T) {
 		if csp := r.header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
 			t.Errorf("%s: Content-Security-Policy %q", tc.path, csp)
 		}
+	}
+	if n := strings.Count(string(page(h, "/ui/a/ag1/w/wb1/f/logs/long.log", loopback).body), "<li><code>a line</code></li>"); n != 5000 {
+		t.Errorf("a log of 6,000 lines shows %d", n)
 	}
 	// The image is shown from the raw route, as an image; anything else
 	// is a download.
