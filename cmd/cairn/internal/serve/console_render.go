@@ -375,6 +375,10 @@ const (
 	tailBacklog = 50
 	tailVersion = 20 // versions read back for the backlog
 	tailPages   = 5  // pages of the feed read for the backlog, at most
+	// maxStreams bounds the tails a server keeps open at once: each polls
+	// its agent's head three times a second, a read the bucket bills.
+	// Past it a new one is refused (503, retryable); the page still works.
+	maxStreams = 64
 )
 
 func (c *console) serveEvents(w http.ResponseWriter, r *http.Request, se *session) {
@@ -392,6 +396,13 @@ func (c *console) serveEvents(w http.ResponseWriter, r *http.Request, se *sessio
 		return
 	default:
 	}
+	if c.s.streams.Add(1) > maxStreams {
+		c.s.streams.Add(-1)
+		w.Header().Set("Retry-After", "5")
+		c.fail(w, r, se, http.StatusServiceUnavailable, "Too many live tails are open on this server; try again later.")
+		return
+	}
+	defer c.s.streams.Add(-1)
 	wb := r.URL.Query().Get("wb")
 	life := min(tailLife, c.s.opts.RequestTimeout)
 	ctx, cancel := context.WithTimeout(r.Context(), life)

@@ -369,3 +369,48 @@ func TestConsoleTailEndsAtShutdown(t *testing.T) {
 		t.Errorf("a stream opened after: %s", again.Status)
 	}
 }
+
+// TestConsoleTailsAreBounded: past 64 open tails a server refuses another
+// (each polls the bucket), and takes one again once one has closed.
+func TestConsoleTailsAreBounded(t *testing.T) {
+	s := newServer(t, mem.NewBucket(), serve.Options{})
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	post(t, s.Handler(), "ag1", "workbench_create", `{"id":"wb1"}`)
+	open := func() *http.Response {
+		t.Helper()
+		resp, err := http.Get(srv.URL + "/ui/a/ag1/events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	var tails []*http.Response
+	for range 64 {
+		r := open()
+		if r.StatusCode != http.StatusOK {
+			t.Fatalf("tail %d: %s", len(tails)+1, r.Status)
+		}
+		tails = append(tails, r)
+	}
+	r := open()
+	r.Body.Close()
+	if r.StatusCode != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("the 65th tail: %s", r.Status)
+	}
+	tails[0].Body.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		r := open()
+		if r.StatusCode == http.StatusOK {
+			tails[0] = r
+			break
+		}
+		r.Body.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("no tail opened after one closed")
+		}
+	}
+	for _, r := range tails {
+		r.Body.Close()
+	}
+}

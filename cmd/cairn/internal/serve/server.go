@@ -158,6 +158,8 @@ type Server struct {
 	// streamsDone is closed by EndStreams.
 	streamsDone chan struct{}
 	endStreams  sync.Once
+	// streams counts the open event streams (maxStreams).
+	streams atomic.Int64
 }
 
 // New returns a Server over b. Close it after the HTTP server that uses
