@@ -274,6 +274,11 @@ func TestConsoleInBrowser(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Logf("the tail showed the put %v after the API acknowledged it", time.Since(acked).Round(time.Millisecond))
+	// The chart of writes per minute has the put's bar.
+	bars, err := chromedp.Run(ctx, chromedp.Evaluate[int](`[...document.querySelectorAll("#tail-chart rect")].filter(r => +r.getAttribute("height") > 0).length`))
+	if err != nil || bars != 1 {
+		t.Errorf("the chart has %d bars (%v), want the put's minute", bars, err)
+	}
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("tail").scrollIntoView(true), true`)); err != nil {
 		t.Fatal(err)
 	}
