@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/workbench/internal/core"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
@@ -81,20 +82,9 @@ const MaxMembersLimit = 1000
 // InspectWorkbench reads workbench id's state. A workbench that does not
 // exist is NotFound.
 func InspectWorkbench(ctx context.Context, s *core.Service, id string) (*WorkbenchView, *core.Error) {
-	if _, werr := core.ParseWorkbenchID(id); werr != nil {
-		return nil, werr
-	}
-	sn, werr := s.Pin(ctx)
+	sn, read, ws, werr := pinWorkspace(ctx, s, id)
 	if werr != nil {
 		return nil, werr
-	}
-	read := core.SnapshotReader(ctx, sn)
-	ws, ok, werr := s.Workspace(ctx, read, id)
-	if werr != nil {
-		return nil, werr
-	}
-	if !ok {
-		return nil, core.Missing(fmt.Sprintf("workbench %s does not exist", id))
 	}
 	v := &WorkbenchView{
 		WorkbenchID:     id,
@@ -130,28 +120,21 @@ func InspectWorkbench(ctx context.Context, s *core.Service, id string) (*Workben
 			v.Restore = r
 		}
 	}
-	h, ok, err := core.CommitHead(ctx, sn, s.Root(), ws.Incarnation)
-	if err != nil {
-		return nil, core.FromError(err)
+	h, c, ok, werr := lastCommit(ctx, s, sn, read, ws)
+	if werr != nil {
+		return nil, werr
 	}
 	if ok {
-		c, found, err := readCommit(s, read, h.Commit)
-		if err != nil {
-			return nil, core.FromError(err)
+		v.Commit = &CommitView{
+			CommitID:          h.Commit.String(),
+			HeadGeneration:    h.HeadGeneration,
+			ContentDigestURI:  c.ContentDigestURI,
+			ManifestDigestURI: c.ManifestDigestURI,
+			MemberCount:       c.MemberCount,
+			Parents:           []string{},
 		}
-		if found {
-			cv := &CommitView{
-				CommitID:          h.Commit.String(),
-				HeadGeneration:    h.HeadGeneration,
-				ContentDigestURI:  c.ContentDigestURI,
-				ManifestDigestURI: c.ManifestDigestURI,
-				MemberCount:       c.MemberCount,
-				Parents:           []string{},
-			}
-			for _, p := range c.Parents {
-				cv.Parents = append(cv.Parents, p.String())
-			}
-			v.Commit = cv
+		for _, p := range c.Parents {
+			v.Commit.Parents = append(v.Commit.Parents, p.String())
 		}
 	}
 	return v, nil
@@ -175,38 +158,20 @@ func CommitMembersPage(ctx context.Context, s *core.Service, id, cursor string, 
 		}
 		after = comps
 	}
-	if _, werr := core.ParseWorkbenchID(id); werr != nil {
-		return nil, werr
-	}
-	sn, werr := s.Pin(ctx)
+	sn, read, ws, werr := pinWorkspace(ctx, s, id)
 	if werr != nil {
 		return nil, werr
 	}
-	read := core.SnapshotReader(ctx, sn)
-	ws, ok, werr := s.Workspace(ctx, read, id)
+	h, c, ok, werr := lastCommit(ctx, s, sn, read, ws)
 	if werr != nil {
 		return nil, werr
-	}
-	if !ok {
-		return nil, core.Missing(fmt.Sprintf("workbench %s does not exist", id))
-	}
-	h, ok, err := core.CommitHead(ctx, sn, s.Root(), ws.Incarnation)
-	if err != nil {
-		return nil, core.FromError(err)
 	}
 	if !ok {
 		return nil, core.Missing(fmt.Sprintf("workbench %s has never been committed", id))
 	}
-	c, found, err := readCommit(s, read, h.Commit)
-	if err != nil {
-		return nil, core.FromError(err)
-	}
-	if !found {
-		return nil, core.Internal(fmt.Sprintf("workbench %s's commit head names commit %s, which has no record", id, h.Commit))
-	}
 	page := &MembersPage{CommitID: h.Commit.String(), MemberCount: c.MemberCount, Members: []MemberView{}}
 	var last []string
-	err = s.CommitMembers(ctx, sn, h.Commit, c, func(path []string, m nokv.CommitMember) error {
+	err := s.CommitMembers(ctx, sn, h.Commit, c, func(path []string, m nokv.CommitMember) error {
 		if after != nil && core.ComparePaths(path, after) <= 0 {
 			return nil
 		}
@@ -229,4 +194,45 @@ func CommitMembersPage(ctx context.Context, s *core.Service, id, cursor string, 
 		return nil, core.FromError(err)
 	}
 	return page, nil
+}
+
+// pinWorkspace pins a head and reads workbench id's marker there; a
+// workbench that does not exist is NotFound.
+func pinWorkspace(ctx context.Context, s *core.Service, id string) (*head.Snapshot, core.Reader, nokv.WorkspaceCurrent, *core.Error) {
+	if _, werr := core.ParseWorkbenchID(id); werr != nil {
+		return nil, nil, nokv.WorkspaceCurrent{}, werr
+	}
+	sn, werr := s.Pin(ctx)
+	if werr != nil {
+		return nil, nil, nokv.WorkspaceCurrent{}, werr
+	}
+	read := core.SnapshotReader(ctx, sn)
+	ws, ok, werr := s.Workspace(ctx, read, id)
+	if werr != nil {
+		return nil, nil, nokv.WorkspaceCurrent{}, werr
+	}
+	if !ok {
+		return nil, nil, nokv.WorkspaceCurrent{}, core.Missing(fmt.Sprintf("workbench %s does not exist", id))
+	}
+	return sn, read, ws, nil
+}
+
+// lastCommit reads the commit head of the incarnation ws and its commit;
+// ok is false when it was never committed.
+func lastCommit(ctx context.Context, s *core.Service, sn *head.Snapshot, read core.Reader, ws nokv.WorkspaceCurrent) (nokv.WorkbenchCommitHead, nokv.Commit, bool, *core.Error) {
+	h, ok, err := core.CommitHead(ctx, sn, s.Root(), ws.Incarnation)
+	if err != nil {
+		return h, nokv.Commit{}, false, core.FromError(err)
+	}
+	if !ok {
+		return h, nokv.Commit{}, false, nil
+	}
+	c, found, err := readCommit(s, read, h.Commit)
+	if err != nil {
+		return h, c, false, core.FromError(err)
+	}
+	if !found {
+		return h, c, false, core.Internal(fmt.Sprintf("commit head names commit %s, which has no record", h.Commit))
+	}
+	return h, c, true, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/cairnstore/cairn/workbench/internal/core"
-	"github.com/cairnstore/cairn/workbench/internal/nokv"
 )
 
 // BodyInput asks for the leading bytes of one file's body, live or at a
@@ -49,16 +48,9 @@ func ReadBody(ctx context.Context, s *core.Service, in BodyInput) (*Body, *core.
 		return nil, werr
 	}
 	sc := core.ReadScope{ID: id, Comps: comps, Section: in.Section, Rel: in.Path, At: in.AtSnapshot}
-	v, werr := s.OpenScopeView(ctx, sc, core.EntryReads(sc.Comps, nokv.FamilyArtifactManifest))
+	v, e, werr := openFile(ctx, s, sc)
 	if werr != nil {
 		return nil, werr
-	}
-	e, ok, werr := v.Entry(ctx, sc.Comps)
-	if werr != nil {
-		return nil, werr
-	}
-	if !ok {
-		return nil, core.NotFound(sc.Logical())
 	}
 	if int64(e.LogicalSize) > s.Opts.MaxBytes {
 		return nil, core.ArtifactTooLarge(e.LogicalSize, s.Opts.MaxBytes)

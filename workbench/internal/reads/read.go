@@ -226,16 +226,9 @@ func (in *readInput) resolvePage() *core.Error {
 // bytes_encoding are null for structured; at_snapshot only when given.
 func readTool(ctx context.Context, s *core.Service, in *readInput) (*ReadResult, *core.Error) {
 	sc, format, limit, start := in.scope, in.format, in.limit, in.start
-	v, werr := s.OpenScopeView(ctx, sc, core.EntryReads(sc.Comps, nokv.FamilyArtifactManifest))
+	v, e, werr := openFile(ctx, s, sc)
 	if werr != nil {
 		return nil, werr
-	}
-	e, ok, werr := v.Entry(ctx, sc.Comps)
-	if werr != nil {
-		return nil, werr
-	}
-	if !ok {
-		return nil, core.NotFound(sc.Logical())
 	}
 	res := &ReadResult{ScopeHeader: s.Header(sc), AtSnapshot: sc.At, Generation: e.Generation}
 	if in.IfNoneMatch != nil && e.Generation == *in.IfNoneMatch {
@@ -299,6 +292,23 @@ func readTool(ctx context.Context, s *core.Service, in *readInput) (*ReadResult,
 	}
 	res.ReadPage = page
 	return res, nil
+}
+
+// openFile opens a view of sc and reads its file's entry: NotFound when
+// there is none.
+func openFile(ctx context.Context, s *core.Service, sc core.ReadScope) (*core.View, nokv.PathEntry, *core.Error) {
+	v, werr := s.OpenScopeView(ctx, sc, core.EntryReads(sc.Comps, nokv.FamilyArtifactManifest))
+	if werr != nil {
+		return nil, nokv.PathEntry{}, werr
+	}
+	e, ok, werr := v.Entry(ctx, sc.Comps)
+	if werr != nil {
+		return nil, nokv.PathEntry{}, werr
+	}
+	if !ok {
+		return nil, nokv.PathEntry{}, core.NotFound(sc.Logical())
+	}
+	return v, e, nil
 }
 
 // StructuredRecords shapes a body into records. Classification looks at

@@ -91,10 +91,10 @@ func shot(t *testing.T, ctx context.Context, name string) {
 	}
 }
 
-// seedFiles puts n small files into outputs/data/ of agent's workbench
-// wb through the Go API, many at once, as agents writing side by side
-// would.
-func seedFiles(t *testing.T, svc *workbench.Service, wb string, n int) {
+// seedFiles creates workbench wb and puts n small files into its
+// outputs/{dir}/ (part-00000.txt, …) through the Go API, many at once, as
+// agents writing side by side would.
+func seedFiles(t testing.TB, svc *workbench.Service, wb, dir string, n int) {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := svc.Create(ctx, workbench.CreateInput{ID: wb}); err != nil {
@@ -105,7 +105,7 @@ func seedFiles(t *testing.T, svc *workbench.Service, wb string, n int) {
 	for i := range n {
 		g.Go(func() error {
 			text := fmt.Sprintf("row %d\n", i)
-			_, err := svc.PutFile(gctx, workbench.PutFileInput{ID: wb, Section: "outputs", Path: fmt.Sprintf("data/part-%05d.txt", i), Text: &text})
+			_, err := svc.PutFile(gctx, workbench.PutFileInput{ID: wb, Section: "outputs", Path: fmt.Sprintf("%s/part-%05d.txt", dir, i), Text: &text})
 			return err
 		})
 	}
@@ -159,7 +159,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	defer svc.Close()
 	started := time.Now()
-	seedFiles(t, svc, "wb1", files)
+	seedFiles(t, svc, "wb1", "data", files)
 	t.Logf("seeded %d files in %v", files, time.Since(started).Round(time.Millisecond))
 	bg := context.Background()
 	for i, text := range []string{"# Findings\n\nA first draft.\n", "# Quarterly findings\n\nThe **second** run beat the first.\n\n- fewer retries\n- smaller heads\n"} {

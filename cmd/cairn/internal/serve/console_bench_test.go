@@ -2,7 +2,6 @@ package serve_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/cmd/cairn/internal/serve"
@@ -37,21 +35,7 @@ func directoryServer(b *testing.B) (srv *httptest.Server, first, middle string) 
 		b.Fatal(err)
 	}
 	defer svc.Close()
-	if _, err := svc.Create(ctx, workbench.CreateInput{ID: "wb1"}); err != nil {
-		b.Fatal(err)
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(64)
-	for i := range consoleDirEntries {
-		g.Go(func() error {
-			text := fmt.Sprintf("entry %d\n", i)
-			_, err := svc.PutFile(gctx, workbench.PutFileInput{ID: "wb1", Section: "outputs", Path: fmt.Sprintf("big/file-%04d.txt", i), Text: &text})
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		b.Fatal(err)
-	}
+	seedFiles(b, svc, "wb1", "big", consoleDirEntries)
 	first = srv.URL + "/ui/a/ag1/w/wb1/ls/outputs/big/"
 	// Walk to the fifth page, to measure a page reached by its cursor.
 	next := first
@@ -87,7 +71,7 @@ func BenchmarkConsoleDirectoryPage(b *testing.B) {
 	for _, tc := range []struct{ name, url string }{{"first", first}, {"cursor", middle}} {
 		b.Run(tc.name, func(b *testing.B) {
 			for b.Loop() {
-				if body := get(b, tc.url); !strings.Contains(body, "file-") {
+				if body := get(b, tc.url); !strings.Contains(body, "part-") {
 					b.Fatal("no entries on the page")
 				}
 			}
@@ -103,7 +87,7 @@ func BenchmarkConsoleDirectoryPage(b *testing.B) {
 func BenchmarkConsoleDirectoryInBrowser(b *testing.B) {
 	_, first, middle := directoryServer(b)
 	ctx := browser(b)
-	for _, tc := range []struct{ name, url, last string }{{"first", first, "file-0099.txt"}, {"cursor", middle, "file-0499.txt"}} {
+	for _, tc := range []struct{ name, url, last string }{{"first", first, "part-00099.txt"}, {"cursor", middle, "part-00499.txt"}} {
 		b.Run(tc.name, func(b *testing.B) {
 			for b.Loop() {
 				if err := chromedp.Do(ctx, chromedp.Navigate(tc.url)); err != nil {
