@@ -78,6 +78,7 @@ func newConsole(s *Server) *console {
 	get("/ui/a/{agent}/pins", c.servePins)
 	post("/ui/a/{agent}/pins/{pin}/verify", c.serveVerifyPin)
 	post("/ui/a/{agent}/pins", c.serveCreatePin)
+	get("/ui/a/{agent}/w/{$}", c.serveOpenWorkbench)
 	get("/ui/a/{agent}/w/{wb}/{$}", c.serveWorkbench)
 	get("/ui/a/{agent}/w/{wb}/commit", c.serveCommit)
 	get("/ui/a/{agent}/w/{wb}/ls/{path...}", c.serveList)

@@ -51,6 +51,18 @@ func (c *console) serveOpenAgent(w http.ResponseWriter, r *http.Request, se *ses
 	http.Redirect(w, r, agentHref(id), http.StatusSeeOther)
 }
 
+// serveOpenWorkbench sends the agent page's form ("open workbench …")
+// to the workbench's page: find pages workbenches in its own order, and
+// an agent may have many.
+func (c *console) serveOpenWorkbench(w http.ResponseWriter, r *http.Request, se *session) {
+	agent, id := r.PathValue("agent"), strings.TrimSpace(r.URL.Query().Get("id"))
+	if id == "" {
+		http.Redirect(w, r, agentHref(agent), http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, wbHref(agent, id), http.StatusSeeOther)
+}
+
 type agentPage struct {
 	Agent       string
 	Workbenches []workbench.FindMatch

@@ -129,6 +129,10 @@ func TestConsolePages(t *testing.T) {
 	if ct, cd := r.header.Get("Content-Type"), r.header.Get("Content-Disposition"); ct != "application/octet-stream" || !strings.HasPrefix(cd, "attachment") || !strings.Contains(string(r.body), "<script>") {
 		t.Errorf("download of Markdown: %q, %q, %q", ct, cd, r.body)
 	}
+	// The agent page's form opens a workbench by its id.
+	if r := page(h, "/ui/a/ag1/w/?id=wb%2F1", loopback); r.status != http.StatusSeeOther || r.header.Get("Location") != "/ui/a/ag1/w/wb%2F1/" {
+		t.Errorf("open a workbench by id: %d %q", r.status, r.header.Get("Location"))
+	}
 	// Errors are pages that say what the tool said.
 	r = page(h, "/ui/a/ag1/w/nope/", loopback)
 	if r.status != http.StatusNotFound || !strings.Contains(text(r.body), "workbench nope does not exist") {
