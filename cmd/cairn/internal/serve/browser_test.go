@@ -238,6 +238,14 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	shot(t, ctx, "file")
 
+	// JSON, pretty-printed with its line numbers.
+	run(chromedp.Navigate(srv.URL + "/ui/a/ag1/w/wb1/f/metadata/run_manifest.json"))
+	page = visible(t, ctx, `"task": "weekly report"`)
+	if !strings.Contains(page, `1 { 2 "commit_identity":`) {
+		t.Errorf("the run manifest is not numbered by line:\n%s", page)
+	}
+	shot(t, ctx, "json")
+
 	// The live tail: a put through the API shows on the open page.
 	run(chromedp.Click(chromedp.Search(`//nav[@class="crumbs"]//a[text()="wb1"]`)))
 	visible(t, ctx, "Workbench wb1")

@@ -87,9 +87,9 @@ func TestConsolePages(t *testing.T) {
 		{"/ui/a/ag1/w/wb1/", []string{"Workbench wb1", "state Visible", "members 8 files", `"task": "console test"`, "nightly", "alive", "outputs"}, nil},
 		{"/ui/a/ag1/w/wb1/ls/outputs/", []string{"blob.bin file 6 B", "notes/ directory", "plot.png file", "result.json file 24 B", "table.csv file"}, nil},
 		{"/ui/a/ag1/w/wb1/f/outputs/notes/readme.md", []string{"Findings", "The second run.", "generation 1"}, []string{"alert(1)", "javascript:"}},
-		{"/ui/a/ag1/w/wb1/f/logs/long.log", []string{"a line a line", "The first 5,000 lines."}, nil},
+		{"/ui/a/ag1/w/wb1/f/logs/long.log", []string{"1 a line 2 a line", "5000 a line The first 5,000 lines."}, nil},
 		{"/ui/a/ag1/w/wb1/f/outputs/table.csv", []string{"city count Oslo 3 Lima 5"}, nil},
-		{"/ui/a/ag1/w/wb1/f/outputs/result.json", []string{`{ "score": 2, "runs": [ 1, 2 ] }`, "PathReplaced 2 24 B", "generation 1", "PathCreated 1 11 B", "nightly) alive 2 24 B"}, nil},
+		{"/ui/a/ag1/w/wb1/f/outputs/result.json", []string{`1 { 2 "score": 2, 3 "runs": [ 4 1, 5 2 6 ] 7 }`, "PathReplaced 2 24 B", "generation 1", "PathCreated 1 11 B", "nightly) alive 2 24 B"}, nil},
 		{"/ui/a/ag1/w/wb1/f/outputs/blob.bin", []string{"A binary body of 6 B. Download"}, nil},
 		{"/ui/a/ag1/w/wb1/commit", []string{"8 members", "logs/run.log", "outputs/result.json 2 24 B"}, nil},
 		{"/ui/a/ag1/pins", []string{"No pin."}, nil},
@@ -113,7 +113,7 @@ func TestConsolePages(t *testing.T) {
 			t.Errorf("%s: Content-Security-Policy %q", tc.path, csp)
 		}
 	}
-	if n := strings.Count(string(page(h, "/ui/a/ag1/w/wb1/f/logs/long.log", loopback).body), "<li><code>a line</code></li>"); n != 5000 {
+	if n := strings.Count(string(page(h, "/ui/a/ag1/w/wb1/f/logs/long.log", loopback).body), "<code>a line</code>"); n != 5000 {
 		t.Errorf("a log of 6,000 lines shows %d", n)
 	}
 	// The image is shown from the raw route, as an image; anything else
