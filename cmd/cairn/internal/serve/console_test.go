@@ -418,3 +418,34 @@ func TestConsoleTailsAreBounded(t *testing.T) {
 		r.Body.Close()
 	}
 }
+
+// TestConsoleOddNames: names with spaces, '#', '?', '%' and letters
+// outside ASCII make links that lead back to them.
+func TestConsoleOddNames(t *testing.T) {
+	h := newServer(t, mem.NewBucket(), serve.Options{}).Handler()
+	if r := post(t, h, "ag1", "workbench_put_file", `{"id":"wb1","section":"outputs","path":"we ird#?%/名前 file.txt","text":"odd name\n"}`); r.status != http.StatusOK {
+		t.Fatalf("put: %s", r.body)
+	}
+	follow := func(path, want string) string {
+		t.Helper()
+		r := page(h, path, loopback)
+		if r.status != http.StatusOK {
+			t.Fatalf("%s: %d %s", path, r.status, text(r.body))
+		}
+		m := regexp.MustCompile(`href="([^"]*)">` + regexp.QuoteMeta(want)).FindSubmatch(r.body)
+		if m == nil {
+			t.Fatalf("%s has no link to %q:\n%s", path, want, r.body)
+		}
+		return string(m[1])
+	}
+	dir := follow("/ui/a/ag1/w/wb1/ls/outputs/", "we ird#?%/")
+	file := follow(dir, "名前 file.txt")
+	r := page(h, file, loopback)
+	if got := text(r.body); r.status != http.StatusOK || !strings.Contains(got, "名前 file.txt") || !strings.Contains(got, "1 odd name") {
+		t.Fatalf("%s: %d %s", file, r.status, got)
+	}
+	raw := follow(file, "Download")
+	if r := page(h, raw, loopback); string(r.body) != "odd name" { // do trims the last newline
+		t.Errorf("download: %q", r.body)
+	}
+}
