@@ -449,3 +449,13 @@ func TestConsoleOddNames(t *testing.T) {
 		t.Errorf("download: %q", r.body)
 	}
 }
+
+// TestNoConsole: a server without the console has no /ui/ routes.
+func TestNoConsole(t *testing.T) {
+	h := newServer(t, mem.NewBucket(), serve.Options{NoConsole: true}).Handler()
+	for _, p := range []string{"/ui/", "/ui/login", "/ui/static/console.js", "/ui/a/ag1/"} {
+		if r := page(h, p, loopback); r.status != http.StatusNotFound || code(t, r.body) != serve.CodeRouteNotFound {
+			t.Errorf("%s: %d %s", p, r.status, r.body)
+		}
+	}
+}
