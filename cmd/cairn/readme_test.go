@@ -3,7 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,6 +107,29 @@ func TestReadmeQuickstart(t *testing.T) {
 			if !strings.Contains(string(out), `"value":"hello, cairn"`) {
 				t.Errorf("the read does not show the text put: %s", out)
 			}
+		}
+	}
+
+	// The console's address, as the README gives it, shows the agent the
+	// commands used, and through it the file they put.
+	const console = "http://" + addr + "/ui/"
+	if !strings.Contains(string(readme), "<"+console+">") {
+		t.Fatalf("README does not give the console's address %s", console)
+	}
+	for _, page := range []struct{ path, want string }{
+		{"", `href="/ui/a/default/"`},
+		{"a/default/", `href="/ui/a/default/w/demo/"`},
+		{"a/default/w/demo/f/outputs/hello.txt", "hello, cairn"},
+	} {
+		u := strings.ReplaceAll(console, addr, use) + page.path
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), page.want) {
+			t.Errorf("%s: %s, without %q:\n%s", u, resp.Status, page.want, body)
 		}
 	}
 }
