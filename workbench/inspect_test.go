@@ -62,7 +62,7 @@ func TestCommitMembersPage(t *testing.T) {
 	ctx := context.Background()
 	s := newService(t)
 	restoreSource(t, s, "src", 10)
-	all, err := s.CommitMembersPage(ctx, "src", "", workbench.MaxMembersLimit)
+	all, err := s.CommitMembersPage(ctx, "src", "", "", workbench.MaxMembersLimit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestCommitMembersPage(t *testing.T) {
 		var got []string
 		cursor := ""
 		for pages := 0; ; pages++ {
-			p, err := s.CommitMembersPage(ctx, "src", cursor, limit)
+			p, err := s.CommitMembersPage(ctx, "src", "", cursor, limit)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,13 +104,56 @@ func TestCommitMembersPage(t *testing.T) {
 		}
 	}
 	for _, limit := range []int{0, workbench.MaxMembersLimit + 1} {
-		if _, err := s.CommitMembersPage(ctx, "src", "", limit); workbench.FromError(err).Code != workbench.CodeInvalidArguments {
+		if _, err := s.CommitMembersPage(ctx, "src", "", "", limit); workbench.FromError(err).Code != workbench.CodeInvalidArguments {
 			t.Errorf("limit %d: %v", limit, err)
 		}
 	}
 	mustCall(t, s, "workbench_create", `{"id":"fresh"}`)
-	if _, err := s.CommitMembersPage(ctx, "fresh", "", 10); workbench.FromError(err).Code != workbench.CodeNotFound {
+	if _, err := s.CommitMembersPage(ctx, "fresh", "", "", 10); workbench.FromError(err).Code != workbench.CodeNotFound {
 		t.Errorf("an uncommitted workbench: %v", err)
+	}
+}
+
+// TestCommitMembersPageOfAnEarlierCommit opens a commit by its id: the
+// members it sealed, not the workbench's last, and its parents.
+func TestCommitMembersPageOfAnEarlierCommit(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t)
+	first := restoreSource(t, s, "src", 3)
+	mustCall(t, s, "workbench_put_file", `{"id":"src","section":"outputs","path":"dir0/f000.txt","text":"body 0, again","replace":true}`)
+	second := mustCall(t, s, "workbench_commit", commitInput("src", `{"task":"again"}`, digestAA, true))["commit_identity"].(string)
+	last, err := s.CommitMembersPage(ctx, "src", "", "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := s.CommitMembersPage(ctx, "src", first, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := func(p *workbench.MembersPage, path string) uint64 {
+		for _, m := range p.Members {
+			if m.Path == path {
+				return m.Generation
+			}
+		}
+		t.Fatalf("commit %s has no %s", p.CommitID, path)
+		return 0
+	}
+	if last.CommitID != second || old.CommitID != first || old.State != "Sealed" {
+		t.Fatalf("commits %s (%s), %s", last.CommitID, last.State, old.CommitID)
+	}
+	if g, h := gen(old, "outputs/dir0/f000.txt"), gen(last, "outputs/dir0/f000.txt"); g != 1 || h != 2 {
+		t.Errorf("the file's generation is %d in the first commit and %d in the second", g, h)
+	}
+	if len(last.Parents) != 1 || last.Parents[0] != first || len(old.Parents) != 0 {
+		t.Errorf("parents: %v and %v", last.Parents, old.Parents)
+	}
+	restoreSource(t, s, "other", 2)
+	if _, err := s.CommitMembersPage(ctx, "other", first, "", 10); workbench.FromError(err).Code != workbench.CodeNotFound {
+		t.Errorf("another workbench's commit: %v", err)
+	}
+	if _, err := s.CommitMembersPage(ctx, "src", "abc", "", 10); workbench.FromError(err).Code != workbench.CodeInvalidArguments {
+		t.Errorf("a commit id that is not one: %v", err)
 	}
 }
 

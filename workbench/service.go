@@ -80,11 +80,12 @@ func (s *Service) Inspect(ctx context.Context, id string) (*WorkbenchView, error
 	return v, nil
 }
 
-// CommitMembersPage reads one page of the members of workbench id's last
-// commit, in path order, after cursor (a page's NextCursor; empty: from
-// the first), at most limit (1 to MaxMembersLimit).
-func (s *Service) CommitMembersPage(ctx context.Context, id, cursor string, limit int) (*MembersPage, error) {
-	p, werr := history.CommitMembersPage(ctx, s.Service, id, cursor, limit)
+// CommitMembersPage reads one page of the members of one of workbench
+// id's commits (commit in hex; empty: its last), in path order, after
+// cursor (a page's NextCursor; empty: from the first), at most limit (1
+// to MaxMembersLimit).
+func (s *Service) CommitMembersPage(ctx context.Context, id, commit, cursor string, limit int) (*MembersPage, error) {
+	p, werr := history.CommitMembersPage(ctx, s.Service, id, commit, cursor, limit)
 	if werr != nil {
 		return nil, werr
 	}

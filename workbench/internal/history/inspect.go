@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -67,11 +68,17 @@ type MemberView struct {
 	ContentType string `json:"content_type"`
 }
 
-// MembersPage is one page of a commit's members, in path order.
+// MembersPage is one page of a commit's members, in path order, with
+// the commit's own record.
 type MembersPage struct {
-	CommitID    string       `json:"commit_id"`
-	MemberCount uint64       `json:"member_count"`
-	Members     []MemberView `json:"members"`
+	CommitID          string       `json:"commit_id"`
+	State             string       `json:"state"` // Sealed
+	CreatedVersion    uint64       `json:"created_version"`
+	ContentDigestURI  string       `json:"content_digest_uri"`
+	ManifestDigestURI string       `json:"manifest_digest_uri"`
+	Parents           []string     `json:"parents"`
+	MemberCount       uint64       `json:"member_count"`
+	Members           []MemberView `json:"members"`
 	// NextCursor continues after the last member; empty at the end.
 	NextCursor string `json:"next_cursor"`
 }
@@ -143,10 +150,13 @@ func InspectWorkbench(ctx context.Context, s *core.Service, id string) (*Workben
 // errPageFull stops a walk of the members once a page is full.
 var errPageFull = errors.New("page full")
 
-// CommitMembersPage reads up to limit members of workbench id's last
-// commit whose paths sort after the cursor (a member's path, as a page's
-// NextCursor gives it; empty: from the first).
-func CommitMembersPage(ctx context.Context, s *core.Service, id, cursor string, limit int) (*MembersPage, *core.Error) {
+// CommitMembersPage reads up to limit members of one of workbench id's
+// commits (commit, 64 hex digits; empty: its last) whose paths sort
+// after the cursor (a member's path, as a page's NextCursor gives it;
+// empty: from the first). A commit of another workbench is NotFound; one
+// retiring or retired is InvalidState, for its members are no longer
+// kept.
+func CommitMembersPage(ctx context.Context, s *core.Service, id, commit, cursor string, limit int) (*MembersPage, *core.Error) {
 	if limit < 1 || limit > MaxMembersLimit {
 		return nil, core.InvalidArgumentsf("members page limit must be between 1 and %d", MaxMembersLimit)
 	}
@@ -162,16 +172,49 @@ func CommitMembersPage(ctx context.Context, s *core.Service, id, cursor string, 
 	if werr != nil {
 		return nil, werr
 	}
-	h, c, ok, werr := lastCommit(ctx, s, sn, read, ws)
-	if werr != nil {
-		return nil, werr
+	var cid nokv.CommitID
+	var c nokv.Commit
+	if commit == "" {
+		h, last, ok, werr := lastCommit(ctx, s, sn, read, ws)
+		if werr != nil {
+			return nil, werr
+		}
+		if !ok {
+			return nil, core.Missing(fmt.Sprintf("workbench %s has never been committed", id))
+		}
+		cid, c = h.Commit, last
+	} else {
+		b, err := hex.DecodeString(commit)
+		if err != nil || len(b) != len(cid) {
+			return nil, core.InvalidArgumentsf("commit %q is not 64 hexadecimal digits", commit)
+		}
+		copy(cid[:], b)
+		found := false
+		if c, found, err = readCommit(s, read, cid); err != nil {
+			return nil, core.FromError(err)
+		}
+		if !found || c.WorkbenchID != id || c.SourceIncarnation != ws.Incarnation {
+			return nil, core.Missing(fmt.Sprintf("workbench %s has no commit %s", id, commit))
+		}
+		if c.State != nokv.CommitStateSealed {
+			return nil, core.InvalidState(fmt.Sprintf("commit %s is %s: its members are no longer kept", commit, c.State))
+		}
 	}
-	if !ok {
-		return nil, core.Missing(fmt.Sprintf("workbench %s has never been committed", id))
+	page := &MembersPage{
+		CommitID:          cid.String(),
+		State:             c.State.String(),
+		CreatedVersion:    c.CreatedVersion,
+		ContentDigestURI:  c.ContentDigestURI,
+		ManifestDigestURI: c.ManifestDigestURI,
+		Parents:           []string{},
+		MemberCount:       c.MemberCount,
+		Members:           []MemberView{},
 	}
-	page := &MembersPage{CommitID: h.Commit.String(), MemberCount: c.MemberCount, Members: []MemberView{}}
+	for _, p := range c.Parents {
+		page.Parents = append(page.Parents, p.String())
+	}
 	var last []string
-	err := s.CommitMembers(ctx, sn, h.Commit, c, func(path []string, m nokv.CommitMember) error {
+	err := s.CommitMembers(ctx, sn, cid, c, func(path []string, m nokv.CommitMember) error {
 		if after != nil && core.ComparePaths(path, after) <= 0 {
 			return nil
 		}

@@ -148,7 +148,7 @@ func (c *console) serveWorkbench(w http.ResponseWriter, r *http.Request, se *ses
 type commitPage struct {
 	Agent, Workbench string
 	Page             *workbench.MembersPage
-	Cursor           string
+	Commit, Cursor   string // as asked: the commit (empty: the last) and the cursor
 }
 
 func (c *console) serveCommit(w http.ResponseWriter, r *http.Request, se *session) {
@@ -156,13 +156,14 @@ func (c *console) serveCommit(w http.ResponseWriter, r *http.Request, se *sessio
 		ctx, cancel := c.requestContext(r)
 		defer cancel()
 		id := r.PathValue("wb")
-		cursor := r.URL.Query().Get("cursor")
-		pg, err := a.svc.CommitMembersPage(ctx, id, cursor, consoleListLimit)
+		q := r.URL.Query()
+		commit, cursor := q.Get("c"), q.Get("cursor")
+		pg, err := a.svc.CommitMembersPage(ctx, id, commit, cursor, consoleListLimit)
 		if err != nil {
 			c.failErr(w, r, se, err)
 			return
 		}
-		c.render(w, r, se, "commit", commitPage{Agent: a.id, Workbench: id, Page: pg, Cursor: cursor},
+		c.render(w, r, se, "commit", commitPage{Agent: a.id, Workbench: id, Page: pg, Commit: commit, Cursor: cursor},
 			crumb{a.id, agentHref(a.id)}, crumb{id, wbHref(a.id, id)}, crumb{"commit", ""})
 	})
 }

@@ -264,6 +264,22 @@ func lsHref(agent, wb, p string) string {
 	return wbHref(agent, wb) + "ls/" + escapePath(p) + "/"
 }
 
+// commitHref is the page of one of a workbench's commits (its last for
+// an empty id), from cursor.
+func commitHref(agent, wb, commit, cursor string) string {
+	v := url.Values{}
+	if commit != "" {
+		v.Set("c", commit)
+	}
+	if cursor != "" {
+		v.Set("cursor", cursor)
+	}
+	if len(v) == 0 {
+		return wbHref(agent, wb) + "commit"
+	}
+	return wbHref(agent, wb) + "commit?" + v.Encode()
+}
+
 func fileHref(agent, wb, p string) string { return wbHref(agent, wb) + "f/" + escapePath(p) }
 
 func rawHref(agent, wb, p string) string { return wbHref(agent, wb) + "raw/" + escapePath(p) }
@@ -280,10 +296,11 @@ func entryPath(e workbench.ListEntry) string {
 }
 
 var consoleFuncs = template.FuncMap{
-	"agentHref": agentHref,
-	"wbHref":    wbHref,
-	"lsHref":    lsHref,
-	"fileHref":  fileHref,
+	"agentHref":  agentHref,
+	"wbHref":     wbHref,
+	"lsHref":     lsHref,
+	"fileHref":   fileHref,
+	"commitHref": commitHref,
 	"entryHref": func(agent, wb string, e workbench.ListEntry) string {
 		if e.Kind == "file" {
 			return fileHref(agent, wb, entryPath(e))

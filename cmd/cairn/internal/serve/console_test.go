@@ -91,7 +91,7 @@ func TestConsolePages(t *testing.T) {
 		{"/ui/a/ag1/w/wb1/f/outputs/table.csv", []string{"city count Oslo 3 Lima 5"}, nil},
 		{"/ui/a/ag1/w/wb1/f/outputs/result.json", []string{`1 { 2 "score": 2, 3 "runs": [ 4 1, 5 2 6 ] 7 }`, "PathReplaced 2 24 B", "generation 1", "PathCreated 1 11 B", "nightly) alive 2 24 B"}, nil},
 		{"/ui/a/ag1/w/wb1/f/outputs/blob.bin", []string{"A binary body of 6 B. Download"}, nil},
-		{"/ui/a/ag1/w/wb1/commit", []string{"8 members", "logs/run.log", "outputs/result.json 2 24 B"}, nil},
+		{"/ui/a/ag1/w/wb1/commit", []string{"(the last) state Sealed", "members 8", "logs/run.log", "outputs/result.json 2 24 B"}, nil},
 		{"/ui/a/ag1/pins", []string{"No pin."}, nil},
 	} {
 		r := page(h, tc.path, loopback)
@@ -457,5 +457,36 @@ func TestNoConsole(t *testing.T) {
 		if r := page(h, p, loopback); r.status != http.StatusNotFound || code(t, r.body) != serve.CodeRouteNotFound {
 			t.Errorf("%s: %d %s", p, r.status, r.body)
 		}
+	}
+}
+
+// TestConsoleCommitHistory walks from the workbench's last commit to its
+// parent, whose page shows what the parent sealed.
+func TestConsoleCommitHistory(t *testing.T) {
+	h := newServer(t, mem.NewBucket(), serve.Options{}).Handler()
+	digest := `"content_digest_uri":"sha256:` + strings.Repeat("cd", 32) + `"`
+	for _, call := range []struct{ tool, body string }{
+		{"workbench_create", `{"id":"wb1"}`},
+		{"workbench_put_file", `{"id":"wb1","section":"outputs","path":"a.txt","text":"first"}`},
+		{"workbench_commit", `{"id":"wb1","manifest":{"run":1},` + digest + `}`},
+		{"workbench_put_file", `{"id":"wb1","section":"outputs","path":"a.txt","text":"second, longer","replace":true}`},
+		{"workbench_commit", `{"id":"wb1","manifest":{"run":2},` + digest + `,"replace":true}`},
+	} {
+		if r := post(t, h, "ag1", call.tool, call.body); r.status != http.StatusOK {
+			t.Fatalf("%s: %s", call.tool, r.body)
+		}
+	}
+	wb := page(h, "/ui/a/ag1/w/wb1/", loopback)
+	parent := regexp.MustCompile(`<a href="(/ui/a/ag1/w/wb1/commit\?c=[0-9a-f]{64})">`).FindSubmatch(wb.body)
+	if parent == nil {
+		t.Fatalf("the workbench page links no parent:\n%s", wb.body)
+	}
+	last := text(page(h, "/ui/a/ag1/w/wb1/commit", loopback).body)
+	first := text(page(h, string(parent[1]), loopback).body)
+	if !strings.Contains(last, "outputs/a.txt 2 14 B") || !strings.Contains(first, "outputs/a.txt 1 5 B") || !strings.Contains(first, "parents none") || strings.Contains(first, "(the last)") {
+		t.Errorf("last commit:\n%s\nits parent:\n%s", last, first)
+	}
+	if r := page(h, "/ui/a/ag1/w/wb1/commit?c=nothex", loopback); r.status != http.StatusBadRequest {
+		t.Errorf("a malformed commit id: %d", r.status)
 	}
 }
