@@ -140,9 +140,7 @@ func (c *console) guard(h func(http.ResponseWriter, *http.Request, *session)) ht
 			return
 		}
 		addr := clientAddr(r)
-		if blocked, wait := s.authFails.blocked(addr, time.Now()); blocked {
-			w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
-			c.fail(w, r, nil, http.StatusTooManyRequests, "Too many failed logins from this address; try again in a few seconds.")
+		if c.loginBlocked(w, r, addr) {
 			return
 		}
 		tok, present := consoleToken(r)
@@ -164,6 +162,17 @@ func (c *console) guard(h func(http.ResponseWriter, *http.Request, *session)) ht
 		}
 		h(w, r, &session{Agents: agents, LoggedIn: true})
 	}
+}
+
+// loginBlocked refuses a request from addr with 429 when it has no
+// failed login left to spend (the API's limit, authLimiter).
+func (c *console) loginBlocked(w http.ResponseWriter, r *http.Request, addr string) bool {
+	blocked, wait := c.s.authFails.blocked(addr, time.Now())
+	if blocked {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
+		c.fail(w, r, nil, http.StatusTooManyRequests, "Too many failed logins from this address; try again in a few seconds.")
+	}
+	return blocked
 }
 
 // consoleToken is the request's login token: the cookie's, or a bearer
@@ -248,9 +257,7 @@ func (c *console) serveLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	addr := clientAddr(r)
-	if blocked, wait := s.authFails.blocked(addr, time.Now()); blocked {
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
-		c.fail(w, r, nil, http.StatusTooManyRequests, "Too many failed logins from this address; try again in a few seconds.")
+	if c.loginBlocked(w, r, addr) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
@@ -294,12 +301,8 @@ func safeNext(next string) string {
 // withAgent runs fn with the open agent of the request's {agent}, once
 // the session may see it.
 func (c *console) withAgent(w http.ResponseWriter, r *http.Request, se *session, fn func(*agent)) {
-	id := r.PathValue("agent")
-	if rec := recorderOf(w); rec != nil {
-		rec.agent = id
-	}
-	if !se.may(id) {
-		c.fail(w, r, se, http.StatusNotFound, "Agent "+id+" is not served to this login.")
+	id, ok := c.agentOf(w, r, se)
+	if !ok {
 		return
 	}
 	a, err := c.s.pool.acquire(r.Context(), id)
@@ -309,6 +312,20 @@ func (c *console) withAgent(w http.ResponseWriter, r *http.Request, se *session,
 	}
 	defer c.s.pool.release(a)
 	fn(a)
+}
+
+// agentOf returns the request's {agent}, once the session may see it;
+// else it answers 404 itself.
+func (c *console) agentOf(w http.ResponseWriter, r *http.Request, se *session) (string, bool) {
+	id := r.PathValue("agent")
+	if rec := recorderOf(w); rec != nil {
+		rec.agent = id
+	}
+	if !se.may(id) {
+		c.fail(w, r, se, http.StatusNotFound, "Agent "+id+" is not served to this login.")
+		return "", false
+	}
+	return id, true
 }
 
 // page is what every page's layout reads.

@@ -75,12 +75,8 @@ func (c *console) serveAgent(w http.ResponseWriter, r *http.Request, se *session
 	c.withAgent(w, r, se, func(a *agent) {
 		ctx, cancel := c.requestContext(r)
 		defer cancel()
-		in := workbench.FindInput{Limit: ptr(uint64(50))}
-		cursor := r.URL.Query().Get("cursor")
-		if cursor != "" {
-			in.Cursor = &cursor
-		}
-		res, err := a.svc.Find(ctx, in)
+		cursor, cur := cursorParam(r)
+		res, err := a.svc.Find(ctx, workbench.FindInput{Limit: ptr(uint64(50)), Cursor: cur})
 		if err != nil {
 			c.failErr(w, r, se, err)
 			return
@@ -184,10 +180,8 @@ func (c *console) serveList(w http.ResponseWriter, r *http.Request, se *session)
 			section, rel, _ := strings.Cut(p, "/")
 			in.Section, in.Path = &section, rel
 		}
-		cursor := r.URL.Query().Get("cursor")
-		if cursor != "" {
-			in.Cursor = &cursor
-		}
+		cursor, cur := cursorParam(r)
+		in.Cursor = cur
 		res, err := a.svc.List(ctx, in)
 		if err != nil {
 			c.failErr(w, r, se, err)
@@ -386,6 +380,16 @@ func pathCrumbs(agent, wb, p string) []crumb {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// cursorParam is the request's ?cursor, as text and as a tool's input
+// takes it (nil when absent).
+func cursorParam(r *http.Request) (string, *string) {
+	c := r.URL.Query().Get("cursor")
+	if c == "" {
+		return "", nil
+	}
+	return c, &c
+}
 
 func deref(s *string) string {
 	if s == nil {

@@ -399,12 +399,8 @@ const (
 )
 
 func (c *console) serveEvents(w http.ResponseWriter, r *http.Request, se *session) {
-	id := r.PathValue("agent")
-	if rec := recorderOf(w); rec != nil {
-		rec.agent = id
-	}
-	if !se.may(id) {
-		c.fail(w, r, se, http.StatusNotFound, "Agent "+id+" is not served to this login.")
+	id, ok := c.agentOf(w, r, se)
+	if !ok {
 		return
 	}
 	select {
