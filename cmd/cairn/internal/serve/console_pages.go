@@ -316,12 +316,8 @@ func (c *console) serveVerifyPin(w http.ResponseWriter, r *http.Request, se *ses
 	})
 }
 
-// serveCreatePin pins the agent's current head (ConsoleWrites only).
+// serveCreatePin pins the agent's current head (a write: writesOnly).
 func (c *console) serveCreatePin(w http.ResponseWriter, r *http.Request, se *session) {
-	if !c.s.opts.ConsoleWrites {
-		c.fail(w, r, se, http.StatusForbidden, "This console is read-only: the server was started without --console-writes.")
-		return
-	}
 	c.withAgent(w, r, se, func(a *agent) {
 		ctx, cancel := c.requestContext(r)
 		defer cancel()
@@ -340,12 +336,8 @@ func (c *console) serveCreatePin(w http.ResponseWriter, r *http.Request, se *ses
 	})
 }
 
-// serveRetire retires one snapshot (ConsoleWrites only).
+// serveRetire retires one snapshot (a write: writesOnly).
 func (c *console) serveRetire(w http.ResponseWriter, r *http.Request, se *session) {
-	if !c.s.opts.ConsoleWrites {
-		c.fail(w, r, se, http.StatusForbidden, "This console is read-only: the server was started without --console-writes.")
-		return
-	}
 	c.withAgent(w, r, se, func(a *agent) {
 		ctx, cancel := c.requestContext(r)
 		defer cancel()
@@ -362,6 +354,18 @@ func (c *console) serveRetire(w http.ResponseWriter, r *http.Request, se *sessio
 		}
 		http.Redirect(w, r, wbHref(a.id, id), http.StatusSeeOther)
 	})
+}
+
+// writesOnly refuses a write with 403 unless the server was started
+// with ConsoleWrites.
+func (c *console) writesOnly(h func(http.ResponseWriter, *http.Request, *session)) func(http.ResponseWriter, *http.Request, *session) {
+	return func(w http.ResponseWriter, r *http.Request, se *session) {
+		if !c.s.opts.ConsoleWrites {
+			c.fail(w, r, se, http.StatusForbidden, "This console is read-only: the server was started without --console-writes.")
+			return
+		}
+		h(w, r, se)
+	}
 }
 
 // pathCrumbs are the crumbs of a workbench path: each directory links to
