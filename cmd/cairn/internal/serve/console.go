@@ -136,6 +136,13 @@ func (c *console) guard(h func(http.ResponseWriter, *http.Request, *session)) ht
 				c.fail(w, r, nil, http.StatusForbidden, "This server has no tokens, so its console is served to loopback clients only.")
 				return
 			}
+			if !loopbackHost(r.Host) {
+				// A page of another site whose name was made to resolve to
+				// 127.0.0.1 (DNS rebinding) would be same-origin with the
+				// console: without tokens, only a loopback name is served.
+				c.fail(w, r, nil, http.StatusForbidden, "This server has no tokens, so its console answers only at a loopback address (127.0.0.1, [::1] or localhost), not at "+r.Host+".")
+				return
+			}
 			h(w, r, &session{All: true})
 			return
 		}
@@ -196,6 +203,20 @@ func (s *Server) agentsOf(tok string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// loopbackHost reports whether a Host header names a loopback address or
+// localhost.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func loopbackClient(r *http.Request) bool {

@@ -18,10 +18,11 @@ import (
 	"github.com/cairnstore/cairn/cmd/cairn/internal/serve"
 )
 
-// page gets path from h as a browser on addr would, with cookies.
+// page gets path from h as a browser on addr would, with cookies, at
+// the server's loopback address.
 func page(h http.Handler, path, addr string, cookies ...*http.Cookie) response {
 	req := httptest.NewRequest(http.MethodGet, path, nil)
-	req.RemoteAddr = addr
+	req.RemoteAddr, req.Host = addr, "127.0.0.1:7070"
 	for _, c := range cookies {
 		req.AddCookie(c)
 	}
@@ -32,7 +33,8 @@ func page(h http.Handler, path, addr string, cookies ...*http.Cookie) response {
 func form(h http.Handler, path, addr string, values url.Values, cookies ...*http.Cookie) response {
 	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(values.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", "http://example.com") // httptest's host
+	req.Host = "127.0.0.1:7070"
+	req.Header.Set("Origin", "http://"+req.Host)
 	req.RemoteAddr = addr
 	for _, c := range cookies {
 		req.AddCookie(c)
@@ -176,6 +178,15 @@ func TestConsoleAccess(t *testing.T) {
 		}
 		if r := page(h, "/ui/", "[::1]:5000"); r.status != http.StatusOK {
 			t.Errorf("a loopback client: %d", r.status)
+		}
+		// A loopback client that names another host: a page of another
+		// site rebound to 127.0.0.1.
+		for host, want := range map[string]int{"evil.example:7070": http.StatusForbidden, "127.0.0.1:7070": http.StatusOK, "localhost:7070": http.StatusOK, "[::1]:7070": http.StatusOK, "LOCALHOST": http.StatusOK} {
+			req := httptest.NewRequest(http.MethodGet, "/ui/", nil)
+			req.RemoteAddr, req.Host = loopback, host
+			if r := do(h, req); r.status != want {
+				t.Errorf("Host %s: %d, want %d", host, r.status, want)
+			}
 		}
 	})
 	t.Run("tokens", func(t *testing.T) {
