@@ -31,11 +31,41 @@ type View struct {
 // written; one whose head is lost while other objects remain fails
 // (head.ErrNoHead) and is never taken for an empty one.
 func (s *Service) Pin(ctx context.Context) (*head.Snapshot, *Error) {
+	if p, ok := ctx.Value(pinnedKey{}).(pinned); ok && p.store == s.store {
+		return p.sn, nil
+	}
 	sn, err := s.store.PinOrEmpty(ctx)
 	if err != nil {
 		return nil, FromError(err)
 	}
 	return sn, nil
+}
+
+// pinnedKey carries a snapshot every read under a context pins
+// (WithPinned).
+type pinnedKey struct{}
+
+type pinned struct {
+	store *head.Store
+	sn    *head.Snapshot
+}
+
+// WithPinned makes every Pin of s under ctx return sn, which s's store
+// pinned: several reads that make up one answer (a console page) see one
+// head and read it once. Writes pin for themselves (PinForWrite) and are
+// not affected.
+func (s *Service) WithPinned(ctx context.Context, sn *head.Snapshot) context.Context {
+	return context.WithValue(ctx, pinnedKey{}, pinned{store: s.store, sn: sn})
+}
+
+// PinnedContext pins the current head and returns ctx with it
+// (WithPinned), for the reads of one answer.
+func (s *Service) PinnedContext(ctx context.Context) (context.Context, *Error) {
+	sn, werr := s.Pin(ctx)
+	if werr != nil {
+		return nil, werr
+	}
+	return s.WithPinned(ctx, sn), nil
 }
 
 // PinForWrite is pin for a tool about to commit: a store never written is
@@ -56,7 +86,11 @@ func (s *Service) PinForWrite(ctx context.Context) (*head.Snapshot, *Error) {
 	if err := s.store.Initialize(ctx); err != nil {
 		return nil, FromError(err)
 	}
-	return s.Pin(ctx)
+	sn, err = s.store.PinOrEmpty(ctx) // never a snapshot WithPinned gave
+	if err != nil {
+		return nil, FromError(err)
+	}
+	return sn, nil
 }
 
 // Workspace reads the marker of workbench id; ok is false when there is

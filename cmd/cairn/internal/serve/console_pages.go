@@ -73,7 +73,10 @@ type agentPage struct {
 
 func (c *console) serveAgent(w http.ResponseWriter, r *http.Request, se *session) {
 	c.withAgent(w, r, se, func(a *agent) {
-		ctx, cancel := c.requestContext(r)
+		ctx, cancel, ok := c.readContext(w, r, se, a)
+		if !ok {
+			return
+		}
 		defer cancel()
 		cursor, cur := cursorParam(r)
 		res, err := a.svc.Find(ctx, workbench.FindInput{Limit: ptr(uint64(50)), Cursor: cur})
@@ -102,7 +105,10 @@ type workbenchPage struct {
 
 func (c *console) serveWorkbench(w http.ResponseWriter, r *http.Request, se *session) {
 	c.withAgent(w, r, se, func(a *agent) {
-		ctx, cancel := c.requestContext(r)
+		ctx, cancel, ok := c.readContext(w, r, se, a)
+		if !ok {
+			return
+		}
 		defer cancel()
 		id := r.PathValue("wb")
 		v, err := a.svc.Inspect(ctx, id)
@@ -149,7 +155,10 @@ type commitPage struct {
 
 func (c *console) serveCommit(w http.ResponseWriter, r *http.Request, se *session) {
 	c.withAgent(w, r, se, func(a *agent) {
-		ctx, cancel := c.requestContext(r)
+		ctx, cancel, ok := c.readContext(w, r, se, a)
+		if !ok {
+			return
+		}
 		defer cancel()
 		id := r.PathValue("wb")
 		q := r.URL.Query()
@@ -172,7 +181,10 @@ type listPage struct {
 
 func (c *console) serveList(w http.ResponseWriter, r *http.Request, se *session) {
 	c.withAgent(w, r, se, func(a *agent) {
-		ctx, cancel := c.requestContext(r)
+		ctx, cancel, ok := c.readContext(w, r, se, a)
+		if !ok {
+			return
+		}
 		defer cancel()
 		id, p := r.PathValue("wb"), strings.TrimSuffix(r.PathValue("path"), "/")
 		in := workbench.ListInput{ID: id, Limit: ptr(uint64(consoleListLimit))}
@@ -203,7 +215,10 @@ type filePage struct {
 
 func (c *console) serveFile(w http.ResponseWriter, r *http.Request, se *session) {
 	c.withAgent(w, r, se, func(a *agent) {
-		ctx, cancel := c.requestContext(r)
+		ctx, cancel, ok := c.readContext(w, r, se, a)
+		if !ok {
+			return
+		}
 		defer cancel()
 		id, p := r.PathValue("wb"), r.PathValue("path")
 		section, rel, _ := strings.Cut(p, "/")
@@ -226,7 +241,10 @@ func (c *console) serveFile(w http.ResponseWriter, r *http.Request, se *session)
 // image types a page shows inline (?inline=1), as the image.
 func (c *console) serveRaw(w http.ResponseWriter, r *http.Request, se *session) {
 	c.withAgent(w, r, se, func(a *agent) {
-		ctx, cancel := c.requestContext(r)
+		ctx, cancel, ok := c.readContext(w, r, se, a)
+		if !ok {
+			return
+		}
 		defer cancel()
 		id, p := r.PathValue("wb"), r.PathValue("path")
 		section, rel, _ := strings.Cut(p, "/")

@@ -11,9 +11,11 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/cmd/cairn/internal/serve"
 )
@@ -499,5 +501,53 @@ func TestConsoleCommitHistory(t *testing.T) {
 	}
 	if r := page(h, "/ui/a/ag1/w/wb1/commit?c=nothex", loopback); r.status != http.StatusBadRequest {
 		t.Errorf("a malformed commit id: %d", r.status)
+	}
+}
+
+// headReads counts the reads of heads (Get and Stat of a key ending in
+// "/head") that pass through it.
+type headReads struct {
+	bucket.Bucket
+	n atomic.Int64
+}
+
+func (b *headReads) Get(ctx context.Context, key string) ([]byte, bucket.Attrs, error) {
+	if strings.HasSuffix(key, "/head") {
+		b.n.Add(1)
+	}
+	return b.Bucket.Get(ctx, key)
+}
+
+func (b *headReads) Stat(ctx context.Context, key string) (bucket.Attrs, error) {
+	if strings.HasSuffix(key, "/head") {
+		b.n.Add(1)
+	}
+	return b.Bucket.Stat(ctx, key)
+}
+
+// TestConsolePageReadsTheHeadOnce: every part of a page reads one pinned
+// head, read once, however many tool reads the page makes (the file page
+// makes a dozen: the body, the snapshots, the file in each, the feed's
+// windows).
+func TestConsolePageReadsTheHeadOnce(t *testing.T) {
+	b := &headReads{Bucket: mem.NewBucket()}
+	h := newServer(t, b, serve.Options{}).Handler()
+	seedConsole(t, h, "ag1")
+	post(t, h, "ag1", "workbench_snapshot", `{"id":"wb1","name":"second"}`)
+	for _, p := range []string{
+		"/ui/a/ag1/",
+		"/ui/a/ag1/w/wb1/",
+		"/ui/a/ag1/w/wb1/ls/outputs/",
+		"/ui/a/ag1/w/wb1/f/outputs/result.json",
+		"/ui/a/ag1/w/wb1/commit",
+		"/ui/a/ag1/w/wb1/raw/outputs/result.json",
+	} {
+		before := b.n.Load()
+		if r := page(h, p, loopback); r.status != http.StatusOK {
+			t.Fatalf("%s: %d %s", p, r.status, text(r.body))
+		}
+		if n := b.n.Load() - before; n != 1 {
+			t.Errorf("%s read the head %d times", p, n)
+		}
 	}
 }
