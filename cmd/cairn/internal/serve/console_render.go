@@ -360,10 +360,6 @@ var consoleFuncs = template.FuncMap{
 		}
 		return strconv.FormatFloat(s.Value, 'f', -1, 64)
 	},
-	"json": func(v any) string {
-		b, _ := workbench.MarshalResult(v)
-		return string(b)
-	},
 }
 
 func humanSize(n uint64) string {
