@@ -27,6 +27,7 @@ const (
 	Grep           = "grep-1000"
 	SearchAll      = "search-all"
 	ReplicaMemory  = "replica-memory"
+	Restore        = "restore"
 	Throughput1    = "throughput-1"
 	Throughput8    = "throughput-8"
 )
@@ -34,7 +35,7 @@ const (
 // Scenarios returns every scenario's name in run order.
 func Scenarios() []string {
 	return []string{PutCommitWarm, PutNewWarm, PutReplaceWarm, ColdStat, ColdRead, ListCold, ListWarm,
-		Grep, SearchAll, ReplicaMemory, Throughput1, Throughput8}
+		Grep, SearchAll, ReplicaMemory, Restore, Throughput1, Throughput8}
 }
 
 // Config is one run of the bench. The zero value of a field means its

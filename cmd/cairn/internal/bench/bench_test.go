@@ -75,6 +75,11 @@ func TestRunTiny(t *testing.T) {
 			t.Errorf("%s: %v", name, r.Metrics)
 		}
 	}
+	// The restore places the 20 files, the run manifest of the commit
+	// put-commit-warm left, and its own restore manifest.
+	if r, _ := tab.Row(bench.Restore, 20); r.Metrics["members"] != 22 || r.Metrics["head_writes"] < 3 || r.BytesWritten <= 0 {
+		t.Errorf("restore: %v, %d bytes written; want 22 members in at least 3 head writes", r.Metrics, r.BytesWritten)
+	}
 	if r, _ := tab.Row(bench.ReplicaMemory, 20); r.Metrics["heap_bytes"] == 0 {
 		t.Errorf("replica memory: %v", r.Metrics)
 	}
@@ -92,6 +97,22 @@ func TestRunTiny(t *testing.T) {
 		}
 	}
 	t.Log("\n" + text.String())
+}
+
+// TestRestoreAlone runs the restore scenario without put-commit-warm:
+// it commits the workbench itself, unmeasured, and restores that commit.
+func TestRestoreAlone(t *testing.T) {
+	tab, err := bench.Run(t.Context(), bench.Config{Files: []int{30}, DirEntries: 10, Scenarios: []string{bench.Restore}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok := tab.Row(bench.Restore, 30)
+	if !ok || len(tab.Rows) != 1 {
+		t.Fatalf("rows %+v, want the restore's alone", tab.Rows)
+	}
+	if r.Metrics["members"] != 32 || r.Requests <= 0 || !strings.Contains(r.Notes, "32 members placed") {
+		t.Errorf("restore: %+v; want 30 files and two manifests placed", r)
+	}
 }
 
 func TestConfigValidate(t *testing.T) {

@@ -23,6 +23,9 @@ type sizeRun struct {
 	// served, in a served run, holds the processes the scenarios call
 	// (warm is then closed once the workbench is seeded).
 	served *servedSet
+	// committed is the identity of the workbench's last commit, once a
+	// scenario made one.
+	committed string
 }
 
 // runSize measures one size. The directory of a local-file bucket it
@@ -165,6 +168,9 @@ func (r *sizeRun) scenarios() []scenario {
 		{[]string{Grep}, r.grep},
 		{[]string{SearchAll}, r.search},
 		{[]string{ReplicaMemory}, r.memory},
+		// restore after the reads: the workbench it makes doubles the
+		// rows in every family the cold reads look in.
+		{[]string{Restore}, r.restore},
 		{[]string{Throughput1}, func(ctx context.Context) ([]Row, error) { return r.throughput(ctx, Throughput1, 1) }},
 		{[]string{Throughput8}, func(ctx context.Context) ([]Row, error) {
 			return r.throughput(ctx, Throughput8, cfg.Replicas)
@@ -257,14 +263,7 @@ func (r *sizeRun) putReplace(ctx context.Context) ([]Row, error) {
 // commit that replaces the head. The row is their mean; its metrics give
 // the commit's share and the p50 of the pair.
 func (r *sizeRun) putCommit(ctx context.Context) ([]Row, error) {
-	commit := func(i int) error {
-		_, err := r.warm.svc.Commit(ctx, workbench.CommitInput{ID: WorkbenchID, Manifest: map[string]any{"round": i},
-			ContentDigestURI: "sha256:" + strings.Repeat("0", 63) + "1", Replace: i > 0})
-		if err != nil {
-			return fmt.Errorf("bench: workbench_commit: %w", err)
-		}
-		return nil
-	}
+	commit := func(i int) error { return r.commit(ctx, i, i > 0) }
 	var before head.CommitStats // at the first measured pair
 	total, commits, row, err := r.pairs(ctx, commit, func(i int) (Row, Row, error) {
 		var alone Row
@@ -304,6 +303,79 @@ func (r *sizeRun) putCommit(ctx context.Context) ([]Row, error) {
 	case 4:
 		row.note("value format 4: objects plain")
 	}
+	return []Row{row}, nil
+}
+
+// commit commits the workbench with round i in its manifest, replacing
+// its head commit with replace, and keeps the commit's identity.
+func (r *sizeRun) commit(ctx context.Context, i int, replace bool) error {
+	res, err := r.warm.svc.Commit(ctx, workbench.CommitInput{ID: WorkbenchID, Manifest: map[string]any{"round": i},
+		ContentDigestURI: "sha256:" + strings.Repeat("0", 63) + "1", Replace: replace})
+	if err != nil {
+		return fmt.Errorf("bench: workbench_commit: %w", err)
+	}
+	r.committed = res.CommitIdentity
+	return nil
+}
+
+// restore restores the workbench's last commit (making one first, not
+// measured, if no scenario has) into a new workbench: every file, the
+// run manifest and a restore manifest placed, in one workbench_restore
+// call on the warm replica.
+func (r *sizeRun) restore(ctx context.Context) ([]Row, error) {
+	if r.committed == "" {
+		if err := r.commit(ctx, 0, true); err != nil {
+			return nil, err
+		}
+		if err := settleFolds(ctx, r.warm); err != nil {
+			return nil, err
+		}
+	}
+	seq := func() (uint64, error) {
+		sn, err := r.warm.svc.Store().Pin(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return sn.Sequence(), nil
+	}
+	seq0, err := seq()
+	if err != nil {
+		return nil, err
+	}
+	var res *workbench.RestoreResult
+	row, _, err := r.measure(ctx, Restore, r.warm, func() (map[string]any, error) {
+		var err error
+		res, err = r.warm.svc.Restore(ctx, workbench.RestoreInput{ID: WorkbenchID, DestinationID: WorkbenchID + "-restored", AtCommit: r.committed})
+		return nil, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bench: workbench_restore: %w", err)
+	}
+	seq1, err := seq()
+	if err != nil {
+		return nil, err
+	}
+	// The destination's commit must hold what the source's did.
+	src, err := r.warm.svc.Inspect(ctx, WorkbenchID)
+	if err != nil {
+		return nil, err
+	}
+	dst, err := r.warm.svc.Inspect(ctx, res.DestinationWorkbenchID)
+	if err != nil {
+		return nil, err
+	}
+	if src.Commit == nil || dst.Commit == nil {
+		return nil, fmt.Errorf("bench: the restore left %s (%s) without a commit", res.DestinationWorkbenchID, dst.State)
+	}
+	// The destination adds its restore manifest to the source's members.
+	if dst.Commit.MemberCount != src.Commit.MemberCount+1 {
+		return nil, fmt.Errorf("bench: the restored commit holds %d members, its source %d", dst.Commit.MemberCount, src.Commit.MemberCount)
+	}
+	row.metric("restore_s", row.Wall.Seconds())
+	row.metric("members", float64(dst.Commit.MemberCount))
+	row.metric("head_writes", float64(seq1-seq0))
+	row.note("one workbench_restore of the last commit into a new workbench, %d members placed: %d head writes, %d requests in %d rounds, %s written, %d fsyncs",
+		dst.Commit.MemberCount, seq1-seq0, row.Requests, row.Rounds, size(row.BytesWritten), row.Fsyncs)
 	return []Row{row}, nil
 }
 
