@@ -530,7 +530,7 @@ func planMembers(ctx context.Context, s *core.Service, sn *head.Snapshot, p *Res
 		path  []string
 		entry nokv.PathEntry
 	}
-	var rows []row
+	rows := make([]row, 0, min(c.MemberCount, MaxCommitMembers))
 	if p.Src.Kind == nokv.RestoreSourceKindSnapshot {
 		if werr := s.ScanPaths(ctx, sn, p.SrcInc, nil, nil, func(path []string, e nokv.PathEntry) bool {
 			rows = append(rows, row{path, e})
@@ -555,7 +555,7 @@ func planMembers(ctx context.Context, s *core.Service, sn *head.Snapshot, p *Res
 	}
 	flat := core.NewMemberDigesterOf(uint64(len(rows)))
 	var runManifest *nokv.PathEntry
-	p.members = p.members[:0]
+	p.members = slices.Grow(p.members[:0], len(rows))
 	for _, r := range rows {
 		if err := flat.Add(r.path, nokv.MemberOf(r.entry)); err != nil {
 			return core.FromError(err)
@@ -570,11 +570,21 @@ func planMembers(ctx context.Context, s *core.Service, sn *head.Snapshot, p *Res
 		}
 		e := r.entry
 		e.CreatedVersion, e.ModifiedVersion = 0, 0
-		d, err := rowDigest(r.path, e)
-		if err != nil {
-			return core.FromError(err)
+		p.members = append(p.members, restoreMember{path: r.path, entry: e})
+	}
+	// The row digests are the plan's largest part, and independent.
+	if err := inParallel(len(p.members), func(lo, hi int) error {
+		for i := lo; i < hi; i++ {
+			m := &p.members[i]
+			d, err := rowDigest(m.path, m.entry)
+			if err != nil {
+				return err
+			}
+			m.row = d
 		}
-		p.members = append(p.members, restoreMember{path: r.path, entry: e, row: d})
+		return nil
+	}); err != nil {
+		return core.FromError(err)
 	}
 	p.chain = [32]byte{}
 	for i, m := range p.members {

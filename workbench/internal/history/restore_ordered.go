@@ -6,7 +6,10 @@ import (
 	"context"
 	"fmt"
 	"math/bits"
+	"runtime"
 	"slices"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/cairnstore/cairn/workbench/internal/core"
 	"github.com/cairnstore/cairn/workbench/internal/publish"
@@ -79,14 +82,27 @@ func (p *RestorePlan) orderRows(root nokv.RootID) error {
 		}
 		return cmp.Compare(a, b)
 	})
-	p.index = p.index[:0]
-	for i := range p.members {
-		m := &p.members[i]
-		keys, err := core.PathIndexKeys(root, p.DstInc, m.path, &m.entry)
-		if err != nil {
-			return err
+	keys := make([][][]byte, n)
+	if err := inParallel(n, func(lo, hi int) error {
+		for i := lo; i < hi; i++ {
+			m := &p.members[i]
+			k, err := core.PathIndexKeys(root, p.DstInc, m.path, &m.entry)
+			if err != nil {
+				return err
+			}
+			keys[i] = k
 		}
-		for _, k := range keys {
+		return nil
+	}); err != nil {
+		return err
+	}
+	total := 0
+	for _, k := range keys {
+		total += len(k)
+	}
+	p.index = slices.Grow(p.index[:0], total)
+	for i, ks := range keys {
+		for _, k := range ks {
 			p.index = append(p.index, indexRow{key: k, member: uint32(i)})
 		}
 	}
@@ -369,4 +385,19 @@ func (f *restoreFinal) sealTree(tx *head.Tx) error {
 	mt.References = uint64(len(f.revs))
 	f.tree, f.memberDigest = mt, root.Digest
 	return nil
+}
+
+// inParallel runs f over [0, n) cut into one range per processor, at
+// least 4,096 items each, and returns the first error.
+func inParallel(n int, f func(lo, hi int) error) error {
+	parts := min(runtime.GOMAXPROCS(0), max(1, n/4096))
+	if parts <= 1 {
+		return f(0, n)
+	}
+	var g errgroup.Group
+	for k := range parts {
+		lo, hi := n*k/parts, n*(k+1)/parts
+		g.Go(func() error { return f(lo, hi) })
+	}
+	return g.Wait()
 }

@@ -1,7 +1,9 @@
 package history
 
 import (
+	"errors"
 	"math"
+	"sync/atomic"
 	"testing"
 )
 
@@ -29,5 +31,37 @@ func TestShareTiles(t *testing.T) {
 	}
 	if got := share(math.MaxUint32, math.MaxUint64/2, math.MaxUint32); got != math.MaxUint64/2 {
 		t.Fatalf("share of large counts: %d", got)
+	}
+}
+
+// TestInParallelCoversOnce: the ranges inParallel hands out cover [0, n)
+// exactly once at sizes below, at and above its split, and the first
+// error any range meets is returned.
+func TestInParallelCoversOnce(t *testing.T) {
+	for _, n := range []int{0, 1, 4095, 8192, 10_001, 100_000} {
+		seen := make([]int32, n)
+		if err := inParallel(n, func(lo, hi int) error {
+			for i := lo; i < hi; i++ {
+				atomic.AddInt32(&seen[i], 1)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range seen {
+			if c != 1 {
+				t.Fatalf("n %d: item %d visited %d times", n, i, c)
+			}
+		}
+	}
+	bad := errors.New("bad item")
+	err := inParallel(100_000, func(lo, hi int) error {
+		if lo <= 77_777 && 77_777 < hi {
+			return bad
+		}
+		return nil
+	})
+	if !errors.Is(err, bad) {
+		t.Fatalf("err = %v, want %v", err, bad)
 	}
 }
