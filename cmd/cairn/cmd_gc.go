@@ -61,8 +61,8 @@ func init() {
 // object the head reaches) or a delete failed, 2 for a usage error, 3 for
 // a bucket that cannot be used.
 func runGC(ctx context.Context, e *env, args []string) int {
-	cfg, code := parseGC(e, args)
-	if code != exitOK {
+	cfg, code, done := parseGC(e, args)
+	if done {
 		return code
 	}
 	b, url, code, err := openBucket(ctx, cfg.bucketURL)
@@ -116,10 +116,9 @@ type gcConfig struct {
 	collect       bool // collect revisions after each sweep
 }
 
-// parseGC reads the flags of `cairn gc`; a code other than exitOK ends
-// the command (a usage error, already printed).
-func parseGC(e *env, args []string) (gcConfig, int) {
-	var cfg gcConfig
+// parseGC reads the flags of `cairn gc`. done ends the command with
+// code: after --help (exitOK), or a usage error, already printed.
+func parseGC(e *env, args []string) (cfg gcConfig, code int, done bool) {
 	fs := flag.NewFlagSet("gc", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.StringVar(&cfg.bucketURL, "bucket", "", "bucket URL (default: file://$PWD/"+defaultDataDir+", created if missing)")
@@ -137,12 +136,12 @@ func parseGC(e *env, args []string) (gcConfig, int) {
 	}
 	set, code, done := parseFlags(e, fs, args)
 	if done {
-		return cfg, code
+		return cfg, code, true
 	}
-	usageErr := func(format string, a ...any) (gcConfig, int) {
+	usageErr := func(format string, a ...any) (gcConfig, int, bool) {
 		fmt.Fprintf(e.stderr, "cairn gc: "+format+"\n", a...)
 		fs.Usage()
-		return cfg, exitUsage
+		return cfg, exitUsage, true
 	}
 	agentSet, revisionsSet := false, false
 	fs.Visit(func(f *flag.Flag) {
@@ -179,7 +178,7 @@ func parseGC(e *env, args []string) (gcConfig, int) {
 		}
 		cfg.targets = []gcTarget{{agent: *agent, layout: layout}}
 	}
-	return cfg, exitOK
+	return cfg, exitOK, false
 }
 
 // sweep sweeps one shard, then collects its agent's revisions if asked,
