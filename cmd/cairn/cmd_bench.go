@@ -81,6 +81,10 @@ func runBench(ctx context.Context, e *env, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
+	if *cacheMiB < 0 || *cacheMiB > maxMiB {
+		fmt.Fprintf(e.stderr, "cairn bench: --cache-mib %d: from 0 (the engine's default) to %d (1 PiB)\n", *cacheMiB, maxMiB)
+		return exitUsage
+	}
 	if *svgPath != "" {
 		// Refused now rather than after a run that may take an hour.
 		if st, err := os.Stat(filepath.Dir(*svgPath)); err != nil || !st.IsDir() {

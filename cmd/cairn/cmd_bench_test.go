@@ -84,6 +84,16 @@ func TestBenchUsage(t *testing.T) {
 		{"bench", "extra"},
 		{"bench", "--files", "10", "--extrapolate", "100"},
 		{"bench", "--served", "--scenarios", "cold-stat"},
+		// Settings past what a run can mean, refused before anything runs.
+		{"bench", "--cache-mib", "9223372036854775807"},
+		{"bench", "--cache-mib", "-1"},
+		{"bench", "--rate", "NaN"},
+		{"bench", "--rate", "Inf"},
+		{"bench", "--write-rate", "1e-300"},
+		{"bench", "--replicas", "100000"},
+		{"bench", "--dir-entries", "-1"},
+		{"bench", "--duration", "-1s"},
+		{"bench", "--duration", "1ms", "--rate", "10"},
 	} {
 		if code, _, _ := runWith(t, "", args...); code != 2 {
 			t.Errorf("%q: exit %d, want 2", args, code)

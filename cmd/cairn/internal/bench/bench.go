@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -221,8 +223,41 @@ func (c Config) Validate() error {
 	if c.RTT < 0 || c.WriteRate < 0 {
 		return fmt.Errorf("bench: rtt and write rate must not be negative")
 	}
+	for _, n := range []struct {
+		name string
+		v    int64
+	}{{"dir entries", int64(c.DirEntries)}, {"replicas", int64(c.Replicas)}, {"seed concurrency", int64(c.SeedConcurrency)},
+		{"seed batch", int64(c.SeedBatch)}, {"cache bytes", c.CacheBytes}, {"duration", int64(c.Duration)}, {"drain", int64(c.Drain)}} {
+		if n.v < 0 {
+			return fmt.Errorf("bench: %s %d: must not be negative (0 is the default)", n.name, n.v)
+		}
+	}
+	switch {
+	case math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) || c.Rate < 0 || c.Rate > MaxRate:
+		return fmt.Errorf("bench: rate %v: from 0 (the default) to %d calls a second", c.Rate, MaxRate)
+	case math.IsNaN(c.WriteRate) || math.IsInf(c.WriteRate, 0) || (c.WriteRate != 0 && c.WriteRate < MinWriteRate) || c.WriteRate > MaxRate:
+		return fmt.Errorf("bench: write rate %v: 0 (no limit) or from %v to %d writes a second", c.WriteRate, MinWriteRate, MaxRate)
+	case c.Replicas > MaxReplicas:
+		return fmt.Errorf("bench: replicas %d: at most %d", c.Replicas, MaxReplicas)
+	case c.RTT > time.Minute:
+		return fmt.Errorf("bench: rtt %v: at most a minute", c.RTT)
+	}
+	if c.Rate > 0 {
+		d := cmp.Or(c.Duration, DefaultDuration)
+		if c.Rate*d.Seconds() < 1 {
+			return fmt.Errorf("bench: rate %v for %v offers no call", c.Rate, d)
+		}
+	}
 	return nil
 }
+
+// Bounds of the rates and replicas a Config may ask for: past them a run
+// would measure the machine's limits, not cairn's, or never end.
+const (
+	MaxRate      = 1_000_000
+	MinWriteRate = 0.01
+	MaxReplicas  = 256
+)
 
 // Row is one scenario at one size.
 type Row struct {

@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -120,6 +121,20 @@ func TestConfigValidate(t *testing.T) {
 		{Files: []int{0}},
 		{Scenarios: []string{"no-such"}},
 		{RTT: -time.Millisecond},
+		{RTT: time.Hour},
+		{Rate: math.NaN()},
+		{Rate: math.Inf(1)},
+		{Rate: -1},
+		{Rate: 1e-300},
+		{Rate: 0.5, Duration: time.Second},
+		{WriteRate: math.NaN()},
+		{WriteRate: 1e-300},
+		{DirEntries: -1},
+		{Replicas: -2},
+		{Replicas: 100_000},
+		{SeedConcurrency: -1},
+		{CacheBytes: -1},
+		{Duration: -time.Second},
 	} {
 		if err := cfg.Validate(); err == nil {
 			t.Errorf("%+v: valid, want an error", cfg)
