@@ -80,7 +80,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 	shutdownTimeout := fs.Duration("shutdown-timeout", 0, "time given to requests in flight on shutdown (default 30s)")
 	cacheMiB := fs.Int("cache-mib", defaultServeCacheMiB, "decoded-object cache of the engines, shared by every agent served, in MiB")
 	gcInterval := fs.Duration("gc-interval", defaultGCInterval, "sweep the bucket's garbage this often, on the one replica that holds the bucket's sweep lease (0: never; at least 1s)")
-	commitInterval := fs.Duration("commit-interval", 0, "least time between two head writes of one agent's group commits: the store's write rate for one object (GCS: 1s; default 0, unpaced)")
+	commitInterval := fs.Duration("commit-interval", 0, "least time between two head writes of one agent's group commits: the store's write rate for one object (GCS: 1s; default 0, unpaced; at most 1m, and less than the request timeout)")
 	writeTimeout := fs.Duration("write-timeout", serve.DefaultWriteTimeout, "time past a request's deadline its answer may take to be written; a client that does not read is cut off then")
 	bodyBudgetMiB := fs.Int("body-budget-mib", serve.DefaultBodyBudget>>20, "request bodies held in memory at once, across all requests, in MiB; past it a request waits 2s, then gets 503 ServerBusy")
 	bodyRateMiB := fs.Int("body-rate-mib", int(serve.DefaultBodyRate()>>20), "how fast request bodies over 256 KiB are read, across all requests, in MiB a second, so that large uploads leave CPU for small calls; the default is 32 for each core (GOMAXPROCS) (0: unpaced)")
@@ -237,8 +237,16 @@ func checkDurations(durations map[string]time.Duration) error {
 	if d := durations["gc-interval"]; d > 0 && (d < minSweepInterval || d > maxSweepInterval) {
 		return fmt.Errorf("--gc-interval %v: from %v to %v (0: never)", d, minSweepInterval, maxSweepInterval)
 	}
+	// A write waits up to one interval for its head write: an interval
+	// as long as a request's deadline would fail every write.
+	if d, rt := durations["commit-interval"], cmp.Or(durations["request-timeout"], serve.DefaultRequestTimeout); d > maxCommitInterval || d >= rt {
+		return fmt.Errorf("--commit-interval %v: from 0 to %v, and less than --request-timeout (%v)", d, maxCommitInterval, rt)
+	}
 	return nil
 }
+
+// maxCommitInterval bounds --commit-interval: GCS needs 1s.
+const maxCommitInterval = time.Minute
 
 // serveConfig reads serve's config file (path, else CAIRN_CONFIG; none
 // is an empty config) and the bearer tokens of its agents and of
