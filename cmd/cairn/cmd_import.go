@@ -39,6 +39,10 @@ const (
 	// that a group commit carries a few hundred of them, so that the
 	// folds below come every few thousand files.
 	importParallel = 512
+	// maxImportParallel bounds --parallel: each put in flight holds a
+	// worker and a body, and past a few thousand a group commit gains
+	// nothing but memory.
+	maxImportParallel = 4096
 	// importMaxDeltas and importDeltaBytes let an import's commits pile
 	// up more delta segments before a fold than the engine's defaults
 	// (16 and 256 KiB): a fold rewrites every page its records touch, and
@@ -109,7 +113,7 @@ func runImport(ctx context.Context, e *env, args []string) int {
 	replace := fset.Bool("replace", false, "overwrite paths that exist (default: report and skip them)")
 	keepGoing := fset.Bool("keep-going", false, "exit 0 even if some files were refused (they are still reported)")
 	parallel := fset.Int("parallel", importParallel, "puts in flight at once")
-	interval := fset.Duration("commit-interval", 0, "least time between two head writes (the store's write rate for one object; GCS: 1s)")
+	interval := fset.Duration("commit-interval", 0, "least time between two head writes (the store's write rate for one object; GCS: 1s; at most 1m)")
 	quiet := fset.Bool("quiet", false, "no progress report")
 	fset.Usage = func() {
 		fmt.Fprintln(e.stderr, "usage: cairn import [flags] DIR --workbench ID [--section S]")
@@ -145,8 +149,10 @@ func runImport(ctx context.Context, e *env, args []string) int {
 		return usageErr("--workbench is required")
 	case !workbench.IsSection(*section):
 		return usageErr("--section %q is not one of %s", *section, strings.Join(workbench.Sections(), ", "))
-	case *parallel < 1:
-		return usageErr("--parallel must be at least 1")
+	case *parallel < 1 || *parallel > maxImportParallel:
+		return usageErr("--parallel %d: from 1 to %d", *parallel, maxImportParallel)
+	case *interval < 0 || *interval > maxCommitInterval:
+		return usageErr("--commit-interval %v: from 0 to %v", *interval, maxCommitInterval)
 	}
 	root, err := importRoot(pos[0])
 	if err != nil {
