@@ -426,6 +426,17 @@ type ReadBudget = core.ReadBudget
 // NewReadBudget returns a read budget of bytes.
 func NewReadBudget(bytes int64) *ReadBudget { return core.NewReadBudget(bytes) }
 
+// TreeCache is a cache of decoded member tree nodes that Services of
+// several agents may share (Options.TreeCache).
+type TreeCache = core.TreeCache
+
+// NewTreeCache returns a tree cache of budget bytes (0: the default;
+// negative: none kept).
+func NewTreeCache(budget int64) *TreeCache { return core.NewTreeCache(budget) }
+
+// DefaultTreeCacheBytes is the default budget of a tree cache.
+const DefaultTreeCacheBytes = core.DefaultTreeCacheBytes
+
 // DefaultReadBudget is the read budget of a Service given none.
 const DefaultReadBudget = core.DefaultReadBudget
 

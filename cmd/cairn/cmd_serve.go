@@ -150,7 +150,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 		defer write()
 	}
 	tuneHeap(*memLimitMiB, *gcPercent)
-	warnBudgets(log, *memLimitMiB, *cacheMiB+bodies.DefaultCacheBytes>>20+*bodyBudgetMiB+*answerBudgetMiB+*readBudgetMiB)
+	warnBudgets(log, *memLimitMiB, *cacheMiB+bodies.DefaultCacheBytes>>20+workbench.DefaultTreeCacheBytes>>20+*bodyBudgetMiB+*answerBudgetMiB+*readBudgetMiB)
 	if err := checkDurations(map[string]time.Duration{"request-timeout": *requestTimeout, "idle-timeout": *idleTimeout, "shutdown-timeout": *shutdownTimeout, "write-timeout": *writeTimeout, "conn-idle-timeout": *connIdle, "commit-interval": *commitInterval, "gc-interval": *gcInterval}); err != nil {
 		return usageErr("%v", err)
 	}
@@ -325,11 +325,11 @@ func warnBudgets(log *slog.Logger, memLimitMiB, budgetsMiB int) {
 // Connection and memory defaults of serve.
 const (
 	// defaultServeCacheMiB is serve's engine cache: with the block cache
-	// (32 MiB) and the body, answer and read budgets (320 MiB) it stays
-	// under the heap's soft limit, defaultMemoryLimitMiB, with 32 MiB to
-	// spare. Three agents of 100,000 files used 301 MiB of cache
-	// (BenchmarkThreeAgents100k).
-	defaultServeCacheMiB = 384
+	// (32 MiB), the tree cache (48 MiB) and the body, answer and read
+	// budgets (320 MiB) it stays under the heap's soft limit,
+	// defaultMemoryLimitMiB, with 16 MiB to spare. Three agents of
+	// 100,000 files used 301 MiB of cache (BenchmarkThreeAgents100k).
+	defaultServeCacheMiB = 352
 	// defaultMemoryLimitMiB is the heap's soft limit: above the body,
 	// answer and read budgets (320 MiB in all by default) and a working
 	// set, so that garbage from refused work is collected before the

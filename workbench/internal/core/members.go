@@ -19,10 +19,29 @@ import (
 // are the rows' values. Readers go through CommitMembers and never ask
 // which.
 
-// treeCacheBytes is the budget of a Service's cache of decoded tree
-// nodes: a commit reads the inner nodes of its parent's tree and the
-// leaves its changes fall in.
-const treeCacheBytes = 32 << 20
+// DefaultTreeCacheBytes is the default budget of the cache of decoded
+// member tree nodes (Options.TreeCacheBytes): the whole tree of a commit
+// of 100,000 small files fits, so a warm replica commits one changed
+// file of them without reading a leaf (at 32 MiB it read one a commit:
+// 4 rounds, not 3).
+const DefaultTreeCacheBytes = 48 << 20
+
+// TreeCache is a cache of decoded member tree nodes. Nodes are named by
+// the hash of their bytes, so Services of different agents may share
+// one: a node cached for one is the node any other names by that hash.
+type TreeCache struct{ c *shards.Cache[*tree.Cached] }
+
+// NewTreeCache returns a cache of at most budget bytes of decoded nodes
+// (0: DefaultTreeCacheBytes; negative: none kept).
+func NewTreeCache(budget int64) *TreeCache {
+	switch {
+	case budget == 0:
+		budget = DefaultTreeCacheBytes
+	case budget < 0:
+		budget = 0
+	}
+	return &TreeCache{c: tree.NewCache(budget)}
+}
 
 // parseMemberTreeKey parses a tree key, a path in the key encoding of
 // the rows (shards.Key.Path), back into a path.

@@ -61,6 +61,16 @@ type Options struct {
 	// BlockCache, when set, is the cache of small blocks, shared with
 	// the other Services given it; BlockCacheBytes is then ignored.
 	BlockCache *bodies.BlockCache
+	// TreeCacheBytes is the budget of the cache of decoded member tree
+	// nodes: a commit reads the inner nodes of its parent's tree and the
+	// leaves its changes fall in, and a warm replica's commit reads none
+	// of them while its workbench's tree fits. Default
+	// DefaultTreeCacheBytes; negative caches no node.
+	TreeCacheBytes int64
+	// TreeCache, when set, is the cache of tree nodes, shared with the
+	// other Services given it (NewTreeCache); TreeCacheBytes is then
+	// ignored.
+	TreeCache *TreeCache
 	// CloseTimeout bounds the time Close spends on queued ledger deletes.
 	// Default DefaultCloseTimeout.
 	CloseTimeout time.Duration
@@ -215,7 +225,11 @@ func Open(ctx context.Context, b bucket.Bucket, opts Options) (*Service, error) 
 		logical: logical,
 		Opts:    opts,
 	}
-	s.Trees = &tree.Objects{Bucket: b, Prefix: bodies.TreePrefix(store.Layout(), s.root), Cache: tree.NewCache(treeCacheBytes)}
+	trees := opts.TreeCache
+	if trees == nil {
+		trees = NewTreeCache(opts.TreeCacheBytes)
+	}
+	s.Trees = &tree.Objects{Bucket: b, Prefix: bodies.TreePrefix(store.Layout(), s.root), Cache: trees.c}
 	if _, err := rand.Read(s.seed[:]); err != nil {
 		s.Close()
 		return nil, err

@@ -212,6 +212,10 @@ func New(b bucket.Bucket, opts Options) *Server {
 		// One cache of small blocks for every agent served, too.
 		opts.Workbench.BlockCache = bodies.NewBlockCache(opts.Workbench.BlockCacheBytes)
 	}
+	if opts.Workbench.TreeCache == nil {
+		// And one of member tree nodes.
+		opts.Workbench.TreeCache = workbench.NewTreeCache(opts.Workbench.TreeCacheBytes)
+	}
 	if opts.Workbench.Engine.Caches == nil {
 		// One cache budget for the process, shared by every agent served,
 		// however many are open.
