@@ -239,6 +239,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("bench: write rate %v: 0 (no limit) or from %v to %d writes a second", c.WriteRate, MinWriteRate, MaxRate)
 	case c.Replicas > MaxReplicas:
 		return fmt.Errorf("bench: replicas %d: at most %d", c.Replicas, MaxReplicas)
+	case c.Served && c.Replicas > MaxServedReplicas:
+		return fmt.Errorf("bench: replicas %d: at most %d in a served run, each a cairn serve process", c.Replicas, MaxServedReplicas)
 	case c.RTT > time.Minute:
 		return fmt.Errorf("bench: rtt %v: at most a minute", c.RTT)
 	}
@@ -257,6 +259,9 @@ const (
 	MaxRate      = 1_000_000
 	MinWriteRate = 0.01
 	MaxReplicas  = 256
+	// MaxServedReplicas bounds the serve processes of a served run: each
+	// holds 150–400 MB resident under load.
+	MaxServedReplicas = 32
 )
 
 // Row is one scenario at one size.

@@ -132,6 +132,7 @@ func TestConfigValidate(t *testing.T) {
 		{DirEntries: -1},
 		{Replicas: -2},
 		{Replicas: 100_000},
+		{Served: true, Binary: "cairn", Replicas: 64},
 		{SeedConcurrency: -1},
 		{CacheBytes: -1},
 		{Duration: -time.Second},
