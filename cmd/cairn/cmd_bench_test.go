@@ -144,8 +144,11 @@ func TestBenchServed(t *testing.T) {
 				t.Errorf("row %s: %v: %s", r.Scenario, m, r.Notes)
 			}
 		}
+		if r.Scenario == "restore" && r.Metrics["restore_s"] <= 0 {
+			t.Errorf("row restore: %v: %s", r.Metrics, r.Notes)
+		}
 	}
-	if want := []string{"put-commit-warm", "put-new-warm", "put-replace-warm", "throughput-1", "throughput-8"}; !slices.Equal(names, want) {
+	if want := []string{"put-commit-warm", "put-new-warm", "put-replace-warm", "restore", "throughput-1", "throughput-8"}; !slices.Equal(names, want) {
 		t.Errorf("rows %v, want %v", names, want)
 	}
 }

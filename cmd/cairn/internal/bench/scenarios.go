@@ -151,6 +151,7 @@ func (r *sizeRun) scenarios() []scenario {
 			{[]string{PutCommitWarm}, r.servedPutCommit},
 			{[]string{PutNewWarm}, r.servedPutNew},
 			{[]string{PutReplaceWarm}, r.servedPutReplace},
+			{[]string{Restore}, r.servedRestore},
 			{[]string{Throughput1}, func(ctx context.Context) ([]Row, error) { return r.servedThroughput(ctx, Throughput1, 1) }},
 			{[]string{Throughput8}, func(ctx context.Context) ([]Row, error) {
 				return r.servedThroughput(ctx, Throughput8, cfg.Replicas)

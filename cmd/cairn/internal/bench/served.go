@@ -24,7 +24,7 @@ import (
 // ServedScenarios are the scenarios a served run (Config.Served) has:
 // the writes, one at a time and in open loop.
 func ServedScenarios() []string {
-	return []string{PutCommitWarm, PutNewWarm, PutReplaceWarm, Throughput1, Throughput8}
+	return []string{PutCommitWarm, PutNewWarm, PutReplaceWarm, Restore, Throughput1, Throughput8}
 }
 
 // servedSet is what a served run adds to a size: the GCS emulator in a
@@ -332,8 +332,11 @@ func (r *sizeRun) servedPutCommit(ctx context.Context) ([]Row, error) {
 		return nil, err
 	}
 	commit := func(i int) error {
-		_, err := r.served.call(ctx, srvs[0], "workbench_commit", map[string]any{"id": WorkbenchID,
+		res, err := r.served.call(ctx, srvs[0], "workbench_commit", map[string]any{"id": WorkbenchID,
 			"manifest": map[string]any{"round": i}, "content_digest_uri": "sha256:" + strings.Repeat("0", 63) + "1", "replace": i > 0})
+		if err == nil {
+			r.committed, _ = res["commit_identity"].(string)
+		}
 		return err
 	}
 	_, _, row, err := r.pairs(ctx, commit, func(i int) (Row, Row, error) {
@@ -353,6 +356,38 @@ func (r *sizeRun) servedPutCommit(ctx context.Context) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
+	return []Row{row}, r.served.noteServers(&row, 1)
+}
+
+// servedRestore is restore through the first server: the workbench's
+// last commit (one made first, unmeasured, if no scenario made one)
+// restored into a new workbench by one workbench_restore request.
+func (r *sizeRun) servedRestore(ctx context.Context) ([]Row, error) {
+	srvs, err := r.served.serversFor(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	if r.committed == "" {
+		res, err := r.served.call(ctx, srvs[0], "workbench_commit", map[string]any{"id": WorkbenchID,
+			"manifest": map[string]any{"round": 0}, "content_digest_uri": "sha256:" + strings.Repeat("0", 63) + "1", "replace": true})
+		if err != nil {
+			return nil, err
+		}
+		r.committed, _ = res["commit_identity"].(string)
+	}
+	if err := pace(ctx, r.cfg); err != nil {
+		return nil, err
+	}
+	w := r.served.window()
+	if _, err := r.served.call(ctx, srvs[0], "workbench_restore", map[string]any{"id": WorkbenchID,
+		"destination_id": WorkbenchID + "-restored", "at_commit": r.committed}); err != nil {
+		return nil, fmt.Errorf("bench: workbench_restore: %w", err)
+	}
+	row := w.row(Restore)
+	row.HeadBytes = r.st.headBytes(ctx)
+	row.metric("restore_s", row.Wall.Seconds())
+	row.note("through cairn serve: one workbench_restore of the last commit into a new workbench, %d requests in %d rounds, %s written",
+		row.Requests, row.Rounds, size(row.BytesWritten))
 	return []Row{row}, r.served.noteServers(&row, 1)
 }
 
