@@ -410,19 +410,22 @@ func (c *console) failErr(w http.ResponseWriter, r *http.Request, se *session, e
 	c.render(w, r, se, "error", errorPage{Status: status, Message: werr.Message, Code: werr.Code})
 }
 
-// readContext bounds a page's work as a tool call's and pins the
-// agent's head once for all its reads (core.Service.WithPinned): the
-// parts of one page show one state, and a page reads the head once, not
-// once a part. It answers the failure itself when ok is false.
-func (c *console) readContext(w http.ResponseWriter, r *http.Request, se *session, a *agent) (ctx context.Context, cancel context.CancelFunc, ok bool) {
-	ctx, cancel = c.requestContext(r)
-	pinned, werr := a.svc.PinnedContext(ctx)
-	if werr != nil {
-		cancel()
-		c.failErr(w, r, se, werr)
-		return nil, nil, false
-	}
-	return pinned, cancel, true
+// reading runs page for the request's agent (withAgent) with a context
+// that bounds the page's work as a tool call's and pins the agent's head
+// once for all its reads (core.Service.WithPinned): the parts of one
+// page show one state, and a page reads the head once, not once a part.
+// A failure to pin is answered here.
+func (c *console) reading(w http.ResponseWriter, r *http.Request, se *session, page func(ctx context.Context, a *agent)) {
+	c.withAgent(w, r, se, func(a *agent) {
+		ctx, cancel := c.requestContext(r)
+		defer cancel()
+		pinned, werr := a.svc.PinnedContext(ctx)
+		if werr != nil {
+			c.failErr(w, r, se, werr)
+			return
+		}
+		page(pinned, a)
+	})
 }
 
 // requestContext bounds a page's work as a tool call's.

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -72,12 +73,7 @@ type agentPage struct {
 }
 
 func (c *console) serveAgent(w http.ResponseWriter, r *http.Request, se *session) {
-	c.withAgent(w, r, se, func(a *agent) {
-		ctx, cancel, ok := c.readContext(w, r, se, a)
-		if !ok {
-			return
-		}
-		defer cancel()
+	c.reading(w, r, se, func(ctx context.Context, a *agent) {
 		cursor, cur := cursorParam(r)
 		res, err := a.svc.Find(ctx, workbench.FindInput{Limit: ptr(uint64(50)), Cursor: cur})
 		if err != nil {
@@ -104,12 +100,7 @@ type workbenchPage struct {
 }
 
 func (c *console) serveWorkbench(w http.ResponseWriter, r *http.Request, se *session) {
-	c.withAgent(w, r, se, func(a *agent) {
-		ctx, cancel, ok := c.readContext(w, r, se, a)
-		if !ok {
-			return
-		}
-		defer cancel()
+	c.reading(w, r, se, func(ctx context.Context, a *agent) {
 		id := r.PathValue("wb")
 		v, err := a.svc.Inspect(ctx, id)
 		if err != nil {
@@ -154,12 +145,7 @@ type commitPage struct {
 }
 
 func (c *console) serveCommit(w http.ResponseWriter, r *http.Request, se *session) {
-	c.withAgent(w, r, se, func(a *agent) {
-		ctx, cancel, ok := c.readContext(w, r, se, a)
-		if !ok {
-			return
-		}
-		defer cancel()
+	c.reading(w, r, se, func(ctx context.Context, a *agent) {
 		id := r.PathValue("wb")
 		q := r.URL.Query()
 		commit, cursor := q.Get("c"), q.Get("cursor")
@@ -180,12 +166,7 @@ type listPage struct {
 }
 
 func (c *console) serveList(w http.ResponseWriter, r *http.Request, se *session) {
-	c.withAgent(w, r, se, func(a *agent) {
-		ctx, cancel, ok := c.readContext(w, r, se, a)
-		if !ok {
-			return
-		}
-		defer cancel()
+	c.reading(w, r, se, func(ctx context.Context, a *agent) {
 		id, p := r.PathValue("wb"), strings.TrimSuffix(r.PathValue("path"), "/")
 		in := workbench.ListInput{ID: id, Limit: ptr(uint64(consoleListLimit))}
 		if p != "" {
@@ -214,12 +195,7 @@ type filePage struct {
 }
 
 func (c *console) serveFile(w http.ResponseWriter, r *http.Request, se *session) {
-	c.withAgent(w, r, se, func(a *agent) {
-		ctx, cancel, ok := c.readContext(w, r, se, a)
-		if !ok {
-			return
-		}
-		defer cancel()
+	c.reading(w, r, se, func(ctx context.Context, a *agent) {
 		id, p := r.PathValue("wb"), r.PathValue("path")
 		section, rel, _ := strings.Cut(p, "/")
 		b, err := a.svc.ReadBody(ctx, workbench.BodyInput{ID: id, Section: section, Path: rel, Max: consoleBodyShown})
@@ -240,12 +216,7 @@ func (c *console) serveFile(w http.ResponseWriter, r *http.Request, se *session)
 // serveRaw sends a file's bytes: as a download, or, for the raster
 // image types a page shows inline (?inline=1), as the image.
 func (c *console) serveRaw(w http.ResponseWriter, r *http.Request, se *session) {
-	c.withAgent(w, r, se, func(a *agent) {
-		ctx, cancel, ok := c.readContext(w, r, se, a)
-		if !ok {
-			return
-		}
-		defer cancel()
+	c.reading(w, r, se, func(ctx context.Context, a *agent) {
 		id, p := r.PathValue("wb"), r.PathValue("path")
 		section, rel, _ := strings.Cut(p, "/")
 		b, err := a.svc.ReadBody(ctx, workbench.BodyInput{ID: id, Section: section, Path: rel})
