@@ -142,7 +142,13 @@ func (s *Store) takeOver(ctx context.Context, sn *Snapshot) bool {
 	if _, err := s.Pin(ctx); err != nil {
 		return false
 	}
-	return s.outpaced(sn)
+	if s.outpaced(sn) {
+		return true
+	}
+	if s.carrying(sn) {
+		s.counters.takenOver.Add(1)
+	}
+	return false
 }
 
 // leaveToCarrier reports whether this attempt should leave the calls to
@@ -158,13 +164,15 @@ func (s *Store) takeOver(ctx context.Context, sn *Snapshot) bool {
 // the others take over (takeOver).
 func (s *Store) leaveToCarrier(ctx context.Context, sn *Snapshot, calls []*call) bool {
 	seq := sn.head.Sequence
+	unheld := false
 	for _, c := range calls {
 		if c.defers > 0 && seq > c.deferredAt {
 			c.stalls = 0 // the head advanced since its last defer
 		}
-		if c.intent == "" || c.stalls >= maxDefers || c.defers >= maxDefersAdvancing {
+		if c.intent == "" {
 			return false
 		}
+		unheld = unheld || c.stalls >= maxDefers || c.defers >= maxDefersAdvancing
 	}
 	if s.carrying(sn) || !sn.head.Carrier {
 		// Its writer does not list intents (a lone writer until it learns
@@ -172,6 +180,11 @@ func (s *Store) leaveToCarrier(ctx context.Context, sn *Snapshot, calls []*call)
 		// listing it makes every loneProbeEvery): commit them here.
 		return false
 	}
+	if unheld {
+		s.counters.unheld.Add(1)
+		return false
+	}
+	s.counters.deferred.Add(1)
 	s.mu.Lock()
 	share := s.shareLocked()
 	wait := max(share+share/4-time.Since(s.headWritten), share/10)

@@ -34,6 +34,13 @@ type CommitStats struct {
 	// PinsCoalesced is the Pins answered by a head read that another Pin
 	// had started: the head reads coalescing saved.
 	PinsCoalesced int64
+	// Deferred is the attempts that left their calls to the replica
+	// carrying the head (leaveToCarrier); Unheld those that competed for
+	// the head although one carried it, because a call had deferred too
+	// often (maxDefers); TakenOver those that carried the head after its
+	// carrier's silence. They tell how replicas sharing a head divide
+	// the work.
+	Deferred, Unheld, TakenOver int64
 	// BatchSizes counts the batches by size: BatchSizes[i] is the batches
 	// of at most BatchSizeBounds[i] commands and more than the bound
 	// before it (not cumulative). A batch's size is the commands it was
@@ -47,8 +54,8 @@ var BatchSizeBounds = [...]int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048
 
 // commitCounters are the atomics behind CommitStats.
 type commitCounters struct {
-	batches, commands, retries, landed, folds, merges, installed, dropped, casConflicts, headReads, pinsCoalesced atomic.Int64
-	batchSizes                                                                                                    [len(BatchSizeBounds)]atomic.Int64
+	batches, commands, retries, landed, folds, merges, installed, dropped, casConflicts, headReads, pinsCoalesced, deferred, unheld, takenOver atomic.Int64
+	batchSizes                                                                                                                                 [len(BatchSizeBounds)]atomic.Int64
 }
 
 // batch counts a batch of n commands starting.
@@ -78,6 +85,9 @@ func (s *Store) CommitStats() CommitStats {
 		CASConflicts:  c.casConflicts.Load(),
 		HeadReads:     c.headReads.Load(),
 		PinsCoalesced: c.pinsCoalesced.Load(),
+		Deferred:      c.deferred.Load(),
+		Unheld:        c.unheld.Load(),
+		TakenOver:     c.takenOver.Load(),
 	}
 	for i := range c.batchSizes {
 		st.BatchSizes[i] = c.batchSizes[i].Load()

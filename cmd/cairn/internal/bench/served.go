@@ -502,8 +502,9 @@ func (s *servedSet) stored() (int, int64, error) {
 }
 
 // engineCounters are the engine counters of the servers' /metrics that
-// a throughput row reports (summed over the servers, as a difference
-// over the run): what the commits cost beside the puts.
+// a throughput row reports (as a difference over the run): what the
+// commits cost beside the puts, and how the servers divided the work of
+// carrying the head.
 var engineCounters = []string{
 	"cairn_engine_head_writes_total",
 	"cairn_engine_cas_conflicts_total",
@@ -511,11 +512,16 @@ var engineCounters = []string{
 	"cairn_engine_folds_installed_total",
 	"cairn_engine_folds_dropped_total",
 	"cairn_engine_merges_total",
+	"cairn_engine_intents_published_total",
+	"cairn_engine_intents_carried_total",
+	"cairn_engine_carrier_defers_total",
+	"cairn_engine_carrier_unheld_total",
+	"cairn_engine_carrier_takeovers_total",
 }
 
-// engineCounts sums engineCounters over srvs' /metrics.
-func (s *servedSet) engineCounts(ctx context.Context, srvs []*server) (map[string]float64, error) {
-	sum := map[string]float64{}
+// engineCounts reads engineCounters from each of srvs' /metrics.
+func (s *servedSet) engineCounts(ctx context.Context, srvs []*server) ([]map[string]float64, error) {
+	var all []map[string]float64
 	for _, srv := range srvs {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.base+"/metrics", nil)
 		if err != nil {
@@ -533,6 +539,7 @@ func (s *servedSet) engineCounts(ctx context.Context, srvs []*server) (map[strin
 		if resp.StatusCode != http.StatusOK {
 			return nil, fmt.Errorf("bench: metrics of %s: %s", srv.name, resp.Status)
 		}
+		m := map[string]float64{}
 		for line := range strings.Lines(string(body)) {
 			name, value, ok := strings.Cut(strings.TrimSpace(line), " ")
 			if !ok || !slices.Contains(engineCounters, name) {
@@ -542,20 +549,47 @@ func (s *servedSet) engineCounts(ctx context.Context, srvs []*server) (map[strin
 			if err != nil {
 				return nil, fmt.Errorf("bench: metrics of %s: %s: %w", srv.name, name, err)
 			}
-			sum[name] += v
+			m[name] = v
 		}
+		all = append(all, m)
 	}
-	return sum, nil
+	return all, nil
 }
 
-// noteEngine notes the engine counters' growth from before to after.
-func noteEngine(row *Row, before, after map[string]float64) {
+// noteEngine notes the engine counters' growth from before to after,
+// summed over the servers, and with more than one server each one's
+// share of the head writes and of the carrying.
+func noteEngine(row *Row, before, after []map[string]float64) {
+	each := func(name string) []float64 {
+		v := make([]float64, len(after))
+		for i := range after {
+			v[i] = after[i]["cairn_engine_"+name+"_total"] - before[i]["cairn_engine_"+name+"_total"]
+		}
+		return v
+	}
 	d := func(name string) float64 {
-		return after["cairn_engine_"+name+"_total"] - before["cairn_engine_"+name+"_total"]
+		var sum float64
+		for _, v := range each(name) {
+			sum += v
+		}
+		return sum
 	}
 	row.metric("head_writes", d("head_writes"))
 	row.metric("folds", d("folds"))
 	row.metric("folds_dropped", d("folds_dropped"))
 	row.note("servers' engines: %.0f head writes, %.0f refused (head moved), %.0f folds (%.0f prepared and installed), %.0f prepared folds dropped, %.0f merges",
 		d("head_writes"), d("cas_conflicts"), d("folds"), d("folds_installed"), d("folds_dropped"), d("merges"))
+	if len(after) < 2 {
+		return
+	}
+	list := func(v []float64) string {
+		f := make([]string, len(v))
+		for i, x := range v {
+			f[i] = strconv.FormatFloat(x, 'f', 0, 64)
+		}
+		return strings.Join(f, " ")
+	}
+	row.note("by server: head writes %s; intents published %s, carried %s; attempts left to the carrier %s, competing after too many %s, taking over a silent one %s",
+		list(each("head_writes")), list(each("intents_published")), list(each("intents_carried")),
+		list(each("carrier_defers")), list(each("carrier_unheld")), list(each("carrier_takeovers")))
 }

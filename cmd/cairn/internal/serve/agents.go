@@ -185,6 +185,9 @@ func addCommit(dst *head.CommitStats, s head.CommitStats) {
 	dst.CASConflicts += s.CASConflicts
 	dst.HeadReads += s.HeadReads
 	dst.PinsCoalesced += s.PinsCoalesced
+	dst.Deferred += s.Deferred
+	dst.Unheld += s.Unheld
+	dst.TakenOver += s.TakenOver
 	for i, n := range s.BatchSizes {
 		dst.BatchSizes[i] += n
 	}

@@ -282,6 +282,9 @@ func (s *Server) writeEngineMetrics(e *expo) {
 		{"cairn_engine_cas_conflicts_total", "Conditional head writes refused because another writer moved the head.", c.CASConflicts},
 		{"cairn_engine_head_reads_total", "Head reads made.", c.HeadReads},
 		{"cairn_engine_head_reads_coalesced_total", "Pins answered by a head read another Pin had started: the head reads coalescing saved.", c.PinsCoalesced},
+		{"cairn_engine_carrier_defers_total", "Attempts that left their commands to the replica carrying the head, which applies their intents.", c.Deferred},
+		{"cairn_engine_carrier_unheld_total", "Attempts that competed for the head while another replica carried it, their commands having waited for it too often.", c.Unheld},
+		{"cairn_engine_carrier_takeovers_total", "Attempts that carried the head after the replica carrying it fell silent.", c.TakenOver},
 	} {
 		e.head(m.name, "counter", m.help)
 		e.sample(m.name, nil, float64(m.v))
