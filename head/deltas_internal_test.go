@@ -446,3 +446,50 @@ func TestNoDeferToAWriterThatDoesNotCarry(t *testing.T) {
 		}
 	}
 }
+
+// TestCarrierStaysContended checks that a carrier that keeps winning the
+// head, and so sees no other replica's head write, stays contended while
+// the others publish intents: its heads go on saying it carries. Once
+// contendedFor had passed since it last saw another's head write, its
+// heads said it did not, and every replica left waiting for it competed
+// for the head at once.
+func TestCarrierStaysContended(t *testing.T) {
+	ctx := context.Background()
+	b := mem.NewBucket()
+	s, err := Open(ctx, b, shards.NewShardID(), carrierSchema, Options{MinCommitInterval: time.Millisecond, Intents: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ruleDo(t, s, func(tx *Tx) error { return tx.Put(ruleFam, ruleKey(1), []byte("A")) })
+	s.mu.Lock()
+	long := time.Now().Add(-2 * contendedFor)
+	s.othersSeen, s.intentsSeen = long, long
+	s.mu.Unlock()
+	if s.contended() {
+		t.Fatal("contended with no other writer seen for two contendedFor")
+	}
+	now := time.Now().UnixMilli()
+	body, err := encodeIntent(time.UnixMilli(now), []intentCmd{{RequestID: "r", Kind: "k", Payload: []byte("p")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Put(ctx, s.layout.Intent(now, [8]byte{1}), body, bucket.IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := s.pendingIntents(ctx, nil)
+	if err != nil || len(foreign) != 1 {
+		t.Fatalf("pendingIntents: %d intents, %v; want 1", len(foreign), err)
+	}
+	if !s.contended() {
+		t.Fatal("not contended after reading another replica's intent")
+	}
+	h := Head{Marker: rulePin(t, s).head.Marker}
+	raw, err := s.encodeOwnHead(&h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !h.Carrier || len(raw) == 0 {
+		t.Fatalf("the head it would write says carrier %v; want true", h.Carrier)
+	}
+}

@@ -214,20 +214,16 @@ func (p *probe) take(calls []*call) []foreignIntent {
 }
 
 // listIntents starts a probe. Found intents make this Store contended
-// (its own among them: it published them because it was); a failed
-// listing finds none (a later commit probes again).
+// (pendingIntents); a failed listing finds none (a later commit probes
+// again).
 func (s *Store) listIntents(ctx context.Context) *probe {
 	p := &probe{at: time.Now(), done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		foreign, err := s.pendingIntents(ctx, nil)
-		if err != nil || len(foreign) == 0 {
-			return
+		if err == nil {
+			p.foreign = foreign
 		}
-		p.foreign = foreign
-		s.mu.Lock()
-		s.intentsSeen = time.Now()
-		s.mu.Unlock()
 	}()
 	return p
 }
@@ -507,7 +503,17 @@ func (s *Store) pendingIntents(ctx context.Context, calls []*call) ([]foreignInt
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(out, func(f foreignIntent) bool { return f.key == "" }), nil
+	out = slices.DeleteFunc(out, func(f foreignIntent) bool { return f.key == "" })
+	if len(out) > 0 {
+		// Another replica shares the head: a carrier that keeps winning
+		// sees no head write of theirs, and their intents are what keep
+		// it contended (othersActive), so that its heads go on saying it
+		// carries and the others go on leaving their commands to it.
+		s.mu.Lock()
+		s.intentsSeen = time.Now()
+		s.mu.Unlock()
+	}
+	return out, nil
 }
 
 // ownIntents is the set of the intents calls published.

@@ -244,7 +244,7 @@ type Store struct {
 	othersSeen  time.Time     // when this Store last saw a head another writer wrote
 	othersWrote chan struct{} // closed when this Store next sees one (leaveToCarrier), if not nil
 	urgent      yieldGate     // held by a commit's staging and head write; background staging waits (yield.go)
-	intentsSeen time.Time     // when this Store last found another replica's intent (probeIntents)
+	intentsSeen time.Time     // when this Store last found another replica's intent (pendingIntents)
 	prep        time.Duration // how long attempts take to build and stage, a moving average (notePrep)
 	finish      time.Duration // how long attempts take from their last command to staged, a moving average (notePrep)
 	cycle       time.Duration // how long the head takes to advance, a moving average (noteAdvance)
