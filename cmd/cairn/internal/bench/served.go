@@ -41,7 +41,20 @@ type servedSet struct {
 	proxy   *gcsProxy
 	servers []*server
 	client  *http.Client
+	// inflight holds a token for each request in flight (maxInflight).
+	inflight chan struct{}
 }
+
+// maxInflight bounds the requests the clients have in flight to the
+// servers at once, as a load balancer's pool would: requests beyond it
+// wait in the client, their latency still counted from the moment they
+// were offered. Each takes a connection, and without a bound servers
+// that fall behind an open loop are sent one a request until the
+// bench's own process (clients and the proxy) runs out of file
+// descriptors, which stalls the proxy and every server behind it. At
+// 1,000 requests a second it is eight seconds of backlog, past any
+// latency a row's bounds accept.
+const maxInflight = 8192
 
 // server is one `cairn serve` process.
 type server struct {
@@ -53,7 +66,8 @@ type server struct {
 // directly for seeding.
 func startServed(ctx context.Context, cfg Config) (*servedSet, bucket.Bucket, error) {
 	s := &servedSet{cfg: cfg, client: &http.Client{Transport: &http.Transport{
-		MaxIdleConnsPerHost: 4096, IdleConnTimeout: 30 * time.Second}}}
+		MaxIdleConnsPerHost: 4096, IdleConnTimeout: 30 * time.Second}},
+		inflight: make(chan struct{}, maxInflight)}
 	// The emulator keeps objects in files: in memory it finds an object
 	// by a scan of all of them, so its requests slow down as the store
 	// grows (seeding 10,000 files took minutes, growing with the square).
@@ -144,6 +158,12 @@ func (s *servedSet) call(ctx context.Context, srv *server, tool string, in map[s
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	select {
+	case s.inflight <- struct{}{}:
+		defer func() { <-s.inflight }()
+	case <-ctx.Done():
+		return nil, &workbench.Error{Code: "NO_ANSWER", Message: fmt.Sprintf("%s: not sent: %v", tool, ctx.Err()), Cause: ctx.Err()}
+	}
 	resp, err := s.client.Do(req)
 	if err != nil {
 		// Connection refused or reset, or the context's end: no answer.
