@@ -468,7 +468,7 @@ func (b *attemptBatch) applyAll(ctx context.Context, foreign []foreignIntent) er
 			// A fold prepared beside the commits is installed (by the
 			// batch, or alone), or dropped if it no longer can be;
 			// without one, the commit folds (or merges) if it still must.
-			if b.install = s.installable(sn, b.at.floor); b.install == nil && s.overDeltas(sn.root, 1) {
+			if b.install = s.installable(sn, b.at.floor); b.install == nil && s.overDeltas(sn.root, 1) && s.foldInline() {
 				b.fold = foldDue
 			}
 			continue

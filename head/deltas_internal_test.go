@@ -493,3 +493,68 @@ func TestCarrierStaysContended(t *testing.T) {
 		t.Fatalf("the head it would write says carrier %v; want true", h.Carrier)
 	}
 }
+
+// TestFoldCallLeavesThePreparedFold checks that the leader's fold call,
+// finding no prepared fold to install on a root past the delta bounds,
+// folds inline only when no fold is being prepared, or when the
+// leader's own fold is due (folding). A prepared fold hands itself to
+// the leader with a fold call; when a commit installed it first and
+// another fold was being prepared, the call folded inline: seconds with
+// the puts riding along held, and the fold being prepared dropped, its
+// own hand-off then folding inline again.
+func TestFoldCallLeavesThePreparedFold(t *testing.T) {
+	ctx := context.Background()
+	b := mem.NewBucket()
+	id := shards.NewShardID()
+	const bound = 4096
+	w, err := Open(ctx, b, id, testSchema, Options{MaxDeltaBytes: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	s, err := Open(ctx, b, id, testSchema, Options{MaxDeltaBytes: bound})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ruleDo(t, w, func(tx *Tx) error {
+		for i := range 6 {
+			if err := tx.Put(ruleFam, ruleKey(200+i), bytes.Repeat([]byte("x"), 1000)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	over := rulePin(t, s)
+	if !s.overDeltas(over.root, 1) {
+		t.Fatalf("the root lists %d bytes of deltas, want over %d", over.root.DeltaBytes(), bound)
+	}
+	floor, err := over.Floor(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		preparing, folding bool
+		want               foldMode
+	}{
+		{preparing: true, want: keepDeltas},
+		{preparing: true, folding: true, want: foldDue},
+		{want: foldDue},
+	} {
+		s.mu.Lock()
+		s.preparing, s.folding = tc.preparing, tc.folding
+		s.mu.Unlock()
+		c := &call{ctx: ctx, fold: true, done: make(chan struct{})}
+		ab := &attemptBatch{s: s, sn: over, calls: []*call{c}, state: newBatchState(s.fams), outs: make([]outcome, 1),
+			at: applyClock{seq: over.head.Sequence + 1, now: time.Now(), floor: floor}}
+		if err := ab.applyAll(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		if ab.fold != tc.want {
+			t.Errorf("preparing %v, folding %v: the fold call's mode is %v, want %v", tc.preparing, tc.folding, ab.fold, tc.want)
+		}
+	}
+	s.mu.Lock()
+	s.preparing, s.folding = false, false
+	s.mu.Unlock()
+}

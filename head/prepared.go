@@ -49,6 +49,23 @@ func (s *Store) foldPending() bool {
 	return s.preparing || s.prepared != nil
 }
 
+// foldInline reports whether the leader's fold call, finding no prepared
+// fold to install, folds the deltas itself: when its fold is due
+// (folding: many deltas, see noticeDeltas) or no fold is being prepared
+// or waits. A fold call also comes from a prepared fold handing itself
+// to the leader, and a commit of the batch before may have installed
+// that fold already, with a new one started on the deltas that followed:
+// folding those inline would hold the commands riding along for seconds
+// and change the base the new fold is built on, dropping it, after
+// which its own hand-off found nothing to install and folded inline
+// again. The hard bounds still hold: a commit past them folds
+// (buildDelta).
+func (s *Store) foldInline() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.folding || !s.preparing && s.prepared == nil
+}
+
 // prepareFold builds and stages a fold of the current root's deltas and,
 // if it succeeds, hands it to the leader (starting one if none runs) to
 // install. Any failure drops it: the deltas stay, and the next commit
