@@ -61,7 +61,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	commitSamples := fs.Int("commit-samples", bench.DefaultCommitSamples, "pairs of a replaced file and a commit that put-commit-warm makes; its row is their mean")
 	randomBodies := fs.Bool("random-bodies", false, "write bodies of random base64 text, which compresses little, instead of lines of repeated English")
 	trace := fs.Bool("trace", false, "print every request of the measured scenarios to stderr")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file; samples taken during a scenario carry the labels scenario and files (go tool pprof -tagfocus scenario=NAME)")
 	seedConcurrency := fs.Int("seed-concurrency", bench.DefaultSeedConcurrency, "concurrent put_file calls while seeding")
 	extrapolate := fs.String("extrapolate", "", "sizes to extrapolate to from the two largest measured, comma-separated (rows marked *)")
 	svgPath := fs.String("svg", "", "also draw the table as an SVG chart in this file, after the run")

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -112,7 +114,14 @@ func runSize(ctx context.Context, cfg Config, n int, stores *[]string) (rows []R
 			continue
 		}
 		cfg.progress("%d files: %s", n, strings.Join(sc.names, ", "))
-		got, err := sc.run(ctx)
+		var got []Row
+		var err error
+		// A CPU profile of the run (cairn bench --cpuprofile) tells the
+		// scenarios' samples from the seeding's by these labels, which
+		// the goroutines the scenario starts inherit.
+		pprof.Do(ctx, pprof.Labels("scenario", sc.names[0], "files", strconv.Itoa(n)), func(ctx context.Context) {
+			got, err = sc.run(ctx)
+		})
 		if err != nil {
 			return rows, seed, fmt.Errorf("bench: %s at %d files: %w", strings.Join(sc.names, ", "), n, err)
 		}
