@@ -99,7 +99,7 @@ func hostileRun(b *testing.B, bin string) {
 				if err != nil {
 					continue
 				}
-				fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+				fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
 				if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
 					io.Copy(io.Discard, resp.Body)
 					resp.Body.Close()
@@ -124,7 +124,7 @@ func hostileRun(b *testing.B, bin string) {
 			if tc, ok := c.(*net.TCPConn); ok {
 				tc.SetReadBuffer(4 << 10)
 			}
-			fmt.Fprintf(c, "POST /v1/agents/h/tools/workbench_read HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(readIn), readIn)
+			fmt.Fprintf(c, "POST /v1/agents/h/tools/workbench_read HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(readIn), readIn)
 			connsMu.Lock()
 			conns = append(conns, c)
 			connsMu.Unlock()

@@ -274,7 +274,7 @@ func TestConnLimitClosesIdleConnections(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -399,7 +399,7 @@ func readWithoutReading(t *testing.T, addr string) (string, net.Conn) {
 		tc.SetReadBuffer(4 << 10)
 	}
 	in := `{"id":"w","section":"outputs","path":"big.txt"}`
-	fmt.Fprintf(c, "POST /v1/agents/a/tools/workbench_read HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(in), in)
+	fmt.Fprintf(c, "POST /v1/agents/a/tools/workbench_read HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(in), in)
 	return in, c
 }
 

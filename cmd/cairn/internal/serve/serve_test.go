@@ -435,7 +435,7 @@ func TestSlowBodyMeetsDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "POST /v1/agents/a1/tools/workbench_create HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"id\":")
+	fmt.Fprintf(conn, "POST /v1/agents/a1/tools/workbench_create HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"id\":")
 	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
@@ -444,5 +444,65 @@ func TestSlowBodyMeetsDeadline(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusGatewayTimeout || code(t, body) != workbench.CodeTimeout {
 		t.Fatalf("stalled body: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestForeignHostRefused: a server without tokens, reached at its
+// loopback address under a Host that is not a loopback name (a page of
+// another site whose name was made to resolve to 127.0.0.1), answers
+// 403 ForeignHost on every route and runs nothing; under a loopback name
+// it serves, and a server with tokens serves any Host (the token is its
+// guard).
+func TestForeignHostRefused(t *testing.T) {
+	b := mem.NewBucket()
+	tokenless := httptest.NewServer(newServer(t, b, serve.Options{}).Handler())
+	defer tokenless.Close()
+	withTokens := httptest.NewServer(newServer(t, mem.NewBucket(), serve.Options{Tokens: map[string]string{"a1": "secret"}}).Handler())
+	defer withTokens.Close()
+	port := tokenless.Listener.Addr().(*net.TCPAddr).Port
+	send := func(ts *httptest.Server, method, path, host, body string) (int, []byte) {
+		t.Helper()
+		req, err := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer secret")
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		got, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, bytes.TrimSuffix(got, []byte("\n"))
+	}
+	create := `{"id":"wb1"}`
+	for _, host := range []string{"cairn.example.com", fmt.Sprintf("cairn.example.com:%d", port), "127.0.0.1.example.com", "10.0.0.1"} {
+		for _, route := range []struct{ method, path, body string }{
+			{http.MethodPost, "/v1/agents/a1/tools/workbench_create", create},
+			{http.MethodGet, "/metrics", ""},
+			{http.MethodGet, "/readyz", ""},
+			{http.MethodPost, "/v1/agents/a1/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`},
+		} {
+			status, body := send(tokenless, route.method, route.path, host, route.body)
+			if status != http.StatusForbidden || code(t, body) != serve.CodeForeignHost {
+				t.Errorf("Host %s, %s %s: %d %s, want 403 %s", host, route.method, route.path, status, body, serve.CodeForeignHost)
+			}
+		}
+	}
+	if status, body := send(tokenless, http.MethodPost, "/v1/agents/a1/tools/workbench_stat", "127.0.0.1", create); status != http.StatusNotFound {
+		t.Fatalf("the refused create ran: stat answered %d %s", status, body)
+	}
+	for _, host := range []string{fmt.Sprintf("localhost:%d", port), fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("[::1]:%d", port), "LOCALHOST"} {
+		if status, body := send(tokenless, http.MethodGet, "/metrics", host, ""); status != http.StatusOK {
+			t.Errorf("Host %s: %d %s, want 200", host, status, body)
+		}
+	}
+	if status, body := send(tokenless, http.MethodPost, "/v1/agents/a1/tools/workbench_create", "localhost", create); status != http.StatusOK {
+		t.Errorf("create at localhost: %d %s", status, body)
+	}
+	if status, body := send(withTokens, http.MethodPost, "/v1/agents/a1/tools/workbench_create", "cairn.example.com", create); status != http.StatusOK {
+		t.Errorf("a server with tokens, Host cairn.example.com: %d %s", status, body)
 	}
 }

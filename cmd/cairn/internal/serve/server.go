@@ -254,8 +254,42 @@ func New(b bucket.Bucket, opts Options) *Server {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &workbench.Error{Code: CodeRouteNotFound, Message: "no route " + r.URL.Path, Details: map[string]any{"path": r.URL.Path}})
 	})
-	s.handler = s.observe(canonicalPaths(mux))
+	h := canonicalPaths(mux)
+	if len(s.tokens) == 0 {
+		h = loopbackNames(h)
+	}
+	s.handler = s.observe(h)
 	return s
+}
+
+// loopbackNames refuses, on a server without tokens, a request that
+// reached a loopback address under a Host that is not a loopback name,
+// with 403 ForeignHost: a page of another site whose name its owner made
+// resolve to 127.0.0.1 (DNS rebinding) is same-origin with that name, so
+// a browser would let it call the tools, and read the answers, of a
+// server that trusts whoever reaches its loopback address. The console
+// answers such a request itself, with a page (console.guard).
+func loopbackNames(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+		if local != nil && loopbackAddr(local) && !loopbackHost(r.Host) && !strings.HasPrefix(r.URL.Path, "/ui/") {
+			writeError(w, &workbench.Error{Code: CodeForeignHost,
+				Message: "this server has no tokens, so it answers only at a loopback name (127.0.0.1, [::1] or localhost), not at " + r.Host,
+				Details: map[string]any{"host": r.Host}})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loopbackAddr reports whether a listener's address is a loopback one.
+func loopbackAddr(a net.Addr) bool {
+	host := a.String()
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // canonicalPaths refuses a request whose path is not canonical (a "." or

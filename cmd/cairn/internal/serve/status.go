@@ -26,6 +26,10 @@ const (
 	// CodeUnimplemented is the code of the tools this version does not
 	// serve (workbench.Service.Call's envelope).
 	CodeUnimplemented = "Unimplemented"
+	// CodeForeignHost: a server without tokens, reached at a loopback
+	// address, refuses a request whose Host header is not a loopback
+	// name (DNS rebinding, see loopbackNames).
+	CodeForeignHost = "ForeignHost"
 )
 
 // codeStatus is the HTTP status of every error code, the tools' and the
@@ -36,6 +40,7 @@ var codeStatus = map[string]int{
 	// The request itself is wrong.
 	workbench.CodeInvalidArguments: http.StatusBadRequest,
 	CodeUnauthenticated:            http.StatusUnauthorized,
+	CodeForeignHost:                http.StatusForbidden,
 	CodeRouteNotFound:              http.StatusNotFound,
 	CodeMethodNotAllowed:           http.StatusMethodNotAllowed,
 	CodeUnsupportedMedia:           http.StatusUnsupportedMediaType,
