@@ -26,6 +26,26 @@ func putValues(t *testing.T, first, n, size int) *batchState {
 	return st
 }
 
+// boundedPair opens two Stores of one new shard: w lists deltas of any
+// size, s folds past bound bytes of them. Both close after the test.
+func boundedPair(t *testing.T, bound int64) (w, s *Store) {
+	t.Helper()
+	ctx := context.Background()
+	b := mem.NewBucket()
+	id := shards.NewShardID()
+	w, err := Open(ctx, b, id, testSchema, Options{MaxDeltaBytes: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	s, err = Open(ctx, b, id, testSchema, Options{MaxDeltaBytes: bound})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return w, s
+}
+
 // TestBuildDeltaBounds checks when a commit lists its batch as a delta
 // and when it folds: on a parent within MaxDeltaBytes a batch's delta is
 // listed up to loneDeltaFactor × MaxDeltaBytes, even past twice the bound;
@@ -33,20 +53,8 @@ func putValues(t *testing.T, first, n, size int) *batchState {
 // the list past twice it folds, and a small one is listed.
 func TestBuildDeltaBounds(t *testing.T) {
 	ctx := context.Background()
-	b := mem.NewBucket()
-	id := shards.NewShardID()
 	const bound = 4096
-	// The writer lists deltas of any size; s, with a small bound, builds.
-	w, err := Open(ctx, b, id, testSchema, Options{MaxDeltaBytes: 64 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	s, err := Open(ctx, b, id, testSchema, Options{MaxDeltaBytes: bound})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	w, s := boundedPair(t, bound)
 	ruleDo(t, w, func(tx *Tx) error { return tx.Put(ruleFam, ruleKey(1), []byte("A")) })
 
 	build := func(sn *Snapshot, st *batchState) (deltas int, folded bool) {
@@ -504,19 +512,8 @@ func TestCarrierStaysContended(t *testing.T) {
 // own hand-off then folding inline again.
 func TestFoldCallLeavesThePreparedFold(t *testing.T) {
 	ctx := context.Background()
-	b := mem.NewBucket()
-	id := shards.NewShardID()
 	const bound = 4096
-	w, err := Open(ctx, b, id, testSchema, Options{MaxDeltaBytes: 64 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	s, err := Open(ctx, b, id, testSchema, Options{MaxDeltaBytes: bound})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	w, s := boundedPair(t, bound)
 	ruleDo(t, w, func(tx *Tx) error {
 		for i := range 6 {
 			if err := tx.Put(ruleFam, ruleKey(200+i), bytes.Repeat([]byte("x"), 1000)); err != nil {
