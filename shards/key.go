@@ -230,12 +230,21 @@ func CheckExactPath(b []byte) (lastSep int, err error) {
 // KeyBuilder appends the fields of a record key on a wire.Writer. Its
 // methods chain; the first error sticks and is returned by Build.
 type KeyBuilder struct {
-	w   *wire.Writer
+	w   wire.Writer
 	err error // a path that cannot be encoded, kept with ErrInvalidPath
+	// buf is where the key is built: room for the common keys (two ids
+	// and a number, 40 bytes) without growing the slice, which was most
+	// of the allocations of a restore's index and count keys; Build
+	// returns a copy of exactly the key's length.
+	buf [64]byte
 }
 
 // NewKey returns an empty builder.
-func NewKey() *KeyBuilder { return &KeyBuilder{w: wire.NewWriter(nil)} }
+func NewKey() *KeyBuilder {
+	k := &KeyBuilder{}
+	k.w.Reset(k.buf[:0])
+	return k
+}
 
 // U8 appends one byte.
 func (k *KeyBuilder) U8(v uint8) *KeyBuilder { k.w.U8(v); return k }

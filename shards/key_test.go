@@ -353,3 +353,15 @@ func FuzzPathOrder(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkKeyBuild builds the key shape most families use: two 16-byte
+// ids and a u64.
+func BenchmarkKeyBuild(b *testing.B) {
+	var root, rev [16]byte
+	b.ReportAllocs()
+	for i := range b.N {
+		if _, err := shards.NewKey().ID16(root).ID16(rev).U64(uint64(i)).Build(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

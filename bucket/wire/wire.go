@@ -34,6 +34,10 @@ type Writer struct {
 // NewWriter returns a Writer that appends to dst.
 func NewWriter(dst []byte) *Writer { return &Writer{buf: dst} }
 
+// Reset makes w append to dst, with no error: a Writer held by value
+// inside another struct starts this way.
+func (w *Writer) Reset(dst []byte) { w.buf, w.err = dst, nil }
+
 // U8 appends one byte.
 func (w *Writer) U8(v uint8) *Writer { return w.raw(v) }
 
