@@ -505,4 +505,19 @@ func TestForeignHostRefused(t *testing.T) {
 	if status, body := send(withTokens, http.MethodPost, "/v1/agents/a1/tools/workbench_create", "cairn.example.com", create); status != http.StatusOK {
 		t.Errorf("a server with tokens, Host cairn.example.com: %d %s", status, body)
 	}
+	// HTTP/1.0 without a Host (a script, not a browser) is served.
+	conn, err := net.Dial("tcp", tokenless.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /healthz HTTP/1.0\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("HTTP/1.0 without a Host: %d, want 200", resp.StatusCode)
+	}
 }

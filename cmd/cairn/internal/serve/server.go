@@ -272,7 +272,9 @@ func New(b bucket.Bucket, opts Options) *Server {
 func loopbackNames(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-		if local != nil && loopbackAddr(local) && !loopbackHost(r.Host) && !strings.HasPrefix(r.URL.Path, "/ui/") {
+		// An HTTP/1.0 request may carry no Host at all; a browser always
+		// sends one, so none is no rebinding.
+		if local != nil && loopbackAddr(local) && r.Host != "" && !loopbackHost(r.Host) && !strings.HasPrefix(r.URL.Path, "/ui/") {
 			writeError(w, &workbench.Error{Code: CodeForeignHost,
 				Message: "this server has no tokens, so it answers only at a loopback name (127.0.0.1, [::1] or localhost), not at " + r.Host,
 				Details: map[string]any{"host": r.Host}})
