@@ -274,7 +274,7 @@ func loopbackNames(next http.Handler) http.Handler {
 		local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
 		// An HTTP/1.0 request may carry no Host at all; a browser always
 		// sends one, so none is no rebinding.
-		if local != nil && loopbackAddr(local) && r.Host != "" && !loopbackHost(r.Host) && !strings.HasPrefix(r.URL.Path, "/ui/") {
+		if local != nil && loopbackHost(local.String()) && r.Host != "" && !loopbackHost(r.Host) && !strings.HasPrefix(r.URL.Path, "/ui/") {
 			writeError(w, &workbench.Error{Code: CodeForeignHost,
 				Message: "this server has no tokens, so it answers only at a loopback name (127.0.0.1, [::1] or localhost), not at " + r.Host,
 				Details: map[string]any{"host": r.Host}})
@@ -282,16 +282,6 @@ func loopbackNames(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// loopbackAddr reports whether a listener's address is a loopback one.
-func loopbackAddr(a net.Addr) bool {
-	host := a.String()
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // canonicalPaths refuses a request whose path is not canonical (a "." or
