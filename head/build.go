@@ -8,6 +8,8 @@ import (
 	"sort"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/roots"
 	"github.com/cairnstore/cairn/shards"
@@ -190,6 +192,26 @@ func (s *Store) build(ctx context.Context, sn *Snapshot, state *batchState, nonc
 		return nil, err
 	}
 	return c, nil
+}
+
+// familyConcurrency bounds the families one fold builds at once.
+const familyConcurrency = 4
+
+// scratch returns an empty candidate with c's formats, for one family's
+// share of a fold (buildBase).
+func (c *candidate) scratch() *candidate {
+	return &candidate{objects: map[digest.Hash]*shards.Object{}, indexes: map[digest.Hash]*shards.Index{}, tables: map[digest.Hash]*roots.Table{},
+		compress: c.compress, tableFormat: c.tableFormat}
+}
+
+// join adds to c the writes, objects and superseded hashes of fc, a
+// scratch candidate.
+func (c *candidate) join(fc *candidate) {
+	c.writes = append(c.writes, fc.writes...)
+	c.superseded = append(c.superseded, fc.superseded...)
+	maps.Copy(c.objects, fc.objects)
+	maps.Copy(c.indexes, fc.indexes)
+	maps.Copy(c.tables, fc.tables)
 }
 
 // adopt makes prepared fold f part of c: its tables, shard objects and
@@ -415,13 +437,35 @@ func (u foldUnion) sorted(f shards.Family) []shards.Mutation {
 // buildBase applies muts to sn's base: new shard objects for the shards
 // they change and new tables for the families they change, entered into
 // root. The records expired at at are left out of every object it writes.
+//
+// The families are built side by side, up to familyConcurrency at once,
+// each into a candidate of its own that then joins c in family order: a
+// large fold (a restore's copy command, an import's) changes many
+// families, and one family's sort and table are serial work.
 func (s *Store) buildBase(ctx context.Context, sn *Snapshot, muts foldUnion, nonce roots.Nonce, root *roots.Root, c *candidate, at shards.ExpiryClock) error {
 	fams := muts.families()
-	for _, f := range fams {
-		fr, ok, err := s.buildFamily(ctx, sn, f, muts.sorted(f), nonce, c, s.expiry(f, at))
-		if err != nil {
+	type built struct {
+		fr roots.FamilyRef
+		ok bool
+		c  *candidate
+	}
+	out := make([]built, len(fams))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(familyConcurrency)
+	for i, f := range fams {
+		g.Go(func() error {
+			fc := c.scratch()
+			fr, ok, err := s.buildFamily(gctx, sn, f, muts.sorted(f), nonce, fc, s.expiry(f, at))
+			out[i] = built{fr, ok, fc}
 			return err
-		}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for i, f := range fams {
+		fr, ok := out[i].fr, out[i].ok
+		c.join(out[i].c)
 		i := sort.Search(len(root.Families), func(i int) bool { return root.Families[i].Family >= f })
 		present := i < len(root.Families) && root.Families[i].Family == f
 		switch {
