@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -73,19 +74,44 @@ func newBatchState(fams *shards.Schema) *batchState {
 
 func (b *batchState) empty() bool { return len(b.muts) == 0 && len(b.holds) == 0 && !b.touched }
 
-// set records m as the pending mutation of its key in family f.
-func (b *batchState) set(f shards.Family, m shards.Mutation) {
+// family returns family f's pending mutations, made with room for n
+// keys if there are none yet.
+func (b *batchState) family(f shards.Family, n int) map[string]shards.Mutation {
 	ms := b.muts[f]
 	if ms == nil {
-		ms = map[string]shards.Mutation{}
+		ms = make(map[string]shards.Mutation, n)
 		b.muts[f] = ms
-		b.order[f] = &keyOrder{}
+		b.order[f] = &keyOrder{tail: make([]string, 0, n)}
 	}
+	return ms
+}
+
+// grow makes room for n more keys of family f.
+func (b *batchState) grow(f shards.Family, n int) {
+	if n <= 0 {
+		return
+	}
+	ms := b.family(f, n)
+	if len(ms) == 0 {
+		return
+	}
+	// A map cannot be grown in place: copy it into a larger one.
+	bigger := make(map[string]shards.Mutation, len(ms)+n)
+	maps.Copy(bigger, ms)
+	b.muts[f] = bigger
+	o := b.order[f]
+	o.tail = slices.Grow(o.tail, n)
+}
+
+// set records m as the pending mutation of its key in family f.
+func (b *batchState) set(f shards.Family, m shards.Mutation) {
+	ms := b.family(f, 0)
 	k := string(m.Key)
-	if _, ok := ms[k]; !ok {
+	n := len(ms)
+	ms[k] = m
+	if len(ms) > n { // a key new to the batch
 		b.order[f].tail = append(b.order[f].tail, k)
 	}
-	ms[k] = m
 }
 
 func (b *batchState) put(f shards.Family, key, value []byte) error {
@@ -431,6 +457,11 @@ func (tx *Tx) Put(f shards.Family, key, value []byte) error {
 	}
 	return tx.own.put(f, key, value)
 }
+
+// Grow makes room for n more keys of family f in the transaction, so
+// that a command about to put many (a restore's copy) does not grow its
+// record map step by step. It changes nothing else.
+func (tx *Tx) Grow(f shards.Family, n int) { tx.own.grow(f, n) }
 
 // Delete removes key from family f; deleting a missing key is no error.
 func (tx *Tx) Delete(f shards.Family, key []byte) error {
