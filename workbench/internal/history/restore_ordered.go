@@ -134,69 +134,147 @@ func (p *RestorePlan) firstOfRevision(j uint64) bool {
 }
 
 // copyOrdered places the key-ordered shares of cursor [from, to) (see
-// the file comment) and returns the member chain at to.
+// the file comment) and returns the member chain at to. The rows that
+// depend on nothing the command reads are encoded first, on every core
+// (encodeShare); what reads the transaction (directories, the revisions'
+// counts) and the puts follow in order.
 func (p *RestorePlan) copyOrdered(s *core.Service, tx *head.Tx, from, to uint64, chain [32]byte) ([32]byte, error) {
 	seq := tx.Sequence()
 	n := uint64(len(p.members))
-	for i := from; i < to; i++ {
-		m := p.members[i]
-		e := m.entry
-		e.CreatedVersion, e.ModifiedVersion = seq, seq
-		pk, err := nokv.PathCurrentKey{Root: s.Root(), Incarnation: p.DstInc, Path: m.path}.Encode()
-		if err != nil {
-			return chain, err
+	enc, err := p.encodeShare(s, seq, from, to)
+	if err != nil {
+		return chain, err
+	}
+	refs := len(enc.refs)
+	for _, r := range enc.refs {
+		if r.commitRef != nil {
+			refs++
 		}
-		if err := core.PutRecord(tx, nokv.FamilyPathCurrent, pk, e.Encode); err != nil {
+	}
+	tx.Grow(nokv.FamilyPathCurrent, len(enc.paths))
+	tx.Grow(nokv.FamilyRestoreMember, len(enc.paths))
+	tx.Grow(nokv.FamilySecondaryIndex, len(enc.index))
+	tx.Grow(nokv.FamilyRevisionRef, refs)
+	for i := from; i < to; i++ {
+		m := &p.members[i]
+		r := &enc.paths[i-from]
+		if err := tx.Put(nokv.FamilyPathCurrent, r.pathKey, r.pathValue); err != nil {
 			return chain, err
 		}
 		if err := core.PlaceDirectories(tx, s.Root(), p.DstInc, m.path, seq); err != nil {
 			return chain, err
 		}
-		if err := p.putRestoreMember(s, tx, i, m); err != nil {
+		if err := tx.Put(nokv.FamilyRestoreMember, r.memberKey, r.memberValue); err != nil {
 			return chain, err
 		}
 		chain = MemberChain(chain, i, m.row)
 	}
 	total := uint64(len(p.index))
-	for _, r := range p.index[share(from, total, n):share(to, total, n)] {
-		e := &p.members[r.member].entry
-		v, err := nokv.SecondaryIndexEntry{PathGeneration: e.Generation, Revision: e.Revision}.Encode()
-		if err != nil {
-			return chain, err
-		}
-		if err := tx.Put(nokv.FamilySecondaryIndex, r.key, v); err != nil {
+	for j, r := range p.index[share(from, total, n):share(to, total, n)] {
+		if err := tx.Put(nokv.FamilySecondaryIndex, r.key, enc.index[j]); err != nil {
 			return chain, err
 		}
 	}
 	rc := &publish.Refs{S: s, Tx: tx, Revs: map[nokv.RevisionID]*nokv.ArtifactRevision{}}
 	for j := from; j < to; j++ {
-		m := &p.members[p.byRevision[j]]
-		rev := m.entry.Revision
+		rev := p.members[p.byRevision[j]].entry.Revision
+		r := &enc.refs[j-from]
 		epoch, err := rc.Add(rev)
 		if err != nil {
 			return chain, err
 		}
-		k, err := nokv.PathRefKey(s.Root(), p.DstInc, m.path, rev).Encode()
-		if err != nil {
+		if err := core.PutRecord(tx, nokv.FamilyRevisionRef, r.pathRef, nokv.RevisionRef{ReferenceEpochAtAdd: epoch, CreatedVersion: seq}.Encode); err != nil {
 			return chain, err
 		}
-		if err := core.PutRecord(tx, nokv.FamilyRevisionRef, k, nokv.RevisionRef{ReferenceEpochAtAdd: epoch, CreatedVersion: seq}.Encode); err != nil {
-			return chain, err
-		}
-		if !p.firstOfRevision(j) {
+		if r.commitRef == nil {
 			continue
 		}
 		if epoch, err = rc.Add(rev); err != nil {
 			return chain, err
 		}
-		if k, err = nokv.CommitRefKey(s.Root(), p.commitID, rev).Encode(); err != nil {
-			return chain, err
-		}
-		if err := core.PutRecord(tx, nokv.FamilyRevisionRef, k, nokv.RevisionRef{ReferenceEpochAtAdd: epoch, CreatedVersion: seq}.Encode); err != nil {
+		if err := core.PutRecord(tx, nokv.FamilyRevisionRef, r.commitRef, nokv.RevisionRef{ReferenceEpochAtAdd: epoch, CreatedVersion: seq}.Encode); err != nil {
 			return chain, err
 		}
 	}
 	return chain, rc.Flush()
+}
+
+// shareRows is what copyOrdered encodes ahead for cursor [from, to).
+type shareRows struct {
+	paths []pathRows // by member of the path share
+	index [][]byte   // the index rows' values, in the order of p.index
+	refs  []refKeys  // by position of the revision share
+}
+
+type pathRows struct {
+	pathKey, pathValue     []byte // PathCurrent
+	memberKey, memberValue []byte // RestoreMember
+}
+
+type refKeys struct {
+	pathRef   []byte // the member's Path reference
+	commitRef []byte // the destination commit's, at a revision's first member; else nil
+}
+
+// encodeShare encodes the rows of cursor [from, to) that need no read:
+// each member's PathCurrent (created and modified at seq) and
+// RestoreMember rows, the share's index values and the keys of its
+// references.
+func (p *RestorePlan) encodeShare(s *core.Service, seq, from, to uint64) (*shareRows, error) {
+	n := uint64(len(p.members))
+	total := uint64(len(p.index))
+	ilo, ihi := share(from, total, n), share(to, total, n)
+	out := &shareRows{paths: make([]pathRows, to-from), index: make([][]byte, ihi-ilo), refs: make([]refKeys, to-from)}
+	err := inParallel(int(to-from), func(lo, hi int) error {
+		for k := lo; k < hi; k++ {
+			i := from + uint64(k)
+			m := &p.members[i]
+			e := m.entry
+			e.CreatedVersion, e.ModifiedVersion = seq, seq
+			r := &out.paths[k]
+			var err error
+			if r.pathKey, err = (nokv.PathCurrentKey{Root: s.Root(), Incarnation: p.DstInc, Path: m.path}).Encode(); err != nil {
+				return err
+			}
+			if r.pathValue, err = e.Encode(); err != nil {
+				return err
+			}
+			if r.memberKey, err = (nokv.RestoreMemberKey{Root: s.Root(), Operation: p.OpID, Sequence: i}).Encode(); err != nil {
+				return err
+			}
+			rm := nokv.RestoreMember{Path: m.path, Revision: m.entry.Revision, PathGeneration: m.entry.Generation, RowDigest: m.row}
+			if r.memberValue, err = rm.Encode(); err != nil {
+				return err
+			}
+			j := from + uint64(k)
+			owner := &p.members[p.byRevision[j]]
+			rev := owner.entry.Revision
+			if out.refs[k].pathRef, err = nokv.PathRefKey(s.Root(), p.DstInc, owner.path, rev).Encode(); err != nil {
+				return err
+			}
+			if p.firstOfRevision(j) {
+				if out.refs[k].commitRef, err = nokv.CommitRefKey(s.Root(), p.commitID, rev).Encode(); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = inParallel(len(out.index), func(lo, hi int) error {
+		for k := lo; k < hi; k++ {
+			e := &p.members[p.index[ilo+uint64(k)].member].entry
+			v, err := nokv.SecondaryIndexEntry{PathGeneration: e.Generation, Revision: e.Revision}.Encode()
+			if err != nil {
+				return err
+			}
+			out.index[k] = v
+		}
+		return nil
+	})
+	return out, err
 }
 
 // orderedReads names what copyOrdered reads for cursor [from, to): the
