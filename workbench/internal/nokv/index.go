@@ -223,7 +223,11 @@ func appendEscaped(dst, b []byte) []byte {
 }
 
 // EncodeIndexScalar returns the encoding of v (see AppendIndexScalar).
-func EncodeIndexScalar(v IndexScalar) ([]byte, error) { return AppendIndexScalar(nil, v) }
+func EncodeIndexScalar(v IndexScalar) ([]byte, error) {
+	// Room for the kind, a number of up to 12 bytes, or a text or bytes
+	// and their terminator: one allocation unless they hold NUL bytes.
+	return AppendIndexScalar(make([]byte, 0, 1+12+len(v.Text)+len(v.Bytes)+2), v)
+}
 
 // DecodeIndexScalar decodes the one scalar at the start of b and returns
 // it with the number of bytes it took. It accepts exactly the encodings

@@ -501,17 +501,18 @@ func (SecondaryIndexKey) Family() shards.Family { return FamilySecondaryIndex }
 
 // Encode returns the key's bytes.
 func (k SecondaryIndexKey) Encode() ([]byte, error) {
-	v, err := k.valuePrefix()
+	kb, err := k.value()
 	if err != nil {
 		return nil, err
 	}
 	if reason := pathReason(k.Path); reason != "" {
 		return nil, keyFail("encode", recSecondaryIndexKey, 0, reason)
 	}
-	return shards.NewKey().Raw(v).ID16(k.Incarnation).Path(k.Path).Build()
+	return kb.ID16(k.Incarnation).Path(k.Path).Build()
 }
 
-func (k SecondaryIndexKey) valuePrefix() ([]byte, error) {
+// value returns a builder holding the key's prefix up to its value.
+func (k SecondaryIndexKey) value() (*shards.KeyBuilder, error) {
 	if reason := indexFieldIDReason(k.IndexID); reason != "" {
 		return nil, keyFail("encode", recSecondaryIndexKey, 0, reason)
 	}
@@ -519,7 +520,15 @@ func (k SecondaryIndexKey) valuePrefix() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return shards.NewKey().ID16(k.Root).String(k.IndexID).Raw(v).Build()
+	return shards.NewKey().ID16(k.Root).String(k.IndexID).Raw(v), nil
+}
+
+func (k SecondaryIndexKey) valuePrefix() ([]byte, error) {
+	kb, err := k.value()
+	if err != nil {
+		return nil, err
+	}
+	return kb.Build()
 }
 
 // SecondaryIndexPrefix returns the scan prefix of one whole index.

@@ -128,6 +128,28 @@ func SplitPath(p string) ([]string, error) {
 	}
 }
 
+// pathValid reports whether p is a normalized relative path by looking at
+// each component, without joining them: what SplitPath would accept,
+// with no component holding '/'. It is pathReason's quick yes; a no is
+// explained by SplitPath.
+func pathValid(p []string) bool {
+	if len(p) > MaxPathComponents {
+		return false
+	}
+	n := len(p) - 1
+	for _, c := range p {
+		switch c {
+		case "", ".", "..":
+			return false
+		}
+		if strings.ContainsAny(c, "/\\\x00") || !utf8.ValidString(c) {
+			return false
+		}
+		n += len(c)
+	}
+	return n <= MaxPathBytes
+}
+
 // workbenchIDReason returns why s is not a workbench id, or "".
 func workbenchIDReason(s string) string {
 	if err := CheckWorkbenchID(s); err != nil {
@@ -142,6 +164,9 @@ func workbenchIDReason(s string) string {
 func pathReason(p []string) string {
 	if len(p) == 0 {
 		return "path has no components"
+	}
+	if pathValid(p) {
+		return ""
 	}
 	c, err := SplitPath(strings.Join(p, "/"))
 	if err != nil {
