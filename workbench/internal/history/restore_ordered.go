@@ -145,11 +145,18 @@ func (p *RestorePlan) copyOrdered(s *core.Service, tx *head.Tx, from, to uint64,
 	if err != nil {
 		return chain, err
 	}
+	// The revisions' rows are read first, side by side, before any put.
+	rc := &publish.Refs{S: s, Tx: tx, Revs: make(map[nokv.RevisionID]*nokv.ArtifactRevision, to-from)}
+	revs := make([]nokv.RevisionID, 0, to-from)
 	refs := len(enc.refs)
-	for _, r := range enc.refs {
-		if r.commitRef != nil {
+	for j := from; j < to; j++ {
+		if enc.refs[j-from].commitRef != nil {
+			revs = append(revs, p.members[p.byRevision[j]].entry.Revision)
 			refs++
 		}
+	}
+	if err := rc.Preload(revs); err != nil {
+		return chain, err
 	}
 	tx.Grow(nokv.FamilyPathCurrent, len(enc.paths))
 	tx.Grow(nokv.FamilyRestoreMember, len(enc.paths))
@@ -175,7 +182,6 @@ func (p *RestorePlan) copyOrdered(s *core.Service, tx *head.Tx, from, to uint64,
 			return chain, err
 		}
 	}
-	rc := &publish.Refs{S: s, Tx: tx, Revs: map[nokv.RevisionID]*nokv.ArtifactRevision{}}
 	for j := from; j < to; j++ {
 		rev := p.members[p.byRevision[j]].entry.Revision
 		r := &enc.refs[j-from]

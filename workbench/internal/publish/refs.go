@@ -2,6 +2,9 @@ package publish
 
 import (
 	"fmt"
+	"runtime"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/cairnstore/cairn/workbench/internal/core"
 
@@ -45,6 +48,56 @@ func (r *Refs) load(rev nokv.RevisionID) (*nokv.ArtifactRevision, error) {
 	r.Revs[rev] = &a
 	r.order = append(r.order, rev)
 	return &a, nil
+}
+
+// Preload reads the revisions of revs not loaded yet, as Add and Remove
+// would one at a time, but over one range per processor, and keeps them
+// in the order of revs. A revision that is missing is left for Add or
+// Remove to refuse. Reads of a transaction may run side by side while
+// nothing writes to it, so Preload must not overlap the command's puts.
+func (r *Refs) Preload(revs []nokv.RevisionID) error {
+	type loaded struct {
+		a  nokv.ArtifactRevision
+		ok bool
+	}
+	out := make([]loaded, len(revs))
+	parts := min(runtime.GOMAXPROCS(0), max(1, len(revs)/1024))
+	var g errgroup.Group
+	for k := range parts {
+		lo, hi := len(revs)*k/parts, len(revs)*(k+1)/parts
+		g.Go(func() error {
+			for i := lo; i < hi; i++ {
+				if _, ok := r.Revs[revs[i]]; ok {
+					continue
+				}
+				key, err := nokv.ArtifactRevisionKey{Root: r.S.Root(), Revision: revs[i]}.Encode()
+				if err != nil {
+					return err
+				}
+				b, ok, err := r.Tx.Get(nokv.FamilyArtifactRevision, key)
+				if err != nil || !ok {
+					continue // Add or Remove reads it again and says why
+				}
+				if out[i].a, err = nokv.DecodeArtifactRevision(b); err != nil {
+					return err
+				}
+				out[i].ok = true
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for i, rev := range revs {
+		if _, ok := r.Revs[rev]; ok || !out[i].ok {
+			continue
+		}
+		a := out[i].a
+		r.Revs[rev] = &a
+		r.order = append(r.order, rev)
+	}
+	return nil
 }
 
 // Add takes a strong reference on rev and returns its epoch after.
