@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -71,6 +72,8 @@ func runBench(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "       cairn bench --from-json F [--json] [--svg F]")
 		fs.PrintDefaults()
 		fmt.Fprintln(e.stderr, "\nscenarios:\n  "+strings.Join(bench.Scenarios(), "\n  "))
+		fmt.Fprintf(e.stderr, "  %s (only when named: N files of 2 KiB through one cairn serve on a local-file bucket under --dir, %d clients, a commit every %d files; --rtt and --write-rate do not apply)\n",
+			bench.Storage, bench.StorageClients, bench.StorageCommitEvery)
 	}
 	set, code, done := parseFlags(e, fs, args)
 	if done {
@@ -155,14 +158,14 @@ func runBench(ctx context.Context, e *env, args []string) int {
 		ServeArgs:       serveArgs,
 		EmulatorArgs:    emulatorArgs,
 	}
-	if *served {
-		if cfg.Binary, err = os.Executable(); err != nil {
-			fmt.Fprintf(e.stderr, "cairn bench: --served: %v\n", err)
-			return exitFailed
-		}
-	}
 	if *scenarios != "" {
 		cfg.Scenarios = strings.Split(*scenarios, ",")
+	}
+	if *served || slices.Contains(cfg.Scenarios, bench.Storage) {
+		if cfg.Binary, err = os.Executable(); err != nil {
+			fmt.Fprintf(e.stderr, "cairn bench: %v\n", err)
+			return exitFailed
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(e.stderr, "cairn bench: %v\n", err)

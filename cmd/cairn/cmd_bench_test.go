@@ -153,6 +153,50 @@ func TestBenchServed(t *testing.T) {
 	}
 }
 
+// TestBenchStorage runs the storage workload at 250 files: three commits,
+// a store larger than its live graph and neither empty, the server's
+// memory read, and nothing left in --dir; with --served it is refused.
+func TestBenchStorage(t *testing.T) {
+	bin := cairnBinary(t)
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "bench", "--json", "--files", "250", "--scenarios", "storage", "--dir", dir)
+	cmd.Env = processEnv()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("cairn bench --scenarios storage: %v: %s", err, stderr.String())
+	}
+	var tab struct {
+		Rows []struct {
+			Scenario string
+			Files    int
+			Wall     int64 `json:"wall_ns"`
+			Metrics  map[string]float64
+			Notes    string
+		}
+	}
+	if err := json.Unmarshal(out, &tab); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(tab.Rows) != 1 || tab.Rows[0].Scenario != "storage" || tab.Rows[0].Files != 250 {
+		t.Fatalf("rows %+v, want one storage row of 250 files", tab.Rows)
+	}
+	r := tab.Rows[0]
+	m := r.Metrics
+	if m["commits"] != 3 || m["live_bytes"] <= 0 || m["live_objects"] <= 0 || m["store_bytes"] <= m["live_bytes"] ||
+		m["store_objects"] <= m["live_objects"] || m["server_rss_peak_bytes"] <= 0 || r.Wall <= 0 || !strings.Contains(r.Notes, "cairn serve") {
+		t.Errorf("storage row: %v, wall %d: %s", m, r.Wall, r.Notes)
+	}
+	if left, err := os.ReadDir(dir); err != nil || len(left) != 0 {
+		t.Errorf("--dir holds %v after the run (%v)", left, err)
+	}
+	code, _, errOut := runWith(t, "", "bench", "--served", "--scenarios", "storage", "--files", "10")
+	if code != exitUsage || !strings.Contains(errOut, "without --served") {
+		t.Errorf("storage with --served: exit %d, %q", code, errOut)
+	}
+}
+
 // TestBenchFromJSON prints and draws a table saved by --json without
 // running anything, and refuses flags that would shape a run.
 func TestBenchFromJSON(t *testing.T) {

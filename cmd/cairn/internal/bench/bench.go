@@ -196,9 +196,18 @@ func (c Config) Validate() error {
 			return fmt.Errorf("bench: files %d: must be at least 1", n)
 		}
 	}
+	known := append(Scenarios(), Storage)
 	for _, s := range c.Scenarios {
-		if !slices.Contains(Scenarios(), s) {
-			return fmt.Errorf("bench: unknown scenario %q (known: %s)", s, strings.Join(Scenarios(), ", "))
+		if !slices.Contains(known, s) {
+			return fmt.Errorf("bench: unknown scenario %q (known: %s)", s, strings.Join(known, ", "))
+		}
+	}
+	if c.wants(Storage) {
+		switch {
+		case c.Served:
+			return fmt.Errorf("bench: %s runs its own cairn serve on a local-file bucket: run it without --served", Storage)
+		case c.Binary == "":
+			return fmt.Errorf("bench: %s needs the cairn binary", Storage)
 		}
 	}
 	if c.Served {
@@ -379,6 +388,16 @@ func Run(ctx context.Context, cfg Config) (*Table, error) {
 		}
 	}()
 	for _, n := range cfg.Files {
+		if cfg.wants(Storage) {
+			row, err := runStorage(ctx, cfg, n)
+			if err != nil {
+				return t, err
+			}
+			t.Rows = append(t.Rows, row)
+			if len(cfg.Scenarios) == 1 {
+				continue // nothing to seed for
+			}
+		}
 		rows, seed, err := runSize(ctx, cfg, n, &stores)
 		t.Rows = append(t.Rows, rows...)
 		if seed != nil {

@@ -31,6 +31,16 @@
 // its in-memory store scans every object to find one, and on disk its
 // temporary files and syncs took most of a core.
 //
+// # The storage workload
+//
+// Storage, run only when named, is a deployment's own: a fresh `cairn
+// serve` on a local-file bucket under Config.Dir, no latency, eight
+// clients putting files of 2 KiB and committing after every 100. Its row
+// gives the store at the end, the live graph (the store after two
+// offline `cairn gc` sweeps at the least grace, once the server has
+// left) and the server's resident memory. It seeds nothing and leaves
+// nothing behind.
+//
 // # Sizes and seeding
 //
 // For each size in Config.Files a fresh store is seeded with a workbench
