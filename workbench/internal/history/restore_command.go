@@ -429,28 +429,46 @@ type restoreFinal struct {
 // the two manifests) and seals their digests.
 func (f *restoreFinal) planCommit() *core.Error {
 	s, p := f.s, f.p
-	add := func(path []string, e nokv.PathEntry) error {
+	member := func(path []string, e nokv.PathEntry) (finalMember, error) {
 		k, err := nokv.PathCurrentKey{Root: s.Root(), Incarnation: p.DstInc, Path: path}.Encode()
-		if err != nil {
-			return err
-		}
-		f.members = append(f.members, finalMember{key: k, path: path, entry: e})
-		return nil
+		return finalMember{key: k, path: path, entry: e}, err
 	}
-	for _, m := range p.members {
-		if err := add(m.path, m.entry); err != nil {
+	// The members' keys, on every core; the members come in key order
+	// from the source's tree, so the two manifests are put in their
+	// places, and only members in another order are sorted.
+	n := len(p.members)
+	f.members = make([]finalMember, n, n+2)
+	if err := inParallel(n, func(lo, hi int) (err error) {
+		for i := lo; i < hi; i++ {
+			if f.members[i], err = member(p.members[i].path, p.members[i].entry); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return core.FromError(err)
+	}
+	byKey := func(a, b finalMember) int { return bytes.Compare(a.key, b.key) }
+	sorted := slices.IsSortedFunc(f.members, byKey)
+	for _, m := range []struct {
+		path []string
+		e    nokv.PathEntry
+	}{{restoreManifestComps, p.RmEntry}, {core.RunManifestComps, f.runEntry}} {
+		fm, err := member(m.path, m.e)
+		if err != nil {
 			return core.FromError(err)
 		}
+		i := len(f.members)
+		if sorted {
+			i, _ = slices.BinarySearchFunc(f.members, fm, byKey)
+		}
+		f.members = slices.Insert(f.members, i, fm)
 	}
-	if err := add(restoreManifestComps, p.RmEntry); err != nil {
-		return core.FromError(err)
+	if !sorted {
+		slices.SortFunc(f.members, byKey)
 	}
-	if err := add(core.RunManifestComps, f.runEntry); err != nil {
-		return core.FromError(err)
-	}
-	slices.SortFunc(f.members, func(a, b finalMember) int { return bytes.Compare(a.key, b.key) })
 	d := core.NewMemberDigesterOf(uint64(len(f.members)))
-	seen := map[nokv.RevisionID]bool{}
+	seen := make(map[nokv.RevisionID]bool, len(f.members))
 	for _, m := range f.members {
 		// A key-ordered restore's commit takes its tree's digest
 		// (sealTree).
