@@ -6,6 +6,7 @@ import (
 
 	"github.com/cairnstore/cairn/workbench/internal/core"
 	"github.com/cairnstore/cairn/workbench/internal/history"
+	"github.com/cairnstore/cairn/workbench/internal/publish"
 
 	"github.com/cairnstore/cairn/head"
 	"github.com/cairnstore/cairn/workbench/internal/nokv"
@@ -23,6 +24,16 @@ func SetRestoreBatchForTest(n int) func() {
 	old, oldAbort := history.RestoreBatch, history.AbortBatch
 	history.RestoreBatch, history.AbortBatch = n, n
 	return func() { history.RestoreBatch, history.AbortBatch = old, oldAbort }
+}
+
+// SetParallelRangesForTest sets the fewest items a restore's work on
+// every core gives one range (its plan, its rows encoded ahead, its
+// revisions read ahead), so that a small restore runs those paths side
+// by side, and returns a function that restores the defaults.
+func SetParallelRangesForTest(n int) func() {
+	old, oldPreload := history.ParallelRange, publish.PreloadRange
+	history.ParallelRange, publish.PreloadRange = n, n
+	return func() { history.ParallelRange, publish.PreloadRange = old, oldPreload }
 }
 
 // RestoreOperationForTest returns the Restore operation whose destination

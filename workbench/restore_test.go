@@ -695,3 +695,27 @@ func TestRestoreBatchesOfAnotherSize(t *testing.T) {
 	workbench.CheckReferencesForTest(t, s)
 	workbench.CheckCommitClosureForTest(t, s)
 }
+
+// TestRestoreOnEveryCore: with every range of a restore's work on every
+// core cut to one item (its plan, the rows its copy commands encode
+// ahead, the revisions they read ahead, the final command's keys), a
+// restore of 60 files in copy commands of 16 places every file, counts
+// every reference and seals a closed commit: under the race detector,
+// the side-by-side paths of a large restore run at this size.
+func TestRestoreOnEveryCore(t *testing.T) {
+	defer workbench.SetParallelRangesForTest(1)()
+	defer workbench.SetRestoreBatchForTest(16)()
+	s := newService(t)
+	commit := restoreSource(t, s, "src", 60)
+	res := mustCall(t, s, "workbench_restore", restoreIn("src", "dst", fmt.Sprintf(`"at_commit":%q`, commit)))
+	if res["state"] != "complete" {
+		t.Fatalf("restore: %v", res)
+	}
+	for i := range 60 {
+		if got, want := readText(t, s, "dst", fmt.Sprintf("outputs/dir%d/f%03d.txt", i%3, i)), fmt.Sprintf("body %d", i); got != want {
+			t.Fatalf("file %d: %q, want %q", i, got, want)
+		}
+	}
+	workbench.CheckReferencesForTest(t, s)
+	workbench.CheckCommitClosureForTest(t, s)
+}

@@ -471,10 +471,15 @@ func (f *restoreFinal) sealTree(tx *head.Tx) error {
 	return nil
 }
 
+// ParallelRange is the fewest items inParallel gives a range (a
+// variable for tests, which lower it to run small restores on every
+// core).
+var ParallelRange = 4096
+
 // inParallel runs f over [0, n) cut into one range per processor, at
-// least 4,096 items each, and returns the first error.
+// least ParallelRange items each, and returns the first error.
 func inParallel(n int, f func(lo, hi int) error) error {
-	parts := min(runtime.GOMAXPROCS(0), max(1, n/4096))
+	parts := min(runtime.GOMAXPROCS(0), max(1, n/ParallelRange))
 	if parts <= 1 {
 		return f(0, n)
 	}

@@ -50,6 +50,10 @@ func (r *Refs) load(rev nokv.RevisionID) (*nokv.ArtifactRevision, error) {
 	return &a, nil
 }
 
+// PreloadRange is the fewest revisions Preload reads in one range (a
+// variable for tests).
+var PreloadRange = 1024
+
 // Preload reads the revisions of revs not loaded yet, as Add and Remove
 // would one at a time, but over one range per processor, and keeps them
 // in the order of revs. A revision that is missing is left for Add or
@@ -61,7 +65,7 @@ func (r *Refs) Preload(revs []nokv.RevisionID) error {
 		ok bool
 	}
 	out := make([]loaded, len(revs))
-	parts := min(runtime.GOMAXPROCS(0), max(1, len(revs)/1024))
+	parts := min(runtime.GOMAXPROCS(0), max(1, len(revs)/PreloadRange))
 	var g errgroup.Group
 	for k := range parts {
 		lo, hi := len(revs)*k/parts, len(revs)*(k+1)/parts
