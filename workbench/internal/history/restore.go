@@ -239,9 +239,11 @@ func restoreTool(ctx context.Context, s *core.Service, in *restoreInput) (*Resto
 	for start := op.MemberCursor; start < uint64(len(p.members)); start += uint64(RestoreBatch) {
 		end := min(start+uint64(RestoreBatch), uint64(len(p.members)))
 		cp := &restoreCopy{p: p, s: s, start: start, end: end}
-		reads := p.reads(s, sn, p.members[start:end])
+		var reads []head.ShardRef
 		if p.keyOrdered {
 			reads = p.orderedReads(s, sn, start, end)
+		} else {
+			reads = p.reads(s, sn, p.members[start:end])
 		}
 		if werr := restoreStep(ctx, s, nil, p, "copy", reads, cp.apply); werr != nil {
 			return nil, werr
@@ -359,6 +361,12 @@ func restoreSourceState(ctx context.Context, s *core.Service, read core.Reader, 
 // members, their revisions, the destination commit's references on them
 // and their directories' rows.
 func (p *RestorePlan) reads(s *core.Service, sn *head.Snapshot, members []restoreMember) []head.ShardRef {
+	return p.readsOf(s, sn, members, true)
+}
+
+// readsOf is reads, naming the members' revisions and commit references
+// only if revisions is set.
+func (p *RestorePlan) readsOf(s *core.Service, sn *head.Snapshot, members []restoreMember, revisions bool) []head.ShardRef {
 	var refs []head.ShardRef
 	add := func(k interface {
 		Family() shards.Family
@@ -387,8 +395,10 @@ func (p *RestorePlan) reads(s *core.Service, sn *head.Snapshot, members []restor
 	}
 	dirs := map[string]bool{}
 	for _, m := range members {
-		add(nokv.ArtifactRevisionKey{Root: s.Root(), Revision: m.entry.Revision})
-		add(nokv.CommitRefKey(s.Root(), p.commitID, m.entry.Revision))
+		if revisions {
+			add(nokv.ArtifactRevisionKey{Root: s.Root(), Revision: m.entry.Revision})
+			add(nokv.CommitRefKey(s.Root(), p.commitID, m.entry.Revision))
+		}
 		for n := len(m.path) - 1; n > 0; n-- {
 			k := nokv.PathDirectoryKey{Root: s.Root(), Incarnation: p.DstInc, Path: m.path[:n]}
 			id := core.LogicalPath(k.Path)

@@ -287,13 +287,9 @@ func (p *RestorePlan) encodeShare(s *core.Service, seq, from, to uint64) (*share
 // revisions of its share of the revision order and the directories of
 // its members (the index rows and references it writes blind).
 func (p *RestorePlan) orderedReads(s *core.Service, sn *head.Snapshot, from, to uint64) []head.ShardRef {
-	refs := p.reads(s, sn, p.members[from:to])
-	// p.reads named the revisions and commit references of the path
-	// share; the command reads no reference, and the revisions of the
-	// revision share.
-	refs = slices.DeleteFunc(refs, func(r head.ShardRef) bool {
-		return r.Family == nokv.FamilyArtifactRevision || r.Family == nokv.FamilyRevisionRef
-	})
+	// The command reads no reference, and the revisions of the revision
+	// share, not of the path share.
+	refs := p.readsOf(s, sn, p.members[from:to], false)
 	for j := from; j < to; j++ {
 		k, err := nokv.ArtifactRevisionKey{Root: s.Root(), Revision: p.members[p.byRevision[j]].entry.Revision}.Encode()
 		if err != nil {
