@@ -28,6 +28,19 @@ func restoreSource(t *testing.T, s *workbench.Service, id string, n int) string 
 	return res["commit_identity"].(string)
 }
 
+// checkRestored checks that workbench dst holds the n files
+// restoreSource wrote, and that s's references and commits are whole.
+func checkRestored(t *testing.T, s *workbench.Service, dst string, n int) {
+	t.Helper()
+	for i := range n {
+		if got, want := readText(t, s, dst, fmt.Sprintf("outputs/dir%d/f%03d.txt", i%3, i)), fmt.Sprintf("body %d", i); got != want {
+			t.Fatalf("file %d: %q, want %q", i, got, want)
+		}
+	}
+	workbench.CheckReferencesForTest(t, s)
+	workbench.CheckCommitClosureForTest(t, s)
+}
+
 func mintSnapshot(t *testing.T, s *workbench.Service, id string) uint64 {
 	t.Helper()
 	res := mustCall(t, s, "workbench_snapshot", fmt.Sprintf(`{"id":%q}`, id))
@@ -687,13 +700,7 @@ func TestRestoreBatchesOfAnotherSize(t *testing.T) {
 	if res["state"] != "complete" {
 		t.Fatalf("restore: %v", res)
 	}
-	for i := range 10 {
-		if got, want := readText(t, s, "dst", fmt.Sprintf("outputs/dir%d/f%03d.txt", i%3, i)), fmt.Sprintf("body %d", i); got != want {
-			t.Fatalf("file %d: %q, want %q", i, got, want)
-		}
-	}
-	workbench.CheckReferencesForTest(t, s)
-	workbench.CheckCommitClosureForTest(t, s)
+	checkRestored(t, s, "dst", 10)
 }
 
 // TestRestoreOnEveryCore: with every range of a restore's work on every
@@ -711,11 +718,5 @@ func TestRestoreOnEveryCore(t *testing.T) {
 	if res["state"] != "complete" {
 		t.Fatalf("restore: %v", res)
 	}
-	for i := range 60 {
-		if got, want := readText(t, s, "dst", fmt.Sprintf("outputs/dir%d/f%03d.txt", i%3, i)), fmt.Sprintf("body %d", i); got != want {
-			t.Fatalf("file %d: %q, want %q", i, got, want)
-		}
-	}
-	workbench.CheckReferencesForTest(t, s)
-	workbench.CheckCommitClosureForTest(t, s)
+	checkRestored(t, s, "dst", 60)
 }

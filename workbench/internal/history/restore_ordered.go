@@ -6,10 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math/bits"
-	"runtime"
 	"slices"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/cairnstore/cairn/workbench/internal/core"
 	"github.com/cairnstore/cairn/workbench/internal/publish"
@@ -155,9 +152,7 @@ func (p *RestorePlan) copyOrdered(s *core.Service, tx *head.Tx, from, to uint64,
 			refs++
 		}
 	}
-	if err := rc.Preload(revs); err != nil {
-		return chain, err
-	}
+	rc.Preload(revs)
 	tx.Grow(nokv.FamilyPathCurrent, len(enc.paths))
 	tx.Grow(nokv.FamilyRestoreMember, len(enc.paths))
 	tx.Grow(nokv.FamilySecondaryIndex, len(enc.index))
@@ -475,14 +470,5 @@ var ParallelRange = 4096
 // inParallel runs f over [0, n) cut into one range per processor, at
 // least ParallelRange items each, and returns the first error.
 func inParallel(n int, f func(lo, hi int) error) error {
-	parts := min(runtime.GOMAXPROCS(0), max(1, n/ParallelRange))
-	if parts <= 1 {
-		return f(0, n)
-	}
-	var g errgroup.Group
-	for k := range parts {
-		lo, hi := n*k/parts, n*(k+1)/parts
-		g.Go(func() error { return f(lo, hi) })
-	}
-	return g.Wait()
+	return core.InParallel(n, ParallelRange, f)
 }

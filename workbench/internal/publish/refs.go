@@ -2,9 +2,6 @@ package publish
 
 import (
 	"fmt"
-	"runtime"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/cairnstore/cairn/workbench/internal/core"
 
@@ -30,24 +27,30 @@ func (r *Refs) load(rev nokv.RevisionID) (*nokv.ArtifactRevision, error) {
 	if a, ok := r.Revs[rev]; ok {
 		return a, nil
 	}
-	key, err := nokv.ArtifactRevisionKey{Root: r.S.Root(), Revision: rev}.Encode()
-	if err != nil {
-		return nil, err
-	}
-	b, ok, err := r.Tx.Get(nokv.FamilyArtifactRevision, key)
+	a, ok, err := r.read(rev)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		return nil, core.Reject(core.InvalidState("artifact revision " + rev.String() + " does not exist"))
 	}
-	a, err := nokv.DecodeArtifactRevision(b)
-	if err != nil {
-		return nil, err
-	}
 	r.Revs[rev] = &a
 	r.order = append(r.order, rev)
 	return &a, nil
+}
+
+// read reads and decodes rev's row as the transaction sees it.
+func (r *Refs) read(rev nokv.RevisionID) (nokv.ArtifactRevision, bool, error) {
+	key, err := nokv.ArtifactRevisionKey{Root: r.S.Root(), Revision: rev}.Encode()
+	if err != nil {
+		return nokv.ArtifactRevision{}, false, err
+	}
+	b, ok, err := r.Tx.Get(nokv.FamilyArtifactRevision, key)
+	if err != nil || !ok {
+		return nokv.ArtifactRevision{}, false, err
+	}
+	a, err := nokv.DecodeArtifactRevision(b)
+	return a, err == nil, err
 }
 
 // PreloadRange is the fewest revisions Preload reads in one range (a
@@ -59,40 +62,22 @@ var PreloadRange = 1024
 // in the order of revs. A revision that is missing is left for Add or
 // Remove to refuse. Reads of a transaction may run side by side while
 // nothing writes to it, so Preload must not overlap the command's puts.
-func (r *Refs) Preload(revs []nokv.RevisionID) error {
+func (r *Refs) Preload(revs []nokv.RevisionID) {
 	type loaded struct {
 		a  nokv.ArtifactRevision
 		ok bool
 	}
 	out := make([]loaded, len(revs))
-	parts := min(runtime.GOMAXPROCS(0), max(1, len(revs)/PreloadRange))
-	var g errgroup.Group
-	for k := range parts {
-		lo, hi := len(revs)*k/parts, len(revs)*(k+1)/parts
-		g.Go(func() error {
-			for i := lo; i < hi; i++ {
-				if _, ok := r.Revs[revs[i]]; ok {
-					continue
-				}
-				key, err := nokv.ArtifactRevisionKey{Root: r.S.Root(), Revision: revs[i]}.Encode()
-				if err != nil {
-					return err
-				}
-				b, ok, err := r.Tx.Get(nokv.FamilyArtifactRevision, key)
-				if err != nil || !ok {
-					continue // Add or Remove reads it again and says why
-				}
-				if out[i].a, err = nokv.DecodeArtifactRevision(b); err != nil {
-					return err
-				}
-				out[i].ok = true
+	// A revision that cannot be read is left for load, which reads it
+	// again and says why.
+	core.InParallel(len(revs), PreloadRange, func(lo, hi int) error {
+		for i := lo; i < hi; i++ {
+			if _, ok := r.Revs[revs[i]]; !ok {
+				out[i].a, out[i].ok, _ = r.read(revs[i])
 			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
+		}
+		return nil
+	})
 	for i, rev := range revs {
 		if _, ok := r.Revs[rev]; ok || !out[i].ok {
 			continue
@@ -101,7 +86,6 @@ func (r *Refs) Preload(revs []nokv.RevisionID) error {
 		r.Revs[rev] = &a
 		r.order = append(r.order, rev)
 	}
-	return nil
 }
 
 // Add takes a strong reference on rev and returns its epoch after.
