@@ -65,6 +65,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file; samples taken during a scenario carry the labels scenario and files (go tool pprof -tagfocus scenario=NAME)")
 	seedConcurrency := fs.Int("seed-concurrency", bench.DefaultSeedConcurrency, "concurrent put_file calls while seeding")
 	extrapolate := fs.String("extrapolate", "", "sizes to extrapolate to from the two largest measured, comma-separated (rows marked *)")
+	storageHold := fs.Duration("storage-hold", 0, fmt.Sprintf("after the storage workload, keep its cairn serve running, idle, this long (sampling the store every minute) and measure the store again, as a deployment's background sweeps leave it (0: not at all; at most %v)", bench.MaxStorageHold))
 	svgPath := fs.String("svg", "", "also draw the table as an SVG chart in this file, after the run")
 	fromJSON := fs.String("from-json", "", "run nothing: read a table printed by an earlier `cairn bench --json` from this file (- for standard input) and print it, or draw it with --svg; only --json and --svg go with it")
 	fs.Usage = func() {
@@ -157,6 +158,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 		Served:          *served,
 		ServeArgs:       serveArgs,
 		EmulatorArgs:    emulatorArgs,
+		StorageHold:     *storageHold,
 	}
 	if *scenarios != "" {
 		cfg.Scenarios = strings.Split(*scenarios, ",")

@@ -159,7 +159,7 @@ func TestBenchServed(t *testing.T) {
 func TestBenchStorage(t *testing.T) {
 	bin := cairnBinary(t)
 	dir := t.TempDir()
-	cmd := exec.Command(bin, "bench", "--json", "--files", "250", "--scenarios", "storage", "--dir", dir)
+	cmd := exec.Command(bin, "bench", "--json", "--files", "250", "--scenarios", "storage", "--dir", dir, "--storage-hold", "1s")
 	cmd.Env = processEnv()
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -188,12 +188,28 @@ func TestBenchStorage(t *testing.T) {
 		m["store_objects"] <= m["live_objects"] || m["server_rss_peak_bytes"] <= 0 || r.Wall <= 0 || !strings.Contains(r.Notes, "cairn serve") {
 		t.Errorf("storage row: %v, wall %d: %s", m, r.Wall, r.Notes)
 	}
+	// The hold: the store measured again with the server still running
+	// (no sweep comes in a second, so it holds at least the live graph).
+	if m["held_store_bytes"] < m["live_bytes"] || m["held_store_objects"] < m["live_objects"] || m["held_server_rss_bytes"] <= 0 ||
+		!strings.Contains(r.Notes, "after serve ran on, idle, for 1s") {
+		t.Errorf("storage row after its hold: %v: %s", m, r.Notes)
+	}
 	if left, err := os.ReadDir(dir); err != nil || len(left) != 0 {
 		t.Errorf("--dir holds %v after the run (%v)", left, err)
 	}
-	code, _, errOut := runWith(t, "", "bench", "--served", "--scenarios", "storage", "--files", "10")
-	if code != exitUsage || !strings.Contains(errOut, "without --served") {
-		t.Errorf("storage with --served: exit %d, %q", code, errOut)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--served", "--scenarios", "storage"}, "without --served"},
+		{[]string{"--scenarios", "storage", "--storage-hold", "-1s"}, "storage hold -1s: from 0"},
+		{[]string{"--scenarios", "storage", "--storage-hold", "24h1s"}, "storage hold 24h0m1s: from 0"},
+		{[]string{"--scenarios", "put-new-warm", "--storage-hold", "1m"}, "needs the storage scenario"},
+	} {
+		code, _, errOut := runWith(t, "", append([]string{"bench", "--files", "10"}, c.args...)...)
+		if code != exitUsage || !strings.Contains(errOut, c.want) {
+			t.Errorf("bench %v: exit %d, %q; want a usage error saying %q", c.args, code, errOut, c.want)
+		}
 	}
 }
 

@@ -121,6 +121,11 @@ type Config struct {
 	// ServeArgs are more flags for every `cairn serve` of a served run,
 	// and EmulatorArgs for its `cairn fake-gcs`.
 	ServeArgs, EmulatorArgs []string
+	// StorageHold is how long the storage scenario's server runs on,
+	// idle, after its workload, before the store is measured again
+	// (0: not at all; at most MaxStorageHold): what a deployment's store
+	// holds once its background sweeps have had their time.
+	StorageHold time.Duration
 	// Trace, if not nil, receives a line for every request the measured
 	// scenarios make (not the seeding's): when it began, how long it
 	// took, its size and its key.
@@ -201,6 +206,12 @@ func (c Config) Validate() error {
 		if !slices.Contains(known, s) {
 			return fmt.Errorf("bench: unknown scenario %q (known: %s)", s, strings.Join(known, ", "))
 		}
+	}
+	switch {
+	case c.StorageHold < 0 || c.StorageHold > MaxStorageHold:
+		return fmt.Errorf("bench: storage hold %v: from 0 (none) to %v", c.StorageHold, MaxStorageHold)
+	case c.StorageHold > 0 && !c.wants(Storage):
+		return fmt.Errorf("bench: a storage hold needs the %s scenario", Storage)
 	}
 	if c.wants(Storage) {
 		switch {

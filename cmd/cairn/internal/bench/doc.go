@@ -38,8 +38,11 @@
 // clients putting files of 2 KiB and committing after every 100. Its row
 // gives the store at the end, the live graph (the store after two
 // offline `cairn gc` sweeps at the least grace, once the server has
-// left) and the server's resident memory. It seeds nothing and leaves
-// nothing behind.
+// left) and the server's resident memory. Config.StorageHold keeps the
+// server running, idle, that much longer before it leaves, sampling the
+// store every minute: the row then also gives what the store holds once
+// the server's own background sweeps have had their time. It seeds
+// nothing and leaves nothing behind.
 //
 // # Sizes and seeding
 //

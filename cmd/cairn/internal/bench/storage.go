@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -31,6 +32,12 @@ const (
 	StorageClients     = 8
 	StorageCommitEvery = 100
 	storageBodyLines   = 64 // of 32 bytes: 2 KiB a file
+
+	// MaxStorageHold bounds Config.StorageHold: a day, past every sweep
+	// interval cairn serve takes.
+	MaxStorageHold = 24 * time.Hour
+	// storageSample is how often a hold samples the store.
+	storageSample = time.Minute
 )
 
 // storageBody is file i's body: 2 KiB of lines naming the file, or of
@@ -155,6 +162,10 @@ func runStorage(ctx context.Context, cfg Config, n int) (row Row, err error) {
 	if err != nil {
 		return row, err
 	}
+	held, err := holdStorage(ctx, cfg, p, fb)
+	if err != nil {
+		return row, err
+	}
 	stopped = true
 	if err := p.stop(); err != nil {
 		return row, err
@@ -177,10 +188,62 @@ func runStorage(ctx context.Context, cfg Config, n int) (row Row, err error) {
 	row.Metrics = map[string]float64{"store_bytes": float64(bytes), "store_objects": float64(objects),
 		"live_bytes": float64(live), "live_objects": float64(liveObjects), "server_rss_bytes": float64(rss), "server_rss_peak_bytes": float64(peak),
 		"commits": float64(commits)}
+	if cfg.StorageHold > 0 {
+		maps.Copy(row.Metrics, map[string]float64{"held_store_bytes": float64(held.bytes), "held_store_objects": float64(held.objects),
+			"held_server_rss_bytes": float64(held.rss), "held_server_rss_peak_bytes": float64(held.peak)})
+	}
 	row.note("%d files of 2 KiB through one cairn serve on a local-file bucket, %d clients, %d commits (one per %d files): "+
 		"the store at the end %s in %d objects; its live graph %s in %d objects (%.2f×), after two offline sweeps with a grace of 2s; "+
 		"server RSS %s at the end, %s at its peak",
 		n, StorageClients, commits, StorageCommitEvery, size(bytes), objects, size(live), liveObjects, float64(bytes)/float64(max(live, 1)),
 		size(rss), size(peak))
+	if cfg.StorageHold > 0 {
+		row.note("; after serve ran on, idle, for %v: the store %s in %d objects (%.2f× its live graph), server RSS %s, %s at its peak",
+			cfg.StorageHold, size(held.bytes), held.objects, float64(held.bytes)/float64(max(live, 1)), size(held.rss), size(held.peak))
+	}
 	return row, nil
+}
+
+// heldStore is what the store and the server held at the end of a hold.
+type heldStore struct {
+	objects, bytes, rss, peak int64
+}
+
+// holdStorage keeps the storage scenario's server running, idle, for
+// cfg.StorageHold, sampling the store every storageSample (reported as
+// progress, so that a sweep's effect is seen when it comes), and returns
+// what the store and the server held at its end. A server that leaves
+// during the hold fails the row.
+func holdStorage(ctx context.Context, cfg Config, p *proc, fb *file.Bucket) (heldStore, error) {
+	var h heldStore
+	if cfg.StorageHold <= 0 {
+		return h, nil
+	}
+	cfg.progress("storage: serve runs on, idle, for %v", cfg.StorageHold)
+	start := time.Now()
+	for {
+		left := cfg.StorageHold - time.Since(start)
+		if left > 0 {
+			t := time.NewTimer(min(left, storageSample))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return h, ctx.Err()
+			case <-p.exited:
+				t.Stop()
+				return h, fmt.Errorf("bench: storage: during the hold: %w", p.alive())
+			case <-t.C:
+			}
+		}
+		objects, bytes, err := fb.Usage(ctx)
+		if err != nil {
+			return h, err
+		}
+		rss, peak := p.rss()
+		h = heldStore{objects: int64(objects), bytes: bytes, rss: rss, peak: peak}
+		cfg.progress("storage: after %v: the store %s in %d objects, server RSS %s", time.Since(start).Round(time.Second), size(bytes), objects, size(rss))
+		if left <= storageSample {
+			return h, nil
+		}
+	}
 }
