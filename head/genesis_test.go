@@ -9,9 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/cairnstore/cairn/bucket"
 	"github.com/cairnstore/cairn/bucket/digest"
+	"github.com/cairnstore/cairn/bucket/counting"
 	"github.com/cairnstore/cairn/bucket/fault"
+	"github.com/cairnstore/cairn/bucket/latency"
 	"github.com/cairnstore/cairn/bucket/mem"
 	"github.com/cairnstore/cairn/manifests"
 	"github.com/cairnstore/cairn/shards"
@@ -322,6 +326,36 @@ func TestGenesisInitialize(t *testing.T) {
 	}
 	if _, err := s.Pin(ctx); !errors.Is(err, ErrHeadRolledBack) {
 		t.Fatalf("a genesis head after sequence 1: %v, want ErrHeadRolledBack", err)
+	}
+}
+
+// TestGenesisInitializedOnce: the first requests of a fresh store come
+// together; one of them initializes the shard and the others, waiting
+// their turn, find it done. No genesis head or schema commit is written
+// to be refused.
+func TestGenesisInitializedOnce(t *testing.T) {
+	ctx := context.Background()
+	cb := counting.New(latency.New(mem.NewBucket(), latency.Options{PerRequest: 2 * time.Millisecond}))
+	s, err := Open(ctx, cb, shards.NewShardID(), testSchema, Options{Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var g errgroup.Group
+	for range 32 {
+		g.Go(func() error { return s.Initialize(ctx) })
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	sn, err := s.Pin(ctx)
+	if err != nil || sn.Sequence() != 1 {
+		t.Fatalf("after 32 Initialize calls: %+v, %v; want sequence 1", sn, err)
+	}
+	kinds := cb.Kinds()
+	if st := cb.Snapshot(); st.Put.Errors != 0 || kinds[counting.KindPutIfAbsent] != 1 || kinds[counting.KindPutIfVersion] != 1 {
+		t.Errorf("32 Initialize calls of one Store: %d puts refused, %d create-only and %d replace-if-version puts; want 0, 1 (the genesis head) and 1 (the schema commit's head)",
+			st.Put.Errors, kinds[counting.KindPutIfAbsent], kinds[counting.KindPutIfVersion])
 	}
 }
 

@@ -267,6 +267,11 @@ type Store struct {
 	quiet       chan struct{}
 	gatePassed  bool  // the system record carries the marker
 	gateRun     *gate // the system-record check in progress, or failed for good
+	// initTurn, a slot, lets one caller of this Store at a time
+	// initialize the shard (pinOrInitialize): a fresh store's first
+	// requests come together, and each would otherwise write a genesis
+	// head and a schema commit of its own, all but one to be refused.
+	initTurn chan struct{}
 
 	retry bucket.RetryPolicy // spaces the commit's attempts and repeated requests
 
@@ -305,19 +310,20 @@ func newStore(b bucket.Bucket, layout shards.Layout, opts Options) *Store {
 	}
 	stop, stopNow := context.WithCancel(context.Background())
 	return &Store{
-		stop:    stop,
-		stopNow: stopNow,
-		b:       b,
-		id:      layout.ID(),
-		fams:    layout.Schema(),
-		layout:  layout,
-		opts:    opts,
-		objects: caches.objects,
-		indexes: caches.indexes,
-		deltas:  caches.deltas,
-		tables:  caches.tables,
-		roots:   caches.roots,
-		retry:   opts.retryPolicy(),
+		stop:     stop,
+		stopNow:  stopNow,
+		b:        b,
+		id:       layout.ID(),
+		fams:     layout.Schema(),
+		layout:   layout,
+		opts:     opts,
+		objects:  caches.objects,
+		indexes:  caches.indexes,
+		deltas:   caches.deltas,
+		tables:   caches.tables,
+		roots:    caches.roots,
+		retry:    opts.retryPolicy(),
+		initTurn: make(chan struct{}, 1),
 	}
 }
 
@@ -343,6 +349,19 @@ func (s *Store) pinOrInitialize(ctx context.Context) (*Snapshot, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if sn.head == nil || sn.head.Genesis() {
+		// One at a time: a caller that waited finds the shard initialized
+		// by the one before it, and writes nothing.
+		select {
+		case s.initTurn <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		defer func() { <-s.initTurn }()
+		if sn, err = s.PinOrEmpty(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if sn.head == nil {
 		if err := s.createGenesis(ctx); err != nil && !errors.Is(err, bucket.ErrPrecondition) {
