@@ -54,6 +54,22 @@ func BenchmarkEditOne(b *testing.B) {
 				}
 			}
 		})
+		b.Run(fmt.Sprintf("edit-compressed/%d", n), func(b *testing.B) {
+			for b.Loop() {
+				if _, _, err := (Writer{Salt: salt(2), Compress: true}).Edit(ctx, src, root, change); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("rebuild-compressed/%d", n), func(b *testing.B) {
+			changed := slices.Clone(entries)
+			changed[n/2].Value = []byte("changed")
+			for b.Loop() {
+				if _, _, err := (Writer{Salt: salt(2), Compress: true}).Rebuild(ctx, src, root, changed); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		next, objs, err := Edit(ctx, src, root, change, salt(2))
 		if err != nil {
 			b.Fatal(err)

@@ -109,11 +109,13 @@ func (c *chunker) close() {
 	}
 	n := &Node{Level: c.level, Entries: c.cur}
 	body, d := n.encode(c.w.Salt)
-	if c.w.Compress {
-		body = shards.Compress(body)
-	}
 	ref, ok := c.reuse[d]
 	if !ok {
+		// Only a node written is compressed: most of the nodes an edit or
+		// a rebuild closes are the old tree's, found by digest.
+		if c.w.Compress {
+			body = shards.Compress(body)
+		}
 		ref = Ref{Hash: digest.Sum(body), Digest: d, Count: n.count(), Size: uint64(len(body))}
 		*c.objs = append(*c.objs, Object{Hash: ref.Hash, Body: body, Node: n, Digest: d})
 		if c.reuse != nil {
