@@ -12,8 +12,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/cairnstore/cairn/bucket"
-	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/bucket/counting"
+	"github.com/cairnstore/cairn/bucket/digest"
 	"github.com/cairnstore/cairn/bucket/fault"
 	"github.com/cairnstore/cairn/bucket/latency"
 	"github.com/cairnstore/cairn/bucket/mem"
