@@ -359,7 +359,13 @@ func (s *Store) pinOrInitialize(ctx context.Context) (*Snapshot, error) {
 			return nil, ctx.Err()
 		}
 		defer func() { <-s.initTurn }()
-		if sn, err = s.PinOrEmpty(ctx); err != nil {
+		// The shard was found fresh, or at genesis: a head missing now
+		// leaves that answer standing, as if read before the turn.
+		again, err := s.Pin(ctx)
+		switch {
+		case err == nil:
+			sn = again
+		case !errors.Is(err, ErrNoHead):
 			return nil, err
 		}
 	}

@@ -43,7 +43,7 @@ var configKeys = []string{
 	"max_conns", "max_findings", "member_trees", "memory_limit_mib", "memprofile", "name", "note", "parallel", "pin", "prefix", "put_samples",
 	"quiet", "random_bodies", "rate", "read_budget_mib", "replace", "replicas", "request_timeout", "revisions",
 	"root", "rtt", "scenarios", "section", "seed_batch", "seed_concurrency",
-	"serve_flag", "served", "server", "shutdown_timeout", "svg", "to", "token", "trace", "value_format", "workbench",
+	"serve_flag", "served", "server", "shutdown_timeout", "storage_hold", "svg", "to", "token", "trace", "value_format", "workbench",
 	"write_rate", "write_timeout",
 }
 
