@@ -192,7 +192,7 @@ func TestBenchStorage(t *testing.T) {
 	// The hold: the store measured again with the server still running
 	// (no sweep comes in a second, so it holds at least the live graph).
 	if m["held_store_bytes"] < m["live_bytes"] || m["held_store_objects"] < m["live_objects"] || m["held_server_rss_bytes"] <= 0 ||
-		!strings.Contains(r.Notes, "after serve ran on, idle, for 1s") {
+		!strings.Contains(r.Notes, "at its peak; after serve ran on, idle, for 1s: the store ") {
 		t.Errorf("storage row after its hold: %v: %s", m, r.Notes)
 	}
 	if left, err := os.ReadDir(dir); err != nil || len(left) != 0 {

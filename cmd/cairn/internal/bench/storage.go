@@ -198,7 +198,7 @@ func runStorage(ctx context.Context, cfg Config, n int) (row Row, err error) {
 		n, StorageClients, commits, StorageCommitEvery, size(bytes), objects, size(live), liveObjects, float64(bytes)/float64(max(live, 1)),
 		size(rss), size(peak))
 	if cfg.StorageHold > 0 {
-		row.note("; after serve ran on, idle, for %v: the store %s in %d objects (%.2f× its live graph), server RSS %s, %s at its peak",
+		row.note("after serve ran on, idle, for %v: the store %s in %d objects (%.2f× its live graph), server RSS %s, %s at its peak",
 			cfg.StorageHold, size(held.bytes), held.objects, float64(held.bytes)/float64(max(live, 1)), size(held.rss), size(held.peak))
 	}
 	return row, nil
