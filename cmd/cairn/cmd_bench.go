@@ -53,7 +53,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	seedBatch := fs.Int("seed-batch", bench.DefaultSeedBatch, "commands per group commit while seeding")
 	cacheMiB := fs.Int64("cache-mib", 0, fmt.Sprintf("decoded-object cache of every replica, in MiB (0: the engine's default, %d)", head.DefaultCacheBytes>>20))
 	valueFormat := fs.Int("value-format", 0, "value format the bench's store is created in: 7, today's (restores copy in each family's key order), 6 (heads that say whether their writer lists other replicas' intents), 5 (objects compressed), 4 (plain; a commit reads what changed since its parent), 3 (it reads the whole workbench into a member tree) or 2 (into rows); 0: today's")
-	dir := fs.String("dir", "", "keep each size's store in a local-file bucket in a fresh directory under this one (removed after the size) and count its fsyncs; default: in memory. With --served, where the GCS emulator keeps its objects (default: the temporary directory)")
+	dir := fs.String("dir", "", "keep each size's store in a local-file bucket in a fresh directory under this one (all removed when the run ends) and count its fsyncs; default: in memory. With --served, where the GCS emulator keeps its objects (default: the temporary directory)")
 	served := fs.Bool("served", false, "run the write scenarios through `cairn serve` processes, as a deployment does: the store in a GCS emulator (cairn fake-gcs) in its own process, behind a proxy adding --rtt and --write-rate; rows count the proxy's requests and the servers' CPU")
 	var serveArgs stringList
 	fs.Var(&serveArgs, "serve-flag", "a flag for every `cairn serve` of --served, as --name=value (repeatable)")
