@@ -338,7 +338,10 @@ func newStore(b bucket.Bucket, layout shards.Layout, opts Options) *Store {
 // if it stays missing the error wraps ErrNoHead and nothing is written. A
 // lost head never becomes an empty shard. The snapshot returned is of a
 // genesis head only when the schema commit could not be settled; a
-// commit built on it writes the schema record too (attempt).
+// commit built on it writes the schema record too (attempt). The
+// callers of one Store take turns at the genesis head and the schema
+// commit, so that a fresh store's first requests, which come together,
+// write them once.
 func (s *Store) pinOrInitialize(ctx context.Context) (*Snapshot, error) {
 	sn, err := s.PinOrEmpty(ctx)
 	for try := 0; errors.Is(err, ErrNoHead) && try < 5; try++ {
