@@ -102,21 +102,30 @@ func TestBenchUsage(t *testing.T) {
 	}
 }
 
+// benchProcess runs `cairn bench` with args as its own process (bin)
+// and returns its standard output; an exit that is not 0 fails the test
+// with its standard error.
+func benchProcess(t *testing.T, bin string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"bench"}, args...)...)
+	cmd.Env = processEnv()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("cairn bench %s: %v: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return out
+}
+
 // TestBenchServed runs the bench through `cairn serve` processes and a
 // GCS emulator process: every served scenario prints a row whose
 // requests are the proxy's, and the open loops lose and duplicate
 // nothing.
 func TestBenchServed(t *testing.T) {
 	bin := cairnBinary(t)
-	cmd := exec.Command(bin, "bench", "--served", "--json", "--files", "30", "--rtt", "2ms", "--write-rate", "20",
+	out := benchProcess(t, bin, "--served", "--json", "--files", "30", "--rtt", "2ms", "--write-rate", "20",
 		"--dir-entries", "5", "--put-samples", "3", "--commit-samples", "2", "--rate", "40", "--duration", "1s", "--replicas", "2")
-	cmd.Env = processEnv()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("cairn bench --served: %v: %s", err, stderr.String())
-	}
 	var tab struct {
 		Config struct{ Served bool }
 		Rows   []struct {
@@ -154,20 +163,15 @@ func TestBenchServed(t *testing.T) {
 	}
 }
 
-// TestBenchStorage runs the storage workload at 250 files: three commits,
-// a store larger than its live graph and neither empty, the server's
-// memory read, and nothing left in --dir; with --served it is refused.
+// TestBenchStorage runs the storage workload at 250 files, its server
+// held a second after it: three commits, a store larger than its live
+// graph and neither empty, the server's memory read, the held store
+// measured, and nothing left in --dir. With --served, or a hold out of
+// range or without the scenario, it is refused.
 func TestBenchStorage(t *testing.T) {
 	bin := cairnBinary(t)
 	dir := t.TempDir()
-	cmd := exec.Command(bin, "bench", "--json", "--files", "250", "--scenarios", "storage", "--dir", dir, "--storage-hold", "1s")
-	cmd.Env = processEnv()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("cairn bench --scenarios storage: %v: %s", err, stderr.String())
-	}
+	out := benchProcess(t, bin, "--json", "--files", "250", "--scenarios", "storage", "--dir", dir, "--storage-hold", "1s")
 	var tab struct {
 		Rows []struct {
 			Scenario string

@@ -188,16 +188,14 @@ func runStorage(ctx context.Context, cfg Config, n int) (row Row, err error) {
 	row.Metrics = map[string]float64{"store_bytes": float64(bytes), "store_objects": float64(objects),
 		"live_bytes": float64(live), "live_objects": float64(liveObjects), "server_rss_bytes": float64(rss), "server_rss_peak_bytes": float64(peak),
 		"commits": float64(commits)}
-	if cfg.StorageHold > 0 {
-		maps.Copy(row.Metrics, map[string]float64{"held_store_bytes": float64(held.bytes), "held_store_objects": float64(held.objects),
-			"held_server_rss_bytes": float64(held.rss), "held_server_rss_peak_bytes": float64(held.peak)})
-	}
 	row.note("%d files of 2 KiB through one cairn serve on a local-file bucket, %d clients, %d commits (one per %d files): "+
 		"the store at the end %s in %d objects; its live graph %s in %d objects (%.2f×), after two offline sweeps with a grace of 2s; "+
 		"server RSS %s at the end, %s at its peak",
 		n, StorageClients, commits, StorageCommitEvery, size(bytes), objects, size(live), liveObjects, float64(bytes)/float64(max(live, 1)),
 		size(rss), size(peak))
 	if cfg.StorageHold > 0 {
+		maps.Copy(row.Metrics, map[string]float64{"held_store_bytes": float64(held.bytes), "held_store_objects": float64(held.objects),
+			"held_server_rss_bytes": float64(held.rss), "held_server_rss_peak_bytes": float64(held.peak)})
 		row.note("after serve ran on, idle, for %v: the store %s in %d objects (%.2f× its live graph), server RSS %s, %s at its peak",
 			cfg.StorageHold, size(held.bytes), held.objects, float64(held.bytes)/float64(max(live, 1)), size(held.rss), size(held.peak))
 	}
