@@ -40,6 +40,26 @@ func NewCaches(budget int64) *Caches {
 	}
 }
 
+// NewCachesWithDeltas is NewCaches for a writer that lets long lists of
+// delta segments pile up before it folds them (a bulk import): deltas of
+// the budget hold delta segments, and the rest is shared among the
+// other caches in NewCaches's proportions. deltas is kept between an
+// eighth of the budget (NewCaches's share) and a half.
+func NewCachesWithDeltas(budget, deltas int64) *Caches {
+	if budget <= 0 {
+		budget = DefaultCacheBytes
+	}
+	deltas = min(max(deltas, budget/8), budget/2)
+	rest := budget - deltas
+	return &Caches{
+		objects: shards.NewObjectCache(rest * 11 / 14),
+		indexes: shards.NewCache(rest/14, (*shards.Index).MemSize),
+		deltas:  shards.NewCache(deltas, (*shards.Delta).MemSize),
+		tables:  shards.NewCache(rest/14, tableSize),
+		roots:   shards.NewCache(rest/14, rootSize),
+	}
+}
+
 // Stats reports the caches' counters: the shard objects and pages, the
 // tables and the roots.
 func (c *Caches) Stats() (objects, tables, rootsStats shards.CacheStats) {

@@ -34,27 +34,42 @@ const (
 	// importMaxBatch lets one group commit carry every put in flight: the
 	// puts of an import are independent, so the fewer head writes the
 	// better.
-	importMaxBatch = 1024
+	importMaxBatch = 4096
 	// importParallel is the default of --parallel: enough puts in flight
-	// that a group commit carries a few hundred of them, so that the
-	// folds below come every few thousand files.
-	importParallel = 512
+	// that a group commit carries about a thousand of them, so that the
+	// folds below come every few tens of thousands of files.
+	importParallel = 2048
 	// maxImportParallel bounds --parallel: each put in flight holds a
 	// worker and a body, and past a few thousand a group commit gains
 	// nothing but memory.
 	maxImportParallel = 4096
 	// importMaxDeltas and importDeltaBytes let an import's commits pile
 	// up more delta segments before a fold than the engine's defaults
-	// (16 and 256 KiB): a fold rewrites every page its records touch, and
-	// a batch of new files touches most pages of the lookup families, so
-	// the fewer folds, the fewer bytes. Readers meanwhile consult up to
-	// twice these bounds of deltas; importCacheBytes gives the import's
-	// own delta cache (an eighth of it) room for them. The import folds
-	// what is left when it ends (head.Store.Fold), so that readers with
-	// the default bounds never read the long list.
+	// (16 and 1 MiB). A fold rewrites every page its records touch, and a
+	// batch of new files touches nearly every page of a family keyed at
+	// random (the body digest index) and the page index of every shard
+	// it changes, both of which grow with the workbench: the bytes of an
+	// import grow with its files times its folds. At a million files of
+	// 1,760 bytes, folds every 32 commits of about 1,000 puts (64 MiB
+	// of deltas allowed) left 4.8 GB where folds every 32 commits of
+	// about 230 (16 MiB allowed) left 7.4 GB (docs/performance.md).
+	//
+	// Readers meanwhile consult up to twice these bounds of deltas: the
+	// import's own, through importDeltaCacheBytes of its cache, and a
+	// replica serving the workbench while it imports, which then reads
+	// more per cold request. The import folds what is left when it ends
+	// (head.Store.Fold), so that readers with the default bounds never
+	// read the long list.
 	importMaxDeltas  = 32
-	importDeltaBytes = 16 << 20
-	importCacheBytes = 512 << 20
+	importDeltaBytes = 64 << 20
+	// importCacheBytes is the import's cache budget in all, of which
+	// importDeltaCacheBytes holds delta segments (an eighth by default):
+	// decoded, with their inline bodies, two bounds of deltas take about
+	// three times their encoded bytes. With less, every fold and many
+	// lookups read deltas again: at 200,000 files, 7.0 GB read with
+	// 64 MiB for them, 25 MB with 192 MiB.
+	importCacheBytes      = 512 << 20
+	importDeltaCacheBytes = 192 << 20
 	// importMergeBytes -1: an import's folds never merge deltas into
 	// fewer, larger ones, they fold into the base. A merge copies every
 	// record of the deltas it joins, a new file's body included, and an
@@ -237,7 +252,8 @@ func openImport(ctx context.Context, e *env, bucketURL, agent string, interval t
 		AgentID:  agent,
 		MaxBytes: workbench.DefaultMaxBytes,
 		Engine: head.Options{MaxBatch: importMaxBatch, MinCommitInterval: interval,
-			MaxDeltas: importMaxDeltas, MaxDeltaBytes: importDeltaBytes, MergeBytes: importMergeBytes, CacheBytes: importCacheBytes},
+			MaxDeltas: importMaxDeltas, MaxDeltaBytes: importDeltaBytes, MergeBytes: importMergeBytes,
+			Caches: head.NewCachesWithDeltas(importCacheBytes, importDeltaCacheBytes)},
 	})
 	if err != nil {
 		b.Close()
