@@ -503,6 +503,16 @@ func TestFsckFindsCorruptRecords(t *testing.T) {
 			})
 			return func(tx *head.Tx) error { return tx.Delete(nokv.FamilyArtifactManifest, r.Key) }
 		}, "artifact_revision", []string{"(its manifest rows)"}},
+		{"an inline body altered", func(t *testing.T, s *workbench.Service) func(tx *head.Tx) error {
+			r := record(t, s, nokv.FamilyArtifactManifest, func(_, v []byte) bool {
+				e, _ := nokv.DecodeArtifactManifestEntry(v)
+				return len(e.Inline) > 0
+			})
+			e, _ := nokv.DecodeArtifactManifestEntry(r.Value)
+			e.Inline[0] ^= 1
+			v, _ := e.Encode()
+			return func(tx *head.Tx) error { return tx.Put(nokv.FamilyArtifactManifest, r.Key, v) }
+		}, "artifact_revision", []string{"(its manifest rows)"}},
 		{"a Commit reference deleted", func(t *testing.T, s *workbench.Service) func(tx *head.Tx) error {
 			r := record(t, s, nokv.FamilyRevisionRef, func(k, _ []byte) bool {
 				rk, _ := nokv.ParseRevisionRefKey(k)

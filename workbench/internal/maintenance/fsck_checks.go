@@ -323,11 +323,9 @@ func (c *rootCheck) checkManifests() {
 		if rev.v.State == nokv.RevisionStateDeleted {
 			continue // its rows may have been pruned
 		}
-		entries := make([]nokv.ArtifactManifestEntry, len(rows))
 		var off uint64
 		owners := map[nokv.RevisionID]bool{}
 		for i, r := range rows {
-			entries[i] = r.v
 			if r.k.ObjectIndex != uint64(i) {
 				c.finding(nokv.FamilyArtifactManifest, r.key, name, fmt.Sprintf("row %d", i), fmt.Sprintf("row %d", r.k.ObjectIndex))
 			}
@@ -350,11 +348,11 @@ func (c *rootCheck) checkManifests() {
 		if off != rev.v.LogicalSize {
 			c.finding(nokv.FamilyArtifactRevision, rev.key, name, fmt.Sprintf("logical size %d (its manifest rows)", off), fmt.Sprint(rev.v.LogicalSize))
 		}
-		if got, err := publish.ManifestDigestURI(entries); err != nil || got != rev.v.ManifestDigestURI {
-			found := got
-			if err != nil {
-				found = err.Error()
-			}
+		found, ok := c.manifestDigests[id]
+		if !ok {
+			found = manifestDigest(nil)
+		}
+		if found != rev.v.ManifestDigestURI {
 			c.finding(nokv.FamilyArtifactRevision, rev.key, name, "manifest digest "+found+" (its manifest rows)", rev.v.ManifestDigestURI)
 		}
 		// Dependencies: the reused rows' owners against the references.
@@ -375,6 +373,20 @@ func (c *rootCheck) checkManifests() {
 				fmt.Sprintf("count %d, depth %d, a digest that matches: %v", rev.v.DependencyCount, rev.v.DependencyDepth, publish.DependencyDigest(deps) == rev.v.DependencyDigest))
 		}
 	}
+}
+
+// manifestDigest is the manifest digest of a revision's rows, in order,
+// or why they do not encode.
+func manifestDigest(rows []manifestRow) string {
+	entries := make([]nokv.ArtifactManifestEntry, len(rows))
+	for i, r := range rows {
+		entries[i] = r.v
+	}
+	got, err := publish.ManifestDigestURI(entries)
+	if err != nil {
+		return err.Error()
+	}
+	return got
 }
 
 func revisionList(ids []nokv.RevisionID) string {

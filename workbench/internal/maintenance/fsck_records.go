@@ -1,6 +1,7 @@
 package maintenance
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"fmt"
@@ -39,6 +40,11 @@ type rootCheck struct {
 	aliases    []aliasRow
 	holds      []historyHoldRow
 	index      map[string]indexRow // by the key's bytes
+
+	// manifestDigests is the manifest digest each revision's rows hash
+	// to (or why they do not encode), taken when they are loaded
+	// (sealManifests).
+	manifestDigests map[nokv.RevisionID]string
 
 	// Restores in flight (not Complete or Cleaned): the commits they will
 	// seal, whose Commit references come first, and, in a shard whose
@@ -151,6 +157,7 @@ func (fk *fsck) checkRoot(ctx context.Context, sn *head.Snapshot) error {
 		snapshots:  map[nokv.SnapshotID]snapshotRow{},
 		index:      map[string]indexRow{},
 
+		manifestDigests:  map[nokv.RevisionID]string{},
 		restoringCommits: map[nokv.CommitID]bool{},
 		restoringIncs:    map[nokv.IncarnationID]bool{},
 	}
@@ -237,13 +244,31 @@ func (c *rootCheck) load(ctx context.Context) (bool, error) {
 			return false, err
 		}
 		complete = complete && ok
-	}
-	// Manifest rows in index order (a scan returns them so; sorting makes
-	// the check independent of that).
-	for _, rows := range c.manifests {
-		slices.SortFunc(rows, func(a, b manifestRow) int { return cmpU64(a.k.ObjectIndex, b.k.ObjectIndex) })
+		if f.f == nokv.FamilyArtifactManifest {
+			c.sealManifests()
+		}
 	}
 	return complete, nil
+}
+
+// sealManifests puts each revision's manifest rows in index order (a
+// scan returns them so; sorting makes the checks independent of that)
+// and takes their digest. Unless FsckOptions.Bodies reads the bodies, the
+// rows then drop their inline bytes, before the next family is read:
+// they are most of a workbench of small files.
+func (c *rootCheck) sealManifests() {
+	for rev, rows := range c.manifests {
+		slices.SortFunc(rows, func(a, b manifestRow) int { return cmpU64(a.k.ObjectIndex, b.k.ObjectIndex) })
+		c.manifestDigests[rev] = manifestDigest(rows)
+		if c.fk.opts.Bodies {
+			continue
+		}
+		for i := range rows {
+			if rows[i].v.Inline != nil {
+				rows[i].v.Inline = []byte{} // still inline, for the checks that ask
+			}
+		}
+	}
 }
 
 // checkedFamily is a family load reads, with what it does with each
@@ -265,7 +290,9 @@ func rows[K, V any](parse func([]byte) (K, error), decode func([]byte) (V, error
 		if err != nil {
 			return err
 		}
-		return keep(key, k, v)
+		// The key's own bytes: a record's key shares its shard object's
+		// memory, which a kept row would otherwise keep whole.
+		return keep(bytes.Clone(key), k, v)
 	}
 }
 
