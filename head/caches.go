@@ -26,14 +26,19 @@ type Caches struct {
 const DefaultCacheBytes = 512 << 20
 
 // NewCaches returns caches holding at most budget bytes in all
-// (DefaultCacheBytes when budget is not positive).
+// (DefaultCacheBytes when budget is not positive): five eighths for shard
+// objects and pages, an eighth each for page indexes and delta segments,
+// a sixteenth each for tables and roots. A page index missing from the
+// cache costs a point read a round of its own before its page's, and the
+// page indexes of a large workbench are many: at a million files, with a
+// sixteenth for them, most puts of a new file read one again.
 func NewCaches(budget int64) *Caches {
 	if budget <= 0 {
 		budget = DefaultCacheBytes
 	}
 	return &Caches{
-		objects: shards.NewObjectCache(budget * 11 / 16),
-		indexes: shards.NewCache(budget/16, (*shards.Index).MemSize),
+		objects: shards.NewObjectCache(budget * 10 / 16),
+		indexes: shards.NewCache(budget/8, (*shards.Index).MemSize),
 		deltas:  shards.NewCache(budget/8, (*shards.Delta).MemSize),
 		tables:  shards.NewCache(budget/16, tableSize),
 		roots:   shards.NewCache(budget/16, rootSize),
@@ -52,8 +57,8 @@ func NewCachesWithDeltas(budget, deltas int64) *Caches {
 	deltas = min(max(deltas, budget/8), budget/2)
 	rest := budget - deltas
 	return &Caches{
-		objects: shards.NewObjectCache(rest * 11 / 14),
-		indexes: shards.NewCache(rest/14, (*shards.Index).MemSize),
+		objects: shards.NewObjectCache(rest * 10 / 14),
+		indexes: shards.NewCache(rest*2/14, (*shards.Index).MemSize),
 		deltas:  shards.NewCache(deltas, (*shards.Delta).MemSize),
 		tables:  shards.NewCache(rest/14, tableSize),
 		roots:   shards.NewCache(rest/14, rootSize),

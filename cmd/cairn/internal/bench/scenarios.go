@@ -204,12 +204,13 @@ func (r *sizeRun) measure(ctx context.Context, name string, rep *replica, f func
 }
 
 // puts measures PutSamples puts, one at a time, the ith of in at path(i)
-// (replacing what is there with replace): their total, the wall time of
-// each, sorted, the most bytes one wrote and the highest generation.
-func (r *sizeRun) puts(ctx context.Context, name string, path func(i int) string, replace bool) (total Row, took []time.Duration, largest int64, gen uint64, err error) {
+// (replacing what is there with replace): their total, the wall time and
+// the rounds of each, sorted, the most bytes one wrote and the highest
+// generation.
+func (r *sizeRun) puts(ctx context.Context, name string, path func(i int) string, replace bool) (total Row, took []time.Duration, rounds []int64, largest int64, gen uint64, err error) {
 	for i := range r.cfg.PutSamples {
 		if err := pace(ctx, r.cfg); err != nil {
-			return Row{}, nil, 0, 0, err
+			return Row{}, nil, nil, 0, 0, err
 		}
 		p, body := path(i), r.sh.putBody(i)
 		row, _, err := r.measure(ctx, name, r.warm, func() (map[string]any, error) {
@@ -220,20 +221,22 @@ func (r *sizeRun) puts(ctx context.Context, name string, path func(i int) string
 			return nil, putError(err)
 		})
 		if err != nil {
-			return Row{}, nil, 0, 0, err
+			return Row{}, nil, nil, 0, 0, err
 		}
 		total.plus(row)
 		total.HeadBytes = row.HeadBytes
 		took = append(took, row.Wall)
+		rounds = append(rounds, row.Rounds)
 		largest = max(largest, row.BytesWritten)
 	}
 	slices.Sort(took)
-	return total, took, largest, gen, nil
+	slices.Sort(rounds)
+	return total, took, rounds, largest, gen, nil
 }
 
 func (r *sizeRun) putNew(ctx context.Context) ([]Row, error) {
 	n := r.cfg.PutSamples
-	total, took, largest, _, err := r.puts(ctx, PutNewWarm, func(i int) string { return fmt.Sprintf("new/d%d/put-new.txt", i) }, false)
+	total, took, rounds, largest, _, err := r.puts(ctx, PutNewWarm, func(i int) string { return fmt.Sprintf("new/d%d/put-new.txt", i) }, false)
 	if err != nil {
 		return nil, err
 	}
@@ -243,8 +246,9 @@ func (r *sizeRun) putNew(ctx context.Context) ([]Row, error) {
 	row.metric("p50_s", percentile(took, 0.50).Seconds())
 	row.metric("max_s", took[n-1].Seconds())
 	row.metric("largest_put_bytes", float64(largest))
-	row.note("mean of %d puts of new files, one at a time, folds included: %d requests, %s written in all; p50 %s, slowest %s; the largest put wrote %s",
-		n, total.Requests, size(total.BytesWritten), dur(percentile(took, 0.50)), dur(took[n-1]), size(largest))
+	row.metric("p50_rounds", float64(rounds[(n-1)/2]))
+	row.note("mean of %d puts of new files, one at a time, folds included: %d requests, %s written in all; p50 %s, slowest %s; rounds p50 %d, most %d; the largest put wrote %s",
+		n, total.Requests, size(total.BytesWritten), dur(percentile(took, 0.50)), dur(took[n-1]), rounds[(n-1)/2], rounds[n-1], size(largest))
 	objs, _, _ := r.warm.svc.CacheStats()
 	row.note("cache %s of %s in %d objects, %d evicted", size(objs.Bytes), size(objs.Budget), objs.Entries, objs.Evictions)
 	return []Row{row}, nil
@@ -254,15 +258,16 @@ func (r *sizeRun) putNew(ctx context.Context) ([]Row, error) {
 // time: the row is their mean, folds included, with their p50.
 func (r *sizeRun) putReplace(ctx context.Context) ([]Row, error) {
 	n := r.cfg.PutSamples
-	total, took, _, gen, err := r.puts(ctx, PutReplaceWarm, func(i int) string { return r.sh.someFile(1 + i) }, true)
+	total, took, rounds, _, gen, err := r.puts(ctx, PutReplaceWarm, func(i int) string { return r.sh.someFile(1 + i) }, true)
 	if err != nil {
 		return nil, err
 	}
 	row := total.mean(PutReplaceWarm, n)
 	row.metric("puts", float64(n))
 	row.metric("p50_s", percentile(took, 0.50).Seconds())
-	row.note("mean of %d puts replacing a file, one at a time, folds included; p50 %s; %s besides the 2 KiB body; generation up to %d",
-		n, dur(percentile(took, 0.50)), size(row.BytesWritten-int64(len(r.sh.putBody(0)))), gen)
+	row.metric("p50_rounds", float64(rounds[(n-1)/2]))
+	row.note("mean of %d puts replacing a file, one at a time, folds included; p50 %s, rounds p50 %d, most %d; %s besides the 2 KiB body; generation up to %d",
+		n, dur(percentile(took, 0.50)), rounds[(n-1)/2], rounds[n-1], size(row.BytesWritten-int64(len(r.sh.putBody(0)))), gen)
 	r.noteFsyncs(&row, "put", total.Fsyncs, n)
 	return []Row{row}, nil
 }
