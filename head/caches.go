@@ -26,42 +26,44 @@ type Caches struct {
 const DefaultCacheBytes = 512 << 20
 
 // NewCaches returns caches holding at most budget bytes in all
-// (DefaultCacheBytes when budget is not positive): five eighths for shard
-// objects and pages, an eighth each for page indexes and delta segments,
-// a sixteenth each for tables and roots. A page index missing from the
-// cache costs a point read a round of its own before its page's, and the
-// page indexes of a large workbench are many: at a million files, with a
-// sixteenth for them, most puts of a new file read one again.
+// (DefaultCacheBytes when budget is not positive): 22/32 for shard
+// objects and pages, 4/32 for page indexes, 3/32 for delta segments, 2/32
+// for tables and 1/32 for roots. A page index missing from the cache
+// costs a point read a round of its own before its page's, and the page
+// indexes of a large workbench are many: at a million files, with a
+// sixteenth for them, most puts of a new file read one again. Shard
+// objects keep their share: with less, a replica that wrote 100,000
+// files no longer holds the pages its next puts read.
 func NewCaches(budget int64) *Caches {
 	if budget <= 0 {
 		budget = DefaultCacheBytes
 	}
 	return &Caches{
-		objects: shards.NewObjectCache(budget * 10 / 16),
-		indexes: shards.NewCache(budget/8, (*shards.Index).MemSize),
-		deltas:  shards.NewCache(budget/8, (*shards.Delta).MemSize),
-		tables:  shards.NewCache(budget/16, tableSize),
-		roots:   shards.NewCache(budget/16, rootSize),
+		objects: shards.NewObjectCache(budget * 22 / 32),
+		indexes: shards.NewCache(budget*4/32, (*shards.Index).MemSize),
+		deltas:  shards.NewCache(budget*3/32, (*shards.Delta).MemSize),
+		tables:  shards.NewCache(budget*2/32, tableSize),
+		roots:   shards.NewCache(budget/32, rootSize),
 	}
 }
 
 // NewCachesWithDeltas is NewCaches for a writer that lets long lists of
 // delta segments pile up before it folds them (a bulk import): deltas of
 // the budget hold delta segments, and the rest is shared among the
-// other caches in NewCaches's proportions. deltas is kept between an
-// eighth of the budget (NewCaches's share) and a half.
+// other caches in NewCaches's proportions. deltas is kept between
+// NewCaches's share (3/32 of the budget) and a half.
 func NewCachesWithDeltas(budget, deltas int64) *Caches {
 	if budget <= 0 {
 		budget = DefaultCacheBytes
 	}
-	deltas = min(max(deltas, budget/8), budget/2)
+	deltas = min(max(deltas, budget*3/32), budget/2)
 	rest := budget - deltas
 	return &Caches{
-		objects: shards.NewObjectCache(rest * 10 / 14),
-		indexes: shards.NewCache(rest*2/14, (*shards.Index).MemSize),
+		objects: shards.NewObjectCache(rest * 22 / 29),
+		indexes: shards.NewCache(rest*4/29, (*shards.Index).MemSize),
 		deltas:  shards.NewCache(deltas, (*shards.Delta).MemSize),
-		tables:  shards.NewCache(rest/14, tableSize),
-		roots:   shards.NewCache(rest/14, rootSize),
+		tables:  shards.NewCache(rest*2/29, tableSize),
+		roots:   shards.NewCache(rest/29, rootSize),
 	}
 }
 
