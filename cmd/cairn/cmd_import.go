@@ -63,7 +63,8 @@ const (
 	importMaxDeltas  = 32
 	importDeltaBytes = 64 << 20
 	// importCacheBytes is the import's cache budget in all, of which
-	// importDeltaCacheBytes holds delta segments (an eighth by default):
+	// importDeltaCacheBytes holds delta segments (head.NewCaches gives
+	// them 3/32):
 	// decoded, with their inline bodies, two bounds of deltas take about
 	// three times their encoded bytes. With less, every fold and many
 	// lookups read deltas again: at 200,000 files, 7.0 GB read with
